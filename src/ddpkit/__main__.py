@@ -1,0 +1,6 @@
+"""`python -m ddpkit`."""
+
+from ddpkit.cli.main import entry
+
+if __name__ == "__main__":
+    entry()

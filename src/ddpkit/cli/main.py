@@ -1,0 +1,156 @@
+"""The command table, argument parsing, dispatch, and the one place exceptions become exit codes.
+
+Each subcommand lives in ``ddpkit.cli.commands.<name>`` and has the same shape::
+
+    HELP = "one line"
+    def configure(parser: argparse.ArgumentParser) -> None: ...
+    def run(args: argparse.Namespace, console: Console) -> int: ...
+
+Only the chosen command's module is imported, so a command that does not need torch never pays
+for importing it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+import traceback
+from collections.abc import Sequence
+from typing import Protocol, cast
+
+from ddpkit import __version__
+from ddpkit.cli import render
+from ddpkit.cli.console import Console
+from ddpkit.errors import DdpkitError, ExitCode, UsageError
+
+# name -> (module, one-line summary). Order is the order `ddpkit --help` shows.
+COMMANDS: dict[str, tuple[str, str]] = {
+    "nics": ("ddpkit.cli.commands.nics", "list network interfaces and pick the one for inter-node traffic"),
+    "nccl-conf": ("ddpkit.cli.commands.nccl_conf", "show or persist NCCL settings (nccl.conf) with provenance"),
+    "launch": ("ddpkit.cli.commands.launch", "run this node's share of a multi-node job via torchrun"),
+    "test": ("ddpkit.cli.commands.test", "check a cluster end to end with a shipped DDP test program"),
+    "doctor": ("ddpkit.cli.commands.doctor", "preflight checks, or diagnose a failed run from its logs"),
+    "bench": ("ddpkit.cli.commands.bench", "measure collectives, raw TCP and DDP scaling on this cluster"),
+    "plan": ("ddpkit.cli.commands.plan", "predict whether multi-node pays off for a model and network"),
+    "join": ("ddpkit.cli.commands.join", "join a job started on the master with a ddpk:// token"),
+    "sim": ("ddpkit.cli.commands.sim", "a simulated multi-node cluster in network namespaces (root)"),
+}
+
+
+class CommandModule(Protocol):
+    HELP: str
+
+    def configure(self, parser: argparse.ArgumentParser) -> None: ...
+
+    def run(self, args: argparse.Namespace, console: Console) -> int: ...
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that raises instead of exiting, so usage errors go through the one error path."""
+
+    console: Console | None = None
+
+    def _print_message(self, message: str, file: object = None) -> None:
+        if message and self.console is not None:
+            self.console.out.write(message)
+        elif message:
+            super()._print_message(message, None)
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise UsageError("bad-usage", f"{self.prog}: {message}", f"see `{self.prog} --help`")
+
+
+def _overview() -> str:
+    width = max(len(name) for name in COMMANDS)
+    rows = "\n".join(f"  {name.ljust(width)}  {summary}" for name, (_, summary) in COMMANDS.items())
+    return (
+        "usage: ddpkit [--version] [--traceback] COMMAND [options]\n\n"
+        "Multi-node PyTorch training on rented GPU instances, right the first time.\n\n"
+        f"commands:\n{rows}\n\n"
+        "`ddpkit COMMAND --help` describes one command; every command takes --json."
+    )
+
+
+def load_command(name: str) -> CommandModule:
+    module_name, _ = COMMANDS[name]
+    return cast(CommandModule, importlib.import_module(module_name))
+
+
+def build_parser(
+    name: str, console: Console | None = None
+) -> tuple[argparse.ArgumentParser, CommandModule]:
+    module = load_command(name)
+    parser = _Parser(prog=f"ddpkit {name}", description=module.HELP)
+    parser.console = console
+    module.configure(parser)
+    return parser, module
+
+
+def main(argv: Sequence[str] | None = None, console: Console | None = None) -> int:
+    """Run one ddpkit command; return its exit code. Never raises, never calls ``sys.exit``."""
+    console = console or Console()
+    args_in = list(sys.argv[1:] if argv is None else argv)
+    show_traceback = False
+    while args_in and args_in[0].startswith("-"):
+        flag = args_in.pop(0)
+        if flag in ("-h", "--help"):
+            render.line(console, _overview())
+            return ExitCode.OK
+        if flag == "--version":
+            render.line(console, f"ddpkit {__version__}")
+            return ExitCode.OK
+        if flag == "--traceback":
+            show_traceback = True
+            continue
+        render.error(console, UsageError("bad-usage", f"unknown option {flag}", "see `ddpkit --help`"),
+                     as_json=False)
+        return ExitCode.USAGE
+    if not args_in:
+        render.line(console, _overview())
+        return ExitCode.USAGE
+    name = args_in.pop(0)
+    if name not in COMMANDS:
+        known = ", ".join(COMMANDS)
+        exc = UsageError("unknown-command", f"no command named {name!r}", f"commands: {known}")
+        render.error(console, exc, as_json=False)
+        return ExitCode.USAGE
+
+    as_json = "--json" in args_in
+    try:
+        parser, module = build_parser(name, console)
+        try:
+            args = parser.parse_args(args_in)
+        except SystemExit as exit_request:  # --help inside a subcommand
+            return int(exit_request.code or 0)
+        as_json = bool(getattr(args, "json", False))
+        return int(module.run(args, console))
+    except DdpkitError as exc:
+        if show_traceback:
+            log_traceback(console)
+        render.error(console, exc, as_json=as_json)
+        return int(exc.exit_code)
+    except KeyboardInterrupt:
+        render.log(console, "interrupted")
+        return ExitCode.INTERRUPTED
+    except BrokenPipeError:
+        return ExitCode.FAILURE
+    except Exception as exc:  # noqa: BLE001 - the one place that turns crashes into a report
+        if show_traceback:
+            log_traceback(console)
+        internal = DdpkitError(
+            "internal-error",
+            f"ddpkit crashed: {type(exc).__name__}: {exc}",
+            "rerun with `ddpkit --traceback ...` and report the traceback",
+        )
+        render.error(console, internal, as_json=as_json)
+        return ExitCode.FAILURE
+
+
+def log_traceback(console: Console) -> None:
+    render.log(console, traceback.format_exc().rstrip())
+
+
+def entry() -> None:
+    """Console-script entry point: the only ``sys.exit`` in ddpkit."""
+    sys.exit(main())

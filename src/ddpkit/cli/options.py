@@ -1,0 +1,26 @@
+"""Flag helpers shared by the subcommands: kebab-case canonical names, torchrun spellings too."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+
+def add_flag(parser: argparse.ArgumentParser, name: str, *more: str, **kwargs: Any) -> None:
+    """Add ``--kebab-name`` and also accept ``--kebab_name`` (torchrun's spelling), hidden from help."""
+    spellings = [name, *more]
+    extra = []
+    for spelling in spellings:
+        if spelling.startswith("--") and "-" in spelling[2:]:
+            underscored = "--" + spelling[2:].replace("-", "_")
+            if underscored not in spellings:
+                extra.append(underscored)
+    parser.add_argument(*spellings, *extra, **kwargs)
+
+
+def add_json_flag(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--json",
+        action="store_true",
+        help="print one versioned JSON document on stdout (logs stay on stderr)",
+    )

@@ -1,0 +1,98 @@
+"""Shared fixtures: an in-process CLI runner with captured I/O, an isolated environment, free ports."""
+
+from __future__ import annotations
+
+import io
+import os
+import socket
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import pytest
+
+from ddpkit.cli.console import Console
+from ddpkit.cli.main import main
+
+IS_ROOT = hasattr(os, "geteuid") and os.geteuid() == 0
+
+
+@dataclass
+class CliResult:
+    code: int
+    out: str
+    err: str
+
+    def json(self) -> dict:  # type: ignore[type-arg]
+        import json
+
+        return json.loads(self.out)
+
+
+def _run_cli(*argv: str) -> CliResult:
+    out, err = io.StringIO(), io.StringIO()
+    code = main(list(argv), Console(out=out, err=err, color=False))
+    return CliResult(code, out.getvalue(), err.getvalue())
+
+
+@pytest.fixture
+def run_cli():  # type: ignore[no-untyped-def]
+    """Run ``ddpkit ARGV...`` in this process and capture stdout/stderr."""
+    return _run_cli
+
+
+def run_ddpkit_subprocess(
+    *argv: str, env: dict[str, str] | None = None, timeout: float = 120, **kwargs: object
+) -> subprocess.CompletedProcess[str]:
+    """Run the real ``python -m ddpkit`` in a child process (with a timeout)."""
+    return subprocess.run(
+        [sys.executable, "-m", "ddpkit", *argv],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=env if env is not None else clean_env(),
+        **kwargs,  # type: ignore[arg-type]
+    )
+
+
+def clean_env(extra: dict[str, str] | None = None) -> dict[str, str]:
+    """This process's environment without any NCCL_*/GLOO_*/TORCH_*/PET_* that could leak in."""
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("NCCL_", "GLOO_", "TORCH_", "PET_", "MASTER_", "DDPKIT_"))
+    }
+    env.update(extra or {})
+    return env
+
+
+@pytest.fixture(autouse=True)
+def isolated_env(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """No NCCL_*/GLOO_*/TORCH_* from the developer's shell reaches a test."""
+    for key in list(os.environ):
+        if key.startswith(("NCCL_", "GLOO_", "PET_", "DDPKIT_")):
+            monkeypatch.delenv(key, raising=False)
+    yield
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    skip_root = pytest.mark.skip(reason="needs root (network namespaces)")
+    has_cuda = _has_cuda()
+    skip_gpu = pytest.mark.skip(reason="needs CUDA")
+    for item in items:
+        if "root" in item.keywords and not IS_ROOT:
+            item.add_marker(skip_root)
+        if "gpu" in item.keywords and not has_cuda:
+            item.add_marker(skip_gpu)
+
+
+def _has_cuda() -> bool:
+    # Cheap: look for the driver instead of importing torch in every test session.
+    return os.path.exists("/dev/nvidiactl") or os.path.exists("/proc/driver/nvidia/version")
