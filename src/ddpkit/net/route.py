@@ -1,0 +1,290 @@
+"""Which local interface and source address this machine's routing table uses to reach a peer.
+
+A real lookup, not a guess from names: ``ip -j route get ADDR`` (iproute2) asks the kernel; where
+that is unavailable, a connected UDP socket's ``getsockname()`` gives the source address the kernel
+chose (``connect`` on a datagram socket sends no packet), mapped back to the interface holding it.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import socket
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ddpkit.errors import ConfigError, NetworkProblem
+from ddpkit.net.interfaces import Nic, NicKind
+
+IP_ROUTE_TIMEOUT_S = 5.0
+# Route types `ip route get` can answer with that mean "no way there".
+UNROUTABLE_TYPES = {"unreachable", "blackhole", "prohibit", "throw"}
+
+RunIp = Callable[[Sequence[str]], str]
+"""Runs an ``ip`` argv and returns its stdout; raises OSError (e.g. IpCommandError) on failure."""
+
+
+Lookup = Callable[..., Sequence[tuple[Any, ...]]]
+"""``socket.getaddrinfo``-shaped: (host, port, family, type) -> [(af, type, proto, name, addr)]."""
+
+
+class IpCommandError(OSError):
+    """``ip`` ran and failed; ``stderr`` holds what it said (e.g. "Network is unreachable")."""
+
+    def __init__(self, argv: Sequence[str], returncode: int, stderr: str) -> None:
+        super().__init__(f"`{' '.join(argv)}` exited {returncode}: {stderr.strip()}")
+        self.argv = list(argv)
+        self.returncode = returncode
+        self.stderr = stderr
+
+
+@dataclass(frozen=True)
+class Route:
+    """The kernel's answer for one peer."""
+
+    host: str  # what the user asked about (name or address, without port)
+    address: str  # the peer address the lookup used
+    family: str  # "ipv4" or "ipv6"
+    ifname: str  # the local interface traffic leaves through
+    source: str  # the local source address the kernel picks
+    gateway: str | None = None  # next hop, None when the peer is on a connected network
+    local: bool = False  # the address is this machine's own
+    method: str = "ip-route-get"  # or "udp-connect" (the fallback)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "host": self.host,
+            "address": self.address,
+            "family": self.family,
+            "ifname": self.ifname,
+            "source": self.source,
+            "gateway": self.gateway,
+            "local": self.local,
+            "method": self.method,
+        }
+
+
+def split_host_port(spec: str) -> tuple[str, int | None]:
+    """``HOST``, ``HOST:PORT``, ``[V6]:PORT``, ``[V6]`` or a bare IPv6 address -> (host, port)."""
+    text = spec.strip()
+    port_text: str | None = None
+    if text.startswith("["):
+        end = text.find("]")
+        if end < 0 or (end + 1 < len(text) and text[end + 1] != ":"):
+            raise _bad_host(spec, "an IPv6 address in brackets must look like [fd00::3]:29500")
+        host = text[1:end]
+        port_text = text[end + 2 :] if end + 1 < len(text) else None
+    elif text.count(":") == 1:
+        host, port_text = text.split(":", 1)
+    else:  # a name, an IPv4 address, or an IPv6 address without a port
+        host = text
+    if not host:
+        raise _bad_host(spec, "the host part is empty")
+    if port_text is None:
+        return host, None
+    if not port_text.isdigit() or not 0 < int(port_text) < 65536:
+        raise _bad_host(spec, f"port {port_text!r} is not a number from 1 to 65535")
+    return host, int(port_text)
+
+
+def _bad_host(spec: str, why: str) -> ConfigError:
+    return ConfigError(
+        "bad-host",
+        f"cannot read {spec!r} as HOST[:PORT]: {why}",
+        "give a name or address, optionally with a port: node0, 10.0.0.2:29500, [fd00::2]:29500",
+    )
+
+
+def resolve(host: str, *, lookup: Lookup | None = None) -> tuple[str, ...]:
+    """The addresses ``host`` resolves to: IPv4 before IPv6, each family in numeric order.
+
+    A literal address is returned as it is (no lookup). ``lookup`` replaces
+    ``socket.getaddrinfo`` (tests). Raises ConfigError ``host-unresolvable``.
+    """
+    literal = _literal(host)
+    if literal is not None:
+        return (literal,)
+    try:
+        infos = (lookup or socket.getaddrinfo)(host, None, 0, socket.SOCK_STREAM)
+    except (socket.gaierror, UnicodeError) as exc:
+        raise ConfigError(
+            "host-unresolvable",
+            f"cannot resolve {host!r}: {exc}",
+            "check the name (`getent hosts NAME`) or give the peer's IP address instead",
+            details={"host": host},
+        ) from exc
+    found = {ipaddress.ip_address(str(info[4][0]).split("%", 1)[0]) for info in infos}
+    if not found:
+        raise ConfigError(
+            "host-unresolvable",
+            f"{host!r} resolves to no IPv4 or IPv6 address",
+            "give the peer's IP address instead",
+            details={"host": host},
+        )
+    ordered = sorted(found, key=lambda ip: (ip.version, int(ip)))
+    return tuple(ip.compressed for ip in ordered)
+
+
+def _literal(host: str) -> str | None:
+    address, _, zone = host.partition("%")
+    try:
+        ip = ipaddress.ip_address(address)
+    except ValueError:
+        return None
+    return ip.compressed + (f"%{zone}" if zone else "")
+
+
+def route_to(
+    host: str,
+    nics: Sequence[Nic] | None = None,
+    *,
+    run_ip: RunIp | None = None,
+    lookup: Lookup | None = None,
+) -> Route:
+    """The interface and source address this machine uses to reach ``host`` (HOST[:PORT]).
+
+    ``nics`` (this machine's interfaces, from :func:`ddpkit.net.interfaces.discover` when omitted)
+    map a source address back to its interface. ``run_ip`` replaces the ``ip`` subprocess (tests
+    feed it recorded ``ip -j route get`` output), ``lookup`` the name resolver. Raises ConfigError
+    ``bad-host`` / ``host-unresolvable``, NetworkProblem ``no-route``.
+    """
+    name, port = split_host_port(host)
+    address = resolve(name, lookup=lookup)[0]
+    plain, _, zone = address.partition("%")
+    family = "ipv4" if ipaddress.ip_address(plain).version == 4 else "ipv6"
+    run = run_ip or run_ip_command
+    argv = ["ip", "-j"] + (["-6"] if family == "ipv6" else []) + ["route", "get", plain]
+    if zone:
+        argv += ["oif", zone]
+    known = list(nics) if nics is not None else None
+
+    def interfaces() -> list[Nic]:
+        nonlocal known
+        if known is None:
+            from ddpkit.net.interfaces import discover
+
+            known = list(discover())
+        return known
+
+    ip_failure = ""
+    try:
+        answer = parse_route_get(run(argv))
+    except (OSError, ValueError) as exc:  # no iproute2, or it said something we cannot read
+        ip_failure = _describe(exc)
+    else:
+        if answer.get("type") in UNROUTABLE_TYPES:
+            raise _no_route(name, plain, f"the routing table says {answer['type']}")
+        return _route_from_answer(name, plain, family, answer, interfaces)
+    return _route_by_udp(name, plain, family, port, zone, interfaces, ip_failure)
+
+
+def parse_route_get(output: str) -> dict[str, Any]:
+    """The first entry of ``ip -j route get`` output; ValueError if it is not one."""
+    data = json.loads(output)
+    if not isinstance(data, list) or not data or not isinstance(data[0], dict):
+        raise ValueError(f"unexpected `ip -j route get` output: {output[:200]!r}")
+    entry: dict[str, Any] = data[0]
+    if not entry.get("dev"):
+        raise ValueError(f"`ip -j route get` named no device: {output[:200]!r}")
+    return entry
+
+
+def _route_from_answer(
+    host: str,
+    address: str,
+    family: str,
+    answer: dict[str, Any],
+    interfaces: Callable[[], list[Nic]],
+) -> Route:
+    ifname = str(answer["dev"])
+    source = answer.get("prefsrc")
+    local = answer.get("type") == "local"
+    if local:
+        # Our own address: the kernel answers "via lo", but the interface that holds the address
+        # is the one peers reach us on.
+        holder = _holder(address, interfaces())
+        if holder is not None and holder.kind is not NicKind.LOOPBACK:
+            ifname = holder.name
+        source = address
+    if not source:  # IPv6 answers can lack prefsrc; take the interface's first usable address
+        nic = next((n for n in interfaces() if n.name == ifname), None)
+        candidates = [a for a in (nic.addresses if nic else ()) if a.family == family]
+        routable = [a for a in candidates if a.is_routable] or candidates
+        if not routable:
+            raise _no_route(host, address, f"{ifname} has no {family} address to send from")
+        source = routable[0].address
+    gateway = answer.get("gateway")
+    return Route(host, address, family, ifname, str(source), str(gateway) if gateway else None,
+                 local, "ip-route-get")  # fmt: skip
+
+
+def _route_by_udp(
+    host: str,
+    address: str,
+    family: str,
+    port: int | None,
+    zone: str,
+    interfaces: Callable[[], list[Nic]],
+    ip_failure: str,
+) -> Route:
+    af = socket.AF_INET if family == "ipv4" else socket.AF_INET6
+    target: tuple[Any, ...] = (address, port or 9)
+    if family == "ipv6":
+        target = (address, port or 9, 0, socket.if_nametoindex(zone) if zone else 0)
+    try:
+        with socket.socket(af, socket.SOCK_DGRAM) as sock:
+            sock.connect(target)  # a datagram connect only asks the routing table; nothing is sent
+            source = str(sock.getsockname()[0]).split("%", 1)[0]
+    except OSError as exc:
+        reason = _describe(exc)
+        if ip_failure:
+            reason += f"; `ip route get` also failed: {ip_failure}"
+        raise _no_route(host, address, reason) from exc
+    holder = _holder(source, interfaces())
+    if holder is None:
+        raise _no_route(host, address, f"source address {source} is on no interface seen here")
+    local = _holder(address, interfaces()) is not None
+    if local and holder.kind is NicKind.LOOPBACK:
+        own = _holder(address, [n for n in interfaces() if n.kind is not NicKind.LOOPBACK])
+        holder = own or holder
+    return Route(host, address, family, holder.name, source, None, local, "udp-connect")
+
+
+def _holder(address: str, nics: Sequence[Nic]) -> Nic | None:
+    from ddpkit.net.select import interface_holding
+
+    return interface_holding(address, nics)
+
+
+def _no_route(host: str, address: str, why: str) -> NetworkProblem:
+    shown = host if host == address else f"{host} ({address})"
+    return NetworkProblem(
+        "no-route",
+        f"this machine has no route to {shown}: {why}",
+        "check `ip route` here: the peer's network must be reachable through one of this machine's"
+        " interfaces (is the private-network interface up and addressed?)",
+        details={"host": host, "address": address},
+    )
+
+
+def _describe(exc: BaseException) -> str:
+    stderr = getattr(exc, "stderr", None)
+    if stderr:
+        return str(stderr).strip().splitlines()[-1]
+    return str(exc) or type(exc).__name__
+
+
+def run_ip_command(argv: Sequence[str]) -> str:
+    """Run ``ip`` (iproute2) and return its stdout; OSError (IpCommandError) when it fails."""
+    import subprocess
+
+    try:
+        proc = subprocess.run(
+            list(argv), capture_output=True, text=True, timeout=IP_ROUTE_TIMEOUT_S, check=False
+        )
+    except subprocess.TimeoutExpired as exc:
+        raise IpCommandError(argv, -1, f"timed out after {IP_ROUTE_TIMEOUT_S:g} s") from exc
+    if proc.returncode != 0:
+        raise IpCommandError(argv, proc.returncode, proc.stderr)
+    return proc.stdout
