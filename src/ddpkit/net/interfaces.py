@@ -2,10 +2,11 @@
 
 Two layers, so that every decision can be tested from recorded data:
 
-* :func:`collect_facts` is the I/O edge: it reads ``/sys/class/net/<if>/`` (type, flags, operstate,
-  mtu, speed, the ``device``/``bridge``/``brport``/``master`` entries, ``uevent``), asks the kernel
-  for each interface's driver (the ``ethtool -i`` ioctl) and takes addresses from ``psutil``. The
-  result is a plain JSON-able dict (the format of ``tests/fixtures/net/*.json``).
+* :func:`collect_facts` is the I/O edge (:mod:`ddpkit.net.facts`): it reads
+  ``/sys/class/net/<if>/`` (type, flags, operstate, mtu, speed, the ``device``/``bridge``/
+  ``brport``/``master`` entries, ``uevent``), asks the kernel for each interface's driver (the
+  ``ethtool -i`` ioctl) and takes addresses from ``psutil``. The result is a plain JSON-able
+  dict (the format of ``tests/fixtures/net/*.json``).
 * :func:`nics_from_facts` is pure: it turns such a dict into :class:`Nic` values, classifying each
   interface into a :class:`NicKind`.
 
@@ -15,15 +16,11 @@ Two layers, so that every decision can be tested from recorded data:
 from __future__ import annotations
 
 import ipaddress
-import os
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import Enum
 from typing import Any, Literal
-
-FACTS_FORMAT = "ddpkit.net-facts/1"
-SYSFS_NET = "/sys/class/net"
 
 # Linux ARPHRD_* link types (include/uapi/linux/if_arp.h) that decide a kind on their own.
 ARPHRD_INFINIBAND = 32
@@ -37,20 +34,6 @@ ARPHRD_TUNNEL_TYPES = {
     823: "ip6gre",
     65534: "none (tun/wireguard)",
 }
-
-# net_device flags as /sys/class/net/<if>/flags shows them (include/uapi/linux/if.h).
-IFF_NAMES = (
-    (0x1, "UP"),
-    (0x2, "BROADCAST"),
-    (0x8, "LOOPBACK"),
-    (0x10, "POINTOPOINT"),
-    (0x40, "RUNNING"),
-    (0x80, "NOARP"),
-    (0x100, "PROMISC"),
-    (0x400, "MASTER"),
-    (0x800, "SLAVE"),
-    (0x1000, "MULTICAST"),
-)
 
 DOCKER_DEFAULT_SUBNET = ipaddress.IPv4Network("172.17.0.0/16")
 # RFC 1918 plus the shared (CGNAT) range some clouds use for their private networks.
@@ -284,10 +267,7 @@ def _int_or_none(value: Any) -> int | None:
 
 
 # --------------------------------------------------------------------------------------------
-# I/O: this machine -> facts
-
-AddressSource = Callable[[], Mapping[str, Sequence[Any]]]
-DriverSource = Callable[[str], "str | None"]
+# I/O: this machine
 
 
 def discover() -> tuple[Nic, ...]:
@@ -295,138 +275,11 @@ def discover() -> tuple[Nic, ...]:
     return nics_from_facts(collect_facts())
 
 
-def collect_facts(
-    sysfs: str = SYSFS_NET,
-    if_addrs: AddressSource | None = None,
-    driver_of: DriverSource | None = None,
-) -> dict[str, Any]:
+def collect_facts() -> dict[str, Any]:
     """The raw facts :func:`discover` classifies, as a JSON-able dict (record fixtures with it).
 
-    ``sysfs``, ``if_addrs`` (psutil.net_if_addrs-shaped) and ``driver_of`` are injectable so the
-    reader itself can be tested against a fake tree.
+    Reads /sys/class/net, the ethtool driver ioctl and psutil (see :mod:`ddpkit.net.facts`).
     """
-    if if_addrs is None:
-        import psutil
+    from ddpkit.net.facts import collect_facts as collect
 
-        if_addrs = psutil.net_if_addrs
-    if driver_of is None:
-        driver_of = ethtool_driver
-    names = set(_listdir(sysfs))
-    by_name = _addresses_by_interface(if_addrs(), names)
-    interfaces: dict[str, dict[str, Any]] = {}
-    for name in sorted(names | set(by_name)):
-        fact = _sysfs_facts(os.path.join(sysfs, name)) if name in names else _psutil_stats(name)
-        fact["driver"] = driver_of(name) or fact.get("device_driver")
-        fact["addresses"] = by_name.get(name, [])
-        interfaces[name] = fact
-    return {"format": FACTS_FORMAT, "interfaces": interfaces}
-
-
-def _sysfs_facts(path: str) -> dict[str, Any]:
-    flags = _int_or_none(_read(path, "flags", base=16))
-    uevent = dict(
-        line.split("=", 1) for line in (_read(path, "uevent") or "").splitlines() if "=" in line
-    )
-    device = os.path.join(path, "device")
-    device_driver = os.path.join(device, "driver")
-    master = os.path.join(path, "master")
-    return {
-        "ifindex": _int_or_none(_read(path, "ifindex")),
-        "type": _int_or_none(_read(path, "type")),
-        "flags": [n for bit, n in IFF_NAMES if flags is not None and flags & bit],
-        "operstate": _read(path, "operstate"),
-        "mtu": _int_or_none(_read(path, "mtu")),
-        "speed": _int_or_none(_read(path, "speed")),
-        "mac": _read(path, "address") or None,
-        "device": os.path.exists(device),
-        "device_driver": os.path.basename(os.readlink(device_driver))
-        if os.path.islink(device_driver)
-        else None,
-        "bridge": os.path.isdir(os.path.join(path, "bridge")),
-        "brport": os.path.isdir(os.path.join(path, "brport")),
-        "master": os.path.basename(os.readlink(master)) if os.path.islink(master) else None,
-        "tun": os.path.exists(os.path.join(path, "tun_flags")),
-        "devtype": uevent.get("DEVTYPE"),
-        "rdma": os.path.isdir(os.path.join(device, "infiniband")),
-    }
-
-
-def _psutil_stats(name: str) -> dict[str, Any]:
-    """Facts for an interface that has addresses but no sysfs entry (not Linux, or no /sys)."""
-    import psutil
-
-    stats = psutil.net_if_stats().get(name)
-    if stats is None:
-        return {"flags": []}
-    flags = [f.upper() for f in str(getattr(stats, "flags", "")).split(",") if f]
-    if stats.isup and "UP" not in flags:
-        flags.append("UP")
-    return {"flags": flags, "mtu": stats.mtu, "speed": stats.speed or None}
-
-
-def _addresses_by_interface(
-    raw: Mapping[str, Sequence[Any]], sysfs_names: set[str]
-) -> dict[str, list[dict[str, Any]]]:
-    """psutil's addresses per interface; ``eth0:1``-style alias labels fold into ``eth0``."""
-    out: dict[str, list[dict[str, Any]]] = {}
-    for label in sorted(raw):
-        base = label.split(":", 1)[0]
-        name = base if ":" in label and base in sysfs_names else label
-        entries = out.setdefault(name, [])
-        for snic in raw[label]:
-            family_name = getattr(snic.family, "name", str(snic.family))
-            if family_name not in ("AF_INET", "AF_INET6"):
-                continue
-            text = str(snic.address).split("%", 1)[0]
-            entries.append(
-                {
-                    "family": "ipv4" if family_name == "AF_INET" else "ipv6",
-                    "address": text,
-                    "prefixlen": _prefixlen(snic.netmask, ipaddress.ip_address(text).max_prefixlen),
-                }
-            )
-    return out
-
-
-def _prefixlen(netmask: str | None, max_len: int) -> int:
-    if not netmask:
-        return max_len
-    return bin(int(ipaddress.ip_address(netmask.split("%", 1)[0]))).count("1")
-
-
-def ethtool_driver(name: str) -> str | None:
-    """The driver name ``ethtool -i NAME`` would print (veth, bridge, virtio_net...), or None."""
-    import array
-    import fcntl
-    import socket
-    import struct
-
-    siocethtool, ethtool_gdrvinfo = 0x8946, 0x3
-    # struct ethtool_drvinfo: u32 cmd, then driver[32] ... (196 bytes in all).
-    buf = array.array("B", struct.pack("I", ethtool_gdrvinfo) + bytes(192))
-    ifreq = struct.pack("16sP", name.encode()[:15], buf.buffer_info()[0])
-    try:
-        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
-            fcntl.ioctl(sock.fileno(), siocethtool, ifreq)
-    except OSError:
-        return None
-    driver = buf.tobytes()[4:36].split(b"\0", 1)[0].decode(errors="replace")
-    return driver or None
-
-
-def _listdir(path: str) -> list[str]:
-    try:
-        return sorted(os.listdir(path))
-    except OSError:
-        return []
-
-
-def _read(path: str, name: str, base: int = 10) -> str | None:
-    try:
-        with open(os.path.join(path, name), encoding="ascii", errors="replace") as handle:
-            text = handle.read().strip()
-    except OSError:  # e.g. `speed` on a link without carrier: EINVAL
-        return None
-    if base == 16 and text.startswith("0x"):
-        return str(int(text, 16))
-    return text
+    return collect()

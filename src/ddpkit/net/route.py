@@ -29,6 +29,10 @@ Lookup = Callable[..., Sequence[tuple[Any, ...]]]
 """``socket.getaddrinfo``-shaped: (host, port, family, type) -> [(af, type, proto, name, addr)]."""
 
 
+UdpSource = Callable[[str, "int | None", str], str]
+"""(address, port, zone) -> the local source address; OSError when there is no route."""
+
+
 class IpCommandError(OSError):
     """``ip`` ran and failed; ``stderr`` holds what it said (e.g. "Network is unreachable")."""
 
@@ -141,19 +145,20 @@ def route_to(
     *,
     run_ip: RunIp | None = None,
     lookup: Lookup | None = None,
+    udp_source: UdpSource | None = None,
 ) -> Route:
     """The interface and source address this machine uses to reach ``host`` (HOST[:PORT]).
 
     ``nics`` (this machine's interfaces, from :func:`ddpkit.net.interfaces.discover` when omitted)
-    map a source address back to its interface. ``run_ip`` replaces the ``ip`` subprocess (tests
-    feed it recorded ``ip -j route get`` output), ``lookup`` the name resolver. Raises ConfigError
+    map a source address back to its interface. The other arguments replace the real edges in
+    tests: ``run_ip`` the ``ip`` subprocess (fed recorded ``ip -j route get`` output), ``lookup``
+    the name resolver, ``udp_source`` the connected-UDP-socket fallback. Raises ConfigError
     ``bad-host`` / ``host-unresolvable``, NetworkProblem ``no-route``.
     """
     name, port = split_host_port(host)
     address = resolve(name, lookup=lookup)[0]
     plain, _, zone = address.partition("%")
     family = "ipv4" if ipaddress.ip_address(plain).version == 4 else "ipv6"
-    run = run_ip or run_ip_command
     argv = ["ip", "-j"] + (["-6"] if family == "ipv6" else []) + ["route", "get", plain]
     if zone:
         argv += ["oif", zone]
@@ -167,16 +172,24 @@ def route_to(
             known = list(discover())
         return known
 
-    ip_failure = ""
     try:
-        answer = parse_route_get(run(argv))
-    except (OSError, ValueError) as exc:  # no iproute2, or it said something we cannot read
+        answer = parse_route_get((run_ip or run_ip_command)(argv))
+    except IpCommandError as exc:
+        if "RTNETLINK answers" in exc.stderr:  # the kernel's own answer: there is no route
+            raise _no_route(name, plain, _describe(exc)) from exc
+        ip_failure = _describe(exc)
+    except (OSError, ValueError) as exc:  # no iproute2, or output we cannot read
         ip_failure = _describe(exc)
     else:
         if answer.get("type") in UNROUTABLE_TYPES:
             raise _no_route(name, plain, f"the routing table says {answer['type']}")
         return _route_from_answer(name, plain, family, answer, interfaces)
-    return _route_by_udp(name, plain, family, port, zone, interfaces, ip_failure)
+    try:
+        source = (udp_source or udp_source_address)(plain, port, zone)
+    except OSError as exc:
+        reason = f"{_describe(exc)} (`ip route get` was no help: {ip_failure})"
+        raise _no_route(name, plain, reason) from exc
+    return _route_from_source(name, plain, family, source, interfaces())
 
 
 def parse_route_get(output: str) -> dict[str, Any]:
@@ -219,35 +232,30 @@ def _route_from_answer(
                  local, "ip-route-get")  # fmt: skip
 
 
-def _route_by_udp(
-    host: str,
-    address: str,
-    family: str,
-    port: int | None,
-    zone: str,
-    interfaces: Callable[[], list[Nic]],
-    ip_failure: str,
-) -> Route:
-    af = socket.AF_INET if family == "ipv4" else socket.AF_INET6
+def udp_source_address(address: str, port: int | None, zone: str = "") -> str:
+    """The source address the kernel picks for ``address``, via a connected UDP socket.
+
+    ``connect`` on a datagram socket only consults the routing table: no packet is sent.
+    """
     target: tuple[Any, ...] = (address, port or 9)
-    if family == "ipv6":
+    af = socket.AF_INET
+    if ipaddress.ip_address(address).version == 6:
+        af = socket.AF_INET6
         target = (address, port or 9, 0, socket.if_nametoindex(zone) if zone else 0)
-    try:
-        with socket.socket(af, socket.SOCK_DGRAM) as sock:
-            sock.connect(target)  # a datagram connect only asks the routing table; nothing is sent
-            source = str(sock.getsockname()[0]).split("%", 1)[0]
-    except OSError as exc:
-        reason = _describe(exc)
-        if ip_failure:
-            reason += f"; `ip route get` also failed: {ip_failure}"
-        raise _no_route(host, address, reason) from exc
-    holder = _holder(source, interfaces())
+    with socket.socket(af, socket.SOCK_DGRAM) as sock:
+        sock.connect(target)
+        return str(sock.getsockname()[0]).split("%", 1)[0]
+
+
+def _route_from_source(
+    host: str, address: str, family: str, source: str, nics: Sequence[Nic]
+) -> Route:
+    holder = _holder(source, nics)
     if holder is None:
         raise _no_route(host, address, f"source address {source} is on no interface seen here")
-    local = _holder(address, interfaces()) is not None
+    local = _holder(address, nics) is not None
     if local and holder.kind is NicKind.LOOPBACK:
-        own = _holder(address, [n for n in interfaces() if n.kind is not NicKind.LOOPBACK])
-        holder = own or holder
+        holder = _holder(address, [n for n in nics if n.kind is not NicKind.LOOPBACK]) or holder
     return Route(host, address, family, holder.name, source, None, local, "udp-connect")
 
 
