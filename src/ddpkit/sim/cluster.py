@@ -1,0 +1,441 @@
+"""Execute a sim cluster's life: ``up`` (idempotent, rolled back on failure), ``down``, ``inspect``.
+
+``down`` finds what to remove from names alone (see ``ddpkit.sim.topology``), so it also clears a
+cluster whose ``up`` was killed half-way. All of it needs root.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import shutil
+import subprocess
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ddpkit.errors import ConfigError, DeadlineExceeded, EnvironmentProblem
+from ddpkit.sim import host
+from ddpkit.sim.spec import DEFAULT_NAME, SimSpec, validate_name
+from ddpkit.sim.state import (
+    PHASE_UP,
+    ClusterState,
+    read_state,
+    write_file_atomically,
+    write_state,
+)
+from ddpkit.sim.steps import Step
+from ddpkit.sim.topology import (
+    ETC_NETNS_DIR,
+    NETNS_DIR,
+    RUNTIME_ROOT,
+    SimCluster,
+    build_cluster,
+    namespace_name,
+    owned_link_pattern,
+    owned_namespace_pattern,
+    plan_up,
+    probe_namespace_name,
+    runtime_dir,
+    tools_for_up,
+)
+
+CommandRunner = Callable[[host.Tools, Sequence[str]], "subprocess.CompletedProcess[str]"]
+LOCK_TIMEOUT_S = 60.0
+LINKS_UP_TIMEOUT_S = 10.0
+
+
+@dataclass(frozen=True)
+class UpResult:
+    cluster: SimCluster
+    created: bool  # False: an identical cluster was already up and nothing was done
+    steps: tuple[Step, ...]  # the steps that ran
+
+
+@dataclass(frozen=True)
+class DownReport:
+    """What ``down`` removed (empty tuples: there was nothing of that cluster)."""
+
+    name: str
+    processes_killed: tuple[int, ...]
+    namespaces: tuple[str, ...]
+    links: tuple[str, ...]
+    paths: tuple[str, ...]
+
+    @property
+    def found(self) -> bool:
+        return bool(self.processes_killed or self.namespaces or self.links or self.paths)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "found": self.found,
+            "processes_killed": list(self.processes_killed),
+            "namespaces": list(self.namespaces),
+            "links": list(self.links),
+            "paths": list(self.paths),
+        }
+
+
+@dataclass(frozen=True)
+class SimStatus:
+    """A cluster as found: ``phase`` is up, building (an ``up`` in progress or killed), damaged
+    (pieces missing), leftovers (pieces but no state file) or absent."""
+
+    name: str
+    phase: str
+    cluster: SimCluster | None
+    processes: Mapping[int, int]  # node index -> processes inside that node now
+    steps_done: int
+    missing: tuple[str, ...]
+    present: tuple[str, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "state": self.phase,
+            "cluster": self.cluster.to_dict() if self.cluster else None,
+            "processes": {str(index): count for index, count in sorted(self.processes.items())},
+            "steps_done": self.steps_done,
+            "missing": list(self.missing),
+            "present": list(self.present),
+        }
+
+
+# -- up ------------------------------------------------------------------------------------------
+
+
+def up(spec: SimSpec, *, euid: int | None = None) -> SimCluster:
+    """Bring ``spec``'s cluster up (a no-op when the same cluster is up already)."""
+    return bring_up(spec, euid=euid).cluster
+
+
+def bring_up(
+    spec: SimSpec,
+    *,
+    euid: int | None = None,
+    tools: host.Tools | None = None,
+    run: CommandRunner = host.run_command,
+) -> UpResult:
+    """``up`` with the details: whether anything was created, and which steps ran.
+
+    A step that fails (or Ctrl-C) removes everything built so far before the error propagates.
+    """
+    host.require_root(euid, action="ddpkit sim up")
+    tools = tools or host.find_tools({"ip", "umount", *tools_for_up(spec)})
+    cluster = build_cluster(spec)
+    with _sim_lock():
+        state = read_state(spec.name)
+        if state is not None:
+            _check_existing(state, spec)
+            return UpResult(cluster, created=False, steps=())
+        present = _present_pieces(spec.name)
+        if present:
+            raise ConfigError(
+                "sim-leftovers",
+                f"pieces of a sim cluster {spec.name} exist without its state file: "
+                f"{', '.join(present)}",
+                f"remove them with `ddpkit sim down --name {spec.name}`, then run up again",
+            )
+        host.check_subnet_free(tools, spec.network, spec.name)
+        if spec.needs_netem:
+            _require_netem(tools, run, spec.name)
+        steps = plan_up(spec)
+        try:
+            for done, step in enumerate(steps):
+                write_state(ClusterState(spec, "building", done))
+                _apply(step, done, len(steps), tools, run, spec.name)
+            _wait_links_up(cluster, tools, run)
+            write_state(ClusterState(spec, PHASE_UP, len(steps)))
+        except BaseException:
+            with contextlib.suppress(Exception):
+                _teardown(spec.name, tools, run)
+            raise
+    return UpResult(cluster, created=True, steps=steps)
+
+
+def _check_existing(state: ClusterState, spec: SimSpec) -> None:
+    name = spec.name
+    if state.spec != spec:
+        raise ConfigError(
+            "sim-exists-different",
+            f"sim cluster {name} is already up with another spec "
+            f"({_describe(state.spec)}; asked: {_describe(spec)})",
+            f"tear it down first with `ddpkit sim down --name {name}`, or pick another --name",
+        )
+    if state.phase != PHASE_UP:
+        raise ConfigError(
+            "sim-half-built",
+            f"sim cluster {name} is half-built ({state.steps_done} steps done; its up was stopped)",
+            f"remove it with `ddpkit sim down --name {name}`, then run up again",
+        )
+    missing = _missing_pieces(build_cluster(spec))
+    if missing:
+        raise ConfigError(
+            "sim-damaged",
+            f"sim cluster {name} is recorded as up but lacks {', '.join(missing)}",
+            f"rebuild it: `ddpkit sim down --name {name}` then up again",
+        )
+
+
+def _describe(spec: SimSpec) -> str:
+    parts = [f"{spec.nodes} nodes", spec.subnet]
+    parts += [f"rate {spec.rate}"] if spec.rate else []
+    parts += [f"delay {spec.delay}"] if spec.delay else []
+    parts += [f"loss {spec.loss}"] if spec.loss else []
+    parts += [f"node {i} NIC {n}" for i, n in sorted(spec.ifnames.items())]
+    return ", ".join(parts)
+
+
+def _apply(step: Step, done: int, total: int, tools: host.Tools, run: CommandRunner,
+           name: str) -> None:
+    if step.argv:
+        proc = run(tools, step.argv)
+        if proc.returncode == 0:
+            return
+        reason = (proc.stderr or proc.stdout).strip() or f"exit status {proc.returncode}"
+    else:
+        try:
+            _write(step.path, step.content)
+            return
+        except OSError as exc:
+            reason = str(exc)
+    raise EnvironmentProblem(
+        "sim-step-failed",
+        f"sim up {name}: step {done + 1}/{total} ({step.summary}) failed: `{step.shell()}`: {reason}",
+        "everything built so far was removed again; fix the cause named above and rerun up "
+        "(`ddpkit sim up ... --dry-run` lists every step)",
+        details={"step": step.to_dict(), "index": done},
+    )
+
+
+def _wait_links_up(cluster: SimCluster, tools: host.Tools, run: CommandRunner) -> None:
+    """Return only once every node's eth0 and private NIC report carrier (the kernel's link watch
+    takes up to a second), so a caller's first packet is not lost to a link still coming up."""
+    deadline = time.monotonic() + LINKS_UP_TIMEOUT_S
+    waiting = list(cluster.nodes)
+    while waiting:
+        node = waiting[0]
+        proc = run(tools, ["ip", "-n", node.namespace, "-j", "link", "show"])
+        try:
+            states = {link.get("ifname"): link.get("operstate") for link in json.loads(proc.stdout)}
+        except (json.JSONDecodeError, AttributeError, TypeError):
+            states = {}
+        if all(states.get(nic) == "UP" for nic in (node.public_ifname, node.private_ifname)):
+            waiting.pop(0)
+            continue
+        if time.monotonic() > deadline:
+            raise DeadlineExceeded(
+                "sim-links-down",
+                f"{node.namespace}'s links did not come up within {LINKS_UP_TIMEOUT_S:.0f}s "
+                f"(states: {states})",
+                "check `dmesg` for veth errors; everything built was removed again",
+            )
+        time.sleep(0.05)
+
+
+def _write(path: str, content: str) -> None:
+    if path.startswith("/proc/"):
+        with open(path, "w", encoding="ascii") as handle:
+            handle.write(content)
+        return
+    os.makedirs(os.path.dirname(path), mode=0o755, exist_ok=True)
+    write_file_atomically(path, content)
+
+
+def _require_netem(tools: host.Tools, run: CommandRunner, name: str) -> None:
+    """Probe ``tc netem`` in a scratch namespace before building anything."""
+    probe = probe_namespace_name(name)
+    created = run(tools, ["ip", "netns", "add", probe])
+    if created.returncode != 0:
+        raise EnvironmentProblem(
+            "sim-step-failed", f"cannot create probe namespace {probe}: {created.stderr.strip()}",
+            f"run `ddpkit sim down --name {name}` and retry",
+        )
+    try:
+        proc = run(tools, ["tc", "-n", probe, "qdisc", "add", "dev", "lo", "root", "netem",
+                           "delay", "1ms"])
+    finally:
+        run(tools, ["ip", "netns", "del", probe])
+    if proc.returncode != 0:
+        raise EnvironmentProblem(
+            "netem-unavailable",
+            "this kernel has no tc netem qdisc (sch_netem), so --delay/--loss cannot be modelled "
+            f"(tc said: {proc.stderr.strip() or proc.returncode})",
+            "drop --delay/--loss (--rate uses tbf and works without netem), or load the module "
+            "with `modprobe sch_netem` where the kernel ships it",
+        )
+
+
+# -- down ----------------------------------------------------------------------------------------
+
+
+def down(name: str = DEFAULT_NAME, *, euid: int | None = None) -> DownReport:
+    """Remove every process, namespace, link, hosts dir and file of cluster ``name``."""
+    validate_name(name)
+    host.require_root(euid, action="ddpkit sim down")
+    tools = host.find_tools({"ip", "umount"})
+    with _sim_lock():
+        return _teardown(name, tools, host.run_command)
+
+
+def _teardown(name: str, tools: host.Tools, run: CommandRunner) -> DownReport:
+    namespaces = host.namespaces_matching(owned_namespace_pattern(name))
+    uts_files = _uts_files(name)
+    inodes = {
+        inode
+        for path in [f"{NETNS_DIR}/{ns}" for ns in namespaces] + uts_files
+        if (inode := host.namespace_inode(path)) is not None
+    }
+    killed: set[int] = set()
+    for _ in range(5):  # again, in case a process forked while the others were being stopped
+        pids = host.processes_in_namespaces(inodes, inodes)
+        if not pids:
+            break
+        killed.update(host.terminate(pids, inodes))
+    problems: list[str] = []
+    links = host.host_links_matching(owned_link_pattern(name))
+    for link in sorted(links, key=lambda link: link.endswith("-br")):  # bridge ports first
+        _run_or_note(run, tools, ["ip", "link", "del", link], problems)
+    for ns in namespaces:
+        _run_or_note(run, tools, ["ip", "netns", "del", ns], problems)
+    paths = [f"{ETC_NETNS_DIR}/{ns}" for ns in _hosts_dirs(name)]
+    for path in paths:
+        shutil.rmtree(path, ignore_errors=True)
+    for path in uts_files:
+        for _ in range(5):
+            if host.namespace_inode(path) is None:
+                break
+            _run_or_note(run, tools, ["umount", path], problems)
+    if os.path.isdir(runtime_dir(name)):
+        paths += [*uts_files, runtime_dir(name)]
+        if not any(host.namespace_inode(path) is not None for path in uts_files):
+            shutil.rmtree(runtime_dir(name), ignore_errors=True)
+    remaining = _present_pieces(name) + [
+        f"process {pid}" for pid in host.processes_in_namespaces(inodes, inodes)
+    ]
+    if remaining:
+        raise EnvironmentProblem(
+            "sim-down-incomplete",
+            f"sim down {name} could not remove {', '.join(remaining)}"
+            + (f" ({'; '.join(problems)})" if problems else ""),
+            f"inspect them (`ip netns list`, `ip link`), then run `ddpkit sim down --name {name}` "
+            "again",
+            details={"remaining": remaining},
+        )
+    return DownReport(
+        name=name,
+        processes_killed=tuple(sorted(killed)),
+        namespaces=tuple(namespaces),
+        links=tuple(sorted(links)),
+        paths=tuple(sorted(set(paths))),
+    )
+
+
+def _run_or_note(run: CommandRunner, tools: host.Tools, argv: list[str], problems: list[str]) -> None:
+    proc = run(tools, argv)
+    if proc.returncode != 0:
+        problems.append(f"`{' '.join(argv)}`: {proc.stderr.strip() or proc.returncode}")
+
+
+def _uts_files(name: str) -> list[str]:
+    directory = runtime_dir(name)
+    try:
+        entries = os.listdir(directory)
+    except FileNotFoundError:
+        return []
+    return sorted(f"{directory}/{entry}" for entry in entries if entry.startswith("uts-n"))
+
+
+def _hosts_dirs(name: str) -> list[str]:
+    pattern = owned_namespace_pattern(name)
+    try:
+        entries = os.listdir(ETC_NETNS_DIR)
+    except FileNotFoundError:
+        return []
+    return sorted(entry for entry in entries if pattern.fullmatch(entry))
+
+
+# -- status --------------------------------------------------------------------------------------
+
+
+def inspect(name: str = DEFAULT_NAME, *, euid: int | None = None) -> SimStatus:
+    """What of cluster ``name`` exists now, with live process counts per node."""
+    validate_name(name)
+    host.require_root(euid, action="ddpkit sim status")
+    present = tuple(_present_pieces(name))
+    try:
+        state = read_state(name)
+    except ConfigError:
+        return SimStatus(name, "damaged", None, {}, 0, ("a readable state file",), present)
+    if state is None:
+        phase = "leftovers" if present else "absent"
+        return SimStatus(name, phase, None, {}, 0, (), present)
+    cluster = build_cluster(state.spec)
+    missing = tuple(_missing_pieces(cluster)) if state.phase == PHASE_UP else ()
+    phase = "damaged" if missing else state.phase
+    inodes = {
+        node.index: inode
+        for node in cluster.nodes
+        if (inode := host.namespace_inode(f"{NETNS_DIR}/{node.namespace}")) is not None
+    }
+    pids = host.processes_in_namespaces(inodes.values())
+    counts = {index: sum(1 for i in pids.values() if i == inode) for index, inode in inodes.items()}
+    return SimStatus(name, phase, cluster, counts, state.steps_done, missing, present)
+
+
+def status(name: str = DEFAULT_NAME, *, euid: int | None = None) -> SimCluster | None:
+    """The cluster ``name`` when it is fully up, else None."""
+    found = inspect(name, euid=euid)
+    return found.cluster if found.phase == PHASE_UP else None
+
+
+def _present_pieces(name: str) -> list[str]:
+    pieces = [f"namespace {ns}" for ns in host.namespaces_matching(owned_namespace_pattern(name))]
+    pieces += [f"link {link}" for link in host.host_links_matching(owned_link_pattern(name))]
+    pieces += [f"{ETC_NETNS_DIR}/{ns}" for ns in _hosts_dirs(name)]
+    if os.path.exists(runtime_dir(name)):
+        pieces.append(runtime_dir(name))
+    return pieces
+
+
+def _missing_pieces(cluster: SimCluster) -> list[str]:
+    namespaces = set(host.namespaces_matching(owned_namespace_pattern(cluster.name)))
+    links = set(host.host_links_matching(owned_link_pattern(cluster.name)))
+    missing = [] if cluster.void_namespace in namespaces else [f"namespace {cluster.void_namespace}"]
+    missing += [] if cluster.bridge in links else [f"link {cluster.bridge}"]
+    for node in cluster.nodes:
+        if namespace_name(cluster.name, node.index) not in namespaces:
+            missing.append(f"namespace {node.namespace}")
+        if node.host_private_peer not in links:
+            missing.append(f"link {node.host_private_peer}")
+        if host.namespace_inode(node.uts_file) is None:
+            missing.append(f"hostname namespace {node.uts_file}")
+    return missing
+
+
+@contextlib.contextmanager
+def _sim_lock() -> Iterator[None]:
+    """One sim up/down at a time on this machine (they are quick; clusters share host state)."""
+    os.makedirs(RUNTIME_ROOT, mode=0o755, exist_ok=True)
+    fd = os.open(RUNTIME_ROOT, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        deadline = time.monotonic() + LOCK_TIMEOUT_S
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    raise DeadlineExceeded(
+                        "sim-busy",
+                        f"another ddpkit sim up/down held {RUNTIME_ROOT} for {LOCK_TIMEOUT_S:.0f}s",
+                        "wait for it to finish (see `ps -ef | grep 'ddpkit sim'`), then retry",
+                    ) from None
+                time.sleep(0.1)
+        yield
+    finally:
+        os.close(fd)

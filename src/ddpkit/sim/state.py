@@ -1,0 +1,83 @@
+"""The state file of a cluster: its spec and how far ``up`` got (written before each phase).
+
+``/run/ddpkit-sim/<name>/state.json`` lives on tmpfs, like the namespaces themselves, so a reboot
+forgets both together. ``down`` does not need it (names are derived), ``up`` and ``status`` do.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from dataclasses import dataclass
+from typing import Any
+
+from ddpkit.errors import ConfigError
+from ddpkit.sim.spec import SimSpec
+from ddpkit.sim.topology import runtime_dir
+
+STATE_SCHEMA = "ddpkit.sim-state/1"
+PHASE_BUILDING = "building"
+PHASE_UP = "up"
+
+
+@dataclass(frozen=True)
+class ClusterState:
+    spec: SimSpec
+    phase: str  # "building" until every step of up has run, then "up"
+    steps_done: int
+
+
+def state_path(name: str) -> str:
+    return f"{runtime_dir(name)}/state.json"
+
+
+def write_state(state: ClusterState) -> None:
+    """Atomically replace the state file (a reader sees the old or the new one, never half)."""
+    path = state_path(state.spec.name)
+    directory = os.path.dirname(path)
+    os.makedirs(directory, mode=0o755, exist_ok=True)
+    doc: dict[str, Any] = {
+        "schema": STATE_SCHEMA,
+        "spec": state.spec.to_dict(),
+        "phase": state.phase,
+        "steps_done": state.steps_done,
+    }
+    write_file_atomically(path, json.dumps(doc, indent=2) + "\n")
+
+
+def read_state(name: str) -> ClusterState | None:
+    """The recorded state of cluster ``name``, or None when it has no state file."""
+    path = state_path(name)
+    try:
+        with open(path, encoding="utf-8") as handle:
+            doc = json.load(handle)
+        if doc.get("schema") != STATE_SCHEMA:
+            raise ValueError(f"schema {doc.get('schema')!r}")
+        return ClusterState(
+            spec=SimSpec.from_dict(doc["spec"]),
+            phase=str(doc["phase"]),
+            steps_done=int(doc["steps_done"]),
+        )
+    except FileNotFoundError:
+        return None
+    except (ValueError, KeyError, TypeError, ConfigError) as exc:
+        raise ConfigError(
+            "sim-state-unreadable",
+            f"the state file {path} of sim cluster {name} is unreadable ({exc})",
+            f"remove the cluster with `ddpkit sim down --name {name}` (it does not need the file)",
+        ) from None
+
+
+def write_file_atomically(path: str, content: str) -> None:
+    directory = os.path.dirname(path) or "."
+    fd, tmp = tempfile.mkstemp(dir=directory, prefix=".tmp-")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(content)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
