@@ -82,6 +82,12 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+@pytest.fixture
+def tcp_port() -> int:
+    """A TCP port that was free on loopback a moment ago."""
+    return free_port()
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     skip_root = pytest.mark.skip(reason="needs root (network namespaces)")
     has_cuda = _has_cuda()

@@ -27,7 +27,7 @@ from ddpkit.errors import DdpkitError, ExitCode, UsageError
 # name -> (module, one-line summary). Order is the order `ddpkit --help` shows.
 COMMANDS: dict[str, tuple[str, str]] = {
     "nics": ("ddpkit.cli.commands.nics", "list network interfaces and pick the one for inter-node traffic"),
-    "nccl-conf": ("ddpkit.cli.commands.nccl_conf", "show or persist NCCL settings (nccl.conf) with provenance"),
+    "nccl-conf": ("ddpkit.cli.commands.nccl_conf", "show or persist NCCL settings (nccl.conf)"),
     "launch": ("ddpkit.cli.commands.launch", "run this node's share of a multi-node job via torchrun"),
     "test": ("ddpkit.cli.commands.test", "check a cluster end to end with a shipped DDP test program"),
     "doctor": ("ddpkit.cli.commands.doctor", "preflight checks, or diagnose a failed run from its logs"),

@@ -6,7 +6,7 @@ import argparse
 from typing import Any
 
 
-def add_flag(parser: argparse.ArgumentParser, name: str, *more: str, **kwargs: Any) -> None:
+def add_flag(parser: argparse._ActionsContainer, name: str, *more: str, **kwargs: Any) -> None:
     """Add ``--kebab-name`` and also accept ``--kebab_name`` (torchrun's spelling), hidden from help."""
     spellings = [name, *more]
     extra = []
