@@ -1,0 +1,167 @@
+"""The launch flags shared by `ddpkit launch` and `ddpkit test`, and their front end."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import signal
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from types import FrameType
+
+from ddpkit.cli import render
+from ddpkit.cli.console import Console
+from ddpkit.cli.options import add_flag
+from ddpkit.errors import UsageError
+from ddpkit.launch.config import (
+    DEFAULT_CONNECT_TIMEOUT,
+    DEFAULT_MASTER_PORT,
+    DEFAULT_RDZV_TIMEOUT,
+    LaunchConfig,
+)
+from ddpkit.launch.plan import NodePlan
+
+
+def add_launch_options(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("cluster (torchrun's spellings work too)")
+    add_flag(group, "--nnodes", type=_nnodes, default=1, help="number of machines (default 1)")
+    add_flag(group, "--node-rank", type=int, default=0, help="this machine's rank, 0 = master")
+    add_flag(group, "--master-addr", default=None,
+             help="the master's private address (default 127.0.0.1 for one node)")
+    add_flag(group, "--master-port", type=int, default=DEFAULT_MASTER_PORT,
+             help=f"rendezvous port on the master (default {DEFAULT_MASTER_PORT})")
+    add_flag(group, "--nproc-per-node", default="1",
+             help="processes on this machine, usually its GPU count (default 1; 'auto' allowed)")
+    add_flag(group, "--ifname", default=None,
+             help="force the inter-node interface (default: the route to the master)")
+    add_flag(group, "--connect-timeout", type=float, default=DEFAULT_CONNECT_TIMEOUT,
+             help=f"seconds a worker waits for the master (default {DEFAULT_CONNECT_TIMEOUT:g})")
+    add_flag(group, "--rdzv-timeout", type=int, default=DEFAULT_RDZV_TIMEOUT,
+             help="seconds the master waits for every node to join (default "
+                  f"{DEFAULT_RDZV_TIMEOUT})")
+    add_flag(group, "--max-restarts", type=int, default=0, help="torchrun worker-group restarts")
+    add_flag(group, "--job-timeout", type=float, default=None,
+             help="stop the job after this many seconds")
+    add_flag(group, "--run-dir", default=None,
+             help="where per-rank logs go (default ./ddpkit-runs/<time>-node<R>)")
+    add_flag(group, "--env", action="append", default=[], metavar="K=V",
+             help="extra environment for the workers (repeatable)")
+    parser.add_argument("--debug", action="store_true",
+                        help="NCCL_DEBUG=INFO, NCCL_DEBUG_SUBSYS=INIT,BOOTSTRAP,NET, "
+                             "TORCH_DISTRIBUTED_DEBUG=DETAIL, and where the logs are")
+    parser.add_argument("--dry-run", action="store_true",
+                        help="print the plan (argv, env, interface and why) and start nothing")
+
+
+def _nnodes(text: str) -> int:
+    if ":" in text:
+        raise argparse.ArgumentTypeError(
+            f"elastic ranges ({text}) are not supported: give a fixed node count")
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of machines") from None
+    return value
+
+
+def config_from_args(args: argparse.Namespace, *, entry: str, entry_args: list[str],
+                     is_module: bool) -> LaunchConfig:
+    extra_env = []
+    for item in args.env:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise UsageError("bad-env", f"--env {item!r} is not KEY=VALUE", "e.g. --env OMP_NUM_THREADS=4")
+        extra_env.append((key, value))
+    master = args.master_addr
+    if master is None:
+        if args.nnodes > 1:
+            raise UsageError("missing-master-addr", f"--nnodes {args.nnodes} needs --master-addr",
+                             "pass the master's private address, from `ddpkit nics` on the master")
+        master = "127.0.0.1"
+    return LaunchConfig(
+        nnodes=args.nnodes, node_rank=args.node_rank, master_addr=master,
+        master_port=args.master_port, nproc_per_node=str(args.nproc_per_node),
+        ifname=args.ifname, debug=args.debug, connect_timeout=args.connect_timeout,
+        rdzv_timeout=args.rdzv_timeout, max_restarts=args.max_restarts, run_dir=args.run_dir,
+        job_timeout=args.job_timeout, entry=entry, entry_args=tuple(entry_args),
+        is_module=is_module, extra_env=tuple(extra_env),
+    )
+
+
+class ConsoleEvents:
+    """Launch events for a terminal: plan and progress on stderr, worker output on stdout."""
+
+    def __init__(self, console: Console, *, output_to_stderr: bool = False,
+                 quiet_output: bool = False) -> None:
+        self.console = console
+        self.output_to_stderr = output_to_stderr  # keep stdout for one JSON document
+        self.quiet_output = quiet_output
+
+    def planned(self, plan: NodePlan) -> None:
+        c = self.console
+        render.log(c, f"ddpkit: node {plan.config.node_rank}/{plan.config.nnodes} on "
+                      f"{plan.hostname}: inter-node interface {plan.interface.ifname} "
+                      f"({plan.interface.reason})")
+        for key, value in sorted(plan.env_set.items()):
+            render.log(c, f"ddpkit:   {key}={value}")
+        for text in plan.warnings:
+            render.warn(c, text)
+        if plan.peer_commands:
+            render.log(c, "ddpkit: now run on every other node:")
+            for command in plan.peer_commands:
+                render.log(c, f"  {command}")
+        if plan.config.debug:
+            render.log(c, f"ddpkit: debug logs go to {plan.run_dir}")
+
+    def waiting(self, message: str) -> None:
+        render.log(self.console, f"ddpkit: {message}")
+
+    def output(self, line: str) -> None:
+        if self.quiet_output:
+            return
+        if self.output_to_stderr:
+            render.log(self.console, line)
+        else:
+            render.line(self.console, line)
+
+
+def print_plan(console: Console, plan: NodePlan) -> None:
+    d = plan.to_dict()
+    render.line(console, f"node {d['node_rank']} of {d['nnodes']} on {d['hostname']}, master "
+                         f"{d['master']}")
+    render.line(console, f"interface: {plan.interface.ifname} {plan.interface.address} "
+                         f"({plan.interface.reason})")
+    render.line(console, "environment set for the workers:")
+    for key, value in sorted(plan.env_set.items()):
+        render.line(console, f"  {key}={value}")
+    for text in plan.warnings:
+        render.line(console, f"warning: {text}")
+    render.line(console, "command:")
+    from ddpkit.launch.torchrun import quote_command
+
+    render.line(console, "  " + quote_command(plan.argv))
+    if plan.peer_commands:
+        render.line(console, "on every other node:")
+        for command in plan.peer_commands:
+            render.line(console, "  " + command)
+
+
+@contextlib.contextmanager
+def sigterm_as_interrupt() -> Iterator[None]:
+    """SIGTERM stops a launch exactly like Ctrl-C does (the whole process tree goes)."""
+
+    def handler(signum: int, frame: FrameType | None) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def process_context() -> tuple[dict[str, str], Path, Path, str]:
+    """The edge: this process's env, home, cwd and python, read once and passed down."""
+    return dict(os.environ), Path.home(), Path.cwd(), sys.executable

@@ -1,0 +1,66 @@
+"""The launch configuration: one frozen, validated value built once from the command line."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ddpkit.errors import UsageError
+
+DEFAULT_MASTER_PORT = 29500
+DEFAULT_CONNECT_TIMEOUT = 60.0
+DEFAULT_RDZV_TIMEOUT = 600  # torch's own default for the static rendezvous
+
+
+@dataclass(frozen=True)
+class LaunchConfig:
+    """Everything one node needs to take part in a job. Validated on construction."""
+
+    nnodes: int
+    node_rank: int
+    master_addr: str
+    entry: str  # a script path, or a module name when ``is_module``
+    entry_args: tuple[str, ...] = ()
+    is_module: bool = False
+    master_port: int = DEFAULT_MASTER_PORT
+    nproc_per_node: str = "1"
+    ifname: str | None = None
+    debug: bool = False
+    connect_timeout: float = DEFAULT_CONNECT_TIMEOUT
+    rdzv_timeout: int = DEFAULT_RDZV_TIMEOUT
+    max_restarts: int = 0
+    run_dir: str | None = None  # None: chosen by the session (./ddpkit-runs/<stamp>-node<R>)
+    job_timeout: float | None = None  # kill the job after this many seconds
+    extra_env: tuple[tuple[str, str], ...] = field(default=())  # --env K=V, applied last
+
+    def __post_init__(self) -> None:
+        if self.nnodes < 1:
+            raise UsageError("bad-nnodes", f"--nnodes must be at least 1, got {self.nnodes}",
+                             "give the number of machines in the job, e.g. --nnodes 2")
+        if not 0 <= self.node_rank < self.nnodes:
+            raise UsageError(
+                "node-rank-out-of-range",
+                f"--node-rank {self.node_rank} is outside 0..{self.nnodes - 1} for --nnodes {self.nnodes}",
+                "number the machines 0 (the master) to nnodes-1, one distinct rank per machine",
+            )
+        if not 1 <= self.master_port <= 65535:
+            raise UsageError("bad-port", f"--master-port {self.master_port} is not a TCP port",
+                             "use a port between 1024 and 65535, e.g. 29500")
+        if not (self.nproc_per_node.isdigit() and int(self.nproc_per_node) > 0) and \
+                self.nproc_per_node not in ("auto", "gpu", "cpu"):
+            raise UsageError("bad-nproc-per-node",
+                             f"--nproc-per-node {self.nproc_per_node!r} is not a positive number",
+                             "give the processes per machine (usually its GPU count) or 'auto'")
+        if self.connect_timeout <= 0:
+            raise UsageError("bad-timeout", "--connect-timeout must be positive",
+                             "e.g. --connect-timeout 60")
+        if not self.entry:
+            raise UsageError("missing-script", "no training script or -m module given",
+                             "e.g. ddpkit launch --nnodes 2 --node-rank 0 --master-addr A train.py")
+
+    @property
+    def is_master(self) -> bool:
+        return self.node_rank == 0
+
+    @property
+    def multi_node(self) -> bool:
+        return self.nnodes > 1

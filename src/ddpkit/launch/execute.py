@@ -1,0 +1,159 @@
+"""Running a planned command: own process group, live output, signals, and no orphans.
+
+torchrun starts each worker in a session of its own, so killing torchrun's process group is not
+enough: every descendant seen while the job ran is remembered (pid + start time) and any that is
+still alive at the end is killed by pid.
+"""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import os
+import signal
+import subprocess
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+
+import psutil
+
+TERMINATE_GRACE_S = 10.0
+TAIL_LINES = 400
+
+
+@dataclass(frozen=True)
+class ProcessOutcome:
+    returncode: int
+    tail: tuple[str, ...]  # the last lines it printed
+    timed_out: bool
+    interrupted: bool
+    duration_s: float
+    leftovers_killed: tuple[int, ...]  # descendants still alive at the end, killed by pid
+
+
+class _Tracker:
+    """Remembers every descendant of a process, so none outlives the job."""
+
+    def __init__(self, root_pid: int) -> None:
+        self.root_pid = root_pid
+        self.seen: dict[int, float] = {}
+
+    def scan(self) -> None:
+        try:
+            root = psutil.Process(self.root_pid)
+            for child in root.children(recursive=True):
+                try:
+                    self.seen.setdefault(child.pid, child.create_time())
+                except psutil.Error:
+                    continue
+        except psutil.Error:
+            pass
+
+    def alive(self) -> list[psutil.Process]:
+        procs = []
+        for pid, created in sorted(self.seen.items()):
+            try:
+                proc = psutil.Process(pid)
+                if abs(proc.create_time() - created) < 0.01 and proc.status() != psutil.STATUS_ZOMBIE:
+                    procs.append(proc)
+            except psutil.Error:
+                continue
+        return procs
+
+
+def run_process(
+    argv: Sequence[str],
+    env: Mapping[str, str],
+    *,
+    on_line: Callable[[str], None],
+    timeout: float | None = None,
+    cwd: str | None = None,
+    grace: float = TERMINATE_GRACE_S,
+) -> ProcessOutcome:
+    """Run ``argv`` to completion, streaming its merged output line by line to ``on_line``.
+
+    On timeout or KeyboardInterrupt the process tree gets SIGTERM, then SIGKILL after ``grace``. A
+    KeyboardInterrupt is absorbed after the cleanup and reported as ``interrupted``; the caller
+    decides what it means.
+    """
+    start = time.monotonic()
+    proc = subprocess.Popen(
+        list(argv), env=dict(env), cwd=cwd, stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True,
+        text=True, encoding="utf-8", errors="replace", bufsize=1,
+    )
+    tracker = _Tracker(proc.pid)
+    tail: collections.deque[str] = collections.deque(maxlen=TAIL_LINES)
+
+    def pump() -> None:
+        assert proc.stdout is not None
+        for text in proc.stdout:
+            text = text.rstrip("\n")
+            tail.append(text)
+            on_line(text)
+
+    reader = threading.Thread(target=pump, name="ddpkit-output", daemon=True)
+    reader.start()
+    timed_out = interrupted = False
+    try:
+        while proc.poll() is None:
+            tracker.scan()
+            if timeout is not None and time.monotonic() - start > timeout:
+                timed_out = True
+                _terminate(proc, tracker, grace)
+                break
+            time.sleep(0.2)
+    except KeyboardInterrupt:
+        interrupted = True
+        _terminate(proc, tracker, grace)
+    finally:
+        if proc.poll() is None:
+            _terminate(proc, tracker, grace)
+        proc.wait()
+        leftovers = _kill_leftovers(tracker)
+        reader.join(timeout=5)
+    return ProcessOutcome(
+        returncode=proc.returncode,
+        tail=tuple(tail),
+        timed_out=timed_out,
+        interrupted=interrupted,
+        duration_s=time.monotonic() - start,
+        leftovers_killed=leftovers,
+    )
+
+
+def _terminate(proc: subprocess.Popen[str], tracker: _Tracker, grace: float) -> None:
+    """SIGTERM the tree (torchrun forwards it to its workers), then SIGKILL what remains."""
+    tracker.scan()
+    _signal_group(proc.pid, signal.SIGTERM)
+    for child in tracker.alive():
+        _signal_pid(child, signal.SIGTERM)
+    deadline = time.monotonic() + grace
+    while time.monotonic() < deadline:
+        tracker.scan()
+        if proc.poll() is not None and not tracker.alive():
+            return
+        time.sleep(0.1)
+    _signal_group(proc.pid, signal.SIGKILL)
+    for child in tracker.alive():
+        _signal_pid(child, signal.SIGKILL)
+
+
+def _kill_leftovers(tracker: _Tracker) -> tuple[int, ...]:
+    leftovers = tracker.alive()
+    for child in leftovers:
+        _signal_pid(child, signal.SIGKILL)
+    psutil.wait_procs(leftovers, timeout=5)
+    return tuple(p.pid for p in leftovers)
+
+
+def _signal_group(pid: int, sig: signal.Signals) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, sig)
+
+
+def _signal_pid(proc: psutil.Process, sig: signal.Signals) -> None:
+    with contextlib.suppress(psutil.Error):
+        proc.send_signal(sig)

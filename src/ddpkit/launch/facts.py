@@ -1,0 +1,50 @@
+"""Gathering this node's facts for the planner (I/O: interfaces, name resolution, routes, files)."""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Mapping
+from pathlib import Path
+
+from ddpkit.errors import ConfigError, DdpkitError, NetworkProblem
+from ddpkit.launch.config import LaunchConfig
+from ddpkit.launch.plan import LOOPBACK_NAMES, NodeFacts
+from ddpkit.ncclconf.effective import effective_settings
+from ddpkit.net.interfaces import discover
+from ddpkit.net.route import resolve, route_to
+
+
+def gather(config: LaunchConfig, env: Mapping[str, str], home: Path,
+           etc_nccl_conf: Path = Path("/etc/nccl.conf")) -> NodeFacts:
+    nics = discover()
+    try:
+        addresses = resolve(config.master_addr)
+    except DdpkitError as exc:
+        raise ConfigError(
+            "master-unresolvable",
+            f"--master-addr {config.master_addr} does not resolve to an address ({exc.message})",
+            "pass the master's private IP address (run `ddpkit nics` on the master) instead of a name",
+        ) from exc
+    route = None
+    if config.multi_node and not config.is_master and config.master_addr not in LOOPBACK_NAMES:
+        try:
+            route = route_to(config.master_addr, nics)
+        except DdpkitError as exc:
+            raise NetworkProblem(
+                "master-unreachable",
+                f"this machine has no route to the master {config.master_addr}: {exc.message}",
+                "check that both machines are on the same private network (`ddpkit nics` on "
+                "each) and that --master-addr is the master's private address",
+            ) from exc
+    file_settings = {
+        s.name: (s.value, s.path or "")
+        for s in effective_settings(env, home, etc_nccl_conf)
+        if s.source == "file"
+    }
+    return NodeFacts(
+        hostname=socket.gethostname(),
+        nics=nics,
+        master_addresses=addresses,
+        route=route,
+        nccl_file_settings=file_settings,
+    )

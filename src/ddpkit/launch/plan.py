@@ -1,0 +1,204 @@
+"""Pure planning: launch config + this node's facts -> what to run, with which env, and why."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ddpkit.errors import ConfigError
+from ddpkit.launch.config import LaunchConfig
+from ddpkit.launch.torchrun import quote_command, torchrun_argv
+from ddpkit.ncclconf.ifname import matching_interfaces
+from ddpkit.net.interfaces import Nic
+from ddpkit.net.route import Route
+from ddpkit.net.select import find_interface, interface_holding, socket_env, traps
+
+DEBUG_ENV = {
+    "NCCL_DEBUG": "INFO",
+    "NCCL_DEBUG_SUBSYS": "INIT,BOOTSTRAP,NET",
+    "TORCH_DISTRIBUTED_DEBUG": "DETAIL",
+}
+LOOPBACK_NAMES = ("127.0.0.1", "localhost", "::1")
+
+
+@dataclass(frozen=True)
+class NodeFacts:
+    """What was observed on this node (gathered by :mod:`ddpkit.launch.facts`)."""
+
+    hostname: str
+    nics: tuple[Nic, ...]
+    master_addresses: tuple[str, ...]  # what --master-addr resolved to
+    route: Route | None  # this node's route to the master (None when not looked up)
+    nccl_file_settings: Mapping[str, tuple[str, str]] = field(default_factory=dict)
+    # ^ NCCL_* name -> (value, file path) for settings that come from nccl.conf files
+
+
+@dataclass(frozen=True)
+class InterfaceChoice:
+    ifname: str
+    address: str
+    source: str  # "flag" | "env" | "route" | "master-address" | "loopback"
+    reason: str
+
+
+@dataclass(frozen=True)
+class NodePlan:
+    config: LaunchConfig
+    hostname: str
+    interface: InterfaceChoice
+    argv: tuple[str, ...]
+    env: Mapping[str, str]  # the complete env of torchrun and its workers
+    env_set: Mapping[str, str]  # what ddpkit set or changed, for display
+    warnings: tuple[str, ...]
+    peer_commands: tuple[str, ...]  # on the master: what to run on every other node
+    run_dir: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "node_rank": self.config.node_rank,
+            "nnodes": self.config.nnodes,
+            "hostname": self.hostname,
+            "master": f"{self.config.master_addr}:{self.config.master_port}",
+            "interface": {
+                "name": self.interface.ifname,
+                "address": self.interface.address,
+                "source": self.interface.source,
+                "reason": self.interface.reason,
+            },
+            "argv": list(self.argv),
+            "env_set": dict(sorted(self.env_set.items())),
+            "warnings": list(self.warnings),
+            "peer_commands": list(self.peer_commands),
+            "run_dir": self.run_dir,
+        }
+
+
+def choose_interface(config: LaunchConfig, facts: NodeFacts) -> InterfaceChoice:
+    """The interface this node uses to talk to its peers, and why."""
+    if config.ifname:
+        nic = find_interface(config.ifname, facts.nics)
+        return InterfaceChoice(nic.name, _first_address(nic), "flag", f"--ifname {nic.name}")
+    if not config.multi_node or config.master_addr in LOOPBACK_NAMES:
+        return InterfaceChoice("lo", "127.0.0.1", "loopback", "single node: peers are local")
+    if config.is_master:
+        for address in facts.master_addresses:
+            holder = interface_holding(address, facts.nics)
+            if holder is not None:
+                return InterfaceChoice(holder.name, address, "master-address",
+                                       f"{holder.name} holds the master address {address}")
+        shown = ", ".join(facts.master_addresses) or config.master_addr
+        raise ConfigError(
+            "master-not-local",
+            f"this is node 0 (the master) but --master-addr {config.master_addr} ({shown}) is not an "
+            "address of this machine",
+            "on the master, pass its own private address (see `ddpkit nics`), e.g. --master-addr "
+            "10.0.0.2; or run this command with --node-rank 1.. on a worker",
+        )
+    if facts.route is None:
+        raise ConfigError("no-route", f"no route to the master {config.master_addr} was looked up",
+                          f"check `ddpkit nics --to {config.master_addr}`")
+    route = facts.route
+    return InterfaceChoice(route.ifname, route.source, "route",
+                           f"the routing table reaches {route.address} via {route.ifname} "
+                           f"(source {route.source})")
+
+
+def plan_node(
+    config: LaunchConfig,
+    facts: NodeFacts,
+    base_env: Mapping[str, str],
+    *,
+    python: str,
+    run_dir: str,
+) -> NodePlan:
+    """The full plan for this node: interface, torchrun argv, the explicit worker env, warnings."""
+    choice = choose_interface(config, facts)
+    warnings = list(_interface_warnings(choice, facts))
+    env_set: dict[str, str] = {}
+    if choice.source != "loopback":
+        wanted = socket_env(choice.ifname)
+        for key, value in wanted.items():
+            user_value = base_env.get(key)
+            if choice.source != "flag" and user_value is not None:
+                warnings.extend(_user_setting_warnings(key, user_value, choice, facts))
+                continue
+            if (choice.source != "flag" and key in facts.nccl_file_settings
+                    and key.startswith("NCCL_")):
+                file_value, path = facts.nccl_file_settings[key]
+                warnings.extend(_user_setting_warnings(key, file_value, choice, facts, path))
+                continue
+            env_set[key] = value
+    if config.debug:
+        env_set.update(DEBUG_ENV)
+    env_set.update(dict(config.extra_env))
+    env = {**dict(base_env), **env_set}
+    local_addr = choice.address if choice.source != "loopback" else None
+    argv = torchrun_argv(python, config, local_addr=local_addr, log_dir=f"{run_dir}/torchrun")
+    return NodePlan(
+        config=config,
+        hostname=facts.hostname,
+        interface=choice,
+        argv=tuple(argv),
+        env=env,
+        env_set=env_set,
+        warnings=tuple(warnings),
+        peer_commands=peer_commands(config),
+        run_dir=run_dir,
+    )
+
+
+def peer_commands(config: LaunchConfig) -> tuple[str, ...]:
+    """On the master: the command every other node runs (each picks its own interface)."""
+    if not config.is_master or not config.multi_node:
+        return ()
+    commands = []
+    for rank in range(1, config.nnodes):
+        argv = ["ddpkit", "launch", "--nnodes", str(config.nnodes), "--node-rank", str(rank),
+                "--master-addr", config.master_addr, "--master-port", str(config.master_port),
+                "--nproc-per-node", config.nproc_per_node]
+        if config.debug:
+            argv.append("--debug")
+        if config.is_module:
+            argv.append("-m")
+        argv.append(config.entry)
+        argv.extend(config.entry_args)
+        commands.append(quote_command(argv))
+    return tuple(commands)
+
+
+def _first_address(nic: Nic) -> str:
+    for address in (*nic.ipv4, *nic.ipv6):
+        return address.address
+    raise ConfigError("interface-has-no-address", f"interface {nic.name} has no IP address",
+                      "bring it up with an address, or pick another with --ifname (see `ddpkit nics`)")
+
+
+def _interface_warnings(choice: InterfaceChoice, facts: NodeFacts) -> list[str]:
+    nic = next((n for n in facts.nics if n.name == choice.ifname), None)
+    if nic is None or choice.source == "loopback":
+        return []
+    return [f"{nic.name}: {trap.message}" for trap in traps(nic, facts.nics)]
+
+
+def _user_setting_warnings(
+    key: str, value: str, choice: InterfaceChoice, facts: NodeFacts, path: str | None = None
+) -> list[str]:
+    where = f"{key}={value} (from {path})" if path else f"{key}={value} (from your environment)"
+    names = [n.name for n in facts.nics]
+    if key.startswith("NCCL_"):
+        selected: Sequence[str] = matching_interfaces(value, names)
+    else:
+        selected = [v for v in value.split(",") if v in names]
+    if not selected:
+        return [f"{where} matches no interface on this machine ({', '.join(names)}); "
+                f"ddpkit would use {choice.ifname} ({choice.reason})"]
+    if choice.ifname not in selected:
+        return [f"{where} selects {', '.join(selected)}, but {choice.reason}: peers may be "
+                f"unreachable; unset it or set it to {choice.ifname}"]
+    if len(selected) > 1:
+        return [f"{where} matches several interfaces ({', '.join(selected)}); NCCL bootstraps on "
+                f"the first one only: prefer the exact form {key}=={choice.ifname}"
+                if key.startswith("NCCL_") else
+                f"{where} names several interfaces; every node must name the same count"]
+    return []

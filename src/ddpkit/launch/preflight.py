@@ -1,0 +1,111 @@
+"""Checks before any worker starts: the master port is free, the master is reachable."""
+
+from __future__ import annotations
+
+import errno
+import socket
+import time
+from collections.abc import Callable
+
+from ddpkit.errors import NetworkProblem
+
+
+def check_port_free(port: int, bind_address: str = "") -> None:
+    """Fail with ``port-in-use`` when something already listens on ``port`` on this machine."""
+    family = socket.AF_INET6 if ":" in bind_address else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind((bind_address, port))
+        except OSError as exc:
+            if exc.errno != errno.EADDRINUSE:
+                raise
+            owner = _port_owner(port)
+            raise NetworkProblem(
+                "port-in-use",
+                f"master port {port} is already in use on this machine{owner}",
+                f"stop that process, or pick another port on every node, e.g. --master-port "
+                f"{port + 1}",
+                details={"port": port},
+            ) from exc
+
+
+def _port_owner(port: int) -> str:
+    try:
+        import psutil
+
+        for conn in psutil.net_connections(kind="tcp"):
+            listening = conn.laddr and conn.laddr.port == port and conn.status == psutil.CONN_LISTEN
+            if listening and conn.pid:
+                try:
+                    proc = psutil.Process(conn.pid)
+                    cmd = " ".join(proc.cmdline())[:80]
+                    return f" (by pid {conn.pid}: {cmd})"
+                except psutil.Error:
+                    return f" (by pid {conn.pid})"
+    except Exception:  # noqa: BLE001 - naming the owner is a courtesy, never a failure
+        pass
+    return ""
+
+
+def wait_for_master(
+    address: str,
+    port: int,
+    *,
+    source: str | None,
+    ifname: str,
+    timeout: float,
+    on_retry: Callable[[str, float], None] | None = None,
+    clock: Callable[[], float] = time.monotonic,
+    sleep: Callable[[float], None] = time.sleep,
+) -> float:
+    """TCP-connect to the master's rendezvous port (from ``source``) until it answers.
+
+    Retries until ``timeout``: a master that is not started yet refuses connections, one that is not
+    reachable times out. Returns the seconds waited; raises ``master-unreachable`` with what was tried.
+    """
+    start = clock()
+    deadline = start + timeout
+    attempts = 0
+    last_error = "no attempt made"
+    while True:
+        attempts += 1
+        remaining = deadline - clock()
+        family = socket.AF_INET6 if ":" in address else socket.AF_INET
+        try:
+            with socket.socket(family, socket.SOCK_STREAM) as sock:
+                sock.settimeout(max(0.2, min(3.0, remaining)))
+                if source:
+                    sock.bind((source, 0))
+                sock.connect((address, port))
+            return clock() - start
+        except OSError as exc:
+            last_error = _describe(exc)
+        if clock() >= deadline:
+            break
+        if on_retry is not None:
+            on_retry(last_error, clock() - start)
+        sleep(min(1.0, max(0.0, deadline - clock())))
+    via = f" from {source} on {ifname}" if source else f" via {ifname}"
+    raise NetworkProblem(
+        "master-unreachable",
+        f"could not reach the master at {address}:{port}{via} within {timeout:g} s "
+        f"({attempts} attempts; last: {last_error})",
+        "start `ddpkit launch --node-rank 0 ...` on the master first; if it runs, check that "
+        f"{address} is its private address (`ddpkit nics` there) and that no firewall blocks port "
+        f"{port}; raise --connect-timeout if the master starts slowly",
+        details={"address": address, "port": port, "interface": ifname, "source": source,
+                 "attempts": attempts, "last_error": last_error},
+    )
+
+
+def _describe(exc: OSError) -> str:
+    if isinstance(exc, (TimeoutError, socket.timeout)):
+        return "connection timed out"
+    if exc.errno == errno.ECONNREFUSED:
+        return "connection refused (nothing listens there yet)"
+    if exc.errno in (errno.EHOSTUNREACH, errno.ENETUNREACH):
+        return "no route to host"
+    if exc.errno == errno.EADDRNOTAVAIL:
+        return "source address not available on this machine"
+    return exc.strerror or str(exc)

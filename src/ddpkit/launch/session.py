@@ -1,0 +1,159 @@
+"""One node's whole launch: facts -> plan -> preflight -> torchrun -> result. Used by `launch` and
+`test` alike, so the test program takes exactly the path a user's script takes."""
+
+from __future__ import annotations
+
+import glob
+import os
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+from ddpkit.errors import DeadlineExceeded, EnvironmentProblem, JobFailed
+from ddpkit.launch import facts as node_facts
+from ddpkit.launch.config import LaunchConfig
+from ddpkit.launch.execute import ProcessOutcome, run_process
+from ddpkit.launch.plan import NodePlan, plan_node
+from ddpkit.launch.preflight import check_port_free, wait_for_master
+from ddpkit.launch.torchrun import RankFailure, describe_exit, parse_failures
+
+
+class LaunchEvents(Protocol):
+    """What a front end is told while a node runs (the CLI prints; tests record)."""
+
+    def planned(self, plan: NodePlan) -> None: ...
+
+    def waiting(self, message: str) -> None: ...
+
+    def output(self, line: str) -> None: ...
+
+
+@dataclass(frozen=True)
+class NodeResult:
+    plan: NodePlan
+    outcome: ProcessOutcome
+    root_cause: RankFailure | None
+    failures: tuple[RankFailure, ...]
+
+    @property
+    def ok(self) -> bool:
+        return self.outcome.returncode == 0 and not self.outcome.timed_out
+
+    def rank_logs(self) -> dict[int, list[str]]:
+        """Per local rank: the log files torchrun wrote for it."""
+        found: dict[int, list[str]] = {}
+        pattern = os.path.join(self.plan.run_dir, "torchrun", "*", "attempt_*", "*", "*.log")
+        for path in sorted(glob.glob(pattern)):
+            local_rank = Path(path).parent.name
+            if local_rank.isdigit():
+                found.setdefault(int(local_rank), []).append(path)
+        return found
+
+    def summary(self) -> str:
+        """One paragraph: what failed, where, how, and the last words of the failing rank."""
+        plan = self.plan
+        where = f"node {plan.config.node_rank} ({plan.hostname})"
+        if self.outcome.timed_out:
+            return (f"{where}: the job did not finish within {plan.config.job_timeout:g} s and was "
+                    "stopped")
+        failure = self.root_cause or (self.failures[0] if self.failures else None)
+        if failure is None:
+            return f"{where}: torchrun exited with {describe_exit(self.outcome.returncode)}"
+        text = (f"{where}: rank {failure.rank} (local rank {failure.local_rank}, host "
+                f"{failure.host}) failed first: {describe_exit(failure.exitcode, failure.signal)}")
+        others = [f for f in self.failures if f.rank != failure.rank]
+        if others:
+            text += f"; {len(others)} more rank(s) on this node stopped after it"
+        last = self._last_error_lines(failure.local_rank)
+        if last:
+            text += ". Its last output: " + " | ".join(last)
+        return text
+
+    def _last_error_lines(self, local_rank: int, count: int = 3) -> list[str]:
+        for path in self.rank_logs().get(local_rank, []):
+            if path.endswith("stderr.log"):
+                try:
+                    lines = Path(path).read_text(errors="replace").splitlines()
+                except OSError:
+                    return []
+                meaningful = [line.strip() for line in lines if line.strip()]
+                return meaningful[-count:]
+        return []
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "ok": self.ok,
+            "returncode": self.outcome.returncode,
+            "duration_s": round(self.outcome.duration_s, 3),
+            "timed_out": self.outcome.timed_out,
+            "interrupted": self.outcome.interrupted,
+            "root_cause": _failure_dict(self.root_cause),
+            "failures": [_failure_dict(f) for f in self.failures],
+            "run_dir": self.plan.run_dir,
+            "plan": self.plan.to_dict(),
+        }
+
+
+def _failure_dict(failure: RankFailure | None) -> dict[str, Any] | None:
+    if failure is None:
+        return None
+    return {"host": failure.host, "rank": failure.rank, "local_rank": failure.local_rank,
+            "exitcode": failure.exitcode, "signal": failure.signal,
+            "how": describe_exit(failure.exitcode, failure.signal)}
+
+
+def default_run_dir(config: LaunchConfig, cwd: Path) -> Path:
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    return cwd / "ddpkit-runs" / f"{stamp}-node{config.node_rank}"
+
+
+def prepare(config: LaunchConfig, env: Mapping[str, str], *, home: Path, cwd: Path,
+            python: str) -> NodePlan:
+    """Facts and plan for this node; nothing is started and nothing is written."""
+    facts = node_facts.gather(config, env, home)
+    run_dir = Path(config.run_dir) if config.run_dir else default_run_dir(config, cwd)
+    return plan_node(config, facts, env, python=python, run_dir=str(run_dir))
+
+
+def preflight(plan: NodePlan, events: LaunchEvents) -> None:
+    config = plan.config
+    if config.is_master:
+        check_port_free(config.master_port)
+    elif config.multi_node:
+        events.waiting(f"waiting for the master {config.master_addr}:{config.master_port} "
+                       f"(via {plan.interface.ifname}, up to {config.connect_timeout:g} s)")
+        wait_for_master(
+            config.master_addr, config.master_port,
+            source=plan.interface.address, ifname=plan.interface.ifname,
+            timeout=config.connect_timeout,
+        )
+
+
+def execute(plan: NodePlan, events: LaunchEvents) -> NodeResult:
+    """Preflight, then run torchrun for this node; raise on failure with a one-paragraph summary."""
+    preflight(plan, events)
+    try:
+        Path(plan.run_dir).mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise EnvironmentProblem(
+            "run-dir-unwritable", f"cannot create the run directory {plan.run_dir}: {exc.strerror}",
+            "run from a writable directory or pass --run-dir PATH",
+        ) from exc
+    outcome = run_process(plan.argv, plan.env, on_line=events.output,
+                          timeout=plan.config.job_timeout)
+    root, failures = parse_failures(outcome.tail)
+    result = NodeResult(plan=plan, outcome=outcome, root_cause=root, failures=failures)
+    if outcome.interrupted:
+        raise KeyboardInterrupt
+    if outcome.timed_out:
+        raise DeadlineExceeded("job-timeout", result.summary(),
+                               f"per-rank logs are in {plan.run_dir}; raise the timeout or run "
+                               "`ddpkit doctor --log` on them", details=result.to_dict())
+    if not result.ok:
+        raise JobFailed("job-failed", result.summary(),
+                        f"per-rank logs are in {plan.run_dir}/torchrun; `ddpkit doctor --log "
+                        f"{plan.run_dir}/torchrun/*/attempt_*/*/*.log` explains common causes",
+                        details=result.to_dict())
+    return result

@@ -1,0 +1,134 @@
+"""The only module that knows torchrun's flags and the shape of its failure report."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from ddpkit.launch.config import LaunchConfig
+
+
+def torchrun_argv(python: str, config: LaunchConfig, *, local_addr: str | None,
+                  log_dir: str) -> list[str]:
+    """``python -m torch.distributed.run ...`` for this node (static rendezvous on the master)."""
+    argv = [
+        python, "-m", "torch.distributed.run",
+        f"--nnodes={config.nnodes}",
+        f"--nproc-per-node={config.nproc_per_node}",
+        f"--node-rank={config.node_rank}",
+        f"--master-addr={config.master_addr}",
+        f"--master-port={config.master_port}",
+        "--rdzv-backend=static",
+        f"--rdzv-conf=timeout={config.rdzv_timeout}",
+        f"--max-restarts={config.max_restarts}",
+        f"--log-dir={log_dir}",
+        "--redirects=3",
+        "--tee=3",
+    ]
+    if local_addr:
+        argv.append(f"--local-addr={local_addr}")
+    if config.is_module:
+        argv.append("-m")
+    argv.append(config.entry)
+    argv.extend(config.entry_args)
+    return argv
+
+
+@dataclass(frozen=True)
+class RankFailure:
+    """One failed worker as torchrun's agent reported it."""
+
+    host: str
+    rank: int
+    local_rank: int
+    exitcode: int
+    pid: int | None
+    signal: str | None
+    message: str
+
+
+_FIELD = re.compile(r"^\s*(time|host|rank|exitcode|error_file|traceback)\s*:\s?(.*)$")
+
+
+def parse_failures(lines: Iterable[str]) -> tuple[RankFailure | None, tuple[RankFailure, ...]]:
+    """The root cause and every failure from torchrun's ``ChildFailedError`` report.
+
+    Returns ``(root_cause, all_failures)``; the root cause is the entry under "Root Cause (first
+    observed failure)".
+    """
+    failures: list[RankFailure] = []
+    root: RankFailure | None = None
+    in_root = False
+    current: dict[str, str] = {}
+
+    def flush() -> None:
+        nonlocal root
+        if "rank" in current and "exitcode" in current:
+            failure = _to_failure(current)
+            if failure is not None:
+                if in_root and root is None:
+                    root = failure
+                else:
+                    failures.append(failure)
+        current.clear()
+
+    for raw in lines:
+        text = _strip_prefix(raw.rstrip("\n"))
+        if text.startswith("Root Cause"):
+            flush()
+            in_root = True
+            continue
+        if re.match(r"^\s*\[\d+\]:\s*$", text):
+            flush()
+            continue
+        match = _FIELD.match(text)
+        if match:
+            current[match.group(1)] = match.group(2).strip()
+        elif text.startswith("=====") or text.startswith("-----"):
+            flush()
+    flush()
+    everything = tuple(sorted(([root] if root else []) + failures, key=lambda f: f.rank))
+    return root, everything
+
+
+def _strip_prefix(text: str) -> str:
+    # torchrun's own lines come unprefixed, but a launcher may prefix "[host:rank] ".
+    return re.sub(r"^\[[^\]]*\]\s?", "", text) if text.startswith("[") and "]:" not in text[:6] \
+        else text
+
+
+def _to_failure(fields: dict[str, str]) -> RankFailure | None:
+    rank_match = re.match(r"(\d+)\s*\(local_rank:\s*(\d+)\)", fields["rank"])
+    code_match = re.match(r"(-?\d+)\s*\(pid:\s*(\d+)\)\s*(\S+)?", fields["exitcode"])
+    if not rank_match or not code_match:
+        return None
+    signal = (code_match.group(3) or "").strip("()") or None
+    return RankFailure(
+        host=fields.get("host", "?"),
+        rank=int(rank_match.group(1)),
+        local_rank=int(rank_match.group(2)),
+        exitcode=int(code_match.group(1)),
+        pid=int(code_match.group(2)),
+        signal=signal if signal and signal != "<N/A>" else None,
+        message=fields.get("traceback", ""),
+    )
+
+
+def describe_exit(exitcode: int, signal: str | None = None) -> str:
+    """'exit code 3' or 'killed by SIGKILL' (negative codes are deaths by signal)."""
+    if exitcode < 0:
+        import signal as signal_module
+
+        try:
+            name = signal or signal_module.Signals(-exitcode).name
+        except ValueError:
+            name = signal or f"signal {-exitcode}"
+        return f"killed by {name}"
+    return f"exit code {exitcode}"
+
+
+def quote_command(argv: Sequence[str]) -> str:
+    import shlex
+
+    return " ".join(shlex.quote(a) for a in argv)

@@ -1,0 +1,105 @@
+"""run_process against real processes: output streaming, timeouts, and no orphans by pid."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import textwrap
+import threading
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from ddpkit.launch.execute import run_process
+
+# A parent that starts a worker in a session of its own, exactly like torchrun does.
+TREE = textwrap.dedent("""
+    import subprocess, sys, time, pathlib
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"],
+                             start_new_session=True)
+    pathlib.Path(sys.argv[1]).write_text(f"{child.pid}\\n")
+    print("started", flush=True)
+    time.sleep(120)
+""")
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+
+
+def _wait_file(path: Path, timeout: float = 30) -> int:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if path.exists() and path.read_text().strip():
+            return int(path.read_text())
+        time.sleep(0.05)
+    raise AssertionError(f"{path} never appeared")
+
+
+@pytest.mark.timeout(60)
+def test_output_is_streamed_and_exit_code_kept() -> None:
+    lines: list[str] = []
+    outcome = run_process([sys.executable, "-c", "print('a'); print('b'); raise SystemExit(4)"],
+                          dict(os.environ), on_line=lines.append)
+    assert lines == ["a", "b"]
+    assert outcome.returncode == 4
+    assert outcome.tail == ("a", "b")
+    assert not outcome.timed_out and not outcome.interrupted
+
+
+@pytest.mark.timeout(90)
+def test_timeout_kills_the_whole_tree_even_a_detached_worker(tmp_path: Path) -> None:
+    script = tmp_path / "tree.py"
+    script.write_text(TREE)
+    pidfile = tmp_path / "pid"
+    outcome = run_process([sys.executable, str(script), str(pidfile)], dict(os.environ),
+                          on_line=lambda _: None, timeout=3, grace=2)
+    worker = int(pidfile.read_text())
+    assert outcome.timed_out
+    assert not _alive(worker), "the detached worker outlived the job"
+
+
+@pytest.mark.timeout(90)
+def test_interrupt_kills_the_tree_and_is_reported(tmp_path: Path) -> None:
+    script = tmp_path / "tree.py"
+    script.write_text(TREE)
+    pidfile = tmp_path / "pid"
+
+    def interrupt() -> None:
+        _wait_file(pidfile)
+        time.sleep(0.5)
+        os.kill(os.getpid(), signal.SIGINT)
+
+    threading.Thread(target=interrupt, daemon=True).start()
+    outcome = run_process([sys.executable, str(script), str(pidfile)], dict(os.environ),
+                          on_line=lambda _: None, grace=2)
+    worker = int(pidfile.read_text())
+    assert outcome.interrupted
+    assert not _alive(worker)
+    assert not [p for p in psutil.Process().children(recursive=True) if p.is_running()
+                and p.status() != psutil.STATUS_ZOMBIE]
+
+
+@pytest.mark.timeout(90)
+def test_worker_left_behind_by_a_parent_that_exited_is_killed(tmp_path: Path) -> None:
+    script = tmp_path / "orphan.py"
+    script.write_text(textwrap.dedent("""
+        import subprocess, sys, time, pathlib
+        child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"],
+                                 start_new_session=True)
+        pathlib.Path(sys.argv[1]).write_text(f"{child.pid}\\n")
+        time.sleep(1.0)  # long enough for the tracker to see the child
+    """))
+    pidfile = tmp_path / "pid"
+    outcome = run_process([sys.executable, str(script), str(pidfile)], dict(os.environ),
+                          on_line=lambda _: None)
+    worker = int(pidfile.read_text())
+    assert outcome.returncode == 0
+    assert worker in outcome.leftovers_killed
+    assert not _alive(worker)

@@ -1,0 +1,48 @@
+from __future__ import annotations
+
+import socket
+
+import pytest
+
+from ddpkit.errors import NetworkProblem
+from ddpkit.launch.preflight import check_port_free, wait_for_master
+
+
+def test_free_port_passes(tcp_port: int) -> None:
+    check_port_free(tcp_port)
+
+
+def test_busy_port_is_named_with_its_owner() -> None:
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen()
+        port = listener.getsockname()[1]
+        with pytest.raises(NetworkProblem) as info:
+            check_port_free(port)
+    assert info.value.error_id == "port-in-use"
+    assert str(port) in info.value.message
+    assert "--master-port" in info.value.hint
+
+
+@pytest.mark.timeout(30)
+def test_wait_for_master_returns_once_it_listens() -> None:
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen()
+        port = listener.getsockname()[1]
+        waited = wait_for_master("127.0.0.1", port, source="127.0.0.1", ifname="lo", timeout=5)
+    assert waited < 5
+
+
+@pytest.mark.timeout(30)
+def test_unreachable_master_fails_within_the_timeout_naming_what_was_tried(tcp_port: int) -> None:
+    port = tcp_port
+    retries: list[str] = []
+    with pytest.raises(NetworkProblem) as info:
+        wait_for_master("127.0.0.1", port, source="127.0.0.1", ifname="lo", timeout=1.5,
+                        on_retry=lambda err, _t: retries.append(err))
+    exc = info.value
+    assert exc.error_id == "master-unreachable"
+    assert f"127.0.0.1:{port}" in exc.message and "lo" in exc.message
+    assert "refused" in exc.details["last_error"]
+    assert exc.details["attempts"] >= 2 and retries

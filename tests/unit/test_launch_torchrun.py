@@ -1,0 +1,55 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+from ddpkit.launch.config import LaunchConfig
+from ddpkit.launch.torchrun import describe_exit, parse_failures, torchrun_argv
+
+FIXTURES = Path(__file__).parent.parent / "fixtures" / "torchrun"
+
+
+def _config(**kw: object) -> LaunchConfig:
+    base: dict[str, object] = dict(nnodes=2, node_rank=1, master_addr="10.0.0.2", entry="train.py",
+                                   entry_args=("--lr", "0.1"), master_port=55568)
+    base.update(kw)
+    return LaunchConfig(**base)  # type: ignore[arg-type]
+
+
+def test_argv_uses_torchrun_not_the_deprecated_launcher() -> None:
+    argv = torchrun_argv("/usr/bin/python3", _config(), local_addr="10.0.0.3", log_dir="/r/torchrun")
+    assert argv[:3] == ["/usr/bin/python3", "-m", "torch.distributed.run"]
+    assert "--nnodes=2" in argv and "--node-rank=1" in argv
+    assert "--master-addr=10.0.0.2" in argv and "--master-port=55568" in argv
+    assert "--rdzv-backend=static" in argv
+    assert "--local-addr=10.0.0.3" in argv
+    assert "--log-dir=/r/torchrun" in argv
+    # the script and its own arguments come last, untouched
+    assert argv[-3:] == ["train.py", "--lr", "0.1"]
+
+
+def test_argv_module_entry() -> None:
+    argv = torchrun_argv("py", _config(entry="pkg.train", is_module=True, entry_args=()),
+                         local_addr=None, log_dir="/r")
+    assert argv[-2:] == ["-m", "pkg.train"]
+    assert not any(a.startswith("--local-addr") for a in argv)
+
+
+def test_parse_real_child_failed_report() -> None:
+    lines = (FIXTURES / "child_failed_exit3.txt").read_text().splitlines()
+    root, failures = parse_failures(lines)
+    assert root is not None
+    assert (root.rank, root.local_rank, root.exitcode, root.host) == (1, 1, 3, "localhost")
+    assert root.signal is None
+    assert [(f.rank, f.exitcode) for f in failures] == [(0, -15), (1, 3)]
+    sigterm = failures[0]
+    assert sigterm.signal == "SIGTERM"
+
+
+def test_parse_nothing_when_no_report() -> None:
+    assert parse_failures(["hello", "world"]) == (None, ())
+
+
+def test_describe_exit_names_signals() -> None:
+    assert describe_exit(-9) == "killed by SIGKILL"
+    assert describe_exit(3) == "exit code 3"
+    assert describe_exit(-15, "SIGTERM") == "killed by SIGTERM"
