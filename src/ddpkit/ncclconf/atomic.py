@@ -1,0 +1,213 @@
+"""Replace a small file so that a reader (or a crash) only ever sees the old or the new content.
+
+The new bytes go to a temporary file in the same directory (same filesystem, so the rename is
+atomic), are flushed and fsync'd, the previous content is kept as ``<name>.bak`` (written the same
+way), the temporary file is renamed over the target, and the directory is fsync'd so the rename
+itself survives a power cut. A process killed at any point leaves the target intact; what it can
+leave is a temporary file named ``.<name>.ddpkit-tmp-<pid>-<random>``, which no reader of
+``<name>`` ever opens, and which the next write to the same file removes once its writer is gone.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import secrets
+import stat
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from ddpkit.errors import ConfigError, EnvironmentProblem
+
+BACKUP_SUFFIX = ".bak"
+_TMP_MARK = ".ddpkit-tmp-"
+
+_DENIED = {errno.EACCES, errno.EPERM, errno.EROFS}
+
+
+@dataclass(frozen=True)
+class WriteResult:
+    path: Path  # the file written (symlinks resolved)
+    backup: Path | None  # the copy of the previous content, if there was one
+    created: bool  # True when the file did not exist before
+
+
+def temp_prefix(target: Path) -> str:
+    return f".{target.name}{_TMP_MARK}"
+
+
+def is_temp_name(name: str) -> bool:
+    return name.startswith(".") and _TMP_MARK in name
+
+
+def write_atomic(
+    path: Path,
+    data: bytes,
+    *,
+    mode: int = 0o644,
+    backup: bool = True,
+    before_replace: Callable[[Path], None] | None = None,
+) -> WriteResult:
+    """Atomically make ``path`` contain ``data`` with permissions ``mode``; keep a ``.bak``.
+
+    ``before_replace`` is called with the finished temporary file just before it is renamed over
+    ``path`` (tests use it to kill the writer at the worst moment). Raises
+    :class:`EnvironmentProblem` ``permission-denied`` when the directory or file cannot be written
+    (no permission, read-only filesystem, immutable file) and leaves everything as it was.
+    """
+    target = Path(os.path.realpath(path))
+    directory = target.parent
+    if not directory.is_dir():
+        raise ConfigError(
+            "conf-dir-missing",
+            f"cannot write {path}: directory {directory} does not exist",
+            f"create {directory} first, or choose another file",
+        )
+    remove_stale_temps(target)
+    previous = _read_existing(target, path)
+    created = previous is None
+    owner = _owner(target)
+    backup_path: Path | None = None
+    tmp = _write_temp(target, data, mode, owner, path)
+    try:
+        if backup and previous is not None:
+            backup_path = target.with_name(target.name + BACKUP_SUFFIX)
+            bak_tmp = _write_temp(backup_path, previous, mode, owner, path)
+            try:
+                os.replace(bak_tmp, backup_path)
+            except BaseException:
+                _unlink_quietly(bak_tmp)
+                raise
+        if before_replace is not None:
+            before_replace(tmp)
+        os.replace(tmp, target)
+    except OSError as exc:
+        _unlink_quietly(tmp)
+        raise _write_error(path, exc) from exc
+    except BaseException:
+        _unlink_quietly(tmp)
+        raise
+    _fsync_directory(directory)
+    return WriteResult(target, backup_path, created)
+
+
+def remove_stale_temps(target: Path) -> tuple[Path, ...]:
+    """Delete temporaries of ``target`` whose writer process no longer exists; return them."""
+    removed = []
+    prefix = temp_prefix(target)
+    try:
+        names = sorted(os.listdir(target.parent))
+    except OSError:
+        return ()
+    for name in names:
+        if not name.startswith(prefix):
+            continue
+        pid_text = name[len(prefix):].split("-", 1)[0]
+        if pid_text.isdigit() and _process_exists(int(pid_text)):
+            continue
+        candidate = target.parent / name
+        try:
+            candidate.unlink()
+            removed.append(candidate)
+        except OSError:
+            pass
+    return tuple(removed)
+
+
+def _process_exists(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _read_existing(target: Path, shown: Path) -> bytes | None:
+    try:
+        return target.read_bytes()
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise _write_error(shown, exc) from exc
+
+
+def _owner(target: Path) -> tuple[int, int] | None:
+    try:
+        st = target.stat()
+    except OSError:
+        return None
+    return (st.st_uid, st.st_gid) if stat.S_ISREG(st.st_mode) else None
+
+
+def _write_temp(
+    target: Path, data: bytes, mode: int, owner: tuple[int, int] | None, shown: Path
+) -> Path:
+    tmp = target.with_name(f"{temp_prefix(target)}{os.getpid()}-{secrets.token_hex(4)}")
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(tmp, flags, 0o600)
+    except OSError as exc:
+        raise _write_error(shown, exc) from exc
+    try:
+        view = memoryview(data)
+        while view:
+            written = os.write(fd, view)
+            view = view[written:]
+        os.fchmod(fd, mode)
+        if owner is not None and hasattr(os, "fchown"):
+            with contextlib.suppress(OSError):  # not root: the file stays ours
+                os.fchown(fd, *owner)
+        os.fsync(fd)
+    except BaseException as exc:
+        os.close(fd)
+        _unlink_quietly(tmp)
+        if isinstance(exc, OSError):
+            raise _write_error(shown, exc) from exc
+        raise
+    os.close(fd)
+    return tmp
+
+
+def _fsync_directory(directory: Path) -> None:
+    try:
+        fd = os.open(directory, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass  # some filesystems refuse fsync on directories; the rename is done either way
+    finally:
+        os.close(fd)
+
+
+def _unlink_quietly(path: Path) -> None:
+    with contextlib.suppress(OSError):
+        path.unlink()
+
+
+def _write_error(path: Path, exc: OSError) -> EnvironmentProblem:
+    reason = exc.strerror or str(exc)
+    if exc.errno in _DENIED:
+        return EnvironmentProblem(
+            "permission-denied",
+            f"cannot write {path}: {reason}",
+            "write your own file with `--user` (~/.nccl.conf) or `--file PATH`, "
+            "or rerun as root (sudo)",
+            details={"path": str(path), "errno": exc.errno},
+        )
+    if exc.errno == errno.ENOSPC:
+        return EnvironmentProblem(
+            "disk-full", f"cannot write {path}: {reason}", "free some space and retry",
+            details={"path": str(path), "errno": exc.errno},
+        )
+    return EnvironmentProblem(
+        "write-failed", f"cannot write {path}: {reason}", "check the path and retry",
+        details={"path": str(path), "errno": exc.errno},
+    )

@@ -1,0 +1,265 @@
+"""Warnings about NCCL settings that will not do what was meant on this machine.
+
+Pure functions over :mod:`ddpkit.ncclconf.effective` results and the local interface list; the
+caller gathers the facts (files, interfaces, traps) and passes them in. Warning ids are listed in
+docs/nccl-conf.md.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Protocol, TypeVar
+
+from ddpkit.ncclconf.effective import (
+    DEFAULT,
+    ENV,
+    USER_CONF_NAME,
+    ConfSource,
+    Setting,
+    conf_file_from_env,
+)
+from ddpkit.ncclconf.ifname import (
+    exact_spec,
+    matching_interfaces,
+    overmatched,
+    padded_tokens,
+    parse_ifname,
+)
+from ddpkit.ncclconf.known import closest_names, known_variable, value_is_accepted
+from ddpkit.ncclconf.problems import NcclConfWarning
+
+MAX_SOCKET_THREADS = 16
+MAX_SOCKETS_TOTAL = 64  # NCCL_SOCKET_NTHREADS x NCCL_NSOCKS_PERTHREAD
+
+
+class NicLike(Protocol):
+    """What these checks need of :class:`ddpkit.net.interfaces.Nic`."""
+
+    @property
+    def name(self) -> str: ...
+
+
+class TrapLike(Protocol):
+    @property
+    def id(self) -> str: ...
+
+    @property
+    def message(self) -> str: ...
+
+
+N = TypeVar("N", bound=NicLike)
+
+
+def _where(setting: Setting) -> tuple[str, str | None, int | None]:
+    return setting.origin, setting.path, setting.line
+
+
+def source_warnings(
+    env: Mapping[str, str],
+    home: Path,
+    sources: Sequence[ConfSource],
+    *,
+    user_conf_exists: Callable[[Path], bool] = Path.exists,
+) -> tuple[NcclConfWarning, ...]:
+    """Warnings about which files NCCL reads: hidden ~/.nccl.conf, a missing NCCL_CONF_FILE..."""
+    found: list[NcclConfWarning] = []
+    override = conf_file_from_env(env)
+    user_conf = home / USER_CONF_NAME
+    if override is not None:
+        if user_conf_exists(user_conf) and Path(override) != user_conf:
+            found.append(NcclConfWarning(
+                "conf-file-hides-user-conf",
+                f"NCCL_CONF_FILE={override} is set, so NCCL does not read {user_conf}",
+                f"move the settings you need from {user_conf} into {override}, "
+                "or unset NCCL_CONF_FILE",
+                str(user_conf),
+            ))
+        if "~" in override:
+            found.append(NcclConfWarning(
+                "conf-file-tilde",
+                f"NCCL_CONF_FILE={override} contains '~', which NCCL does not expand",
+                "give an absolute path, e.g. $HOME/...",
+            ))
+        elif not Path(override).is_absolute():
+            found.append(NcclConfWarning(
+                "conf-file-relative",
+                f"NCCL_CONF_FILE={override} is relative: NCCL resolves it against each "
+                "process's working directory",
+                "give an absolute path",
+            ))
+    for source in sources:
+        if source.role == "NCCL_CONF_FILE" and not source.exists:
+            found.append(NcclConfWarning(
+                "conf-file-missing",
+                f"NCCL_CONF_FILE points at {source.path}, which does not exist",
+                "create it (`ddpkit nccl-conf set --file PATH ...`) or fix NCCL_CONF_FILE",
+                source.path,
+            ))
+        if source.exists and source.error is not None:
+            found.append(NcclConfWarning(
+                "conf-file-unreadable",
+                f"{source.path} exists but cannot be read ({source.error}); NCCL skips it "
+                "silently",
+                f"make it readable: chmod 0644 {source.path}",
+                source.path,
+            ))
+    env_home = env.get("HOME")
+    if env_home and Path(env_home) != home:
+        shadow = Path(env_home) / USER_CONF_NAME
+        if override is None and user_conf_exists(shadow):
+            found.append(NcclConfWarning(
+                "home-conf-not-read",
+                f"$HOME is {env_home} but NCCL looks for ~/.nccl.conf in the account's home "
+                f"{home}, so {shadow} is not read",
+                f"move it to {user_conf}, or export NCCL_CONF_FILE={shadow}",
+                str(shadow),
+            ))
+    return tuple(found)
+
+
+def settings_warnings(
+    settings: Sequence[Setting],
+    interfaces: Sequence[N],
+    *,
+    traps: Callable[[N, Sequence[N]], Sequence[TrapLike]] | None = None,
+) -> tuple[NcclConfWarning, ...]:
+    """Warnings about the values in effect, checked against this machine's ``interfaces``.
+
+    ``traps(nic, interfaces)`` reports why an interface is a bad choice for inter-node traffic
+    (``ddpkit.net.select.traps``); without it the trap check is skipped.
+    """
+    found: list[NcclConfWarning] = []
+    by_name = {s.name: s for s in settings}
+    for setting in settings:
+        if setting.source == DEFAULT:
+            continue
+        found.extend(_name_warnings(setting))
+        if setting.name == "NCCL_SOCKET_IFNAME":
+            found.extend(ifname_warnings(setting, interfaces, traps=traps))
+    found.extend(_socket_thread_warnings(by_name))
+    return tuple(found)
+
+
+def _name_warnings(setting: Setting) -> list[NcclConfWarning]:
+    where, path, line = _where(setting)
+    name = setting.name
+    if not name.startswith("NCCL_"):
+        return []  # non-NCCL names in files are reported with their line (conf-non-nccl-key)
+    variable = known_variable(name)
+    if variable is None:
+        if setting.source != ENV:
+            return []  # already reported as a file line problem, with its line number
+        close = closest_names(name)
+        hint = f"did you mean {close[0]}?" if close else "check the name in NCCL's docs"
+        return [NcclConfWarning("unknown-nccl-variable",
+                                f"{name} ({where}) is not an NCCL variable ddpkit knows", hint,
+                                path, line)]
+    found: list[NcclConfWarning] = []
+    if not value_is_accepted(variable, setting.value):
+        found.append(NcclConfWarning(
+            "value-not-accepted",
+            f"{name}={setting.value} ({where}) is not one of {', '.join(variable.choices)}; "
+            "NCCL ignores it",
+            f"use one of: {', '.join(variable.choices)}", path, line))
+    if variable.read_by_pytorch and setting.source != ENV:
+        found.append(NcclConfWarning(
+            "read-by-pytorch",
+            f"{name} ({where}) is read by PyTorch at start-up, not by NCCL: a file entry "
+            "comes too late",
+            f"export TORCH_{name} in the job's environment instead", path, line))
+    return found
+
+
+def ifname_warnings(
+    setting: Setting,
+    interfaces: Sequence[N],
+    *,
+    traps: Callable[[N, Sequence[N]], Sequence[TrapLike]] | None = None,
+) -> list[NcclConfWarning]:
+    """What is wrong with one ``NCCL_SOCKET_IFNAME`` on this machine (empty when nothing is)."""
+    where, path, line = _where(setting)
+    value = setting.value
+    names = sorted(nic.name for nic in interfaces)
+    found: list[NcclConfWarning] = []
+
+    def warn(warning_id: str, message: str, hint: str) -> None:
+        found.append(NcclConfWarning(warning_id, message, hint, path, line))
+
+    spec = parse_ifname(value)
+    if spec is None:
+        warn("ifname-ignored",
+             f"NCCL_SOCKET_IFNAME={value!r} ({where}) is ignored by NCCL (one character or "
+             "empty), so NCCL picks an interface on its own",
+             "give an interface name, e.g. NCCL_SOCKET_IFNAME==eth1")
+        return found
+    for token in padded_tokens(value):
+        warn("ifname-whitespace",
+             f"NCCL_SOCKET_IFNAME ({where}) has the token {token!r}: NCCL keeps the spaces, "
+             "so it matches no interface",
+             f"remove the spaces: NCCL_SOCKET_IFNAME={value.replace(' ', '')}")
+    selected = matching_interfaces(value, names)
+    if not selected:
+        local = ", ".join(names) or "none"
+        warn("ifname-matches-nothing",
+             f"NCCL_SOCKET_IFNAME={value} ({where}) matches no interface here "
+             f"(interfaces: {local}); NCCL will fail to find a socket interface",
+             "run `ddpkit nics` and use the right name, e.g. NCCL_SOCKET_IFNAME==eth1")
+        return found
+    for token, others in overmatched(value, names):
+        warn("ifname-prefix-overmatch",
+             f"NCCL_SOCKET_IFNAME={value} ({where}): {token!r} is a prefix, so it also selects "
+             f"{', '.join(others)}",
+             f"use the exact form NCCL_SOCKET_IFNAME={exact_spec(token)}")
+    if not spec.exclude and len(selected) > 1 and not overmatched(value, names):
+        warn("ifname-several-interfaces",
+             f"NCCL_SOCKET_IFNAME={value} ({where}) selects {', '.join(selected)}; the "
+             "bootstrap uses whichever comes first in the kernel's list",
+             "name exactly one interface, e.g. NCCL_SOCKET_IFNAME==" + selected[0])
+    if traps is not None:
+        by_name = {nic.name: nic for nic in interfaces}
+        for name in selected:
+            nic = by_name.get(name)
+            if nic is None:
+                continue
+            reasons = [trap.message for trap in traps(nic, interfaces)]
+            if reasons:
+                warn("ifname-selects-trap",
+                     f"NCCL_SOCKET_IFNAME={value} ({where}) selects {name}: "
+                     + "; ".join(reasons),
+                     "pick the interface that reaches your peers: "
+                     "`ddpkit nccl-conf set --auto --to MASTER`")
+    return found
+
+
+def _socket_thread_warnings(by_name: Mapping[str, Setting]) -> list[NcclConfWarning]:
+    threads = by_name.get("NCCL_SOCKET_NTHREADS")
+    socks = by_name.get("NCCL_NSOCKS_PERTHREAD")
+    found: list[NcclConfWarning] = []
+    n_threads = _as_int(threads)
+    n_socks = _as_int(socks)
+    if threads is not None and n_threads is not None and n_threads > MAX_SOCKET_THREADS:
+        where, path, line = _where(threads)
+        found.append(NcclConfWarning(
+            "socket-threads-limit",
+            f"NCCL_SOCKET_NTHREADS={n_threads} ({where}) is above NCCL's limit of "
+            f"{MAX_SOCKET_THREADS}",
+            f"use at most {MAX_SOCKET_THREADS}", path, line))
+    if (n_threads is not None and n_socks is not None
+            and n_threads * n_socks > MAX_SOCKETS_TOTAL and socks is not None):
+        where, path, line = _where(socks)
+        found.append(NcclConfWarning(
+            "socket-threads-limit",
+            f"NCCL_SOCKET_NTHREADS x NCCL_NSOCKS_PERTHREAD = {n_threads * n_socks} is above "
+            f"NCCL's limit of {MAX_SOCKETS_TOTAL}",
+            "lower one of them (e.g. 4 x 4 for a 100G NIC)", path, line))
+    return found
+
+
+def _as_int(setting: Setting | None) -> int | None:
+    if setting is None:
+        return None
+    try:
+        return int(setting.value)
+    except ValueError:
+        return None
