@@ -194,7 +194,10 @@ def route_to(
 
 def parse_route_get(output: str) -> dict[str, Any]:
     """The first entry of ``ip -j route get`` output; ValueError if it is not one."""
-    data = json.loads(output)
+    try:
+        data = json.loads(output)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"`ip -j route get` printed no JSON ({exc}): {output[:200]!r}") from exc
     if not isinstance(data, list) or not data or not isinstance(data[0], dict):
         raise ValueError(f"unexpected `ip -j route get` output: {output[:200]!r}")
     entry: dict[str, Any] = data[0]
