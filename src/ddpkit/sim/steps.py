@@ -24,8 +24,17 @@ class Step:
         """The step as one line of shell, for ``--dry-run``."""
         if self.argv:
             return shlex.join(self.argv)
-        parent, path = shlex.quote(self.path.rsplit("/", 1)[0]), shlex.quote(self.path)
-        return f"mkdir -p {parent} && printf %s {shlex.quote(self.content)} > {path}"
+        target = shlex.quote(self.path)
+        lines = self.content.splitlines()
+        if not self.content:
+            write = f": > {target}"
+        elif self.content.endswith("\n"):
+            write = f"printf '%s\\n' {' '.join(shlex.quote(line) for line in lines)} > {target}"
+        else:
+            write = f"printf %s {shlex.quote(self.content)} > {target}"
+        if self.path.startswith("/proc/"):
+            return write
+        return f"mkdir -p {shlex.quote(self.path.rsplit('/', 1)[0])} && {write}"
 
     def to_dict(self) -> dict[str, Any]:
         if self.argv:

@@ -177,7 +177,7 @@ def build_cluster(spec: SimSpec) -> SimCluster:
 def hosts_file_text(node: SimNode) -> str:
     """/etc/hosts inside a node: localhost and the node's own name on its public address, no peers."""
     return (
-        "# ddpkit sim: like a rented container, this node's name resolves to its eth0 address\n"
+        "# ddpkit sim: as on a rented container, the hostname resolves to the eth0 address\n"
         "127.0.0.1\tlocalhost\n"
         "::1\tlocalhost ip6-localhost ip6-loopback\n"
         f"{node.public_address}\t{node.hostname}\n"
@@ -271,5 +271,11 @@ def _node_steps(cluster: SimCluster, node: SimNode) -> list[Step]:
 
 
 def tools_for_up(spec: SimSpec) -> tuple[str, ...]:
-    """The tools ``plan_up(spec)`` runs, sorted."""
-    return tuple(sorted({step.argv[0] for step in plan_up(spec) if step.argv}))
+    """The tools ``plan_up(spec)`` runs, sorted (with the one ``unshare`` runs inside itself)."""
+    tools = set()
+    for step in plan_up(spec):
+        if step.argv:
+            tools.add(step.argv[0])
+            if step.argv[0] == "unshare":
+                tools.add(next(word for word in step.argv[1:] if not word.startswith("-")))
+    return tuple(sorted(tools))

@@ -1,0 +1,234 @@
+"""`ddpkit sim up|status|exec|down`: a rehearsal cluster of network-namespace nodes (root only).
+
+Imports no torch: it only drives ``ip``, ``tc`` and friends through ``ddpkit.sim``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import subprocess
+from typing import Any
+
+from ddpkit.cli import render
+from ddpkit.cli.console import Console
+from ddpkit.cli.options import add_flag, add_json_flag
+from ddpkit.errors import ConfigError, ExitCode, UsageError
+from ddpkit.report import document
+from ddpkit.sim import (
+    DEFAULT_NAME,
+    DEFAULT_SUBNET,
+    SimCluster,
+    SimSpec,
+    SimStatus,
+    bring_up,
+    down,
+    inspect,
+    node_argv,
+    parse_ifname_style,
+    plan_up,
+)
+from ddpkit.sim.host import find_tools, require_root
+from ddpkit.sim.spec import PUBLIC_PREFIXLEN
+
+HELP = "a simulated multi-node cluster in network namespaces (root)"
+SCHEMA_KIND, SCHEMA_VERSION = "sim", 1
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    actions = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
+
+    up = actions.add_parser(
+        "up", help="bring up N nodes (idempotent)",
+        description="Bring up N network-namespace nodes modelled on rented GPU containers: eth0 "
+        "172.17.0.4 on every node (reaching nothing), a private NIC on a shared bridge, hostname "
+        "nodeI resolving to eth0.",
+    )
+    up.add_argument("nodes", type=int, metavar="N", help="number of nodes")
+    _add_name(up)
+    add_flag(up, "--subnet", default=DEFAULT_SUBNET, metavar="CIDR",
+             help=f"private network; the host gets .1, node I gets .(2+I) (default {DEFAULT_SUBNET})")
+    add_flag(up, "--rate", metavar="RATE",
+             help="shape every private NIC in both directions with tc tbf, e.g. 1gbit, 100mbit")
+    add_flag(up, "--delay", metavar="TIME",
+             help="add latency per direction with tc netem, e.g. 5ms (needs sch_netem)")
+    add_flag(up, "--loss", metavar="PERCENT",
+             help="drop packets per direction with tc netem, e.g. 0.1%% (needs sch_netem)")
+    add_flag(up, "--ifname-style", action="append", default=[], metavar="I=NAME[,I=NAME]",
+             help="name node I's private NIC NAME instead of eth1, e.g. 1=ens5 (repeatable)")
+    add_flag(up, "--dry-run", action="store_true",
+             help="print every step up would run, run nothing (no root needed)")
+    add_json_flag(up)
+
+    status = actions.add_parser("status", help="nodes, addresses, rate, live process counts",
+                                description="Show a sim cluster; exit 0 only when it is fully up.")
+    _add_name(status)
+    add_json_flag(status)
+
+    exec_ = actions.add_parser(
+        "exec", help="run a command inside node I",
+        description="Run CMD in node I (its network namespace and hostname), with this terminal's "
+        "stdin/stdout/stderr and environment; exits with CMD's exit status.",
+    )
+    _add_name(exec_)
+    exec_.add_argument("index", type=int, metavar="I", help="node index")
+    exec_.add_argument("command", nargs=argparse.REMAINDER, metavar="-- CMD ...")
+
+    down_ = actions.add_parser("down", help="remove every namespace, link, file and process",
+                               description="Remove the cluster, killing every process still in it.")
+    _add_name(down_)
+    add_json_flag(down_)
+
+
+def _add_name(parser: argparse.ArgumentParser) -> None:
+    add_flag(parser, "--name", default=DEFAULT_NAME, metavar="NAME",
+             help=f"cluster name, 1-6 lowercase letters/digits (default {DEFAULT_NAME})")
+
+
+def run(args: argparse.Namespace, console: Console) -> int:
+    action: str = args.action
+    if action == "up":
+        return _up(args, console)
+    if action == "status":
+        return _status(args, console)
+    if action == "exec":
+        return _exec(args)
+    return _down(args, console)
+
+
+def _up(args: argparse.Namespace, console: Console) -> int:
+    spec = SimSpec(
+        nodes=args.nodes, name=args.name, subnet=args.subnet, rate=args.rate,
+        ifnames=parse_ifname_style(args.ifname_style), delay=args.delay, loss=args.loss,
+    )
+    if args.dry_run:
+        steps = plan_up(spec)
+        if args.json:
+            render.emit_json(console, _doc("up", spec.name, "planned", {
+                "dry_run": True, "spec": spec.to_dict(), "plan": [s.to_dict() for s in steps]}))
+        else:
+            render.line(console, f"# ddpkit sim up {spec.nodes} --name {spec.name}: "
+                                 f"{len(steps)} steps (dry run, nothing was run)")
+            for step in steps:
+                render.line(console, f"{step.shell()}  # {step.summary}")
+        return ExitCode.OK
+    result = bring_up(spec)
+    if args.json:
+        render.emit_json(console, _doc("up", spec.name, "up", {
+            "changed": result.created, "cluster": result.cluster.to_dict(),
+            "steps_run": len(result.steps)}))
+        return ExitCode.OK
+    if result.created:
+        render.line(console, f"sim cluster {spec.name} is up: {_summary(result.cluster)}")
+    else:
+        render.line(console, f"sim cluster {spec.name} is already up with this spec; nothing to do")
+    _node_table(console, result.cluster, None)
+    flag = "" if spec.name == DEFAULT_NAME else f" --name {spec.name}"
+    render.line(console)
+    render.line(console, f"run a command in a node:  ddpkit sim exec{flag} 0 -- hostname")
+    render.line(console, f"tear it down:             ddpkit sim down{flag}")
+    return ExitCode.OK
+
+
+def _status(args: argparse.Namespace, console: Console) -> int:
+    found = inspect(args.name)
+    code = ExitCode.OK if found.phase == "up" else ExitCode.FAILURE
+    if args.json:
+        render.emit_json(console, _doc("status", found.name, found.phase, found.to_dict()))
+        return code
+    flag = "" if found.name == DEFAULT_NAME else f" --name {found.name}"
+    if found.phase == "absent":
+        render.line(console, f"no sim cluster named {found.name} (start one: ddpkit sim up 2{flag})")
+        return code
+    if found.cluster is None or found.phase != "up":
+        what = {"building": f"half-built ({found.steps_done} steps done)",
+                "damaged": "damaged", "leftovers": "leftovers without a state file"}
+        render.line(console, f"sim cluster {found.name}: {what.get(found.phase, found.phase)}")
+        if found.missing:
+            render.line(console, f"  missing: {', '.join(found.missing)}")
+        if found.present:
+            render.line(console, f"  present: {', '.join(found.present)}")
+        render.line(console, f"  fix: ddpkit sim down{flag}")
+        return code
+    render.line(console, f"sim cluster {found.name} is up: {_summary(found.cluster)}")
+    _node_table(console, found.cluster, found)
+    return code
+
+
+def _exec(args: argparse.Namespace) -> int:
+    command = list(args.command)
+    if command[:1] == ["--"]:
+        command = command[1:]
+    if not command:
+        raise UsageError("bad-usage", "sim exec needs a command to run",
+                         "give it after --, e.g. `ddpkit sim exec 0 -- hostname`")
+    require_root(action="ddpkit sim exec")
+    found = inspect(args.name)
+    flag = "" if args.name == DEFAULT_NAME else f" --name {args.name}"
+    if found.cluster is None or found.phase != "up":
+        raise ConfigError("sim-not-up", f"sim cluster {args.name} is not up ({found.phase})",
+                          f"bring it up first: `ddpkit sim up 2{flag}`")
+    if not 0 <= args.index < len(found.cluster.nodes):
+        raise UsageError(
+            "sim-no-such-node",
+            f"sim cluster {args.name} has nodes 0..{len(found.cluster.nodes) - 1}, not {args.index}",
+            "give a node index from `ddpkit sim status`",
+        )
+    argv = node_argv(found.cluster, args.index, command)
+    argv[0] = find_tools({"ip", "nsenter"}).paths["ip"]
+    proc = subprocess.run(argv, env=dict(os.environ), check=False)
+    if proc.returncode < 0:
+        return 128 + int(signal.Signals(-proc.returncode))
+    return proc.returncode
+
+
+def _down(args: argparse.Namespace, console: Console) -> int:
+    report = down(args.name)
+    if args.json:
+        render.emit_json(console, _doc("down", report.name, "absent",
+                                       {"changed": report.found, "removed": report.to_dict()}))
+        return ExitCode.OK
+    if not report.found:
+        render.line(console, f"no sim cluster named {report.name}: nothing to remove")
+        return ExitCode.OK
+    killed = report.processes_killed
+    render.line(
+        console,
+        f"removed sim cluster {report.name}: {len(report.namespaces)} namespaces, "
+        f"{len(report.links)} host links, {len(report.paths)} files/dirs, "
+        f"{len(killed)} processes killed" + (f" (pids {', '.join(map(str, killed))})" if killed else ""),
+    )
+    return ExitCode.OK
+
+
+def _summary(cluster: SimCluster) -> str:
+    spec = cluster.spec
+    shaping = [f"rate {spec.rate}"] if spec.rate else []
+    shaping += [f"delay {spec.delay}"] if spec.delay else []
+    shaping += [f"loss {spec.loss}"] if spec.loss else []
+    shaped = f", private NICs shaped: {' '.join(shaping)} each way" if shaping else ", unshaped"
+    return (f"{spec.nodes} nodes on {spec.subnet} (host {cluster.host_address} on "
+            f"{cluster.bridge}){shaped}")
+
+
+def _node_table(console: Console, cluster: SimCluster, found: SimStatus | None) -> None:
+    headers = ["NODE", "NAMESPACE", "HOSTNAME", "PRIVATE NIC", "PUBLIC NIC (trap)"]
+    headers += ["PROCESSES"] if found is not None else []
+    rows = []
+    for node in cluster.nodes:
+        row: list[Any] = [
+            node.index, node.namespace, node.hostname,
+            f"{node.private_ifname} {node.private_address}/{node.prefixlen}",
+            f"{node.public_ifname} {node.public_address}/{PUBLIC_PREFIXLEN}",
+        ]
+        if found is not None:
+            row.append(found.processes.get(node.index, 0))
+        rows.append(row)
+    render.table(console, headers, rows)
+
+
+def _doc(action: str, name: str, state: str, payload: dict[str, Any]) -> dict[str, Any]:
+    payload = {k: v for k, v in payload.items() if k not in ("name", "state")}
+    return document(SCHEMA_KIND, SCHEMA_VERSION,
+                    {"action": action, "name": name, "state": state, **payload})
