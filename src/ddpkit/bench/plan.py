@@ -1,0 +1,279 @@
+"""`ddpkit plan` as data: resolve inputs (flags > bench file > defaults), run the model, decide.
+
+Pure: the CLI reads the bench file and parses units, this module never does I/O.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any
+
+from ddpkit.bench.bench_results import BenchFacts
+from ddpkit.bench.model import (
+    ALGORITHMS,
+    GRAD_DTYPE_BYTES,
+    OneNode,
+    PlanInput,
+    Setting,
+    SettingResult,
+    compute_from_one_node_step,
+    default_hidden,
+    evaluate,
+)
+from ddpkit.bench.units import format_bytes, format_count, format_rate, format_seconds
+from ddpkit.errors import UsageError
+
+DEFAULT_SETTINGS = "none,bf16,fp16,powersgd:1,powersgd:4,accumulate:2,accumulate:4"
+DEFAULT_INTRA_NODE = 20e9  # bytes/s: PCIe-class busbw without NVLink
+DEFAULT_OVERLAP = 0.7
+CPU_OVERLAP = 0.0
+
+
+@dataclass(frozen=True)
+class PlanRequest:
+    """What the user asked for; ``None`` means "not given" (a bench file or a default fills it)."""
+
+    params: int | None = None
+    model_bytes: int | None = None
+    grad_dtype: str | None = None
+    nodes: int | None = None
+    gpus_per_node: int | None = None
+    inter_node: float | None = None  # bytes/s
+    intra_node: float | None = None  # bytes/s
+    step_compute: float | None = None  # seconds
+    overlap: float | None = None
+    hidden: int | None = None
+    algorithm: str = "hierarchical"
+    efficiency_threshold: float = 0.7
+    settings: tuple[Setting, ...] = ()
+
+
+@dataclass(frozen=True)
+class Verdict:
+    decision: str  # go-multi-node | stay-on-one-node | undecided
+    setting: str | None
+    text: str
+    cost: str | None = None
+
+
+@dataclass(frozen=True)
+class Plan:
+    inputs: PlanInput
+    sources: tuple[tuple[str, str], ...]
+    assumptions: tuple[str, ...]
+    one_node: OneNode
+    results: tuple[SettingResult, ...]
+    verdict: Verdict
+
+
+def _pick(name: str, flag: Any, bench: Any, default: Any, sources: dict[str, str]) -> Any:
+    if flag is not None:
+        sources[name] = "flag"
+        return flag
+    if bench is not None:
+        sources[name] = "bench"
+        return bench
+    sources[name] = "default"
+    return default
+
+
+def resolve(req: PlanRequest, bench: BenchFacts | None = None) -> tuple[PlanInput, dict[str, str],
+                                                                          list[str]]:
+    """Fill a :class:`PlanInput` and say where each number came from and what was assumed."""
+    b = bench or BenchFacts(source="")
+    sources: dict[str, str] = {}
+    notes: list[str] = []
+    grad_dtype = _pick("grad_dtype", req.grad_dtype, b.grad_dtype, "fp32", sources)
+    grad_bytes = GRAD_DTYPE_BYTES[grad_dtype]
+    if req.params is None and req.model_bytes is not None:
+        params, sources["params"] = max(1, round(req.model_bytes / grad_bytes)), "flag"
+        notes.append(f"--model-bytes is the gradient payload: {format_bytes(req.model_bytes)} of "
+                     f"{grad_dtype} gradients = {format_count(params)} parameters")
+    else:
+        params = _pick("params", req.params, b.params, None, sources)
+    if params is None:
+        raise UsageError("missing-model-size", "plan needs the model size",
+                         "pass --params 7B or --model-bytes 14GB (or --from-bench FILE)")
+    nodes = _pick("nodes", req.nodes, b.nodes if b.nodes and b.nodes > 1 else None, 2, sources)
+    if nodes < 2:
+        raise UsageError("bad-nodes", f"--nodes {nodes}: plan compares 1 node with N >= 2 nodes",
+                         "pass --nodes 2 or more")
+    gpus = _pick("gpus_per_node", req.gpus_per_node, b.gpus_per_node, 1, sources)
+    inter = _pick("inter_node", req.inter_node, b.inter_node_busbw, None, sources)
+    if inter is None:
+        raise UsageError("missing-inter-node", "plan needs the inter-node network rate",
+                         "pass --inter-node 25Gbit (or --from-bench FILE with a measured busbw)")
+    if sources["inter_node"] == "bench":
+        notes.append(f"inter-node rate is the measured all_reduce busbw {format_rate(inter)}")
+    intra = _pick("intra_node", req.intra_node, None, DEFAULT_INTRA_NODE, sources)
+    if gpus > 1 and sources["intra_node"] == "default":
+        notes.append(f"intra-node busbw assumed {format_rate(intra)} (PCIe, no NVLink); "
+                     "pass --intra-node 300GB/s for NVLink")
+    cpu_bench = (b.device or "").lower() == "cpu"
+    overlap = _pick("overlap", req.overlap, CPU_OVERLAP if cpu_bench else None, DEFAULT_OVERLAP,
+                    sources)
+    if cpu_bench and sources["overlap"] == "bench":
+        notes.append("overlap 0: the bench ran on CPU, where compute and Gloo share the cores "
+                     "(calibrated on the sim, docs/plan.md)")
+    if not 0.0 <= overlap <= 1.0:
+        raise UsageError("bad-overlap", f"--overlap {overlap} is outside 0..1",
+                         "give the fraction of communication DDP can hide, e.g. 0.7")
+    if not 0.0 < req.efficiency_threshold < 1.0:
+        raise UsageError("bad-threshold", f"efficiency threshold {req.efficiency_threshold} is "
+                         "outside (0, 1)", "pass --efficiency-threshold 0.7")
+    if req.algorithm not in ALGORITHMS:
+        raise UsageError("bad-algorithm", f"unknown algorithm {req.algorithm!r}",
+                         f"choose one of {', '.join(ALGORITHMS)}")
+    hidden = _pick("hidden", req.hidden, None, default_hidden(params), sources)
+    if sources["hidden"] == "default":
+        notes.append(f"PowerSGD sizes assume square {hidden}x{hidden} layers (transformer-like "
+                     "width for this parameter count); pass --hidden to change")
+    settings = tuple(dict.fromkeys((Setting(), *req.settings)))  # plain DDP first, no repeats
+    inp = PlanInput(
+        params=params, grad_dtype=grad_dtype, nodes=nodes, gpus_per_node=gpus,
+        inter_node_bytes_per_s=inter, intra_node_bytes_per_s=intra, step_compute_s=None,
+        overlap=overlap, hidden=hidden, algorithm=req.algorithm,
+        efficiency_threshold=req.efficiency_threshold, settings=settings,
+    )
+    compute = req.step_compute
+    sources["step_compute"] = "flag"
+    if compute is None and b.one_node_step_s is not None:
+        compute = compute_from_one_node_step(inp, b.one_node_step_s)
+        sources["step_compute"] = "bench"
+        notes.append(f"compute per step from the measured 1-node step "
+                     f"{format_seconds(b.one_node_step_s)}")
+    elif compute is None:
+        sources["step_compute"] = "unknown"
+    inp = replace(inp, step_compute_s=compute, **_measured(inp, b, notes))
+    return inp, sources, notes
+
+
+def _measured(inp: PlanInput, b: BenchFacts, notes: list[str]) -> dict[str, Any]:
+    same_model = (b.params in (None, inp.params) and b.grad_dtype in (None, inp.grad_dtype)
+                  and b.gpus_per_node in (None, inp.gpus_per_node))
+    if not same_model:
+        if b.scaling or b.hook_step_s:
+            notes.append("measured steps in the bench file are for another model or node size: "
+                         "not used")
+        return {}
+    overhead: tuple[tuple[str, float], ...] = ()
+    if b.one_node_step_s is not None:
+        base = b.one_node_step_s
+        overhead = tuple((label, max(0.0, step - base)) for label, step in b.hook_step_s)
+    measured = tuple((label, step) for label, nodes, step in b.scaling if nodes == inp.nodes)
+    return {"hook_overhead_s": overhead, "measured_step_s": measured}
+
+
+_COSTS = {
+    "none": "none: this is plain DDP",
+    "bf16": "gradients are summed in bf16 (8-bit mantissa); compare the loss curve with an "
+            "fp32-gradient run",
+    "fp16": "gradients are summed in fp16 (narrow range; torch divides by world size first); "
+            "compare the loss curve with an fp32-gradient run",
+    "powersgd": "PowerSGD changes the optimisation (low-rank gradients with error feedback): "
+                "validate convergence by comparing loss/accuracy with plain DDP over the same steps, "
+                "keep its warm-up (start_powerSGD_iter, ~10% of training), and on Gloo build DDP "
+                "with a single bucket",
+}
+
+
+def cost_of(setting: Setting) -> str:
+    """What adopting ``setting`` costs in training behaviour, and how to apply it."""
+    parts = [] if setting.compression == "none" else [
+        f"{_COSTS[setting.compression]}; apply with "
+        f"ddpkit.ddp.apply_comm_hook(model, {setting.hook_spec!r})"]
+    if setting.accumulate > 1:
+        parts.append(f"the global batch grows {setting.accumulate}x (retune the learning rate or "
+                     f"cut the per-GPU batch); run {setting.accumulate - 1} of every "
+                     f"{setting.accumulate} micro-steps inside `with model.no_sync():`")
+    return "; ".join(parts) or _COSTS["none"]
+
+
+def compute_needed(seconds: float) -> str:
+    """``>= 4.12 s``, or ``any`` when every compute time reaches the threshold."""
+    return "any" if seconds <= 0 else f">= {format_seconds(seconds)}"
+
+
+def decide(inp: PlanInput, results: tuple[SettingResult, ...]) -> Verdict:
+    """"go multi-node" / "stay on one node" / "undecided", with the numbers behind it."""
+    n, threshold = inp.nodes, inp.efficiency_threshold
+    usable = [r for r in results if not r.failed_in_bench]
+    base = results[0]
+    pct = f"{threshold:.0%}"
+    if all(r.best_efficiency is None for r in usable):
+        needs = "; ".join(f"{r.setting.label} {compute_needed(r.break_even_compute_s)}"
+                          for r in usable)
+        return Verdict("undecided", None,
+                       f"undecided: no compute time per step given. For {pct} efficiency on {n} "
+                       f"nodes a step must compute for at least: {needs}. "
+                       "Pass --step-compute or --from-bench.")
+    rated = [r for r in usable if r.best_efficiency is not None]
+    passing = sorted((r for r in rated if (r.best_efficiency or 0) >= threshold),
+                     key=lambda r: (r.setting.invasiveness, -(r.best_efficiency or 0)))
+    plain = f"{base.best_efficiency:.0%}" if base.best_efficiency is not None else "n/a"
+    if passing:
+        pick = passing[0]
+        eff = pick.best_efficiency or 0.0
+        how = "measured" if pick.measured_efficiency is not None else "predicted"
+        if pick.setting == Setting():
+            text = (f"go multi-node: plain DDP keeps {eff:.0%} efficiency ({how}) on {n} nodes, "
+                    f"{eff * n:.2f}x the throughput of one node (threshold {pct})")
+        else:
+            text = (f"go multi-node with {pick.setting.label}: {eff:.0%} efficiency ({how}) on "
+                    f"{n} nodes, {eff * n:.2f}x the throughput of one node (plain DDP: {plain}, "
+                    f"threshold {pct})")
+        return Verdict("go-multi-node", pick.setting.label, text, cost_of(pick.setting))
+    best = max(rated, key=lambda r: r.best_efficiency or 0.0)
+    eff = best.best_efficiency or 0.0
+    speed = eff * n
+    tail = (f"{n} nodes would be slower than one ({speed:.2f}x its throughput)" if speed <= 1.0
+            else f"{n} nodes would give {speed:.2f}x the throughput for {n}x the GPUs")
+    return Verdict("stay-on-one-node", best.setting.label,
+                   f"stay on one node: the best setting ({best.setting.label}) reaches {eff:.0%} "
+                   f"efficiency on {n} nodes, under the {pct} threshold (plain DDP: {plain}); "
+                   f"{tail}")
+
+
+def make_plan(req: PlanRequest, bench: BenchFacts | None = None) -> Plan:
+    inp, sources, notes = resolve(req, bench)
+    notes.append(f"all-reduce model: {inp.algorithm}, bandwidth only (no latency term)")
+    notes.append(f"overlap {inp.overlap:g}: exposed = comm - overlap x min(comm, compute)")
+    if not inp.hook_overhead_s:
+        notes.append("cast and PowerSGD compute costs are not modelled (no bench measured them)")
+    one, results = evaluate(inp)
+    return Plan(inp, tuple(sorted(sources.items())), tuple(notes), one, results,
+                decide(inp, results))
+
+
+def plan_to_dict(plan: Plan) -> dict[str, Any]:
+    """The ``ddpkit.plan/1`` payload (units: bytes, bytes/s, seconds, fractions)."""
+    inp = plan.inputs
+    return {
+        "inputs": {
+            "params": inp.params, "grad_dtype": inp.grad_dtype, "grad_bytes": inp.grad_bytes,
+            "nodes": inp.nodes, "gpus_per_node": inp.gpus_per_node,
+            "inter_node_bytes_per_s": inp.inter_node_bytes_per_s,
+            "intra_node_bytes_per_s": inp.intra_node_bytes_per_s,
+            "step_compute_s": inp.step_compute_s, "overlap": inp.overlap, "hidden": inp.hidden,
+            "algorithm": inp.algorithm, "efficiency_threshold": inp.efficiency_threshold,
+        },
+        "sources": dict(plan.sources),
+        "assumptions": list(plan.assumptions),
+        "one_node": {"comm_s": plan.one_node.comm_s, "exposed_s": plan.one_node.exposed_s,
+                     "step_s": plan.one_node.step_s},
+        "settings": [_result_dict(r) for r in plan.results],
+        "verdict": {"decision": plan.verdict.decision, "setting": plan.verdict.setting,
+                    "text": plan.verdict.text, "cost": plan.verdict.cost},
+    }
+
+
+def _result_dict(r: SettingResult) -> dict[str, Any]:
+    return {
+        "setting": r.setting.label, "hook": r.setting.hook_spec, "accumulate": r.setting.accumulate,
+        "payload_bytes": r.payload_bytes, "comm_s": r.comm_s, "exposed_s": r.exposed_s,
+        "step_s": r.step_s, "efficiency": r.efficiency,
+        "throughput_vs_one_node": r.throughput_vs_one_node,
+        "break_even_compute_s": r.break_even_compute_s,
+        "measured_step_s": r.measured_step_s, "measured_efficiency": r.measured_efficiency,
+        "failed_in_bench": r.failed_in_bench, "notes": list(r.notes),
+    }

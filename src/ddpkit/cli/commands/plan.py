@@ -1,0 +1,156 @@
+"""`ddpkit plan`: predict whether multi-node pays off for a model and a network. No torch import."""
+
+from __future__ import annotations
+
+import argparse
+
+from ddpkit.bench.bench_results import BenchFacts, read_bench
+from ddpkit.bench.model import ALGORITHMS, GRAD_DTYPE_BYTES, parse_setting
+from ddpkit.bench.plan import (
+    DEFAULT_SETTINGS,
+    Plan,
+    PlanRequest,
+    compute_needed,
+    make_plan,
+    plan_to_dict,
+)
+from ddpkit.bench.units import (
+    format_bytes,
+    format_count,
+    format_rate,
+    format_seconds,
+    parse_count,
+    parse_duration,
+    parse_rate,
+    parse_size,
+)
+from ddpkit.cli import render
+from ddpkit.cli.console import Console
+from ddpkit.cli.options import add_flag, add_json_flag
+from ddpkit.errors import UsageError
+from ddpkit.report import document
+
+HELP = "predict whether multi-node pays off for a model and network"
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    size = parser.add_mutually_exclusive_group()
+    size.add_argument("--params", metavar="N", help="parameter count: 7B, 125M, 25e6 (SI)")
+    size.add_argument("--model-bytes", "--model_bytes", dest="model_bytes", metavar="SIZE",
+             help="gradient bytes per all-reduce: 14GB (SI), 13GiB; params = bytes / grad dtype")
+    add_flag(parser, "--nodes", type=int, metavar="N", help="nodes to compare with one (default 2)")
+    add_flag(parser, "--gpus-per-node", type=int, metavar="G", help="GPUs per node (default 1)")
+    add_flag(parser, "--inter-node", metavar="RATE",
+             help="network rate per node: 25Gbit, 10Gb/s (bits) or 3GB/s (bytes)")
+    add_flag(parser, "--intra-node", metavar="RATE",
+             help="intra-node busbw per GPU, e.g. 300GB/s for NVLink (default 20GB/s, PCIe)")
+    add_flag(parser, "--step-compute", metavar="TIME",
+             help="compute per step without communication: 0.8s, 291ms")
+    add_flag(parser, "--overlap", type=float, metavar="F",
+             help="fraction of communication DDP can hide behind backward (default 0.7)")
+    add_flag(parser, "--grad-dtype", choices=sorted(GRAD_DTYPE_BYTES),
+             help="gradient element type (default fp32)")
+    add_flag(parser, "--hidden", type=int, metavar="H",
+             help="layer width for PowerSGD sizes (default: estimated from --params)")
+    add_flag(parser, "--algorithm", choices=ALGORITHMS, default="hierarchical",
+             help="all-reduce model (default hierarchical; flat-ring = NCCL ring over all ranks)")
+    add_flag(parser, "--settings", default=DEFAULT_SETTINGS, metavar="LIST",
+             help=f"comma list of settings to compare (default {DEFAULT_SETTINGS})")
+    add_flag(parser, "--efficiency-threshold", type=float, default=0.7, metavar="F",
+             help="efficiency that justifies going multi-node (default 0.7)")
+    add_flag(parser, "--from-bench", metavar="FILE",
+             help="use measured numbers from a `ddpkit bench --json` file (ddpkit.bench/1)")
+    add_json_flag(parser)
+
+
+def request_from_args(args: argparse.Namespace) -> PlanRequest:
+    """Parse the flags' units into a :class:`PlanRequest` (None where a flag was not given)."""
+    for name in ("nodes", "gpus_per_node", "hidden"):
+        value = getattr(args, name)
+        if value is not None and value < 1:
+            flag = "--" + name.replace("_", "-")
+            raise UsageError("bad-usage", f"{flag} {value} must be at least 1", f"fix {flag}")
+    settings = tuple(parse_setting(s) for s in args.settings.split(",") if s.strip())
+    return PlanRequest(
+        params=None if args.params is None else parse_count(args.params, flag="--params"),
+        model_bytes=None if args.model_bytes is None
+        else parse_size(args.model_bytes, flag="--model-bytes"),
+        grad_dtype=args.grad_dtype,
+        nodes=args.nodes,
+        gpus_per_node=args.gpus_per_node,
+        inter_node=None if args.inter_node is None
+        else parse_rate(args.inter_node, flag="--inter-node"),
+        intra_node=None if args.intra_node is None
+        else parse_rate(args.intra_node, flag="--intra-node"),
+        step_compute=None if args.step_compute is None
+        else parse_duration(args.step_compute, flag="--step-compute"),
+        overlap=args.overlap,
+        hidden=args.hidden,
+        algorithm=args.algorithm,
+        efficiency_threshold=args.efficiency_threshold,
+        settings=settings,
+    )
+
+
+def run(args: argparse.Namespace, console: Console) -> int:
+    request = request_from_args(args)
+    bench: BenchFacts | None = read_bench(args.from_bench) if args.from_bench else None
+    plan = make_plan(request, bench)
+    if args.json:
+        render.emit_json(console, document("plan", 1, plan_to_dict(plan)))
+    else:
+        show(console, plan)
+    return 0
+
+
+def _pct(value: float | None) -> str:
+    return "-" if value is None else f"{value:.0%}"
+
+
+def _secs(value: float | None) -> str:
+    return "-" if value is None else format_seconds(value)
+
+
+def show(console: Console, plan: Plan) -> None:
+    inp = plan.inputs
+    render.line(console, (
+        f"model {format_count(inp.params)} params, {inp.grad_dtype} gradients "
+        f"({format_bytes(inp.params * inp.grad_bytes)} per all-reduce); "
+        f"{inp.nodes} nodes x {inp.gpus_per_node} GPUs; network {format_rate(inp.inter_node_bytes_per_s)}"
+        + (f"; intra-node {format_rate(inp.intra_node_bytes_per_s)}" if inp.gpus_per_node > 1
+           else "")))
+    one = plan.one_node
+    render.line(console, f"one node: step {_secs(one.step_s)} (compute "
+                f"{_secs(inp.step_compute_s)}, exposed communication {_secs(one.exposed_s)})")
+    render.line(console)
+    measured = any(r.measured_efficiency is not None or r.failed_in_bench for r in plan.results)
+    headers = ["setting", "payload", "comm", "exposed", "step", "efficiency", "vs 1 node"]
+    if measured:
+        headers.append("measured")
+    if inp.step_compute_s is None:
+        headers.append(f"compute for {inp.efficiency_threshold:.0%}")
+    rows = []
+    for r in plan.results:
+        row = [r.setting.label, format_bytes(r.payload_bytes), format_seconds(r.comm_s),
+               _secs(r.exposed_s), _secs(r.step_s), _pct(r.efficiency),
+               "-" if r.throughput_vs_one_node is None else f"{r.throughput_vs_one_node:.2f}x"]
+        if measured:
+            row.append("failed" if r.failed_in_bench else _pct(r.measured_efficiency))
+        if inp.step_compute_s is None:
+            row.append(compute_needed(r.break_even_compute_s))
+        rows.append(row)
+    render.table(console, headers, rows,
+                 title=f"{inp.nodes} nodes vs 1 node (efficiency = 1-node step / "
+                       f"{inp.nodes}-node step, same per-GPU batch: weak scaling)")
+    render.line(console)
+    for note in plan.assumptions:
+        render.line(console, render.style(console, f"  assumes: {note}", "dim"))
+    notes = sorted({note for r in plan.results for note in r.notes})
+    for note in notes:
+        render.line(console, render.style(console, f"  note: {note}", "dim"))
+    render.line(console)
+    decision_style = {"go-multi-node": "ok", "stay-on-one-node": "warn"}.get(
+        plan.verdict.decision, "bold")
+    render.line(console, render.style(console, plan.verdict.text, decision_style))
+    if plan.verdict.cost and plan.verdict.setting != "none":
+        render.line(console, f"  cost: {plan.verdict.cost}")
