@@ -25,7 +25,8 @@ FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "net"
 
 
 def load(name: str) -> dict[str, Any]:
-    return json.loads((FIXTURES / f"{name}.json").read_text())
+    facts: dict[str, Any] = json.loads((FIXTURES / f"{name}.json").read_text())
+    return facts
 
 
 def kinds(name: str) -> dict[str, str]:
