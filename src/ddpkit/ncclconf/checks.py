@@ -7,6 +7,7 @@ docs/nccl-conf.md.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Protocol, TypeVar
@@ -193,11 +194,13 @@ def ifname_warnings(
              "empty), so NCCL picks an interface on its own",
              "give an interface name, e.g. NCCL_SOCKET_IFNAME==eth1")
         return found
-    for token in padded_tokens(value):
+    inline_comment = re.search(r"[ \t]#", value) is not None  # reported as conf-inline-comment
+    for token in () if inline_comment else padded_tokens(value):
         warn("ifname-whitespace",
              f"NCCL_SOCKET_IFNAME ({where}) has the token {token!r}: NCCL keeps the spaces, "
              "so it matches no interface",
-             f"remove the spaces: NCCL_SOCKET_IFNAME={value.replace(' ', '')}")
+             "remove the spaces: NCCL_SOCKET_IFNAME="
+             + value.replace(" ", "").replace("\t", ""))
     selected = matching_interfaces(value, names)
     if not selected:
         local = ", ".join(names) or "none"
