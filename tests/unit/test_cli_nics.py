@@ -205,3 +205,13 @@ def test_ib_machine_table_shows_kinds_speed_and_rdma(run_cli, monkeypatch: pytes
     assert "down" in rows["ib1"] and "interface-down" in rows["ib1"]
     assert "25 Gb/s" in rows["eth0"]
     assert "NCCL_SOCKET_IFNAME==ib0" in result.out.splitlines()
+
+
+def test_docker_host_table_tells_no_carrier_from_down(run_cli, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
+    use_fixture(monkeypatch, "docker_veth_noise")
+    result = run_cli("nics")
+    rows = {line.split()[0]: line.split() for line in result.out.splitlines() if line and line[0] != " "}
+    assert rows["br-5e1c0a7d9f21"][1:3] == ["no-carrier", "container-bridge"]
+    assert rows["docker0"][1:3] == ["up", "container-bridge"]
+    assert rows["veth3f2a1b9"][-2:] == ["in", "docker0"]
+    assert "NCCL_SOCKET_IFNAME==eth0" in result.out.splitlines()

@@ -250,3 +250,10 @@ def test_export_lines_are_valid_shell_for_awkward_values() -> None:
     out = subprocess.run(["sh", "-c", script], capture_output=True, text=True, timeout=30, check=True)
     assert out.stdout == "=enp1s0f0.100|a b'c$d"
     assert export_lines({"X": "a b"}) == [f"export X={shlex.quote('a b')}"]
+
+
+def test_interface_down_says_whether_admin_down_or_no_carrier() -> None:
+    nics = load("docker_veth_noise") + load("ib_eth")
+    down = {n.name: t.message for n in nics for t in traps(n, nics) if t.id == "interface-down"}
+    assert "no carrier" in down["virbr0"] and "ip link set" not in down["virbr0"]
+    assert "`ip link set ib1 up`" in down["ib1"]

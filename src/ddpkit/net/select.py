@@ -91,8 +91,11 @@ def traps(nic: Nic, nics: Sequence[Nic]) -> tuple[Trap, ...]:
     if nic.kind is NicKind.LOOPBACK:
         add("loopback", f"{name} is the loopback interface: no other machine can reach it")
     if not nic.up:
-        state = nic.operstate or "down"
-        add("interface-down", f"{name} is not up (state {state}): it carries no traffic")
+        if "UP" in nic.flags and nic.operstate:
+            why = f"is up but its link is {nic.operstate} (no carrier: cable, peer or bridge port?)"
+        else:
+            why = f"is administratively down (`ip link set {name} up`)"
+        add("interface-down", f"{name} {why}: it carries no traffic")
     if not nic.addresses:
         add("no-address", f"{name} has no IP address")
     elif nic.kind is not NicKind.LOOPBACK and not nic.routable:

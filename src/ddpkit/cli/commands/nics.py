@@ -112,7 +112,7 @@ def _print_human(
         addresses = [a.with_prefix for a in nic.addresses] or ["-"]
         rows.append([
             nic.name,
-            "up" if nic.up else (nic.operstate or "down"),
+            _state(nic),
             nic.kind.value,
             addresses[0],
             str(nic.mtu) if nic.mtu is not None else "-",
@@ -144,6 +144,15 @@ def _warn_traps(console: Console, choice: Recommendation, route: Route | None) -
     for trap in choice.traps:
         lead = f"the route to {route.host} uses {choice.nic.name}, " if route is not None else ""
         render.warn(console, f"{lead}{trap.message} [{trap.id}]")
+
+
+def _state(nic: Nic) -> str:
+    """up; down (administratively); no-carrier; or the kernel's operstate (lowerlayerdown...)."""
+    if nic.up:
+        return "up"
+    if "UP" not in nic.flags:
+        return "down"
+    return "no-carrier" if nic.operstate in (None, "down") else str(nic.operstate)
 
 
 def _speed(mbps: int | None) -> str:
