@@ -4,8 +4,9 @@ The new bytes go to a temporary file in the same directory (same filesystem, so 
 atomic), are flushed and fsync'd, the previous content is kept as ``<name>.bak`` (written the same
 way), the temporary file is renamed over the target, and the directory is fsync'd so the rename
 itself survives a power cut. A process killed at any point leaves the target intact; what it can
-leave is a temporary file named ``.<name>.ddpkit-tmp-<pid>-<random>``, which no reader of
-``<name>`` ever opens, and which the next write to the same file removes once its writer is gone.
+leave is a temporary file named ``.<name>.ddpkit-tmp-<pid>-<random>`` (and one for the backup,
+``.<name>.bak.ddpkit-tmp-...``), which no reader of ``<name>`` ever opens, and which the next write
+to the same file removes once its writer is gone.
 """
 
 from __future__ import annotations
@@ -65,7 +66,9 @@ def write_atomic(
             f"cannot write {path}: directory {directory} does not exist",
             f"create {directory} first, or choose another file",
         )
+    backup_target = target.with_name(target.name + BACKUP_SUFFIX)
     remove_stale_temps(target)
+    remove_stale_temps(backup_target)
     previous = _read_existing(target, path)
     created = previous is None
     owner = _owner(target)
@@ -73,7 +76,7 @@ def write_atomic(
     tmp = _write_temp(target, data, mode, owner, path)
     try:
         if backup and previous is not None:
-            backup_path = target.with_name(target.name + BACKUP_SUFFIX)
+            backup_path = backup_target
             bak_tmp = _write_temp(backup_path, previous, mode, owner, path)
             try:
                 os.replace(bak_tmp, backup_path)
