@@ -267,3 +267,14 @@ def test_run_ip_command_failure_carries_stderr() -> None:
     with pytest.raises(IpCommandError) as info:
         run_ip_command(["ip", "-j", "route", "get", "not-an-address"])
     assert info.value.returncode != 0 and info.value.stderr
+
+
+def test_own_address_also_bound_on_lo_still_maps_to_the_real_interface() -> None:
+    facts = load("cloud_two_nic")
+    facts["interfaces"]["a-lo-alias"] = {  # sorts before eth1; a loopback holding the same address
+        "type": 772, "flags": ["UP", "LOOPBACK"], "operstate": "unknown",
+        "addresses": [{"family": "ipv4", "address": "10.0.0.34", "prefixlen": 32}],
+    }  # fmt: skip
+    nics = nics_from_facts(facts)
+    route = route_to("10.0.0.34", nics, run_ip=RecordedIp("cloud_two_nic"), udp_source=no_udp)
+    assert route.ifname == "eth1"

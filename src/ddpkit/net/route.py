@@ -219,8 +219,8 @@ def _route_from_answer(
     if local:
         # Our own address: the kernel answers "via lo", but the interface that holds the address
         # is the one peers reach us on.
-        holder = _holder(address, interfaces())
-        if holder is not None and holder.kind is not NicKind.LOOPBACK:
+        holder = _holder(address, [n for n in interfaces() if n.kind is not NicKind.LOOPBACK])
+        if holder is not None:
             ifname = holder.name
         source = address
     if not source:  # IPv6 answers can lack prefsrc; take the interface's first usable address
