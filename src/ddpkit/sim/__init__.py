@@ -9,7 +9,6 @@ nothing), a private NIC on a shared bridge, its own hostname resolving to eth0. 
 """
 
 from ddpkit.sim.cluster import (
-    DownReport,
     SimStatus,
     UpResult,
     bring_up,
@@ -28,6 +27,7 @@ from ddpkit.sim.spec import (
     parse_ifname_style,
 )
 from ddpkit.sim.steps import Step
+from ddpkit.sim.teardown import DownReport
 from ddpkit.sim.topology import SimCluster, SimNode, build_cluster, node_argv, plan_up
 
 __all__ = [

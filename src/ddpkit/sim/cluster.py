@@ -1,19 +1,15 @@
 """Execute a sim cluster's life: ``up`` (idempotent, rolled back on failure), ``down``, ``inspect``.
 
-``down`` finds what to remove from names alone (see ``ddpkit.sim.topology``), so it also clears a
-cluster whose ``up`` was killed half-way. All of it needs root.
+All of it needs root. The removal itself lives in ``ddpkit.sim.teardown``.
 """
 
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import json
 import os
-import shutil
-import subprocess
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,14 +20,14 @@ from ddpkit.sim.state import (
     PHASE_UP,
     ClusterState,
     read_state,
+    sim_lock,
     write_file_atomically,
     write_state,
 )
 from ddpkit.sim.steps import Step
+from ddpkit.sim.teardown import DownReport, present_pieces, teardown
 from ddpkit.sim.topology import (
-    ETC_NETNS_DIR,
     NETNS_DIR,
-    RUNTIME_ROOT,
     SimCluster,
     build_cluster,
     namespace_name,
@@ -39,12 +35,10 @@ from ddpkit.sim.topology import (
     owned_namespace_pattern,
     plan_up,
     probe_namespace_name,
-    runtime_dir,
     tools_for_up,
 )
 
-CommandRunner = Callable[[host.Tools, Sequence[str]], "subprocess.CompletedProcess[str]"]
-LOCK_TIMEOUT_S = 60.0
+CommandRunner = host.CommandRunner
 LINKS_UP_TIMEOUT_S = 10.0
 
 
@@ -53,31 +47,6 @@ class UpResult:
     cluster: SimCluster
     created: bool  # False: an identical cluster was already up and nothing was done
     steps: tuple[Step, ...]  # the steps that ran
-
-
-@dataclass(frozen=True)
-class DownReport:
-    """What ``down`` removed (empty tuples: there was nothing of that cluster)."""
-
-    name: str
-    processes_killed: tuple[int, ...]
-    namespaces: tuple[str, ...]
-    links: tuple[str, ...]
-    paths: tuple[str, ...]
-
-    @property
-    def found(self) -> bool:
-        return bool(self.processes_killed or self.namespaces or self.links or self.paths)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "found": self.found,
-            "processes_killed": list(self.processes_killed),
-            "namespaces": list(self.namespaces),
-            "links": list(self.links),
-            "paths": list(self.paths),
-        }
 
 
 @dataclass(frozen=True)
@@ -127,12 +96,12 @@ def bring_up(
     host.require_root(euid, action="ddpkit sim up")
     tools = tools or host.find_tools({"ip", "umount", *tools_for_up(spec)})
     cluster = build_cluster(spec)
-    with _sim_lock():
+    with sim_lock():
         state = read_state(spec.name)
         if state is not None:
             _check_existing(state, spec)
             return UpResult(cluster, created=False, steps=())
-        present = _present_pieces(spec.name)
+        present = present_pieces(spec.name)
         if present:
             raise ConfigError(
                 "sim-leftovers",
@@ -152,7 +121,7 @@ def bring_up(
             write_state(ClusterState(spec, PHASE_UP, len(steps)))
         except BaseException:
             with contextlib.suppress(Exception):
-                _teardown(spec.name, tools, run)
+                teardown(spec.name, tools, run)
             raise
     return UpResult(cluster, created=True, steps=steps)
 
@@ -278,85 +247,8 @@ def down(name: str = DEFAULT_NAME, *, euid: int | None = None) -> DownReport:
     validate_name(name)
     host.require_root(euid, action="ddpkit sim down")
     tools = host.find_tools({"ip", "umount"})
-    with _sim_lock():
-        return _teardown(name, tools, host.run_command)
-
-
-def _teardown(name: str, tools: host.Tools, run: CommandRunner) -> DownReport:
-    namespaces = host.namespaces_matching(owned_namespace_pattern(name))
-    uts_files = _uts_files(name)
-    inodes = {
-        inode
-        for path in [f"{NETNS_DIR}/{ns}" for ns in namespaces] + uts_files
-        if (inode := host.namespace_inode(path)) is not None
-    }
-    killed: set[int] = set()
-    for _ in range(5):  # again, in case a process forked while the others were being stopped
-        pids = host.processes_in_namespaces(inodes, inodes)
-        if not pids:
-            break
-        killed.update(host.terminate(pids, inodes))
-    problems: list[str] = []
-    links = host.host_links_matching(owned_link_pattern(name))
-    for link in sorted(links, key=lambda link: link.endswith("-br")):  # bridge ports first
-        _run_or_note(run, tools, ["ip", "link", "del", link], problems)
-    for ns in namespaces:
-        _run_or_note(run, tools, ["ip", "netns", "del", ns], problems)
-    paths = [f"{ETC_NETNS_DIR}/{ns}" for ns in _hosts_dirs(name)]
-    for path in paths:
-        shutil.rmtree(path, ignore_errors=True)
-    for path in uts_files:
-        for _ in range(5):
-            if host.namespace_inode(path) is None:
-                break
-            _run_or_note(run, tools, ["umount", path], problems)
-    if os.path.isdir(runtime_dir(name)):
-        paths += [*uts_files, runtime_dir(name)]
-        if not any(host.namespace_inode(path) is not None for path in uts_files):
-            shutil.rmtree(runtime_dir(name), ignore_errors=True)
-    remaining = _present_pieces(name) + [
-        f"process {pid}" for pid in host.processes_in_namespaces(inodes, inodes)
-    ]
-    if remaining:
-        raise EnvironmentProblem(
-            "sim-down-incomplete",
-            f"sim down {name} could not remove {', '.join(remaining)}"
-            + (f" ({'; '.join(problems)})" if problems else ""),
-            f"inspect them (`ip netns list`, `ip link`), then run `ddpkit sim down --name {name}` "
-            "again",
-            details={"remaining": remaining},
-        )
-    return DownReport(
-        name=name,
-        processes_killed=tuple(sorted(killed)),
-        namespaces=tuple(namespaces),
-        links=tuple(sorted(links)),
-        paths=tuple(sorted(set(paths))),
-    )
-
-
-def _run_or_note(run: CommandRunner, tools: host.Tools, argv: list[str], problems: list[str]) -> None:
-    proc = run(tools, argv)
-    if proc.returncode != 0:
-        problems.append(f"`{' '.join(argv)}`: {proc.stderr.strip() or proc.returncode}")
-
-
-def _uts_files(name: str) -> list[str]:
-    directory = runtime_dir(name)
-    try:
-        entries = os.listdir(directory)
-    except FileNotFoundError:
-        return []
-    return sorted(f"{directory}/{entry}" for entry in entries if entry.startswith("uts-n"))
-
-
-def _hosts_dirs(name: str) -> list[str]:
-    pattern = owned_namespace_pattern(name)
-    try:
-        entries = os.listdir(ETC_NETNS_DIR)
-    except FileNotFoundError:
-        return []
-    return sorted(entry for entry in entries if pattern.fullmatch(entry))
+    with sim_lock():
+        return teardown(name, tools, host.run_command)
 
 
 # -- status --------------------------------------------------------------------------------------
@@ -366,7 +258,7 @@ def inspect(name: str = DEFAULT_NAME, *, euid: int | None = None) -> SimStatus:
     """What of cluster ``name`` exists now, with live process counts per node."""
     validate_name(name)
     host.require_root(euid, action="ddpkit sim status")
-    present = tuple(_present_pieces(name))
+    present = tuple(present_pieces(name))
     try:
         state = read_state(name)
     except ConfigError:
@@ -393,15 +285,6 @@ def status(name: str = DEFAULT_NAME, *, euid: int | None = None) -> SimCluster |
     return found.cluster if found.phase == PHASE_UP else None
 
 
-def _present_pieces(name: str) -> list[str]:
-    pieces = [f"namespace {ns}" for ns in host.namespaces_matching(owned_namespace_pattern(name))]
-    pieces += [f"link {link}" for link in host.host_links_matching(owned_link_pattern(name))]
-    pieces += [f"{ETC_NETNS_DIR}/{ns}" for ns in _hosts_dirs(name)]
-    if os.path.exists(runtime_dir(name)):
-        pieces.append(runtime_dir(name))
-    return pieces
-
-
 def _missing_pieces(cluster: SimCluster) -> list[str]:
     namespaces = set(host.namespaces_matching(owned_namespace_pattern(cluster.name)))
     links = set(host.host_links_matching(owned_link_pattern(cluster.name)))
@@ -417,25 +300,3 @@ def _missing_pieces(cluster: SimCluster) -> list[str]:
     return missing
 
 
-@contextlib.contextmanager
-def _sim_lock() -> Iterator[None]:
-    """One sim up/down at a time on this machine (they are quick; clusters share host state)."""
-    os.makedirs(RUNTIME_ROOT, mode=0o755, exist_ok=True)
-    fd = os.open(RUNTIME_ROOT, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        deadline = time.monotonic() + LOCK_TIMEOUT_S
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() > deadline:
-                    raise DeadlineExceeded(
-                        "sim-busy",
-                        f"another ddpkit sim up/down held {RUNTIME_ROOT} for {LOCK_TIMEOUT_S:.0f}s",
-                        "wait for it to finish (see `ps -ef | grep 'ddpkit sim'`), then retry",
-                    ) from None
-                time.sleep(0.1)
-        yield
-    finally:
-        os.close(fd)

@@ -16,7 +16,7 @@ import shutil
 import signal
 import subprocess
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -71,6 +71,9 @@ def find_tools(names: Iterable[str], search_path: str = SYSTEM_PATH) -> Tools:
             )
         paths[name] = found
     return Tools(paths)
+
+
+CommandRunner = Callable[[Tools, Sequence[str]], "subprocess.CompletedProcess[str]"]
 
 
 def run_command(tools: Tools, argv: Sequence[str]) -> subprocess.CompletedProcess[str]:

@@ -6,19 +6,24 @@ forgets both together. ``down`` does not need it (names are derived), ``up`` and
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
 import os
 import tempfile
+import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from ddpkit.errors import ConfigError
+from ddpkit.errors import ConfigError, DeadlineExceeded
 from ddpkit.sim.spec import SimSpec
-from ddpkit.sim.topology import runtime_dir
+from ddpkit.sim.topology import RUNTIME_ROOT, runtime_dir
 
 STATE_SCHEMA = "ddpkit.sim-state/1"
 PHASE_BUILDING = "building"
 PHASE_UP = "up"
+LOCK_TIMEOUT_S = 60.0
 
 
 @dataclass(frozen=True)
@@ -81,3 +86,27 @@ def write_file_atomically(path: str, content: str) -> None:
         if os.path.exists(tmp):
             os.unlink(tmp)
         raise
+
+
+@contextlib.contextmanager
+def sim_lock() -> Iterator[None]:
+    """One sim up/down at a time on this machine (they are quick; clusters share host state)."""
+    os.makedirs(RUNTIME_ROOT, mode=0o755, exist_ok=True)
+    fd = os.open(RUNTIME_ROOT, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        deadline = time.monotonic() + LOCK_TIMEOUT_S
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    raise DeadlineExceeded(
+                        "sim-busy",
+                        f"another ddpkit sim up/down held {RUNTIME_ROOT} for {LOCK_TIMEOUT_S:.0f}s",
+                        "wait for it to finish (see `ps -ef | grep 'ddpkit sim'`), then retry",
+                    ) from None
+                time.sleep(0.1)
+        yield
+    finally:
+        os.close(fd)
