@@ -111,8 +111,13 @@ def plan_node(
     *,
     python: str,
     run_dir: str,
+    peer_command: tuple[str, ...] | None = None,
 ) -> NodePlan:
-    """The full plan for this node: interface, torchrun argv, the explicit worker env, warnings."""
+    """The full plan for this node: interface, torchrun argv, the explicit worker env, warnings.
+
+    ``peer_command`` is the ddpkit command other nodes run (``("test", "--quick")``); by default
+    ``launch`` with this node's entry and arguments.
+    """
     choice = choose_interface(config, facts)
     warnings = list(_interface_warnings(choice, facts))
     env_set: dict[str, str] = {}
@@ -143,26 +148,26 @@ def plan_node(
         env=env,
         env_set=env_set,
         warnings=tuple(warnings),
-        peer_commands=peer_commands(config),
+        peer_commands=peer_commands(config, peer_command),
         run_dir=run_dir,
     )
 
 
-def peer_commands(config: LaunchConfig) -> tuple[str, ...]:
+def peer_commands(config: LaunchConfig, command: tuple[str, ...] | None = None) -> tuple[str, ...]:
     """On the master: the command every other node runs (each picks its own interface)."""
     if not config.is_master or not config.multi_node:
         return ()
+    if command is None:
+        tail = ["-m"] if config.is_module else []
+        command = ("launch", *tail, config.entry, *config.entry_args)
     commands = []
     for rank in range(1, config.nnodes):
-        argv = ["ddpkit", "launch", "--nnodes", str(config.nnodes), "--node-rank", str(rank),
+        argv = ["ddpkit", command[0], "--nnodes", str(config.nnodes), "--node-rank", str(rank),
                 "--master-addr", config.master_addr, "--master-port", str(config.master_port),
                 "--nproc-per-node", config.nproc_per_node]
         if config.debug:
             argv.append("--debug")
-        if config.is_module:
-            argv.append("-m")
-        argv.append(config.entry)
-        argv.extend(config.entry_args)
+        argv.extend(command[1:])
         commands.append(quote_command(argv))
     return tuple(commands)
 

@@ -110,11 +110,12 @@ def default_run_dir(config: LaunchConfig, cwd: Path) -> Path:
 
 
 def prepare(config: LaunchConfig, env: Mapping[str, str], *, home: Path, cwd: Path,
-            python: str) -> NodePlan:
+            python: str, peer_command: tuple[str, ...] | None = None) -> NodePlan:
     """Facts and plan for this node; nothing is started and nothing is written."""
     facts = node_facts.gather(config, env, home)
     run_dir = Path(config.run_dir) if config.run_dir else default_run_dir(config, cwd)
-    return plan_node(config, facts, env, python=python, run_dir=str(run_dir))
+    return plan_node(config, facts, env, python=python, run_dir=str(run_dir),
+                     peer_command=peer_command)
 
 
 def preflight(plan: NodePlan, events: LaunchEvents) -> None:

@@ -1,0 +1,159 @@
+"""`ddpkit test` as data: the worker's arguments, and reading its reports into a verdict."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+WORKER_MODULE = "ddpkit.workers.ddp_test"
+CHECK_ORDER = ("init", "all_reduce", "interface", "broadcast", "all_gather", "barrier", "ddp",
+               "bandwidth")
+QUICK_SIZES = "256K,1M,4M"
+FULL_SIZES = "1M,4M,16M,64M"
+
+
+def worker_args(report_dir: Path, *, backend: str, quick: bool, pg_timeout: float) -> list[str]:
+    return [
+        "--report-dir", str(report_dir),
+        "--backend", backend,
+        "--sizes", QUICK_SIZES if quick else FULL_SIZES,
+        "--iters", "3" if quick else "5",
+        "--timeout", f"{pg_timeout:g}",
+    ]
+
+
+@dataclass(frozen=True)
+class TestVerdict:
+    ok: bool
+    nodes: int | None
+    ranks_per_node: int | None
+    world_size: int | None
+    ranks: tuple[dict[str, Any], ...]  # one report per rank that reported
+    missing_ranks: tuple[int, ...]  # ranks expected but silent (only known when complete)
+    stages: dict[int, str]  # rank -> last stage seen in its stage file (this node's ranks)
+    complete: bool  # the gathered report (every rank) was found
+
+    def rows(self) -> tuple[list[str], list[list[str]]]:
+        """A check × rank table: one short column per rank, then the detail (rank 0's, or the
+        first failing rank's), so it stays narrow with many ranks."""
+        headers = ["check"] + [f"r{r['rank']}@{r.get('host', '?')}" for r in self.ranks] + ["detail"]
+        rows = []
+        for name in CHECK_ORDER:
+            row = [name]
+            detail = ""
+            for report in self.ranks:
+                entry = next((c for c in report.get("checks", []) if c["name"] == name), None)
+                if entry is None:
+                    row.append("-")
+                    continue
+                row.append("ok" if entry["ok"] else "FAIL")
+                if not entry["ok"] and not detail.startswith("rank"):
+                    detail = f"rank {report['rank']}: {entry.get('detail', '')}"
+                elif not detail:
+                    detail = str(entry.get("detail", ""))
+            rows.append(row + [detail])
+        return headers, rows
+
+    def failed_checks(self) -> list[str]:
+        out = []
+        for report in self.ranks:
+            for entry in report.get("checks", []):
+                if not entry["ok"]:
+                    out.append(f"rank {report['rank']} ({report.get('host', '?')}): {entry['name']}"
+                               f" failed: {entry.get('detail', '')}")
+            if report.get("error"):
+                out.append(f"rank {report['rank']} ({report.get('host', '?')}): {report['error']}")
+        return out
+
+    def headline(self) -> str:
+        if self.nodes:
+            shape = f"{_plural(self.nodes, 'node')} × {_plural(self.ranks_per_node or 1, 'rank')}"
+        else:
+            shape = _plural(len(self.ranks), "rank")
+        if not self.ok:
+            problems = self.failed_checks()
+            hung = [f"rank {r} stuck in {s}" for r, s in sorted(self.stages.items())
+                    if s not in ("done", "failed", "exchange")]
+            text = "; ".join(problems + hung) or "not every rank reported"
+            return f"{shape}: FAILED · {text}"
+        bandwidth = self._largest_bandwidth()
+        via = sorted({name for r in self.ranks for name in r.get("interfaces_used", [])})
+        tail = ""
+        if bandwidth:
+            tail = (f" · all_reduce busbw {bandwidth['busbw_gbps']:.2f} GB/s at "
+                    f"{_size_text(bandwidth['bytes'])}")
+        if via:
+            tail += f" via {', '.join(via)}"
+        elif bandwidth:
+            tail += " via loopback"
+        return f"{shape}: all checks passed{tail}"
+
+    def _largest_bandwidth(self) -> dict[str, Any] | None:
+        rank0 = next((r for r in self.ranks if r["rank"] == 0), None)
+        if not rank0 or not rank0.get("bandwidth"):
+            return None
+        return dict(max(rank0["bandwidth"], key=lambda b: b["bytes"]))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "ok": self.ok, "summary": self.headline(), "nodes": self.nodes,
+            "ranks_per_node": self.ranks_per_node, "world_size": self.world_size,
+            "complete": self.complete, "missing_ranks": list(self.missing_ranks),
+            "stages": {str(k): v for k, v in sorted(self.stages.items())},
+            "ranks": list(self.ranks),
+        }
+
+
+def read_verdict(report_dir: Path) -> TestVerdict:
+    """The job's verdict from this node's report directory (complete or partial)."""
+    stages = _stages(report_dir)
+    gathered = _load(report_dir / "report.json")
+    if gathered is not None:
+        ranks = tuple(sorted(gathered.get("ranks", []), key=lambda r: r["rank"]))
+        world = int(gathered.get("world_size", len(ranks)))
+        missing = tuple(sorted(set(range(world)) - {r["rank"] for r in ranks}))
+        return TestVerdict(ok=bool(gathered.get("ok")) and not missing,
+                           nodes=gathered.get("nodes"), ranks_per_node=gathered.get("ranks_per_node"),
+                           world_size=world, ranks=ranks, missing_ranks=missing, stages=stages,
+                           complete=True)
+    partial = []
+    for path in sorted(report_dir.glob("rank*.json")):
+        doc = _load(path)
+        if doc is not None:
+            partial.append(doc)
+    return TestVerdict(ok=False, nodes=None, ranks_per_node=None, world_size=None,
+                       ranks=tuple(sorted(partial, key=lambda r: r["rank"])), missing_ranks=(),
+                       stages=stages, complete=False)
+
+
+def _stages(report_dir: Path) -> dict[int, str]:
+    stages = {}
+    for path in sorted(report_dir.glob("rank*.stage")):
+        number = path.stem.removeprefix("rank")
+        if number.isdigit():
+            try:
+                stages[int(number)] = path.read_text().split()[0]
+            except (OSError, IndexError):
+                continue
+    return stages
+
+
+def _load(path: Path) -> dict[str, Any] | None:
+    try:
+        doc = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    return doc if isinstance(doc, dict) else None
+
+
+def _size_text(size: int) -> str:
+    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if size >= scale:
+            return f"{size / scale:g} {unit}"
+    return f"{size} B"
+
+
+def _plural(count: int, word: str) -> str:
+    return f"{count} {word}" if count == 1 else f"{count} {word}s"
