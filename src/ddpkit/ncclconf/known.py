@@ -24,10 +24,7 @@ class KnownVariable:
     read_by_pytorch: bool = False  # read by torch.distributed with getenv, not by NCCL
 
 
-_AUTO_IFNAME = (
-    "automatic: ib* first, then any interface not matching docker/lo/virbr, then docker, then lo; "
-    "the bootstrap uses the first match"
-)
+_AUTO_IFNAME = "automatic: ib*, else not docker/lo/virbr, else docker, else lo; first one bootstraps"
 
 _K = KnownVariable  # short name for the table below
 

@@ -139,17 +139,19 @@ def collect_show(
 
 
 def _show(args: argparse.Namespace, console: Console, env: dict[str, str], home: Path) -> int:
-    effective, warnings = collect_show(env, home, SYSTEM_CONF, local_interfaces())
+    nics = local_interfaces()
+    effective, warnings = collect_show(env, home, SYSTEM_CONF, nics)
     if args.json:
         render.emit_json(console, document(SCHEMA_KIND, SCHEMA_VERSION, {
             "action": "show",
             "home": str(home),
+            "interfaces": sorted(nic.name for nic in nics),
             "files": [s.to_dict() for s in effective.sources],
             "settings": [s.to_dict() for s in effective.settings],
             "warnings": [w.to_dict() for w in warnings],
         }))
         return 0
-    order = " then ".join(_describe_source(s.path, s.exists, s.error) for s in effective.sources)
+    order = ", then ".join(_describe_source(s.path, s.exists, s.error) for s in effective.sources)
     render.line(console, f"NCCL reads: the environment, then {order}")
     render.table(console, ["NAME", "VALUE", "SOURCE", "NOTE"],
                  [_row(s) for s in effective.settings])
