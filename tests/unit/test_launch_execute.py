@@ -103,3 +103,15 @@ def test_worker_left_behind_by_a_parent_that_exited_is_killed(tmp_path: Path) ->
     assert outcome.returncode == 0
     assert worker in outcome.leftovers_killed
     assert not _alive(worker)
+
+
+@pytest.mark.timeout(90)
+def test_should_stop_ends_the_tree_with_its_reason(tmp_path: Path) -> None:
+    script = tmp_path / "tree.py"
+    script.write_text(TREE)
+    pidfile = tmp_path / "pid"
+    outcome = run_process([sys.executable, str(script), str(pidfile)], dict(os.environ),
+                          on_line=lambda _: None, grace=2,
+                          should_stop=lambda: "rank 3 failed" if pidfile.exists() else None)
+    assert outcome.stopped == "rank 3 failed"
+    assert not _alive(_wait_file(pidfile))

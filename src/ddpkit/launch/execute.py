@@ -29,6 +29,7 @@ class ProcessOutcome:
     tail: tuple[str, ...]  # the last lines it printed
     timed_out: bool
     interrupted: bool
+    stopped: str | None  # why ``should_stop`` ended the run early, if it did
     duration_s: float
     leftovers_killed: tuple[int, ...]  # descendants still alive at the end, killed by pid
 
@@ -71,12 +72,14 @@ def run_process(
     timeout: float | None = None,
     cwd: str | None = None,
     grace: float = TERMINATE_GRACE_S,
+    should_stop: Callable[[], str | None] | None = None,
 ) -> ProcessOutcome:
     """Run ``argv`` to completion, streaming its merged output line by line to ``on_line``.
 
     On timeout or KeyboardInterrupt the process tree gets SIGTERM, then SIGKILL after ``grace``. A
     KeyboardInterrupt is absorbed after the cleanup and reported as ``interrupted``; the caller
-    decides what it means.
+    decides what it means. ``should_stop`` is polled a few times a second; a non-empty answer (the
+    reason, e.g. "rank 3 on node2 failed") stops the tree the same way.
     """
     start = time.monotonic()
     proc = subprocess.Popen(
@@ -97,11 +100,16 @@ def run_process(
     reader = threading.Thread(target=pump, name="ddpkit-output", daemon=True)
     reader.start()
     timed_out = interrupted = False
+    stopped: str | None = None
     try:
         while proc.poll() is None:
             tracker.scan()
             if timeout is not None and time.monotonic() - start > timeout:
                 timed_out = True
+                _terminate(proc, tracker, grace)
+                break
+            stopped = should_stop() if should_stop is not None else None
+            if stopped:
                 _terminate(proc, tracker, grace)
                 break
             time.sleep(0.2)
@@ -119,6 +127,7 @@ def run_process(
         tail=tuple(tail),
         timed_out=timed_out,
         interrupted=interrupted,
+        stopped=stopped,
         duration_s=time.monotonic() - start,
         leftovers_killed=leftovers,
     )

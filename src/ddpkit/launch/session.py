@@ -6,7 +6,7 @@ from __future__ import annotations
 import glob
 import os
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -89,6 +89,7 @@ class NodeResult:
             "duration_s": round(self.outcome.duration_s, 3),
             "timed_out": self.outcome.timed_out,
             "interrupted": self.outcome.interrupted,
+            "stopped": self.outcome.stopped,
             "root_cause": _failure_dict(self.root_cause),
             "failures": [_failure_dict(f) for f in self.failures],
             "run_dir": self.plan.run_dir,
@@ -132,8 +133,13 @@ def preflight(plan: NodePlan, events: LaunchEvents) -> None:
         )
 
 
-def execute(plan: NodePlan, events: LaunchEvents) -> NodeResult:
-    """Preflight, then run torchrun for this node; raise on failure with a one-paragraph summary."""
+def execute(plan: NodePlan, events: LaunchEvents, *,
+            should_stop: Callable[[], str | None] | None = None) -> NodeResult:
+    """Preflight, then run torchrun for this node; raise on failure with a one-paragraph summary.
+
+    ``should_stop`` lets a job-level supervisor (ssh fan-out, join) stop this node early: it is
+    polled while torchrun runs and its answer becomes the reason in the ``job-stopped`` error.
+    """
     preflight(plan, events)
     try:
         Path(plan.run_dir).mkdir(parents=True, exist_ok=True)
@@ -143,7 +149,7 @@ def execute(plan: NodePlan, events: LaunchEvents) -> NodeResult:
             "run from a writable directory or pass --run-dir PATH",
         ) from exc
     outcome = run_process(plan.argv, plan.env, on_line=events.output,
-                          timeout=plan.config.job_timeout)
+                          timeout=plan.config.job_timeout, should_stop=should_stop)
     root, failures = parse_failures(outcome.tail)
     result = NodeResult(plan=plan, outcome=outcome, root_cause=root, failures=failures)
     if outcome.interrupted:
@@ -152,6 +158,10 @@ def execute(plan: NodePlan, events: LaunchEvents) -> NodeResult:
         raise DeadlineExceeded("job-timeout", result.summary(),
                                f"per-rank logs are in {plan.run_dir}; raise the timeout or run "
                                "`ddpkit doctor --log` on them", details=result.to_dict())
+    if outcome.stopped:
+        raise JobFailed("job-stopped", f"node {plan.config.node_rank} ({plan.hostname}) was stopped: "
+                        f"{outcome.stopped}", f"per-rank logs are in {plan.run_dir}",
+                        details=result.to_dict())
     if not result.ok:
         raise JobFailed("job-failed", result.summary(),
                         f"per-rank logs are in {plan.run_dir}/torchrun; `ddpkit doctor --log "
