@@ -78,9 +78,10 @@ def test_prefix_selecting_several_including_a_trap() -> None:
     assert got == ["ifname-several-interfaces", "ifname-selects-trap"]
 
 
-def test_trap_check_is_skipped_without_a_trap_finder() -> None:
-    warnings = settings_warnings([env_setting("NCCL_SOCKET_IFNAME", "=eth0")], CLOUD)
-    assert warnings == ()
+def test_trap_check_uses_the_net_traps_by_default_and_can_be_skipped() -> None:
+    setting = env_setting("NCCL_SOCKET_IFNAME", "=eth0")
+    assert [w.id for w in settings_warnings([setting], CLOUD)] == ["ifname-selects-trap"]
+    assert settings_warnings([setting], CLOUD, traps=None) == ()
 
 
 def test_exclude_list_selecting_a_down_bridge_and_nat_reports_traps() -> None:

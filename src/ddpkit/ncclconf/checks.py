@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Protocol, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from ddpkit.ncclconf.effective import (
     DEFAULT,
@@ -50,6 +50,14 @@ class TrapLike(Protocol):
 
 
 N = TypeVar("N", bound=NicLike)
+TrapFinder = Callable[[Any, Sequence[Any]], Sequence[TrapLike]]
+
+
+def net_traps(nic: Any, nics: Sequence[Any]) -> Sequence[TrapLike]:
+    """:func:`ddpkit.net.select.traps`, imported when first needed."""
+    from ddpkit.net.select import traps
+
+    return traps(nic, nics)
 
 
 def _where(setting: Setting) -> tuple[str, str | None, int | None]:
@@ -123,12 +131,12 @@ def settings_warnings(
     settings: Sequence[Setting],
     interfaces: Sequence[N],
     *,
-    traps: Callable[[N, Sequence[N]], Sequence[TrapLike]] | None = None,
+    traps: TrapFinder | None = net_traps,
 ) -> tuple[NcclConfWarning, ...]:
     """Warnings about the values in effect, checked against this machine's ``interfaces``.
 
     ``traps(nic, interfaces)`` reports why an interface is a bad choice for inter-node traffic
-    (``ddpkit.net.select.traps``); without it the trap check is skipped.
+    (by default ``ddpkit.net.select.traps``); ``traps=None`` skips that check.
     """
     found: list[NcclConfWarning] = []
     by_name = {s.name: s for s in settings}
@@ -176,7 +184,7 @@ def ifname_warnings(
     setting: Setting,
     interfaces: Sequence[N],
     *,
-    traps: Callable[[N, Sequence[N]], Sequence[TrapLike]] | None = None,
+    traps: TrapFinder | None = net_traps,
 ) -> list[NcclConfWarning]:
     """What is wrong with one ``NCCL_SOCKET_IFNAME`` on this machine (empty when nothing is)."""
     where, path, line = _where(setting)
