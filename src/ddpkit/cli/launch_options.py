@@ -163,5 +163,10 @@ def sigterm_as_interrupt() -> Iterator[None]:
 
 
 def process_context() -> tuple[dict[str, str], Path, Path, str]:
-    """The edge: this process's env, home, cwd and python, read once and passed down."""
-    return dict(os.environ), Path.home(), Path.cwd(), sys.executable
+    """The edge: this process's env, home, cwd and python, read once and passed down.
+
+    ``home`` is where NCCL looks for ``~/.nccl.conf`` (the password database, not $HOME).
+    """
+    from ddpkit.cli.commands.nccl_conf import nccl_home
+
+    return dict(os.environ), nccl_home(), Path.cwd(), sys.executable

@@ -52,10 +52,10 @@ class _Parser(argparse.ArgumentParser):
     console: Console | None = None
 
     def _print_message(self, message: str, file: object = None) -> None:
-        if message and self.console is not None:
-            self.console.out.write(message)
-        elif message:
-            super()._print_message(message, None)
+        # Help and usage go to stdout: the command's console, or (for subcommand parsers made by
+        # add_subparsers, which have none) the process's stdout.
+        if message:
+            (self.console.out if self.console is not None else sys.stdout).write(message)
 
     def error(self, message: str) -> None:  # type: ignore[override]
         raise UsageError("bad-usage", f"{self.prog}: {message}", f"see `{self.prog} --help`")

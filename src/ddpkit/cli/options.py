@@ -15,7 +15,10 @@ def add_flag(parser: argparse._ActionsContainer, name: str, *more: str, **kwargs
             underscored = "--" + spelling[2:].replace("-", "_")
             if underscored not in spellings:
                 extra.append(underscored)
-    parser.add_argument(*spellings, *extra, **kwargs)
+    action = parser.add_argument(*spellings, **kwargs)
+    if extra:
+        hidden = {k: v for k, v in kwargs.items() if k not in ("help", "required", "dest")}
+        parser.add_argument(*extra, dest=action.dest, help=argparse.SUPPRESS, **hidden)
 
 
 def add_json_flag(parser: argparse.ArgumentParser) -> None:
