@@ -180,3 +180,14 @@ def test_read_bench_file_errors(tmp_path: Path) -> None:
     good = tmp_path / "good.json"
     good.write_text(json.dumps(_bench()))
     assert read_bench(good).one_node_step_s == pytest.approx(0.291)
+
+
+def test_powersgd_is_the_last_resort() -> None:
+    # On the 1 Gbit sim both bf16+accumulate:4 (~78%) and PowerSGD (~97%) pass the threshold;
+    # PowerSGD changes the optimisation (and hangs on multi-bucket Gloo), so it is not picked.
+    settings = tuple(parse_setting(s) for s in ("powersgd:4", "bf16+accumulate:4"))
+    plan = make_plan(_req(settings=settings))
+    by_label = {r.setting.label: r for r in plan.results}
+    assert (by_label["powersgd:4"].efficiency or 0) > (by_label["bf16+accumulate:4"].efficiency or 0)
+    assert plan.verdict.setting == "bf16+accumulate:4"
+    assert "no_sync" in (plan.verdict.cost or "")

@@ -65,7 +65,7 @@ class Setting:
     @property
     def invasiveness(self) -> tuple[int, int, int]:
         """Sort key: how much a setting changes training (casts < batch size < optimisation)."""
-        level = {"none": 0, "bf16": 1, "fp16": 1, "powersgd": 3}[self.compression]
+        level = {"none": 0, "bf16": 1, "fp16": 1, "powersgd": 4}[self.compression]
         level += 2 if self.accumulate > 1 else 0
         # Among equals prefer fewer accumulation steps and a higher (more faithful) PowerSGD rank.
         return (level, self.accumulate, -(self.powersgd_rank or 0))

@@ -23,7 +23,7 @@ from ddpkit.bench.model import (
 from ddpkit.bench.units import format_bytes, format_count, format_rate, format_seconds
 from ddpkit.errors import UsageError
 
-DEFAULT_SETTINGS = "none,bf16,fp16,powersgd:1,powersgd:4,accumulate:2,accumulate:4"
+DEFAULT_SETTINGS = "none,bf16,fp16,powersgd:1,powersgd:4,accumulate:2,accumulate:4,bf16+accumulate:4"
 DEFAULT_INTRA_NODE = 20e9  # bytes/s: PCIe-class busbw without NVLink
 DEFAULT_OVERLAP = 0.7
 CPU_OVERLAP = 0.0
@@ -166,7 +166,7 @@ def _measured(inp: PlanInput, b: BenchFacts, notes: list[str]) -> dict[str, Any]
 
 _COSTS = {
     "none": "none: this is plain DDP",
-    "bf16": "gradients are summed in bf16 (8-bit mantissa); compare the loss curve with an "
+    "bf16": "gradients are summed in bf16 (7-bit mantissa); compare the loss curve with an "
             "fp32-gradient run",
     "fp16": "gradients are summed in fp16 (narrow range; torch divides by world size first); "
             "compare the loss curve with an fp32-gradient run",
