@@ -1,0 +1,75 @@
+"""Which addresses and interface names peers on other machines can (probably) not reach.
+
+Pure functions over the strings logs print; no I/O. Used by the log rules to tell a wrong
+interface (loopback, container bridge, link-local, tunnel) from a routable one.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+
+# Docker's default bridge network: the container side of NAT, frequently the same address on
+# every rented instance (172.17.0.4 in the seed page's log).
+_DOCKER_DEFAULT = ipaddress.ip_network("172.17.0.0/16")
+
+_BRIDGE_NAMES = re.compile(r"^(docker|br-|veth|virbr|cni|flannel|cali|vxlan|weave|kube-)")
+_TUNNEL_NAMES = re.compile(r"^(tun|tap|wg|tailscale|zt|ppp|ipsec|gre|nebula)")
+
+UNREACHABLE_KINDS = ("loopback", "container-bridge", "link-local", "tunnel")
+
+
+def address_kind(address: str, interface: str | None = None) -> str:
+    """``loopback``, ``container-bridge``, ``link-local``, ``tunnel``, ``routable`` or ``unknown``.
+
+    ``address`` may carry an IPv6 scope (``fe80::1%eth0``) or brackets; ``interface`` is the
+    name the log paired it with, when known.
+    """
+    name = (interface or "").strip()
+    if name == "lo" or name.startswith("lo:"):
+        return "loopback"
+    if _BRIDGE_NAMES.match(name):
+        return "container-bridge"
+    if _TUNNEL_NAMES.match(name):
+        return "tunnel"
+    text = address.strip().strip("[]").split("%", 1)[0]
+    try:
+        ip = ipaddress.ip_address(text)
+    except ValueError:
+        if text in ("localhost", "localhost.localdomain"):
+            return "loopback"
+        return "unknown"
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+        ip = ip.ipv4_mapped
+    if ip.is_loopback or ip.is_unspecified:
+        return "loopback"
+    if ip.is_link_local:
+        return "link-local"
+    if isinstance(ip, ipaddress.IPv4Address) and ip in _DOCKER_DEFAULT:
+        return "container-bridge"
+    return "routable"
+
+
+def is_unreachable(address: str, interface: str | None = None) -> bool:
+    """True for the address kinds another machine cannot (normally) connect to."""
+    return address_kind(address, interface) in UNREACHABLE_KINDS
+
+
+_KIND_WORDS = {
+    "loopback": "a loopback address",
+    "container-bridge": "a container/NAT bridge address (Docker's default 172.17.0.0/16)",
+    "link-local": "a link-local address",
+    "tunnel": "a tunnel interface",
+    "routable": "a routable address",
+    "unknown": "an address",
+}
+
+
+def describe_kind(address: str, interface: str | None = None) -> str:
+    """A few plain words for the kind of ``address`` (for explanations)."""
+    return _KIND_WORDS[address_kind(address, interface)]
+
+
+def normalise_address(address: str) -> str:
+    """The address as a comparable key: no brackets, no IPv6 scope, lower case."""
+    return address.strip().strip("[]").split("%", 1)[0].lower()

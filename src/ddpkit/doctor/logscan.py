@@ -1,0 +1,254 @@
+"""Streaming log reader: raw bytes in, :class:`Event` objects out, in constant memory.
+
+The file is read in 1 MiB chunks. One trie regex built from every pattern's trigger literals
+(see :mod:`ddpkit.doctor.patterns`) finds the candidate lines at C speed; only those lines are
+decoded (UTF-8, ``errors="replace"``), stripped of launcher/NCCL/glog prefixes and matched against
+the patterns whose triggers they contain. Lines of any length are safe: only a window of
+``LINE_WINDOW`` bytes around each trigger is looked at, so a binary file with no newline costs no
+more memory than a chunk.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import BinaryIO
+
+from ddpkit.doctor.findings import clip
+from ddpkit.doctor.patterns import FOLLOW, PATTERNS, LinePattern, trigger_strings
+
+CHUNK_BYTES = 1 << 20
+LINE_WINDOW = 8192  # bytes of a line examined per trigger hit
+WINDOW_BEFORE = 1024  # of which at most this many before the trigger
+
+
+@dataclass(frozen=True)
+class Event:
+    """One fact read from one log line."""
+
+    kind: str
+    file: str
+    line: int
+    text: str  # the line (cleaned, clipped) for evidence
+    host: str | None  # from an NCCL ``host:pid:tid [dev]`` prefix
+    node: str | None  # from a launcher prefix such as ``[node1:0]``
+    rank: int | None  # from ``[rank3]:`` / mpirun ``[1,3]`` prefixes
+    data: Mapping[str, str]
+
+    @property
+    def origin(self) -> str:
+        """Which machine the line came from, as well as the log tells: host, node, else file."""
+        return self.host or self.node or f"file:{self.file}"
+
+    def get(self, key: str, default: str = "") -> str:
+        return self.data.get(key, default)
+
+
+# --- the trigger regex -------------------------------------------------------------------------
+
+
+def _trie_regex(words: list[bytes]) -> bytes:
+    """A nested alternation matching any of ``words`` (shortest word wins on a shared prefix)."""
+    if any(not w for w in words):
+        return b""
+    groups: dict[bytes, list[bytes]] = {}
+    for word in words:
+        groups.setdefault(word[:1], []).append(word[1:])
+    branches = [re.escape(head) + _trie_regex(rest) for head, rest in sorted(groups.items())]
+    return branches[0] if len(branches) == 1 else b"(?:" + b"|".join(branches) + b")"
+
+
+_TRIGGERS = sorted({t.encode() for t in trigger_strings()})
+TRIGGER_RE: re.Pattern[bytes] = re.compile(_trie_regex(list(_TRIGGERS)))
+
+
+def _canonical(trigger: bytes) -> bytes:
+    """What ``TRIGGER_RE`` reports for a line containing ``trigger``: its shortest trigger prefix."""
+    return min((t for t in _TRIGGERS if trigger.startswith(t)), key=len)
+
+
+_BY_TRIGGER: dict[bytes, frozenset[int]] = {}
+for _index, _pattern in enumerate(PATTERNS):
+    for _trigger in _pattern.triggers:
+        _key = _canonical(_trigger.encode())
+        _BY_TRIGGER[_key] = _BY_TRIGGER.get(_key, frozenset()) | {_index}
+_FOLLOW_COUNT = {_canonical(k.encode()): n for k, n in FOLLOW.items()}
+_ALL = tuple(PATTERNS)
+_SELECTION_CACHE: dict[frozenset[bytes], tuple[LinePattern, ...]] = {}
+
+
+def _patterns_for(found: frozenset[bytes]) -> tuple[LinePattern, ...]:
+    cached = _SELECTION_CACHE.get(found)
+    if cached is None:
+        chosen: frozenset[int] = frozenset()
+        for literal in found:
+            chosen |= _BY_TRIGGER.get(literal, frozenset())
+        cached = tuple(PATTERNS[i] for i in sorted(chosen))
+        if len(_SELECTION_CACHE) < 4096:
+            _SELECTION_CACHE[found] = cached
+    return cached
+
+
+# --- raw line windows ----------------------------------------------------------------------------
+
+
+class _Windows:
+    """Turns buffers of bytes into (line number, bytes, is_follow_line) for trigger lines."""
+
+    def __init__(self) -> None:
+        self.line = 1  # number of the line the next buffer starts in
+        self.pending_follow = 0
+
+    def scan(self, buf: bytes, limit: int) -> Iterator[tuple[int, bytes, bool]]:
+        """Trigger lines (and the lines they ask to follow) starting before ``limit``."""
+        search, find, rfind, count = TRIGGER_RE.search, buf.find, buf.rfind, buf.count
+        pos, counted, line = 0, 0, self.line
+        while self.pending_follow and pos < limit:
+            end = find(b"\n", pos, limit)
+            end = limit if end < 0 else end
+            yield line, buf[pos : min(end, pos + LINE_WINDOW)], True
+            self.pending_follow -= 1
+            pos = end + 1
+            line += 1
+            counted = pos
+        while pos < limit:
+            match = search(buf, pos, limit)
+            if match is None:
+                break
+            hit = match.start()
+            start = rfind(b"\n", 0, hit) + 1
+            line += count(b"\n", counted, start)
+            counted = start
+            end = find(b"\n", hit, limit)
+            end = limit if end < 0 else end
+            window_start = max(start, hit - WINDOW_BEFORE)
+            window_end = min(end, window_start + LINE_WINDOW)
+            yield line, buf[window_start:window_end], False
+            if window_end < end:  # a long line: look for more triggers further along it
+                pos = window_end
+                continue
+            pos = end + 1
+            follow = _FOLLOW_COUNT.get(match.group())
+            if follow:
+                self.pending_follow = follow
+                while self.pending_follow and pos < limit:
+                    end = find(b"\n", pos, limit)
+                    end = limit if end < 0 else end
+                    line += 1
+                    counted = pos
+                    yield line, buf[pos : min(end, pos + LINE_WINDOW)], True
+                    self.pending_follow -= 1
+                    pos = end + 1
+        self.line = line + count(b"\n", counted, limit)
+
+
+def raw_hits(stream: BinaryIO) -> Iterator[tuple[int, bytes, bool]]:
+    """(line number, bytes, is_follow_line) for every trigger line in ``stream``."""
+    windows = _Windows()
+    tail = b""
+    while True:
+        chunk = stream.read(CHUNK_BYTES)
+        if not chunk:
+            break
+        buf = tail + chunk if tail else chunk
+        cut = buf.rfind(b"\n")
+        if cut >= 0:
+            yield from windows.scan(buf, cut + 1)
+            tail = buf[cut + 1 :]
+        else:
+            tail = buf
+        if len(tail) > 4 * LINE_WINDOW:  # no newline for a long stretch: scan all but an overlap
+            keep = len(tail) - LINE_WINDOW
+            yield from windows.scan(tail, keep)
+            tail = tail[keep:]
+    if tail:
+        yield from windows.scan(tail, len(tail))
+
+
+# --- prefixes ------------------------------------------------------------------------------------
+
+_NCCL_PREFIX = re.compile(r"(?P<host>[\w.-]+):(?P<pid>\d+):(?P<tid>\d+) \[(?P<dev>\d+)\] ")
+_STAMP = re.compile(r"\[?\d{4}-\d\d-\d\d[ T_][\d:.,]+(?:Z|[+-]\d\d:?\d\d)?\]?\s?")
+_GLOG = re.compile(r"\[?[IWEF]\d{4} \d\d:\d\d:\d\d\.\d+(?: +\d+)? [^\]\s]+:\d+\]\s?")
+_TAG = re.compile(r"\[(?P<tag>[^\[\]\s]{1,80})\](?P<colon>(?:<std(?:out|err)>)?:)?\s?")
+_RANK_TAG = re.compile(r"rank(\d+)")
+_NODE_TAG = re.compile(r"([A-Za-z][\w.-]*):(\d+)")
+_MPI_TAG = re.compile(r"(\d+),(\d+)")
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+
+
+def parse_prefix(text: str) -> tuple[str | None, str | None, int | None]:
+    """(NCCL host, launcher node, global rank) from the prefixes at the start of a line."""
+    host = node = None
+    rank: int | None = None
+    pos = 0
+    for _ in range(8):
+        while pos < len(text) and text[pos] == " ":
+            pos += 1
+        nccl = _NCCL_PREFIX.match(text, pos)
+        if nccl:
+            return nccl.group("host"), node, rank
+        stamp = _STAMP.match(text, pos) or _GLOG.match(text, pos)
+        if stamp:
+            pos = stamp.end()
+            continue
+        tag = _TAG.match(text, pos)
+        if not tag:
+            break
+        value = tag.group("tag")
+        if (found := _RANK_TAG.fullmatch(value)) is not None:
+            rank = int(found.group(1))
+        elif (found := _MPI_TAG.fullmatch(value)) is not None:
+            rank = int(found.group(2))
+        elif (found := _NODE_TAG.fullmatch(value)) is not None:
+            node = found.group(1)
+        elif not tag.group("colon"):
+            break  # [c10d], [0]: part of the message, not a launcher prefix
+        pos = tag.end()
+    return host, node, rank
+
+
+# --- events --------------------------------------------------------------------------------------
+
+
+def _events_in_line(name: str, number: int, raw: bytes, follow: bool) -> list[Event]:
+    text = raw.decode("utf-8", "replace").rstrip("\r\n")
+    if "\x1b" in text:
+        text = _ANSI.sub("", text)
+    text = text.replace("\r", " ").replace("\x00", "")
+    candidates = _ALL if follow else _patterns_for(frozenset(TRIGGER_RE.findall(raw)))
+    found: list[tuple[int, int, LinePattern, dict[str, str]]] = []
+    for order, pattern in enumerate(candidates):
+        if not follow and not pattern.triggers:
+            continue
+        if pattern.skip_if and any(s in text for s in pattern.skip_if):
+            continue
+        matches = list(pattern.regex.finditer(text)) if pattern.multi else []
+        if not pattern.multi:
+            single = pattern.regex.search(text)
+            matches = [single] if single else []
+        for match in matches:
+            data = {k: v for k, v in match.groupdict().items() if v is not None}
+            for extra in pattern.extras:
+                more = extra.search(text)
+                if more:
+                    for key, value in more.groupdict().items():
+                        if value is not None and key not in data:
+                            data[key] = value
+            data.update(pattern.fixed)
+            found.append((match.start(), order, pattern, data))
+        if matches and pattern.claims:
+            break
+    if not found:
+        return []
+    host, node, rank = parse_prefix(text)
+    shown = clip(text.strip())
+    found.sort(key=lambda item: (item[0], item[1]))
+    return [Event(p.kind, name, number, shown, host, node, rank, d) for _, _, p, d in found]
+
+
+def scan(stream: BinaryIO, name: str) -> Iterator[Event]:
+    """Every event in ``stream`` (opened in binary mode), in file order; ``name`` labels evidence."""
+    for number, raw, follow in raw_hits(stream):
+        yield from _events_in_line(name, number, raw, follow)
