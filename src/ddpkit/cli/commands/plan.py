@@ -116,7 +116,8 @@ def show(console: Console, plan: Plan) -> None:
     render.line(console, (
         f"model {format_count(inp.params)} params, {inp.grad_dtype} gradients "
         f"({format_bytes(inp.params * inp.grad_bytes)} per all-reduce); "
-        f"{inp.nodes} nodes x {inp.gpus_per_node} GPUs; network {format_rate(inp.inter_node_bytes_per_s)}"
+        f"{inp.nodes} nodes x {inp.gpus_per_node} GPU{'' if inp.gpus_per_node == 1 else 's'}; "
+        f"network {format_rate(inp.inter_node_bytes_per_s)}"
         + (f"; intra-node {format_rate(inp.intra_node_bytes_per_s)}" if inp.gpus_per_node > 1
            else "")))
     one = plan.one_node
