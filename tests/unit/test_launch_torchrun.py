@@ -53,3 +53,23 @@ def test_describe_exit_names_signals() -> None:
     assert describe_exit(-9) == "killed by SIGKILL"
     assert describe_exit(3) == "exit code 3"
     assert describe_exit(-15, "SIGTERM") == "killed by SIGTERM"
+
+
+def test_agent_traceback_is_hidden_but_worker_lines_are_not() -> None:
+    from ddpkit.launch.torchrun import AgentTracebackFilter
+
+    lines = (FIXTURES / "child_failed_exit3.txt").read_text().splitlines()
+    shown_filter = AgentTracebackFilter()
+    shown = [out for line in lines for out in shown_filter.feed(line)] + shown_filter.finish()
+    assert "[default1]:rank 1 about to fail" in shown
+    assert not any("ChildFailedError" in line or line.startswith("Traceback") for line in shown)
+    assert not any("Root Cause" in line for line in shown)
+
+
+def test_other_agent_tracebacks_are_kept() -> None:
+    from ddpkit.launch.torchrun import AgentTracebackFilter
+
+    shown_filter = AgentTracebackFilter()
+    lines = ["Traceback (most recent call last):", '  File "x"', "RendezvousTimeoutError: boom"]
+    assert [out for line in lines for out in shown_filter.feed(line)] == []
+    assert shown_filter.finish() == lines

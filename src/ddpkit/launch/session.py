@@ -17,7 +17,9 @@ from ddpkit.launch.config import LaunchConfig
 from ddpkit.launch.execute import ProcessOutcome, run_process
 from ddpkit.launch.plan import NodePlan, plan_node
 from ddpkit.launch.preflight import check_port_free, wait_for_master
-from ddpkit.launch.torchrun import RankFailure, describe_exit, parse_failures
+from ddpkit.launch.torchrun import AgentTracebackFilter, RankFailure, describe_exit, parse_failures
+
+LAUNCHER_LOG = "torchrun.log"  # everything torchrun and the ranks printed, unfiltered
 
 
 class LaunchEvents(Protocol):
@@ -148,8 +150,18 @@ def execute(plan: NodePlan, events: LaunchEvents, *,
             "run-dir-unwritable", f"cannot create the run directory {plan.run_dir}: {exc.strerror}",
             "run from a writable directory or pass --run-dir PATH",
         ) from exc
-    outcome = run_process(plan.argv, plan.env, on_line=events.output,
-                          timeout=plan.config.job_timeout, should_stop=should_stop)
+    shown = AgentTracebackFilter()
+    with open(Path(plan.run_dir) / LAUNCHER_LOG, "w", encoding="utf-8") as log:
+
+        def on_line(line: str) -> None:
+            log.write(line + "\n")
+            for text in shown.feed(line):
+                events.output(text)
+
+        outcome = run_process(plan.argv, plan.env, on_line=on_line,
+                              timeout=plan.config.job_timeout, should_stop=should_stop)
+    for text in shown.finish():
+        events.output(text)
     root, failures = parse_failures(outcome.tail)
     result = NodeResult(plan=plan, outcome=outcome, root_cause=root, failures=failures)
     if outcome.interrupted:
@@ -164,7 +176,8 @@ def execute(plan: NodePlan, events: LaunchEvents, *,
                         details=result.to_dict())
     if not result.ok:
         raise JobFailed("job-failed", result.summary(),
-                        f"per-rank logs are in {plan.run_dir}/torchrun; `ddpkit doctor --log "
-                        f"{plan.run_dir}/torchrun/*/attempt_*/*/*.log` explains common causes",
+                        f"all output is in {plan.run_dir}; `ddpkit doctor --log {plan.run_dir}/"
+                        f"{LAUNCHER_LOG} {plan.run_dir}/torchrun/*/attempt_*/*/*.log` explains "
+                        "common causes",
                         details=result.to_dict())
     return result

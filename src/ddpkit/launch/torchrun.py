@@ -132,3 +132,27 @@ def quote_command(argv: Sequence[str]) -> str:
     import shlex
 
     return " ".join(shlex.quote(a) for a in argv)
+
+
+class AgentTracebackFilter:
+    """Holds back torchrun's own traceback (its agent's, never a worker's: those come prefixed
+    ``[defaultN]:``) and drops it when it is only the ``ChildFailedError`` report, which ddpkit's
+    one-paragraph summary replaces. Anything else is released unchanged at :meth:`finish`."""
+
+    def __init__(self) -> None:
+        self._held: list[str] | None = None
+
+    def feed(self, line: str) -> list[str]:
+        if self._held is not None:
+            self._held.append(line)
+            return []
+        if line.startswith("Traceback (most recent call last):"):
+            self._held = [line]
+            return []
+        return [line]
+
+    def finish(self) -> list[str]:
+        held, self._held = self._held or [], None
+        if any("ChildFailedError" in line for line in held):
+            return []
+        return held
