@@ -192,3 +192,20 @@ def test_client_finds_no_master(workdir: Path) -> None:
     text = _capture([sys.executable, str(workdir / "store_only.py")], workdir, env)
     findings = _diagnose(workdir, "store_client_no_master", text)
     assert _ids(findings)[0] == "peer-unreachable"
+
+
+def test_malformed_rendezvous_endpoint(workdir: Path) -> None:
+    argv = [sys.executable, "-m", "torch.distributed.run", "--nnodes", "2", "--node-rank", "0",
+            "--rdzv-backend", "c10d", "--rdzv-endpoint", "10.0.0.1:abc",
+            str(workdir / "store_only.py")]  # rejected while parsing: nothing is dialled
+    findings = _diagnose(workdir, "torchrun_bad_rdzv_endpoint", _capture(argv, workdir,
+                                                                          clean_env()))
+    assert _ids(findings)[0] == "rendezvous-config"
+
+
+def test_master_addr_unset(workdir: Path) -> None:
+    env = clean_env({"RANK": "0", "WORLD_SIZE": "2", "MASTER_PORT": str(free_port())})
+    text = _capture([sys.executable, str(workdir / "store_only.py")], workdir, env)
+    findings = _diagnose(workdir, "env_master_addr_unset", text)
+    assert _ids(findings)[0] == "rendezvous-config"
+    assert "MASTER_ADDR" in str(findings[0]["explanation"])

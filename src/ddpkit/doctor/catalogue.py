@@ -315,6 +315,15 @@ def render_markdown() -> str:
         "explanation, the evidence (`file:line`) and a concrete fix. The exit status is 1 when "
         "any finding is an error, 0 otherwise. `--json` prints one `ddpkit.doctor/1` document:",
         "",
+        "Lines may carry NCCL's `host:pid:tid [dev]` prefix, launcher prefixes (`[node1:0]`, "
+        "`[default0]:`, `[rank3]:`, mpirun's `[1,3]<stderr>:`), timestamps and glog headers, "
+        "or none; several nodes may be mixed in one file, and a traceback may be flattened into "
+        "one line. Give every node's log at once (`ddpkit doctor --log node0.log node1.log`): "
+        "facts are correlated across files, e.g. the address rank 0 bootstrapped on against "
+        "the address another node was refused by. `-` reads standard input. Input is streamed in "
+        "constant memory; binary, truncated or non-UTF-8 files are read, not rejected. A path "
+        "that cannot be read is the error `log-unreadable` (exit status 3).",
+        "",
         "```json",
         '{"schema": "ddpkit.doctor/1", "ddpkit_version": "...", "findings": [{"id": "...", '
         '"severity": "error", "title": "...", "explanation": "...", "fix": "...", '

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import BinaryIO
 
 from ddpkit.doctor.findings import clip
@@ -249,6 +249,17 @@ def _events_in_line(name: str, number: int, raw: bytes, follow: bool) -> list[Ev
 
 
 def scan(stream: BinaryIO, name: str) -> Iterator[Event]:
-    """Every event in ``stream`` (opened in binary mode), in file order; ``name`` labels evidence."""
+    """Every event in ``stream`` (opened in binary mode), in file order; ``name`` labels evidence.
+
+    Lines without any prefix (a traceback, NCCL's ``Last error:`` text) are credited to the one
+    host the file has shown so far; in a file mixing several hosts they stay anonymous.
+    """
+    hosts: set[str] = set()
     for number, raw, follow in raw_hits(stream):
-        yield from _events_in_line(name, number, raw, follow)
+        for event in _events_in_line(name, number, raw, follow):
+            if event.host:
+                if len(hosts) < 2:
+                    hosts.add(event.host)
+            elif event.node is None and len(hosts) == 1:
+                event = replace(event, host=next(iter(hosts)))
+            yield event

@@ -134,13 +134,14 @@ class NetworkRules:
 
     # --- decisions -------------------------------------------------------------------------------
 
-    def findings(self, multi_node: bool) -> list[Finding]:
+    def findings(self, multi_node: bool, init_hung: bool = False) -> list[Finding]:
+        """``init_hung``: NCCL init started and never completed (a silent wrong address)."""
         out: list[Finding] = []
         explained: set[tuple[str, str]] = set()
         missing = self._interface_not_found()
         if missing:
             out.append(missing)
-        out += self._wrong_or_container(multi_node, explained)
+        out += self._wrong_or_container(multi_node, init_hung, explained)
         unresolved = self._unresolved(explained)
         if unresolved:
             out.append(unresolved)
@@ -171,8 +172,8 @@ class NetworkRules:
         return Finding(e.id, e.severity, e.title, " ".join(parts) + " " + e.explanation, fix,
                        merge(self.missing_bag.items, self.ifname_bag.items))
 
-    def _wrong_or_container(self, multi_node: bool, explained: set[tuple[str, str]]
-                            ) -> list[Finding]:
+    def _wrong_or_container(self, multi_node: bool, init_hung: bool,
+                            explained: set[tuple[str, str]]) -> list[Finding]:
         bad = {a: b for a, b in self.boots.items() if is_unreachable(b.address, b.iface)}
         shared = {a: b for a, b in self.boots.items() if len(b.origins) >= 2}
         suspects = {**bad, **shared}
@@ -202,11 +203,14 @@ class NetworkRules:
             bags.append(conn.bag)
         severity: Severity = "error"
         if not reasons:
-            if not (suspects and (multi_node or shared)):
+            if not (suspects and (multi_node or shared or init_hung)):
                 return []
             severity = "warning"
             reasons.append("No connection has failed in this log, but peers on other machines "
                            "cannot reach this address.")
+            if init_hung:
+                reasons.append("NCCL init started and never completed, which is what peers "
+                               "waiting on an unreachable address look like.")
         facts = []
         for boot in sorted(suspects.values(), key=lambda b: b.address):
             bags.insert(0, boot.bag)

@@ -136,7 +136,8 @@ class Diagnosis:
                 scored.append((finding, entry(finding.id).priority if priority is None
                                else priority))
 
-        for finding in self.net.findings(self.multi_node):
+        init_hung = bool(self.comm_started) and not self.comm_completed
+        for finding in self.net.findings(self.multi_node, init_hung):
             add(finding)
         for finding_id in ("shm", "duplicate-gpu", "p2p", "out-of-memory", "ib-error",
                            "port-in-use", "rendezvous-timeout", "rendezvous-config"):
@@ -148,6 +149,7 @@ class Diagnosis:
         add(self._p2p_suspect(scored))
         errors_so_far = any(f.severity == "error" for f, _ in scored)
         add(self.job.connection_lost(errors_so_far, bool(self.net.conns)))
+        errors_so_far = any(f.severity == "error" for f, _ in scored)
         failed = self.job.rank_failed(errors_so_far)
         if failed is not None:
             add(*failed)
@@ -210,8 +212,11 @@ class Diagnosis:
                        merge(*(b.items for b in bags)))
 
     def _node_mismatch(self) -> Finding | None:
+        nccl_origins = set(self.networks.data) | {
+            o for origins in self.version_origins.values() for o in origins if not
+            o.startswith("file:")}
         return node_mismatch(self.networks.data, self.network_bag.data, self.env.data,
-                             self.env_bag, self.host_addresses.data, self.host_bag,
+                             nccl_origins, self.env_bag, self.host_addresses.data, self.host_bag,
                              _PER_NODE_VARS)
 
     def _p2p_suspect(self, scored: list[tuple[Finding, int]]) -> Finding | None:

@@ -53,7 +53,7 @@ class Facts:
 def simple_finding(finding_id: str, facts: Facts) -> Finding:
     """The finding for lines of one kind, with the specifics the lines gave."""
     e = entry(finding_id)
-    details = "; ".join(facts.details)
+    details = "; ".join(d.rstrip(". ") for d in facts.details)
     fix = e.fix
     if finding_id == "shm":
         text = f"Shared memory failed{facts.where()}: {details}."
@@ -65,8 +65,9 @@ def simple_finding(finding_id: str, facts: Facts) -> Finding:
     elif finding_id == "p2p":
         text = f"CUDA peer-to-peer failed{facts.where()}: {details}."
     elif finding_id == "out-of-memory":
-        host_side = any(w in details for w in ("Killed process", "DefaultCPUAllocator",
-                                               "MemoryError"))
+        host_side = any(w in d for d in facts.details
+                        for w in ("Killed process", "DefaultCPUAllocator")) or any(
+            d.startswith("MemoryError") for d in facts.details)
         gpu_side = any(w in details.lower() for w in ("cuda", "gpu"))
         what = "GPU" if gpu_side and not host_side else "host" if host_side else "GPU"
         text = f"Out of {what} memory{facts.where()}: {details}."
@@ -107,12 +108,17 @@ def node_mismatch(
     networks: dict[str, str],
     network_bags: dict[str, Bag],
     env: dict[str, dict[str, str]],
+    nccl_origins: set[str],
     env_bag: Bag,
     host_addresses: dict[str, set[tuple[str, str, str]]],
     host_bag: Bag,
     per_node_vars: frozenset[str],
 ) -> Finding | None:
-    """Differences between machines: NCCL transport, NCCL_* settings, shared hostnames."""
+    """Differences between machines: NCCL transport, NCCL_* settings, shared hostnames.
+
+    ``nccl_origins``: machines whose NCCL INFO output was seen; NCCL logs every NCCL_* variable
+    it reads, so one missing from such a machine's log is unset there.
+    """
     e = entry("node-mismatch")
     parts: list[str] = []
     bags: list[Bag] = []
@@ -120,11 +126,12 @@ def node_mismatch(
         listing = "; ".join(f"{origin}: {name}" for origin, name in sorted(networks.items()))
         parts.append(f"The nodes use different NCCL transports ({listing}).")
         bags += [bag for _, bag in sorted(network_bags.items())]
-    if len(env) > 1:
+    compared = sorted(set(env) | nccl_origins)
+    if len(compared) > 1 and env:
         names = sorted({var for values in env.values() for var in values} - per_node_vars)
         differing = []
         for var in names:
-            per_origin = {origin: values.get(var, "(unset)") for origin, values in env.items()}
+            per_origin = {o: env.get(o, {}).get(var, "(unset)") for o in compared}
             if len(set(per_origin.values())) > 1:
                 differing.append(f"{var}: " + ", ".join(f"{o}={v}"
                                                         for o, v in sorted(per_origin.items())))

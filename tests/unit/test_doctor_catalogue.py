@@ -1,0 +1,44 @@
+"""The finding catalogue is complete, well-formed and documented."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from ddpkit.doctor.catalogue import CATALOGUE, render_markdown
+
+DOCS = Path(__file__).resolve().parents[2] / "docs" / "findings.md"
+
+REQUIRED = {
+    "wrong-interface", "interface-not-found", "container-network", "firewall", "peer-unreachable",
+    "shm", "port-in-use", "rendezvous-config", "rendezvous-timeout", "duplicate-gpu",
+    "rank-assignment", "node-mismatch", "version-mismatch", "ib-error", "p2p",
+    "collective-timeout", "rank-failed", "out-of-memory", "connection-lost", "no-failure",
+}
+
+
+def test_catalogue_has_exactly_the_issue_ids() -> None:
+    assert set(CATALOGUE) == REQUIRED
+
+
+def test_entries_are_complete() -> None:
+    for item in CATALOGUE.values():
+        assert re.fullmatch(r"[a-z0-9]+(-[a-z0-9]+)*", item.id)
+        assert item.severity in ("error", "warning", "info")
+        assert item.title and item.explanation and item.fix and item.recognised
+        # every fix names something to run or set, not just advice
+        assert re.search(r"ddpkit |export |=|docker |ulimit|--", item.fix), item.id
+
+
+def test_priorities_are_distinct_so_ordering_is_deterministic() -> None:
+    priorities = [item.priority for item in CATALOGUE.values()]
+    assert len(priorities) == len(set(priorities))
+
+
+def test_docs_findings_md_is_generated_from_the_catalogue() -> None:
+    assert DOCS.read_text() == render_markdown(), (
+        "docs/findings.md is stale: regenerate it with python -c \"from ddpkit.doctor.catalogue "
+        "import render_markdown as r; open('docs/findings.md', 'w').write(r())\""
+    )
+    for finding_id in CATALOGUE:
+        assert f"## {finding_id}\n" in DOCS.read_text()

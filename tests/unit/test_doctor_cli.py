@@ -1,0 +1,109 @@
+"""``ddpkit doctor --log``: JSON schema, exit codes, stdin, unreadable files, no torch import."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from ddpkit.errors import ExitCode
+
+LOGS = Path(__file__).resolve().parents[1] / "fixtures" / "logs"
+SEED = LOGS / "nccl" / "seed_connection_refused.log"
+BENIGN = LOGS / "nccl" / "benign.log"
+RunCli = Callable[..., Any]  # the run_cli fixture of tests/conftest.py
+
+
+def test_json_document_has_exactly_the_schema_fields(run_cli: RunCli) -> None:
+    result = run_cli("doctor", "--log", str(SEED), "--json")
+    assert result.code == ExitCode.FAILURE
+    doc = result.json()
+    assert doc["schema"] == "ddpkit.doctor/1"
+    assert set(doc) == {"schema", "ddpkit_version", "findings"}
+    (finding,) = doc["findings"]
+    assert set(finding) == {"id", "severity", "title", "explanation", "fix", "evidence"}
+    assert finding["id"] == "wrong-interface" and finding["severity"] == "error"
+    assert all(set(e) == {"file", "line", "text"} for e in finding["evidence"])
+    assert finding["evidence"][0] == {
+        "file": str(SEED), "line": 1,
+        "text": "container-xxx:152731:152731 [1] NCCL INFO Bootstrap : Using eth0:172.17.0.4<0>",
+    }
+    assert "doctor:" not in result.out  # the summary line goes to stderr, never into the JSON
+
+
+def test_benign_log_exits_zero_with_no_failure(run_cli: RunCli) -> None:
+    result = run_cli("doctor", "--log", str(BENIGN), "--json")
+    assert result.code == ExitCode.OK
+    assert [f["id"] for f in result.json()["findings"]] == ["no-failure"]
+
+
+def test_warnings_only_exit_zero(run_cli: RunCli) -> None:
+    result = run_cli("doctor", "--log", str(LOGS / "nccl" / "node_mismatch_node0.log"),
+                     str(LOGS / "nccl" / "node_mismatch_node1.log"))
+    assert result.code == ExitCode.OK
+    assert "warning  node-mismatch" in result.out
+
+
+def test_human_output_shows_evidence_and_fix(run_cli: RunCli) -> None:
+    result = run_cli("doctor", "--log", str(SEED))
+    assert result.code == ExitCode.FAILURE
+    assert result.out.startswith("error    wrong-interface")
+    assert f"{SEED}:1: container-xxx" in result.out
+    assert "ddpkit nccl-conf set NCCL_SOCKET_IFNAME==eth1" in result.out
+    assert "most likely cause: wrong-interface" in result.err
+
+
+def test_several_log_flags_and_files_accumulate(run_cli: RunCli) -> None:
+    node0, node1 = LOGS / "nccl" / "wrong_interface_node0.log", LOGS / "nccl" / "wrong_interface_node1.log"
+    result = run_cli("doctor", "--log", str(node0), "--log", str(node1), "--json")
+    files = {e["file"] for e in result.json()["findings"][0]["evidence"]}
+    assert files == {str(node0), str(node1)}
+
+
+def test_unreadable_file_is_a_config_error_naming_it(run_cli: RunCli, tmp_path: Path) -> None:
+    missing = tmp_path / "nope.log"
+    result = run_cli("doctor", "--log", str(BENIGN), str(missing))
+    assert result.code == ExitCode.CONFIG
+    assert "error [log-unreadable]" in result.err and str(missing) in result.err
+    assert result.out == ""  # nothing half-printed before the error
+
+
+def test_directory_is_unreadable(run_cli: RunCli, tmp_path: Path) -> None:
+    result = run_cli("doctor", "--log", str(tmp_path), "--json")
+    assert result.code == ExitCode.CONFIG
+    assert result.json()["error"]["id"] == "log-unreadable"
+
+
+def test_stdin_and_no_torch_import(tmp_path: Path) -> None:
+    probe = (
+        "import sys, runpy\n"
+        "sys.argv = ['ddpkit', 'doctor', '--log', '-', '--json']\n"
+        "from ddpkit.cli.main import main\n"
+        "code = main(sys.argv[1:])\n"
+        "assert 'torch' not in sys.modules, 'doctor --log imported torch'\n"
+        "sys.exit(code)\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", probe], input=SEED.read_bytes(),
+                          capture_output=True, timeout=60)
+    assert proc.returncode == ExitCode.FAILURE, proc.stderr
+    doc = json.loads(proc.stdout)
+    assert doc["findings"][0]["id"] == "wrong-interface"
+    assert doc["findings"][0]["evidence"][0]["file"] == "<stdin>"
+
+
+def test_binary_input_is_read_not_rejected(run_cli: RunCli, tmp_path: Path) -> None:
+    blob = tmp_path / "core.bin"
+    blob.write_bytes(bytes(range(256)) * 2048)
+    result = run_cli("doctor", "--log", str(blob), "--json")
+    assert result.code == ExitCode.OK
+    assert [f["id"] for f in result.json()["findings"]] == ["no-failure"]
+
+
+def test_truncated_mid_line_log(run_cli: RunCli, tmp_path: Path) -> None:
+    cut = tmp_path / "cut.log"
+    cut.write_bytes(SEED.read_bytes()[:-40])  # the last line ends halfway
+    result = run_cli("doctor", "--log", str(cut), "--json")
+    assert result.json()["findings"][0]["id"] == "wrong-interface"

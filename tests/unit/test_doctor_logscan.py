@@ -1,0 +1,132 @@
+"""The streaming scanner: prefixes, line numbers across chunks, long/binary/truncated input."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+
+from ddpkit.doctor import logscan
+from ddpkit.doctor.logscan import Event, parse_prefix, raw_hits, scan
+
+BOOT = b"gpu-a:2201:2201 [0] NCCL INFO Bootstrap : Using eth0:172.17.0.4<0>"
+
+
+def events(data: bytes, name: str = "x.log") -> list[Event]:
+    return list(scan(io.BytesIO(data), name))
+
+
+def test_bootstrap_line_becomes_an_event_with_host_and_fields() -> None:
+    (event,) = events(BOOT + b"\n")
+    assert event.kind == "nccl-bootstrap"
+    assert (event.file, event.line, event.host) == ("x.log", 1, "gpu-a")
+    assert event.data["iface"] == "eth0" and event.data["addr"] == "172.17.0.4"
+    assert event.text == BOOT.decode()
+
+
+def test_lines_without_triggers_produce_nothing() -> None:
+    noise = b"epoch 1 step 2 loss 0.5\n" * 1000 + b"NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P\n"
+    assert events(noise) == []
+
+
+@pytest.mark.parametrize(
+    ("line", "expected"),
+    [
+        ("gpu-a:1:2 [0] NCCL INFO x", ("gpu-a", None, None)),
+        ("[rank3]: RuntimeError: boom", (None, None, 3)),
+        ("[node1:0] gpu-b:1:2 [3] NCCL INFO x", ("gpu-b", "node1", None)),
+        ("[default0]:gpu-c:1:2 [0] NCCL INFO x", ("gpu-c", None, None)),
+        ("[1,5]<stderr>: RuntimeError: x", (None, None, 5)),
+        ("[2024-05-16 10:49:23] h:1:2 [1] misc/socket.cc:544 NCCL WARN x", ("h", None, None)),
+        ("[rank1]:[E1202 10:10:10.123456789 ProcessGroupNCCL.cpp:632] [Rank 1] Watchdog",
+         (None, None, 1)),
+        ("[E1202 09:50:58.043095373 socket.cpp:1028] [c10d] The client socket", (None, None, None)),
+        ("E1202 09:50:30.151000 6205 api.py:1002] failed (exitcode: -9)", (None, None, None)),
+    ],
+)
+def test_prefixes(line: str, expected: tuple[str | None, str | None, int | None]) -> None:
+    assert parse_prefix(line) == expected
+
+
+def test_line_numbers_survive_chunk_boundaries(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(logscan, "CHUNK_BYTES", 64)
+    lines = [f"filler line {i} with some words".encode() for i in range(200)]
+    wanted = {7, 63, 64, 65, 150, 200}
+    for number in wanted:
+        lines[number - 1] = BOOT
+    found = [e.line for e in events(b"\n".join(lines) + b"\n")]
+    assert found == sorted(wanted)
+
+
+def test_last_line_without_newline_is_read() -> None:
+    (event,) = events(b"noise\n" * 3 + BOOT)
+    assert event.line == 4
+
+
+def test_crlf_and_ansi_colours_are_cleaned() -> None:
+    line = b"\x1b[31mgpu-a:1:2 [0] NCCL INFO Bootstrap : Using eth0:10.0.0.2<0>\x1b[0m\r\n"
+    (event,) = events(line)
+    assert event.data["addr"] == "10.0.0.2"
+    assert "\x1b" not in event.text and "\r" not in event.text
+
+
+def test_non_utf8_and_binary_garbage_never_crash() -> None:
+    garbage = bytes(range(256)) * 4000 + b"\xff\xfe\x00" + BOOT.replace(b"gpu-a", b"h\xe9") + b"\n"
+    found = events(garbage)
+    assert [e.kind for e in found] == ["nccl-bootstrap"]
+    assert "\ufffd" in (found[0].host or "") or "\ufffd" in found[0].text
+
+
+def test_a_huge_line_is_windowed_not_held_whole(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(logscan, "CHUNK_BYTES", 4096)
+    filler = b"x" * 300_000
+    data = filler + b" Address already in use " + filler + b" port: 29500 EADDRINUSE " + filler
+    reads: list[int] = []
+
+    class Spy(io.BytesIO):
+        def read(self, size: int | None = -1) -> bytes:
+            chunk = super().read(size)
+            reads.append(len(chunk))
+            return chunk
+
+    hits = list(raw_hits(Spy(data)))
+    assert max(reads) <= 4096
+    assert all(len(raw) <= logscan.LINE_WINDOW for _, raw, _ in hits)
+    kinds = [e.kind for e in scan(io.BytesIO(data), "big")]
+    assert kinds.count("port-in-use") >= 2
+
+
+def test_follow_lines_read_torchrun_summary() -> None:
+    data = (
+        b"Root Cause (first observed failure):\n[0]:\n  time      : 2024-12-02_11:00:01\n"
+        b"  host      : gpu-7\n  rank      : 3 (local_rank: 3)\n  exitcode  : -9 (pid: 505)\n"
+    )
+    kinds = [(e.kind, e.line) for e in events(data)]
+    assert kinds == [("summary-root", 1), ("summary-host", 4), ("summary-rank", 5),
+                     ("summary-exit", 6)]
+
+
+def test_flattened_line_yields_events_in_order() -> None:
+    data = (b"Root Cause (first observed failure): [0]: host : n3 rank : 5 (local_rank: 1) "
+            b"exitcode : -11 (pid: 42) traceback : Signal 11 (SIGSEGV) received by PID 42\n")
+    assert [e.kind for e in events(data)] == [
+        "summary-root", "summary-host", "summary-rank", "summary-exit", "summary-signal"]
+
+
+def test_unprefixed_lines_inherit_the_files_only_host() -> None:
+    data = BOOT + b"\nLast error:\nsocketPollConnect: connect to 172.17.0.4<1> returned " \
+                  b"Connection refused, exceeded error retry count\n"
+    connect = [e for e in events(data) if e.kind == "connect-error"]
+    assert connect and all(e.host == "gpu-a" for e in connect)
+
+
+def test_ib_warning_is_not_read_as_a_firewall_timeout() -> None:
+    line = b"h:1:2 [0] misc/ibvwrap.cc:1 NCCL WARN Call to ibv_modify_qp failed with error " \
+           b"Connection timed out\n"
+    assert [e.kind for e in events(line)] == ["ib-error"]
+
+
+def test_every_trigger_starts_with_a_rare_byte() -> None:
+    # Lower-case first bytes would make every letter a regex candidate and slow scanning down.
+    firsts = {t[0] for t in logscan._TRIGGERS}
+    assert all(chr(b).isupper() or chr(b) in "_" for b in firsts)
