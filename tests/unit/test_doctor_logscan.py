@@ -8,6 +8,7 @@ import pytest
 
 from ddpkit.doctor import logscan
 from ddpkit.doctor.logscan import Event, parse_prefix, raw_hits, scan
+from ddpkit.doctor.patterns import ANCHORS
 
 BOOT = b"gpu-a:2201:2201 [0] NCCL INFO Bootstrap : Using eth0:172.17.0.4<0>"
 
@@ -80,7 +81,8 @@ def test_non_utf8_and_binary_garbage_never_crash() -> None:
 def test_a_huge_line_is_windowed_not_held_whole(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(logscan, "CHUNK_BYTES", 4096)
     filler = b"x" * 300_000
-    data = filler + b" Address already in use " + filler + b" port: 29500 EADDRINUSE " + filler
+    data = (filler + b" RuntimeError: Address already in use " + filler
+            + b" DistNetworkError: port: 29500 address already in use " + filler)
     reads: list[int] = []
 
     class Spy(io.BytesIO):
@@ -126,7 +128,18 @@ def test_ib_warning_is_not_read_as_a_firewall_timeout() -> None:
     assert [e.kind for e in events(line)] == ["ib-error"]
 
 
-def test_every_trigger_starts_with_a_rare_byte() -> None:
-    # Lower-case first bytes would make every letter a regex candidate and slow scanning down.
-    firsts = {t[0] for t in logscan._TRIGGERS}
-    assert all(chr(b).isupper() or chr(b) in "_" for b in firsts)
+def test_every_trigger_matches_an_anchor() -> None:
+    # The scanner only looks at lines with an anchor: a trigger without one would never be seen.
+    for trigger in logscan._TRIGGERS:
+        assert any(a.search(trigger) for a in logscan.ANCHOR_RES), trigger
+
+
+def test_triggers_in_finds_overlapping_triggers() -> None:
+    assert {b"Error: ", b"rror"} <= logscan.triggers_in(b"RuntimeError: x")
+    assert logscan.triggers_in(b"epoch 1 loss 0.3") == frozenset()
+
+
+def test_anchors_have_literal_prefixes() -> None:
+    # A literal prefix is what lets the regex engine skip through a chunk at memchr speed.
+    for anchor in ANCHORS:
+        assert anchor[:4].isalnum() or anchor[:1] in b"_", anchor

@@ -168,10 +168,12 @@ def test_gloo_loopback_remote_in_a_multi_node_log_is_a_wrong_interface(tmp_path:
     log.write_text(
         "[node0:0] [rank0]: RuntimeError: Gloo connectFullMesh failed with [pair.cc:144] timed "
         "out connecting: SO_ERROR: Connection refused, remote=[127.0.1.1]:2966\n"
-        "[node1:0] [rank1]: Traceback (most recent call last):\n"
+        "[node1:0] [rank1]: RuntimeError: [unbound_buffer.cc:78] Timed out waiting 30000ms for "
+        "recv operation to complete\n"
     )
-    (finding,) = run(log)
+    finding, *rest = run(log)
     assert finding.id == "wrong-interface"
+    assert ids(rest) == ["collective-timeout"]
     assert "GLOO_SOCKET_IFNAME" in finding.explanation
 
 

@@ -6,6 +6,7 @@ interface (loopback, container bridge, link-local, tunnel) from a routable one.
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import re
 
@@ -19,6 +20,7 @@ _TUNNEL_NAMES = re.compile(r"^(tun|tap|wg|tailscale|zt|ppp|ipsec|gre|nebula)")
 UNREACHABLE_KINDS = ("loopback", "container-bridge", "link-local", "tunnel")
 
 
+@functools.lru_cache(maxsize=1024)
 def address_kind(address: str, interface: str | None = None) -> str:
     """``loopback``, ``container-bridge``, ``link-local``, ``tunnel``, ``routable`` or ``unknown``.
 

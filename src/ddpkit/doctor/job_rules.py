@@ -7,6 +7,7 @@ torchrun's error summary is read as a small state machine per file: ``Failures:`
 
 from __future__ import annotations
 
+import re
 import signal
 from dataclasses import dataclass, field
 
@@ -16,6 +17,7 @@ from ddpkit.doctor.findings import Finding
 from ddpkit.doctor.logscan import Event
 
 MAX_RECORDS = 32
+_LINE_START = re.compile(r"^(?:\[[^\]]*\]:?\s*)*[A-Za-z_][\w.]*(?:Error|Exception): ")
 _REMOTE_ERROR = "remote process exited or there was a network error"
 
 
@@ -80,7 +82,7 @@ class JobRules:
         self.records: list[FailureRecord] = []
         self.exceptions: Capped[int, tuple[str, Bag]] = Capped()
         self.anonymous_exception: tuple[str, Bag] | None = None
-        self.traceback_seen = False
+        self.uncaught_seen = False  # an exception line that starts a line: a traceback's end
         self.child_failed = Bag()
         self.ranks_seen: set[int] = set()
         self.timeouts: list[_Timeout] = []
@@ -105,6 +107,8 @@ class JobRules:
             self._summary(event)
         elif kind == "exception":
             text = f"{event.get('type')}: {event.get('message')}".strip()
+            if _LINE_START.match(event.text):
+                self.uncaught_seen = True
             if event.rank is not None:
                 slot = self.exceptions.slot(event.rank, lambda: (text, Bag(2)))
                 if slot is not None:
@@ -114,8 +118,6 @@ class JobRules:
                 bag = Bag(2)
                 bag.add(event)
                 self.anonymous_exception = (text, bag)
-        elif kind == "traceback":
-            self.traceback_seen = True
         elif kind == "child-failed":
             self.child_failed.add(event)
         elif kind == "watchdog":
@@ -230,7 +232,7 @@ class JobRules:
             parts.append("A rank stopped with an NCCL error: " + "; ".join(sorted(self.nccl_errors))
                          + ".")
             bags += [self.nccl_error_bag, self.nccl_warn]
-        if not parts and not other_errors and self.traceback_seen:
+        if not parts and not other_errors and self.uncaught_seen:
             first = self.anonymous_exception or next(iter(self.exceptions.data.values()), None)
             if first is not None:
                 parts.append(f"A process stopped with an uncaught {first[0]}")

@@ -1,11 +1,11 @@
 """Streaming log reader: raw bytes in, :class:`Event` objects out, in constant memory.
 
-The file is read in 1 MiB chunks. One trie regex built from every pattern's trigger literals
-(see :mod:`ddpkit.doctor.patterns`) finds the candidate lines at C speed; only those lines are
-decoded (UTF-8, ``errors="replace"``), stripped of launcher/NCCL/glog prefixes and matched against
-the patterns whose triggers they contain. Lines of any length are safe: only a window of
-``LINE_WINDOW`` bytes around each trigger is looked at, so a binary file with no newline costs no
-more memory than a chunk.
+The file is read in 1 MiB chunks. A few anchor regexes with literal prefixes (see
+:mod:`ddpkit.doctor.patterns`) find the candidate lines at C speed; ``in`` tests for the trigger
+literals then pick the patterns for each candidate line; only lines with a trigger are decoded
+(UTF-8, ``errors="replace"``), stripped of launcher/NCCL/glog prefixes and matched against those
+patterns. Lines of any length are safe: only a window of ``LINE_WINDOW`` bytes around each anchor
+is looked at, so a binary file with no newline costs no more memory than a chunk.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 from typing import BinaryIO
 
 from ddpkit.doctor.findings import clip
-from ddpkit.doctor.patterns import FOLLOW, PATTERNS, LinePattern, trigger_strings
+from ddpkit.doctor.patterns import ANCHORS, FOLLOW, PATTERNS, LinePattern, trigger_strings
 
 CHUNK_BYTES = 1 << 20
 LINE_WINDOW = 8192  # bytes of a line examined per trigger hit
@@ -45,35 +45,43 @@ class Event:
         return self.data.get(key, default)
 
 
-# --- the trigger regex -------------------------------------------------------------------------
+# --- anchors and triggers ------------------------------------------------------------------------
 
 
-def _trie_regex(words: list[bytes]) -> bytes:
-    """A nested alternation matching any of ``words`` (shortest word wins on a shared prefix)."""
-    if any(not w for w in words):
-        return b""
-    groups: dict[bytes, list[bytes]] = {}
-    for word in words:
-        groups.setdefault(word[:1], []).append(word[1:])
-    branches = [re.escape(head) + _trie_regex(rest) for head, rest in sorted(groups.items())]
-    return branches[0] if len(branches) == 1 else b"(?:" + b"|".join(branches) + b")"
-
-
+ANCHOR_RES: tuple[re.Pattern[bytes], ...] = tuple(re.compile(a) for a in ANCHORS)
 _TRIGGERS = sorted({t.encode() for t in trigger_strings()})
-TRIGGER_RE: re.Pattern[bytes] = re.compile(_trie_regex(list(_TRIGGERS)))
 
 
-def _canonical(trigger: bytes) -> bytes:
-    """What ``TRIGGER_RE`` reports for a line containing ``trigger``: its shortest trigger prefix."""
-    return min((t for t in _TRIGGERS if trigger.startswith(t)), key=len)
+def _anchor_key(anchor: bytes) -> bytes:
+    """The literal every match of ``anchor`` starts with (an ``in`` test for it is cheap)."""
+    return re.split(rb"[(\[\\?*+|]", anchor, maxsplit=1)[0]
 
 
+def _group_triggers() -> tuple[tuple[bytes, tuple[bytes, ...]], ...]:
+    """Triggers grouped under the first anchor key they contain: a line lacking the key cannot
+    contain any trigger of its group, so most triggers are never tested on most lines."""
+    groups: dict[bytes, list[bytes]] = {}
+    keys = [_anchor_key(a) for a in ANCHORS]
+    for trigger in _TRIGGERS:
+        key = next((k for k in keys if k in trigger), b"")
+        groups.setdefault(key, []).append(trigger)
+    return tuple((key, tuple(items)) for key, items in groups.items())
+
+
+_TRIGGER_GROUPS = _group_triggers()
 _BY_TRIGGER: dict[bytes, frozenset[int]] = {}
 for _index, _pattern in enumerate(PATTERNS):
     for _trigger in _pattern.triggers:
-        _key = _canonical(_trigger.encode())
+        _key = _trigger.encode()
         _BY_TRIGGER[_key] = _BY_TRIGGER.get(_key, frozenset()) | {_index}
-_FOLLOW_COUNT = {_canonical(k.encode()): n for k, n in FOLLOW.items()}
+
+
+def triggers_in(raw: bytes) -> frozenset[bytes]:
+    """The trigger literals ``raw`` contains."""
+    return frozenset(t for key, group in _TRIGGER_GROUPS if key in raw for t in group if t in raw)
+
+
+_FOLLOW = tuple((k.encode(), n) for k, n in FOLLOW.items())
 _ALL = tuple(PATTERNS)
 _SELECTION_CACHE: dict[frozenset[bytes], tuple[LinePattern, ...]] = {}
 
@@ -90,61 +98,75 @@ def _patterns_for(found: frozenset[bytes]) -> tuple[LinePattern, ...]:
     return cached
 
 
+def _follow_count(raw: bytes) -> int:
+    return max((n for literal, n in _FOLLOW if literal in raw), default=0)
+
+
+def _anchor_hits(buf: bytes, limit: int) -> list[int]:
+    """Sorted start positions of anchor matches before ``limit`` (at most one per anchor and
+    line, except along lines longer than a window)."""
+    hits: list[int] = []
+    find = buf.find
+    for anchor in ANCHOR_RES:
+        search = anchor.search
+        match = search(buf, 0, limit)
+        while match is not None:
+            start = match.start()
+            hits.append(start)
+            newline = find(b"\n", start, limit)
+            after = limit if newline < 0 else newline + 1
+            match = search(buf, min(after, start + LINE_WINDOW // 2), limit)
+    hits.sort()
+    return hits
+
+
 # --- raw line windows ----------------------------------------------------------------------------
 
 
 class _Windows:
-    """Turns buffers of bytes into (line number, bytes, is_follow_line) for trigger lines."""
+    """Turns buffers of bytes into (line number, bytes, is_follow_line) for anchored lines."""
 
     def __init__(self) -> None:
         self.line = 1  # number of the line the next buffer starts in
         self.pending_follow = 0
 
     def scan(self, buf: bytes, limit: int) -> Iterator[tuple[int, bytes, bool]]:
-        """Trigger lines (and the lines they ask to follow) starting before ``limit``."""
-        search, find, rfind, count = TRIGGER_RE.search, buf.find, buf.rfind, buf.count
+        """Anchored lines (and the lines they ask to follow) starting before ``limit``."""
+        find, rfind, count = buf.find, buf.rfind, buf.count
         pos, counted, line = 0, 0, self.line
-        while self.pending_follow and pos < limit:
-            end = find(b"\n", pos, limit)
-            end = limit if end < 0 else end
-            yield line, buf[pos : min(end, pos + LINE_WINDOW)], True
-            self.pending_follow -= 1
-            pos = end + 1
-            line += 1
-            counted = pos
-        while pos < limit:
-            match = search(buf, pos, limit)
-            if match is None:
-                break
-            hit = match.start()
-            start = rfind(b"\n", 0, hit) + 1
-            line += count(b"\n", counted, start)
-            counted = start
-            end = find(b"\n", hit, limit)
-            end = limit if end < 0 else end
-            window_start = max(start, hit - WINDOW_BEFORE)
-            window_end = min(end, window_start + LINE_WINDOW)
-            yield line, buf[window_start:window_end], False
-            if window_end < end:  # a long line: look for more triggers further along it
-                pos = window_end
-                continue
-            pos = end + 1
-            follow = _FOLLOW_COUNT.get(match.group())
-            if follow:
-                self.pending_follow = follow
-                while self.pending_follow and pos < limit:
-                    end = find(b"\n", pos, limit)
-                    end = limit if end < 0 else end
-                    line += 1
+        for hit in [-1, *_anchor_hits(buf, limit)]:
+            if hit >= 0:
+                if hit < pos:
+                    continue  # inside a line or window already read
+                start = rfind(b"\n", 0, hit) + 1
+                if start > counted:
+                    line += count(b"\n", counted, start)
+                    counted = start
+                end = find(b"\n", hit, limit)
+                end = limit if end < 0 else end
+                window_start = max(start, pos, hit - WINDOW_BEFORE)
+                window_end = min(end, window_start + LINE_WINDOW)
+                raw = buf[window_start:window_end]
+                yield line, raw, False
+                if window_end < end:  # a long line: further anchors along it get own windows
+                    pos = window_end
+                    continue
+                pos = end + 1
+                self.pending_follow = max(self.pending_follow, _follow_count(raw))
+            while self.pending_follow and pos < limit:
+                end = find(b"\n", pos, limit)
+                end = limit if end < 0 else end
+                if pos > counted:
+                    line += count(b"\n", counted, pos)
                     counted = pos
-                    yield line, buf[pos : min(end, pos + LINE_WINDOW)], True
-                    self.pending_follow -= 1
-                    pos = end + 1
+                yield line, buf[pos : min(end, pos + LINE_WINDOW)], True
+                self.pending_follow -= 1
+                pos = end + 1
         self.line = line + count(b"\n", counted, limit)
 
 
 def raw_hits(stream: BinaryIO) -> Iterator[tuple[int, bytes, bool]]:
-    """(line number, bytes, is_follow_line) for every trigger line in ``stream``."""
+    """(line number, bytes, is_follow_line) for every anchored line in ``stream``."""
     windows = _Windows()
     tail = b""
     while True:
@@ -213,11 +235,13 @@ def parse_prefix(text: str) -> tuple[str | None, str | None, int | None]:
 
 
 def _events_in_line(name: str, number: int, raw: bytes, follow: bool) -> list[Event]:
+    candidates = _ALL if follow else _patterns_for(triggers_in(raw))
+    if not candidates:
+        return []
     text = raw.decode("utf-8", "replace").rstrip("\r\n")
     if "\x1b" in text:
         text = _ANSI.sub("", text)
     text = text.replace("\r", " ").replace("\x00", "")
-    candidates = _ALL if follow else _patterns_for(frozenset(TRIGGER_RE.findall(raw)))
     found: list[tuple[int, int, LinePattern, dict[str, str]]] = []
     for order, pattern in enumerate(candidates):
         if not follow and not pattern.triggers:
