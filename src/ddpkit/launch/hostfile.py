@@ -1,0 +1,189 @@
+"""Host lists: ``--hosts h1,h2:2`` and hostfiles in the formats users already have (pure).
+
+One host per line, ``#`` starts a comment, blank lines are skipped::
+
+    # DeepSpeed / OpenMPI style          MPICH style        with an ssh user and port
+    10.0.0.2 slots=8                     10.0.0.2:8         root@10.0.0.4:2222 slots=8
+    10.0.0.3 slots=8 max_slots=8         10.0.0.3:8         [fd00::5] slots=8
+
+``HOST:N`` means N slots (MPICH) unless the line also says ``slots=``: then ``:N`` is the ssh port
+(``user@host:port slots=N``); ``port=N`` names the port in either form. Slots become the node's
+``--nproc-per-node``; a host without slots uses ``--nproc-per-node``. Host and user names are
+checked against a strict character set (letters, digits, ``.``, ``_``, ``-``; IPv6 in brackets) so
+nothing a hostfile says can become an ssh option or shell syntax.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ddpkit.errors import ConfigError
+
+MAX_SLOTS = 1024
+_HOSTNAME = re.compile(r"[A-Za-z0-9_](?:[A-Za-z0-9._-]{0,251}[A-Za-z0-9_])?")
+_USER = re.compile(r"[A-Za-z_][A-Za-z0-9._-]{0,31}")
+_TARGET = re.compile(
+    r"(?:(?P<user>[^@\s]+)@)?(?:\[(?P<v6>[^\]\s]+)\]|(?P<host>[^:@\s\[\]]+))(?::(?P<num>[^:\s]*))?"
+)
+_IGNORED_KEYS = ("max_slots", "max-slots")  # OpenMPI's cap; meaningless for a launcher
+
+
+@dataclass(frozen=True)
+class Host:
+    """One machine of the job, as the user named it."""
+
+    name: str  # a host name or address, as ssh is to be given it (IPv6 without brackets)
+    user: str | None = None
+    port: int | None = None  # ssh port; None: ssh's default (or ~/.ssh/config)
+    slots: int | None = None  # processes on this host; None: --nproc-per-node
+    origin: str = ""  # where it was written: "hosts.txt:3" or "--hosts item 2"
+
+    @property
+    def label(self) -> str:
+        """The short name used in output prefixes (``[label:rank]``) and file names."""
+        return self.name
+
+    @property
+    def ssh_target(self) -> str:
+        return f"{self.user}@{self.name}" if self.user else self.name
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "user": self.user, "port": self.port, "slots": self.slots,
+                "origin": self.origin}
+
+
+class _Bad(ValueError):
+    """Why one host entry is malformed (turned into a ConfigError naming its place)."""
+
+
+def parse_hostfile(text: str, path: str) -> tuple[Host, ...]:
+    """Every host in a hostfile's ``text``; ConfigError ``bad-hostfile`` names ``path:line``."""
+    hosts = []
+    for number, raw in enumerate(text.splitlines(), start=1):
+        line = raw.split("#", 1)[0].strip()
+        if not line:
+            continue
+        try:
+            hosts.append(_parse_line(line, f"{path}:{number}"))
+        except _Bad as exc:
+            raise ConfigError(
+                "bad-hostfile",
+                f"{path}:{number}: {exc}: {raw.strip()!r}",
+                "write one host per line as `HOST slots=N`, `HOST:N` or `[USER@]HOST[:PORT] slots=N`"
+                " (`#` starts a comment)",
+                details={"path": path, "line": number},
+            ) from None
+    if not hosts:
+        raise ConfigError("empty-hostfile", f"hostfile {path} lists no hosts",
+                          "put one host per line, e.g. `10.0.0.2 slots=8`", details={"path": path})
+    return tuple(hosts)
+
+
+def parse_hosts(spec: str) -> tuple[Host, ...]:
+    """``--hosts h1,h2:2,user@h3``: comma-separated entries in the MPICH form (``HOST[:SLOTS]``)."""
+    hosts = []
+    items = [item.strip() for item in spec.split(",")]
+    for index, item in enumerate(items, start=1):
+        try:
+            if not item:
+                raise _Bad("empty entry")
+            if any(c.isspace() for c in item):
+                raise _Bad("a host name cannot contain spaces")
+            hosts.append(_parse_line(item, f"--hosts item {index}"))
+        except _Bad as exc:
+            raise ConfigError(
+                "bad-hosts",
+                f"--hosts item {index} ({item!r}): {exc}",
+                "give comma-separated hosts as HOST or HOST:SLOTS, e.g. --hosts 10.0.0.2:8,10.0.0.3:8",
+                details={"item": item, "index": index},
+            ) from None
+    return tuple(hosts)
+
+
+def load_hostfile(path: Path) -> tuple[Host, ...]:
+    """Read and parse a hostfile (the one I/O edge here)."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError("hostfile-not-found", f"hostfile {path} does not exist",
+                          "check the path given to --hostfile") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError("hostfile-unreadable", f"cannot read hostfile {path}: {exc}",
+                          "check the file's permissions and that it is text") from None
+    return parse_hostfile(text, str(path))
+
+
+def check_host_name(name: str) -> str:
+    """``name`` if it is a plain host name or IP address; ValueError saying why not."""
+    if name.startswith("-"):
+        raise _Bad(f"host {name!r} starts with '-' (it would be read as an ssh option)")
+    try:
+        return ipaddress.ip_address(name).compressed
+    except ValueError:
+        pass
+    if not _HOSTNAME.fullmatch(name):
+        raise _Bad(f"{name!r} is not a host name (letters, digits, '.', '_', '-') or an IP address")
+    return name
+
+
+def _parse_line(line: str, origin: str) -> Host:
+    target, *words = line.split()
+    match = _TARGET.fullmatch(target)
+    if not match:
+        raise _Bad(f"{target!r} is not [USER@]HOST[:N]")
+    keys: dict[str, int] = {}
+    for word in words:
+        key, sep, text = word.partition("=")
+        if not sep:
+            raise _Bad(f"{word!r} is not KEY=VALUE")
+        if key in _IGNORED_KEYS:
+            continue
+        if key not in ("slots", "port"):
+            raise _Bad(f"unknown setting {key!r} (known: slots, port, max_slots)")
+        if key in keys:
+            raise _Bad(f"{key} is given twice")
+        keys[key] = _number(text, key)
+    user = match.group("user")
+    if user is not None and not _USER.fullmatch(user):
+        raise _Bad(f"{user!r} is not a user name")
+    if match.group("v6") is not None:
+        try:
+            name = ipaddress.IPv6Address(match.group("v6")).compressed
+        except ValueError:
+            raise _Bad(f"[{match.group('v6')}] is not an IPv6 address") from None
+    else:
+        name = check_host_name(match.group("host"))
+    slots, port = keys.get("slots"), keys.get("port")
+    after_colon = match.group("num")
+    if after_colon is not None:
+        value = _number(after_colon, "the number after ':'")
+        if "slots" in keys:
+            if port is not None:
+                raise _Bad("the port is given twice (':N' and port=)")
+            port = value
+        elif value > MAX_SLOTS:
+            raise _Bad(f"{value} slots is more than {MAX_SLOTS}; for an ssh port write "
+                       f"`HOST:{value} slots=N` or `HOST port={value}`")
+        else:
+            slots = value
+    if slots is not None and not 1 <= slots <= MAX_SLOTS:
+        raise _Bad(f"slots={slots} is outside 1..{MAX_SLOTS}")
+    if port is not None and not 1 <= port <= 65535:
+        raise _Bad(f"port {port} is not a TCP port")
+    return Host(name=name, user=user, port=port, slots=slots, origin=origin)
+
+
+def _number(text: str, what: str) -> int:
+    if not text.isdigit():
+        raise _Bad(f"{what} must be a whole number, not {text!r}")
+    return int(text)
+
+
+def describe(hosts: Sequence[Host]) -> str:
+    """``10.0.0.2 (8 slots), 10.0.0.3`` for messages."""
+    return ", ".join(f"{h.ssh_target}" + (f" ({h.slots} slots)" if h.slots else "") for h in hosts)

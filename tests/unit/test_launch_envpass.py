@@ -1,0 +1,69 @@
+"""The environment allow-list: the engines' variables travel, nothing else does."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from ddpkit.errors import ConfigError
+from ddpkit.launch.envpass import is_allowed, load_env_file, parse_env_file, passed_env
+
+SHELL = {
+    "NCCL_DEBUG": "INFO", "NCCL_IB_DISABLE": "1", "GLOO_SOCKET_TIMEOUT": "30",
+    "TORCH_DISTRIBUTED_DEBUG": "DETAIL", "PYTHONPATH": "/src", "PYTHONUNBUFFERED": "1",
+    "CUDA_VISIBLE_DEVICES": "0,1", "OMP_NUM_THREADS": "4",
+    "PATH": "/usr/bin", "HOME": "/root", "HF_TOKEN": "secret", "AWS_SECRET_ACCESS_KEY": "s",
+    "SSH_AUTH_SOCK": "/tmp/agent", "CUDA_HOME": "/usr/local/cuda", "MASTER_ADDR": "1.2.3.4",
+    "LD_PRELOAD": "/evil.so", "XNCCL_X": "1",
+}
+
+
+def test_only_the_allow_list_leaves_this_machine() -> None:
+    passed = passed_env(SHELL)
+    assert sorted(passed.values) == sorted([
+        "CUDA_VISIBLE_DEVICES", "GLOO_SOCKET_TIMEOUT", "NCCL_DEBUG", "NCCL_IB_DISABLE",
+        "OMP_NUM_THREADS", "PYTHONPATH", "PYTHONUNBUFFERED", "TORCH_DISTRIBUTED_DEBUG"])
+    assert all(passed.sources[k] == "environment" for k in passed.values)
+    for secret in ("HF_TOKEN", "AWS_SECRET_ACCESS_KEY", "PATH", "LD_PRELOAD", "SSH_AUTH_SOCK"):
+        assert secret not in passed.values
+
+
+@pytest.mark.parametrize("name, allowed", [
+    ("NCCL_SOCKET_IFNAME", True), ("GLOO_DEVICE_TRANSPORT", True), ("TORCH_CPP_LOG_LEVEL", True),
+    ("PYTHONHASHSEED", True), ("CUDA_VISIBLE_DEVICES", True), ("OMP_NUM_THREADS", True),
+    ("CUDA_HOME", False), ("NCCL", False), ("MY_NCCL_X", False), ("OMP_PROC_BIND", False),
+])
+def test_is_allowed(name: str, allowed: bool) -> None:
+    assert is_allowed(name) is allowed
+
+
+def test_env_file_then_overrides_win() -> None:
+    passed = passed_env({"NCCL_DEBUG": "WARN", "HOME": "/root"},
+                        file_values={"NCCL_DEBUG": "INFO", "WANDB_MODE": "offline"},
+                        file_path="/job/.ddpkit_env", overrides=[("NCCL_DEBUG", "TRACE")])
+    assert passed.values == {"NCCL_DEBUG": "INFO", "WANDB_MODE": "offline"}
+    assert passed.sources["WANDB_MODE"] == "/job/.ddpkit_env"
+    assert passed.overrides == (("NCCL_DEBUG", "TRACE"),)  # applied last, by each node
+
+
+def test_env_file_syntax() -> None:
+    text = ("# comment\n\nexport A=1\nB = 'two words'\nC=\"x=y\"\nD=\nE=it's\n")
+    assert parse_env_file(text, "f") == {"A": "1", "B": "two words", "C": "x=y", "D": "", "E": "it's"}
+
+
+@pytest.mark.parametrize("line", ["JUST_A_NAME", "1A=b", "A-B=c", "=v", "export"])
+def test_a_bad_env_file_line_is_named(line: str) -> None:
+    with pytest.raises(ConfigError) as caught:
+        parse_env_file(f"A=1\n{line}\n", ".ddpkit_env")
+    assert caught.value.error_id == "bad-env-file"
+    assert caught.value.message.startswith(".ddpkit_env:2: ")
+
+
+def test_load_env_file(tmp_path: Path) -> None:
+    assert load_env_file(tmp_path / ".ddpkit_env", required=False) is None
+    with pytest.raises(ConfigError) as caught:
+        load_env_file(tmp_path / "given", required=True)
+    assert caught.value.error_id == "env-file-not-found"
+    (tmp_path / ".ddpkit_env").write_text("X=1\n")
+    assert load_env_file(tmp_path / ".ddpkit_env", required=False) == {"X": "1"}
