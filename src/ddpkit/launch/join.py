@@ -1,0 +1,395 @@
+"""Token mode: the job, the nodes' ranks, liveness and stop orders, in torch's own c10d TCPStore.
+
+The master hosts a ``torch.distributed.TCPStore`` (no home-made server) and puts the job there; a
+worker that runs ``ddpkit join TOKEN`` connects to it, checks the job's signature, takes the next
+node rank with the store's atomic ``add``, announces itself, waits for the go, and runs its share.
+Every value is signed JSON (:mod:`ddpkit.launch.token`). Keys, all under ``ddpkit/<run-id>/``:
+
+=============  =====================================================================
+``job``        the job (:class:`JobSpec`), written once by the master
+``joined``     a counter: ``add(1)`` hands out node ranks 1, 2, ...
+``node/<R>``   who took rank R: host name, address and interface (by route)
+``go``         every node has joined: start torchrun
+``alive/<R>``  a heartbeat counter each worker bumps every second
+``done/<R>``   how node R ended (a :class:`~ddpkit.launch.outcomes.NodeOutcome`)
+``stop``       why every node must stop now (a failure somewhere, or Ctrl-C on the master)
+=============  =====================================================================
+"""
+
+from __future__ import annotations
+
+import datetime
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from ddpkit.errors import ConfigError, DdpkitError, DeadlineExceeded, JobFailed, NetworkProblem
+from ddpkit.launch.outcomes import LOST, OK, STOPPED, NodeOutcome
+from ddpkit.launch.token import JoinToken, sign, verify
+
+JOB, JOINED, GO, STOP = "job", "joined", "go", "stop"
+STORE_TIMEOUT_S = 10.0
+POLL_S = 0.5
+HEARTBEAT_S = 1.0
+HEARTBEAT_LOST_S = 10.0  # a worker whose heartbeat stands still this long is lost
+COMMANDS = ("launch", "test")
+
+
+@dataclass(frozen=True)
+class JobSpec:
+    """Everything a joining node needs to run its share (JSON-safe)."""
+
+    command: str  # "launch" or "test"
+    nnodes: int
+    master_addr: str
+    master_port: int
+    nproc_per_node: str
+    entry: str
+    entry_args: tuple[str, ...] = ()
+    is_module: bool = False
+    env: Mapping[str, str] = field(default_factory=dict)  # allow-listed env + .ddpkit_env
+    overrides: tuple[tuple[str, str], ...] = ()  # --env K=V
+    options: Mapping[str, Any] = field(default_factory=dict)  # timeouts, debug, test options
+    join_timeout: float = 600.0
+    ddpkit_version: str = ""
+    cwd: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "command": self.command, "nnodes": self.nnodes, "master_addr": self.master_addr,
+            "master_port": self.master_port, "nproc_per_node": self.nproc_per_node,
+            "entry": self.entry, "entry_args": list(self.entry_args), "is_module": self.is_module,
+            "env": dict(sorted(self.env.items())), "overrides": [list(p) for p in self.overrides],
+            "options": dict(self.options), "join_timeout": self.join_timeout,
+            "ddpkit_version": self.ddpkit_version, "cwd": self.cwd,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> JobSpec:
+        try:
+            spec = cls(
+                command=str(data["command"]), nnodes=int(data["nnodes"]),
+                master_addr=str(data["master_addr"]), master_port=int(data["master_port"]),
+                nproc_per_node=str(data["nproc_per_node"]), entry=str(data["entry"]),
+                entry_args=tuple(str(a) for a in data.get("entry_args", [])),
+                is_module=bool(data.get("is_module", False)),
+                env={str(k): str(v) for k, v in dict(data.get("env", {})).items()},
+                overrides=tuple((str(k), str(v)) for k, v in data.get("overrides", [])),
+                options=dict(data.get("options", {})),
+                join_timeout=float(data.get("join_timeout", 600.0)),
+                ddpkit_version=str(data.get("ddpkit_version", "")), cwd=str(data.get("cwd", "")),
+            )
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ConfigError("bad-job", f"the master's job description is incomplete ({exc})",
+                              "run the same ddpkit version on the master and this node") from None
+        if spec.command not in COMMANDS or spec.nnodes < 2:
+            raise ConfigError("bad-job", f"the master's job ({spec.command}, {spec.nnodes} nodes) "
+                              "is not one ddpkit join can run",
+                              "run the same ddpkit version on the master and this node")
+        return spec
+
+
+@dataclass(frozen=True)
+class JoinedNode:
+    node_rank: int
+    host: str
+    address: str
+    ifname: str
+
+    def describe(self) -> str:
+        return f"node {self.node_rank} joined from {self.address} ({self.host}, via {self.ifname})"
+
+
+class JobStore:
+    """Signed JSON values in a TCPStore, under this run's keys."""
+
+    def __init__(self, store: Any, token: JoinToken) -> None:
+        self.store = store
+        self.token = token
+
+    def put(self, name: str, body: Mapping[str, Any]) -> None:
+        self.store.set(self.token.key(name), sign(self.token, name, body))
+
+    def read(self, name: str) -> dict[str, Any] | None:
+        key = self.token.key(name)
+        if not self.store.check([key]):
+            return None
+        return verify(self.token, name, bytes(self.store.get(key)))
+
+    def add(self, name: str, amount: int) -> int:
+        return int(self.store.add(self.token.key(name), amount))
+
+    def clone(self) -> JobStore:
+        return JobStore(self.store.clone(), self.token)
+
+
+def host_store(token: JoinToken, timeout: float = STORE_TIMEOUT_S) -> JobStore:
+    """Start the job store (a c10d TCPStore server, listening on every interface)."""
+    from torch.distributed import TCPStore  # type: ignore[attr-defined]
+
+    try:
+        store = TCPStore(token.address, token.port, None, True, datetime.timedelta(seconds=timeout),
+                         wait_for_workers=False)
+    except (RuntimeError, OSError) as exc:
+        raise NetworkProblem("join-store-failed",
+                             f"cannot start the job store on port {token.port}: {_first_line(exc)}",
+                             f"free port {token.port} or pick another with --join-port") from None
+    return JobStore(store, token)
+
+
+def connect_store(token: JoinToken, timeout: float) -> JobStore:
+    """Connect to the master's job store; NetworkProblem ``join-master-unreachable``."""
+    from torch.distributed import TCPStore  # type: ignore[attr-defined]
+
+    try:
+        store = TCPStore(token.address, token.port, None, False, datetime.timedelta(seconds=timeout))
+    except (RuntimeError, OSError) as exc:
+        raise NetworkProblem(
+            "join-master-unreachable",
+            f"could not reach the master's job store at {token.endpoint} within {timeout:g} s "
+            f"({_first_line(exc)})",
+            "check that `ddpkit launch --nnodes N` still runs on the master and printed this "
+            "token, and that this machine reaches that address (`ddpkit nics --to "
+            f"{token.address}`)", details={"endpoint": token.endpoint},
+        ) from None
+    store.set_timeout(datetime.timedelta(seconds=STORE_TIMEOUT_S))
+    return JobStore(store, token)
+
+
+def _first_line(exc: BaseException) -> str:
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
+
+
+def node_key(rank: int) -> str:
+    return f"node/{rank}"
+
+
+def alive_key(rank: int) -> str:
+    return f"alive/{rank}"
+
+
+def done_key(rank: int) -> str:
+    return f"done/{rank}"
+
+
+class MasterSide:
+    """The master's view: who joined, who is alive, who finished how."""
+
+    def __init__(self, store: JobStore, spec: JobSpec,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.store = store
+        self.spec = spec
+        self.clock = clock
+        self.joined: dict[int, JoinedNode] = {}
+        self.done: dict[int, NodeOutcome] = {}
+        self.lost: dict[int, NodeOutcome] = {}
+        self._beats: dict[int, tuple[Any, float]] = {}
+        self._last_poll = -1e9
+        self._stop_reason: str | None = None
+
+    def publish(self) -> None:
+        self.store.put(JOB, self.spec.to_dict())
+
+    def workers(self) -> range:
+        return range(1, self.spec.nnodes)
+
+    def wait_for_nodes(self, on_join: Callable[[JoinedNode], None], timeout: float) -> None:
+        deadline = self.clock() + timeout
+        while len(self.joined) < self.spec.nnodes - 1:
+            for rank in self.workers():
+                if rank not in self.joined:
+                    record = self.store.read(node_key(rank))
+                    if record is not None:
+                        node = JoinedNode(rank, str(record.get("host", "?")),
+                                          str(record.get("address", "?")), str(record.get("ifname", "?")))
+                        self.joined[rank] = node
+                        self._beats[rank] = (None, self.clock())
+                        on_join(node)
+            if len(self.joined) == self.spec.nnodes - 1:
+                break
+            if self.clock() > deadline:
+                missing = [r for r in self.workers() if r not in self.joined]
+                came = "; ".join(n.describe() for n in sorted(self.joined.values(),
+                                                              key=lambda n: n.node_rank)) or "none"
+                raise DeadlineExceeded(
+                    "nodes-missing",
+                    f"{len(missing)} of {self.spec.nnodes - 1} worker nodes never joined within "
+                    f"{timeout:g} s (missing node rank(s) {', '.join(map(str, missing))}; joined: "
+                    f"{came})",
+                    "run the printed `ddpkit join ddpk://...` line on every other machine, check "
+                    f"they reach {self.store.token.endpoint} (`ddpkit nics --to "
+                    f"{self.store.token.address}`), or raise --join-timeout",
+                    details={"missing": missing},
+                )
+            time.sleep(0.2)
+
+    def release(self) -> None:
+        self.store.put(GO, {"nodes": self.spec.nnodes})
+
+    def stop(self, reason: str) -> None:
+        if self._stop_reason is None:
+            self._stop_reason = reason
+            try:
+                if self.store.read(STOP) is None:
+                    self.store.put(STOP, {"reason": reason, "by": 0})
+            except DdpkitError:
+                self.store.put(STOP, {"reason": reason, "by": 0})
+
+    def poll(self) -> None:
+        """Read every worker's heartbeat and final status (rate-limited to every POLL_S)."""
+        now = self.clock()
+        if now - self._last_poll < POLL_S:
+            return
+        self._last_poll = now
+        for rank in self.joined:
+            if rank in self.done or rank in self.lost:
+                continue
+            record = self.store.read(done_key(rank))
+            if record is not None:
+                self.done[rank] = NodeOutcome.from_dict({**record, "node_rank": rank},
+                                                        observed_at=now)
+                continue
+            beat = self.store.read(alive_key(rank))
+            value = beat.get("n") if beat else None
+            previous, since = self._beats.get(rank, (None, now))
+            if value != previous:
+                self._beats[rank] = (value, now)
+            elif now - since > HEARTBEAT_LOST_S:
+                node = self.joined[rank]
+                self.lost[rank] = NodeOutcome(
+                    node_rank=rank, host=node.host, state=LOST, error_id="node-lost",
+                    message=f"node {rank} ({node.host}, {node.address}) stopped responding: no "
+                            f"heartbeat for {HEARTBEAT_LOST_S:g} s", observed_at=now)
+
+    def should_stop(self) -> str | None:
+        """The hook for the master's own node: a reason once any worker failed or was lost."""
+        self.poll()
+        for outcome in sorted([*self.done.values(), *self.lost.values()], key=lambda o: o.observed_at):
+            if outcome.failed:
+                reason = f"node {outcome.node_rank} ({outcome.host}) {outcome.state}: {outcome.how()}"
+                self.stop(reason)
+                return reason
+        return None
+
+    def collect(self, wait: float) -> tuple[NodeOutcome, ...]:
+        """Every worker's outcome, waiting up to ``wait`` seconds for the last ones."""
+        deadline = self.clock() + wait
+        while True:
+            self._last_poll = -1e9
+            self.poll()
+            pending = [r for r in self.workers() if r not in self.done and r not in self.lost]
+            if not pending or self.clock() > deadline:
+                break
+            time.sleep(0.2)
+        outcomes = []
+        for rank in self.workers():
+            if rank in self.done:
+                outcomes.append(self.done[rank])
+            elif rank in self.lost:
+                outcomes.append(self.lost[rank])
+            else:
+                node = self.joined.get(rank)
+                host = node.host if node else "?"
+                message = (f"node {rank} ({host}) did not report how it ended within {wait:g} s"
+                           if node else f"node {rank} never joined")
+                outcomes.append(NodeOutcome(node_rank=rank, host=host, state=LOST,
+                                            error_id="node-lost", message=message,
+                                            observed_at=self.clock()))
+        return tuple(outcomes)
+
+
+class WorkerSide:
+    """A joining node's view: fetch the job, take a rank, beat, wait, watch for the stop order."""
+
+    def __init__(self, store: JobStore, clock: Callable[[], float] = time.monotonic) -> None:
+        self.store = store
+        self.clock = clock
+        self.rank: int | None = None
+        self._last_poll = -1e9
+        self._beating = threading.Event()
+
+    def fetch_job(self) -> JobSpec:
+        record = self.store.read(JOB)
+        if record is None:
+            raise JobFailed("job-not-found",
+                            f"the job store at {self.store.token.endpoint} has no job for run "
+                            f"{self.store.token.run_id}",
+                            "copy the token the master printed for its current run")
+        return JobSpec.from_dict(record)
+
+    def claim_rank(self, spec: JobSpec) -> int:
+        rank = self.store.add(JOINED, 1)
+        if rank >= spec.nnodes:
+            raise JobFailed("job-full", f"the job already has its {spec.nnodes} nodes "
+                            f"(this would be node {rank})",
+                            "start a new job on the master with a larger --nnodes")
+        self.rank = rank
+        return rank
+
+    def announce(self, host: str, address: str, ifname: str) -> None:
+        assert self.rank is not None
+        self.store.put(node_key(self.rank), {"host": host, "address": address, "ifname": ifname})
+
+    def start_heartbeat(self, on_lost: Callable[[str], None]) -> threading.Thread:
+        """Bump ``alive/<rank>`` every second on a connection of its own until :meth:`stop_beating`."""
+        assert self.rank is not None
+        rank, beats = self.rank, self.store.clone()
+        self._beating.set()
+
+        def beat() -> None:
+            count = 0
+            while self._beating.is_set():
+                count += 1
+                try:
+                    beats.put(alive_key(rank), {"n": count})
+                except (RuntimeError, OSError, DdpkitError) as exc:
+                    on_lost(f"lost the master's job store at {self.store.token.endpoint} "
+                            f"({_first_line(exc)})")
+                    return
+                time.sleep(HEARTBEAT_S)
+
+        thread = threading.Thread(target=beat, name="ddpkit-heartbeat", daemon=True)
+        thread.start()
+        return thread
+
+    def stop_beating(self) -> None:
+        self._beating.clear()
+
+    def wait_for_go(self, timeout: float) -> None:
+        deadline = self.clock() + timeout
+        while self.store.read(GO) is None:
+            reason = self.stop_reason()
+            if reason:
+                raise JobFailed("job-stopped", f"the job was stopped before it started: {reason}",
+                                "see the master's output")
+            if self.clock() > deadline:
+                raise DeadlineExceeded("join-timeout", f"the master did not start the job within "
+                                       f"{timeout:g} s of this node joining",
+                                       "start `ddpkit join` on every other node too")
+            time.sleep(0.2)
+
+    def stop_reason(self) -> str | None:
+        record = self.store.read(STOP)
+        return str(record.get("reason", "stopped")) if record else None
+
+    def should_stop(self) -> str | None:
+        """The hook for this node's torchrun: the stop order, or the master's store going away."""
+        now = self.clock()
+        if now - self._last_poll < POLL_S:
+            return None
+        self._last_poll = now
+        try:
+            return self.stop_reason()
+        except (RuntimeError, OSError) as exc:
+            return f"lost the master's job store at {self.store.token.endpoint} ({_first_line(exc)})"
+
+    def report(self, outcome: NodeOutcome) -> None:
+        """Put how this node ended; a failure also orders every other node to stop."""
+        self.stop_beating()
+        self.store.put(done_key(outcome.node_rank), outcome.to_dict())
+        if outcome.state not in (OK, STOPPED) and self.stop_reason() is None:
+            self.store.put(STOP, {"reason": f"node {outcome.node_rank} ({outcome.host}) "
+                                            f"{outcome.state}: {outcome.how()}",
+                                  "by": outcome.node_rank})
