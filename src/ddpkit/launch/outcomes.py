@@ -1,0 +1,184 @@
+"""What happened on each node of a job, and which failure came first across the whole job (pure).
+
+torchrun names the first failure on its own node only. With several nodes, a rank that dies takes
+its peers down with it a moment later ("Connection reset by peer" on every other node), and the
+order in which the nodes' reports arrive is a race. So the first failure is chosen in two steps:
+
+1. a failure that is a *consequence* of another loses to one that is not: a rank stopped by
+   SIGTERM/SIGINT/SIGHUP, or one whose last words are a peer's connection going away or a
+   collective timing out (:data:`CONSEQUENCE_PATTERNS`); a node lost altogether (its ssh session
+   or its heartbeat died) and a rank killed by any other signal are never consequences;
+2. among the rest, the earliest observed wins (then the lowest node rank).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ddpkit.launch.torchrun import describe_exit
+
+OK, FAILED, LOST, STOPPED, INTERRUPTED = "ok", "failed", "lost", "stopped", "interrupted"
+FAILURE_STATES = (FAILED, LOST)
+STOP_SIGNALS = ("SIGTERM", "SIGINT", "SIGHUP")
+CONSEQUENCE_PATTERNS = (
+    "connection reset by peer",
+    "connection closed by peer",
+    "connection was likely closed",
+    "broken pipe",
+    "connection refused",
+    "socket closed",
+    "nccl communicator was aborted",
+    "ncclremoteerror",
+    "remote process exited",
+    "timed out",
+    "timeout",
+)
+INTERRUPTED_EXIT = 130
+
+
+@dataclass(frozen=True)
+class NodeOutcome:
+    """How one node's share ended, reduced to what a job summary needs."""
+
+    node_rank: int
+    host: str
+    state: str  # ok | failed | lost | stopped | interrupted
+    message: str = ""
+    error_id: str | None = None
+    rank: int | None = None  # the failing global rank, when a rank failed
+    local_rank: int | None = None
+    exitcode: int | None = None
+    signal: str | None = None
+    last_lines: tuple[str, ...] = ()
+    observed_at: float = 0.0  # the supervisor's clock when it learned of this end
+    returncode: int | None = None
+    document: Mapping[str, Any] | None = field(default=None, compare=False)
+
+    @property
+    def failed(self) -> bool:
+        return self.state in FAILURE_STATES
+
+    def how(self) -> str:
+        if self.exitcode is not None:
+            return describe_exit(self.exitcode, self.signal)
+        return self.message or self.state
+
+    def where(self) -> str:
+        text = f"node {self.node_rank} ({self.host}"
+        if self.rank is not None:
+            text += f", rank {self.rank}"
+            if self.local_rank is not None:
+                text += f", local rank {self.local_rank}"
+        return text + ")"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "node_rank": self.node_rank, "host": self.host, "state": self.state,
+            "message": self.message, "error_id": self.error_id, "rank": self.rank,
+            "local_rank": self.local_rank, "exitcode": self.exitcode, "signal": self.signal,
+            "how": self.how() if self.failed else None, "last_lines": list(self.last_lines),
+            "returncode": self.returncode,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any], *, observed_at: float = 0.0) -> NodeOutcome:
+        def optional_int(key: str) -> int | None:
+            value = data.get(key)
+            return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) \
+                else None
+
+        state = str(data.get("state", FAILED))
+        return cls(
+            node_rank=int(data["node_rank"]), host=str(data.get("host", "?")),
+            state=state if state in (OK, FAILED, LOST, STOPPED, INTERRUPTED) else FAILED,
+            message=str(data.get("message", "")),
+            error_id=str(data["error_id"]) if data.get("error_id") else None,
+            rank=optional_int("rank"), local_rank=optional_int("local_rank"),
+            exitcode=optional_int("exitcode"),
+            signal=str(data["signal"]) if data.get("signal") else None,
+            last_lines=tuple(str(x) for x in data.get("last_lines", ()) or ()),
+            observed_at=observed_at, returncode=optional_int("returncode"),
+        )
+
+
+def is_consequence(outcome: NodeOutcome) -> bool:
+    """True when this failure looks caused by another one (see the module docstring)."""
+    if outcome.state == LOST:
+        return False
+    if outcome.signal in STOP_SIGNALS:
+        return True
+    if outcome.exitcode is not None and outcome.exitcode < 0:
+        return -outcome.exitcode in (1, 2, 15)  # SIGHUP, SIGINT, SIGTERM
+    text = " ".join((outcome.message, *outcome.last_lines)).lower()
+    return any(pattern in text for pattern in CONSEQUENCE_PATTERNS)
+
+
+def first_failure(outcomes: Sequence[NodeOutcome]) -> NodeOutcome | None:
+    """The failure that started it all, or None when no node failed (stopped nodes never count)."""
+    candidates = [o for o in outcomes if o.failed]
+    if not candidates:
+        return None
+    return min(candidates, key=lambda o: (is_consequence(o), o.observed_at, o.node_rank))
+
+
+def job_summary(outcomes: Sequence[NodeOutcome]) -> str:
+    """One paragraph: the first failure (where, how, its last lines), then what the others did."""
+    first = first_failure(outcomes)
+    if first is None:
+        stopped = [o for o in outcomes if o.state in (STOPPED, INTERRUPTED)]
+        if stopped:
+            return "the job was stopped: " + "; ".join(
+                f"node {o.node_rank} ({o.host}) {o.state}" for o in sorted(stopped, key=_order))
+        return f"all {len(outcomes)} nodes finished successfully"
+    text = f"{first.where()} failed first: {first.how()}"
+    if first.exitcode is None and first.error_id:
+        text += f" [{first.error_id}]"
+    if first.last_lines:
+        text += ". Its last output: " + " | ".join(first.last_lines)
+    others = [o for o in sorted(outcomes, key=_order) if o is not first and o.state != OK]
+    if others:
+        parts = []
+        for other in others:
+            if other.failed:
+                parts.append(f"node {other.node_rank} ({other.host}) failed too ({other.how()})")
+            else:
+                parts.append(f"node {other.node_rank} ({other.host}) was {other.state}")
+        text += ". Then: " + "; ".join(parts)
+    return text
+
+
+def last_output_lines(message: str) -> tuple[str, ...]:
+    """The "Its last output: a | b" part of a node's failure summary, as lines."""
+    _, sep, tail = message.partition("Its last output: ")
+    return tuple(part.strip() for part in tail.split(" | ") if part.strip()) if sep else ()
+
+
+def _order(outcome: NodeOutcome) -> int:
+    return outcome.node_rank
+
+
+def outcome_from_error(error: Mapping[str, Any], *, node_rank: int, host: str,
+                       observed_at: float = 0.0, returncode: int | None = None,
+                       stopped: bool = False) -> NodeOutcome:
+    """A node's outcome from the ``error`` part of its JSON (``DdpkitError.to_dict()``)."""
+    error_id = str(error.get("id", "error"))
+    message = str(error.get("message", ""))
+    details = error.get("details") or {}
+    root = details.get("root_cause") if isinstance(details, Mapping) else None
+    if not isinstance(root, Mapping):
+        failures = details.get("failures") if isinstance(details, Mapping) else None
+        root = failures[0] if isinstance(failures, list) and failures and \
+            isinstance(failures[0], Mapping) else None
+    told_to_stop = root is None or root.get("signal") in STOP_SIGNALS
+    state = STOPPED if error_id == "job-stopped" or (stopped and told_to_stop) else FAILED
+    fields: dict[str, Any] = {}
+    if root is not None:
+        fields = {"rank": root.get("rank"), "local_rank": root.get("local_rank"),
+                  "exitcode": root.get("exitcode"), "signal": root.get("signal")}
+    return NodeOutcome.from_dict({
+        "node_rank": node_rank, "host": host, "state": state, "message": message,
+        "error_id": error_id, "last_lines": last_output_lines(message), "returncode": returncode,
+        **fields,
+    }, observed_at=observed_at)
