@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import socket
 import subprocess
 import sys
 from collections.abc import Callable
@@ -107,3 +108,44 @@ def test_truncated_mid_line_log(run_cli: RunCli, tmp_path: Path) -> None:
     cut.write_bytes(SEED.read_bytes()[:-40])  # the last line ends halfway
     result = run_cli("doctor", "--log", str(cut), "--json")
     assert result.json()["findings"][0]["id"] == "wrong-interface"
+
+
+def _local_resolver(monkeypatch: Any) -> None:
+    """Keep the hostname lookup off any DNS server: answer from here."""
+    monkeypatch.setattr(socket, "getaddrinfo",
+                        lambda *a, **k: [(socket.AF_INET, socket.SOCK_STREAM, 6, "",
+                                          ("127.0.1.1", 0))])
+
+
+def test_preflight_json_rows(run_cli: RunCli, monkeypatch: Any) -> None:
+    _local_resolver(monkeypatch)
+    result = run_cli("doctor", "--json")
+    doc = result.json()
+    assert doc["schema"] == "ddpkit.doctor/1" and set(doc) == {"schema", "ddpkit_version",
+                                                               "checks"}
+    ids = [c["id"] for c in doc["checks"]]
+    for expected in ("interface", "nccl-settings", "hostname", "master-port", "shm",
+                     "open-files", "ephemeral-ports", "infiniband", "gpus", "torch"):
+        assert expected in ids
+    for check in doc["checks"]:
+        assert set(check) == {"id", "title", "status", "detail", "fix"}
+        assert check["status"] in ("pass", "warn", "fail")
+        assert (check["status"] == "pass") or check["fix"] or check["id"] == "ephemeral-ports"
+    hostname = next(c for c in doc["checks"] if c["id"] == "hostname")
+    assert hostname["status"] == "warn" and "127.0.1.1" in hostname["detail"]
+    failed = any(c["status"] == "fail" for c in doc["checks"])
+    assert result.code == (ExitCode.FAILURE if failed else ExitCode.OK)
+
+
+def test_preflight_table(run_cli: RunCli, monkeypatch: Any) -> None:
+    _local_resolver(monkeypatch)
+    result = run_cli("doctor", "--master-port", "29511")
+    assert result.out.startswith("ddpkit doctor: this node")
+    assert "check" in result.out and "status" in result.out
+    assert "port 29511" in result.out
+    assert "fixes:" in result.out  # the 127.0.1.1 hostname at least needs one
+
+
+def test_preflight_rejects_a_bad_port(run_cli: RunCli) -> None:
+    result = run_cli("doctor", "--master-port", "70000")
+    assert result.code == ExitCode.USAGE and "bad-usage" in result.err

@@ -295,6 +295,27 @@ _ENTRIES = (
 
 CATALOGUE: dict[str, Entry] = {entry.id: entry for entry in _ENTRIES}
 
+# The rows of `ddpkit doctor` without --log (see ddpkit.doctor.checks), for the docs.
+PREFLIGHT: tuple[tuple[str, str], ...] = (
+    ("interface", "the interface for inter-node traffic (`ddpkit nics`' choice, or the one the "
+     "route to --master-addr leaves through) and its traps"),
+    ("route", "with --master-addr: the route to the master (interface, source address, gateway)"),
+    ("nccl-settings", "NCCL_SOCKET_IFNAME in effect and where it comes from (environment, "
+     "NCCL_CONF_FILE, ~/.nccl.conf, /etc/nccl.conf), plus `nccl-conf show` warnings"),
+    ("hostname", "what the hostname resolves to: loopback (127.0.1.1) or a docker-bridge address "
+     "is the Gloo trap, unless GLOO_SOCKET_IFNAME is set"),
+    ("master-port", "whether --master-port (default 29500) can be bound here"),
+    ("shm", "/dev/shm size and writability (fail below 256 MiB, warn below 1 GiB)"),
+    ("open-files", "the open-file limit (warn below 4096)"),
+    ("ephemeral-ports", "net.ipv4.ip_local_port_range: the ports NCCL connects on (firewalls must "
+     "allow them), and whether the master port lies inside it"),
+    ("infiniband", "devices in /sys/class/infiniband, their port states, NCCL_IB_DISABLE and the "
+     "locked-memory limit"),
+    ("gpus", "`nvidia-smi -L` (CUDA is never initialised)"),
+    ("torch", "torch's version and CUDA build, read from its package metadata (torch is not "
+     "imported)"),
+)
+
 
 def entry(finding_id: str) -> Entry:
     """The catalogue entry for ``finding_id`` (KeyError for an unknown id: a programming error)."""
@@ -335,6 +356,15 @@ def render_markdown() -> str:
     ]
     for item in _ENTRIES:
         parts.append(f"| [`{item.id}`](#{item.id}) | {item.severity} | {item.title} |")
+    parts += [
+        "",
+        "Without `--log`, `ddpkit doctor` checks this node instead and prints one pass/warn/fail "
+        "row per check, with a fix for each row that did not pass (`--json`: `ddpkit.doctor/1` "
+        "with a `checks` list of `{id, title, status, detail, fix}`; exit status 1 when a "
+        "check failed). The checks:",
+        "",
+    ]
+    parts += [f"- `{check_id}`: {what}" for check_id, what in PREFLIGHT]
     for item in _ENTRIES:
         parts += [
             "",

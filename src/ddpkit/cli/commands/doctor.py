@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from ddpkit.cli import render
 from ddpkit.cli.console import Console
 from ddpkit.cli.options import add_flag, add_json_flag
-from ddpkit.errors import ExitCode
+from ddpkit.errors import ExitCode, UsageError
 from ddpkit.report import document
 
 HELP = "preflight checks, or diagnose a failed run from its logs"
@@ -33,13 +33,17 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="diagnose these logs of a failed or hung run (NCCL_DEBUG=INFO output, torchrun "
         "tracebacks, several nodes' files together); - reads standard input",
     )
+    add_flag(parser, "--master-addr", metavar="ADDR",
+             help="preflight: also check the route to the master")
+    add_flag(parser, "--master-port", metavar="PORT", type=int, default=29500,
+             help="preflight: the master port to check (default 29500)")
     add_json_flag(parser)
 
 
 def run(args: argparse.Namespace, console: Console) -> int:
     if args.log:
         return _run_logs(args.log, console, as_json=args.json)
-    return _run_preflight(console, as_json=args.json)
+    return _run_preflight(console, args.master_addr, args.master_port, as_json=args.json)
 
 
 def _run_logs(paths: Sequence[str], console: Console, *, as_json: bool) -> int:
@@ -73,11 +77,36 @@ def _run_logs(paths: Sequence[str], console: Console, *, as_json: bool) -> int:
     return int(ExitCode.FAILURE if has_errors(findings) else ExitCode.OK)
 
 
-def _run_preflight(console: Console, *, as_json: bool) -> int:
-    from ddpkit.errors import UsageError
+def _run_preflight(console: Console, master_addr: str | None, master_port: int, *,
+                   as_json: bool) -> int:
+    import os
 
-    raise UsageError(
-        "bad-usage",
-        "local preflight is not available yet",
-        "diagnose a run's logs with: ddpkit doctor --log FILE...",
-    )
+    from ddpkit.doctor.checks.facts import collect_local_facts
+    from ddpkit.doctor.checks.local import local_rows
+    from ddpkit.doctor.checks.model import worst
+    from ddpkit.doctor.checks.network import network_checks
+
+    if not 0 < master_port < 65536:
+        raise UsageError("bad-usage", f"--master-port {master_port} is not a port number",
+                         "give a port between 1 and 65535, e.g. --master-port 29500")
+    env = dict(os.environ)
+    network = network_checks(env, master_addr)
+    rows = network.rows + local_rows(collect_local_facts(master_port), env, network.interface)
+    if as_json:
+        render.emit_json(console, document(SCHEMA_KIND, SCHEMA_VERSION,
+                                           {"checks": [row.to_dict() for row in rows]}))
+    else:
+        table = [(row.title, render.style(console, row.status, _SEVERITY_STYLE[row.status]),
+                  row.detail) for row in rows]
+        render.table(console, ("check", "status", "detail"), table,
+                     title="ddpkit doctor: this node")
+        fixes = [row for row in rows if row.status != "pass" and row.fix]
+        if fixes:
+            render.line(console)
+            render.line(console, "fixes:")
+            for row in fixes:
+                render.line(console, f"  {row.id}: {row.fix}")
+        render.log(console, f"doctor: {worst(rows)} ({sum(r.status == 'fail' for r in rows)} "
+                   f"failed, {sum(r.status == 'warn' for r in rows)} warnings); diagnose a failed "
+                   "run with: ddpkit doctor --log FILE...")
+    return int(ExitCode.FAILURE if worst(rows) == "fail" else ExitCode.OK)

@@ -1,0 +1,185 @@
+"""Local preflight rows from :class:`LocalFacts`: pure functions, one per check."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from ddpkit.doctor.addresses import address_kind, describe_kind
+from ddpkit.doctor.checks.facts import UNLIMITED, LocalFacts
+from ddpkit.doctor.checks.model import CheckRow
+
+MIB = 1 << 20
+GIB = 1 << 30
+SHM_FAIL_BELOW = 256 * MIB  # Docker's default is 64 MB: NCCL's SHM transport fails with it
+SHM_WARN_BELOW = 1 * GIB
+NOFILE_WARN_BELOW = 4096
+FEW_EPHEMERAL_PORTS = 5000
+MEMLOCK_WARN_BELOW = 64 * MIB
+
+
+def _size(n: int) -> str:
+    return f"{n / GIB:.1f} GiB" if n >= GIB else f"{n / MIB:.0f} MiB"
+
+
+def hostname_row(facts: LocalFacts, env: Mapping[str, str], interface: str | None = None
+                 ) -> CheckRow:
+    title, name = "hostname resolves to", facts.hostname
+    gloo = env.get("GLOO_SOCKET_IFNAME")
+    if facts.hostname_error or not facts.hostname_addresses:
+        return CheckRow("hostname", title, "warn",
+                        f"{name} does not resolve ({facts.hostname_error or 'no address'})",
+                        "map it in /etc/hosts to this node's private address (e.g. "
+                        f"`10.0.0.2 {name}`); torchrun's c10d rendezvous and Gloo use the hostname")
+    shown = ", ".join(facts.hostname_addresses)
+    bad = [a for a in facts.hostname_addresses
+           if address_kind(a) in ("loopback", "container-bridge", "link-local")]
+    if not bad:
+        return CheckRow("hostname", title, "pass", f"{name} -> {shown}")
+    detail = f"{name} -> {shown}: {describe_kind(bad[0])}"
+    if gloo:
+        return CheckRow("hostname", title, "pass",
+                        f"{detail} (harmless: GLOO_SOCKET_IFNAME={gloo} overrides it)")
+    return CheckRow(
+        "hostname", title, "warn",
+        f"{detail}; Gloo binds and advertises the address the hostname resolves to, which "
+        "peers on other machines cannot reach",
+        f"export GLOO_SOCKET_IFNAME={interface or '<private NIC, see `ddpkit nics`>'} (ddpkit "
+        f"launch sets it), or map {name} to the private address in /etc/hosts")
+
+
+def shm_row(facts: LocalFacts) -> CheckRow:
+    shm, title = facts.shm, "/dev/shm"
+    fix = "docker run --shm-size=16g (or --ipc host); on a host: mount -o remount,size=16G /dev/shm"
+    if not shm.exists:
+        return CheckRow("shm", title, "warn", "/dev/shm does not exist", fix)
+    if not shm.writable:
+        return CheckRow("shm", title, "fail", "/dev/shm is not writable by this user", fix)
+    detail = f"{_size(shm.total)} ({_size(shm.free)} free)"
+    if shm.total < SHM_FAIL_BELOW:
+        return CheckRow("shm", title, "fail", detail + ": too small for NCCL's shared-memory "
+                        "transport (a container default?)", fix)
+    if shm.total < SHM_WARN_BELOW:
+        return CheckRow("shm", title, "warn", detail + ": tight for several GPUs and DataLoader "
+                        "workers", fix)
+    return CheckRow("shm", title, "pass", detail)
+
+
+def nofile_row(facts: LocalFacts) -> CheckRow:
+    soft, hard = facts.nofile
+    title = "open-file limit"
+    shown = f"soft {'unlimited' if soft == UNLIMITED else soft}, hard " \
+            f"{'unlimited' if hard == UNLIMITED else hard}"
+    if soft != UNLIMITED and soft < NOFILE_WARN_BELOW:
+        if hard == UNLIMITED or hard >= 65536:
+            fix = "ulimit -n 65536 (before launching)"
+        else:
+            fix = ("raise the hard limit: /etc/security/limits.conf `* - nofile 65536`, or docker "
+                   "run --ulimit nofile=65536:65536")
+        return CheckRow("open-files", title, "warn", shown + ": NCCL sockets and DataLoader "
+                        "workers run out of descriptors", fix)
+    return CheckRow("open-files", title, "pass", shown)
+
+
+def ephemeral_ports_row(facts: LocalFacts) -> CheckRow:
+    title = "ephemeral port range"
+    if facts.port_range is None:
+        return CheckRow("ephemeral-ports", title, "warn",
+                        "net.ipv4.ip_local_port_range is unreadable here", "")
+    low, high = facts.port_range
+    count = high - low + 1
+    detail = f"{low}-{high} ({count} ports); NCCL connects on these after bootstrap, so a " \
+             "firewall between the nodes must allow them"
+    port = facts.master_port
+    if low <= port <= high and str(port) not in facts.reserved_ports.split(","):
+        return CheckRow("ephemeral-ports", title, "warn",
+                        f"{detail}; the master port {port} lies inside it, so an outgoing "
+                        "connection can take it",
+                        f"use a master port below {low}, or reserve it: "
+                        f"sysctl -w net.ipv4.ip_local_reserved_ports={port}")
+    if count < FEW_EPHEMERAL_PORTS:
+        return CheckRow("ephemeral-ports", title, "warn", detail + "; few ports for many ranks",
+                        "sysctl -w net.ipv4.ip_local_port_range='32768 60999'")
+    return CheckRow("ephemeral-ports", title, "pass", detail)
+
+
+def master_port_row(facts: LocalFacts) -> CheckRow:
+    title, port = "master port free", facts.master_port
+    if facts.master_port_free is None:
+        return CheckRow("master-port", title, "pass", f"port {port} not checked")
+    if facts.master_port_free:
+        return CheckRow("master-port", title, "pass", f"port {port} can be bound here")
+    return CheckRow("master-port", title, "warn",
+                    f"port {port} is already in use here (matters if this node is the master: "
+                    "the rendezvous store would fail with EADDRINUSE)",
+                    f"see who holds it: ss -ltnp 'sport = :{port}'; or use another "
+                    "--master-port on every node")
+
+
+def infiniband_row(facts: LocalFacts, env: Mapping[str, str]) -> CheckRow:
+    title = "InfiniBand devices"
+    if not facts.ib_devices:
+        return CheckRow("infiniband", title, "pass", "none: NCCL will use TCP sockets "
+                        "(`NET/IB : No device found` in its log is normal)")
+    listing = ", ".join(f"{d.name} [{'; '.join(d.port_states) or 'no ports'}]"
+                        for d in facts.ib_devices)
+    if env.get("NCCL_IB_DISABLE") == "1":
+        return CheckRow("infiniband", title, "warn",
+                        f"{listing}, but NCCL_IB_DISABLE=1 forces TCP sockets",
+                        "unset NCCL_IB_DISABLE to use InfiniBand")
+    if not any("ACTIVE" in s for d in facts.ib_devices for s in d.port_states):
+        return CheckRow("infiniband", title, "warn", f"{listing}: no port is ACTIVE",
+                        "check cabling and the subnet manager: ibstat / ibv_devinfo")
+    soft, _ = facts.memlock
+    if soft != UNLIMITED and soft < MEMLOCK_WARN_BELOW:
+        return CheckRow("infiniband", title, "warn",
+                        f"{listing}; locked-memory limit {_size(soft)} is too low to register "
+                        "NCCL's buffers", "ulimit -l unlimited (docker: --ulimit memlock=-1)")
+    return CheckRow("infiniband", title, "pass", listing)
+
+
+def gpus_row(facts: LocalFacts, env: Mapping[str, str]) -> CheckRow:
+    title = "GPUs (nvidia-smi -L)"
+    if facts.gpus is None:
+        return CheckRow("gpus", title, "warn", "nvidia-smi not found: no NVIDIA driver on this "
+                        "node (fine for a Gloo/CPU test, not for NCCL)",
+                        "install the NVIDIA driver, or run on a GPU instance")
+    if facts.gpu_error or not facts.gpus:
+        return CheckRow("gpus", title, "fail", facts.gpu_error or "nvidia-smi lists no GPU",
+                        "the driver is not working: reboot, or reinstall the NVIDIA driver")
+    names = sorted({g.split(":", 1)[1].split("(UUID")[0].strip() for g in facts.gpus if ":" in g})
+    detail = f"{len(facts.gpus)} x {', '.join(names) or 'GPU'}"
+    visible = env.get("CUDA_VISIBLE_DEVICES")
+    if visible is not None:
+        detail += f"; CUDA_VISIBLE_DEVICES={visible} limits what ranks see"
+    return CheckRow("gpus", title, "pass", detail)
+
+
+def torch_row(facts: LocalFacts) -> CheckRow:
+    title = "torch"
+    if facts.torch_version is None:
+        return CheckRow("torch", title, "fail", "torch is not installed in this Python",
+                        "pip install torch (the same version on every node)")
+    if facts.torch_cuda is None:
+        detail = f"{facts.torch_version} (CPU build: Gloo only, no NCCL)"
+        if facts.gpus:
+            return CheckRow("torch", title, "warn", detail + " on a node with GPUs",
+                            "install a CUDA build of torch: see https://pytorch.org/get-started")
+        return CheckRow("torch", title, "pass", detail)
+    return CheckRow("torch", title, "pass", f"{facts.torch_version} (CUDA {facts.torch_cuda}; "
+                    "same version needed on every node)")
+
+
+def local_rows(facts: LocalFacts, env: Mapping[str, str], interface: str | None = None
+               ) -> tuple[CheckRow, ...]:
+    """Every local check, in the order the table shows them (``interface``: the one to use, for
+    concrete fixes)."""
+    return (
+        hostname_row(facts, env, interface),
+        master_port_row(facts),
+        shm_row(facts),
+        nofile_row(facts),
+        ephemeral_ports_row(facts),
+        infiniband_row(facts, env),
+        gpus_row(facts, env),
+        torch_row(facts),
+    )
