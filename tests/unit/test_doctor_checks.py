@@ -243,3 +243,40 @@ def test_documented_preflight_ids_are_the_rows(tmp_path: Path) -> None:
                              lookup_route=route)
     produced = [r.id for r in network.rows + local.local_rows(HEALTHY, {})]
     assert sorted(produced) == sorted(check_id for check_id, _ in PREFLIGHT)
+
+
+def _fake_tool(directory: Path, script: str) -> None:
+    tool = directory / "nvidia-smi"
+    tool.write_text("#!/bin/sh\n" + script)
+    tool.chmod(0o755)
+
+
+def test_nvidia_smi_listing_is_parsed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from ddpkit.doctor.checks.facts import _nvidia_smi
+
+    _fake_tool(tmp_path, '[ "$1" = "-L" ] || exit 2\n'
+               'echo "GPU 0: NVIDIA H200 (UUID: GPU-aaaa)"\necho "GPU 1: NVIDIA H200 (UUID: GPU-b)"\n')
+    monkeypatch.setenv("PATH", str(tmp_path))
+    gpus, error = _nvidia_smi()
+    assert error == "" and gpus == ("GPU 0: NVIDIA H200 (UUID: GPU-aaaa)",
+                                    "GPU 1: NVIDIA H200 (UUID: GPU-b)")
+    assert local.gpus_row(replace(HEALTHY, gpus=gpus), {}).detail == "2 x NVIDIA H200"
+
+
+def test_nvidia_smi_failure_is_a_fail_row(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from ddpkit.doctor.checks.facts import _nvidia_smi
+
+    _fake_tool(tmp_path, "echo \"NVIDIA-SMI has failed because it couldn't communicate with the "
+               "NVIDIA driver.\" >&2\nexit 9\n")
+    monkeypatch.setenv("PATH", str(tmp_path))
+    gpus, error = _nvidia_smi()
+    assert gpus == () and error.startswith("NVIDIA-SMI has failed")
+    result = local.gpus_row(replace(HEALTHY, gpus=gpus, gpu_error=error), {})
+    assert result.status == "fail"
+
+
+def test_no_nvidia_smi(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from ddpkit.doctor.checks.facts import _nvidia_smi
+
+    monkeypatch.setenv("PATH", str(tmp_path))
+    assert _nvidia_smi() == (None, "")

@@ -186,3 +186,18 @@ def test_evidence_per_finding_is_bounded(tmp_path: Path) -> None:
     assert finding.id == "firewall"
     assert "50000 connection attempts" in finding.explanation
     assert len(finding.evidence) <= 6
+
+
+def test_an_uncaught_application_error_is_a_rank_failure(tmp_path: Path) -> None:
+    log = tmp_path / "app.log"
+    log.write_text('Traceback (most recent call last):\n  File "train.py", line 3, in <module>\n'
+                   "    cfg['lr']\nKeyError: 'lr'\n")
+    (finding,) = run(log)
+    assert finding.id == "rank-failed"
+    assert "uncaught KeyError: 'lr'" in finding.explanation
+
+
+def test_an_error_word_inside_ordinary_output_is_not_a_failure(tmp_path: Path) -> None:
+    log = tmp_path / "train.log"
+    log.write_text("epoch 3 mean squared error 0.12 (no ValueError: seen)\nvalidation error 0.3\n")
+    assert ids(run(log)) == ["no-failure"]
