@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import os
 import signal
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import FrameType
+from typing import Any
 
 from ddpkit.cli import render
 from ddpkit.cli.console import Console
@@ -21,6 +23,7 @@ from ddpkit.launch.config import (
     DEFAULT_RDZV_TIMEOUT,
     LaunchConfig,
 )
+from ddpkit.launch.outcomes import NodeOutcome
 from ddpkit.launch.plan import NodePlan
 
 
@@ -66,19 +69,27 @@ def _nnodes(text: str) -> int:
     return value
 
 
-def config_from_args(args: argparse.Namespace, *, entry: str, entry_args: list[str],
-                     is_module: bool) -> LaunchConfig:
-    extra_env = []
-    for item in args.env:
+def env_overrides(items: list[str]) -> list[tuple[str, str]]:
+    """``--env K=V`` flags as pairs; UsageError ``bad-env``."""
+    pairs = []
+    for item in items:
         key, sep, value = item.partition("=")
         if not sep or not key:
             raise UsageError("bad-env", f"--env {item!r} is not KEY=VALUE", "e.g. --env OMP_NUM_THREADS=4")
-        extra_env.append((key, value))
+        pairs.append((key, value))
+    return pairs
+
+
+def config_from_args(args: argparse.Namespace, *, entry: str, entry_args: list[str],
+                     is_module: bool) -> LaunchConfig:
+    extra_env = env_overrides(args.env)
     master = args.master_addr
     if master is None:
         if args.nnodes > 1:
             raise UsageError("missing-master-addr", f"--nnodes {args.nnodes} needs --master-addr",
-                             "pass the master's private address, from `ddpkit nics` on the master")
+                             "pass the master's private address, from `ddpkit nics` on the master; "
+                             "or start the job on the master without it and run the `ddpkit join "
+                             "TOKEN` line it prints here")
         master = "127.0.0.1"
     return LaunchConfig(
         nnodes=args.nnodes, node_rank=args.node_rank, master_addr=master,
@@ -170,3 +181,102 @@ def process_context() -> tuple[dict[str, str], Path, Path, str]:
     from ddpkit.cli.commands.nccl_conf import nccl_home
 
     return dict(os.environ), nccl_home(), Path.cwd(), sys.executable
+
+
+# -- the whole job from one machine: ssh fan-out, or a join token ---------------------------------
+
+HOSTS, JOIN, NODE = "hosts", "join", "node"
+
+
+def add_cluster_options(parser: argparse.ArgumentParser) -> None:
+    from ddpkit.launch.remote import DEFAULT_SSH_CONNECT_TIMEOUT
+    from ddpkit.launch.token import DEFAULT_JOIN_PORT
+
+    group = parser.add_argument_group(
+        "the whole job from this machine: over ssh (--hosts/--hostfile), or, with --nnodes N and "
+        "no --master-addr, a `ddpkit join` token for the other machines")
+    add_flag(group, "--hosts", default=None, metavar="H1,H2[:SLOTS]",
+             help="run on these machines over ssh; node 0 (the master) first")
+    add_flag(group, "--hostfile", default=None, metavar="FILE",
+             help="like --hosts, from a file: `HOST slots=N` (DeepSpeed), `HOST:N` (MPI), "
+                  "`[USER@]HOST[:PORT] slots=N`, # comments")
+    add_flag(group, "--ssh-option", action="append", default=[], metavar="KEY=VALUE",
+             help="an extra `ssh -o` option, e.g. StrictHostKeyChecking=accept-new (repeatable)")
+    add_flag(group, "--ssh-config", default=None, metavar="FILE",
+             help="an ssh client config file (`ssh -F`; default: ~/.ssh/config as always)")
+    add_flag(group, "--ssh-connect-timeout", type=float, default=DEFAULT_SSH_CONNECT_TIMEOUT,
+             help=f"seconds ssh waits for a host (default {DEFAULT_SSH_CONNECT_TIMEOUT:g})")
+    add_flag(group, "--remote-python", default=None, metavar="PATH",
+             help="python on the other machines (default: the same path as here)")
+    add_flag(group, "--output-dir", default=None, metavar="DIR",
+             help="also write every node's output to DIR/node<R>-<host>.log")
+    add_flag(group, "--env-file", default=None, metavar="FILE",
+             help="KEY=VALUE lines for every node (default: ./.ddpkit_env when it exists)")
+    add_flag(group, "--join-port", type=int, default=DEFAULT_JOIN_PORT,
+             help=f"token mode: the job store's port on the master (default {DEFAULT_JOIN_PORT})")
+    add_flag(group, "--join-timeout", type=float, default=600.0,
+             help="token mode: seconds the master waits for every node to join (default 600)")
+    add_flag(group, "--token-file", default=None, metavar="FILE",
+             help="token mode: also write the join token to FILE (mode 0600)")
+    parser.add_argument("--supervised", action="store_true", help=argparse.SUPPRESS)
+    # ^ run under a job supervisor: stop when stdin reaches end of file, print no peer commands
+
+
+def job_mode(args: argparse.Namespace) -> str:
+    """``hosts`` (ssh fan-out), ``join`` (print a token and wait) or ``node`` (this node's share)."""
+    if args.hosts and args.hostfile:
+        raise UsageError("bad-usage", "--hosts and --hostfile cannot be combined", "use one of them")
+    if args.hosts or args.hostfile:
+        if args.supervised:
+            raise UsageError("bad-usage", "a supervised node cannot fan out itself",
+                             "drop --hosts/--hostfile")
+        if args.node_rank != 0:
+            raise UsageError("bad-usage", "--node-rank is decided by the host order with --hosts",
+                             "list the master first and drop --node-rank")
+        return HOSTS
+    if args.nnodes > 1 and args.master_addr is None and args.node_rank == 0 and not args.supervised:
+        return JOIN
+    return NODE
+
+
+@contextlib.contextmanager
+def node_supervision(args: argparse.Namespace) -> Iterator[Callable[[], str | None] | None]:
+    """With ``--supervised``: a should_stop hook that fires when stdin (the ssh session) ends."""
+    if not getattr(args, "supervised", False):
+        yield None
+        return
+    from ddpkit.launch.watch import StopSwitch, watch_for_eof
+
+    switch = StopSwitch(interrupt=lambda: os.kill(os.getpid(), signal.SIGTERM))
+    watch_for_eof(sys.stdin.fileno(), switch, "its job supervisor let go (the ssh session ended or "
+                                            "another node failed)")
+    yield switch.should_stop
+
+
+def without_peer_commands(plan: NodePlan) -> NodePlan:
+    """A supervised node's plan: the supervisor starts the other nodes, nobody types commands."""
+    return dataclasses.replace(plan, peer_commands=())
+
+
+@dataclasses.dataclass(frozen=True)
+class ShareContext:
+    """How one node's share runs: the process edge (env, home, cwd, python) and the front end."""
+
+    env: dict[str, str]
+    home: Path
+    cwd: Path
+    python: str
+    as_json: bool = False
+    dry_run: bool = False
+    should_stop: Callable[[], str | None] | None = None
+    hide_peer_commands: bool = False  # a supervisor or a join token starts the other nodes
+
+    @classmethod
+    def here(cls, **front: Any) -> ShareContext:
+        env, home, cwd, python = process_context()
+        return cls(env=env, home=home, cwd=cwd, python=python, **front)
+
+
+Share = Callable[..., "tuple[int, NodeOutcome]"]
+"""``share(console, config, context, options) -> (exit code, outcome)``: one node's share of a job
+(``launch.share`` and ``test.share``); raises the launch's DdpkitError where the command does."""

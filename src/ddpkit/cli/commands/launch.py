@@ -1,27 +1,42 @@
-"""`ddpkit launch`: this node's share of a multi-node job, through torchrun, interface chosen right."""
+"""`ddpkit launch`: a multi-node job through torchrun, interface chosen right on every node.
+
+Three ways to start it: this node's share (``--node-rank R --master-addr A``, one command per
+machine); the whole job over ssh from the master (``--hosts``/``--hostfile``); or the whole job
+from the master with a join token the other machines paste (``--nnodes N``, no master address).
+"""
 
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 from ddpkit.cli import render
 from ddpkit.cli.console import Console
 from ddpkit.cli.launch_options import (
+    HOSTS,
+    JOIN,
     ConsoleEvents,
+    ShareContext,
+    add_cluster_options,
     add_launch_options,
     config_from_args,
+    job_mode,
+    node_supervision,
     print_plan,
-    process_context,
     sigterm_as_interrupt,
+    without_peer_commands,
 )
 from ddpkit.cli.options import add_json_flag
+from ddpkit.launch.config import LaunchConfig
+from ddpkit.launch.outcomes import OK, NodeOutcome
 from ddpkit.report import document
 
-HELP = "run this node's share of a multi-node job via torchrun, with the right interface"
+HELP = "run a multi-node job via torchrun (one node, all nodes over ssh, or with a join token)"
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
     add_launch_options(parser)
+    add_cluster_options(parser)
     add_json_flag(parser)
     parser.add_argument("-m", "--module", action="store_true",
                         help="run the entry as a Python module (python -m)")
@@ -30,24 +45,48 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, console: Console) -> int:
-    from ddpkit.launch import session
+    mode = job_mode(args)
+    if mode == HOSTS:
+        from ddpkit.cli import hosts_mode
 
+        tail = (["-m"] if args.module else []) + [args.script, *args.script_args]
+        return hosts_mode.run(args, console, subcommand="launch", tail=tail)
+    if mode == JOIN:
+        from ddpkit.cli import join_mode
+
+        return join_mode.run_master(args, console, command="launch", entry=args.script,
+                                    entry_args=list(args.script_args), is_module=args.module,
+                                    options={}, share=share)
     config = config_from_args(args, entry=args.script, entry_args=args.script_args,
                               is_module=args.module)
-    env, home, cwd, python = process_context()
-    plan = session.prepare(config, env, home=home, cwd=cwd, python=python)
-    if args.dry_run:
-        if args.json:
+    with sigterm_as_interrupt(), node_supervision(args) as should_stop:
+        context = ShareContext.here(as_json=args.json, dry_run=args.dry_run, should_stop=should_stop,
+                                    hide_peer_commands=args.supervised)
+        code, _ = share(console, config, context, {})
+    return code
+
+
+def share(console: Console, config: LaunchConfig, context: ShareContext,
+          options: dict[str, Any]) -> tuple[int, NodeOutcome]:
+    """This node's share of the job; raises the launch's DdpkitError when it fails."""
+    from ddpkit.launch import session
+
+    plan = session.prepare(config, context.env, home=context.home, cwd=context.cwd,
+                           python=context.python)
+    if context.hide_peer_commands:
+        plan = without_peer_commands(plan)
+    outcome = NodeOutcome(node_rank=config.node_rank, host=plan.hostname, state=OK)
+    if context.dry_run:
+        if context.as_json:
             render.emit_json(console, document("launch-plan", 1, plan.to_dict()))
         else:
             print_plan(console, plan)
-        return 0
-    events = ConsoleEvents(console, output_to_stderr=args.json)
+        return 0, outcome
+    events = ConsoleEvents(console, output_to_stderr=context.as_json)
     events.planned(plan)
-    with sigterm_as_interrupt():
-        result = session.execute(plan, events)
-    if args.json:
+    result = session.execute(plan, events, should_stop=context.should_stop)
+    if context.as_json:
         render.emit_json(console, document("launch", 1, result.to_dict()))
     render.log(console, f"ddpkit: node {config.node_rank} finished in "
                         f"{result.outcome.duration_s:.1f} s; logs in {plan.run_dir}")
-    return 0
+    return 0, outcome

@@ -1,22 +1,38 @@
-"""`ddpkit test`: the seed's ddp.py done properly, run through `ddpkit launch` itself."""
+"""`ddpkit test`: the seed's ddp.py done properly, run through `ddpkit launch` itself.
+
+Like `launch`, it runs as one node's share, over ssh on every host (``--hosts``/``--hostfile``),
+or from the master with a join token.
+"""
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from ddpkit.cli import render
 from ddpkit.cli.console import Console
 from ddpkit.cli.launch_options import (
+    HOSTS,
+    JOIN,
     ConsoleEvents,
+    ShareContext,
+    add_cluster_options,
     add_launch_options,
     config_from_args,
+    job_mode,
+    node_supervision,
     print_plan,
-    process_context,
     sigterm_as_interrupt,
+    without_peer_commands,
 )
 from ddpkit.cli.options import add_flag, add_json_flag
+from ddpkit.clustertest import WORKER_MODULE
 from ddpkit.errors import DdpkitError, ExitCode
+from ddpkit.launch.config import LaunchConfig
+from ddpkit.launch.outcomes import FAILED, OK, NodeOutcome, first_failure, job_summary, outcome_from_error
 from ddpkit.report import document
 
 HELP = "check the cluster end to end: collectives, DDP and bandwidth in every rank"
@@ -24,6 +40,7 @@ HELP = "check the cluster end to end: collectives, DDP and bandwidth in every ra
 
 def configure(parser: argparse.ArgumentParser) -> None:
     add_launch_options(parser)
+    add_cluster_options(parser)
     add_json_flag(parser)
     parser.add_argument("--backend", choices=["auto", "gloo", "nccl"], default="auto",
                         help="auto: NCCL when CUDA is present, Gloo otherwise")
@@ -34,44 +51,75 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="stream the ranks' own output (hidden by default)")
 
 
+def test_options(args: argparse.Namespace) -> dict[str, Any]:
+    return {"backend": args.backend, "quick": bool(args.quick), "pg_timeout": args.pg_timeout,
+            "show_output": bool(args.show_output)}
+
+
 def run(args: argparse.Namespace, console: Console) -> int:
+    options = test_options(args)
+    mode = job_mode(args)
+    if mode == HOSTS:
+        from ddpkit.cli import hosts_mode
+
+        tail = ["--backend", args.backend, "--pg-timeout", f"{args.pg_timeout:g}"]
+        tail += ["--quick"] if args.quick else []
+        tail += ["--show-output"] if args.show_output else []
+        return hosts_mode.run(args, console, subcommand="test", tail=tail,
+                              render_result=lambda c, outcomes, payload: _render_job(
+                                  c, outcomes, payload, as_json=args.json))
+    if mode == JOIN:
+        from ddpkit.cli import join_mode
+
+        return join_mode.run_master(args, console, command="test", entry=WORKER_MODULE,
+                                    entry_args=[], is_module=True, options=options, share=share)
+    config = config_from_args(args, entry=WORKER_MODULE, entry_args=[], is_module=True)
+    with sigterm_as_interrupt(), node_supervision(args) as should_stop:
+        context = ShareContext.here(as_json=args.json, dry_run=args.dry_run, should_stop=should_stop,
+                                    hide_peer_commands=args.supervised)
+        code, _ = share(console, config, context, options)
+    return code
+
+
+def share(console: Console, config: LaunchConfig, context: ShareContext,
+          options: dict[str, Any]) -> tuple[int, NodeOutcome]:
+    """This node's share of the test: run the checks, print the verdict, return the exit code."""
     from ddpkit import clustertest
     from ddpkit.launch import session
-    from ddpkit.launch.config import LaunchConfig
 
-    env, home, cwd, python = process_context()
     # The run dir is decided first so the report directory can be passed to the worker.
-    probe = config_from_args(args, entry=clustertest.WORKER_MODULE, entry_args=[], is_module=True)
-    run_dir = Path(probe.run_dir) if probe.run_dir else session.default_run_dir(probe, cwd)
+    run_dir = Path(config.run_dir) if config.run_dir else session.default_run_dir(config, context.cwd)
     report_dir = run_dir / "test-report"
-    config = LaunchConfig(**{
-        **probe.__dict__,
-        "run_dir": str(run_dir),
-        "entry_args": tuple(clustertest.worker_args(report_dir, backend=args.backend,
-                                                    quick=args.quick, pg_timeout=args.pg_timeout)),
-    })
-    peer = ["test", "--backend", args.backend, "--pg-timeout", f"{args.pg_timeout:g}"]
-    if args.quick:
+    config = dataclasses.replace(
+        config, run_dir=str(run_dir), entry=WORKER_MODULE, is_module=True,
+        entry_args=tuple(clustertest.worker_args(report_dir, backend=options["backend"],
+                                                 quick=options["quick"],
+                                                 pg_timeout=options["pg_timeout"])))
+    peer = ["test", "--backend", options["backend"], "--pg-timeout", f"{options['pg_timeout']:g}"]
+    if options["quick"]:
         peer.append("--quick")
-    plan = session.prepare(config, env, home=home, cwd=cwd, python=python, peer_command=tuple(peer))
-    if args.dry_run:
-        if args.json:
+    plan = session.prepare(config, context.env, home=context.home, cwd=context.cwd,
+                           python=context.python, peer_command=tuple(peer))
+    if context.hide_peer_commands:
+        plan = without_peer_commands(plan)
+    outcome = NodeOutcome(node_rank=config.node_rank, host=plan.hostname, state=OK)
+    if context.dry_run:
+        if context.as_json:
             render.emit_json(console, document("launch-plan", 1, plan.to_dict()))
         else:
             print_plan(console, plan)
-        return 0
-    events = ConsoleEvents(console, output_to_stderr=True, quiet_output=not args.show_output)
+        return 0, outcome
+    events = ConsoleEvents(console, output_to_stderr=True, quiet_output=not options["show_output"])
     events.planned(plan)
     launch_error: DdpkitError | None = None
-    with sigterm_as_interrupt():
-        try:
-            session.execute(plan, events)
-        except DdpkitError as exc:
-            if exc.error_id not in ("job-failed", "job-timeout"):
-                raise
-            launch_error = exc
+    try:
+        session.execute(plan, events, should_stop=context.should_stop)
+    except DdpkitError as exc:
+        if exc.error_id not in ("job-failed", "job-timeout", "job-stopped"):
+            raise
+        launch_error = exc
     verdict = clustertest.read_verdict(report_dir)
-    if args.json:
+    if context.as_json:
         payload = verdict.to_dict()
         payload["interface"] = plan.interface.ifname
         payload["run_dir"] = str(run_dir)
@@ -79,13 +127,47 @@ def run(args: argparse.Namespace, console: Console) -> int:
             payload["launch_error"] = launch_error.to_dict()
         render.emit_json(console, document("test", 1, payload))
     else:
-        headers, rows = verdict.rows()
-        if verdict.ranks:
-            render.table(console, headers, rows)
-            render.line(console)
-        render.line(console, verdict.headline())
+        _print_verdict(console, verdict)
     if launch_error is not None:
         render.log(console, f"ddpkit: {launch_error.message}")
         render.log(console, f"  fix: {launch_error.hint}")
-        return int(launch_error.exit_code)
-    return ExitCode.OK if verdict.ok else ExitCode.FAILURE
+        failed = outcome_from_error(launch_error.to_dict(), node_rank=config.node_rank,
+                                    host=plan.hostname)
+        return int(launch_error.exit_code), failed
+    if not verdict.ok:
+        return ExitCode.FAILURE, dataclasses.replace(outcome, state=FAILED, error_id="checks-failed",
+                                                     message=verdict.headline())
+    return ExitCode.OK, outcome
+
+
+def _print_verdict(console: Console, verdict: Any) -> None:
+    headers, rows = verdict.rows()
+    if verdict.ranks:
+        render.table(console, headers, rows)
+        render.line(console)
+    render.line(console, verdict.headline())
+
+
+def _render_job(console: Console, outcomes: Sequence[NodeOutcome], payload: dict[str, Any], *,
+                as_json: bool) -> int:
+    """The fan-out's result: node 0's verdict (it holds the whole job's report), then the job."""
+    from ddpkit.clustertest import TestVerdict
+
+    doc = next((o.document for o in outcomes if o.document and "ranks" in o.document), None)
+    failure = first_failure(outcomes)
+    if as_json:
+        body = {k: v for k, v in (doc or {}).items() if k not in ("schema", "ddpkit_version")}
+        body.update({"ok": failure is None and bool(body.get("ok")), "job": payload})
+        render.emit_json(console, document("test", 1, body))
+    elif doc is not None:
+        stages = {int(k): str(v) for k, v in dict(doc.get("stages", {})).items()}
+        verdict = TestVerdict(ok=bool(doc.get("ok")), nodes=doc.get("nodes"),
+                              ranks_per_node=doc.get("ranks_per_node"),
+                              world_size=doc.get("world_size"), ranks=tuple(doc.get("ranks", [])),
+                              missing_ranks=tuple(doc.get("missing_ranks", [])), stages=stages,
+                              complete=bool(doc.get("complete")))
+        _print_verdict(console, verdict)
+    if failure is not None:
+        render.log(console, f"ddpkit: job failed: {job_summary(outcomes)}")
+        return ExitCode.JOB_FAILED
+    return ExitCode.OK if doc is not None and doc.get("ok") else ExitCode.FAILURE

@@ -1,0 +1,127 @@
+"""`ddpkit join TOKEN`: take part in a job started on the master with `ddpkit launch --nnodes N`.
+
+Fetches the job from the master's job store (torch's c10d TCPStore), checks its signature with the
+token's secret, takes the next node rank, picks this machine's interface by route to the master,
+and runs its share (`launch` or `test`, whichever the master started). No ssh needed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import socket
+from pathlib import Path
+from typing import Any
+
+from ddpkit import __version__
+from ddpkit.cli import render
+from ddpkit.cli.console import Console
+from ddpkit.cli.launch_options import Share, ShareContext, process_context, sigterm_as_interrupt
+from ddpkit.cli.options import add_flag, add_json_flag
+from ddpkit.errors import ConfigError, DdpkitError, EnvironmentProblem
+from ddpkit.launch.config import DEFAULT_CONNECT_TIMEOUT, LaunchConfig
+from ddpkit.launch.outcomes import INTERRUPTED, STOPPED, NodeOutcome, outcome_from_error
+
+HELP = "join a job started on the master with a ddpk:// token"
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("token", help="the ddpk://ADDRESS:PORT/RUN/SECRET token the master printed")
+    add_flag(parser, "--ifname", default=None,
+             help="force this machine's inter-node interface (default: the route to the master)")
+    add_flag(parser, "--connect-timeout", type=float, default=DEFAULT_CONNECT_TIMEOUT,
+             help=f"seconds to wait for the master (default {DEFAULT_CONNECT_TIMEOUT:g})")
+    add_flag(parser, "--run-dir", default=None,
+             help="where per-rank logs go (default ./ddpkit-runs/<time>-node<R>)")
+    parser.add_argument("--show-output", action="store_true",
+                        help="ddpkit test jobs: stream the ranks' own output")
+    add_json_flag(parser)
+
+
+def run(args: argparse.Namespace, console: Console) -> int:
+    from ddpkit.launch import join
+    from ddpkit.launch.token import parse_token
+    from ddpkit.launch.watch import StopSwitch
+    from ddpkit.net.route import route_to
+
+    token = parse_token(args.token)
+    route = route_to(token.address)
+    render.log(console, f"ddpkit: joining the job at {token.endpoint} via {route.ifname} "
+                        f"(source {route.source})")
+    env, home, cwd, python = process_context()
+    with sigterm_as_interrupt():
+        worker = join.WorkerSide(join.connect_store(token, timeout=args.connect_timeout))
+        spec = worker.fetch_job()
+        _check_job(spec, cwd)
+        rank = worker.claim_rank(spec)
+        host = socket.gethostname()
+        worker.announce(host, route.source, route.ifname)
+        render.log(console, f"ddpkit: joined as node {rank} of {spec.nnodes} ({spec.command} "
+                            f"{spec.entry}); waiting for the other nodes")
+        switch = StopSwitch(interrupt=lambda: os.kill(os.getpid(), signal.SIGTERM))
+        worker.start_heartbeat(on_lost=switch.trigger)
+        try:
+            worker.wait_for_go(spec.join_timeout + 30.0)
+            config = job_config(spec, rank, args)
+            context = ShareContext(
+                env={**env, **dict(spec.env)}, home=home, cwd=cwd, python=python, as_json=args.json,
+                should_stop=lambda: switch.should_stop() or worker.should_stop(),
+                hide_peer_commands=True)
+            options: dict[str, Any] = {**dict(spec.options), "show_output": args.show_output}
+            code, outcome = _share_for(spec.command)(console, config, context, options)
+        except DdpkitError as exc:
+            _report(console, worker, outcome_from_error(exc.to_dict(), node_rank=rank, host=host))
+            raise
+        except KeyboardInterrupt:
+            state, message = (STOPPED, switch.reason) if switch.reason else (INTERRUPTED, "Ctrl-C")
+            _report(console, worker, NodeOutcome(node_rank=rank, host=host, state=state,
+                                                 message=message or ""))
+            raise
+        _report(console, worker, outcome)
+        return code
+
+
+def job_config(spec: Any, rank: int, args: argparse.Namespace) -> LaunchConfig:
+    options = dict(spec.options)
+    return LaunchConfig(
+        nnodes=spec.nnodes, node_rank=rank, master_addr=spec.master_addr,
+        master_port=spec.master_port, nproc_per_node=spec.nproc_per_node, entry=spec.entry,
+        entry_args=tuple(spec.entry_args), is_module=spec.is_module, ifname=args.ifname,
+        debug=bool(options.get("debug", False)),
+        connect_timeout=float(options.get("connect_timeout") or args.connect_timeout),
+        rdzv_timeout=int(options.get("rdzv_timeout") or 600),
+        max_restarts=int(options.get("max_restarts") or 0), run_dir=args.run_dir,
+        job_timeout=float(options["job_timeout"]) if options.get("job_timeout") else None,
+        extra_env=tuple(spec.overrides),
+    )
+
+
+def _check_job(spec: Any, cwd: Path) -> None:
+    if spec.ddpkit_version != __version__:
+        raise EnvironmentProblem(
+            "version-mismatch",
+            f"the master runs ddpkit {spec.ddpkit_version}, this machine {__version__}",
+            "install the same ddpkit version on every machine")
+    if not spec.is_module and not (cwd / spec.entry).is_file():
+        raise ConfigError(
+            "script-not-found",
+            f"the job's script {spec.entry} is not in this directory ({cwd})",
+            f"run `ddpkit join` from the directory that holds it (on the master: {spec.cwd})")
+
+
+def _share_for(command: str) -> Share:
+    if command == "test":
+        from ddpkit.cli.commands import test
+
+        return test.share
+    from ddpkit.cli.commands import launch
+
+    return launch.share
+
+
+def _report(console: Console, worker: Any, outcome: NodeOutcome) -> None:
+    try:
+        worker.report(outcome)
+    except (RuntimeError, OSError, DdpkitError) as exc:
+        render.log(console, f"ddpkit: could not tell the master how this node ended ({exc})")

@@ -1,0 +1,198 @@
+"""`ddpkit launch|test --hosts/--hostfile`: preflight every host, then supervise one node per host."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from ddpkit import __version__
+from ddpkit.cli import render
+from ddpkit.cli.console import Console
+from ddpkit.cli.launch_options import env_overrides, process_context, sigterm_as_interrupt
+from ddpkit.errors import DdpkitError, JobFailed, NetworkProblem, UsageError
+from ddpkit.launch.envpass import ENV_FILE_NAME, PassedEnv, load_env_file, passed_env
+from ddpkit.launch.fanout import NodeCommand, plan_nodes, supervise
+from ddpkit.launch.hostfile import Host, load_hostfile, parse_hosts
+from ddpkit.launch.outcomes import OK, NodeOutcome, first_failure, job_summary
+from ddpkit.launch.plan import LOOPBACK_NAMES
+from ddpkit.launch.probe import MasterChoice, choose_master, probe_hosts, require_fit
+from ddpkit.launch.remote import SshSettings, remote_command, ssh_argv
+from ddpkit.report import document
+
+MASTER_PLACEHOLDER = "<node 0's address, found at run time>"
+ResultRenderer = Callable[[Console, Sequence[NodeOutcome], dict[str, Any]], int]
+"""Renders a job's outcomes (with the job payload) and returns the exit code (``ddpkit test``)."""
+
+
+def load_hosts(args: argparse.Namespace) -> tuple[Host, ...]:
+    hosts = load_hostfile(Path(args.hostfile)) if args.hostfile else parse_hosts(args.hosts)
+    if args.nnodes not in (1, len(hosts)):
+        raise UsageError("nnodes-mismatch",
+                         f"--nnodes {args.nnodes} but {len(hosts)} hosts are listed",
+                         "drop --nnodes (the host list decides) or list that many hosts")
+    return hosts
+
+
+def forwarded_flags(args: argparse.Namespace) -> list[str]:
+    """The per-node launch options every node gets, as the user gave them here."""
+    flags = ["--connect-timeout", f"{args.connect_timeout:g}",
+             "--rdzv-timeout", str(args.rdzv_timeout), "--max-restarts", str(args.max_restarts)]
+    if args.job_timeout is not None:
+        flags += ["--job-timeout", f"{args.job_timeout:g}"]
+    if args.ifname:
+        flags += ["--ifname", args.ifname]
+    if args.debug:
+        flags.append("--debug")
+    return flags
+
+
+def job_env(args: argparse.Namespace, env: dict[str, str], cwd: Path) -> PassedEnv:
+    path = Path(args.env_file) if args.env_file else cwd / ENV_FILE_NAME
+    values = load_env_file(path, required=bool(args.env_file))
+    return passed_env(env, file_values=values, file_path=str(path) if values is not None else None,
+                      overrides=env_overrides(args.env))
+
+
+def is_this_machine(host: Host) -> bool:
+    """A host reached without ssh: no user or port given, and its name is one of our addresses."""
+    if host.user or host.port:
+        return False
+    if host.name in LOOPBACK_NAMES:
+        return True
+    from ddpkit.net.interfaces import discover
+    from ddpkit.net.route import resolve
+    from ddpkit.net.select import interface_holding
+
+    try:
+        addresses = resolve(host.name)
+    except DdpkitError:
+        return False
+    nics = discover()
+    return any(interface_holding(address, nics) is not None for address in addresses)
+
+
+def run(args: argparse.Namespace, console: Console, *, subcommand: str, tail: list[str],
+        render_result: ResultRenderer | None = None) -> int:
+    hosts = load_hosts(args)
+    env, _home, cwd, python = process_context()
+    settings = SshSettings(args.ssh_connect_timeout, tuple(args.ssh_option), args.ssh_config)
+    remote_python = args.remote_python or python
+    passed = job_env(args, env, cwd)
+    local = [is_this_machine(host) for host in hosts]
+
+    def plan(master: str) -> tuple[NodeCommand, ...]:
+        return plan_nodes(hosts, local, subcommand=subcommand, master_addr=master,
+                          master_port=args.master_port, nproc_default=str(args.nproc_per_node),
+                          flags=forwarded_flags(args), tail=tail, python=remote_python,
+                          cwd=str(cwd), passed=passed, base_env=env, settings=settings,
+                          run_dir_base=args.run_dir)
+
+    if args.dry_run:
+        nodes = plan(args.master_addr or MASTER_PLACEHOLDER)
+        _print_dry_run(console, nodes, passed, as_json=args.json)
+        return 0
+    render.log(console, f"ddpkit: checking {len(hosts)} hosts in parallel (ssh, python, ddpkit, "
+                        "torch, working directory)")
+    probes = probe_hosts(hosts, local=local, python=remote_python, cwd=str(cwd), settings=settings,
+                         version=__version__)
+    for probe in probes:
+        where = "this machine" if probe.local else f"ssh {probe.host.ssh_target}"
+        state = "ok" if probe.ok else "; ".join(probe.problems)
+        render.log(console, f"ddpkit:   node {probe.node_rank} {probe.host.label} "
+                            f"({probe.hostname}, {where}): {state}")
+    require_fit(probes)
+    master = choose_master(probes, explicit=args.master_addr, route_here=_route_here,
+                           route_on_master=lambda target: _route_on(hosts[0], target, remote_python,
+                                                                    settings))
+    render.log(console, f"ddpkit: master address {master.address} ({master.reason})")
+    nodes = plan(master.address)
+    events = _Events(console, to_stderr=args.json or subcommand == "test")
+    output_dir = Path(args.output_dir) if args.output_dir else None
+    with sigterm_as_interrupt():
+        outcomes = supervise(nodes, events, output_dir=output_dir)
+    if render_result is not None:
+        return render_result(console, outcomes, _payload(master, outcomes))
+    failure = first_failure(outcomes)
+    if args.json and failure is None:
+        render.emit_json(console, document("launch-job", 1, _payload(master, outcomes)))
+    if failure is not None:
+        raise JobFailed("job-failed", job_summary(outcomes),
+                        "each node's full output is above (or in --output-dir); its per-rank logs "
+                        "are in its run directory on that machine",
+                        details=_payload(master, outcomes))
+    render.log(console, f"ddpkit: all {len(outcomes)} nodes finished successfully")
+    return 0
+
+
+def _payload(master: MasterChoice, outcomes: Sequence[NodeOutcome]) -> dict[str, Any]:
+    first = first_failure(outcomes)
+    return {"ok": first is None, "mode": "hosts",
+            "master": {"address": master.address, "reason": master.reason},
+            "first_failure": first.to_dict() if first else None,
+            "nodes": [o.to_dict() for o in outcomes]}
+
+
+class _Events:
+    def __init__(self, console: Console, *, to_stderr: bool) -> None:
+        self.console = console
+        self.to_stderr = to_stderr
+
+    def line(self, node: NodeCommand, text: str) -> None:
+        prefixed = f"[{node.label}] {text}"
+        if self.to_stderr:
+            render.log(self.console, prefixed)
+        else:
+            render.line(self.console, prefixed)
+
+    def finished(self, outcome: NodeOutcome) -> None:
+        how = "finished" if outcome.state == OK else f"{outcome.state}: {outcome.how()}"
+        render.log(self.console, f"ddpkit: node {outcome.node_rank} ({outcome.host}) {how}")
+
+    def stopping(self, reason: str) -> None:
+        render.log(self.console, f"ddpkit: stopping every node: {reason}")
+
+
+def _route_here(target: str) -> tuple[str, str]:
+    from ddpkit.net.route import route_to
+
+    route = route_to(target)
+    return route.source, route.ifname
+
+
+def _route_on(host: Host, target: str, python: str, settings: SshSettings) -> tuple[str, str]:
+    """Node 0's own route lookup (``ddpkit nics --to``), run there over ssh."""
+    argv = ssh_argv(host, remote_command([python, "-m", "ddpkit", "nics", "--to", target, "--json"]),
+                    settings)
+    try:
+        proc = subprocess.run(argv, capture_output=True, text=True, stdin=subprocess.DEVNULL,
+                              timeout=settings.connect_timeout + 30)
+        route = json.loads(proc.stdout[proc.stdout.find("{"):])["route"]
+        return str(route["source"]), str(route["ifname"])
+    except (subprocess.TimeoutExpired, ValueError, KeyError, TypeError) as exc:
+        raise NetworkProblem("remote-route-failed",
+                             f"`ddpkit nics --to {target}` on {host.ssh_target} gave no route ({exc})",
+                             "pass --master-addr") from None
+
+
+def _print_dry_run(console: Console, nodes: Sequence[NodeCommand], passed: PassedEnv, *,
+                   as_json: bool) -> None:
+    if as_json:
+        render.emit_json(console, document("launch-job-plan", 1, {
+            "nodes": [n.to_dict() for n in nodes], "env": passed.to_dict()}))
+        return
+    render.line(console, f"{len(nodes)} nodes; each checked first (ssh, python, ddpkit, torch), "
+                         "then started in parallel:")
+    for node in nodes:
+        where = "here" if node.local else f"on {node.host.ssh_target}"
+        render.line(console, f"node {node.node_rank} ({where}):")
+        render.line(console, "  " + node.display())
+    if passed.values or passed.overrides:
+        render.line(console, "environment passed on (allow-list, env file, --env):")
+        for key, value in sorted(passed.values.items()):
+            render.line(console, f"  {key}={value}  ({passed.sources.get(key, '')})")
+        for key, value in passed.overrides:
+            render.line(console, f"  {key}={value}  (--env)")

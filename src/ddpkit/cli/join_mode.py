@@ -1,0 +1,156 @@
+"""Token mode on the master: `ddpkit launch|test --nnodes N ...` without --master-addr.
+
+Starts the job store, prints `ddpkit join ddpk://...` for the other machines, shows who joins
+from where, then runs node 0's share while watching every worker; one failure anywhere stops all.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import os
+import socket
+import time
+from pathlib import Path
+from typing import Any
+
+from ddpkit import __version__
+from ddpkit.cli import render
+from ddpkit.cli.console import Console
+from ddpkit.cli.launch_options import (
+    Share,
+    ShareContext,
+    config_from_args,
+    process_context,
+    sigterm_as_interrupt,
+)
+from ddpkit.errors import DdpkitError, EnvironmentProblem, ExitCode, JobFailed
+from ddpkit.launch.outcomes import OK, first_failure, job_summary, outcome_from_error
+from ddpkit.launch.token import JoinToken
+from ddpkit.report import document
+
+STOP_WAIT_S = 20.0  # for the workers to report after a stop order (their own cleanup takes <= 10 s)
+SUCCESS_WAIT_S = 60.0  # for the workers to report after node 0 finished well
+
+
+def advertised_address(ifname: str | None) -> tuple[str, str, str]:
+    """(address, interface, why): where the other machines reach this one."""
+    from ddpkit.net.interfaces import discover
+    from ddpkit.net.select import best_address, find_interface, recommend
+
+    nics = discover()
+    if ifname:
+        nic = find_interface(ifname, nics)
+        address = best_address(nic)
+        if address is None:
+            raise EnvironmentProblem("interface-has-no-address", f"interface {ifname} has no address",
+                                     "give it one, or pick another with --ifname (`ddpkit nics`)")
+        return address.address, nic.name, f"--ifname {nic.name}"
+    choice = recommend(nics)
+    return choice.address, choice.nic.name, choice.reason
+
+
+def job_options(args: argparse.Namespace, extra: dict[str, Any]) -> dict[str, Any]:
+    return {"connect_timeout": args.connect_timeout, "rdzv_timeout": args.rdzv_timeout,
+            "max_restarts": args.max_restarts, "job_timeout": args.job_timeout,
+            "debug": bool(args.debug), **{k: v for k, v in extra.items() if k != "show_output"}}
+
+
+def write_token_file(path: Path, token: JoinToken) -> None:
+    """The token, readable by its owner only, written whole or not at all."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as handle:
+        handle.write(f"{token}\n")
+    os.replace(tmp, path)
+
+
+def run_master(args: argparse.Namespace, console: Console, *, command: str, entry: str,
+               entry_args: list[str], is_module: bool, options: dict[str, Any], share: Share) -> int:
+    from ddpkit.cli.hosts_mode import job_env
+    from ddpkit.launch import join
+    from ddpkit.launch.preflight import check_port_free
+    from ddpkit.launch.token import new_token
+
+    address, ifname, why = advertised_address(args.ifname)
+    env, home, cwd, python = process_context()
+    passed = job_env(args, env, cwd)
+    token = new_token(address, args.join_port)
+    spec = join.JobSpec(
+        command=command, nnodes=args.nnodes, master_addr=address, master_port=args.master_port,
+        nproc_per_node=str(args.nproc_per_node), entry=entry, entry_args=tuple(entry_args),
+        is_module=is_module, env=passed.values, overrides=passed.overrides,
+        options=job_options(args, options), join_timeout=args.join_timeout,
+        ddpkit_version=__version__, cwd=str(cwd))
+    if args.dry_run:
+        if args.json:
+            render.emit_json(console, document("join-plan", 1, {
+                "address": address, "interface": ifname, "reason": why, "job": spec.to_dict()}))
+        else:
+            render.line(console, f"would start a job store on {address}:{args.join_port} ({ifname}: "
+                                 f"{why}) for {args.nnodes} nodes and print a `ddpkit join` token")
+            render.line(console, f"job: {command} {entry} {' '.join(entry_args)}".rstrip())
+        return 0
+    check_port_free(args.join_port)
+    check_port_free(args.master_port)
+    master = join.MasterSide(join.host_store(token), spec)
+    master.publish()
+    render.log(console, f"ddpkit: job store on {address}:{args.join_port} ({ifname}: {why})")
+    others = args.nnodes - 1
+    where = "the other machine" if others == 1 else f"each of the other {others} machines"
+    render.log(console, f"ddpkit: on {where}, run:")
+    render.log(console, f"  ddpkit join {token}")
+    if args.token_file:
+        write_token_file(Path(args.token_file), token)
+    render.log(console, f"ddpkit: waiting for {others} node{'s' if others > 1 else ''} to join "
+                        f"(up to {args.join_timeout:g} s)")
+    joined = 0
+
+    def on_join(node: join.JoinedNode) -> None:
+        nonlocal joined
+        joined += 1
+        render.log(console, f"ddpkit: {node.describe()} [{joined}/{args.nnodes - 1}]")
+
+    with sigterm_as_interrupt():
+        try:
+            master.wait_for_nodes(on_join, timeout=args.join_timeout)
+        except (DdpkitError, KeyboardInterrupt) as exc:
+            reason = exc.message if isinstance(exc, DdpkitError) else "interrupted on the master"
+            master.stop(reason)
+            master.collect(wait=STOP_WAIT_S if master.joined else 0.0)
+            raise
+        master.release()
+        namespace = argparse.Namespace(**{**vars(args), "master_addr": address})
+        config = config_from_args(namespace, entry=entry, entry_args=entry_args, is_module=is_module)
+        context = ShareContext(env=env, home=home, cwd=cwd, python=python, as_json=args.json,
+                               should_stop=master.should_stop, hide_peer_commands=True)
+        own_error: DdpkitError | None = None
+        try:
+            code, own = share(console, config, context, options)
+        except DdpkitError as exc:
+            own_error, code = exc, int(exc.exit_code)
+            own = outcome_from_error(exc.to_dict(), node_rank=0, host=socket.gethostname())
+        except KeyboardInterrupt:
+            master.stop("interrupted on the master")
+            master.collect(wait=STOP_WAIT_S)
+            raise
+        own = dataclasses.replace(own, observed_at=time.monotonic())
+        if own.state != OK:
+            master.stop(f"node 0 ({own.host}) {own.state}: {own.how()}")
+        stopped = own.state != OK or master.should_stop() is not None
+        outcomes = (own, *master.collect(wait=STOP_WAIT_S if stopped else SUCCESS_WAIT_S))
+    failure = first_failure(outcomes)
+    if failure is None and own_error is None:
+        if code == 0:
+            render.log(console, f"ddpkit: all {len(outcomes)} nodes finished successfully")
+        return code
+    if failure is None and own_error is not None:
+        raise own_error
+    summary = job_summary(outcomes)
+    details = {"nodes": [o.to_dict() for o in outcomes],
+               "first_failure": failure.to_dict() if failure else None}
+    if own_error is not None or command == "launch":
+        raise JobFailed("job-failed", summary, "each node's output and run directory has the "
+                        "details; `ddpkit doctor --log` explains common causes", details=details)
+    render.log(console, f"ddpkit: job failed: {summary}")
+    return max(code, int(ExitCode.JOB_FAILED))
