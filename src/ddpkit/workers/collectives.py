@@ -12,7 +12,12 @@ lacks is detected with a tiny probe and skipped with a note. Rank 0 prints nccl-
 and "Avg bus bandwidth", and writes one ``ddpkit.collectives/1`` JSON document to ``--out``
 (atomically). Exit status: 0 all correct, 1 some element wrong, 2 bad arguments or output path.
 
-Only the standard library, torch and the stdlib-only ``ddpkit.bench.formulas`` are imported.
+With ``--tcp-out FILE`` the job first measures raw TCP throughput between every node pair
+(:mod:`ddpkit.workers.tcp_baseline`, flags ``--tcp-seconds``, ``--tcp-streams``, ``--tcp-max-bytes``),
+so ``ddpkit bench`` gets the wire's rate and the busbw in one job.
+
+Only the standard library, torch, the stdlib-only ``ddpkit.bench.formulas`` and the baseline
+worker (stdlib, torch and the stdlib-only ``ddpkit.bench.tcp``) are imported.
 """
 
 from __future__ import annotations
@@ -32,6 +37,7 @@ import torch.distributed as dist
 from torch.distributed.elastic.multiprocessing.errors import record
 
 from ddpkit.bench.formulas import GB, busbw_factor, element_count, parse_sweep_size, sweep_sizes
+from ddpkit.workers import tcp_baseline
 
 SCHEMA = "ddpkit.collectives/1"
 OPS: tuple[str, ...] = ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "all_to_all")
@@ -69,6 +75,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--backend", choices=("auto", "gloo", "nccl"), default="auto")
     p.add_argument("--timeout", type=float, default=300.0, help="process group timeout (s)")
     p.add_argument("--out", type=Path, default=None, help="JSON results path (written by rank 0)")
+    p.add_argument("--tcp-out", type=Path, default=None,
+                   help="first measure raw TCP between every node pair (ddpkit.workers.tcp_baseline) "
+                        "in the same job and write it here")
+    tcp_baseline.add_arguments(p, prefix="tcp-")
     return p
 
 
@@ -274,6 +284,11 @@ def main(argv: list[str] | None = None) -> int:
     dist.init_process_group(backend, init_method="env://",
                             timeout=datetime.timedelta(seconds=args.timeout))
     try:
+        if args.tcp_out is not None:
+            doc = tcp_baseline.run_baseline(seconds=args.tcp_seconds, streams=args.tcp_streams,
+                                            max_bytes=args.tcp_max_bytes)
+            if doc:
+                tcp_baseline.write_atomically(args.tcp_out, doc)
         return _sweep(args, backend, device)
     finally:
         dist.destroy_process_group()
