@@ -71,6 +71,16 @@ def write_log(path: Path, megabytes: int) -> int:
     return written
 
 
+def write_spam(path: Path, megabytes: int) -> int:
+    """The worst case: every line is one doctor must read (a retry loop's output)."""
+    head = b"gpu-a:2201:2201 [0] NCCL INFO Bootstrap : Using eth0:172.17.0.4<0>\n"
+    line = b"gpu-b:3107:3140 [0] NCCL INFO Call to connect returned Connection refused, retrying\n"
+    count = megabytes * 1_000_000 // len(line)
+    with open(path, "wb") as out:
+        out.write(head + line * count)
+    return len(head) + len(line) * count
+
+
 def baseline(path: Path) -> tuple[float, float]:
     """(CPU seconds, wall seconds) of splitting the file into lines."""
     cpu, wall = time.process_time(), time.perf_counter()
@@ -119,6 +129,9 @@ def main() -> int:
             base.append(baseline(path))
             cand.append(diagnosis(path))
         rss_growth = peak_rss_mb() - rss_before
+        spam = Path(tmp) / "spam.log"
+        spam_size = write_spam(spam, max(megabytes // 10, 4))
+        spam_rate = spam_size / 1e6 / diagnosis(spam)[0]
     mb = size / 1e6
     base_rate = mb / statistics.median(c for c, _ in base)
     cand_rate = mb / statistics.median(c for c, _ in cand)
@@ -129,6 +142,7 @@ def main() -> int:
     print(f"baseline (for line in f, binary): {base_rate:8.1f} MB/s  ({base_wall:.1f})")
     print(f"ddpkit doctor --log (scan+rules): {cand_rate:8.1f} MB/s  ({cand_wall:.1f})")
     print(f"ratio doctor/baseline: {cand_rate / base_rate:.3f}")
+    print(f"worst case, every line a retry to diagnose: {spam_rate:.1f} MB/s (not the target mix)")
     print(f"peak memory growth: {rss_growth:.1f} MB (constant memory: independent of log size)")
     verdict = "meets" if cand_rate >= TARGET_MB_S else "misses"
     print(f"target >= {TARGET_MB_S:g} MB/s: {verdict}")

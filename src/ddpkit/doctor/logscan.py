@@ -99,7 +99,11 @@ def _patterns_for(found: frozenset[bytes]) -> tuple[LinePattern, ...]:
 
 
 def _follow_count(raw: bytes) -> int:
-    return max((n for literal, n in _FOLLOW if literal in raw), default=0)
+    count = 0
+    for literal, n in _FOLLOW:
+        if n > count and literal in raw:
+            count = n
+    return count
 
 
 def _anchor_hits(buf: bytes, limit: int) -> list[int]:
@@ -152,7 +156,9 @@ class _Windows:
                     pos = window_end
                     continue
                 pos = end + 1
-                self.pending_follow = max(self.pending_follow, _follow_count(raw))
+                follow = _follow_count(raw)
+                if follow > self.pending_follow:
+                    self.pending_follow = follow
             while self.pending_follow and pos < limit:
                 end = find(b"\n", pos, limit)
                 end = limit if end < 0 else end
@@ -234,10 +240,16 @@ def parse_prefix(text: str) -> tuple[str | None, str | None, int | None]:
 # --- events --------------------------------------------------------------------------------------
 
 
-def _events_in_line(name: str, number: int, raw: bytes, follow: bool) -> list[Event]:
+_Parsed = tuple[tuple[str, str, "str | None", "str | None", "int | None", Mapping[str, str]], ...]
+_LINE_CACHE: dict[tuple[bytes, bool], _Parsed] = {}
+_LINE_CACHE_SIZE = 2048  # identical lines (retry spam) are parsed once
+
+
+def _parse_line(raw: bytes, follow: bool) -> _Parsed:
+    """(kind, shown text, host, node, rank, fields) for each event in one line, in line order."""
     candidates = _ALL if follow else _patterns_for(triggers_in(raw))
     if not candidates:
-        return []
+        return ()
     text = raw.decode("utf-8", "replace").rstrip("\r\n")
     if "\x1b" in text:
         text = _ANSI.sub("", text)
@@ -248,8 +260,9 @@ def _events_in_line(name: str, number: int, raw: bytes, follow: bool) -> list[Ev
             continue
         if pattern.skip_if and any(s in text for s in pattern.skip_if):
             continue
-        matches = list(pattern.regex.finditer(text)) if pattern.multi else []
-        if not pattern.multi:
+        if pattern.multi:
+            matches = list(pattern.regex.finditer(text))
+        else:
             single = pattern.regex.search(text)
             matches = [single] if single else []
         for match in matches:
@@ -265,11 +278,23 @@ def _events_in_line(name: str, number: int, raw: bytes, follow: bool) -> list[Ev
         if matches and pattern.claims:
             break
     if not found:
-        return []
+        return ()
     host, node, rank = parse_prefix(text)
     shown = clip(text.strip())
     found.sort(key=lambda item: (item[0], item[1]))
-    return [Event(p.kind, name, number, shown, host, node, rank, d) for _, _, p, d in found]
+    return tuple((p.kind, shown, host, node, rank, d) for _, _, p, d in found)
+
+
+def _events_in_line(name: str, number: int, raw: bytes, follow: bool) -> list[Event]:
+    key = (raw, follow)
+    parsed = _LINE_CACHE.get(key)
+    if parsed is None:
+        parsed = _parse_line(raw, follow)
+        if len(_LINE_CACHE) >= _LINE_CACHE_SIZE:
+            _LINE_CACHE.clear()
+        _LINE_CACHE[key] = parsed
+    return [Event(kind, name, number, shown, host, node, rank, data)
+            for kind, shown, host, node, rank, data in parsed]
 
 
 def scan(stream: BinaryIO, name: str) -> Iterator[Event]:

@@ -82,6 +82,7 @@ class NetworkRules:
         self.ifname: Capped[str, str] = Capped()  # origin -> NCCL_SOCKET_IFNAME value
         self.ifname_bag = Bag()
         self.conns: Capped[tuple[str, str], _Conn] = Capped(64)
+        self._conn_memo: dict[tuple[str, str], _Conn] = {}  # (printed address, error) -> conn
         self.missing_bag = Bag()
         self.missing_names: set[str] = set()
         self.missing_origins: set[str] = set()
@@ -109,9 +110,15 @@ class NetworkRules:
             self.ifname.slot(event.origin, lambda: event.get("value"))
             self.ifname_bag.add(event)
         elif kind == "connect-error":
-            address = event.get("addr")
-            err = error_class(event.get("err"))
-            conn = self.conns.slot((normalise_address(address), err), lambda: _Conn(address, err))
+            data = event.data
+            address, err_text = data.get("addr", ""), data.get("err", "")
+            conn = self._conn_memo.get((address, err_text))
+            if conn is None:
+                err = error_class(err_text)
+                conn = self.conns.slot((normalise_address(address), err),
+                                       lambda: _Conn(address, err))
+                if conn is not None and len(self._conn_memo) < 1024:
+                    self._conn_memo[(address, err_text)] = conn
             if conn is not None:
                 conn.sources.add(event.get("source", "other"))
                 if len(conn.origins) < 64:
