@@ -1,0 +1,70 @@
+"""The layering rules of DEVELOPERS.md, checked on the source: the library never reaches into the
+CLI or terminal libraries, and the programs that run inside ranks stay light."""
+
+from __future__ import annotations
+
+import ast
+import sys
+from pathlib import Path
+
+import pytest
+
+SRC = Path(__file__).resolve().parents[2] / "src" / "ddpkit"
+# What a worker may import from ddpkit itself: modules that need only the stdlib (and torch).
+WORKER_DDPKIT_ALLOWED = ("ddpkit.bench.formulas", "ddpkit.bench.tcp", "ddpkit.ddp", "ddpkit.workers",
+                         "ddpkit.errors")
+
+
+def _imports(path: Path) -> list[str]:
+    tree = ast.parse(path.read_text(), filename=str(path))
+    names = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.extend(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            if node.module.startswith("ddpkit"):  # `from ddpkit.bench import tcp` is ddpkit.bench.tcp
+                names.extend(f"{node.module}.{alias.name}" for alias in node.names)
+            else:
+                names.append(node.module)
+    return names
+
+
+def _modules(under: Path) -> list[Path]:
+    return sorted(p for p in under.rglob("*.py"))
+
+
+LIBRARY = [p for p in _modules(SRC) if "cli" not in p.relative_to(SRC).parts
+           and p.name != "__main__.py"]
+WORKERS = _modules(SRC / "workers")
+
+
+@pytest.mark.parametrize("path", LIBRARY, ids=lambda p: str(p.relative_to(SRC)))
+def test_library_never_imports_the_cli_or_terminal_libraries(path: Path) -> None:
+    bad = [name for name in _imports(path)
+           if name.split(".")[0] in ("argparse", "rich") or name.startswith("ddpkit.cli")]
+    if path.parent.name == "workers":  # programs with their own command line
+        bad = [name for name in bad if name != "argparse"]
+    assert bad == [], f"{path.relative_to(SRC)} imports {bad}"
+
+
+@pytest.mark.parametrize("path", WORKERS, ids=lambda p: p.name)
+def test_workers_import_only_stdlib_torch_and_light_ddpkit_modules(path: Path) -> None:
+    stdlib = sys.stdlib_module_names
+    bad = []
+    for name in _imports(path):
+        top = name.split(".")[0]
+        if top in stdlib or top == "torch" or top == "__future__":
+            continue
+        if top == "ddpkit" and name.startswith(WORKER_DDPKIT_ALLOWED):
+            continue
+        bad.append(name)
+    assert bad == [], f"{path.name} imports {bad}"
+
+
+@pytest.mark.parametrize("module", sorted(set(WORKER_DDPKIT_ALLOWED) - {"ddpkit.workers"}))
+def test_modules_workers_use_stay_light(module: str) -> None:
+    path = SRC.joinpath(*module.split(".")[1:]).with_suffix(".py")
+    for name in _imports(path):
+        top = name.split(".")[0]
+        assert top in sys.stdlib_module_names or top in ("torch", "__future__") or \
+            name.startswith(WORKER_DDPKIT_ALLOWED), f"{module} imports {name}"
