@@ -1,0 +1,360 @@
+"""`ddpkit bench`: is multi-node worth it here? Raw TCP, collective sweep and DDP scaling, measured
+through `ddpkit launch` on every node; node 0 prints the tables and writes the ``ddpkit.bench/1``
+file that `ddpkit plan --from-bench` reads. docs/bench.md describes it all.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import time
+from dataclasses import fields
+from pathlib import Path
+from typing import Any
+
+from ddpkit.bench.formulas import parse_sweep_size
+from ddpkit.bench.merge import ClusterInfo, JobOutcome, build_payload
+from ddpkit.bench.run import (
+    QUICK,
+    BenchJob,
+    BenchOptions,
+    job_config,
+    peer_argv,
+    plan_jobs,
+    socket_sweep_skip_reason,
+)
+from ddpkit.bench.units import parse_count, parse_duration, parse_size
+from ddpkit.cli import render
+from ddpkit.cli.console import Console
+from ddpkit.cli.launch_options import (
+    ConsoleEvents,
+    add_launch_options,
+    config_from_args,
+    print_plan,
+    process_context,
+    sigterm_as_interrupt,
+)
+from ddpkit.cli.options import add_flag, add_json_flag
+from ddpkit.errors import (
+    DeadlineExceeded,
+    EnvironmentProblem,
+    ExitCode,
+    JobFailed,
+    NetworkProblem,
+    UsageError,
+)
+from ddpkit.launch.plan import NodePlan
+from ddpkit.report import document
+
+HELP = "measure raw TCP, collective busbw and DDP scaling across the nodes; is multi-node worth it?"
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    add_launch_options(parser)
+    add_json_flag(parser)
+    what = parser.add_argument_group("what to measure (default: --tcp --collectives --scaling)")
+    for flag, text in (("--tcp", "raw TCP between every node pair, 1 and several streams"),
+                       ("--collectives", "nccl-tests-style collective sweep"),
+                       ("--scaling", "DDP step time on 1 node vs all nodes, per setting"),
+                       ("--socket-sweep", "NCCL only: NCCL_SOCKET_NTHREADS x NCCL_NSOCKS_PERTHREAD")):
+        what.add_argument(flag, action="store_true", default=False, help=text)
+    sweep = parser.add_argument_group("collective sweep (nccl-tests' flags)")
+    sweep.add_argument("-b", "--min-bytes", "--minbytes", dest="min_bytes", default=None,
+                       help="smallest size, binary suffixes: 1K = 1024 (default 1K)")
+    sweep.add_argument("-e", "--max-bytes", "--maxbytes", dest="max_bytes", default=None,
+                       help="largest size (default 64M)")
+    sweep.add_argument("-f", "--step-factor", "--stepfactor", dest="step_factor", type=int,
+                       default=None, help="size multiplier (default 2)")
+    sweep.add_argument("-w", "--warmup-iters", dest="warmup_iters", type=int, default=None,
+                       help="warm-up iterations per size (default 2)")
+    sweep.add_argument("-n", "--iters", dest="iters", type=int, default=None,
+                       help="timed iterations per size (default 5)")
+    add_flag(sweep, "--ops", default=None, help="comma list (default: all five)")
+    tcp = parser.add_argument_group("raw TCP baseline")
+    add_flag(tcp, "--tcp-seconds", default=None, help="per pair and stream count (default 2s)")
+    add_flag(tcp, "--tcp-streams", default=None, help="stream counts, comma list (default 1,4)")
+    add_flag(tcp, "--tcp-max-bytes", default=None, help="cap per measurement (default 1GiB)")
+    scaling = parser.add_argument_group("scaling run")
+    add_flag(scaling, "--params", default=None, help="MLP parameters, SI: 25M (default)")
+    add_flag(scaling, "--batch", type=int, default=None, help="samples per rank (default 64)")
+    add_flag(scaling, "--steps", type=int, default=None, help="timed micro-steps (default 10)")
+    add_flag(scaling, "--warmup", type=int, default=None, help="untimed steps first (default 3)")
+    add_flag(scaling, "--powersgd-warmup", type=int, default=None,
+             help="PowerSGD start_powerSGD_iter in the bench (default 2, torch's minimum)")
+    add_flag(scaling, "--settings", default=None,
+             help="comma list: none, bf16, fp16, powersgd:R, accumulate:K, bf16+accumulate:K")
+    add_flag(scaling, "--setting-timeout", default=None,
+             help="each setting's job is stopped (and the setting failed) after this (default 300s)")
+    add_flag(scaling, "--efficiency-threshold", type=float, default=None,
+             help="efficiency that justifies going multi-node (default 0.7)")
+    parser.add_argument("--backend", choices=["auto", "gloo", "nccl"], default=None,
+                        help="auto: NCCL when CUDA is present, Gloo otherwise")
+    add_flag(parser, "--net-timeout", default=None, help="limit of the TCP + sweep job (default 900s)")
+    out = parser.add_argument_group("output (node 0)")
+    out.add_argument("--out", default=None, help="also write the ddpkit.bench/1 JSON here")
+    out.add_argument("--csv", default=None, metavar="FILE", help="every measurement as CSV")
+    out.add_argument("--plot", default=None, metavar="FILE.png",
+                     help="busbw vs size and efficiency bars (needs the 'plot' extra: matplotlib)")
+    parser.add_argument("--quick", action="store_true",
+                        help="a short run: small model, few steps, few sizes (explicit flags win)")
+    parser.add_argument("--show-output", action="store_true", help="stream the ranks' own output")
+
+
+def _sweep_size(text: str, flag: str) -> int:
+    try:
+        return parse_sweep_size(text)
+    except ValueError as exc:
+        raise UsageError("bad-size", f"{flag}: {exc}", "e.g. -b 1K -e 64M (K = 1024)") from None
+
+
+def _streams(text: str) -> tuple[int, ...]:
+    try:
+        return tuple(sorted({int(item) for item in text.split(",") if item.strip()}))
+    except ValueError:
+        raise UsageError("bad-bench-option", f"--tcp-streams {text!r} is not a comma list of "
+                         "numbers", "e.g. --tcp-streams 1,4") from None
+
+
+def options_from_args(args: argparse.Namespace) -> BenchOptions:
+    """The flags as :class:`BenchOptions`: defaults, then ``--quick``'s, then explicit flags."""
+    values: dict[str, Any] = {f.name: f.default for f in fields(BenchOptions)}
+    if args.quick:
+        values.update(QUICK, quick=True)
+    phases = {name: getattr(args, name) for name in ("tcp", "collectives", "scaling",
+                                                     "socket_sweep")}
+    if any(phases.values()):
+        values.update(phases)
+    given: dict[str, Any] = {
+        "min_bytes": args.min_bytes and _sweep_size(args.min_bytes, "-b"),
+        "max_bytes": args.max_bytes and _sweep_size(args.max_bytes, "-e"),
+        "step_factor": args.step_factor, "warmup_iters": args.warmup_iters, "iters": args.iters,
+        "ops": args.ops and tuple(op.strip() for op in args.ops.split(",") if op.strip()),
+        "tcp_seconds": args.tcp_seconds and parse_duration(args.tcp_seconds, flag="--tcp-seconds"),
+        "tcp_streams": args.tcp_streams and _streams(args.tcp_streams),
+        "tcp_max_bytes": args.tcp_max_bytes and parse_size(args.tcp_max_bytes,
+                                                           flag="--tcp-max-bytes"),
+        "params": args.params and parse_count(args.params, flag="--params"),
+        "batch": args.batch, "steps": args.steps, "warmup_steps": args.warmup,
+        "powersgd_warmup": args.powersgd_warmup,
+        "settings": args.settings and tuple(s.strip() for s in args.settings.split(",")
+                                            if s.strip()),
+        "backend": args.backend,
+        "setting_timeout": args.setting_timeout and parse_duration(args.setting_timeout,
+                                                                   flag="--setting-timeout"),
+        "net_timeout": args.net_timeout and parse_duration(args.net_timeout, flag="--net-timeout"),
+        "efficiency_threshold": args.efficiency_threshold,
+    }
+    values.update({k: v for k, v in given.items() if v is not None})
+    return BenchOptions(**values)
+
+
+def resolve_backend(requested: str) -> str:
+    if requested != "auto":
+        return requested
+    import torch
+    import torch.distributed as dist
+
+    return "nccl" if torch.cuda.is_available() and dist.is_nccl_available() else "gloo"
+
+
+def _check_output(path: str | None, flag: str) -> None:
+    if path is None:
+        return
+    parent = Path(path).parent
+    if not parent.is_dir() or not os.access(parent, os.W_OK) or Path(path).is_dir():
+        raise UsageError("output-unwritable", f"{flag} {path}: cannot write there",
+                         "pass a file in an existing, writable directory")
+
+
+def write_text_atomically(path: str | Path, text: str) -> None:
+    target = Path(path)
+    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+    try:
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, target)
+    except OSError as exc:
+        raise EnvironmentProblem("output-unwritable", f"cannot write {target}: {exc.strerror}",
+                                 "pass a file in a writable directory") from exc
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+_RANK_PREFIX = re.compile(r"^\[[^\]]*\]:")
+_SUMMARY = re.compile(r"^# [A-Za-z]")
+
+
+class BenchEvents(ConsoleEvents):
+    """Launch events for a bench: the first job's plan in full, then only the workers' summaries."""
+
+    def __init__(self, console: Console, *, show_output: bool) -> None:
+        super().__init__(console, output_to_stderr=True, quiet_output=not show_output)
+        self.show_output = show_output
+        self.announced = False
+
+    def planned(self, plan: NodePlan) -> None:
+        if not self.announced:
+            super().planned(plan)
+            self.announced = True
+
+    def output(self, line: str) -> None:
+        text = _RANK_PREFIX.sub("", line)
+        if self.show_output or _SUMMARY.match(text):
+            render.log(self.console, f"  {text}")
+
+
+CONTINUE_AFTER = (JobFailed, DeadlineExceeded, NetworkProblem)
+
+
+def run_jobs(console: Console, jobs: tuple[BenchJob, ...], plans: list[NodePlan],
+             results_dir: Path, events: BenchEvents) -> list[JobOutcome]:
+    from ddpkit.launch import session
+
+    outcomes = []
+    for index, (job, plan) in enumerate(zip(jobs, plans)):
+        render.log(console, f"ddpkit bench: [{index + 1}/{len(jobs)}] {job.title} (port "
+                            f"{plan.config.master_port}, at most {plan.config.job_timeout:g} s)")
+        events.planned(plan)
+        start = time.monotonic()
+        try:
+            session.execute(plan, events)
+            outcome = JobOutcome(job, True, time.monotonic() - start, run_dir=plan.run_dir)
+        except CONTINUE_AFTER as exc:
+            stage = _read_stage(results_dir / f"{job.output}.stage")
+            outcome = JobOutcome(job, False, time.monotonic() - start, exc.error_id, exc.message,
+                                 stage, plan.run_dir)
+        state = "ok" if outcome.ok else f"FAILED [{outcome.error_id}]"
+        render.log(console, f"ddpkit bench:   {state} in {outcome.duration_s:.1f} s"
+                            + (f" ({outcome.stage})" if outcome.stage and not outcome.ok else ""))
+        outcomes.append(outcome)
+    return outcomes
+
+
+def _read_stage(path: Path) -> str | None:
+    try:
+        return path.read_text().strip() or None
+    except OSError:
+        return None
+
+
+def _load(path: Path) -> dict[str, Any] | None:
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return doc if isinstance(doc, dict) else None
+
+
+def _dry_run(console: Console, as_json: bool, jobs: tuple[BenchJob, ...], plans: list[NodePlan],
+             notes: tuple[str, ...]) -> int:
+    if as_json:
+        render.emit_json(console, document("bench-plan", 1, {
+            "jobs": [{"name": j.name, "port": p.config.master_port, "timeout_s": p.config.job_timeout,
+                      "argv": list(p.argv), "env": dict(j.env)} for j, p in zip(jobs, plans)],
+            "notes": list(notes), "launch": plans[0].to_dict() if plans else None}))
+        return 0
+    if plans:
+        print_plan(console, plans[0])
+    render.line(console, f"the bench runs {len(jobs)} jobs, one after another:")
+    render.table(console, ["#", "job", "port", "limit", "worker"],
+                 [[str(i), j.name, str(p.config.master_port), f"{p.config.job_timeout:g} s",
+                   f"-m {j.module} {' '.join(j.args)}"] for i, (j, p) in enumerate(zip(jobs, plans))])
+    for note in notes:
+        render.line(console, f"note: {note}")
+    return 0
+
+
+def run(args: argparse.Namespace, console: Console) -> int:
+    from ddpkit.launch import session
+
+    options = options_from_args(args)
+    env, home, cwd, python = process_context()
+    base = config_from_args(args, entry="ddpkit.workers.scaling", entry_args=[], is_module=True)
+    run_dir = Path(base.run_dir) if base.run_dir else session.default_run_dir(base, cwd)
+    results_dir = run_dir / "results"
+    if base.is_master and not args.dry_run:
+        for path, flag in ((args.out, "--out"), (args.csv, "--csv"), (args.plot, "--plot")):
+            _check_output(path, flag)
+        if args.plot:
+            from ddpkit.bench.plot import require_matplotlib
+
+            require_matplotlib()  # fail now, not after a long run
+    backend = resolve_backend(options.backend) if options.socket_sweep else options.backend
+    jobs, notes = plan_jobs(options, str(results_dir), nnodes=base.nnodes, backend=backend)
+    if not jobs:
+        raise UsageError("nothing-to-measure", "every requested measurement is skipped here: "
+                         + "; ".join(notes), "run on 2+ nodes, or ask for --collectives/--scaling")
+    plans = [session.prepare(job_config(base, job, i, jobs[i - 1] if i else None, str(run_dir)),
+                             env, home=home, cwd=cwd, python=python, peer_command=peer_argv(options))
+             for i, job in enumerate(jobs)]
+    if args.dry_run:
+        return _dry_run(console, args.json, jobs, plans, notes)
+    results_dir.mkdir(parents=True, exist_ok=True)
+    for note in notes:
+        render.log(console, f"ddpkit bench: {note}")
+    with sigterm_as_interrupt():
+        outcomes = run_jobs(console, jobs, plans, results_dir,
+                            BenchEvents(console, show_output=args.show_output))
+    if not base.is_master:
+        return _node_summary(console, args.json, base.node_rank, outcomes)
+    docs = {name: doc for name in sorted({j.output for j in jobs} | {"tcp.json"})
+            if (doc := _load(results_dir / name)) is not None}
+    first = plans[0]
+    cluster = ClusterInfo(base.nnodes, base.nproc_per_node, first.interface.ifname,
+                          first.interface.address, first.hostname)
+    skipped = socket_sweep_skip_reason(backend, base.nnodes) if options.socket_sweep else None
+    payload = build_payload(options, cluster, outcomes, docs, notes, skipped)
+    payload["run_dir"] = str(run_dir)
+    doc = document("bench", 1, payload)
+    text = json.dumps(doc, indent=2) + "\n"
+    write_text_atomically(run_dir / "bench.json", text)
+    if args.out:
+        write_text_atomically(args.out, text)
+    if args.csv:
+        from ddpkit.bench.report import csv_text
+
+        write_text_atomically(args.csv, csv_text(payload))
+    if args.plot:
+        from ddpkit.bench.plot import write_plot
+
+        write_plot(payload, args.plot, options.efficiency_threshold)
+    if args.json:
+        render.emit_json(console, doc)
+    else:
+        show(console, payload)
+    where = args.out or str(run_dir / "bench.json")
+    render.log(console, f"ddpkit bench: results in {where}; next: ddpkit plan --from-bench {where}")
+    return ExitCode.OK if payload["ok"] else ExitCode.FAILURE
+
+
+def _node_summary(console: Console, as_json: bool, node_rank: int,
+                  outcomes: list[JobOutcome]) -> int:
+    failed = [o for o in outcomes if not o.ok]
+    if as_json:
+        render.emit_json(console, document("bench-node", 1, {
+            "node_rank": node_rank, "results_on": "node 0",
+            "jobs": [o.to_dict() for o in outcomes]}))
+    else:
+        render.line(console, f"node {node_rank}: {len(outcomes)} bench jobs run, {len(failed)} "
+                             "failed; node 0 prints and writes the results")
+    essential = [o for o in failed if o.job.kind in ("net", "tcp") or o.job.setting == "none"]
+    return ExitCode.FAILURE if essential else ExitCode.OK
+
+
+def show(console: Console, payload: dict[str, Any]) -> None:
+    from ddpkit.bench import report
+
+    tables = [report.tcp_table(payload), *report.collective_tables(payload),
+              report.scaling_table(payload), report.socket_table(payload)]
+    for table in tables:
+        if table is None:
+            continue
+        render.table(console, table.headers, table.rows, title=table.title)
+        for text in table.footer:
+            render.line(console, f"  {text}")
+        render.line(console)
+    for note in payload.get("notes", []):
+        render.line(console, render.style(console, f"note: {note}", "dim"))
+    for text in report.headline(payload):
+        render.line(console, text)

@@ -1,0 +1,274 @@
+"""Merging the bench jobs' documents: wire rate, busbw ratios, efficiency, failures, the advice,
+and the plan-readable fields (checked by feeding the result to ``ddpkit plan``'s own reader)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from ddpkit.bench.bench_results import parse_bench
+from ddpkit.bench.merge import (
+    ClusterInfo,
+    JobOutcome,
+    build_payload,
+    recommend,
+    scaling_row,
+    wire_rate,
+)
+from ddpkit.bench.run import BenchOptions, plan_jobs
+from ddpkit.report import document
+
+CLUSTER = ClusterInfo(nnodes=2, nproc_per_node="1", interface="eth1", address="10.0.0.2",
+                      hostname="node0")
+MB = 1e6
+
+
+def tcp_doc(rates: dict[tuple[int, int, int], float | None]) -> dict[str, Any]:
+    pairs = [{"src": s, "dst": d, "streams": n, "bytes": int((r or 0) * 2), "seconds": 2.0,
+              "bytes_per_s": r, "error": None if r else "cannot connect: refused"}
+             for (s, d, n), r in sorted(rates.items())]
+    return {"schema": "ddpkit.tcp-baseline/1", "seconds": 2.0, "streams": [1, 4],
+            "nodes": [{"node": 0, "host": "node0", "ifname": "eth1", "address": "10.0.0.2",
+                       "speed_mbps": 10000},
+                      {"node": 1, "host": "node1", "ifname": "eth1", "address": "10.0.0.3",
+                       "speed_mbps": None}],
+            "pairs": pairs, "note": None}
+
+
+def collectives_doc(busbw: dict[int, float], wrong: int = 0) -> dict[str, Any]:
+    rows = [{"bytes": size, "count": size // 4, "dtype": "float", "time_us": size / bw * 1e6,
+             "algbw": bw, "busbw": bw, "wrong": wrong if size == max(busbw) else 0}
+            for size, bw in sorted(busbw.items())]
+    return {"schema": "ddpkit.collectives/1", "backend": "gloo", "world_size": 2, "dtype": "float32",
+            "warmup_iters": 2, "iters": 5, "wrong_total": wrong,
+            "avg_busbw": sum(busbw.values()) / len(busbw),
+            "ops": [{"op": "all_reduce", "supported": True, "note": None, "busbw_factor": 1.0,
+                     "avg_busbw": sum(busbw.values()) / len(busbw), "results": rows},
+                    {"op": "reduce_scatter", "supported": False, "note": "RuntimeError: nope",
+                     "busbw_factor": 0.5, "results": []}]}
+
+
+def scaling_doc(setting: str, one: float, multi: float | None, *, hook_one: float | None = None,
+                ok: bool = True, error: str | None = None) -> dict[str, Any]:
+    entry = {"step_s": one, "per_node_step_s": [one, one], "ok": True, "problems": []}
+    phases: dict[str, Any] = {"one_node": {"none": entry}}
+    hook = setting.split("+")[0] if setting.split("+")[0] not in ("none",) and \
+        not setting.startswith("accumulate") else None
+    if hook and hook_one is not None:
+        phases["one_node"][hook] = {**entry, "step_s": hook_one}
+    if multi is not None:
+        accumulate = int(setting.split("accumulate:")[1]) if "accumulate:" in setting else 1
+        phases["all_nodes"] = {"step_s": multi, "samples_per_s": 2 * 64 / multi, "ranks": 2,
+                               "batch_per_rank": 64, "accumulate": accumulate, "hook": hook or "none",
+                               "implementation": "x", "timed_micro_steps": 12,
+                               "warmup_micro_steps": 4, "notes": [], "ok": ok,
+                               "problems": [] if ok else ["replicas ended with different parameters"]}
+    doc = {"schema": "ddpkit.scaling-run/1", "setting": setting, "ok": ok and error is None,
+           "backend": "gloo", "device": "cpu", "world_size": 2, "nodes": 2, "ranks_per_node": [1, 1],
+           "model": {"kind": "mlp", "width": 2048, "depth": 6, "params": 25178112,
+                     "grad_dtype": "fp32", "batch_per_rank": 64},
+           "torch_version": "2.13.0", "phases": phases}
+    if error:
+        doc["error"] = error
+    return doc
+
+
+def outcomes_for(options: BenchOptions, failed: dict[str, tuple[str, str]] | None = None,
+                 stages: dict[str, str] | None = None) -> list[JobOutcome]:
+    jobs, _ = plan_jobs(options, "/r", nnodes=2, backend="gloo")
+    failed, stages = failed or {}, stages or {}
+    out = []
+    for job in jobs:
+        error_id, message = failed.get(job.name) or (None, None)
+        out.append(JobOutcome(job, job.name not in failed, 10.0, error_id, message,
+                              stage=stages.get(job.name)))
+    return out
+
+
+def test_wire_rate_is_the_slowest_pair_at_its_best_stream_count() -> None:
+    wire = wire_rate(tcp_doc({(0, 1, 1): 110 * MB, (0, 1, 4): 118 * MB,
+                              (1, 0, 1): 112 * MB, (1, 0, 4): 115 * MB}))
+    assert wire is not None
+    assert wire["wire_bytes_per_s"] == 115 * MB and wire["slowest_pair"] == [1, 0]
+    assert wire["by_streams"] == {"1": 110 * MB, "4": 115 * MB}
+    assert wire["failed"] == []
+
+
+def test_a_failed_pair_is_named_and_the_rest_still_give_a_rate() -> None:
+    wire = wire_rate(tcp_doc({(0, 1, 1): 100 * MB, (1, 0, 1): None}))
+    assert wire is not None and wire["wire_bytes_per_s"] == 100 * MB
+    assert len(wire["failed"]) == 1 and "node 1 -> node 0" in wire["failed"][0]
+    assert wire_rate(tcp_doc({(0, 1, 1): None}))["wire_bytes_per_s"] is None  # type: ignore[index]
+    assert wire_rate(None) is None
+
+
+def _payload(docs: dict[str, Any], options: BenchOptions | None = None,
+             **kw: Any) -> dict[str, Any]:
+    options = options or BenchOptions(settings=("bf16", "powersgd:4", "accumulate:4"))
+    return build_payload(options, CLUSTER, kw.pop("outcomes", outcomes_for(options)), docs, **kw)
+
+
+GOOD_DOCS = {
+    "tcp.json": tcp_doc({(0, 1, 1): 120 * MB, (1, 0, 1): 120 * MB}),
+    "collectives.json": collectives_doc({1 << 20: 60 * MB, 64 << 20: 114 * MB}),
+    "scaling-none.json": scaling_doc("none", 0.300, 1.000),
+    "scaling-bf16.json": scaling_doc("bf16", 0.310, 0.600, hook_one=0.330),
+    "scaling-powersgd-4.json": scaling_doc("powersgd:4", 0.290, 0.500, hook_one=0.640),
+    "scaling-accumulate-4.json": scaling_doc("accumulate:4", 0.300, 0.400),
+}
+
+
+def test_busbw_is_put_next_to_the_wire_and_inter_node_uses_the_largest_size() -> None:
+    p = _payload(GOOD_DOCS)
+    rows = p["collectives"]["ops"][0]["results"]
+    assert [r["busbw_over_tcp"] for r in rows] == pytest.approx([0.5, 0.95])
+    assert p["inter_node"]["bytes"] == 64 << 20
+    assert p["inter_node"]["busbw_bytes_per_s"] == 114 * MB
+    assert p["inter_node"]["busbw_over_tcp"] == pytest.approx(0.95)
+    assert p["collectives"]["ops"][1]["supported"] is False  # a skipped op stays, with its note
+    assert p["tcp"]["wire_bytes_per_s"] == 120 * MB
+
+
+def test_efficiency_uses_each_jobs_own_one_node_reference() -> None:
+    p = _payload(GOOD_DOCS)
+    by = {r["setting"]: r for r in p["scaling"]}
+    assert list(by) == ["none", "bf16", "powersgd:4", "accumulate:4"]
+    assert by["none"]["efficiency"] == pytest.approx(0.30)
+    assert by["bf16"]["efficiency"] == pytest.approx(0.310 / 0.600)
+    assert by["accumulate:4"]["throughput_vs_one_node"] == pytest.approx(2 * 0.75)
+    assert by["accumulate:4"]["one_node_samples_per_s"] == pytest.approx(64 / 0.300)
+    assert all(r["ok"] for r in by.values())
+
+
+def test_single_node_block_is_the_median_reference_plus_median_in_job_hook_overhead() -> None:
+    single = _payload(GOOD_DOCS)["single_node"]
+    assert single["step_s"] == pytest.approx(0.300)  # median of 0.300, 0.310, 0.290, 0.300
+    assert single["hook_overhead_s"] == pytest.approx({"bf16": 0.020, "powersgd:4": 0.350})
+    assert single["hook_step_s"] == pytest.approx({"bf16": 0.320, "powersgd:4": 0.650})
+
+
+def test_the_document_is_what_plan_from_bench_reads() -> None:
+    doc = document("bench", 1, _payload(GOOD_DOCS))
+    facts = parse_bench(doc)
+    assert facts.params == 25178112 and facts.grad_dtype == "fp32"
+    assert (facts.nodes, facts.gpus_per_node, facts.backend, facts.device) == (2, 1, "gloo", "cpu")
+    assert facts.inter_node_busbw == 114 * MB
+    assert facts.one_node_step_s == pytest.approx(0.300)
+    assert dict(facts.hook_step_s) == pytest.approx({"bf16": 0.320, "powersgd:4": 0.650})
+    assert ("accumulate:4", 2, 0.4) in facts.scaling
+
+
+def test_a_hung_setting_is_failed_with_where_it_hung_and_never_recommended() -> None:
+    options = BenchOptions(settings=("powersgd:1", "accumulate:4"))
+    outcomes = outcomes_for(options, failed={"scaling:powersgd:1": ("job-timeout", "stopped")},
+                            stages={"scaling:powersgd:1": "2 nodes, powersgd:1: timing 12 micro-steps"})
+    docs = {"scaling-none.json": scaling_doc("none", 0.3, 1.0),
+            # the job wrote its one-node phases, then hung in the all-nodes phase
+            "scaling-powersgd-1.json": {**scaling_doc("powersgd:1", 0.3, None, hook_one=0.6),
+                                        "ok": False},
+            "scaling-accumulate-4.json": scaling_doc("accumulate:4", 0.3, 0.5)}
+    p = _payload(docs, options, outcomes=outcomes)
+    row = next(r for r in p["scaling"] if r["setting"] == "powersgd:1")
+    assert row["ok"] is False and "step_s" not in row and "efficiency" not in row
+    assert row["error"] == "timed out after 300 s in 2 nodes, powersgd:1: timing 12 micro-steps"
+    assert p["recommendation"]["setting"] != "powersgd:1"
+    assert "powersgd:1" in p["recommendation"]["failed"]
+    assert p["single_node"]["hook_step_s"]["powersgd:1"] == pytest.approx(0.6)  # still measured
+    assert p["ok"] is True  # a failed reduction is a finding, not a failed bench
+    facts = parse_bench(document("bench", 1, p))
+    assert ("powersgd:1", 2, None) in facts.scaling
+
+
+def test_a_crashed_job_without_any_document_is_failed_with_the_launch_error() -> None:
+    options = BenchOptions(settings=("fp16",))
+    outcomes = outcomes_for(options, failed={"scaling:fp16": ("job-failed", "rank 1 died")})
+    p = _payload({"scaling-none.json": scaling_doc("none", 0.3, 1.0)}, options, outcomes=outcomes)
+    row = next(r for r in p["scaling"] if r["setting"] == "fp16")
+    assert row == {"setting": "fp16", "nodes": 2, "ok": False, "one_node_step_s": None,
+                   "error": "job-failed: rank 1 died"}
+
+
+def test_replicas_that_disagree_fail_the_setting() -> None:
+    row = scaling_row(None, scaling_doc("bf16", 0.3, 0.5, ok=False), 2)
+    assert row["ok"] is False and "different parameters" in row["error"]
+
+
+def test_plain_ddp_failing_or_wrong_elements_fail_the_bench() -> None:
+    options = BenchOptions(settings=("bf16",))
+    bad_plain = _payload({**GOOD_DOCS, "scaling-none.json": {**scaling_doc("none", 0.3, None),
+                                                             "ok": False, "error": "boom"}},
+                         options)
+    assert bad_plain["ok"] is False
+    wrong = _payload({**GOOD_DOCS, "collectives.json": collectives_doc({1 << 20: 1e8}, wrong=3)},
+                     options)
+    assert wrong["ok"] is False
+    net_failed = _payload(GOOD_DOCS, options, outcomes=outcomes_for(
+        options, failed={"net": ("job-failed", "x")}))
+    assert net_failed["ok"] is False
+    assert _payload(GOOD_DOCS, options)["ok"] is True
+
+
+def test_recommendation_is_the_least_invasive_setting_over_the_threshold() -> None:
+    table = [{"setting": "none", "ok": True, "efficiency": 0.29},
+             {"setting": "bf16", "ok": True, "efficiency": 0.50},
+             {"setting": "powersgd:1", "ok": True, "efficiency": 0.95},
+             {"setting": "accumulate:4", "ok": True, "efficiency": 0.72},
+             {"setting": "bf16+accumulate:4", "ok": True, "efficiency": 0.85}]
+    rec = recommend(table, nodes=2, threshold=0.7)
+    assert rec["decision"] == "go-multi-node" and rec["setting"] == "accumulate:4"
+    assert "72% measured efficiency" in rec["text"] and "1.44x" in rec["text"]
+    assert "no_sync" in rec["cost"]
+    rec = recommend(table, nodes=2, threshold=0.9)
+    assert rec["setting"] == "powersgd:1"
+    assert "changes the optimisation" in rec["cost"] and "convergence" in rec["cost"]
+
+
+def test_recommendation_never_picks_a_failed_setting_even_if_it_looks_best() -> None:
+    table = [{"setting": "none", "ok": True, "efficiency": 0.3},
+             {"setting": "powersgd:4", "ok": False, "efficiency": 0.99},
+             {"setting": "bf16", "ok": True, "efficiency": 0.5}]
+    rec = recommend(table, nodes=2, threshold=0.7)
+    assert rec["decision"] == "stay-on-one-node" and rec["setting"] == "bf16"
+    assert rec["failed"] == ["powersgd:4"] and "never recommended: powersgd:4" in rec["text"]
+    assert "slower than one (1.00x)" in rec["text"]
+    rec = recommend(table, nodes=2, threshold=0.45)
+    assert rec["setting"] == "bf16"
+
+
+def test_recommendation_without_any_working_setting_is_undecided() -> None:
+    rec = recommend([{"setting": "none", "ok": False}], nodes=2, threshold=0.7)
+    assert rec["decision"] == "undecided" and rec["setting"] is None
+    rec = recommend([{"setting": "none", "ok": True, "efficiency": None}], nodes=1, threshold=0.7)
+    assert rec["decision"] == "undecided" and "2+ nodes" in rec["text"]
+
+
+def test_socket_sweep_best_and_the_nccl_conf_command() -> None:
+    options = BenchOptions(collectives=False, tcp=False, scaling=False, socket_sweep=True,
+                           quick=True)
+    jobs, _ = plan_jobs(options, "/r", nnodes=2, backend="nccl")
+    rates = {None: 2e9, (2, 2): 2.5e9, (4, 4): 3.1e9, (8, 8): 3.1e9, (4, 16): 1e9, (16, 4): None}
+    docs, outcomes = {}, []
+    for job in jobs:
+        rate = rates[job.socket]
+        if rate is not None:
+            docs[job.output] = {"ops": [{"op": "all_reduce", "results": [
+                {"bytes": 1, "busbw": rate / 2}, {"bytes": 2, "busbw": rate}]}], "wrong_total": 0}
+        outcomes.append(JobOutcome(job, rate is not None, 5.0,
+                                   None if rate else "job-failed", None if rate else "hung"))
+    sweep = build_payload(options, CLUSTER, outcomes, docs)["socket_sweep"]
+    assert sweep["status"] == "done" and len(sweep["results"]) == 6
+    best = sweep["best"]
+    assert (best["nthreads"], best["nsocks_perthread"]) == (4, 4)  # ties: fewer sockets in all
+    assert best["vs_default"] == pytest.approx(1.55) and best["worth_it"]
+    assert best["command"] == "ddpkit nccl-conf set NCCL_SOCKET_NTHREADS=4 NCCL_NSOCKS_PERTHREAD=4"
+    failed = next(r for r in sweep["results"] if r["nthreads"] == 16)
+    assert failed["ok"] is False and failed["error"] == "hung"
+
+
+def test_socket_sweep_skip_is_reported() -> None:
+    options = BenchOptions(socket_sweep=True, settings=("none",))
+    p = build_payload(options, CLUSTER, outcomes_for(options), GOOD_DOCS,
+                      socket_skipped="needs NCCL")
+    assert p["socket_sweep"] == {"status": "skipped", "reason": "needs NCCL", "results": [],
+                                 "best": None}
