@@ -1,0 +1,77 @@
+"""`ddpkit bench --quick` across a 2-node sim shaped to 1 Gbit: the results document is complete,
+its numbers are physically sane, and `ddpkit plan --from-bench` reads it."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from multinode import alive, ddpkit, descendants, start, wait_all
+
+from ddpkit.sim import SimCluster
+
+pytestmark = [pytest.mark.root, pytest.mark.slow]
+
+SHAPED = 1e9 / 8  # the sim's tc tbf rate, bytes/s
+
+
+@pytest.mark.timeout(240)
+def test_quick_bench_on_two_shaped_nodes(sim_cluster: Callable[..., SimCluster], run_cli,  # type: ignore[no-untyped-def]
+                                         tmp_path: Path) -> None:
+    cluster = sim_cluster(nodes=2, rate="1gbit")
+    master = cluster.nodes[0].private_address
+    port = "29500"  # inside the nodes' own network namespaces: nothing else listens there
+    common = ("--quick", "--json", "--settings", "none,powersgd:1,accumulate:4", "--nnodes", "2",
+              "--master-addr", master, "--master-port", port, "--env", "OMP_NUM_THREADS=1")
+    runs = [start(cluster, i, ddpkit("bench", *common, "--node-rank", str(i), "--run-dir",
+                                     str(tmp_path / f"node{i}"),
+                                     *(("--csv", str(tmp_path / "bench.csv")) if i == 0 else ())))
+            for i in range(2)]
+    children = [c for r in runs for c in descendants(r.proc.pid)]
+    assert wait_all(runs, timeout=200), "ddpkit bench did not finish in time"
+    assert alive(children) == [], "bench left processes behind"
+    for run in runs:
+        assert run.code == 0, run.err[-3000:]
+    worker = json.loads(runs[1].out)
+    assert worker["schema"] == "ddpkit.bench-node/1" and worker["results_on"] == "node 0"
+    assert all(job["ok"] for job in worker["jobs"])
+
+    doc = json.loads(runs[0].out)
+    assert doc["schema"] == "ddpkit.bench/1" and doc["ok"] is True
+    assert (doc["cluster"]["nodes"], doc["cluster"]["gpus_per_node"]) == (2, 1)
+    assert doc["cluster"]["interface"] == "eth1" and doc["cluster"]["backend"] == "gloo"
+
+    tcp = doc["tcp"]
+    assert sorted((p["src"], p["dst"], p["streams"]) for p in tcp["pairs"]) == [
+        (0, 1, 1), (0, 1, 4), (1, 0, 1), (1, 0, 4)]
+    for pair in tcp["pairs"]:
+        assert pair["error"] is None and pair["bytes_per_s"] > 0
+        assert pair["bytes_per_s"] < 1.1 * SHAPED  # tc caps it: this is the wire, not loopback
+    assert {n["ifname"] for n in tcp["nodes"]} == {"eth1"}
+    wire = tcp["wire_bytes_per_s"]
+
+    rows = doc["collectives"]["ops"][0]["results"]
+    assert doc["collectives"]["ops"][0]["op"] == "all_reduce" and rows
+    assert all(r["wrong"] == 0 for r in rows)
+    assert all(0 < r["busbw"] < 2 * wire for r in rows)  # tbf's burst helps small sizes only
+    largest = max(rows, key=lambda r: r["bytes"])
+    assert largest["busbw_over_tcp"] == pytest.approx(largest["busbw"] / wire)
+    assert 0.3 < doc["inter_node"]["busbw_over_tcp"] < 1.1
+
+    scaling = {r["setting"]: r for r in doc["scaling"]}
+    assert list(scaling) == ["none", "powersgd:1", "accumulate:4"]
+    for row in scaling.values():
+        assert row["ok"] is True, row
+        assert 0 < row["efficiency"] <= 1.5 and row["step_s"] > 0
+    assert doc["single_node"]["step_s"] > 0 and "powersgd:1" in doc["single_node"]["hook_step_s"]
+    assert doc["recommendation"]["decision"] in ("go-multi-node", "stay-on-one-node")
+
+    results = tmp_path / "node0" / "bench.json"
+    assert json.loads(results.read_text()) == doc
+    assert (tmp_path / "bench.csv").read_text().startswith("section,name,")
+    planned = run_cli("plan", "--from-bench", str(results), "--json")
+    assert planned.code == 0, planned.err
+    measured = {s["setting"]: s["measured_efficiency"] for s in planned.json()["settings"]}
+    assert measured["none"] is not None and measured["accumulate:4"] is not None
