@@ -7,11 +7,15 @@ from where, then runs node 0's share while watching every worker; one failure an
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import os
+import signal
 import socket
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from types import FrameType
 from typing import Any
 
 from ddpkit import __version__
@@ -22,7 +26,6 @@ from ddpkit.cli.launch_options import (
     ShareContext,
     config_from_args,
     process_context,
-    sigterm_as_interrupt,
 )
 from ddpkit.errors import DdpkitError, EnvironmentProblem, ExitCode, JobFailed
 from ddpkit.launch.outcomes import OK, first_failure, job_summary, outcome_from_error
@@ -48,6 +51,24 @@ def advertised_address(ifname: str | None) -> tuple[str, str, str]:
         return address.address, nic.name, f"--ifname {nic.name}"
     choice = recommend(nics)
     return choice.address, choice.nic.name, choice.reason
+
+
+@contextlib.contextmanager
+def interrupts_announced(announce: Callable[[], None]) -> Iterator[None]:
+    """Ctrl-C and SIGTERM first tell every node to stop (``announce``), then interrupt this one:
+    the workers start their cleanup while node 0 does its own."""
+
+    def handler(signum: int, frame: FrameType | None) -> None:
+        with contextlib.suppress(Exception):  # a failed announcement must not hide the interrupt
+            announce()
+        raise KeyboardInterrupt
+
+    previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, old in previous.items():
+            signal.signal(sig, old)
 
 
 def job_options(args: argparse.Namespace, extra: dict[str, Any]) -> dict[str, Any]:
@@ -111,7 +132,7 @@ def run_master(args: argparse.Namespace, console: Console, *, command: str, entr
         joined += 1
         render.log(console, f"ddpkit: {node.describe()} [{joined}/{args.nnodes - 1}]")
 
-    with sigterm_as_interrupt():
+    with interrupts_announced(lambda: master.stop("interrupted on the master")):
         try:
             master.wait_for_nodes(on_join, timeout=args.join_timeout)
         except (DdpkitError, KeyboardInterrupt) as exc:

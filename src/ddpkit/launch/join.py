@@ -279,7 +279,7 @@ class MasterSide:
         while True:
             self._last_poll = -1e9
             self.poll()
-            pending = [r for r in self.workers() if r not in self.done and r not in self.lost]
+            pending = [r for r in self.joined if r not in self.done and r not in self.lost]
             if not pending or self.clock() > deadline:
                 break
             time.sleep(0.2)
