@@ -1,6 +1,8 @@
-"""``ddpkit doctor``: preflight checks of this node, or ``--log FILE...`` diagnosis of a failed run.
+"""``ddpkit doctor``: preflight checks of this node, ``--log FILE...`` diagnosis of a failed run,
+or cluster mode (``--nnodes N --node-rank R --master-addr A`` on every node).
 
-The ``--log`` path never imports torch: it only reads text.
+The ``--log`` path and the local preflight never import torch; cluster mode does (torch's c10d
+TCPStore is where the nodes meet), once per node.
 """
 
 from __future__ import annotations
@@ -9,12 +11,16 @@ import argparse
 import sys
 import textwrap
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from ddpkit.cli import render
 from ddpkit.cli.console import Console
 from ddpkit.cli.options import add_flag, add_json_flag
 from ddpkit.errors import ExitCode, UsageError
 from ddpkit.report import document
+
+if TYPE_CHECKING:
+    from ddpkit.doctor.cluster.report import ClusterReport
 
 HELP = "preflight checks, or diagnose a failed run from its logs"
 SCHEMA_KIND, SCHEMA_VERSION = "doctor", 1
@@ -34,13 +40,28 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "tracebacks, several nodes' files together); - reads standard input",
     )
     add_flag(parser, "--master-addr", metavar="ADDR",
-             help="preflight: also check the route to the master")
+             help="preflight: also check the route to the master; cluster mode: node 0's "
+             "address, where the nodes meet")
     add_flag(parser, "--master-port", metavar="PORT", type=int, default=29500,
-             help="preflight: the master port to check (default 29500)")
+             help="preflight: the master port to check; cluster mode: the port the nodes meet "
+             "on, free on node 0 (default 29500)")
+    add_flag(parser, "--nnodes", metavar="N", type=int, default=None,
+             help="cluster mode: run the same command on all N nodes; they check each other "
+             "(all-pairs reachability per interface, versions and settings side by side)")
+    add_flag(parser, "--node-rank", metavar="R", type=int, default=None,
+             help="cluster mode: this node's rank, 0 = the master (default 0)")
+    add_flag(parser, "--timeout", metavar="SECONDS", type=float, default=30.0,
+             help="cluster mode: the whole check ends within this many seconds; nodes must show "
+             "up in the first TIMEOUT-7 (default 30)")
     add_json_flag(parser)
 
 
 def run(args: argparse.Namespace, console: Console) -> int:
+    if args.nnodes is not None or args.node_rank is not None:
+        if args.log:
+            raise UsageError("bad-usage", "--log cannot be combined with --nnodes/--node-rank",
+                             "diagnose logs with `ddpkit doctor --log FILE...` alone")
+        return _run_cluster(args, console)
     if args.log:
         return _run_logs(args.log, console, as_json=args.json)
     return _run_preflight(console, args.master_addr, args.master_port, as_json=args.json)
@@ -110,3 +131,73 @@ def _run_preflight(console: Console, master_addr: str | None, master_port: int, 
                    f"failed, {sum(r.status == 'warn' for r in rows)} warnings); diagnose a failed "
                    "run with: ddpkit doctor --log FILE...")
     return int(ExitCode.FAILURE if worst(rows) == "fail" else ExitCode.OK)
+
+
+def _run_cluster(args: argparse.Namespace, console: Console) -> int:
+    import os
+    import time
+
+    from ddpkit.doctor.cluster.report import SCHEMA_KIND as CLUSTER_KIND
+    from ddpkit.doctor.cluster.report import SCHEMA_VERSION as CLUSTER_VERSION
+    from ddpkit.doctor.cluster.report import build_report
+    from ddpkit.doctor.cluster.session import ClusterOptions, run_node
+
+    started = time.monotonic()
+    if args.nnodes is None:
+        raise UsageError("bad-usage", "--node-rank needs --nnodes",
+                         "give the number of nodes, e.g. --nnodes 2 --node-rank 1")
+    options = ClusterOptions(args.nnodes, args.node_rank or 0, args.master_addr or "",
+                             args.master_port, args.timeout)
+    outcome = run_node(options, dict(os.environ), started=started,
+                       progress=lambda text: render.log(console, f"doctor: {text}"))
+    report = build_report(outcome)
+    if args.json:
+        render.emit_json(console, document(CLUSTER_KIND, CLUSTER_VERSION, report.to_dict()))
+    else:
+        _render_cluster(console, report)
+    from ddpkit.doctor.cluster.report import summary_line
+
+    render.log(console, summary_line(report))
+    return int(ExitCode.OK if report.ok else ExitCode.FAILURE)
+
+
+def _render_cluster(console: Console, report: ClusterReport) -> None:
+    from ddpkit.doctor.cluster.report import difference_table, matrix_table, verdict_lines
+
+    out = report.outcome
+    render.line(console, render.style(
+        console, f"ddpkit doctor: cluster of {out.nnodes} nodes, master {out.master}, this is "
+        f"node {out.node_rank}", "bold"))
+    render.line(console)
+    nodes = [(f"node{r.rank}", r.hostname, ", ".join(f"{c.ifname} {c.address}" for c in
+                                                     r.candidates) or "none")
+             for r in report.records]
+    nodes += [(f"node{rank}", "(did not show up)", "") for rank in report.missing]
+    render.table(console, ("node", "hostname", "candidate interfaces"), sorted(nodes),
+                 title="nodes")
+    if not report.missing:
+        render.line(console)
+        headers, rows = matrix_table(report)
+        render.table(console, headers, rows, title="reachability (row dials column; ok = that "
+                     "node answered and saw the intended source address)")
+    render.line(console)
+    if report.differences:
+        headers, rows = difference_table(report)
+        render.table(console, headers, rows, title="differences between the nodes")
+    else:
+        render.line(console, "differences between the nodes: none")
+    if report.problems:
+        render.line(console)
+        render.line(console, render.style(console, "problems", "bold"))
+        for problem in report.problems:
+            head = render.style(console, f"{problem.severity:<8}",
+                                _SEVERITY_STYLE[problem.severity])
+            render.line(console, f"{head} {render.style(console, problem.id, 'bold')}")
+            for text in textwrap.wrap(problem.message, _WIDTH - 2):
+                render.line(console, "  " + text)
+            for text in textwrap.wrap("fix: " + problem.fix, _WIDTH - 2):
+                render.line(console, "  " + text)
+    render.line(console)
+    render.line(console, render.style(console, "verdict", "bold"))
+    for text in verdict_lines(report.verdict):
+        render.line(console, ("  " + text) if text else "")

@@ -1,0 +1,362 @@
+"""I/O: one node's part in a cluster doctor run, met through torch's c10d TCPStore on the master.
+
+Every node runs the same steps; node 0 also hosts the store (the engine's own ``TCPStore``, no
+home-made server). Values are JSON bytes (:mod:`.model`), never pickles. Keys::
+
+    doctor/meeting        the master's nnodes (a worker started with another --nnodes stops)
+    doctor/claim/<r>      a counter: a second node claiming rank r is refused and recorded
+    doctor/duplicate/<r>/<n>  the hostname of the n-th claimant of rank r
+    doctor/node/<r>       node r's record: candidates, echo listener ports, fingerprint
+    doctor/probes/<r>     node r's probe results (or why it probed nothing)
+    doctor/done           how many nodes have read everything (the master leaves last)
+
+Deadlines come from one ``timeout``: nodes have ``timeout - PROBE_RESERVE_S`` seconds (counted
+from the command's start, torch import included) to show up; the rest is for probing and
+gathering, so the whole command ends within ``timeout``.
+"""
+
+from __future__ import annotations
+
+import datetime
+import platform
+import secrets
+import shutil
+import subprocess
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from ddpkit.doctor.cluster import model
+from ddpkit.doctor.cluster.matrix import plan_probes
+from ddpkit.doctor.cluster.model import Candidate, Fingerprint, NodeRecord, ProbeReport
+from ddpkit.doctor.cluster.report import MeetingOutcome
+from ddpkit.doctor.cluster.sockets import PROBE_PHASE_S, EchoListener, probe_all
+from ddpkit.errors import ConfigError, NetworkProblem, UsageError
+
+if TYPE_CHECKING:
+    from ddpkit.net.interfaces import Nic
+
+PROBE_RESERVE_S = 7.0  # of --timeout, kept for probing (at most PROBE_PHASE_S) and gathering
+MIN_TIMEOUT_S = 15.0
+POLL_S = 0.1
+STORE_OP_TIMEOUT_S = 10.0
+NVIDIA_SMI_TIMEOUT_S = 5.0
+PREFIX = "doctor/"
+Progress = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class ClusterOptions:
+    nnodes: int
+    node_rank: int
+    master_addr: str
+    master_port: int = 29500
+    timeout_s: float = 30.0
+    listen_host: str | None = None  # bind the echo listener to one address (loopback tests)
+
+
+def validate(options: ClusterOptions) -> None:
+    """UsageError ``bad-usage`` for options that cannot describe a cluster."""
+    if options.nnodes < 2:
+        raise UsageError("bad-usage", f"--nnodes {options.nnodes}: cluster mode needs 2 or more "
+                         "nodes", "drop --nnodes to check this node alone")
+    if not 0 <= options.node_rank < options.nnodes:
+        raise UsageError("bad-usage", f"--node-rank {options.node_rank} is not in 0..."
+                         f"{options.nnodes - 1}", "give every node its own rank, 0 on the master")
+    if not options.master_addr:
+        raise UsageError("bad-usage", "cluster mode needs --master-addr",
+                         "give node 0's private address, e.g. --master-addr 10.0.0.2")
+    if not 0 < options.master_port < 65536:
+        raise UsageError("bad-usage", f"--master-port {options.master_port} is not a port number",
+                         "give a port between 1 and 65535, e.g. --master-port 29500")
+    if options.timeout_s < MIN_TIMEOUT_S:
+        raise UsageError("bad-usage", f"--timeout {options.timeout_s:g} is too short",
+                         f"give at least {MIN_TIMEOUT_S:g} s (the last {PROBE_RESERVE_S:g} s "
+                         "are for probing)")
+
+
+def local_candidates(nics: Sequence[Nic]) -> tuple[Candidate, ...]:
+    """Every up interface with a routable address, traps included, in the ranking's order."""
+    from ddpkit.net.interfaces import NicKind
+    from ddpkit.net.select import best_address, ranking, traps
+
+    ranked = [n.name for n in ranking(nics)]
+    out: list[Candidate] = []
+    for nic in nics:
+        address = best_address(nic)
+        if not nic.up or nic.kind is NicKind.LOOPBACK or address is None or not address.is_routable:
+            continue
+        preference = ranked.index(nic.name) if nic.name in ranked else len(nics) + len(out)
+        out.append(Candidate(nic.name, address.address, nic.kind.value, preference,
+                             tuple(t.id for t in traps(nic, nics))))
+    return tuple(sorted(out, key=lambda c: (c.preference, c.ifname)))
+
+
+def _gpus() -> tuple[int | None, str]:
+    """(GPU count, driver version) from nvidia-smi, which does not initialise CUDA."""
+    tool = shutil.which("nvidia-smi")
+    if tool is None:
+        return None, "n/a"
+    try:
+        proc = subprocess.run([tool, "--query-gpu=driver_version", "--format=csv,noheader"],
+                              capture_output=True, text=True, timeout=NVIDIA_SMI_TIMEOUT_S,
+                              check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return 0, f"nvidia-smi failed: {exc}"[:80]
+    if proc.returncode != 0:
+        return 0, f"nvidia-smi exit {proc.returncode}"
+    lines = [line.strip() for line in proc.stdout.splitlines() if line.strip()]
+    return len(lines), ",".join(sorted(set(lines))) or "n/a"
+
+
+def _torch_versions() -> tuple[str, str, str]:
+    """(torch, CUDA build, NCCL) versions; NCCL only where torch was built with CUDA and NCCL."""
+    import torch
+    import torch.distributed as dist
+
+    cuda = torch.version.cuda or "n/a"
+    nccl = "n/a"
+    if torch.version.cuda and dist.is_nccl_available():
+        try:  # asks the NCCL library torch links (ncclGetVersion); no device is touched
+            version = torch.cuda.nccl.version()  # type: ignore[no-untyped-call]
+            nccl = ".".join(map(str, version)) if isinstance(version, tuple) else str(version)
+        except Exception as exc:  # noqa: BLE001 - shown as the value; a diff will point at it
+            nccl = f"unknown ({type(exc).__name__})"
+    return str(torch.__version__), cuda, nccl
+
+
+def collect_fingerprint(env: Mapping[str, str], *, hostname: str | None = None) -> Fingerprint:
+    """This node's fingerprint: versions, GPUs, and the NCCL_*/GLOO_* settings in effect."""
+    import socket
+
+    from ddpkit import __version__
+    from ddpkit.doctor.checks.network import nccl_home
+    from ddpkit.ncclconf.effective import load_effective
+
+    settings: dict[str, str] = {k: v for k, v in env.items() if k.startswith("GLOO_")}
+    origins: dict[str, str] = {}
+    for setting in load_effective(dict(env), nccl_home(), defaults=False).settings:
+        settings[setting.name] = setting.value
+        if setting.source == "file" and setting.path:
+            origins[setting.name] = setting.path
+    torch_version, cuda, nccl = _torch_versions()
+    gpus, driver = _gpus()
+    return Fingerprint(hostname or socket.gethostname(), platform.python_version(), torch_version,
+                       cuda, nccl, driver, gpus, __version__, tuple(sorted(settings.items())),
+                       tuple(sorted(origins.items())))
+
+
+class MeetingStore:
+    """JSON values under ``doctor/`` in a TCPStore."""
+
+    def __init__(self, store: Any) -> None:
+        self.store = store
+
+    def put(self, key: str, value: NodeRecord | ProbeReport | Mapping[str, Any]) -> None:
+        self.store.set(PREFIX + key, model.encode(value))
+
+    def has(self, key: str) -> bool:
+        return bool(self.store.check([PREFIX + key]))
+
+    def get(self, key: str) -> dict[str, Any]:
+        return model.decode_object(self.store.get(PREFIX + key))
+
+    def add(self, key: str, amount: int) -> int:
+        return int(self.store.add(PREFIX + key, amount))
+
+
+def _first_line(exc: BaseException) -> str:
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
+
+
+def _check_master_side(options: ClusterOptions, nics: Sequence[Nic]) -> str:
+    """On node 0: the master address is this node's own and the port is free. Returns the
+    interface holding it; on a worker: the interface the route to the master leaves by."""
+    from ddpkit.launch.preflight import check_port_free
+    from ddpkit.net.route import resolve, route_to
+    from ddpkit.net.select import interface_holding
+
+    addresses = resolve(options.master_addr)
+    if options.node_rank == 0:
+        holder = next((h for a in addresses if (h := interface_holding(a, nics))), None)
+        if holder is None and not options.listen_host:
+            raise ConfigError(
+                "master-not-local",
+                f"this is node 0 (the master) but --master-addr {options.master_addr} "
+                f"({', '.join(addresses)}) is not an address of this machine",
+                "on node 0 give its own private address (see `ddpkit nics`); on the other nodes "
+                "run this command with --node-rank 1..N-1")
+        check_port_free(options.master_port)
+        return holder.name if holder else "?"
+    route = route_to(options.master_addr, nics)
+    loopback = route.ifname == "lo" or addresses[0].startswith("127.") or addresses[0] == "::1"
+    if route.local and not loopback:
+        raise ConfigError(
+            "master-address-shared",
+            f"--master-addr {options.master_addr} is also an address of this machine (node "
+            f"{options.node_rank}, {route.ifname}): a NAT/container address that every node has",
+            "give node 0's private-network address instead (`ddpkit nics` on node 0)")
+    return route.ifname
+
+
+def _open_store(options: ClusterOptions, ifname: str, deadline: float) -> Any:
+    from torch.distributed import TCPStore  # type: ignore[attr-defined]
+
+    from ddpkit.launch.preflight import wait_for_master
+
+    remaining = max(1.0, deadline - time.monotonic())
+    is_master = options.node_rank == 0
+    if not is_master:  # quiet retries until the master listens; then the store itself connects
+        wait_for_master(options.master_addr, options.master_port, source=None, ifname=ifname,
+                        timeout=remaining)
+        remaining = max(1.0, deadline - time.monotonic())
+    try:
+        store = TCPStore(options.master_addr, options.master_port, options.nnodes, is_master,
+                         datetime.timedelta(seconds=remaining), wait_for_workers=False)
+    except (RuntimeError, OSError) as exc:
+        what = "start the store" if is_master else "connect to the master's store"
+        raise NetworkProblem(
+            "master-unreachable" if not is_master else "store-failed",
+            f"could not {what} at {options.master_addr}:{options.master_port}: "
+            f"{_first_line(exc)}",
+            "check --master-addr and --master-port, and that nothing else uses the port") from None
+    store.set_timeout(datetime.timedelta(seconds=STORE_OP_TIMEOUT_S))
+    return store
+
+
+def _join(meeting: MeetingStore, options: ClusterOptions, record: NodeRecord,
+          deadline: float) -> None:
+    if options.node_rank == 0:
+        meeting.put("meeting", {"wire": model.WIRE_VERSION, "nnodes": options.nnodes})
+    else:
+        while not meeting.has("meeting"):
+            if time.monotonic() > deadline:
+                raise NetworkProblem("master-unreachable", "the master's store never said how "
+                                     "many nodes it expects", "run the same ddpkit on node 0")
+            time.sleep(POLL_S)
+        expected = meeting.get("meeting").get("nnodes")
+        if expected != options.nnodes:
+            raise ConfigError(
+                "nnodes-mismatch",
+                f"this node was started with --nnodes {options.nnodes}, the master with "
+                f"--nnodes {expected}", "give every node the same --nnodes")
+    claims = meeting.add(f"claim/{options.node_rank}", 1)
+    if claims > 1:
+        meeting.put(f"duplicate/{options.node_rank}/{claims}",
+                    {"hostname": record.hostname})
+        raise ConfigError(
+            "duplicate-node-rank",
+            f"node rank {options.node_rank} is already taken by another node",
+            "give every node its own --node-rank, 0 to N-1 (0 on the master)")
+    meeting.put(f"node/{options.node_rank}", record)
+
+
+def _wait_for(meeting: MeetingStore, keys: Sequence[str], deadline: float,
+              progress: Progress | None = None, what: str = "") -> list[str]:
+    """Poll until every key exists or ``deadline``; returns the keys still missing."""
+    missing = list(keys)
+    last_note = time.monotonic()
+    while missing:
+        missing = [k for k in missing if not meeting.has(k)]
+        if not missing or time.monotonic() >= deadline:
+            break
+        if progress is not None and time.monotonic() - last_note > 5.0:
+            progress(f"still waiting for {what} {', '.join(k.rsplit('/', 1)[1] for k in missing)}")
+            last_note = time.monotonic()
+        time.sleep(POLL_S)
+    return missing
+
+
+def _read(meeting: MeetingStore, key: str, parse: Callable[[dict[str, Any]], Any]) -> Any:
+    try:
+        return parse(meeting.get(key))
+    except ValueError as exc:
+        node = key.rsplit("/", 1)[1]
+        raise ConfigError("doctor-version-mismatch",
+                          f"node {node} sent a record this node cannot read: {exc}",
+                          "run the same ddpkit version on every node") from None
+
+
+def _duplicates(meeting: MeetingStore, nnodes: int) -> tuple[tuple[int, str], ...]:
+    found = []
+    for rank in range(nnodes):
+        claims = meeting.add(f"claim/{rank}", 0)
+        for n in range(2, claims + 1):
+            key = f"duplicate/{rank}/{n}"
+            if meeting.has(key):
+                found.append((rank, str(meeting.get(key).get("hostname", "?"))))
+    return tuple(found)
+
+
+def run_node(
+    options: ClusterOptions,
+    env: Mapping[str, str],
+    *,
+    started: float | None = None,
+    nics: Sequence[Nic] | None = None,
+    candidates: Sequence[Candidate] | None = None,
+    fingerprint: Fingerprint | None = None,
+    progress: Progress | None = None,
+) -> MeetingOutcome:
+    """This node's part: meet, probe every peer, gather everyone's results.
+
+    ``started`` is the command's start (``time.monotonic()``); ``nics``, ``candidates`` and
+    ``fingerprint`` replace discovery (tests). Raises DdpkitError for what stops this node from
+    taking part at all (bad options, master unreachable, rank taken); everything about the other
+    nodes is in the outcome.
+    """
+    validate(options)
+    start = time.monotonic() if started is None else started
+    meet_deadline = start + options.timeout_s - PROBE_RESERVE_S
+    end_deadline = start + options.timeout_s - 0.5
+    note = progress or (lambda _text: None)
+    if nics is None:
+        from ddpkit.net.interfaces import discover
+
+        nics = discover()
+    ifname = _check_master_side(options, nics)
+    own = tuple(candidates) if candidates is not None else local_candidates(nics)
+    fp = fingerprint or collect_fingerprint(env)
+    nonce = secrets.token_hex(8)
+    with EchoListener(options.node_rank, nonce, options.listen_host) as listener:
+        ports = listener.start()
+        record = NodeRecord(options.node_rank, options.nnodes, nonce, ports, own, fp)
+        store = _open_store(options, ifname, meet_deadline)
+        meeting = MeetingStore(store)
+        _join(meeting, options, record, meet_deadline)
+        note(f"node {options.node_rank} ({fp.hostname}) joined at {options.master_addr}:"
+             f"{options.master_port}; waiting for the other nodes")
+        node_keys = [f"node/{r}" for r in range(options.nnodes)]
+        missing = _wait_for(meeting, node_keys, meet_deadline, note, "node(s)")
+        met_after = None if missing else time.monotonic() - start
+        records = tuple(_read(meeting, k, NodeRecord.from_dict) for k in node_keys
+                        if k not in missing)
+        if missing:
+            ranks = ", ".join(k.rsplit("/", 1)[1] for k in missing)
+            report = ProbeReport(options.node_rank, skipped=f"node(s) {ranks} never showed up")
+        else:
+            targets = plan_probes(record, records)
+            note(f"all {options.nnodes} nodes present after {met_after:.1f} s; probing "
+                 f"{len(targets)} paths")
+            nonces = {r.nonce: r.rank for r in records}
+            phase = max(1.0, min(PROBE_PHASE_S, end_deadline - time.monotonic() - 1.0))
+            report = ProbeReport(options.node_rank, probe_all(options.node_rank, targets, nonces,
+                                                              phase_s=phase))
+        meeting.put(f"probes/{options.node_rank}", report)
+        present = [r.rank for r in records]
+        probe_keys = [f"probes/{r}" for r in present]
+        if not missing:
+            _wait_for(meeting, probe_keys, end_deadline - 0.5, note, "probe results of node(s)")
+        reports = tuple(_read(meeting, k, ProbeReport.from_dict) for k in probe_keys
+                        if meeting.has(k))
+        duplicates = _duplicates(meeting, options.nnodes)
+        meeting.add("done", 1)
+        if options.node_rank == 0:  # keep the store up until every node has read everything
+            while meeting.add("done", 0) < len(present) and time.monotonic() < end_deadline:
+                time.sleep(POLL_S)
+    del meeting, store
+    return MeetingOutcome(options.nnodes, options.node_rank, options.master_addr,
+                          options.master_port, options.timeout_s - PROBE_RESERVE_S, records,
+                          reports, duplicates, time.monotonic() - start, met_after)
+
