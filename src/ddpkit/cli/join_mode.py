@@ -27,7 +27,7 @@ from ddpkit.cli.launch_options import (
     config_from_args,
     process_context,
 )
-from ddpkit.errors import DdpkitError, EnvironmentProblem, ExitCode, JobFailed
+from ddpkit.errors import ConfigError, DdpkitError, ExitCode, JobFailed
 from ddpkit.launch.outcomes import OK, first_failure, job_summary, outcome_from_error
 from ddpkit.launch.token import JoinToken
 from ddpkit.report import document
@@ -46,8 +46,8 @@ def advertised_address(ifname: str | None) -> tuple[str, str, str]:
         nic = find_interface(ifname, nics)
         address = best_address(nic)
         if address is None:
-            raise EnvironmentProblem("interface-has-no-address", f"interface {ifname} has no address",
-                                     "give it one, or pick another with --ifname (`ddpkit nics`)")
+            raise ConfigError("interface-has-no-address", f"interface {ifname} has no IP address",
+                              "give it one, or pick another with --ifname (see `ddpkit nics`)")
         return address.address, nic.name, f"--ifname {nic.name}"
     choice = recommend(nics)
     return choice.address, choice.nic.name, choice.reason
