@@ -8,9 +8,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from multinode import alive, ddpkit, descendants, start, wait_all
+from multinode import ddpkit, start, wait_all
 
-from ddpkit.sim import SimCluster
+from ddpkit.sim import SimCluster, inspect
 
 pytestmark = [pytest.mark.root, pytest.mark.slow]
 
@@ -29,9 +29,9 @@ def test_quick_bench_on_two_shaped_nodes(sim_cluster: Callable[..., SimCluster],
                                      str(tmp_path / f"node{i}"),
                                      *(("--csv", str(tmp_path / "bench.csv")) if i == 0 else ())))
             for i in range(2)]
-    children = [c for r in runs for c in descendants(r.proc.pid)]
     assert wait_all(runs, timeout=200), "ddpkit bench did not finish in time"
-    assert alive(children) == [], "bench left processes behind"
+    # every torchrun, rank and TCP listener of the 4 jobs ended with its bench
+    assert dict(inspect(cluster.name).processes) == {0: 0, 1: 0}
     for run in runs:
         assert run.code == 0, run.err[-3000:]
     worker = json.loads(runs[1].out)

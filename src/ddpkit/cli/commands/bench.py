@@ -182,7 +182,7 @@ def write_text_atomically(path: str | Path, text: str) -> None:
 
 
 _RANK_PREFIX = re.compile(r"^\[[^\]]*\]:")
-_SUMMARY = re.compile(r"^# [A-Za-z]")
+_SUMMARY = re.compile(r"^# [A-Za-z0-9]")
 
 
 class BenchEvents(ConsoleEvents):
