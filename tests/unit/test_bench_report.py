@@ -112,3 +112,23 @@ def test_plot_is_written_when_matplotlib_is_there(payload: dict[str, Any], tmp_p
     write_plot(payload, target, 0.7)
     assert target.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert [p.name for p in tmp_path.iterdir()] == ["bench.png"]  # no temporary left
+
+
+def test_a_bench_where_every_job_failed_still_renders_plainly() -> None:
+    from test_bench_run_merge import CLUSTER, outcomes_for
+
+    from ddpkit.bench.merge import build_payload
+    from ddpkit.bench.run import BenchOptions
+
+    options = BenchOptions(collectives=False, tcp=False, settings=("bf16",))
+    outcomes = outcomes_for(options, failed={"scaling:none": ("job-timeout", "x"),
+                                             "scaling:bf16": ("job-timeout", "x")})
+    payload = build_payload(options, CLUSTER, outcomes, {})
+    table = report.scaling_table(payload)
+    assert table is not None and "None" not in table.title
+    assert [row[6] for row in table.rows] == ["FAILED: timed out after 300 s"] * 2
+    lines = report.headline(payload)
+    assert lines[0] == "2 nodes x 1 rank(s), backend unknown on unknown device, interface eth1 " \
+                       "(10.0.0.2)"
+    assert lines[1].startswith("undecided: no setting ran OK on 2 nodes")
+    assert payload["ok"] is False

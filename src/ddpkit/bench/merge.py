@@ -259,13 +259,16 @@ def build_payload(options: BenchOptions, cluster: ClusterInfo, outcomes: Sequenc
     first = scaling_docs[0] if scaling_docs else {}
     nodes = int(first.get("nodes") or cluster.nnodes)
     rows = [scaling_row(o, docs.get(o.job.output), nodes) for o in scaling_outcomes]
-    backend = first.get("backend") or (collectives or {}).get("backend") or options.backend
+    backend = first.get("backend") or (collectives or {}).get("backend") or (
+        options.backend if options.backend != "auto" else None)  # None: no worker said
     local = (collectives or {}).get("world_size")
     gpus_per_node = (first.get("ranks_per_node") or [None])[0] or (
-        local // nodes if isinstance(local, int) and nodes else None)
+        local // nodes if isinstance(local, int) and nodes else None) or (
+        int(cluster.nproc_per_node) if cluster.nproc_per_node.isdigit() else None)
+    device = first.get("device") or ({"nccl": "cuda", "gloo": "cpu"}.get(backend or ""))
     payload: dict[str, Any] = {
         "cluster": {"nodes": nodes, "gpus_per_node": gpus_per_node, "backend": backend,
-                    "device": first.get("device") or ("cuda" if backend == "nccl" else "cpu"),
+                    "device": device,
                     "interface": cluster.interface, "address": cluster.address,
                     "master_host": cluster.hostname,
                     "torch_version": first.get("torch_version")},

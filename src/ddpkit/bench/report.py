@@ -115,10 +115,11 @@ def scaling_table(payload: Mapping[str, Any]) -> Table | None:
         else:
             rows.append((r["setting"], _ms(r.get("one_node_step_s")), "-", "-", "-", "-",
                          f"FAILED: {r.get('error', '')}"))
-    model = payload.get("model") or {}
-    title = (f"DDP steps: {nodes} nodes vs 1 node, {model.get('params', 0) / 1e6:.1f}M-param MLP "
-             f"({model.get('depth')}x{model.get('width')}), batch {model.get('batch_per_rank')} "
-             "per rank (efficiency = 1-node step / N-node step, per micro-step)")
+    model = payload.get("model")
+    what = (f"{model['params'] / 1e6:.1f}M-param MLP ({model['depth']}x{model['width']}), batch "
+            f"{model['batch_per_rank']} per rank, " if model else "")
+    title = (f"DDP steps: {nodes} nodes vs 1 node, {what}efficiency = 1-node step / N-node step, "
+             "per micro-step")
     return Table(title, ("setting", "1-node step", f"{nodes}-node step", "samples/s",
                          "vs 1 node", "efficiency", "status"), tuple(rows))
 
@@ -151,7 +152,8 @@ def headline(payload: Mapping[str, Any]) -> list[str]:
     cluster = payload.get("cluster") or {}
     nodes = cluster.get("nodes")
     lines.append(f"{nodes} node{'' if nodes == 1 else 's'} x {cluster.get('gpus_per_node')} rank(s), "
-                 f"{cluster.get('backend')} on {cluster.get('device')}, interface "
+                 f"{cluster.get('backend') or 'backend unknown'} on "
+                 f"{cluster.get('device') or 'unknown device'}, interface "
                  f"{cluster.get('interface')} ({cluster.get('address')})")
     inter = payload.get("inter_node")
     wire = (payload.get("tcp") or {}).get("wire_bytes_per_s")

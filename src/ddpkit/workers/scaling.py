@@ -243,6 +243,7 @@ def run_phases(run: Run) -> None:
     group, layout = node_groups()
     run.doc["nodes"] = len(layout)
     run.doc["ranks_per_node"] = [len(ranks) for ranks in layout]
+    run.save()  # a hang in the first phase still leaves the model and the layout
     mine = next(ranks for ranks in layout if run.rank in ranks)
     leader = run.rank == mine[0]
     one_node: dict[str, Any] = {}
