@@ -77,6 +77,12 @@ def is_this_machine(host: Host) -> bool:
 
 def run(args: argparse.Namespace, console: Console, *, subcommand: str, tail: list[str],
         render_result: ResultRenderer | None = None) -> int:
+    with sigterm_as_interrupt():  # SIGTERM stops the job exactly like Ctrl-C, preflight included
+        return _run(args, console, subcommand=subcommand, tail=tail, render_result=render_result)
+
+
+def _run(args: argparse.Namespace, console: Console, *, subcommand: str, tail: list[str],
+         render_result: ResultRenderer | None) -> int:
     hosts = load_hosts(args)
     env, _home, cwd, python = process_context()
     settings = SshSettings(args.ssh_connect_timeout, tuple(args.ssh_option), args.ssh_config)
@@ -112,8 +118,7 @@ def run(args: argparse.Namespace, console: Console, *, subcommand: str, tail: li
     nodes = plan(master.address)
     events = _Events(console, to_stderr=args.json or subcommand == "test")
     output_dir = Path(args.output_dir) if args.output_dir else None
-    with sigterm_as_interrupt():
-        outcomes = supervise(nodes, events, output_dir=output_dir)
+    outcomes = supervise(nodes, events, output_dir=output_dir)
     if render_result is not None:
         return render_result(console, outcomes, _payload(master, outcomes))
     failure = first_failure(outcomes)
