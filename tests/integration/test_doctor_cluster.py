@@ -173,7 +173,7 @@ def test_node_whose_private_nic_has_another_name(sim_cluster: Callable[..., SimC
         assert "node0: eth1 " in run.out and "node1: ens5 " in run.out
         assert "node1: ddpkit nccl-conf set NCCL_SOCKET_IFNAME==ens5" in run.out
         assert "--node-rank 1 --master-addr" in run.out and "--ifname ens5 train.py" in run.out
-        assert "node1:ens5" in run.out  # a matrix column
+        assert "n1:ens5" in run.out  # a matrix column
 
 
 @pytest.mark.root

@@ -143,11 +143,33 @@ def test_healthy_report_is_ok_with_the_shared_address_as_info() -> None:
     assert (info.id, info.severity, info.nodes) == ("wrong-interface", "info", (0, 1))
     assert "eth0 172.17.0.4 is the same address on nodes 0, 1" in info.message
     headers, rows = matrix_table(report)
-    assert headers[:3] == ("from", "interface", "address") and "node1:eth0" in headers
-    assert rows[0][:3] == ("node0", "eth1", "10.0.0.2")
-    assert rows[0][3:] == ("-", "-", "ok", "timeout")
+    assert headers == ("from", "via", "n0:eth1", "n0:eth0", "n1:eth1", "n1:eth0")
+    assert rows[0] == ("node0", "eth1", "-", "-", "ok", "timeout")
     lines = verdict_lines(report.verdict)
     assert "  ddpkit nccl-conf set NCCL_SOCKET_IFNAME==eth1" in lines
+
+
+def test_wide_clusters_get_one_row_per_pair_instead_of_a_matrix() -> None:
+    records, reports = build(SIM, broken={(2, "eth1", 3, "eth1")})
+    report = build_report(outcome(records, reports))
+    headers, rows = matrix_table(report)  # 4 nodes x 2 interfaces = 8 columns: still a matrix
+    assert headers[1] == "via"
+    nets = {r: [(n, f"10.{i}.0.{2 + r}", f"net{i}") for i, n in enumerate(("a", "b", "c"))]
+            for r in range(3)}
+    wide = build_report(outcome(*build(nets, broken={(0, "a", 1, "a"), (0, "b", 1, "b"),
+                                                     (0, "c", 1, "c")})))
+    headers, rows = matrix_table(wide)  # 9 columns: one row per pair
+    assert headers == ("from", "to", "working interface pairs")
+    assert ("node1", "node0", "a->a, b->b, c->c") in rows
+    assert ("node0", "node1", "none (a->a timeout, b->b timeout)") in rows
+    assert len(rows) == 6
+
+
+def test_node_without_any_candidate_is_named() -> None:
+    records, reports = build({0: [("eth1", "10.0.0.2", "p")], 1: []})
+    report = build_report(outcome(records, reports))
+    assert report.problems[0].id == "interface-not-found" and report.problems[0].nodes == (1,)
+    assert not report.ok
 
 
 def test_missing_node_is_named_and_nothing_is_decided() -> None:

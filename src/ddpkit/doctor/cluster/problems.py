@@ -101,7 +101,12 @@ def _pair_paths(matrix: Matrix, left: NodeRecord, right: NodeRecord) -> str:
 def reachability_problems(records: Sequence[NodeRecord], matrix: Matrix,
                           verdict: Verdict) -> list[Problem]:
     by_rank = {r.rank: r for r in records}
-    found = []
+    found = [Problem("interface-not-found", "error",
+                     f"node {r.rank} ({r.hostname}) has no interface that is up with a routable "
+                     "address: it cannot reach anyone",
+                     f"on node {r.rank}: bring the private-network interface up and give it an "
+                     "address (`ip addr`), then see `ddpkit nics`", (r.rank,))
+             for r in records if not r.candidates]
     for left, right in verdict.unreachable:
         found.append(Problem(
             "peer-unreachable", "error",
@@ -183,8 +188,13 @@ def difference_problems(differences: Sequence[Difference]) -> list[Problem]:
     for difference in differences:
         if difference.severity == "info":
             continue
-        fix = ("install the same versions on every node" if difference.finding ==
-               "version-mismatch" else "make the nodes alike (ddpkit nccl-conf show on each)")
+        if difference.finding == "version-mismatch":
+            fix = f"install the same {difference.field} version on every node"
+        elif difference.field.startswith(("NCCL_", "GLOO_")):
+            fix = (f"give {difference.field} one value on every node (or unset it everywhere); "
+                   "`ddpkit nccl-conf show` on a node says where its value comes from")
+        else:
+            fix = "make the nodes alike, or size each node's job to what it has"
         if difference.field == "hostname":
             fix = "give every node a unique hostname (hostnamectl set-hostname node1)"
         out.append(Problem(difference.finding, difference.severity, difference.explanation, fix,

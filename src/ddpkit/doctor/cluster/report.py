@@ -19,6 +19,7 @@ from ddpkit.doctor.cluster.verdict import Verdict, decide
 
 SCHEMA_KIND, SCHEMA_VERSION = "doctor-cluster", 1
 SIDE_BY_SIDE_MAX = 6  # nodes shown in their own columns; more are grouped by value
+MATRIX_COLUMNS_MAX = 8  # node interfaces shown as matrix columns; more: one row per node pair
 
 
 @dataclass(frozen=True)
@@ -119,10 +120,16 @@ def node_label(record: NodeRecord) -> str:
 
 
 def matrix_table(report: ClusterReport) -> tuple[tuple[str, ...], list[tuple[str, ...]]]:
-    """Rows: (from node, interface, address); columns: to node:interface; cells: ok or why not."""
+    """Rows: (from node, interface); columns: to node:interface; cells: ok or why not.
+
+    With more than ``MATRIX_COLUMNS_MAX`` columns it would not fit a terminal: then one row per
+    pair of nodes, with the interface pairs that work (or the first that failed).
+    """
     records = report.records
     columns = [(r, c) for r in records for c in r.candidates]
-    headers = ("from", "interface", "address", *(f"{node_label(r)}:{c.ifname}" for r, c in columns))
+    if len(columns) > MATRIX_COLUMNS_MAX:
+        return pair_table(report)
+    headers = ("from", "via", *(f"n{r.rank}:{c.ifname}" for r, c in columns))
     rows = []
     for record in records:
         for candidate in record.candidates:
@@ -133,8 +140,33 @@ def matrix_table(report: ClusterReport) -> tuple[tuple[str, ...], list[tuple[str
                     continue
                 path = report.matrix.get(record.rank, candidate.ifname, peer.rank, target.ifname)
                 cells.append("n/a" if path is None else CELL[path.status])
-            rows.append((node_label(record), candidate.ifname, candidate.address, *cells))
+            rows.append((node_label(record), candidate.ifname, *cells))
     return headers, rows
+
+
+def pair_table(report: ClusterReport) -> tuple[tuple[str, ...], list[tuple[str, ...]]]:
+    """One row per ordered pair of nodes: the interface pairs that work, else the first failure."""
+    rows: list[tuple[str, ...]] = []
+    for record in report.records:
+        for peer in report.records:
+            if peer.rank == record.rank:
+                continue
+            working: list[str] = []
+            failed: list[tuple[bool, str]] = []  # same-name pairs first: the likelier intent
+            for a in record.candidates:
+                for b in peer.candidates:
+                    path = report.matrix.get(record.rank, a.ifname, peer.rank, b.ifname)
+                    if path is None:
+                        continue
+                    if path.ok:
+                        working.append(f"{a.ifname}->{b.ifname}")
+                    else:
+                        failed.append((a.ifname != b.ifname,
+                                       f"{a.ifname}->{b.ifname} {CELL[path.status]}"))
+            worst = [text for _, text in sorted(failed, key=lambda f: f[0])[:2]]
+            shown = ", ".join(working) if working else "none (" + ", ".join(worst) + ")"
+            rows.append((node_label(record), node_label(peer), shown))
+    return ("from", "to", "working interface pairs"), rows
 
 
 def difference_table(report: ClusterReport) -> tuple[tuple[str, ...], list[tuple[str, ...]]]:

@@ -148,22 +148,32 @@ def collect_fingerprint(env: Mapping[str, str], *, hostname: str | None = None) 
 
 
 class MeetingStore:
-    """JSON values under ``doctor/`` in a TCPStore."""
+    """JSON values under ``doctor/`` in a TCPStore; a store that goes away is ``store-lost``."""
 
-    def __init__(self, store: Any) -> None:
+    def __init__(self, store: Any, endpoint: str) -> None:
         self.store = store
+        self.endpoint = endpoint
+
+    def _call(self, action: Callable[[], Any]) -> Any:
+        try:
+            return action()
+        except (RuntimeError, OSError) as exc:  # torch's DistError is a RuntimeError
+            raise NetworkProblem(
+                "store-lost", f"lost the master's store at {self.endpoint}: {_first_line(exc)}",
+                "node 0 ended before this node was done: start every node within --timeout of "
+                "the others, and keep node 0 running until they finish") from None
 
     def put(self, key: str, value: NodeRecord | ProbeReport | Mapping[str, Any]) -> None:
-        self.store.set(PREFIX + key, model.encode(value))
+        self._call(lambda: self.store.set(PREFIX + key, model.encode(value)))
 
     def has(self, key: str) -> bool:
-        return bool(self.store.check([PREFIX + key]))
+        return bool(self._call(lambda: self.store.check([PREFIX + key])))
 
     def get(self, key: str) -> dict[str, Any]:
-        return model.decode_object(self.store.get(PREFIX + key))
+        return model.decode_object(self._call(lambda: self.store.get(PREFIX + key)))
 
     def add(self, key: str, amount: int) -> int:
-        return int(self.store.add(PREFIX + key, amount))
+        return int(self._call(lambda: self.store.add(PREFIX + key, amount)))
 
 
 def _first_line(exc: BaseException) -> str:
@@ -323,7 +333,7 @@ def run_node(
         ports = listener.start()
         record = NodeRecord(options.node_rank, options.nnodes, nonce, ports, own, fp)
         store = _open_store(options, ifname, meet_deadline)
-        meeting = MeetingStore(store)
+        meeting = MeetingStore(store, f"{options.master_addr}:{options.master_port}")
         _join(meeting, options, record, meet_deadline)
         note(f"node {options.node_rank} ({fp.hostname}) joined at {options.master_addr}:"
              f"{options.master_port}; waiting for the other nodes")
