@@ -96,7 +96,7 @@ def kill_tree(pid: int) -> None:
 
 def descendants(pid: int) -> list[psutil.Process]:
     try:
-        return psutil.Process(pid).children(recursive=True)
+        return list(psutil.Process(pid).children(recursive=True))
     except psutil.NoSuchProcess:
         return []
 

@@ -34,7 +34,7 @@ class ProcessOutcome:
     leftovers_killed: tuple[int, ...]  # descendants still alive at the end, killed by pid
 
 
-class _Tracker:
+class DescendantTracker:
     """Remembers every descendant of a process, so none outlives the job."""
 
     def __init__(self, root_pid: int) -> None:
@@ -87,7 +87,7 @@ def run_process(
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True,
         text=True, encoding="utf-8", errors="replace", bufsize=1,
     )
-    tracker = _Tracker(proc.pid)
+    tracker = DescendantTracker(proc.pid)
     tail: collections.deque[str] = collections.deque(maxlen=TAIL_LINES)
 
     def pump() -> None:
@@ -133,7 +133,7 @@ def run_process(
     )
 
 
-def _terminate(proc: subprocess.Popen[str], tracker: _Tracker, grace: float) -> None:
+def _terminate(proc: subprocess.Popen[str], tracker: DescendantTracker, grace: float) -> None:
     """SIGTERM the tree (torchrun forwards it to its workers), then SIGKILL what remains."""
     tracker.scan()
     _signal_group(proc.pid, signal.SIGTERM)
@@ -150,7 +150,7 @@ def _terminate(proc: subprocess.Popen[str], tracker: _Tracker, grace: float) -> 
         _signal_pid(child, signal.SIGKILL)
 
 
-def _kill_leftovers(tracker: _Tracker) -> tuple[int, ...]:
+def _kill_leftovers(tracker: DescendantTracker) -> tuple[int, ...]:
     leftovers = tracker.alive()
     for child in leftovers:
         _signal_pid(child, signal.SIGKILL)

@@ -27,7 +27,7 @@ from typing import IO, Any, Protocol
 import psutil
 
 from ddpkit.launch.envpass import PassedEnv
-from ddpkit.launch.execute import _Tracker as DescendantTracker
+from ddpkit.launch.execute import DescendantTracker
 from ddpkit.launch.hostfile import Host
 from ddpkit.launch.outcomes import (
     FAILED,
