@@ -125,7 +125,7 @@ def report(doc: dict[str, Any], plan: dict[str, Any], elapsed: float, quick: boo
     print(f"\nefficiency per setting (1-node step {doc['single_node']['step_s'] * 1e3:.0f} ms, "
           "median reference)")
     print(f"  {'setting':<20} {'1-node':>8} {'2-node':>8} {'measured':>9} {'plan':>6} "
-          f"{'plan/measured':>14}")
+          f"{'plan/measured':>14}   reference drift")
     for row in doc["scaling"]:
         if not row["ok"]:
             print(f"  {row['setting']:<20} FAILED: {row.get('error')}")
@@ -134,13 +134,20 @@ def report(doc: dict[str, Any], plan: dict[str, Any], elapsed: float, quick: boo
         ratio = guess / row["efficiency"] if guess else None
         verdict = _in(ratio, PLAN_BAND)
         ok &= verdict == "ok"
+        drift = row.get("reference_spread")
         print(f"  {row['setting']:<20} {row['one_node_step_s'] * 1e3:6.0f}ms "
               f"{row['step_s'] * 1e3:6.0f}ms {row['efficiency']:9.2f} {guess or 0:6.2f} "
-              f"{ratio or 0:14.2f} {verdict}")
+              f"{ratio or 0:14.2f} {verdict:<6} {'-' if drift is None else f'{drift:.0%}'}"
+              + (" NOISY" if row.get("noisy") else ""))
     rec = doc["recommendation"]
-    best = max((r["efficiency"] for r in doc["scaling"] if r["ok"]), default=0.0)
+    best = max((r["efficiency"] for r in doc["scaling"] if r["ok"] and not r.get("noisy")),
+               default=0.0)
     target = "ok" if best >= EFFICIENCY_TARGET else "MISSED"
     ok &= target == "ok" or quick
+    noisy = [r["setting"] for r in doc["scaling"] if r.get("noisy")]
+    if noisy:
+        print(f"\nnoisy (the machine's speed changed during the job; not counted): "
+              f"{', '.join(noisy)}")
     print(f"\nbest measured efficiency {best:.2f} (target >= {EFFICIENCY_TARGET} on this setup"
           f"{', not expected of the quick model' if quick else ''}): {target}")
     print(f"bench: {rec['text']}")

@@ -272,3 +272,33 @@ def test_socket_sweep_skip_is_reported() -> None:
                       socket_skipped="needs NCCL")
     assert p["socket_sweep"] == {"status": "skipped", "reason": "needs NCCL", "results": [],
                                  "best": None}
+
+
+def test_a_reference_that_moved_during_the_job_marks_the_row_noisy() -> None:
+    doc = scaling_doc("bf16", 0.3, 0.6)
+    doc["phases"]["one_node"]["none"].update(before_step_s=0.2, after_step_s=0.4)
+    row = scaling_row(None, doc, 2)
+    assert row["ok"] is True and row["noisy"] is True
+    assert row["reference_spread"] == pytest.approx(2 / 3)
+    assert row["noise"] == "the 1-node reference moved 67% during the job"
+    steady = scaling_doc("bf16", 0.3, 0.6)
+    steady["phases"]["one_node"]["none"].update(before_step_s=0.29, after_step_s=0.31)
+    assert scaling_row(None, steady, 2)["noisy"] is False
+
+
+def test_more_than_full_efficiency_with_one_rank_per_node_is_noise() -> None:
+    row = scaling_row(None, scaling_doc("accumulate:4", 1.09, 0.75), 2)
+    assert row["efficiency"] == pytest.approx(1.09 / 0.75)
+    assert row["noisy"] is True and "impossible with one rank per node" in row["noise"]
+
+
+def test_noisy_rows_are_not_recommended_while_a_clean_one_exists() -> None:
+    table = [{"setting": "none", "ok": True, "efficiency": 0.3, "noisy": False},
+             {"setting": "accumulate:4", "ok": True, "efficiency": 1.46, "noisy": True},
+             {"setting": "bf16+accumulate:4", "ok": True, "efficiency": 0.8, "noisy": False}]
+    rec = recommend(table, nodes=2, threshold=0.7)
+    assert rec["setting"] == "bf16+accumulate:4"
+    assert "Too noisy to judge (the machine's speed changed): accumulate:4; rerun." in rec["text"]
+    all_noisy = [{**r, "noisy": True} for r in table]
+    rec = recommend(all_noisy, nodes=2, threshold=0.7)
+    assert rec["setting"] == "accumulate:4" and "rerun on a quiet machine" in rec["text"]

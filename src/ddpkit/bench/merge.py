@@ -143,9 +143,32 @@ def scaling_row(outcome: JobOutcome | None, doc: Mapping[str, Any] | None,
             "timed_micro_steps": multi["timed_micro_steps"],
             "warmup_micro_steps": multi["warmup_micro_steps"], "notes": multi.get("notes", []),
         })
+        row.update(_noise(phases["one_node"]["none"], row["efficiency"],
+                          multi["ranks"] // max(1, nodes)))
     elif nodes >= 2:
         row["error"] = _failure_text(outcome, doc)
     return row
+
+
+NOISY_SPREAD = 0.25  # the 1-node reference moved this much between before and after
+
+
+def _noise(reference: Mapping[str, Any], efficiency: float, ranks_per_node: int) -> dict[str, Any]:
+    """Whether the machine's speed changed under the measurement (other load on a shared box).
+
+    The reference is measured before and after the N-node phase; if the two differ by more than
+    25% of their mean, the machine changed speed meanwhile. With one rank per node, efficiency above
+    110% is impossible (N nodes do the same compute plus communication) and also means noise.
+    """
+    before, after = reference.get("before_step_s"), reference.get("after_step_s")
+    spread = abs(after - before) / ((after + before) / 2) if before and after else None
+    why = []
+    if spread is not None and spread > NOISY_SPREAD:
+        why.append(f"the 1-node reference moved {spread:.0%} during the job")
+    if ranks_per_node == 1 and efficiency > 1.1:
+        why.append(f"{efficiency:.0%} efficiency is impossible with one rank per node")
+    return {"reference_spread": spread, "noisy": bool(why),
+            "noise": "; ".join(why) or None}
 
 
 def _single_node(docs: Sequence[Mapping[str, Any]]) -> dict[str, Any] | None:
@@ -175,8 +198,15 @@ def _single_node(docs: Sequence[Mapping[str, Any]]) -> dict[str, Any] | None:
 def recommend(rows: Sequence[Mapping[str, Any]], *, nodes: int, threshold: float) -> dict[str, Any]:
     """The least invasive setting that ran OK and reached ``threshold``; never a failed one."""
     failed = sorted(r["setting"] for r in rows if not r.get("ok"))
-    rated = [r for r in rows if r.get("ok") and r.get("efficiency") is not None]
+    measured = [r for r in rows if r.get("ok") and r.get("efficiency") is not None]
+    rated = [r for r in measured if not r.get("noisy")] or measured
     tail = (f" Failed here, never recommended: {', '.join(failed)}." if failed else "")
+    noisy = sorted(r["setting"] for r in measured if r.get("noisy"))
+    if noisy and rated is not measured:
+        tail += f" Too noisy to judge (the machine's speed changed): {', '.join(noisy)}; rerun."
+    elif noisy:
+        tail += " Every measurement was noisy (the machine's speed changed): rerun on a quiet machine."
+
     pct = f"{threshold:.0%}"
     if nodes < 2:
         return {"decision": "undecided", "setting": None, "efficiency": None,
@@ -186,8 +216,9 @@ def recommend(rows: Sequence[Mapping[str, Any]], *, nodes: int, threshold: float
         return {"decision": "undecided", "setting": None, "efficiency": None,
                 "text": f"undecided: no setting ran OK on {nodes} nodes.{tail}", "cost": None,
                 "failed": failed}
-    plain = next((r for r in rated if r["setting"] == "none"), None)
-    plain_text = f"{plain['efficiency']:.0%}" if plain else "failed"
+    plain = next((r for r in measured if r["setting"] == "none"), None)
+    plain_text = (f"{plain['efficiency']:.0%}" + (", noisy" if plain.get("noisy") else "")
+                  if plain else "failed")
     passing = sorted((r for r in rated if r["efficiency"] >= threshold),
                      key=lambda r: (parse_setting(r["setting"]).invasiveness, -r["efficiency"]))
     if passing:

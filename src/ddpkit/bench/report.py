@@ -111,7 +111,8 @@ def scaling_table(payload: Mapping[str, Any]) -> Table | None:
         if r.get("ok"):
             rows.append((r["setting"], _ms(r.get("one_node_step_s")), _ms(r.get("step_s")),
                          f"{r['samples_per_s']:.0f}", f"{r['throughput_vs_one_node']:.2f}x",
-                         _pct(r.get("efficiency")), "ok"))
+                         _pct(r.get("efficiency")),
+                         f"ok, noisy: {r['noise']}" if r.get("noisy") else "ok"))
         else:
             rows.append((r["setting"], _ms(r.get("one_node_step_s")), "-", "-", "-", "-",
                          f"FAILED: {r.get('error', '')}"))

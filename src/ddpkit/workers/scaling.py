@@ -179,10 +179,9 @@ def time_phase(run: Run, *, hook: str, rank: int | None, accumulate: int, group:
         syncs_warmup = max(syncs_warmup, args.powersgd_warmup + 2)  # time compressed steps only
     warm_micro = syncs_warmup * accumulate
     timed_micro = math.ceil(args.steps / accumulate) * accumulate
-    loss_value = float("nan")
+    last_loss: list[torch.Tensor] = []  # read once at the end: no device sync inside the loop
 
     def micro_step(index: int) -> None:
-        nonlocal loss_value
         sync = (index + 1) % accumulate == 0
         context = contextlib.nullcontext() if sync else ddp.no_sync()
         with context:
@@ -191,7 +190,7 @@ def time_phase(run: Run, *, hook: str, rank: int | None, accumulate: int, group:
         if sync:
             optimizer.step()
             optimizer.zero_grad(set_to_none=True)
-        loss_value = float(loss.detach())
+        last_loss[:] = [loss.detach()]
 
     dist.barrier()  # every node starts (and below: times) together, so CPUs are as busy as in
     # the all-nodes phase, even where several simulated nodes share one machine
@@ -206,6 +205,7 @@ def time_phase(run: Run, *, hook: str, rank: int | None, accumulate: int, group:
         micro_step(warm_micro + index)
     _sync(device)
     elapsed = time.perf_counter() - start
+    loss_value = float(last_loss[0]) if last_loss else float("nan")
     slowest = _reduce(elapsed, dist.ReduceOp.MAX, group, device)
     checksum = sum(float(p.detach().double().sum()) for p in model.parameters())
     low = _reduce(checksum, dist.ReduceOp.MIN, group, device)
