@@ -25,6 +25,7 @@ from ddpkit.launch.config import (
 )
 from ddpkit.launch.outcomes import NodeOutcome
 from ddpkit.launch.plan import NodePlan
+from ddpkit.report import document
 
 
 def add_launch_options(parser: argparse.ArgumentParser) -> None:
@@ -280,3 +281,21 @@ class ShareContext:
 Share = Callable[..., "tuple[int, NodeOutcome]"]
 """``share(console, config, context, options) -> (exit code, outcome)``: one node's share of a job
 (``launch.share`` and ``test.share``); raises the launch's DdpkitError where the command does."""
+
+
+def run_this_node(args: argparse.Namespace, console: Console, config: LaunchConfig,
+                  share: Share, options: dict[str, Any]) -> int:
+    """The per-node form (``--node-rank R --master-addr A``) of a command that has a share."""
+    with sigterm_as_interrupt(), node_supervision(args) as should_stop:
+        context = ShareContext.here(as_json=args.json, dry_run=args.dry_run, should_stop=should_stop,
+                                    hide_peer_commands=args.supervised)
+        code, _ = share(console, config, context, options)
+    return code
+
+
+def show_plan(console: Console, plan: NodePlan, *, as_json: bool) -> None:
+    """``--dry-run``: the plan as text, or as a ``ddpkit.launch-plan/1`` document."""
+    if as_json:
+        render.emit_json(console, document("launch-plan", 1, plan.to_dict()))
+    else:
+        print_plan(console, plan)

@@ -21,9 +21,8 @@ from ddpkit.cli.launch_options import (
     add_launch_options,
     config_from_args,
     job_mode,
-    node_supervision,
-    print_plan,
-    sigterm_as_interrupt,
+    run_this_node,
+    show_plan,
     without_peer_commands,
 )
 from ddpkit.cli.options import add_json_flag
@@ -59,11 +58,7 @@ def run(args: argparse.Namespace, console: Console) -> int:
                                     options={}, share=share)
     config = config_from_args(args, entry=args.script, entry_args=args.script_args,
                               is_module=args.module)
-    with sigterm_as_interrupt(), node_supervision(args) as should_stop:
-        context = ShareContext.here(as_json=args.json, dry_run=args.dry_run, should_stop=should_stop,
-                                    hide_peer_commands=args.supervised)
-        code, _ = share(console, config, context, {})
-    return code
+    return run_this_node(args, console, config, share, {})
 
 
 def share(console: Console, config: LaunchConfig, context: ShareContext,
@@ -77,10 +72,7 @@ def share(console: Console, config: LaunchConfig, context: ShareContext,
         plan = without_peer_commands(plan)
     outcome = NodeOutcome(node_rank=config.node_rank, host=plan.hostname, state=OK)
     if context.dry_run:
-        if context.as_json:
-            render.emit_json(console, document("launch-plan", 1, plan.to_dict()))
-        else:
-            print_plan(console, plan)
+        show_plan(console, plan, as_json=context.as_json)
         return 0, outcome
     events = ConsoleEvents(console, output_to_stderr=context.as_json)
     events.planned(plan)
