@@ -127,3 +127,11 @@ def test_config_validation(kw: dict[str, object], error_id: str) -> None:
     with pytest.raises(UsageError) as info:
         _config(**kw)
     assert info.value.error_id == error_id
+
+
+def test_peer_commands_repeat_the_env_overrides() -> None:
+    nics = (_nic("eth1", NicKind.VETH, ("10.0.0.2", 24)),)
+    plan = _plan(_config(node_rank=0, extra_env=(("OMP_NUM_THREADS", "1"),)),
+                 _facts(nics=nics, route=None))
+    assert "--env OMP_NUM_THREADS=1" in plan.peer_commands[0]
+    assert plan.env_set["OMP_NUM_THREADS"] == "1"

@@ -167,6 +167,8 @@ def peer_commands(config: LaunchConfig, command: tuple[str, ...] | None = None) 
                 "--nproc-per-node", config.nproc_per_node]
         if config.debug:
             argv.append("--debug")
+        for key, value in config.extra_env:  # every node's workers get the same --env
+            argv.extend(["--env", f"{key}={value}"])
         argv.extend(command[1:])
         commands.append(quote_command(argv))
     return tuple(commands)
