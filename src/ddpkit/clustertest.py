@@ -14,6 +14,12 @@ QUICK_SIZES = "256K,1M,4M"
 FULL_SIZES = "1M,4M,16M,64M"
 
 
+def default_job_timeout(pg_timeout: float) -> float:
+    """How long a whole `ddpkit test` may take: start-up, one process-group timeout for a lagging
+    rank, the checks themselves, and the same again for the final exchange."""
+    return 2 * pg_timeout + 60
+
+
 def worker_args(report_dir: Path, *, backend: str, quick: bool, pg_timeout: float) -> list[str]:
     return [
         "--report-dir", str(report_dir),

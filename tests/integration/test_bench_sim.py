@@ -11,6 +11,7 @@ import pytest
 from multinode import ddpkit, start, wait_all
 
 from ddpkit.sim import SimCluster, inspect
+from ddpkit.sim.shaping import tbf_burst_bytes
 
 pytestmark = [pytest.mark.root, pytest.mark.slow]
 
@@ -55,7 +56,12 @@ def test_quick_bench_on_two_shaped_nodes(sim_cluster: Callable[..., SimCluster],
     rows = doc["collectives"]["ops"][0]["results"]
     assert doc["collectives"]["ops"][0]["op"] == "all_reduce" and rows
     assert all(r["wrong"] == 0 for r in rows)
-    assert all(0 < r["busbw"] < 2 * wire for r in rows)  # tbf's burst helps small sizes only
+    assert all(r["busbw"] > 0 for r in rows), rows
+    # tc caps the wire: beyond a few tbf bursts no all_reduce can beat the shaped rate (smaller
+    # messages may pass inside one burst at the veth's own speed, so they are not bounded here)
+    burst = tbf_burst_bytes(int(SHAPED * 8))
+    bounded = [r for r in rows if r["bytes"] >= 4 * burst]
+    assert bounded and all(r["busbw"] < 1.25 * SHAPED for r in bounded), (burst, rows, wire)
     largest = max(rows, key=lambda r: r["bytes"])
     assert largest["busbw_over_tcp"] == pytest.approx(largest["busbw"] / wire)
     assert 0.3 < doc["inter_node"]["busbw_over_tcp"] < 1.1

@@ -78,9 +78,11 @@ def _run_test(cluster, tmp_path: Path, nproc: int = 1, extra: tuple[str, ...] = 
     runs = [start(cluster, i, ddpkit("test", "--quick", "--json", "--nnodes", str(len(cluster.nodes)),
                                      "--node-rank", str(i), "--master-addr", master, "--master-port",
                                      port, "--nproc-per-node", str(nproc), "--run-dir",
-                                     str(tmp_path / f"node{i}"), *extra))
+                                     str(tmp_path / f"node{i}"), "--pg-timeout", "40", *extra))
             for i in range(len(cluster.nodes))]
-    assert wait_all(runs, timeout=200), "ddpkit test did not finish in time"
+    finished = wait_all(runs, timeout=200)
+    assert finished, "ddpkit test did not finish in time:\n" + "\n".join(
+        f"--- node {r.index} exit {r.code}\n{r.err[-2500:]}" for r in runs)
     return runs
 
 

@@ -85,8 +85,11 @@ def share(console: Console, config: LaunchConfig, context: ShareContext,
     # The run dir is decided first so the report directory can be passed to the worker.
     run_dir = Path(config.run_dir) if config.run_dir else session.default_run_dir(config, context.cwd)
     report_dir = run_dir / "test-report"
+    # A rank stuck where the process-group timeout does not reach (Gloo's connect loop) must not
+    # hang the test: past this deadline the job is stopped and the stage files name the stuck ranks.
+    job_timeout = config.job_timeout or clustertest.default_job_timeout(options["pg_timeout"])
     config = dataclasses.replace(
-        config, run_dir=str(run_dir), entry=WORKER_MODULE, is_module=True,
+        config, run_dir=str(run_dir), entry=WORKER_MODULE, is_module=True, job_timeout=job_timeout,
         entry_args=tuple(clustertest.worker_args(report_dir, backend=options["backend"],
                                                  quick=options["quick"],
                                                  pg_timeout=options["pg_timeout"])))
