@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from multinode import kill_tree
 
 from ddpkit.sim.topology import SimCluster, node_argv
 
@@ -54,20 +55,6 @@ def _clean_env() -> dict[str, str]:
     prefixes = ("NCCL_", "GLOO_", "TORCH_", "PET_", "MASTER_", "DDPKIT_", "RANK", "WORLD_SIZE")
     env = {k: v for k, v in os.environ.items() if not k.startswith(prefixes)}
     return {**env, "PYTHONUNBUFFERED": "1", "OMP_NUM_THREADS": "1"}
-
-
-def _kill_tree(pid: int) -> None:
-    import psutil
-
-    try:
-        root = psutil.Process(pid)
-        procs = [root, *root.children(recursive=True)]
-    except psutil.NoSuchProcess:
-        return
-    for proc in procs:
-        with contextlib.suppress(psutil.Error):
-            proc.kill()
-    psutil.wait_procs(procs, timeout=10)
 
 
 def run_torchrun(cluster: SimCluster, workdir: Path, extra_env: Sequence[str] = (), *,
@@ -114,7 +101,7 @@ def run_torchrun(cluster: SimCluster, workdir: Path, extra_env: Sequence[str] = 
     finally:
         for proc in procs:
             if proc.poll() is None:
-                _kill_tree(proc.pid)
+                kill_tree(proc.pid)
             proc.wait(timeout=30)
         for reader in readers:
             reader.join(timeout=30)
