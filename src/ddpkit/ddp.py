@@ -27,7 +27,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from ddpkit.errors import ConfigError
+from ddpkit.errors import ConfigError, EnvironmentProblem
 
 HOOK_NAMES: tuple[str, ...] = ("none", "bf16", "fp16", "powersgd")
 TORCH_POWERSGD_WARMUP = 1000  # torch's own default start_powerSGD_iter
@@ -185,11 +185,17 @@ def apply_comm_hook(
         notes = _check_gloo_buckets(ddp_model, parsed, allow_gloo_multi_bucket)
     from torch.distributed.algorithms.ddp_comm_hooks import powerSGD_hook
 
-    state = powerSGD_hook.PowerSGDState(
-        process_group=process_group,
-        matrix_approximation_rank=parsed.rank,
-        start_powerSGD_iter=parsed.warmup,
-    )
+    try:
+        state = powerSGD_hook.PowerSGDState(
+            process_group=process_group,
+            matrix_approximation_rank=parsed.rank,
+            start_powerSGD_iter=parsed.warmup,
+        )
+    except ModuleNotFoundError as exc:  # torch's PowerSGD needs numpy; torch itself does not
+        raise EnvironmentProblem(
+            "missing-package", f"PowerSGD needs the Python package {exc.name or 'numpy'}, which is "
+            "not installed here", "install ddpkit with its dependencies (they include numpy) or "
+            "`pip install numpy`; or pick another setting: none, bf16, fp16") from exc
     _register(ddp_model, state, powerSGD_hook.powerSGD_hook, spec)
     return HookInfo(str(parsed), "powersgd", backend, "torch powerSGD_hook.powerSGD_hook",
                     powersgd_rank=parsed.rank, warmup=parsed.warmup, state=state,

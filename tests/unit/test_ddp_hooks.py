@@ -245,3 +245,18 @@ def test_two_ranks_stay_identical(tmp_path: Path, spec: str) -> None:
     result = json.loads(out.read_text())
     assert result["identical"], result
     assert result["norm"] > 0
+
+
+def test_powersgd_without_numpy_names_the_missing_package(gloo_world_of_one: Any,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """torch's PowerSGD imports numpy, which the torch wheel does not bring: a clear error, not
+    torch's own ModuleNotFoundError from deep inside PowerSGDState."""
+    from ddpkit.errors import EnvironmentProblem
+
+    torch = gloo_world_of_one
+    monkeypatch.setitem(sys.modules, "numpy", None)  # `import numpy` now raises ModuleNotFoundError
+    ddp = _ddp(torch, _model(torch), bucket_cap_mb=64)
+    with pytest.raises(EnvironmentProblem) as info:
+        apply_comm_hook(ddp, "powersgd:1:warmup=2")
+    assert info.value.error_id == "missing-package"
+    assert "numpy" in info.value.message and "pip install numpy" in info.value.hint

@@ -24,7 +24,7 @@ from ddpkit.doctor.cluster.model import (
     NodeRecord,
     PathResult,
     ProbeReport,
-    decode_object,
+    decode_record,
     encode,
     normalise_address,
 )
@@ -44,10 +44,10 @@ def test_records_survive_the_store_as_json() -> None:
     node = record(1, ETH1, ETH0)
     raw = encode(node)
     assert raw.startswith(b"{") and b"pickle" not in raw
-    assert NodeRecord.from_dict(decode_object(raw)) == node
+    assert NodeRecord.from_dict(decode_record(raw)) == node
     report = ProbeReport(1, (PathResult(1, "eth1", "10.0.0.3", 0, "eth1", "10.0.0.2", "ok",
                                         seen="10.0.0.3"),))
-    assert ProbeReport.from_dict(decode_object(encode(report))) == report
+    assert ProbeReport.from_dict(decode_record(encode(report))) == report
 
 
 @pytest.mark.parametrize("change, message", [
@@ -68,9 +68,9 @@ def test_malformed_records_are_rejected_with_the_field(change: dict[str, object]
 
 def test_non_json_store_values_are_rejected() -> None:
     with pytest.raises(ValueError, match="not a JSON"):
-        decode_object(b"\x80\x04pickle")
+        decode_record(b"\x80\x04pickle")
     with pytest.raises(ValueError, match="not a JSON object"):
-        decode_object(b"[1, 2]")
+        decode_record(b"[1, 2]")
 
 
 def test_mapped_and_zoned_addresses_normalise() -> None:

@@ -68,3 +68,31 @@ def test_modules_workers_use_stay_light(module: str) -> None:
         top = name.split(".")[0]
         assert top in sys.stdlib_module_names or top in ("torch", "__future__") or \
             name.startswith(WORKER_DDPKIT_ALLOWED), f"{module} imports {name}"
+
+
+# torch's ``*_object`` collectives pickle, and so would any use of pickle itself: values between
+# ranks and nodes travel as JSON bytes (ddpkit.workers.json_collective, launch.token, doctor.cluster).
+_PICKLING_MODULES = {"pickle", "cPickle", "_pickle", "dill", "cloudpickle", "shelve", "marshal"}
+
+
+@pytest.mark.parametrize("path", _modules(SRC), ids=lambda p: str(p.relative_to(SRC)))
+def test_no_pickle_and_no_object_collectives(path: Path) -> None:
+    tree = ast.parse(path.read_text(), filename=str(path))
+    bad = [name for name in _imports(path) if name.split(".")[0] in _PICKLING_MODULES]
+    for node in ast.walk(tree):
+        called = node.func if isinstance(node, ast.Call) else None
+        name = (called.attr if isinstance(called, ast.Attribute)
+                else called.id if isinstance(called, ast.Name) else "")
+        if name.endswith("_object") or name.endswith("_object_list") or name in ("load", "loads") \
+                and isinstance(called, ast.Attribute) and isinstance(called.value, ast.Name) \
+                and called.value.id in _PICKLING_MODULES:
+            bad.append(f"{name}() at line {node.lineno}")
+    assert bad == [], f"{path.relative_to(SRC)}: {bad}"
+
+
+def test_the_grep_of_the_issue_finds_nothing() -> None:
+    """`grep -rn "_object(\\|pickle" src/` is the project's promise, word for word."""
+    hits = [f"{p.relative_to(SRC)}:{i}" for p in _modules(SRC)
+            for i, line in enumerate(p.read_text().splitlines(), 1)
+            if "_object(" in line or "pickle" in line]
+    assert hits == []

@@ -145,9 +145,14 @@ def print_plan(console: Console, plan: NodePlan) -> None:
                          f"{d['master']}")
     render.line(console, f"interface: {plan.interface.ifname} {plan.interface.address} "
                          f"({plan.interface.reason})")
-    render.line(console, "environment set for the workers:")
-    for key, value in sorted(plan.env_set.items()):
-        render.line(console, f"  {key}={value}")
+    if plan.env_set:
+        render.line(console, "environment set for the workers:")
+        for key, value in sorted(plan.env_set.items()):
+            render.line(console, f"  {key}={value}")
+    else:
+        render.line(console, "environment set for the workers: nothing (loopback needs no interface "
+                             "variable)" if plan.interface.source == "loopback" else
+                             "environment set for the workers: nothing")
     for text in plan.warnings:
         render.line(console, f"warning: {text}")
     render.line(console, "command:")

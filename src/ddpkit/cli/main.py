@@ -17,11 +17,12 @@ import importlib
 import sys
 import traceback
 from collections.abc import Sequence
-from typing import Protocol, cast
+from typing import Any, Protocol, cast
 
 from ddpkit import __version__
 from ddpkit.cli import render
 from ddpkit.cli.console import Console
+from ddpkit.cli.help_format import HelpFormatter
 from ddpkit.errors import DdpkitError, ExitCode, UsageError
 
 # name -> (module, one-line summary). Order is the order `ddpkit --help` shows.
@@ -51,6 +52,10 @@ class _Parser(argparse.ArgumentParser):
 
     console: Console | None = None
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("formatter_class", HelpFormatter)
+        super().__init__(*args, **kwargs)
+
     def _print_message(self, message: str, file: object = None) -> None:
         # Help and usage go to stdout: the command's console, or (for subcommand parsers made by
         # add_subparsers, which have none) the process's stdout.
@@ -58,7 +63,23 @@ class _Parser(argparse.ArgumentParser):
             (self.console.out if self.console is not None else sys.stdout).write(message)
 
     def error(self, message: str) -> None:  # type: ignore[override]
-        raise UsageError("bad-usage", f"{self.prog}: {message}", f"see `{self.prog} --help`")
+        raise UsageError("bad-usage", f"{self.prog}: {self._plain(message)}", f"see `{self.prog} --help`")
+
+    def _plain(self, message: str) -> str:
+        """argparse's "required: script, script_args" in the words of the help: what is missing."""
+        prefix = "the following arguments are required: "
+        if not message.startswith(prefix):
+            return message
+        positionals = {a.dest: a for a in self._actions if not a.option_strings}
+        missing = []
+        for name in (n.strip() for n in message[len(prefix):].split(",")):
+            action = positionals.get(name)
+            if action is not None and action.nargs == argparse.REMAINDER:
+                continue  # "the rest of the line" is never what a user forgot
+            missing.append(f"{name} ({action.help})" if action is not None and action.help else name)
+        example = f"; e.g. `{self.prog} train.py`" if "script" in positionals else ""
+        verb = "is" if len(missing) == 1 else "are"
+        return f"{' and '.join(missing)} {verb} required{example}"
 
 
 def _overview() -> str:
@@ -81,7 +102,8 @@ def build_parser(
     name: str, console: Console | None = None
 ) -> tuple[argparse.ArgumentParser, CommandModule]:
     module = load_command(name)
-    parser = _Parser(prog=f"ddpkit {name}", description=module.HELP)
+    parser = _Parser(prog=f"ddpkit {name}", description=module.HELP,
+                     epilog=getattr(module, "EXAMPLES", None))
     parser.console = console
     module.configure(parser)
     return parser, module

@@ -79,8 +79,12 @@ def choose_interface(config: LaunchConfig, facts: NodeFacts) -> InterfaceChoice:
     if config.ifname:
         nic = find_interface(config.ifname, facts.nics)
         return InterfaceChoice(nic.name, _first_address(nic), "flag", f"--ifname {nic.name}")
-    if not config.multi_node or config.master_addr in LOOPBACK_NAMES:
+    if not config.multi_node:
         return InterfaceChoice("lo", "127.0.0.1", "loopback", "single node: peers are local")
+    if config.master_addr in LOOPBACK_NAMES:
+        return InterfaceChoice("lo", "127.0.0.1", "loopback",
+                               f"the master address {config.master_addr} is loopback: every node "
+                               "must be on this machine")
     if config.is_master:
         for address in facts.master_addresses:
             holder = interface_holding(address, facts.nics)
@@ -120,6 +124,11 @@ def plan_node(
     """
     choice = choose_interface(config, facts)
     warnings = list(_interface_warnings(choice, facts))
+    if config.multi_node and config.master_addr in LOOPBACK_NAMES:
+        warnings.append(
+            f"--nnodes {config.nnodes} with master {config.master_addr}: a loopback address reaches "
+            "only this machine, so nodes on other machines cannot join; pass the master's private "
+            "address (see `ddpkit nics`), or leave --master-addr out for a join token")
     env_set: dict[str, str] = {}
     if choice.source != "loopback":
         wanted = socket_env(choice.ifname)

@@ -4,7 +4,7 @@ The job store is torch's own c10d ``TCPStore``, which has no authentication: any
 can read or write its keys. Every value ddpkit puts there is therefore JSON with an HMAC-SHA256 of
 the token's secret over the key and the body, so a node only acts on values written by someone who
 holds the token. The secret itself never enters the store. (The HMAC proves who wrote a value; it
-does not hide it: run jobs on a private network.) No pickle anywhere: values are JSON.
+does not hide it: run jobs on a private network.) Values are JSON, nothing else.
 """
 
 from __future__ import annotations

@@ -38,6 +38,7 @@ from torch.distributed.elastic.multiprocessing.errors import record
 
 from ddpkit.bench.formulas import GB, busbw_factor, element_count, parse_sweep_size, sweep_sizes
 from ddpkit.workers import tcp_baseline
+from ddpkit.workers.json_collective import all_gather_json
 
 SCHEMA = "ddpkit.collectives/1"
 OPS: tuple[str, ...] = ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "all_to_all")
@@ -301,8 +302,7 @@ def _sweep(args: argparse.Namespace, backend: str, device: torch.device) -> int:
         if problem:
             sys.stderr.write(f"error: {problem}\n")
         return 2
-    hosts: list[Any] = [None] * n
-    dist.all_gather_object(hosts, socket.gethostname())
+    hosts: list[Any] = all_gather_json(socket.gethostname(), device)
     local_world = int(os.environ.get("LOCAL_WORLD_SIZE", "1"))
     if rank == 0:
         _say(f"# ddpkit collectives: backend {backend}, {n} ranks on {len(set(hosts))} host(s), "

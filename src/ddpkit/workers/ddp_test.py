@@ -1,9 +1,9 @@
 """The cluster test program, run in every rank by `ddpkit test` through `ddpkit launch`.
 
 Standard library and torch only. Each rank records checks as data; at the end the results are
-exchanged with torch's own collectives (JSON bytes in a uint8 tensor: no pickle), and local rank 0
-of every node writes the whole job's report. A rank also keeps its current stage in a small file,
-so a hang can be named from outside.
+exchanged with torch's own collectives (JSON bytes in a uint8 tensor, :mod:`.json_collective`), and
+local rank 0 of every node writes the whole job's report. A rank also keeps its current stage in a
+small file, so a hang can be named from outside.
 """
 
 from __future__ import annotations
@@ -242,22 +242,9 @@ def _time_all_reduce(size: int, device: Any, n: int, iters: int) -> dict[str, An
 
 def exchange_reports(run: RankRun, device: Any) -> list[dict[str, Any]]:
     """Every rank's report, on every rank, through all_gather of JSON bytes."""
-    import torch
-    import torch.distributed as dist
+    from ddpkit.workers.json_collective import all_gather_json
 
-    payload = json.dumps(run.to_dict()).encode()
-    length = torch.tensor([len(payload)], dtype=torch.int64, device=device)
-    lengths = [torch.zeros_like(length) for _ in range(run.world_size)]
-    dist.all_gather(lengths, length)
-    width = int(max(int(x.item()) for x in lengths))
-    mine = torch.zeros(width, dtype=torch.uint8, device=device)
-    mine[: len(payload)] = torch.tensor(list(payload), dtype=torch.uint8, device=device)
-    parts = [torch.zeros_like(mine) for _ in range(run.world_size)]
-    dist.all_gather(parts, mine)
-    reports = []
-    for part, size in zip(parts, lengths):
-        reports.append(json.loads(bytes(part[: int(size.item())].cpu().tolist()).decode()))
-    return sorted(reports, key=lambda r: r["rank"])
+    return sorted(all_gather_json(run.to_dict(), device), key=lambda r: r["rank"])
 
 
 def _size_text(size: int) -> str:

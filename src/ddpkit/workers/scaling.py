@@ -48,6 +48,7 @@ import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel
 
 from ddpkit.ddp import apply_comm_hook
+from ddpkit.workers.json_collective import all_gather_json
 
 SCHEMA = "ddpkit.scaling-run/1"
 DEFAULT_WIDTHS = (64, 128, 256, 512, 1024, 2048, 4096)
@@ -118,8 +119,7 @@ class Run:
 def node_groups() -> tuple[Any, list[list[int]]]:
     """This rank's node-local process group, and every node's ranks (every rank creates them all)."""
     node = int(os.environ.get("GROUP_RANK", "0"))
-    members: list[Any] = [None] * dist.get_world_size()
-    dist.all_gather_object(members, (node, dist.get_rank()))
+    members: list[Any] = all_gather_json([node, dist.get_rank()])
     by_node: dict[int, list[int]] = {}
     for node_rank, rank in members:
         by_node.setdefault(node_rank, []).append(rank)
@@ -228,8 +228,7 @@ def time_phase(run: Run, *, hook: str, rank: int | None, accumulate: int, group:
 
 def _gather_node_results(result: dict[str, Any] | None, layout: list[list[int]]) -> list[Any]:
     """Every node's phase-1 result (from its lowest rank), in node order."""
-    parts: list[Any] = [None] * dist.get_world_size()
-    dist.all_gather_object(parts, result)
+    parts: list[Any] = all_gather_json(result)
     return [parts[ranks[0]] for ranks in layout]
 
 

@@ -7,9 +7,9 @@ or, in the same job as the collective sweep, ``-m ddpkit.workers.collectives ...
 Local rank 0 of every node listens on the address this node uses for the job (the interface in
 ``GLOO_SOCKET_IFNAME``/``NCCL_SOCKET_IFNAME`` that ``ddpkit launch`` set, else the source address of
 the route to ``MASTER_ADDR``) on an ephemeral port; the addresses and ports travel through torch's
-own collectives (``all_gather_object``), then the nodes take turns as senders in rounds of disjoint
-pairs (:func:`ddpkit.bench.tcp.pair_rounds`), one barrier between turns. Each turn is bounded in time
-and bytes. The kernel's link speed (``/sys/class/net/<if>/speed``) is recorded where it is known.
+own collectives (JSON bytes, :mod:`ddpkit.workers.json_collective`), then the nodes take turns as
+senders in rounds of disjoint pairs (:func:`ddpkit.bench.tcp.pair_rounds`), one barrier between
+turns. Each turn is bounded in time and bytes. The kernel's link speed (``/sys/class/net/<if>/speed``) is recorded where it is known.
 Rank 0 writes one ``ddpkit.tcp-baseline/1`` document.
 
 Only the standard library, torch and the stdlib-only :mod:`ddpkit.bench.tcp` are imported.
@@ -33,6 +33,7 @@ import torch
 import torch.distributed as dist
 
 from ddpkit.bench import tcp
+from ddpkit.workers.json_collective import all_gather_json
 
 SCHEMA = "ddpkit.tcp-baseline/1"
 SIOCGIFADDR = 0x8915
@@ -105,8 +106,7 @@ def run_baseline(*, seconds: float, streams: list[int], max_bytes: int) -> dict[
         mine = {"node": node, "host": socket.gethostname(), "ifname": ifname, "address": address,
                 "port": receiver.port, "speed_mbps": link_speed_mbps(ifname)}
     try:
-        gathered: list[Any] = [None] * dist.get_world_size()
-        dist.all_gather_object(gathered, mine)
+        gathered: list[Any] = all_gather_json(mine)
         nodes = {info["node"]: info for info in gathered if info is not None}
         order = sorted(nodes)
         results: list[dict[str, Any]] = []
@@ -121,8 +121,7 @@ def run_baseline(*, seconds: float, streams: list[int], max_bytes: int) -> dict[
                                             source=me["address"])
                         results.append({"src": order[src], "dst": order[dst], **found.to_dict()})
         dist.barrier()
-        every: list[Any] = [None] * dist.get_world_size()
-        dist.all_gather_object(every, results)
+        every: list[Any] = all_gather_json(results)
     finally:
         if receiver is not None:
             receiver.close()

@@ -31,6 +31,11 @@ from ddpkit.launch.outcomes import OK, NodeOutcome
 from ddpkit.report import document
 
 HELP = "run a multi-node job via torchrun (one node, all nodes over ssh, or with a join token)"
+EXAMPLES = """examples:
+  ddpkit launch --nnodes 2 --node-rank 0 --master-addr 10.0.0.2 train.py
+  ddpkit launch --hostfile hosts.txt train.py   # every node, over ssh
+  ddpkit launch --nnodes 2 train.py             # prints a line for the others
+"""
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -39,7 +44,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     add_json_flag(parser)
     parser.add_argument("-m", "--module", action="store_true",
                         help="run the entry as a Python module (python -m)")
-    parser.add_argument("script", help="training script (or module with -m)")
+    parser.add_argument("script", help="the training script, or a module name with -m")
     parser.add_argument("script_args", nargs=argparse.REMAINDER, help="arguments for the script")
 
 

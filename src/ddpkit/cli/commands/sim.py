@@ -139,8 +139,9 @@ def _status(args: argparse.Namespace, console: Console) -> int:
         return code
     flag = "" if found.name == DEFAULT_NAME else f" --name {found.name}"
     if found.phase == "absent":
-        render.line(console, f"no sim cluster named {found.name} (start one: ddpkit sim up 2{flag})")
-        return code
+        raise ConfigError("sim-not-up", f"no sim cluster named {found.name}",
+                          f"start one: `ddpkit sim up 2{flag}`; `ddpkit sim status` with no --name "
+                          "shows the default cluster")
     if found.cluster is None or found.phase != "up":
         what = {"building": f"half-built ({found.steps_done} steps done)",
                 "damaged": "damaged", "leftovers": "leftovers without a state file"}

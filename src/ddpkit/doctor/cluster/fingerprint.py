@@ -30,7 +30,7 @@ VERSION_FIELDS: tuple[tuple[str, Severity, str, str], ...] = (
     ("driver", "warning", "version-mismatch",
      "different NVIDIA drivers: features such as GPUDirect or CUDA versions may differ"),
     ("python", "warning", "version-mismatch",
-     "different Python versions: pickled objects exchanged by ranks may not load everywhere"),
+     "different Python versions: bytecode, wheels and serialised objects may differ between nodes"),
     ("ddpkit", "warning", "version-mismatch",
      "different ddpkit versions: run the same version on every node"),
     ("gpus", "warning", "node-mismatch",

@@ -1,4 +1,4 @@
-"""What the nodes of a cluster doctor run tell each other, and how it travels (JSON, never pickle).
+"""What the nodes of a cluster doctor run tell each other, and how it travels (JSON bytes only).
 
 Every value in the meeting store is one of these records as JSON bytes. ``from_dict`` checks the
 shape of what another node sent and raises ``ValueError`` on anything malformed, so a node running
@@ -254,7 +254,7 @@ def encode(value: NodeRecord | ProbeReport | Mapping[str, Any]) -> bytes:
     return json.dumps(body, sort_keys=True, separators=(",", ":")).encode()
 
 
-def decode_object(raw: bytes | bytearray | Sequence[int]) -> dict[str, Any]:
+def decode_record(raw: bytes | bytearray | Sequence[int]) -> dict[str, Any]:
     """JSON bytes from the store -> a dict; ``ValueError`` when they are not a JSON object."""
     try:
         data = json.loads(bytes(raw).decode("utf-8"))

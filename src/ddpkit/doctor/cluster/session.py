@@ -1,7 +1,7 @@
 """I/O: one node's part in a cluster doctor run, met through torch's c10d TCPStore on the master.
 
 Every node runs the same steps; node 0 also hosts the store (the engine's own ``TCPStore``, no
-home-made server). Values are JSON bytes (:mod:`.model`), never pickles. Keys::
+home-made server). Values are JSON bytes (:mod:`.model`), nothing else. Keys::
 
     doctor/meeting        the master's nnodes (a worker started with another --nnodes stops)
     doctor/claim/<r>      a counter: a second node claiming rank r is refused and recorded
@@ -170,7 +170,7 @@ class MeetingStore:
         return bool(self._call(lambda: self.store.check([PREFIX + key])))
 
     def get(self, key: str) -> dict[str, Any]:
-        return model.decode_object(self._call(lambda: self.store.get(PREFIX + key)))
+        return model.decode_record(self._call(lambda: self.store.get(PREFIX + key)))
 
     def add(self, key: str, amount: int) -> int:
         return int(self._call(lambda: self.store.add(PREFIX + key, amount)))
