@@ -9,7 +9,8 @@ Local rank 0 of every node listens on the address this node uses for the job (th
 the route to ``MASTER_ADDR``) on an ephemeral port; the addresses and ports travel through torch's
 own collectives (JSON bytes, :mod:`ddpkit.workers.json_collective`), then the nodes take turns as
 senders in rounds of disjoint pairs (:func:`ddpkit.bench.tcp.pair_rounds`), one barrier between
-turns. Each turn is bounded in time and bytes. The kernel's link speed (``/sys/class/net/<if>/speed``) is recorded where it is known.
+turns. Each turn is bounded in time and bytes. The kernel's link speed
+(``/sys/class/net/<if>/speed``) is recorded where it is known.
 Rank 0 writes one ``ddpkit.tcp-baseline/1`` document.
 
 Only the standard library, torch and the stdlib-only :mod:`ddpkit.bench.tcp` are imported.
