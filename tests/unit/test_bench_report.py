@@ -132,3 +132,24 @@ def test_a_bench_where_every_job_failed_still_renders_plainly() -> None:
                        "(10.0.0.2)"
     assert lines[1].startswith("undecided: no setting ran OK on 2 nodes")
     assert payload["ok"] is False
+
+
+def test_failed_stages_show_the_cause_and_a_fix_line() -> None:
+    from ddpkit.bench.report import failed_stages
+
+    payload = {"jobs": [
+        {"name": "net", "ok": False, "error_id": "job-failed", "stage": None,
+         "message": "node 0 (node0): rank 1 failed first: exit code 1",
+         "cause": "RuntimeError: Numpy is not available (at scaling.py:232 in _gather_node_results)",
+         "hint": "install numpy for the Python that runs the ranks on every node (`pip install numpy`)"},
+        {"name": "scaling-none", "ok": True},
+        {"name": "scaling-bf16", "ok": False, "error_id": "job-timeout", "stage": "all_nodes",
+         "message": "node 0: the job did not finish within 120 s and was stopped", "hint": None},
+    ]}
+    lines = failed_stages(payload)
+    assert lines[0] == ("FAILED net [job-failed]: RuntimeError: Numpy is not available (at "
+                        "scaling.py:232 in _gather_node_results)")
+    assert lines[1].startswith("  fix: install numpy")
+    assert lines[2].startswith("FAILED scaling-bf16 [job-timeout] (stuck in all_nodes): node 0:")
+    assert lines[3].startswith("  fix: ")
+    assert failed_stages({"jobs": [{"name": "net", "ok": True}]}) == []

@@ -37,11 +37,14 @@ class JobOutcome:
     message: str | None = None
     stage: str | None = None  # the worker's last stage (scaling jobs), for a hang's "where"
     run_dir: str | None = None
+    hint: str | None = None  # the fix, as the error that ended the job gave it
+    cause: str | None = None  # the Python exception the ranks died of, where they printed one
 
     def to_dict(self) -> dict[str, Any]:
         return {"name": self.job.name, "ok": self.ok, "duration_s": round(self.duration_s, 3),
                 "timeout_s": self.job.timeout_s, "error_id": self.error_id,
-                "message": self.message, "stage": self.stage, "run_dir": self.run_dir}
+                "message": self.message, "cause": self.cause, "hint": self.hint,
+                "stage": self.stage, "run_dir": self.run_dir}
 
 
 @dataclass(frozen=True)
@@ -117,6 +120,8 @@ def _failure_text(outcome: JobOutcome | None, doc: Mapping[str, Any] | None) -> 
         if outcome.error_id == "job-timeout":
             parts.append(f"timed out after {outcome.job.timeout_s:g} s"
                          + (f" in {outcome.stage}" if outcome.stage else ""))
+        elif outcome.cause and not parts:
+            parts.append(outcome.cause)
         elif outcome.message and not parts:
             parts.append(f"{outcome.error_id}: {outcome.message}")
     return "; ".join(parts) or "no result was written"

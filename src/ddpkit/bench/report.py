@@ -147,6 +147,22 @@ def socket_table(payload: Mapping[str, Any]) -> Table | None:
                  rows, footer)
 
 
+def failed_stages(payload: Mapping[str, Any]) -> list[str]:
+    """Every job that failed: what it was, its cause (the ranks' exception where they printed one),
+    and a ``fix:`` line, so a failed stage is explained where the tables are read."""
+    lines = []
+    for job in payload.get("jobs") or []:
+        if job.get("ok"):
+            continue
+        cause = job.get("cause") or job.get("message") or "no result was written"
+        where = f" (stuck in {job['stage']})" if job.get("stage") else ""
+        lines.append(f"FAILED {job['name']} [{job.get('error_id') or 'failed'}]{where}: {cause}")
+        lines.append(f"  fix: {job.get('hint') or 'rerun with --show-output to see the ranks output'}")
+    if lines:
+        lines.append("")
+    return lines
+
+
 def headline(payload: Mapping[str, Any]) -> list[str]:
     """The numbers that answer "is multi-node worth it here": busbw vs wire, efficiency, advice."""
     lines = []

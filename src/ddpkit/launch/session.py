@@ -18,6 +18,13 @@ from ddpkit.launch.execute import ProcessOutcome, run_process
 from ddpkit.launch.plan import NodePlan, plan_node
 from ddpkit.launch.preflight import check_port_free, wait_for_master
 from ddpkit.launch.torchrun import AgentTracebackFilter, RankFailure, describe_exit, parse_failures
+from ddpkit.launch.tracebacks import (
+    PythonException,
+    common_exception,
+    known_fix,
+    last_exception,
+    without_warnings,
+)
 
 LAUNCHER_LOG = "torchrun.log"  # everything torchrun and the ranks printed, unfiltered
 
@@ -68,21 +75,38 @@ class NodeResult:
         others = [f for f in self.failures if f.rank != failure.rank]
         if others:
             text += f"; {len(others)} more rank(s) on this node stopped after it"
+        raised = self.exception()
+        if raised is not None:
+            every = len(self.failures) > 1 and self._raised_by_every_failed_rank(raised)
+            text += f". {'Every failed rank' if every else 'It'} raised {raised}"
+            return text
         last = self._last_error_lines(failure.local_rank)
         if last:
             text += ". Its last output: " + " | ".join(last)
         return text
 
-    def _last_error_lines(self, local_rank: int, count: int = 3) -> list[str]:
+    def exception(self) -> PythonException | None:
+        """The Python exception the first failed rank died of, from its stderr log."""
+        failure = self.root_cause or (self.failures[0] if self.failures else None)
+        return None if failure is None else last_exception(self._stderr_lines(failure.local_rank))
+
+    def _raised_by_every_failed_rank(self, raised: PythonException) -> bool:
+        per_rank = [last_exception(self._stderr_lines(f.local_rank)) for f in self.failures]
+        return common_exception(per_rank) == raised
+
+    def _stderr_lines(self, local_rank: int) -> list[str]:
         for path in self.rank_logs().get(local_rank, []):
             if path.endswith("stderr.log"):
                 try:
-                    lines = Path(path).read_text(errors="replace").splitlines()
+                    return Path(path).read_text(errors="replace").splitlines()
                 except OSError:
                     return []
-                meaningful = [line.strip() for line in lines if line.strip()]
-                return meaningful[-count:]
         return []
+
+    def _last_error_lines(self, local_rank: int, count: int = 3) -> list[str]:
+        meaningful = [line.strip() for line in without_warnings(self._stderr_lines(local_rank))
+                      if line.strip()]
+        return meaningful[-count:]
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -93,6 +117,7 @@ class NodeResult:
             "interrupted": self.outcome.interrupted,
             "stopped": self.outcome.stopped,
             "root_cause": _failure_dict(self.root_cause),
+            "exception": (raised.to_dict() if (raised := self.exception()) is not None else None),
             "failures": [_failure_dict(f) for f in self.failures],
             "run_dir": self.plan.run_dir,
             "plan": self.plan.to_dict(),
@@ -175,7 +200,10 @@ def execute(plan: NodePlan, events: LaunchEvents, *,
                         f"{outcome.stopped}", f"per-rank logs are in {plan.run_dir}",
                         details=result.to_dict())
     if not result.ok:
+        raised = result.exception()
+        fix = known_fix(raised) if raised is not None else None
         raise JobFailed("job-failed", result.summary(),
+                        (f"{fix}; " if fix else "") +
                         f"all output is in {plan.run_dir}; `ddpkit doctor --log {plan.run_dir}/"
                         f"{LAUNCHER_LOG} {plan.run_dir}/torchrun/*/attempt_*/*/*.log` explains "
                         "common causes",

@@ -222,8 +222,10 @@ def run_jobs(console: Console, jobs: tuple[BenchJob, ...], plans: list[NodePlan]
             outcome = JobOutcome(job, True, time.monotonic() - start, run_dir=plan.run_dir)
         except CONTINUE_AFTER as exc:
             stage = _read_stage(results_dir / f"{job.output}.stage")
+            raised = exc.details.get("exception") or {}
             outcome = JobOutcome(job, False, time.monotonic() - start, exc.error_id, exc.message,
-                                 stage, plan.run_dir)
+                                 stage, plan.run_dir, hint=exc.hint or None,
+                                 cause=raised.get("text") if isinstance(raised, dict) else None)
         state = "ok" if outcome.ok else f"FAILED [{outcome.error_id}]"
         render.log(console, f"ddpkit bench:   {state} in {outcome.duration_s:.1f} s"
                             + (f" ({outcome.stage})" if outcome.stage and not outcome.ok else ""))
@@ -356,5 +358,7 @@ def show(console: Console, payload: dict[str, Any]) -> None:
         render.line(console)
     for note in payload.get("notes", []):
         render.line(console, render.style(console, f"note: {note}", "dim"))
+    for text in report.failed_stages(payload):
+        render.line(console, text)
     for text in report.headline(payload):
         render.line(console, text)
