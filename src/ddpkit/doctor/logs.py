@@ -6,6 +6,7 @@ import os
 from collections.abc import Sequence
 from typing import BinaryIO
 
+from ddpkit.doctor import run_dir
 from ddpkit.doctor.findings import Finding
 from ddpkit.doctor.logscan import scan
 from ddpkit.doctor.rules import Diagnosis
@@ -26,7 +27,8 @@ def _unreadable(path: str, reason: str) -> ConfigError:
 def check_readable(path: str) -> None:
     """Raise ``log-unreadable`` unless ``path`` is a file this process can open for reading."""
     if os.path.isdir(path):
-        raise _unreadable(path, "it is a directory")
+        raise _unreadable(path, "it is a directory, and not a ddpkit run directory (no "
+                                f"{run_dir.LAUNCHER_LOG} in it)")
     try:
         with open(path, "rb"):
             pass
@@ -40,6 +42,7 @@ def diagnose(paths: Sequence[str], stdin: BinaryIO | None = None) -> list[Findin
     Every path is checked before any is read, so a typo fails at once; the files are then
     streamed one after another in constant memory and correlated at the end.
     """
+    paths = run_dir.expand(list(paths))
     for path in paths:
         if path != "-":
             check_readable(path)
