@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 import textwrap
@@ -18,12 +17,6 @@ import pytest
 
 from ddpkit.ddp import CommHookSpec, apply_comm_hook, parse_comm_hook_spec
 from ddpkit.errors import ConfigError, ExitCode
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def _child_env() -> dict[str, str]:
@@ -193,8 +186,10 @@ _TWO_RANKS = textwrap.dedent(
     from torch.nn.parallel import DistributedDataParallel
     from ddpkit.ddp import apply_comm_hook
 
-    rank, port, spec, out = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4]
-    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=2)
+    rank, store, spec, out = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4]
+    # A file store, not tcp:// (a store served by rank 0): when rank 0 exits first, a tcp:// store's
+    # client threads in rank 1 can abort it at exit ("terminate called without an active exception").
+    dist.init_process_group("gloo", init_method=f"file://{store}", rank=rank, world_size=2)
     torch.manual_seed(0)  # same initial weights on both ranks
     model = torch.nn.Sequential(torch.nn.Linear(32, 64), torch.nn.ReLU(), torch.nn.Linear(64, 8))
     ddp = DistributedDataParallel(model, bucket_cap_mb=64)
@@ -226,9 +221,9 @@ def test_two_ranks_stay_identical(tmp_path: Path, spec: str) -> None:
     script = tmp_path / "two_ranks.py"
     script.write_text(_TWO_RANKS)
     out = tmp_path / "result.json"
-    port = _free_port()
+    store = tmp_path / "store"
     env = _child_env()
-    procs = [subprocess.Popen([sys.executable, str(script), str(rank), str(port), spec, str(out)],
+    procs = [subprocess.Popen([sys.executable, str(script), str(rank), str(store), spec, str(out)],
                               env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
              for rank in (0, 1)]
     try:
