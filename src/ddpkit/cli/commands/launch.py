@@ -26,6 +26,7 @@ from ddpkit.cli.launch_options import (
     without_peer_commands,
 )
 from ddpkit.cli.options import add_json_flag
+from ddpkit.cli.torch_options import add_torch_options, resolve
 from ddpkit.launch.config import LaunchConfig
 from ddpkit.launch.outcomes import OK, NodeOutcome
 from ddpkit.report import document
@@ -37,6 +38,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     add_launch_options(parser)
     add_cluster_options(parser)
     add_json_flag(parser)
+    add_torch_options(parser)
     parser.add_argument("-m", "--module", action="store_true",
                         help="run the entry as a Python module (python -m)")
     parser.add_argument("script", help="training script (or module with -m)")
@@ -44,18 +46,22 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, console: Console) -> int:
+    args.torch_options = torch = resolve(args)
     mode = job_mode(args)
     if mode == HOSTS:
         from ddpkit.cli import hosts_mode
 
-        tail = (["-m"] if args.module else []) + [args.script, *args.script_args]
+        torch.check_whole_job()  # each node decides the local-rank argument from its own copy
+        tail = [*torch.node_flags(), *(["-m"] if args.module else []), args.script,
+                *args.script_args]
         return hosts_mode.run(args, console, subcommand="launch", tail=tail)
     if mode == JOIN:
         from ddpkit.cli import join_mode
 
+        torch.check_whole_job()
         return join_mode.run_master(args, console, command="launch", entry=args.script,
                                     entry_args=list(args.script_args), is_module=args.module,
-                                    options={}, share=share)
+                                    options=torch.job_options(), share=share)
     config = config_from_args(args, entry=args.script, entry_args=args.script_args,
                               is_module=args.module)
     return run_this_node(args, console, config, share, {})
