@@ -60,7 +60,10 @@ def add_launch_options(parser: argparse.ArgumentParser) -> None:
 
 
 def _nnodes(text: str) -> int:
-    if ":" in text:
+    low, sep, high = text.partition(":")
+    if sep and low.strip() == high.strip():  # torchrun's MIN:MAX with MIN == MAX: a fixed count
+        text = low
+    elif sep:
         raise argparse.ArgumentTypeError(
             f"elastic ranges ({text}) are not supported: give a fixed node count")
     try:
