@@ -10,7 +10,7 @@ import pytest
 
 from ddpkit.errors import UsageError
 from ddpkit.launch.entry_file import find_module_file, read_entry
-from ddpkit.launch.local_rank import MAX_SOURCE_BYTES, EntrySource, declarations, decide
+from ddpkit.launch.local_rank import MAX_SOURCE_BYTES, EntrySource, decide, declarations
 from ddpkit.launch.torchrun import LOCAL_RANK_MACRO
 
 
@@ -148,10 +148,8 @@ def test_unreadable_or_missing_file_passes_nothing_with_a_warning(tmp_path: Path
     locked.write_text(textwrap.dedent(GUIDE))
     locked.chmod(0)
     try:
-        if os.geteuid() == 0:  # root reads anything: a directory is unreadable as a file, though
-            source = read_entry(".", cwd=tmp_path)
-        else:
-            source = read_entry("locked.py", cwd=tmp_path)
+        # root reads anything: a directory is unreadable as a file, though
+        source = read_entry("." if os.geteuid() == 0 else "locked.py", cwd=tmp_path)
     finally:
         locked.chmod(0o644)
     assert source.data is None and source.problem and "cannot read" in source.problem
