@@ -137,6 +137,27 @@ _ENTRIES = (
         91,
     ),
     Entry(
+        "local-rank-argument", "error",
+        "The script and its launcher disagree on the local-rank argument",
+        "Scripts written for `python -m torch.distributed.launch` read their local rank from an "
+        "argv option (`--local_rank`) instead of the LOCAL_RANK environment variable. torchrun "
+        "passes no such option, and torch 2.x's torch.distributed.launch passes the dashed "
+        "`--local-rank`, so the ranks exit at start-up with an argparse error, or run with the "
+        "option's default (often -1) and fail choosing their GPU.",
+        "Start it with ddpkit, which reads the script (without running it) and passes each rank "
+        "the spelling it declares:\n"
+        "  ddpkit launch --nproc_per_node=<G> --nnodes=<N> --node_rank=<R> "
+        "--master_addr=<addr> --master_port=<port> train.py\n"
+        "(force it with --local-rank-arg dash|underscore|none), or make the script read the "
+        "environment, which every launcher sets:\n"
+        "  local_rank = int(os.environ[\"LOCAL_RANK\"])",
+        "argparse's `error: unrecognized arguments: --local-rank=0` (or `--local_rank=0`) and "
+        "`error: the following arguments are required: --local_rank`; `invalid device ordinal` "
+        "or `Device index must not be negative` in a log that also shows `local_rank=-1` or "
+        "`set_device(-1)`.",
+        96,
+    ),
+    Entry(
         "rank-assignment", "error",
         "Global ranks are duplicated or missing, or world sizes disagree",
         "Two processes claimed the same global rank, or ranks disagree on how many ranks there "
