@@ -129,7 +129,7 @@ class ConsoleEvents:
                       f"({plan.interface.reason})")
         for key, value in sorted(plan.env_set.items()):
             render.log(c, f"ddpkit:   {key}={value}")
-        if plan.local_rank.mode != "none" or plan.local_rank.flag:
+        if plan.local_rank.mode:  # a user's script (not ddpkit's own worker)
             render.log(c, f"ddpkit: local-rank argument: {plan.local_rank.describe()}")
         for text in plan.config.notes:
             render.log(c, f"ddpkit: note: {text}")
@@ -163,7 +163,8 @@ def print_plan(console: Console, plan: NodePlan) -> None:
     render.line(console, "environment set for the workers:")
     for key, value in sorted(plan.env_set.items()):
         render.line(console, f"  {key}={value}")
-    render.line(console, f"local-rank argument: {plan.local_rank.describe()}")
+    if plan.local_rank.mode:
+        render.line(console, f"local-rank argument: {plan.local_rank.describe()}")
     for text in plan.config.notes:
         render.line(console, f"note: {text}")
     for text in plan.warnings:

@@ -11,7 +11,7 @@ from typing import Any
 from ddpkit.cli.options import add_flag
 from ddpkit.errors import UsageError
 from ddpkit.launch.config import DEFAULT_MASTER_PORT
-from ddpkit.launch.local_rank import AUTO, MODES
+from ddpkit.launch.local_rank import AUTO, MODES, check_use_env
 from ddpkit.launch.plan import option_flags
 from ddpkit.launch.torchrun import PASSED_ON
 
@@ -122,6 +122,7 @@ def resolve(args: argparse.Namespace) -> TorchOptions:
         other = sorted(names & {"--no-python", "--run-path"})[0]
         raise UsageError("entry-flags-conflict", f"-m runs a module with python, {other} runs the "
                          "entry another way", f"drop -m or {other}")
+    check_use_env(args.local_rank_arg, bool(args.use_env))
     if args.use_env:
         notes.append("--use-env: always on (torchrun sets LOCAL_RANK for every rank)")
     return TorchOptions(args.local_rank_arg, bool(args.use_env), tuple(given), tuple(notes))

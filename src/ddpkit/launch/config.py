@@ -31,7 +31,8 @@ class LaunchConfig:
     run_dir: str | None = None  # None: chosen by the session (./ddpkit-runs/<stamp>-node<R>)
     job_timeout: float | None = None  # kill the job after this many seconds
     extra_env: tuple[tuple[str, str], ...] = field(default=())  # --env K=V, applied last
-    local_rank_arg: str = "none"  # auto | dash | underscore | none (ddpkit.launch.local_rank)
+    local_rank_arg: str = ""  # auto | dash | underscore | none (ddpkit.launch.local_rank);
+    # "" for ddpkit's own workers (`ddpkit test`, bench), which read LOCAL_RANK
     use_env: bool = False  # torch.distributed.launch's --use-env: the script reads LOCAL_RANK
     torchrun_options: tuple[tuple[str, str | None], ...] = field(default=())
     # ^ the user's own torchrun flags (canonical spelling, value or None for a switch), passed on

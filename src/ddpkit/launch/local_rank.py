@@ -18,6 +18,7 @@ from typing import Any
 from ddpkit.errors import UsageError
 
 AUTO, DASH, UNDERSCORE, NONE = "auto", "dash", "underscore", "none"
+OWN_WORKER = ""  # not a user's script: ddpkit's own worker, which reads LOCAL_RANK
 MODES = (AUTO, DASH, UNDERSCORE, NONE)
 SPELLINGS = {DASH: "--local-rank", UNDERSCORE: "--local_rank"}
 _BY_SPELLING = {flag: mode for mode, flag in SPELLINGS.items()}
@@ -71,11 +72,12 @@ class LocalRankChoice:
                 "line": self.line, "warning": self.warning}
 
 
-def check_mode(mode: str) -> str:
-    if mode not in MODES:
-        raise UsageError("bad-local-rank-arg", f"--local-rank-arg {mode!r} is not one of "
-                         f"{', '.join(MODES)}", "e.g. --local-rank-arg underscore")
-    return mode
+def check_use_env(mode: str, use_env: bool) -> None:
+    """UsageError ``local-rank-arg-conflict`` for --use-env with an explicit spelling."""
+    if use_env and mode in SPELLINGS:
+        raise UsageError("local-rank-arg-conflict",
+                         f"--use-env says the script reads LOCAL_RANK, --local-rank-arg {mode} "
+                         "says it wants an argument", "drop one of them")
 
 
 def declarations(source: bytes | str) -> tuple[Declaration, ...]:
@@ -114,13 +116,12 @@ def passes_its_own(entry_args: tuple[str, ...]) -> str | None:
 def decide(mode: str, source: EntrySource | None, entry_args: tuple[str, ...] = (), *,
            use_env: bool = False) -> LocalRankChoice:
     """What to pass: the explicit mode, or (auto) the spelling the script's source declares."""
+    check_use_env(mode, use_env)
     if use_env:
-        if mode in (DASH, UNDERSCORE):
-            raise UsageError("local-rank-arg-conflict",
-                             f"--use-env says the script reads LOCAL_RANK, --local-rank-arg {mode} "
-                             "says it wants an argument", "drop one of them")
         return LocalRankChoice(mode, None, "--use-env: the script reads LOCAL_RANK, which torchrun "
                                "always sets (--use-env is always on); no argument passed")
+    if mode == OWN_WORKER:
+        return LocalRankChoice(mode, None, "ddpkit's own worker reads LOCAL_RANK")
     if mode in SPELLINGS:
         return LocalRankChoice(mode, SPELLINGS[mode], f"--local-rank-arg {mode}")
     if mode == NONE:

@@ -8,7 +8,7 @@ from typing import Any
 
 from ddpkit.errors import ConfigError, UsageError
 from ddpkit.launch.config import LaunchConfig
-from ddpkit.launch.local_rank import AUTO, EntrySource, LocalRankChoice, decide
+from ddpkit.launch.local_rank import AUTO, OWN_WORKER, EntrySource, LocalRankChoice, decide
 from ddpkit.launch.torchrun import LOCAL_RANK_MACRO, quote_command, torchrun_argv
 from ddpkit.ncclconf.ifname import matching_interfaces
 from ddpkit.net.interfaces import Nic
@@ -56,7 +56,7 @@ class NodePlan:
     peer_commands: tuple[str, ...]  # on the master: what to run on every other node
     run_dir: str
     local_rank: LocalRankChoice = field(
-        default_factory=lambda: LocalRankChoice("none", None, "not decided"))
+        default_factory=lambda: LocalRankChoice(OWN_WORKER, None, "not decided"))
     log_dir: str = ""  # torchrun's --log-dir (ddpkit's <run dir>/torchrun unless the user gave one)
 
     def to_dict(self) -> dict[str, Any]:
@@ -187,7 +187,7 @@ def option_flags(local_rank_arg: str, use_env: bool,
                  torchrun_options: Sequence[tuple[str, str | None]]) -> list[str]:
     """The launch-only flags every node repeats: the local-rank argument and torchrun's flags
     (not --local-addr: each node has its own address)."""
-    flags = [] if local_rank_arg == AUTO else ["--local-rank-arg", local_rank_arg]
+    flags = [] if local_rank_arg in (AUTO, OWN_WORKER) else ["--local-rank-arg", local_rank_arg]
     if use_env:
         flags.append("--use-env")
     for flag, value in torchrun_options:

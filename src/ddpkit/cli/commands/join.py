@@ -95,7 +95,7 @@ def job_config(spec: Any, rank: int, args: argparse.Namespace) -> LaunchConfig:
         job_timeout=float(options["job_timeout"]) if options.get("job_timeout") else None,
         extra_env=tuple(spec.overrides),
         # a launch job's local-rank argument is decided here, from this machine's copy
-        local_rank_arg=str(options.get("local_rank_arg", "none")),
+        local_rank_arg=str(options.get("local_rank_arg", "")),
         use_env=bool(options.get("use_env", False)),
         torchrun_options=tuple((str(flag), None if value is None else str(value))
                                for flag, value in options.get("torchrun_options", [])),
