@@ -137,24 +137,18 @@ _ENTRIES = (
         91,
     ),
     Entry(
-        "local-rank-argument", "error",
-        "The script and its launcher disagree on the local-rank argument",
-        "Scripts written for `python -m torch.distributed.launch` read their local rank from an "
-        "argv option (`--local_rank`) instead of the LOCAL_RANK environment variable. torchrun "
-        "passes no such option, and torch 2.x's torch.distributed.launch passes the dashed "
-        "`--local-rank`, so the ranks exit at start-up with an argparse error, or run with the "
-        "option's default (often -1) and fail choosing their GPU.",
-        "Start it with ddpkit, which reads the script (without running it) and passes each rank "
-        "the spelling it declares:\n"
-        "  ddpkit launch --nproc_per_node=<G> --nnodes=<N> --node_rank=<R> "
-        "--master_addr=<addr> --master_port=<port> train.py\n"
-        "(force it with --local-rank-arg dash|underscore|none), or make the script read the "
-        "environment, which every launcher sets:\n"
-        "  local_rank = int(os.environ[\"LOCAL_RANK\"])",
-        "argparse's `error: unrecognized arguments: --local-rank=0` (or `--local_rank=0`) and "
-        "`error: the following arguments are required: --local_rank`; `invalid device ordinal` "
-        "or `Device index must not be negative` in a log that also shows `local_rank=-1` or "
-        "`set_device(-1)`.",
+        "local-rank-argument", "error", "The script and its launcher disagree on the local-rank argument",
+        "Scripts written for `python -m torch.distributed.launch` take their local rank as an argv "
+        "option (`--local_rank`), not from LOCAL_RANK. torchrun passes none, torch 2.x's launch "
+        "passes the dashed `--local-rank`: the ranks exit at start-up with an argparse error, or "
+        "run with the option's default (often -1) and fail choosing their GPU.",
+        "Start it with ddpkit, which reads the script (never runs it) and passes each rank the "
+        "spelling it declares (or --local-rank-arg dash|underscore|none):\n  ddpkit launch "
+        "--nproc_per_node=<G> --nnodes=<N> --node_rank=<R> --master_addr=<addr> train.py\n"
+        "or make the script read it: local_rank = int(os.environ[\"LOCAL_RANK\"])",
+        "argparse's `unrecognized arguments: --local-rank=0` (or `--local_rank=0`), `the following "
+        "arguments are required: --local_rank`; `invalid device ordinal` or `Device index must "
+        "not be negative` in a log that shows `local_rank=-1` or `set_device(-1)`.",
         96,
     ),
     Entry(
