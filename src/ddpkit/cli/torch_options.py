@@ -29,8 +29,9 @@ def add_torch_options(parser: argparse.ArgumentParser) -> None:
     add_flag(group, "--use-env", action="store_true",
              help="accepted for torch.distributed.launch: LOCAL_RANK is always set; the script "
                   "gets no local-rank argument")
-    torchrun = parser.add_argument_group("torchrun's flags (passed on to torchrun verbatim)")
-    add_flag(torchrun, "--rdzv-backend", default=None,
+    torchrun = parser.add_argument_group(
+        "torchrun's own flags (passed on verbatim unless said otherwise; docs/launch.md)")
+    add_flag(torchrun, "--rdzv-backend", default=None, metavar="static",
              help=f"only '{STATIC}': ddpkit runs torchrun's static rendezvous on the master")
     add_flag(torchrun, "--rdzv-endpoint", default=None, metavar="HOST:PORT",
              help="read as --master-addr HOST --master-port PORT")
@@ -38,7 +39,7 @@ def add_torch_options(parser: argparse.ArgumentParser) -> None:
         names = [flag.name] + ([flag.short] if flag.short else [])
         if flag.takes_value:
             add_flag(torchrun, *names, dest=_DEST + flag.name[2:].replace("-", "_"),
-                     default=None, help=flag.help or "passed on")
+                     default=None, metavar="VALUE", help=flag.help or "passed on")
         else:
             add_flag(torchrun, *names, dest=_DEST + flag.name[2:].replace("-", "_"),
                      action="store_true", help=flag.help or "passed on")
