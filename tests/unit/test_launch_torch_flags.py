@@ -175,3 +175,29 @@ def test_passed_on_flags_reach_the_other_nodes_command(run_cli, tmp_path: Path, 
     assert "--monitor-interval=0.5" in peer and "--local-rank-arg dash" in peer
     assert "--local-addr" not in peer  # one machine's address is not every machine's
     assert peer.endswith("x.py --lr 1")
+
+
+def test_a_users_value_replaces_ddpkits_and_rdzv_conf_is_merged() -> None:
+    from ddpkit.launch.config import LaunchConfig
+    from ddpkit.launch.torchrun import torchrun_argv
+
+    def argv(*options: tuple[str, str | None]) -> list[str]:
+        config = LaunchConfig(nnodes=2, node_rank=1, master_addr="10.0.0.2", entry="t.py",
+                              entry_args=("--x",), rdzv_timeout=90, torchrun_options=options)
+        return torchrun_argv("py", config, local_addr="10.0.0.3", log_dir="/r/torchrun",
+                             local_rank_arg="--local_rank=${local_rank}")
+
+    plain = argv()
+    assert {"--tee=3", "--redirects=3", "--log-dir=/r/torchrun", "--local-addr=10.0.0.3",
+            "--rdzv-conf=timeout=90"} <= set(plain)
+    assert plain[-3:] == ["t.py", "--local_rank=${local_rank}", "--x"]
+    mine = argv(("--tee", "0"), ("--log-dir", "/mine"), ("--local-addr", "10.0.0.9"),
+                ("--rdzv-conf", "join_timeout=5"), ("--role", "trainer"), ("--standalone", None))
+    assert "--tee=0" in mine and "--tee=3" not in mine
+    assert "--log-dir=/mine" in mine and "--log-dir=/r/torchrun" not in mine
+    assert "--local-addr=10.0.0.9" in mine and "--local-addr=10.0.0.3" not in mine
+    assert "--rdzv-conf=timeout=90,join_timeout=5" in mine
+    assert "--role=trainer" in mine and "--standalone" in mine
+    assert [a for a in mine if a.startswith("--tee")] == ["--tee=0"]
+    own_timeout = argv(("--rdzv-conf", "timeout=30"))
+    assert [a for a in own_timeout if a.startswith("--rdzv-conf")] == ["--rdzv-conf=timeout=30"]
