@@ -52,6 +52,7 @@ def run(args: argparse.Namespace, console: Console) -> int:
         from ddpkit.cli import hosts_mode
 
         torch.check_whole_job()  # each node decides the local-rank argument from its own copy
+        _preview_local_rank(args, console)
         tail = [*torch.node_flags(), *(["-m"] if args.module else []), args.script,
                 *args.script_args]
         return hosts_mode.run(args, console, subcommand="launch", tail=tail)
@@ -59,12 +60,31 @@ def run(args: argparse.Namespace, console: Console) -> int:
         from ddpkit.cli import join_mode
 
         torch.check_whole_job()
+        _preview_local_rank(args, console)
         return join_mode.run_master(args, console, command="launch", entry=args.script,
                                     entry_args=list(args.script_args), is_module=args.module,
                                     options=torch.job_options(), share=share)
     config = config_from_args(args, entry=args.script, entry_args=args.script_args,
                               is_module=args.module)
     return run_this_node(args, console, config, share, {})
+
+
+def _preview_local_rank(args: argparse.Namespace, console: Console) -> None:
+    """A whole job: every node decides from its own copy of the script (the copy it runs); say
+    what this machine's copy gives, so a mistake shows before anything starts."""
+    import sys
+    from pathlib import Path
+
+    from ddpkit.launch.entry_file import read_entry
+    from ddpkit.launch.local_rank import AUTO, decide
+
+    source = None
+    if args.local_rank_arg == AUTO and not args.use_env:
+        source = read_entry(args.script, cwd=Path.cwd(), is_module=args.module,
+                            no_python=bool(args.torchrun_flag_no_python), sys_path=sys.path)
+    choice = decide(args.local_rank_arg, source, tuple(args.script_args), use_env=args.use_env)
+    render.log(console, "ddpkit: local-rank argument: decided on every node from its own copy; "
+                        f"this machine's gives {choice.describe()}")
 
 
 def share(console: Console, config: LaunchConfig, context: ShareContext,
