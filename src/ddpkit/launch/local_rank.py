@@ -58,11 +58,6 @@ class LocalRankChoice:
         """``--local_rank=${local_rank}``: torchrun substitutes each worker's local rank."""
         return f"{self.flag}={macro}" if self.flag else None
 
-    def where(self) -> str:
-        if self.file is None:
-            return ""
-        return f"{self.file}:{self.line}" if self.line else self.file
-
     def describe(self) -> str:
         passed = f"{self.flag}=<local rank>" if self.flag else "none"
         return f"{passed} ({self.reason})"
