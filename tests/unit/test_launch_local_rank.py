@@ -155,6 +155,13 @@ def test_unreadable_or_missing_file_passes_nothing_with_a_warning(tmp_path: Path
     assert source.data is None and source.problem and "cannot read" in source.problem
 
 
+@pytest.mark.timeout(10)
+def test_a_fifo_or_device_is_not_read_so_nothing_hangs(tmp_path: Path) -> None:
+    os.mkfifo(tmp_path / "pipe.py")
+    assert "not a regular file" in (read_entry("pipe.py", cwd=tmp_path).problem or "")
+    assert "not a regular file" in (read_entry("/dev/zero", cwd=tmp_path).problem or "")
+
+
 def test_a_huge_file_is_not_read(tmp_path: Path) -> None:
     big = tmp_path / "big.py"
     with open(big, "wb") as handle:

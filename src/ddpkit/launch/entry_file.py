@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import stat
 from collections.abc import Mapping, Sequence
 from importlib.machinery import PathFinder
 from pathlib import Path
@@ -72,6 +73,8 @@ def read_source(path: Path, shown: str | None = None) -> EntrySource:
     """At most MAX_SOURCE_BYTES of ``path``; the problem in words when it cannot be read."""
     label = shown or str(path)
     try:
+        if not stat.S_ISREG(os.stat(path).st_mode):  # a FIFO or a device would block or never end
+            return EntrySource(label, None, f"{label} is not a regular file")
         with open(path, "rb") as handle:
             data = handle.read(MAX_SOURCE_BYTES + 1)
     except OSError as exc:
