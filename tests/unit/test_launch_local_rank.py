@@ -148,8 +148,8 @@ def test_unreadable_or_missing_file_passes_nothing_with_a_warning(tmp_path: Path
     locked.write_text(textwrap.dedent(GUIDE))
     locked.chmod(0)
     try:
-        # root reads anything: a directory is unreadable as a file, though
-        source = read_entry("." if os.geteuid() == 0 else "locked.py", cwd=tmp_path)
+        # root reads a mode-000 file; reading /proc/self/mem at offset 0 fails for anyone (EIO)
+        source = read_entry("/proc/self/mem" if os.geteuid() == 0 else "locked.py", cwd=tmp_path)
     finally:
         locked.chmod(0o644)
     assert source.data is None and source.problem and "cannot read" in source.problem
@@ -160,6 +160,7 @@ def test_a_fifo_or_device_is_not_read_so_nothing_hangs(tmp_path: Path) -> None:
     os.mkfifo(tmp_path / "pipe.py")
     assert "not a regular file" in (read_entry("pipe.py", cwd=tmp_path).problem or "")
     assert "not a regular file" in (read_entry("/dev/zero", cwd=tmp_path).problem or "")
+    assert "not a regular file" in (read_entry(".", cwd=tmp_path).problem or "")  # a directory
 
 
 def test_a_huge_file_is_not_read(tmp_path: Path) -> None:
