@@ -60,7 +60,10 @@ def add_launch_options(parser: argparse.ArgumentParser) -> None:
 
 
 def _nnodes(text: str) -> int:
-    if ":" in text:
+    low, sep, high = text.partition(":")
+    if sep and low.strip() == high.strip():  # torchrun's MIN:MAX with MIN == MAX: a fixed count
+        text = low
+    elif sep:
         raise argparse.ArgumentTypeError(
             f"elastic ranges ({text}) are not supported: give a fixed node count")
     try:
@@ -82,7 +85,9 @@ def env_overrides(items: list[str]) -> list[tuple[str, str]]:
 
 
 def config_from_args(args: argparse.Namespace, *, entry: str, entry_args: list[str],
-                     is_module: bool) -> LaunchConfig:
+                     is_module: bool, **launch_only: Any) -> LaunchConfig:
+    """``launch_only``: LaunchConfig fields only `ddpkit launch` has (the local-rank argument,
+    torchrun's flags); by default those of ``args.torch_options`` when launch's parser set it."""
     extra_env = env_overrides(args.env)
     master = args.master_addr
     if master is None:
@@ -99,7 +104,13 @@ def config_from_args(args: argparse.Namespace, *, entry: str, entry_args: list[s
         rdzv_timeout=args.rdzv_timeout, max_restarts=args.max_restarts, run_dir=args.run_dir,
         job_timeout=args.job_timeout, entry=entry, entry_args=tuple(entry_args),
         is_module=is_module, extra_env=tuple(extra_env),
+        **(launch_only or _torch_fields(args)),
     )
+
+
+def _torch_fields(args: argparse.Namespace) -> dict[str, Any]:
+    options = getattr(args, "torch_options", None)
+    return options.config_fields() if options is not None else {}
 
 
 class ConsoleEvents:
@@ -118,6 +129,10 @@ class ConsoleEvents:
                       f"({plan.interface.reason})")
         for key, value in sorted(plan.env_set.items()):
             render.log(c, f"ddpkit:   {key}={value}")
+        if plan.local_rank.mode:  # a user's script (not ddpkit's own worker)
+            render.log(c, f"ddpkit: local-rank argument: {plan.local_rank.describe()}")
+        for text in plan.config.notes:
+            render.log(c, f"ddpkit: note: {text}")
         for text in plan.warnings:
             render.warn(c, text)
         if plan.peer_commands:
@@ -153,6 +168,10 @@ def print_plan(console: Console, plan: NodePlan) -> None:
         render.line(console, "environment set for the workers: nothing (loopback needs no interface "
                              "variable)" if plan.interface.source == "loopback" else
                              "environment set for the workers: nothing")
+    if plan.local_rank.mode:
+        render.line(console, f"local-rank argument: {plan.local_rank.describe()}")
+    for text in plan.config.notes:
+        render.line(console, f"note: {text}")
     for text in plan.warnings:
         render.line(console, f"warning: {text}")
     render.line(console, "command:")

@@ -137,6 +137,21 @@ _ENTRIES = (
         91,
     ),
     Entry(
+        "local-rank-argument", "error", "The script and its launcher disagree on the local-rank argument",
+        "Scripts written for `python -m torch.distributed.launch` take their local rank as an argv "
+        "option (`--local_rank`), not from LOCAL_RANK. torchrun passes none, torch 2.x's launch "
+        "passes the dashed `--local-rank`: the ranks exit at start-up with an argparse error, or "
+        "run with the option's default (often -1) and fail choosing their GPU.",
+        "Start it with ddpkit, which reads the script (never runs it) and passes each rank the "
+        "spelling it declares (or --local-rank-arg dash|underscore|none):\n  ddpkit launch "
+        "--nproc_per_node=<G> --nnodes=<N> --node_rank=<R> --master_addr=<addr> train.py\n"
+        "or make the script read it: local_rank = int(os.environ[\"LOCAL_RANK\"])",
+        "argparse's `unrecognized arguments: --local-rank=0` (or `--local_rank=0`), `the following "
+        "arguments are required: --local_rank`; `invalid device ordinal` or `Device index must "
+        "not be negative` in a log that shows `local_rank=-1` or `set_device(-1)`.",
+        96,
+    ),
+    Entry(
         "rank-assignment", "error",
         "Global ranks are duplicated or missing, or world sizes disagree",
         "Two processes claimed the same global rank, or ranks disagree on how many ranks there "

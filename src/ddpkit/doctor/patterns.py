@@ -52,6 +52,7 @@ ANCHORS: tuple[bytes, ...] = (
     rb"NCCL(?: (?:INFO (?:Bootstrap|NET/|Using network|NCCL_|Failed to open|comm 0x|ncclCommInit)"
     rb"|WARN|version|error|work)|\()",
     b"rror", b"onnect", b"emory", b"Root Cause", b"_rank:",
+    rb"local_rank(?:=|': )-1", rb"_device\(-1\)",
 )
 
 # Lines after which the next N lines are examined whatever they contain.
@@ -122,6 +123,18 @@ PATTERNS: tuple[LinePattern, ...] = (
     _p("port-in-use", ("rror", "onnect"),
        r"(?P<detail>Address already in use|EADDRINUSE|address already in use|errno: 98)",
        r"port: (?P<port>\d+)", r":(?P<port>\d+) \(errno: 98", claims=True),
+    # --- the old local-rank argument contract (torch.distributed.launch vs the script) ---
+    _p("local-rank-arg", ("error: unrecognized arguments:",),
+       r"(?P<script>[^\s:]+): error: unrecognized arguments: (?:\S+ )*?(?P<flag>--local[-_]rank)"
+       r"(?:[= ](?P<value>-?\d+))?", claims=True),
+    _p("local-rank-arg", ("error: the following arguments are required:",),
+       r"(?P<script>[^\s:]+): error: the following arguments are required: [^\n]*?"
+       r"(?P<flag>--local[-_]rank)", fixed=(("required", "1"),), claims=True),
+    _p("device-ordinal", ("error: invalid device ordinal", "Error: Device index must not be negative"),
+       r"(?P<detail>invalid device ordinal|Device index must not be negative)"),
+    _p("local-rank-minus-one", ("local_rank=-1", "local_rank: -1", "local_rank': -1",
+                                "set_device(-1)"),
+       r"(?P<detail>local_rank(?:=|: |': )-1\b|set_device\(-1\))"),
     # --- watchdog and collective timeouts ---
     _p("watchdog", ("WorkNCCL(",),
        r"Rank (?P<rank>\d+)\] Watchdog caught collective operation timeout: WorkNCCL\("

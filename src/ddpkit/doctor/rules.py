@@ -12,6 +12,7 @@ from ddpkit.doctor.catalogue import entry
 from ddpkit.doctor.evidence import Bag, Capped, merge, origins_text
 from ddpkit.doctor.findings import SEVERITY_ORDER, Finding
 from ddpkit.doctor.job_rules import JobRules
+from ddpkit.doctor.local_rank_rule import LocalRankRule
 from ddpkit.doctor.logscan import Event
 from ddpkit.doctor.net_rules import SOCKET_ITEM, NetworkRules
 from ddpkit.doctor.simple_rules import Facts, node_mismatch, simple_finding
@@ -32,6 +33,7 @@ class Diagnosis:
     def __init__(self) -> None:
         self.net = NetworkRules()
         self.job = JobRules()
+        self.local_rank = LocalRankRule()
         self.simple: dict[str, Facts] = {}
         self.machines: set[str] = set()
         self.versions: Capped[str, Bag] = Capped(16)
@@ -56,6 +58,7 @@ class Diagnosis:
             self.machines.add(event.host or event.node or "")
         self.net.feed(event)
         self.job.feed(event)
+        self.local_rank.feed(event)
         kind = event.kind
         if kind in _SIMPLE:
             self.simple.setdefault(_SIMPLE[kind], Facts()).add(event)
@@ -142,6 +145,7 @@ class Diagnosis:
         for finding_id in ("shm", "duplicate-gpu", "p2p", "out-of-memory", "ib-error",
                            "port-in-use", "rendezvous-timeout", "rendezvous-config"):
             add(self._simple_finding(finding_id))
+        add(self.local_rank.finding())
         add(self._rank_assignment())
         add(self._versions())
         add(self._node_mismatch())

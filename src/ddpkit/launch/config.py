@@ -31,6 +31,12 @@ class LaunchConfig:
     run_dir: str | None = None  # None: chosen by the session (./ddpkit-runs/<stamp>-node<R>)
     job_timeout: float | None = None  # kill the job after this many seconds
     extra_env: tuple[tuple[str, str], ...] = field(default=())  # --env K=V, applied last
+    local_rank_arg: str = ""  # auto | dash | underscore | none (ddpkit.launch.local_rank);
+    # "" for ddpkit's own workers (`ddpkit test`, bench), which read LOCAL_RANK
+    use_env: bool = False  # torch.distributed.launch's --use-env: the script reads LOCAL_RANK
+    torchrun_options: tuple[tuple[str, str | None], ...] = field(default=())
+    # ^ the user's own torchrun flags (canonical spelling, value or None for a switch), passed on
+    notes: tuple[str, ...] = field(default=())  # how the user's torchrun flags were read
 
     def __post_init__(self) -> None:
         if self.nnodes < 1:
@@ -46,7 +52,7 @@ class LaunchConfig:
             raise UsageError("bad-port", f"--master-port {self.master_port} is not a TCP port",
                              "use a port between 1024 and 65535, e.g. 29500")
         if not (self.nproc_per_node.isdigit() and int(self.nproc_per_node) > 0) and \
-                self.nproc_per_node not in ("auto", "gpu", "cpu"):
+                self.nproc_per_node not in ("auto", "gpu", "cpu", "xpu"):
             raise UsageError("bad-nproc-per-node",
                              f"--nproc-per-node {self.nproc_per_node!r} is not a positive number",
                              "give the processes per machine (usually its GPU count) or 'auto'")
@@ -56,6 +62,12 @@ class LaunchConfig:
         if not self.entry:
             raise UsageError("missing-script", "no training script or -m module given",
                              "e.g. ddpkit launch --nnodes 2 --node-rank 0 --master-addr A train.py")
+
+    def torchrun_option(self, flag: str) -> str | None:
+        return dict(self.torchrun_options).get(flag)
+
+    def has_torchrun_option(self, flag: str) -> bool:
+        return any(name == flag for name, _ in self.torchrun_options)
 
     @property
     def is_master(self) -> bool:

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import socket
+import sys
 from collections.abc import Mapping
 from pathlib import Path
 
 from ddpkit.errors import ConfigError, DdpkitError, NetworkProblem
 from ddpkit.launch.config import LaunchConfig
+from ddpkit.launch.entry_file import read_entry
+from ddpkit.launch.local_rank import AUTO, EntrySource
 from ddpkit.launch.plan import LOOPBACK_NAMES, NodeFacts
 from ddpkit.ncclconf.effective import effective_settings
 from ddpkit.net.interfaces import discover
@@ -15,7 +18,7 @@ from ddpkit.net.route import resolve, route_to
 
 
 def gather(config: LaunchConfig, env: Mapping[str, str], home: Path,
-           etc_nccl_conf: Path = Path("/etc/nccl.conf")) -> NodeFacts:
+           etc_nccl_conf: Path = Path("/etc/nccl.conf"), cwd: Path | None = None) -> NodeFacts:
     nics = discover()
     try:
         addresses = resolve(config.master_addr)
@@ -47,4 +50,14 @@ def gather(config: LaunchConfig, env: Mapping[str, str], home: Path,
         master_addresses=addresses,
         route=route,
         nccl_file_settings=file_settings,
+        entry_source=entry_source(config, env, cwd or Path.cwd()),
     )
+
+
+def entry_source(config: LaunchConfig, env: Mapping[str, str], cwd: Path) -> EntrySource | None:
+    """The entry point's source, read only when the local-rank argument is decided from it."""
+    if config.local_rank_arg != AUTO or config.use_env:
+        return None
+    return read_entry(config.entry, cwd=cwd, is_module=config.is_module,
+                      no_python=config.has_torchrun_option("--no-python"), env=env,
+                      sys_path=sys.path)

@@ -6,9 +6,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ddpkit.errors import ConfigError
+from ddpkit.errors import ConfigError, UsageError
 from ddpkit.launch.config import LaunchConfig
-from ddpkit.launch.torchrun import quote_command, torchrun_argv
+from ddpkit.launch.local_rank import AUTO, OWN_WORKER, EntrySource, LocalRankChoice, decide
+from ddpkit.launch.torchrun import LOCAL_RANK_MACRO, quote_command, torchrun_argv
 from ddpkit.ncclconf.ifname import matching_interfaces
 from ddpkit.net.interfaces import Nic
 from ddpkit.net.route import Route
@@ -32,6 +33,7 @@ class NodeFacts:
     route: Route | None  # this node's route to the master (None when not looked up)
     nccl_file_settings: Mapping[str, tuple[str, str]] = field(default_factory=dict)
     # ^ NCCL_* name -> (value, file path) for settings that come from nccl.conf files
+    entry_source: EntrySource | None = None  # the script's source, when auto decides from it
 
 
 @dataclass(frozen=True)
@@ -53,6 +55,9 @@ class NodePlan:
     warnings: tuple[str, ...]
     peer_commands: tuple[str, ...]  # on the master: what to run on every other node
     run_dir: str
+    local_rank: LocalRankChoice = field(
+        default_factory=lambda: LocalRankChoice(OWN_WORKER, None, "not decided"))
+    log_dir: str = ""  # torchrun's --log-dir (ddpkit's <run dir>/torchrun unless the user gave one)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -71,6 +76,9 @@ class NodePlan:
             "warnings": list(self.warnings),
             "peer_commands": list(self.peer_commands),
             "run_dir": self.run_dir,
+            "log_dir": self.log_dir,
+            "local_rank_arg": self.local_rank.to_dict(),
+            "notes": list(self.config.notes),
         }
 
 
@@ -148,7 +156,12 @@ def plan_node(
     env_set.update(dict(config.extra_env))
     env = {**dict(base_env), **env_set}
     local_addr = choice.address if choice.source != "loopback" else None
-    argv = torchrun_argv(python, config, local_addr=local_addr, log_dir=f"{run_dir}/torchrun")
+    local_rank = local_rank_choice(config, facts)
+    if local_rank.warning:
+        warnings.append(local_rank.warning)
+    log_dir = config.torchrun_option("--log-dir") or f"{run_dir}/torchrun"
+    argv = torchrun_argv(python, config, local_addr=local_addr, log_dir=log_dir,
+                         local_rank_arg=local_rank.argument(LOCAL_RANK_MACRO))
     return NodePlan(
         config=config,
         hostname=facts.hostname,
@@ -159,7 +172,37 @@ def plan_node(
         warnings=tuple(warnings),
         peer_commands=peer_commands(config, peer_command),
         run_dir=run_dir,
+        local_rank=local_rank,
+        log_dir=log_dir,
     )
+
+
+def local_rank_choice(config: LaunchConfig, facts: NodeFacts) -> LocalRankChoice:
+    """The legacy local-rank argument for this node's ranks; UsageError when it cannot work."""
+    choice = decide(config.local_rank_arg, facts.entry_source, config.entry_args,
+                    use_env=config.use_env)
+    if choice.flag and config.has_torchrun_option("--virtual-local-rank"):
+        raise UsageError(
+            "virtual-local-rank-conflict",
+            f"--virtual-local-rank gives every rank LOCAL_RANK=0 and one visible GPU, but the "
+            f"script gets {choice.flag}=<its real local rank> ({choice.reason}), which names a GPU "
+            "it cannot see",
+            "drop --virtual-local-rank, or make the script read os.environ['LOCAL_RANK'] and "
+            "pass --local-rank-arg none")
+    return choice
+
+
+def option_flags(local_rank_arg: str, use_env: bool,
+                 torchrun_options: Sequence[tuple[str, str | None]]) -> list[str]:
+    """The launch-only flags every node repeats: the local-rank argument and torchrun's flags
+    (not --local-addr: each node has its own address)."""
+    flags = [] if local_rank_arg in (AUTO, OWN_WORKER) else ["--local-rank-arg", local_rank_arg]
+    if use_env:
+        flags.append("--use-env")
+    for flag, value in torchrun_options:
+        if flag != "--local-addr":
+            flags.append(flag if value is None else f"{flag}={value}")
+    return flags
 
 
 def peer_commands(config: LaunchConfig, command: tuple[str, ...] | None = None) -> tuple[str, ...]:
@@ -168,7 +211,8 @@ def peer_commands(config: LaunchConfig, command: tuple[str, ...] | None = None) 
         return ()
     if command is None:
         tail = ["-m"] if config.is_module else []
-        command = ("launch", *tail, config.entry, *config.entry_args)
+        flags = option_flags(config.local_rank_arg, config.use_env, config.torchrun_options)
+        command = ("launch", *flags, *tail, config.entry, *config.entry_args)
     commands = []
     for rank in range(1, config.nnodes):
         argv = ["ddpkit", command[0], "--nnodes", str(config.nnodes), "--node-rank", str(rank),

@@ -53,7 +53,7 @@ class NodeResult:
     def rank_logs(self) -> dict[int, list[str]]:
         """Per local rank: the log files torchrun wrote for it."""
         found: dict[int, list[str]] = {}
-        pattern = os.path.join(self.plan.run_dir, "torchrun", "*", "attempt_*", "*", "*.log")
+        pattern = os.path.join(self.plan.log_dir, "*", "attempt_*", "*", "*.log")
         for path in sorted(glob.glob(pattern)):
             local_rank = Path(path).parent.name
             if local_rank.isdigit():
@@ -140,7 +140,7 @@ def default_run_dir(config: LaunchConfig, cwd: Path) -> Path:
 def prepare(config: LaunchConfig, env: Mapping[str, str], *, home: Path, cwd: Path,
             python: str, peer_command: tuple[str, ...] | None = None) -> NodePlan:
     """Facts and plan for this node; nothing is started and nothing is written."""
-    facts = node_facts.gather(config, env, home)
+    facts = node_facts.gather(config, env, home, cwd=cwd)
     run_dir = Path(config.run_dir) if config.run_dir else default_run_dir(config, cwd)
     return plan_node(config, facts, env, python=python, run_dir=str(run_dir),
                      peer_command=peer_command)
@@ -148,7 +148,7 @@ def prepare(config: LaunchConfig, env: Mapping[str, str], *, home: Path, cwd: Pa
 
 def preflight(plan: NodePlan, events: LaunchEvents) -> None:
     config = plan.config
-    if config.is_master:
+    if config.is_master and not config.has_torchrun_option("--standalone"):
         check_port_free(config.master_port)
     elif config.multi_node:
         events.waiting(f"waiting for the master {config.master_addr}:{config.master_port} "
@@ -205,7 +205,7 @@ def execute(plan: NodePlan, events: LaunchEvents, *,
         raise JobFailed("job-failed", result.summary(),
                         (f"{fix}; " if fix else "") +
                         f"all output is in {plan.run_dir}; `ddpkit doctor --log {plan.run_dir}/"
-                        f"{LAUNCHER_LOG} {plan.run_dir}/torchrun/*/attempt_*/*/*.log` explains "
+                        f"{LAUNCHER_LOG} {plan.log_dir}/*/attempt_*/*/*.log` explains "
                         "common causes",
                         details=result.to_dict())
     return result

@@ -8,10 +8,71 @@ from dataclasses import dataclass
 
 from ddpkit.launch.config import LaunchConfig
 
+LOCAL_RANK_MACRO = "${local_rank}"
+# ^ torch.distributed.elastic.utils.macros.local_rank: the agent substitutes each worker's local
+#   rank for it in the script's arguments (torch.distributed.launch passes --local-rank with it).
+
+# torchrun's flags ddpkit sets itself whose value the user may give instead (the user's wins).
+OVERRIDABLE = ("--log-dir", "--redirects", "--tee", "--local-addr")
+
+
+@dataclass(frozen=True)
+class TorchrunFlag:
+    """One of torchrun's own flags that ``ddpkit launch`` accepts and passes on verbatim."""
+
+    name: str  # canonical (kebab) spelling; the underscore one is accepted too
+    takes_value: bool
+    short: str | None = None
+    help: str = ""
+
+
+# Every flag of torch.distributed.run's parser that ddpkit does not handle itself (--nnodes,
+# --nproc-per-node, --node-rank, --master-addr, --master-port, --max-restarts, -m, --rdzv-backend,
+# --rdzv-endpoint are its own); tests/unit/test_launch_torch_flags.py checks the list against
+# torch's parsers.
+PASSED_ON: tuple[TorchrunFlag, ...] = (
+    TorchrunFlag("--rdzv-id", True, help="rendezvous run id (names torchrun's log directory)"),
+    TorchrunFlag("--rdzv-conf", True, help="K=V,... for the rendezvous (ddpkit adds its timeout "
+                 "unless you give one)"),
+    TorchrunFlag("--standalone", False, help="one node only: a local rendezvous on a free port"),
+    TorchrunFlag("--monitor-interval", True),
+    TorchrunFlag("--start-method", True),
+    TorchrunFlag("--event-log-handler", True),
+    TorchrunFlag("--role", True),
+    TorchrunFlag("--no-python", False, help="run the entry as an executable, not with python"),
+    TorchrunFlag("--run-path", False, help="run the script with runpy.run_path in the agent's "
+                 "interpreter"),
+    TorchrunFlag("--log-dir", True, help="torchrun's per-rank log directory (default "
+                 "<run dir>/torchrun)"),
+    TorchrunFlag("--redirects", True, short="-r", help="default 3 (both streams to files)"),
+    TorchrunFlag("--tee", True, short="-t", help="default 3 (both streams to files and console)"),
+    TorchrunFlag("--local-ranks-filter", True),
+    TorchrunFlag("--duplicate-stdout-filters", True),
+    TorchrunFlag("--duplicate-stderr-filters", True),
+    TorchrunFlag("--local-addr", True, help="this node's address (default: the chosen "
+                 "interface's)"),
+    TorchrunFlag("--logs-specs", True),
+    TorchrunFlag("--numa-binding", True),
+    TorchrunFlag("--signals-to-handle", True),
+    TorchrunFlag("--shutdown-timeout", True),
+    TorchrunFlag("--virtual-local-rank", False),
+)
+
 
 def torchrun_argv(python: str, config: LaunchConfig, *, local_addr: str | None,
-                  log_dir: str) -> list[str]:
-    """``python -m torch.distributed.run ...`` for this node (static rendezvous on the master)."""
+                  log_dir: str, local_rank_arg: str | None = None) -> list[str]:
+    """``python -m torch.distributed.run ...`` for this node (static rendezvous on the master).
+
+    ``config.torchrun_options`` (the user's torchrun flags, canonical spelling) follow ddpkit's
+    own; one of ``OVERRIDABLE`` replaces ddpkit's value, ``--rdzv-conf`` is merged with ddpkit's
+    ``timeout``. ``local_rank_arg`` (``--local_rank=${local_rank}``) goes right after the script,
+    before its own arguments, where torch.distributed.launch put it.
+    """
+    given = dict(config.torchrun_options)
+    ours = {"--log-dir": log_dir, "--redirects": "3", "--tee": "3", "--local-addr": local_addr}
+    rdzv_conf = given.get("--rdzv-conf") or ""
+    if not any(item.split("=", 1)[0].strip() == "timeout" for item in rdzv_conf.split(",")):
+        rdzv_conf = ",".join(p for p in (f"timeout={config.rdzv_timeout}", rdzv_conf) if p)
     argv = [
         python, "-m", "torch.distributed.run",
         f"--nnodes={config.nnodes}",
@@ -20,17 +81,22 @@ def torchrun_argv(python: str, config: LaunchConfig, *, local_addr: str | None,
         f"--master-addr={config.master_addr}",
         f"--master-port={config.master_port}",
         "--rdzv-backend=static",
-        f"--rdzv-conf=timeout={config.rdzv_timeout}",
+        f"--rdzv-conf={rdzv_conf}",
         f"--max-restarts={config.max_restarts}",
-        f"--log-dir={log_dir}",
-        "--redirects=3",
-        "--tee=3",
     ]
-    if local_addr:
-        argv.append(f"--local-addr={local_addr}")
+    for flag in OVERRIDABLE:
+        value = given[flag] if flag in given else ours[flag]
+        if value:
+            argv.append(f"{flag}={value}")
+    for flag, option_value in config.torchrun_options:
+        if flag in OVERRIDABLE or flag == "--rdzv-conf":
+            continue
+        argv.append(flag if option_value is None else f"{flag}={option_value}")
     if config.is_module:
         argv.append("-m")
     argv.append(config.entry)
+    if local_rank_arg:
+        argv.append(local_rank_arg)
     argv.extend(config.entry_args)
     return argv
 

@@ -94,6 +94,12 @@ def job_config(spec: Any, rank: int, args: argparse.Namespace) -> LaunchConfig:
         max_restarts=int(options.get("max_restarts") or 0), run_dir=args.run_dir,
         job_timeout=float(options["job_timeout"]) if options.get("job_timeout") else None,
         extra_env=tuple(spec.overrides),
+        # a launch job's local-rank argument is decided here, from this machine's copy
+        local_rank_arg=str(options.get("local_rank_arg", "")),
+        use_env=bool(options.get("use_env", False)),
+        torchrun_options=tuple((str(flag), None if value is None else str(value))
+                               for flag, value in options.get("torchrun_options", [])),
+        notes=tuple(str(note) for note in options.get("notes", [])),
     )
 
 

@@ -26,6 +26,7 @@ from ddpkit.cli.launch_options import (
     without_peer_commands,
 )
 from ddpkit.cli.options import add_json_flag
+from ddpkit.cli.torch_options import add_torch_options, resolve
 from ddpkit.launch.config import LaunchConfig
 from ddpkit.launch.outcomes import OK, NodeOutcome
 from ddpkit.report import document
@@ -42,6 +43,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     add_launch_options(parser)
     add_cluster_options(parser)
     add_json_flag(parser)
+    add_torch_options(parser)
     parser.add_argument("-m", "--module", action="store_true",
                         help="run the entry as a Python module (python -m)")
     parser.add_argument("script", help="the training script, or a module name with -m")
@@ -49,21 +51,45 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, console: Console) -> int:
+    args.torch_options = torch = resolve(args)
     mode = job_mode(args)
     if mode == HOSTS:
         from ddpkit.cli import hosts_mode
 
-        tail = (["-m"] if args.module else []) + [args.script, *args.script_args]
+        torch.check_whole_job()  # each node decides the local-rank argument from its own copy
+        _preview_local_rank(args, console)
+        tail = [*torch.node_flags(), *(["-m"] if args.module else []), args.script,
+                *args.script_args]
         return hosts_mode.run(args, console, subcommand="launch", tail=tail)
     if mode == JOIN:
         from ddpkit.cli import join_mode
 
+        torch.check_whole_job()
+        _preview_local_rank(args, console)
         return join_mode.run_master(args, console, command="launch", entry=args.script,
                                     entry_args=list(args.script_args), is_module=args.module,
-                                    options={}, share=share)
+                                    options=torch.job_options(), share=share)
     config = config_from_args(args, entry=args.script, entry_args=args.script_args,
                               is_module=args.module)
     return run_this_node(args, console, config, share, {})
+
+
+def _preview_local_rank(args: argparse.Namespace, console: Console) -> None:
+    """A whole job: every node decides from its own copy of the script (the copy it runs); say
+    what this machine's copy gives, so a mistake shows before anything starts."""
+    import sys
+    from pathlib import Path
+
+    from ddpkit.launch.entry_file import read_entry
+    from ddpkit.launch.local_rank import AUTO, decide
+
+    source = None
+    if args.local_rank_arg == AUTO and not args.use_env:
+        source = read_entry(args.script, cwd=Path.cwd(), is_module=args.module,
+                            no_python=bool(args.torchrun_flag_no_python), sys_path=sys.path)
+    choice = decide(args.local_rank_arg, source, tuple(args.script_args), use_env=args.use_env)
+    render.log(console, "ddpkit: local-rank argument: decided on every node from its own copy; "
+                        f"this machine's gives {choice.describe()}")
 
 
 def share(console: Console, config: LaunchConfig, context: ShareContext,

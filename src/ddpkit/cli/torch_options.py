@@ -1,0 +1,140 @@
+"""`ddpkit launch`'s torchrun and torch.distributed.launch flags: every one is accepted (both
+spellings), and each is either handled by ddpkit, passed on to torchrun verbatim, or refused with
+an error id when it cannot work with ddpkit's static rendezvous on the master."""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import dataclass
+from typing import Any
+
+from ddpkit.cli.options import add_flag
+from ddpkit.errors import UsageError
+from ddpkit.launch.config import DEFAULT_MASTER_PORT
+from ddpkit.launch.local_rank import AUTO, MODES, check_use_env
+from ddpkit.launch.plan import option_flags
+from ddpkit.launch.torchrun import PASSED_ON
+
+_DEST = "torchrun_flag_"
+STATIC = "static"
+
+
+def add_torch_options(parser: argparse.ArgumentParser) -> None:
+    """The local-rank argument, torch.distributed.launch's --use-env, and torchrun's own flags."""
+    group = parser.add_argument_group("scripts written for torch.distributed.launch")
+    add_flag(group, "--local-rank-arg", choices=MODES, default=AUTO,
+             help="pass each rank its local rank as --local-rank (dash), --local_rank "
+                  "(underscore) or not at all (none); auto (default): the spelling the script's "
+                  "add_argument declares, read from its source")
+    add_flag(group, "--use-env", action="store_true",
+             help="accepted for torch.distributed.launch: LOCAL_RANK is always set; the script "
+                  "gets no local-rank argument")
+    torchrun = parser.add_argument_group(
+        "torchrun's own flags (passed on verbatim unless said otherwise; docs/launch.md)")
+    add_flag(torchrun, "--rdzv-backend", default=None, metavar="static",
+             help=f"only '{STATIC}': ddpkit runs torchrun's static rendezvous on the master")
+    add_flag(torchrun, "--rdzv-endpoint", default=None, metavar="HOST:PORT",
+             help="read as --master-addr HOST --master-port PORT")
+    for flag in PASSED_ON:
+        names = [flag.name] + ([flag.short] if flag.short else [])
+        if flag.takes_value:
+            add_flag(torchrun, *names, dest=_DEST + flag.name[2:].replace("-", "_"),
+                     default=None, metavar="VALUE", help=flag.help or "passed on")
+        else:
+            add_flag(torchrun, *names, dest=_DEST + flag.name[2:].replace("-", "_"),
+                     action="store_true", help=flag.help or "passed on")
+
+
+@dataclass(frozen=True)
+class TorchOptions:
+    """What the torch-vocabulary flags amount to, for LaunchConfig and the other nodes."""
+
+    local_rank_arg: str
+    use_env: bool
+    torchrun_options: tuple[tuple[str, str | None], ...]
+    notes: tuple[str, ...]
+
+    def config_fields(self) -> dict[str, Any]:
+        return {"local_rank_arg": self.local_rank_arg, "use_env": self.use_env,
+                "torchrun_options": self.torchrun_options, "notes": self.notes}
+
+    def check_whole_job(self) -> None:
+        """For --hosts and join tokens: refuse what names one machine only."""
+        if any(flag == "--local-addr" for flag, _ in self.torchrun_options):
+            raise UsageError("local-addr-per-node",
+                             "--local-addr names one machine's address, but this command starts "
+                             "several machines", "drop --local-addr: each node's address is "
+                             "chosen there, by its route to the master")
+
+    def node_flags(self) -> list[str]:
+        """The same options as flags of a per-node ``ddpkit launch`` (for --hosts)."""
+        return option_flags(self.local_rank_arg, self.use_env, self.torchrun_options)
+
+    def job_options(self) -> dict[str, Any]:
+        """JSON-safe, for a join token's job: every node gets the same."""
+        return {"local_rank_arg": self.local_rank_arg, "use_env": self.use_env,
+                "torchrun_options": [[flag, value] for flag, value in self.torchrun_options
+                                     if flag != "--local-addr"],
+                "notes": list(self.notes)}
+
+
+def resolve(args: argparse.Namespace) -> TorchOptions:
+    """Check the torch flags against ddpkit's choices; fold --rdzv-endpoint into the master's
+    address and port (on ``args``, before the job mode is decided from them)."""
+    notes: list[str] = []
+    if args.rdzv_backend is not None and args.rdzv_backend != STATIC:
+        raise UsageError(
+            "rdzv-backend-conflict",
+            f"--rdzv-backend {args.rdzv_backend} cannot work with ddpkit: it runs torchrun's "
+            f"{STATIC} rendezvous on the master (fixed node count, node ranks as given)",
+            "drop --rdzv-backend and give --nnodes N --node-rank R --master-addr A; or start "
+            "the job with plain torchrun for an elastic rendezvous")
+    if args.rdzv_endpoint:
+        host, port = _endpoint(args.rdzv_endpoint)
+        if args.master_addr is not None and args.master_addr != host:
+            raise UsageError("rdzv-endpoint-conflict",
+                             f"--rdzv-endpoint {args.rdzv_endpoint} and --master-addr "
+                             f"{args.master_addr} name different masters", "give only one of them")
+        if port is not None and args.master_port not in (port, DEFAULT_MASTER_PORT):
+            raise UsageError("rdzv-endpoint-conflict",
+                             f"--rdzv-endpoint {args.rdzv_endpoint} and --master-port "
+                             f"{args.master_port} name different ports", "give only one of them")
+        args.master_addr = host
+        if port is not None:
+            args.master_port = port
+        notes.append(f"--rdzv-endpoint {args.rdzv_endpoint} read as --master-addr {host}"
+                     + (f" --master-port {port}" if port is not None else ""))
+    if args.rdzv_backend == STATIC:
+        notes.append("--rdzv-backend static: ddpkit's choice too")
+    given: list[tuple[str, str | None]] = []
+    for flag in PASSED_ON:
+        value = getattr(args, _DEST + flag.name[2:].replace("-", "_"))
+        if flag.takes_value and value is not None:
+            given.append((flag.name, str(value)))
+        elif not flag.takes_value and value:
+            given.append((flag.name, None))
+    names = {flag for flag, _ in given}
+    if "--standalone" in names and args.nnodes > 1:
+        raise UsageError("standalone-multi-node",
+                         f"--standalone starts a rendezvous on this machine only, but --nnodes is "
+                         f"{args.nnodes}", "drop --standalone (ddpkit's rendezvous runs on the "
+                         "master given by --master-addr)")
+    if getattr(args, "module", False) and names & {"--no-python", "--run-path"}:
+        other = sorted(names & {"--no-python", "--run-path"})[0]
+        raise UsageError("entry-flags-conflict", f"-m runs a module with python, {other} runs the "
+                         "entry another way", f"drop -m or {other}")
+    check_use_env(args.local_rank_arg, bool(args.use_env))
+    if args.use_env:
+        notes.append("--use-env: always on (torchrun sets LOCAL_RANK for every rank)")
+    return TorchOptions(args.local_rank_arg, bool(args.use_env), tuple(given), tuple(notes))
+
+
+def _endpoint(text: str) -> tuple[str, int | None]:
+    host, sep, port = text.rpartition(":")
+    if not sep or "]" in port:
+        host, port = text, ""
+    host = host.strip("[]")
+    if not host or (port and not port.isdigit()):
+        raise UsageError("bad-rdzv-endpoint", f"--rdzv-endpoint {text!r} is not HOST[:PORT]",
+                         "e.g. --rdzv-endpoint 10.0.0.2:29500")
+    return host, int(port) if port else None
