@@ -55,7 +55,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     add_flag(parser, "--algorithm", choices=ALGORITHMS, default="hierarchical",
              help="all-reduce model (default hierarchical; flat-ring = NCCL ring over all ranks)")
     add_flag(parser, "--settings", default=DEFAULT_SETTINGS, metavar="LIST",
-             help=f"comma list of settings to compare (default {DEFAULT_SETTINGS})")
+             help="comma list of settings to compare")
     add_flag(parser, "--efficiency-threshold", type=float, default=0.7, metavar="F",
              help="efficiency that justifies going multi-node (default 0.7)")
     add_flag(parser, "--from-bench", metavar="FILE",
