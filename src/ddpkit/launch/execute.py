@@ -34,6 +34,14 @@ class ProcessOutcome:
     leftovers_killed: tuple[int, ...]  # descendants still alive at the end, killed by pid
 
 
+@dataclass(frozen=True)
+class StartDeadline:
+    """Stop the run, with ``reason``, if it has started no child process after ``seconds``."""
+
+    seconds: float
+    reason: str
+
+
 class DescendantTracker:
     """Remembers every descendant of a process, so none outlives the job."""
 
@@ -73,13 +81,16 @@ def run_process(
     cwd: str | None = None,
     grace: float = TERMINATE_GRACE_S,
     should_stop: Callable[[], str | None] | None = None,
+    start_deadline: StartDeadline | None = None,
 ) -> ProcessOutcome:
     """Run ``argv`` to completion, streaming its merged output line by line to ``on_line``.
 
     On timeout or KeyboardInterrupt the process tree gets SIGTERM, then SIGKILL after ``grace``. A
     KeyboardInterrupt is absorbed after the cleanup and reported as ``interrupted``; the caller
     decides what it means. ``should_stop`` is polled a few times a second; a non-empty answer (the
-    reason, e.g. "rank 3 on node2 failed") stops the tree the same way.
+    reason, e.g. "rank 3 on node2 failed") stops the tree the same way, and so does a
+    ``start_deadline`` that passes before the process has started any child (torchrun starts its
+    workers only after the rendezvous, so this bounds a rendezvous that never ends).
     """
     start = time.monotonic()
     proc = subprocess.Popen(
@@ -109,6 +120,9 @@ def run_process(
                 _terminate(proc, tracker, grace)
                 break
             stopped = should_stop() if should_stop is not None else None
+            if not stopped and start_deadline is not None and not tracker.seen \
+                    and time.monotonic() - start > start_deadline.seconds:
+                stopped = start_deadline.reason
             if stopped:
                 _terminate(proc, tracker, grace)
                 break

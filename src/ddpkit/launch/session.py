@@ -11,10 +11,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from ddpkit.errors import DeadlineExceeded, EnvironmentProblem, JobFailed
+from ddpkit.errors import DeadlineExceeded, EnvironmentProblem, JobFailed, NetworkProblem
 from ddpkit.launch import facts as node_facts
 from ddpkit.launch.config import LaunchConfig
-from ddpkit.launch.execute import ProcessOutcome, run_process
+from ddpkit.launch.execute import ProcessOutcome, StartDeadline, run_process
 from ddpkit.launch.plan import NodePlan, plan_node
 from ddpkit.launch.preflight import check_port_free, wait_for_master
 from ddpkit.launch.torchrun import AgentTracebackFilter, RankFailure, describe_exit, parse_failures
@@ -132,6 +132,42 @@ def _failure_dict(failure: RankFailure | None) -> dict[str, Any] | None:
             "how": describe_exit(failure.exitcode, failure.signal)}
 
 
+RENDEZVOUS_STOPPED = "the rendezvous did not complete"
+RENDEZVOUS_GRACE_S = 2.0  # torchrun's own start-up before its rendezvous clock starts
+
+
+def _rendezvous_deadline(plan: NodePlan) -> StartDeadline | None:
+    """torchrun starts no worker until every node has met; past --rdzv-timeout it never will.
+
+    torchrun's own timeout does not cover a master port that accepts and never answers (torch's
+    store client waits on its handshake for good), so ddpkit bounds it from outside.
+    """
+    if not plan.config.multi_node:
+        return None
+    return StartDeadline(plan.config.rdzv_timeout + RENDEZVOUS_GRACE_S, RENDEZVOUS_STOPPED)
+
+
+def _rendezvous_message(plan: NodePlan) -> str:
+    config = plan.config
+    where = f"node {config.node_rank} ({plan.hostname})"
+    if config.is_master:
+        return (f"{where}: not every node joined the job within --rdzv-timeout "
+                f"{config.rdzv_timeout} s, so no rank was started")
+    return (f"{where}: the master {config.master_addr}:{config.master_port} accepted the connection "
+            f"but the rendezvous did not complete within --rdzv-timeout {config.rdzv_timeout} s")
+
+
+def _rendezvous_hint(plan: NodePlan) -> str:
+    config = plan.config
+    if config.is_master:
+        return (f"start the same job on every other node (node ranks 1..{config.nnodes - 1}), or "
+                "raise --rdzv-timeout; `ddpkit doctor --nnodes N ...` checks that the nodes can "
+                "reach each other")
+    return (f"check that {config.master_addr}:{config.master_port} is this job's master (another "
+            "program may hold that port, or the master runs a different --nnodes), and that the "
+            "master was started; then rerun")
+
+
 def default_run_dir(config: LaunchConfig, cwd: Path) -> Path:
     stamp = time.strftime("%Y%m%d-%H%M%S")
     return cwd / "ddpkit-runs" / f"{stamp}-node{config.node_rank}"
@@ -184,7 +220,8 @@ def execute(plan: NodePlan, events: LaunchEvents, *,
                 events.output(text)
 
         outcome = run_process(plan.argv, plan.env, on_line=on_line,
-                              timeout=plan.config.job_timeout, should_stop=should_stop)
+                              timeout=plan.config.job_timeout, should_stop=should_stop,
+                              start_deadline=_rendezvous_deadline(plan))
     for text in shown.finish():
         events.output(text)
     root, failures = parse_failures(outcome.tail)
@@ -195,6 +232,9 @@ def execute(plan: NodePlan, events: LaunchEvents, *,
         raise DeadlineExceeded("job-timeout", result.summary(),
                                f"per-rank logs are in {plan.run_dir}; raise the timeout or run "
                                "`ddpkit doctor --log` on them", details=result.to_dict())
+    if outcome.stopped == RENDEZVOUS_STOPPED:
+        raise NetworkProblem("rendezvous-timeout", _rendezvous_message(plan),
+                             _rendezvous_hint(plan), details=result.to_dict())
     if outcome.stopped:
         raise JobFailed("job-stopped", f"node {plan.config.node_rank} ({plan.hostname}) was stopped: "
                         f"{outcome.stopped}", f"per-rank logs are in {plan.run_dir}",

@@ -1,0 +1,125 @@
+"""Every network wait of `ddpkit launch` ends at its deadline (issue 11): a master port that accepts
+and never answers, a closed port, a master whose peers never come. All on loopback, with a listener
+the test owns; each run must end within a second or two of its deadline (generous bounds: this
+bounds a wait, it does not time a speed) and leave no process behind."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import psutil
+import pytest
+
+pytestmark = [pytest.mark.slow]
+
+
+class SilentListener:
+    """Accepts every connection on 127.0.0.1 and never sends a byte."""
+
+    def __init__(self) -> None:
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(64)
+        self.sock.settimeout(0.2)
+        self.port = int(self.sock.getsockname()[1])
+        self.accepted: list[socket.socket] = []
+        self.stopping = threading.Event()
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+
+    def _serve(self) -> None:
+        while not self.stopping.is_set():
+            try:
+                conn, _ = self.sock.accept()
+                self.accepted.append(conn)
+            except OSError:
+                continue
+
+    def close(self) -> None:
+        self.stopping.set()
+        self.thread.join(timeout=5)
+        for conn in self.accepted:
+            conn.close()
+        self.sock.close()
+
+
+@pytest.fixture
+def silent_listener() -> Iterator[SilentListener]:
+    listener = SilentListener()
+    try:
+        yield listener
+    finally:
+        listener.close()
+
+
+def _env() -> dict[str, str]:
+    return {k: v for k, v in os.environ.items()
+            if not k.startswith(("NCCL_", "GLOO_", "TORCH_", "PET_", "MASTER_", "DDPKIT_"))}
+
+
+def _launch(tmp_path: Path, *flags: str, limit: float = 90) -> tuple[subprocess.CompletedProcess[str],
+                                                                       float]:
+    script = tmp_path / "train.py"
+    script.write_text("print('trained')\n")
+    start = time.monotonic()
+    proc = subprocess.Popen([sys.executable, "-m", "ddpkit", "launch", *flags, "--run-dir",
+                             str(tmp_path / "run"), str(script)], env=_env(), text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        out, err = proc.communicate(timeout=limit)
+    finally:
+        if proc.poll() is None:
+            for child in psutil.Process(proc.pid).children(recursive=True):
+                child.kill()
+            proc.kill()
+            proc.communicate()
+    took = time.monotonic() - start
+    leftovers = [p for p in psutil.process_iter(["cmdline"])
+                 if str(tmp_path) in " ".join(p.info["cmdline"] or [])]
+    assert leftovers == [], leftovers
+    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err), took
+
+
+@pytest.mark.timeout(120)
+def test_a_worker_against_a_silent_master_port_stops_at_the_rdzv_timeout(
+        tmp_path: Path, silent_listener: SilentListener) -> None:
+    done, took = _launch(tmp_path, "--nnodes", "2", "--node-rank", "1", "--master-addr", "127.0.0.1",
+                         "--master-port", str(silent_listener.port), "--rdzv-timeout", "5",
+                         "--connect-timeout", "5")
+    assert done.returncode == 5, done.stderr[-2000:]  # network
+    assert "error [rendezvous-timeout]" in done.stderr
+    assert f"127.0.0.1:{silent_listener.port} accepted the connection" in done.stderr
+    assert silent_listener.accepted, "the launch never reached the listener"
+    # 5 s of rendezvous + ddpkit's 2 s grace + python and torch start-up on a busy 2-core box
+    assert took < 5 + 2 + 20, took
+
+
+@pytest.mark.timeout(120)
+def test_a_master_whose_peers_never_come_stops_at_the_rdzv_timeout(tmp_path: Path) -> None:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    done, took = _launch(tmp_path, "--nnodes", "2", "--node-rank", "0", "--master-addr", "127.0.0.1",
+                         "--master-port", str(port), "--rdzv-timeout", "5")
+    assert done.returncode == 5, done.stderr[-2000:]
+    assert "error [rendezvous-timeout]" in done.stderr and "not every node joined" in done.stderr
+    assert "fix: start the same job on every other node" in done.stderr
+    assert took < 5 + 2 + 20, took
+
+
+@pytest.mark.timeout(120)
+def test_a_closed_master_port_fails_at_the_connect_timeout(tmp_path: Path) -> None:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]  # closed once the with-block ends: nothing listens
+    done, took = _launch(tmp_path, "--nnodes", "2", "--node-rank", "1", "--master-addr", "127.0.0.1",
+                         "--master-port", str(port), "--connect-timeout", "4")
+    assert done.returncode == 5 and "error [master-unreachable]" in done.stderr, done.stderr[-2000:]
+    assert took < 4 + 10, took
