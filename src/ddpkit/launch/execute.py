@@ -34,6 +34,31 @@ class ProcessOutcome:
     leftovers_killed: tuple[int, ...]  # descendants still alive at the end, killed by pid
 
 
+_PR_SET_PDEATHSIG = 1  # linux/prctl.h
+
+
+def die_with_parent(parent_pid: int) -> Callable[[], None]:
+    """A ``preexec_fn``: the child gets SIGTERM when ddpkit dies, however it dies (SIGKILL too).
+
+    torchrun handles SIGTERM by stopping its workers (each in a session of its own, which no
+    process-group signal reaches), so a killed ``ddpkit launch`` leaves no rank running. Linux only;
+    elsewhere this does nothing and the normal cleanup paths remain.
+    """
+
+    def arm() -> None:
+        try:
+            import ctypes
+
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+        except (OSError, AttributeError):
+            return
+        if os.getppid() != parent_pid:  # ddpkit died before the signal was armed
+            os.kill(os.getpid(), signal.SIGTERM)
+
+    return arm
+
+
 @dataclass(frozen=True)
 class StartDeadline:
     """Stop the run, with ``reason``, if it has started no child process after ``seconds``."""
@@ -97,6 +122,7 @@ def run_process(
         list(argv), env=dict(env), cwd=cwd, stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True,
         text=True, encoding="utf-8", errors="replace", bufsize=1,
+        preexec_fn=die_with_parent(os.getpid()),
     )
     tracker = DescendantTracker(proc.pid)
     tail: collections.deque[str] = collections.deque(maxlen=TAIL_LINES)
