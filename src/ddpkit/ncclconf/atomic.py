@@ -58,6 +58,7 @@ def write_atomic(
     :class:`EnvironmentProblem` ``permission-denied`` when the directory or file cannot be written
     (no permission, read-only filesystem, immutable file) and leaves everything as it was.
     """
+    check_target(path)
     target = Path(os.path.realpath(path))
     directory = target.parent
     if not directory.is_dir():
@@ -73,6 +74,7 @@ def write_atomic(
     created = previous is None
     owner = _owner(target)
     backup_path: Path | None = None
+    older_backup = _read_backup(backup_target) if backup and previous is not None else None
     tmp = _write_temp(target, data, mode, owner, path)
     try:
         if backup and previous is not None:
@@ -85,7 +87,13 @@ def write_atomic(
                 raise
         if before_replace is not None:
             before_replace(tmp)
-        os.replace(tmp, target)
+        try:
+            os.replace(tmp, target)
+        except OSError:
+            # The target refused (immutable, append-only): the backup written for it must not stay.
+            if backup_path is not None:
+                _restore_backup(backup_path, older_backup, mode, owner, path)
+            raise
     except OSError as exc:
         _unlink_quietly(tmp)
         raise _write_error(path, exc) from exc
@@ -138,6 +146,60 @@ def _read_existing(target: Path, shown: Path) -> bytes | None:
         return None
     except OSError as exc:
         raise _write_error(shown, exc) from exc
+
+
+_PSEUDO_FILESYSTEMS = ("/proc", "/sys", "/dev")
+_KINDS = ((stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISCHR, "a character device"),
+          (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"), (stat.S_ISDIR, "a directory"))
+
+
+def check_target(path: Path) -> None:
+    """Refuse anything but a regular file or a new path, before anything is opened.
+
+    Opening a FIFO blocks until a writer comes; renaming over a device replaces the device node;
+    /proc and /sys files are the kernel's. Each gets ``not-a-file`` naming what the path really is.
+    """
+    real = os.path.realpath(path)
+    via = f" ({path} leads there)" if str(real) != str(path) else ""
+    for root in _PSEUDO_FILESYSTEMS:
+        if real == root or real.startswith(root + "/"):
+            raise ConfigError(
+                "not-a-file", f"{real}{via} is in {root}, a kernel pseudo-filesystem, not a file "
+                "NCCL reads settings from", "choose a regular file: /etc/nccl.conf, ~/.nccl.conf "
+                "(--user) or a path NCCL_CONF_FILE names", details={"path": str(path)})
+    try:
+        st = os.stat(real)
+    except FileNotFoundError:
+        return  # a new file: fine
+    except OSError:
+        return  # reading or writing will report it with its own cause
+    for is_kind, what in _KINDS:
+        if is_kind(st.st_mode):
+            raise ConfigError(
+                "not-a-file", f"{real}{via} is {what}, not a regular file",
+                "give the path of a regular file (or of a new one) for nccl.conf",
+                details={"path": str(path)})
+
+
+def _read_backup(backup_target: Path) -> bytes | None:
+    try:
+        return backup_target.read_bytes() if backup_target.is_file() else None
+    except OSError:
+        return None
+
+
+def _restore_backup(backup_path: Path, older: bytes | None, mode: int,
+                    owner: tuple[int, int] | None, shown: Path) -> None:
+    """Put the ``.bak`` back as it was before this write: the older copy, or none at all."""
+    if older is None:
+        _unlink_quietly(backup_path)
+        return
+    with contextlib.suppress(BaseException):
+        restored = _write_temp(backup_path, older, mode, owner, shown)
+        try:
+            os.replace(restored, backup_path)
+        except OSError:
+            _unlink_quietly(restored)
 
 
 def _owner(target: Path) -> tuple[int, int] | None:

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ddpkit.errors import ConfigError, EnvironmentProblem, UsageError
-from ddpkit.ncclconf.atomic import WriteResult, write_atomic
+from ddpkit.ncclconf.atomic import WriteResult, check_target, write_atomic
 from ddpkit.ncclconf.effective import (
     ENV,
     SYSTEM_CONF,
@@ -161,6 +161,7 @@ def check_value(key: str, value: str, interface_names: Sequence[str], *, force: 
 
 def read_text(path: Path) -> tuple[bool, str]:
     """(exists, text) of ``path``; bytes that are not UTF-8 survive a round trip."""
+    check_target(path)
     try:
         raw = path.read_bytes()
     except FileNotFoundError:

@@ -10,6 +10,8 @@ within one file the first line of a name wins. NCCL finds ``~`` through the pass
 
 from __future__ import annotations
 
+import os
+import stat
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -122,7 +124,19 @@ def conf_roles(env: Mapping[str, str], home: Path, etc: Path = SYSTEM_CONF) -> t
 
 
 def read_source(path: Path, role: str) -> ConfSource:
-    """Read one candidate file the way NCCL would (a missing or unreadable file is skipped)."""
+    """Read one candidate file the way NCCL would (a missing or unreadable file is skipped).
+
+    Anything but a regular file is reported, never opened: reading a FIFO would block.
+    """
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        return ConfSource(str(path), role, exists=False)
+    except OSError as exc:
+        return ConfSource(str(path), role, exists=True, error=exc.strerror or str(exc))
+    if not stat.S_ISREG(mode) and not stat.S_ISDIR(mode):
+        return ConfSource(str(path), role, exists=True,
+                          error="not a regular file (a FIFO, device or socket): not read")
     try:
         raw = path.read_bytes()
     except FileNotFoundError:
