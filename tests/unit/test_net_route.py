@@ -278,3 +278,18 @@ def test_own_address_also_bound_on_lo_still_maps_to_the_real_interface() -> None
     nics = nics_from_facts(facts)
     route = route_to("10.0.0.34", nics, run_ip=RecordedIp("cloud_two_nic"), udp_source=no_udp)
     assert route.ifname == "eth1"
+
+
+@pytest.mark.parametrize("host", ["300.1.1.1", "10.0.0", "1.2.3.4.5", "::zz", "fd00::2::3", "10.0.0.256"])
+def test_a_mistyped_address_is_an_error_without_any_lookup(host: str) -> None:
+    from ddpkit.net.route import resolve
+
+    asked: list[str] = []
+
+    def lookup(name: str, *rest: object) -> list[object]:
+        asked.append(name)
+        return []
+
+    with pytest.raises(ConfigError) as info:
+        resolve(host, lookup=lookup)  # type: ignore[arg-type]
+    assert info.value.error_id == "bad-address" and asked == []

@@ -109,6 +109,11 @@ def resolve(host: str, *, lookup: Lookup | None = None) -> tuple[str, ...]:
     literal = _literal(host)
     if literal is not None:
         return (literal,)
+    if _looks_like_an_address(host):
+        raise ConfigError(
+            "bad-address", f"{host!r} looks like an IP address but is not one",
+            "check each part: IPv4 is four numbers 0-255 (10.0.0.2), IPv6 is hex groups (fd00::2)",
+            details={"host": host})
     try:
         infos = (lookup or socket.getaddrinfo)(host, None, 0, socket.SOCK_STREAM)
     except (socket.gaierror, UnicodeError) as exc:
@@ -128,6 +133,12 @@ def resolve(host: str, *, lookup: Lookup | None = None) -> tuple[str, ...]:
         )
     ordered = sorted(found, key=lambda ip: (ip.version, int(ip)))
     return tuple(ip.compressed for ip in ordered)
+
+
+def _looks_like_an_address(host: str) -> bool:
+    """Digits and dots (``300.1.1.1``, ``10.0.0``) or any colon (``::zz``): no host name looks
+    like that, so it is a mistyped address and must never become a DNS query."""
+    return ":" in host or (bool(host) and "." in host and all(c.isdigit() or c == "." for c in host))
 
 
 def _literal(host: str) -> str | None:
