@@ -97,3 +97,65 @@ def test_hostile_hosts_are_rejected(spec: str) -> None:
     with pytest.raises(ConfigError) as caught:
         parse_hosts(spec)
     assert caught.value.error_id == "bad-hosts"
+
+
+# --- size limits, odd files, duplicates (issue 11) -------------------------------------------------
+
+
+def test_more_than_max_hosts_is_refused_at_the_first_extra_line() -> None:
+    from ddpkit.launch.hostfile import MAX_HOSTS, parse_hostfile
+
+    lines = [f"10.{i // 250}.{i % 250}.9 slots=1" for i in range(MAX_HOSTS)]
+    assert len(parse_hostfile("\n".join(lines), "h.txt")) == MAX_HOSTS
+    with pytest.raises(ConfigError) as info:
+        parse_hostfile("\n".join([*lines, "10.99.0.1", "bad@@line"]), "h.txt")
+    assert info.value.error_id == "too-many-hosts" and f"line {MAX_HOSTS + 1}" in info.value.message
+
+
+def test_hosts_flag_with_too_many_entries() -> None:
+    from ddpkit.launch.hostfile import MAX_HOSTS, parse_hosts
+
+    with pytest.raises(ConfigError) as info:
+        parse_hosts(",".join(["10.0.0.2"] * (MAX_HOSTS + 1)))
+    assert info.value.error_id == "too-many-hosts"
+
+
+def test_a_huge_or_odd_hostfile_is_refused_before_it_is_read(tmp_path: Path) -> None:
+    import os
+
+    from ddpkit.launch.hostfile import MAX_HOSTFILE_BYTES, load_hostfile
+
+    huge = tmp_path / "huge.txt"
+    with open(huge, "wb") as f:
+        f.truncate(MAX_HOSTFILE_BYTES + 1)  # sparse: nothing to read, only its size counts
+    with pytest.raises(ConfigError) as info:
+        load_hostfile(huge)
+    assert info.value.error_id == "too-many-hosts"
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    with pytest.raises(ConfigError) as info:
+        load_hostfile(fifo)  # reading would block until a writer came
+    assert info.value.error_id == "hostfile-unreadable" and "not a regular file" in info.value.message
+
+
+def test_duplicate_hosts_are_named_with_both_lines() -> None:
+    from ddpkit.launch.hostfile import duplicate_warnings, parse_hostfile
+
+    hosts = parse_hostfile("10.0.0.2 slots=8\n10.0.0.3 slots=8\n10.0.0.2 slots=8\n"
+                           "root@10.0.0.3:2222 slots=1\n", "h.txt")
+    warnings = duplicate_warnings(hosts)
+    assert len(warnings) == 1 and warnings[0].startswith("h.txt:3: 10.0.0.2 is listed again (first "
+                                                          "at h.txt:1)")
+
+
+def test_interfaces_are_read_once_for_the_whole_host_list(monkeypatch: pytest.MonkeyPatch) -> None:
+    import ddpkit.net.interfaces as interfaces
+    from ddpkit.cli.hosts_mode import this_machine_flags
+    from ddpkit.launch.hostfile import parse_hosts
+
+    calls: list[int] = []
+    real = interfaces.discover
+    monkeypatch.setattr(interfaces, "discover", lambda *a, **k: calls.append(1) or real(*a, **k))
+    hosts = parse_hosts(",".join(f"10.77.{i // 250}.{i % 250 + 1}" for i in range(500)))
+    flags = this_machine_flags((*hosts, *parse_hosts("127.0.0.1,root@10.0.0.9")))
+    assert len(calls) == 1 and flags[-2:] == [True, False] and not any(flags[:-2])

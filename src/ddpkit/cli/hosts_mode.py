@@ -16,7 +16,7 @@ from ddpkit.cli.launch_options import env_overrides, process_context, sigterm_as
 from ddpkit.errors import DdpkitError, JobFailed, NetworkProblem, UsageError
 from ddpkit.launch.envpass import ENV_FILE_NAME, PassedEnv, load_env_file, passed_env
 from ddpkit.launch.fanout import NodeCommand, plan_nodes, supervise
-from ddpkit.launch.hostfile import Host, load_hostfile, parse_hosts
+from ddpkit.launch.hostfile import Host, duplicate_warnings, load_hostfile, parse_hosts
 from ddpkit.launch.outcomes import OK, NodeOutcome, first_failure, job_summary
 from ddpkit.launch.plan import LOOPBACK_NAMES
 from ddpkit.launch.probe import MasterChoice, choose_master, probe_hosts, require_fit
@@ -57,22 +57,30 @@ def job_env(args: argparse.Namespace, env: dict[str, str], cwd: Path) -> PassedE
                       overrides=env_overrides(args.env))
 
 
-def is_this_machine(host: Host) -> bool:
-    """A host reached without ssh: no user or port given, and its name is one of our addresses."""
-    if host.user or host.port:
-        return False
-    if host.name in LOOPBACK_NAMES:
-        return True
+def this_machine_flags(hosts: Sequence[Host]) -> list[bool]:
+    """Per host: reached without ssh (no user or port given, and its name is one of our
+    addresses). The interfaces are read once for the whole list, not once per host."""
     from ddpkit.net.interfaces import discover
     from ddpkit.net.route import resolve
     from ddpkit.net.select import interface_holding
 
-    try:
-        addresses = resolve(host.name)
-    except DdpkitError:
-        return False
-    nics = discover()
-    return any(interface_holding(address, nics) is not None for address in addresses)
+    nics = None
+    flags = []
+    for host in hosts:
+        if host.user or host.port:
+            flags.append(False)
+            continue
+        if host.name in LOOPBACK_NAMES:
+            flags.append(True)
+            continue
+        try:
+            addresses = resolve(host.name)
+        except DdpkitError:
+            flags.append(False)
+            continue
+        nics = nics if nics is not None else discover()
+        flags.append(any(interface_holding(address, nics) is not None for address in addresses))
+    return flags
 
 
 def run(args: argparse.Namespace, console: Console, *, subcommand: str, tail: list[str],
@@ -88,7 +96,9 @@ def _run(args: argparse.Namespace, console: Console, *, subcommand: str, tail: l
     settings = SshSettings(args.ssh_connect_timeout, tuple(args.ssh_option), args.ssh_config)
     remote_python = args.remote_python or python
     passed = job_env(args, env, cwd)
-    local = [is_this_machine(host) for host in hosts]
+    for warning in duplicate_warnings(hosts):
+        render.log(console, f"warning: {warning}")
+    local = this_machine_flags(hosts)
 
     def plan(master: str) -> tuple[NodeCommand, ...]:
         return plan_nodes(hosts, local, subcommand=subcommand, master_addr=master,

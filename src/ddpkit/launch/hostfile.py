@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import ipaddress
 import re
+import stat
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,6 +26,8 @@ from typing import Any
 from ddpkit.errors import ConfigError
 
 MAX_SLOTS = 1024
+MAX_HOSTS = 4096  # far beyond any ssh fan-out ddpkit can drive from one machine
+MAX_HOSTFILE_BYTES = 16 * 2**20
 _HOSTNAME = re.compile(r"[A-Za-z0-9_](?:[A-Za-z0-9._-]{0,251}[A-Za-z0-9_])?")
 _USER = re.compile(r"[A-Za-z_][A-Za-z0-9._-]{0,31}")
 _TARGET = re.compile(
@@ -63,11 +66,14 @@ class _Bad(ValueError):
 
 def parse_hostfile(text: str, path: str) -> tuple[Host, ...]:
     """Every host in a hostfile's ``text``; ConfigError ``bad-hostfile`` names ``path:line``."""
-    hosts = []
+    hosts: list[Host] = []
     for number, raw in enumerate(text.splitlines(), start=1):
         line = raw.split("#", 1)[0].strip()
         if not line:
             continue
+        if len(hosts) == MAX_HOSTS:
+            raise _too_many(f"hostfile {path} lists more than {MAX_HOSTS} hosts (line {number} is "
+                            f"host {MAX_HOSTS + 1})", path)
         try:
             hosts.append(_parse_line(line, f"{path}:{number}"))
         except _Bad as exc:
@@ -87,7 +93,9 @@ def parse_hostfile(text: str, path: str) -> tuple[Host, ...]:
 def parse_hosts(spec: str) -> tuple[Host, ...]:
     """``--hosts h1,h2:2,user@h3``: comma-separated entries in the MPICH form (``HOST[:SLOTS]``)."""
     hosts = []
-    items = [item.strip() for item in spec.split(",")]
+    items = [item.strip() for item in spec.split(",", MAX_HOSTS)]
+    if len(items) > MAX_HOSTS:
+        raise _too_many(f"--hosts lists more than {MAX_HOSTS} hosts", "--hosts")
     for index, item in enumerate(items, start=1):
         try:
             if not item:
@@ -106,7 +114,21 @@ def parse_hosts(spec: str) -> tuple[Host, ...]:
 
 
 def load_hostfile(path: Path) -> tuple[Host, ...]:
-    """Read and parse a hostfile (the one I/O edge here)."""
+    """Read and parse a hostfile (the one I/O edge here): a regular file of sane size only."""
+    try:
+        info = path.stat()
+    except FileNotFoundError:
+        raise ConfigError("hostfile-not-found", f"hostfile {path} does not exist",
+                          "check the path given to --hostfile") from None
+    except OSError as exc:
+        raise ConfigError("hostfile-unreadable", f"cannot read hostfile {path}: {exc}",
+                          "check the file's permissions") from None
+    if not stat.S_ISREG(info.st_mode):
+        raise ConfigError("hostfile-unreadable", f"hostfile {path} is not a regular file",
+                          "give the path of a text file with one host per line") from None
+    if info.st_size > MAX_HOSTFILE_BYTES:
+        raise _too_many(f"hostfile {path} is {info.st_size / 2**20:.0f} MiB; a hostfile of "
+                        f"{MAX_HOSTS} hosts is well under {MAX_HOSTFILE_BYTES // 2**20} MiB", str(path))
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
@@ -116,6 +138,29 @@ def load_hostfile(path: Path) -> tuple[Host, ...]:
         raise ConfigError("hostfile-unreadable", f"cannot read hostfile {path}: {exc}",
                           "check the file's permissions and that it is text") from None
     return parse_hostfile(text, str(path))
+
+
+def _too_many(message: str, where: str) -> ConfigError:
+    return ConfigError("too-many-hosts", message,
+                       f"ddpkit drives at most {MAX_HOSTS} hosts over ssh from one machine; for a "
+                       "cluster that size use a scheduler (Slurm: `srun ddpkit launch ...` per node)",
+                       details={"where": where, "max_hosts": MAX_HOSTS})
+
+
+def duplicate_warnings(hosts: Sequence[Host]) -> tuple[str, ...]:
+    """One line per host listed more than once (the same ssh target and port): each copy would
+    start its own node of the job on that machine."""
+    seen: dict[tuple[str | None, str, int | None], str] = {}
+    warnings = []
+    for host in hosts:
+        key = (host.user, host.name, host.port)
+        if key in seen:
+            warnings.append(f"{host.origin}: {host.ssh_target} is listed again (first at "
+                            f"{seen[key]}); it will run two nodes of the job. Give it slots=N "
+                            "instead if that is not what you meant")
+        else:
+            seen[key] = host.origin
+    return tuple(warnings)
 
 
 def check_host_name(name: str) -> str:
