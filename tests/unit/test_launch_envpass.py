@@ -67,3 +67,20 @@ def test_load_env_file(tmp_path: Path) -> None:
     assert caught.value.error_id == "env-file-not-found"
     (tmp_path / ".ddpkit_env").write_text("X=1\n")
     assert load_env_file(tmp_path / ".ddpkit_env", required=False) == {"X": "1"}
+
+
+@pytest.mark.parametrize("item", ["A B=1", "1X=1", "X-Y=1", "=1", "NOEQUALS", "Ü=1"])
+def test_env_flag_names_are_validated(item: str) -> None:
+    from ddpkit.cli.launch_options import env_overrides
+    from ddpkit.errors import UsageError
+
+    with pytest.raises(UsageError) as info:
+        env_overrides([item])
+    assert info.value.error_id == "bad-env"
+
+
+def test_env_flag_values_pass_as_written() -> None:
+    from ddpkit.cli.launch_options import env_overrides
+
+    assert env_overrides(["OMP_NUM_THREADS=4", "_X=a=b c", "EMPTY="]) == [
+        ("OMP_NUM_THREADS", "4"), ("_X", "a=b c"), ("EMPTY", "")]

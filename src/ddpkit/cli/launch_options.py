@@ -6,6 +6,7 @@ import argparse
 import contextlib
 import dataclasses
 import os
+import re
 import signal
 import sys
 from collections.abc import Callable, Iterator
@@ -73,6 +74,9 @@ def _nnodes(text: str) -> int:
     return value
 
 
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
 def env_overrides(items: list[str]) -> list[tuple[str, str]]:
     """``--env K=V`` flags as pairs; UsageError ``bad-env``."""
     pairs = []
@@ -80,6 +84,10 @@ def env_overrides(items: list[str]) -> list[tuple[str, str]]:
         key, sep, value = item.partition("=")
         if not sep or not key:
             raise UsageError("bad-env", f"--env {item!r} is not KEY=VALUE", "e.g. --env OMP_NUM_THREADS=4")
+        if not _ENV_NAME.fullmatch(key):
+            raise UsageError("bad-env", f"--env {item!r}: {key!r} is not a variable name",
+                             "names are letters, digits and _, not starting with a digit, e.g. "
+                             "--env OMP_NUM_THREADS=4")
         pairs.append((key, value))
     return pairs
 
