@@ -93,3 +93,7 @@ class DeadlineExceeded(DdpkitError):
     """Something did not finish in time."""
 
     exit_code = ExitCode.TIMEOUT
+
+
+class Interrupted(KeyboardInterrupt):
+    """Ctrl-C or SIGTERM, after ddpkit stopped what it ran; ``str()`` says what was stopped."""

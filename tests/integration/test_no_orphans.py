@@ -51,3 +51,30 @@ def test_sigkill_of_launch_takes_torchrun_and_every_rank_with_it(tmp_path: Path,
         for proc in job:
             if proc.is_running():
                 proc.kill()
+
+
+@pytest.mark.timeout(120)
+def test_sigterm_says_what_was_stopped_and_stops_it(tmp_path: Path, tcp_port: int) -> None:
+    script = tmp_path / "train.py"
+    script.write_text("import time\nprint('sleeping', flush=True)\ntime.sleep(300)\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("NCCL_", "GLOO_", "PET_"))}
+    launcher = subprocess.Popen(
+        [sys.executable, "-m", "ddpkit", "launch", "--nproc-per-node", "2", "--master-port",
+         str(tcp_port), "--run-dir", str(tmp_path / "run"), str(script)],
+        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    job: list[psutil.Process] = []
+    try:
+        assert _ranks_started(tmp_path / "run", 2, time.monotonic() + 60), "the ranks never started"
+        job = psutil.Process(launcher.pid).children(recursive=True)
+        launcher.send_signal(signal.SIGTERM)  # ddpkit treats SIGTERM exactly like Ctrl-C
+        _, err = launcher.communicate(timeout=30)
+        assert launcher.returncode == 130
+        assert "interrupted: stopped torchrun and 2 rank processes on node 0" in err, err[-2000:]
+        _, alive = psutil.wait_procs(job, timeout=10)
+        assert alive == []
+    finally:
+        if launcher.poll() is None:
+            launcher.kill()
+        for proc in job:
+            if proc.is_running():
+                proc.kill()

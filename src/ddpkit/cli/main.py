@@ -152,8 +152,8 @@ def main(argv: Sequence[str] | None = None, console: Console | None = None) -> i
             log_traceback(console)
         render.error(console, exc, as_json=as_json)
         return int(exc.exit_code)
-    except KeyboardInterrupt:
-        render.log(console, "interrupted")
+    except KeyboardInterrupt as stop:
+        render.log(console, f"interrupted: {stop}" if str(stop) else "interrupted")
         return ExitCode.INTERRUPTED
     except BrokenPipeError:
         return ExitCode.FAILURE

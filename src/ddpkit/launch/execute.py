@@ -32,6 +32,7 @@ class ProcessOutcome:
     stopped: str | None  # why ``should_stop`` ended the run early, if it did
     duration_s: float
     leftovers_killed: tuple[int, ...]  # descendants still alive at the end, killed by pid
+    descendants_seen: int = 0  # processes the command started while it ran (torchrun: its ranks)
 
 
 _PR_SET_PDEATHSIG = 1  # linux/prctl.h
@@ -170,6 +171,7 @@ def run_process(
         stopped=stopped,
         duration_s=time.monotonic() - start,
         leftovers_killed=leftovers,
+        descendants_seen=len(tracker.seen),
     )
 
 

@@ -26,6 +26,7 @@ from typing import IO, Any, Protocol
 
 import psutil
 
+from ddpkit.errors import Interrupted
 from ddpkit.launch.envpass import PassedEnv
 from ddpkit.launch.execute import DescendantTracker
 from ddpkit.launch.hostfile import Host
@@ -299,7 +300,7 @@ def supervise(nodes: Sequence[NodeCommand], events: JobEvents, *, output_dir: Pa
         for handle in logs.values():
             handle.close()
     if interrupted:
-        raise KeyboardInterrupt
+        raise Interrupted(f"stopped the job on all {len(nodes)} nodes")
     return tuple(outcomes[node.node_rank] for node in nodes)
 
 

@@ -11,7 +11,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from ddpkit.errors import DeadlineExceeded, EnvironmentProblem, JobFailed, NetworkProblem
+from ddpkit.errors import (
+    DeadlineExceeded,
+    EnvironmentProblem,
+    Interrupted,
+    JobFailed,
+    NetworkProblem,
+)
 from ddpkit.launch import facts as node_facts
 from ddpkit.launch.config import LaunchConfig
 from ddpkit.launch.execute import ProcessOutcome, StartDeadline, run_process
@@ -227,7 +233,9 @@ def execute(plan: NodePlan, events: LaunchEvents, *,
     root, failures = parse_failures(outcome.tail)
     result = NodeResult(plan=plan, outcome=outcome, root_cause=root, failures=failures)
     if outcome.interrupted:
-        raise KeyboardInterrupt
+        ranks = outcome.descendants_seen
+        raise Interrupted(f"stopped torchrun and {ranks} rank process{'' if ranks == 1 else 'es'} "
+                          f"on node {plan.config.node_rank} ({plan.hostname})")
     if outcome.timed_out:
         raise DeadlineExceeded("job-timeout", result.summary(),
                                f"per-rank logs are in {plan.run_dir}; raise the timeout or run "
