@@ -9,7 +9,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import dataclasses
-import os
 import signal
 import socket
 import time
@@ -78,18 +77,28 @@ def job_options(args: argparse.Namespace, extra: dict[str, Any]) -> dict[str, An
 
 
 def write_token_file(path: Path, token: JoinToken) -> None:
-    """The token, readable by its owner only, written whole or not at all."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w") as handle:
-        handle.write(f"{token}\n")
-    os.replace(tmp, path)
+    """The token, readable by its owner only, written whole or not at all: through the atomic
+    writer (an exclusively created 0600 temporary with an unpredictable name, then a rename)."""
+    from ddpkit.ncclconf.atomic import write_atomic
+
+    write_atomic(path, f"{token}\n".encode(), mode=0o600, backup=False, keep_owner=False)
+
+
+def _report_store(console: Console, master: Any) -> None:
+    report = master.store_report()
+    rejected = sum(report["rejected"].values())
+    if rejected or report["removed_keys"]:
+        render.log(console, f"ddpkit: warning: the job store saw {rejected} value(s) that did not "
+                            f"open with this job's key ({', '.join(sorted(report['rejected'])) or '-'})"
+                            f" and {report['removed_keys']} key(s) this job never wrote; all were "
+                            "ignored and removed (someone else is writing to the job store)")
 
 
 def run_master(args: argparse.Namespace, console: Console, *, command: str, entry: str,
                entry_args: list[str], is_module: bool, options: dict[str, Any], share: Share) -> int:
     from ddpkit.cli.hosts_mode import job_env
     from ddpkit.launch import join
+    from ddpkit.launch.join_store import host_store
     from ddpkit.launch.preflight import check_port_free
     from ddpkit.launch.token import new_token
 
@@ -114,7 +123,12 @@ def run_master(args: argparse.Namespace, console: Console, *, command: str, entr
         return 0
     check_port_free(args.join_port)
     check_port_free(args.master_port)
-    master = join.MasterSide(join.host_store(token), spec)
+    def on_reject(name: str, why: str) -> None:
+        render.log(console, f"ddpkit: warning: ignored a value under {name!r} in the job store that "
+                            f"this job did not write ({why}); someone else is writing to "
+                            f"{token.endpoint} (counted; see docs/multi-node.md, threat model)")
+
+    master = join.MasterSide(host_store(token, on_reject=on_reject), spec)
     master.publish()
     render.log(console, f"ddpkit: job store on {address}:{args.join_port} ({ifname}: {why})")
     others = args.nnodes - 1
@@ -160,6 +174,7 @@ def run_master(args: argparse.Namespace, console: Console, *, command: str, entr
             master.stop(f"node 0 ({own.host}) {own.state}: {own.how()}")
         stopped = own.state != OK or master.should_stop() is not None
         outcomes = (own, *master.collect(wait=STOP_WAIT_S if stopped else SUCCESS_WAIT_S))
+    _report_store(console, master)
     failure = first_failure(outcomes)
     if failure is None and own_error is None:
         if code == 0:
