@@ -70,6 +70,14 @@ def interrupts_announced(announce: Callable[[], None]) -> Iterator[None]:
             signal.signal(sig, old)
 
 
+def shown_job(spec: Any) -> dict[str, Any]:
+    """The job as ddpkit may print it: values whose names look secret masked."""
+    from ddpkit.launch.envpass import shown, shown_env
+
+    return {**spec.to_dict(), "env": shown_env(spec.env),
+            "overrides": [[key, shown(key, value)] for key, value in spec.overrides]}
+
+
 def job_options(args: argparse.Namespace, extra: dict[str, Any]) -> dict[str, Any]:
     return {"connect_timeout": args.connect_timeout, "rdzv_timeout": args.rdzv_timeout,
             "max_restarts": args.max_restarts, "job_timeout": args.job_timeout,
@@ -115,7 +123,7 @@ def run_master(args: argparse.Namespace, console: Console, *, command: str, entr
     if args.dry_run:
         if args.json:
             render.emit_json(console, document("join-plan", 1, {
-                "address": address, "interface": ifname, "reason": why, "job": spec.to_dict()}))
+                "address": address, "interface": ifname, "reason": why, "job": shown_job(spec)}))
         else:
             render.line(console, f"would start a job store on {address}:{args.join_port} ({ifname}: "
                                  f"{why}) for {args.nnodes} nodes and print a `ddpkit join` token")
