@@ -12,7 +12,7 @@ import pytest
 
 from ddpkit.cli.commands.join import token_text
 from ddpkit.cli.join_mode import write_token_file
-from ddpkit.errors import ConfigError, UsageError
+from ddpkit.errors import ConfigError, DdpkitError, UsageError
 from ddpkit.launch.token import TOKEN_ENV, JoinToken, parse_token
 
 TOKEN = JoinToken("10.0.0.2", 29400, "0a1b2c3d4e5f", "s3cr3t-s3cr3t-s3cr3t-XYZ_123")
@@ -55,3 +55,10 @@ def test_no_token_or_two_tokens_or_an_unreadable_file_is_a_clear_error(tmp_path:
     with pytest.raises(ConfigError) as missing:
         token_text(_args(token_file=str(tmp_path / "absent")), {})
     assert missing.value.error_id == "token-file-unreadable"
+
+
+def test_a_token_file_that_cannot_be_written_says_so_and_leaves_nothing(tmp_path: Path) -> None:
+    with pytest.raises(DdpkitError) as caught:
+        write_token_file(tmp_path / "absent-dir" / "token", TOKEN)
+    assert caught.value.error_id == "token-file-failed" and "--token-file" in caught.value.hint
+    assert list(tmp_path.iterdir()) == []

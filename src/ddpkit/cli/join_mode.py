@@ -26,7 +26,7 @@ from ddpkit.cli.launch_options import (
     config_from_args,
     process_context,
 )
-from ddpkit.errors import ConfigError, DdpkitError, ExitCode, JobFailed
+from ddpkit.errors import ConfigError, DdpkitError, EnvironmentProblem, ExitCode, JobFailed
 from ddpkit.launch.outcomes import OK, first_failure, job_summary, outcome_from_error
 from ddpkit.launch.token import JoinToken
 from ddpkit.report import document
@@ -89,7 +89,12 @@ def write_token_file(path: Path, token: JoinToken) -> None:
     writer (an exclusively created 0600 temporary with an unpredictable name, then a rename)."""
     from ddpkit.ncclconf.atomic import write_atomic
 
-    write_atomic(path, f"{token}\n".encode(), mode=0o600, backup=False, keep_owner=False)
+    try:
+        write_atomic(path, f"{token}\n".encode(), mode=0o600, backup=False, keep_owner=False)
+    except DdpkitError as exc:
+        raise EnvironmentProblem("token-file-failed", exc.message,
+                                 "pass a --token-file in a directory you can write (or drop it and "
+                                 "copy the printed line)", details=exc.details) from None
 
 
 def _report_store(console: Console, master: Any) -> None:
