@@ -79,7 +79,7 @@ class JobStore:
     def sweep(self, names: set[str], most: int) -> int:
         """When the store holds more than ``most`` keys, delete every key that is not one of this
         run's ``names`` (someone flooding the master's memory); returns how many went."""
-        if self.key_count() <= most or not hasattr(self.store, "list_keys"):  # torch < 2.6 lacks it
+        if self.key_count() <= most or not hasattr(self.store, "list_keys"):  # older torch lacks it
             return 0
         mine = {self.token.key(name) for name in names}
         removed = 0
