@@ -75,11 +75,14 @@ def test_dry_run_shows_every_node_command_quoted_once(run_cli: Any, tmp_path: Pa
     ssh = node1["argv"]
     assert ssh[0] == "ssh" and ssh[-2] == "10.0.0.3" and ssh[ssh.index("-l") + 1] == "ubuntu"
     remote = shlex.split(ssh[-1])
-    assert remote[remote.index("exec") + 1] == "env"
-    assert "NCCL_DEBUG=INFO" in remote and "WANDB_MODE=offline" in remote
+    assert remote[remote.index("exec") + 1] != "env"  # no value in any command line: over stdin
+    assert not any("NCCL_DEBUG" in word or "WANDB_MODE" in word or "A=1" in word
+                   for word in remote + node0["argv"])
     assert not any("HF_TOKEN" in word for word in remote)
     assert remote[-4:] == ["train.py", hostile, "--lr", "it's"]
+    assert "--env-stdin" in remote
     assert doc["env"]["overrides"] == ["A=1"]
+    assert {"NCCL_DEBUG": "INFO", "WANDB_MODE": "offline"}.items() <= doc["env"]["values"].items()
     assert not (tmp_path / "pwned").exists()
 
 
@@ -89,7 +92,24 @@ def test_ddpkit_test_takes_a_hostfile(run_cli: Any, tmp_path: Path) -> None:
     result = run_cli("test", "--hostfile", str(hostfile), "--quick", "--dry-run")
     assert result.code == 0, result.err
     assert result.out.count("-m ddpkit test --nnodes 2") == 2
-    assert "--quick" in result.out and "--supervised --json" in result.out
+    assert "--quick" in result.out and "--supervised --env-stdin --json" in result.out
+
+
+def test_dry_runs_mask_values_whose_names_look_secret(run_cli: Any, tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / ".ddpkit_env").write_text("HF_TOKEN=hf_fromfile\nWANDB_MODE=offline\n")
+    hosts = run_cli("launch", "--hosts", "10.0.0.2,10.0.0.3", "--dry-run", "--env",
+                    "WANDB_API_KEY=wb_fromflag", "train.py")
+    joined = run_cli("launch", "--nnodes", "2", "--ifname", "lo", "--dry-run", "--json", "--env",
+                     "WANDB_API_KEY=wb_fromflag", "train.py")
+    node = run_cli("launch", "--dry-run", "--env", "WANDB_API_KEY=wb_fromflag", "train.py")
+    for result in (hosts, joined, node):
+        assert result.code == 0, result.err
+        assert "fromfile" not in result.out + result.err
+        assert "fromflag" not in result.out + result.err
+    assert "HF_TOKEN=<hidden>" in hosts.out and "WANDB_MODE=offline" in hosts.out
+    assert "WANDB_API_KEY=<hidden>" in node.out
 
 
 def test_token_mode_dry_run(run_cli: Any) -> None:

@@ -2,12 +2,24 @@
 
 from __future__ import annotations
 
+import json
+import os
 from pathlib import Path
 
 import pytest
 
 from ddpkit.errors import ConfigError
-from ddpkit.launch.envpass import is_allowed, load_env_file, parse_env_file, passed_env
+from ddpkit.launch.envpass import (
+    MASK,
+    PassedEnv,
+    is_allowed,
+    load_env_file,
+    parse_env_file,
+    passed_env,
+    read_wire,
+    shown,
+    to_wire,
+)
 
 SHELL = {
     "NCCL_DEBUG": "INFO", "NCCL_IB_DISABLE": "1", "GLOO_SOCKET_TIMEOUT": "30",
@@ -84,3 +96,34 @@ def test_env_flag_values_pass_as_written() -> None:
 
     assert env_overrides(["OMP_NUM_THREADS=4", "_X=a=b c", "EMPTY="]) == [
         ("OMP_NUM_THREADS", "4"), ("_X", "a=b c"), ("EMPTY", "")]
+
+
+@pytest.mark.parametrize("name", ["HF_TOKEN", "WANDB_API_KEY", "AWS_SECRET_ACCESS_KEY",
+                                  "DB_PASSWORD", "github_token"])
+def test_values_whose_names_look_secret_are_masked(name: str) -> None:
+    assert shown(name, "v4lue") == MASK and shown("NCCL_DEBUG", "INFO") == "INFO"
+    passed = PassedEnv(values={name: "v4lue", "NCCL_DEBUG": "INFO"}, overrides=((name, "v4lue"),))
+    assert "v4lue" not in json.dumps(passed.to_dict()) and "INFO" in json.dumps(passed.to_dict())
+
+
+def _wire(data: bytes) -> tuple[dict[str, str], tuple[tuple[str, str], ...]]:
+    read_end, write_end = os.pipe()
+    try:
+        os.write(write_end, data)
+        os.close(write_end)
+        write_end = -1
+        return read_wire(read_end, timeout=2)
+    finally:
+        os.close(read_end)
+        if write_end >= 0:
+            os.close(write_end)
+
+
+def test_the_env_line_round_trips_and_bad_ones_are_clear_errors() -> None:
+    passed = PassedEnv(values={"A": "x y\nz"}, overrides=(("B", "$(rm -rf /)"),))
+    assert _wire(to_wire(passed)) == ({"A": "x y\nz"}, (("B", "$(rm -rf /)"),))
+    for bad in (b"", b"not json\n", b'{"values": {"BAD NAME": "1"}, "overrides": []}\n',
+                b'{"values": {}}'):
+        with pytest.raises(ConfigError) as caught:
+            _wire(bad)
+        assert caught.value.error_id == "bad-env-wire"

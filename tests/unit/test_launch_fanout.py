@@ -15,7 +15,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from ddpkit.launch.envpass import PassedEnv
+from ddpkit.launch.envpass import PassedEnv, read_wire
 from ddpkit.launch.fanout import NodeCommand, plan_nodes, supervise
 from ddpkit.launch.hostfile import Host
 from ddpkit.launch.outcomes import FAILED, OK, STOPPED, NodeOutcome, first_failure
@@ -32,20 +32,45 @@ def test_plan_nodes_builds_one_supervised_per_node_command() -> None:
                        settings=SshSettings(), run_dir_base="/runs")
     local, remote = nodes
     assert local.local and local.argv == local.node_argv
-    assert local.env == {"PATH": "/bin", "NCCL_DEBUG": "INFO"}
+    assert local.env == {"PATH": "/bin"}  # the passed env comes over stdin, like a remote node's
     assert list(local.node_argv) == [
         "/venv/bin/python", "-m", "ddpkit", "launch", "--nnodes", "2", "--node-rank", "0",
         "--master-addr", "10.0.0.2", "--master-port", "29511", "--nproc-per-node", "2",
-        "--connect-timeout", "30", "--env", "A=b c", "--run-dir", "/runs/node0", "--supervised",
+        "--connect-timeout", "30", "--run-dir", "/runs/node0", "--supervised", "--env-stdin",
         "--json", "train.py", "--lr", "0.1; rm -rf /"]
+    assert read_wire_bytes(local.stdin_data) == ({"NCCL_DEBUG": "INFO"}, (("A", "b c"),))
     assert remote.node_argv[remote.node_argv.index("--nproc-per-node") + 1] == "4"
     assert remote.node_argv[remote.node_argv.index("--node-rank") + 1] == "1"
     assert remote.env is None and remote.argv[0] == "ssh"
     assert remote.argv[-3:-1] == ("--", "10.0.0.3") and "-l" in remote.argv
     command = remote.argv[-1]
-    assert command.startswith("cd -- '/work dir' && exec env NCCL_DEBUG=INFO ")
-    assert shlex.split(command)[7:] == list(remote.node_argv)  # quoted once, read back exactly
+    assert command.startswith("cd -- '/work dir' && exec ")
+    assert shlex.split(command)[5:] == list(remote.node_argv)  # quoted once, read back exactly
+    assert remote.stdin_data == local.stdin_data
     assert remote.label == "10.0.0.3:1"
+
+
+def read_wire_bytes(data: bytes) -> tuple[dict[str, str], tuple[tuple[str, str], ...]]:
+    read_end, write_end = os.pipe()
+    try:
+        os.write(write_end, data + b"what follows is the lifeline")
+        return read_wire(read_end, timeout=5)
+    finally:
+        os.close(read_end)
+        os.close(write_end)
+
+
+def test_secrets_never_reach_a_node_command_line() -> None:
+    hosts = (Host(name="10.0.0.2"), Host(name="10.0.0.3"))
+    passed = PassedEnv(values={"HF_TOKEN": "hf_s3cret"}, overrides=(("WANDB_API_KEY", "wb_s3cret"),))
+    nodes = plan_nodes(hosts, [True, False], subcommand="launch", master_addr="10.0.0.2",
+                       master_port=29511, nproc_default="2", flags=[], tail=["train.py"],
+                       python="python", cwd="/w", passed=passed, base_env={},
+                       settings=SshSettings(), run_dir_base=None)
+    for node in nodes:
+        shown = " ".join(node.argv) + node.display() + json.dumps(node.to_dict())
+        assert "s3cret" not in shown and "s3cret" not in " ".join(node.node_argv)
+        assert b"hf_s3cret" in node.stdin_data and b"wb_s3cret" in node.stdin_data
 
 
 FAILER = textwrap.dedent("""

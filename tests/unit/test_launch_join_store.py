@@ -11,6 +11,7 @@ import pytest
 
 from ddpkit.errors import DeadlineExceeded, JobFailed
 from ddpkit.launch import join
+from ddpkit.launch.join_store import JobStore, connect_store, host_store
 from ddpkit.launch.outcomes import FAILED, LOST, OK, NodeOutcome
 from ddpkit.launch.token import JoinToken, new_token
 
@@ -33,18 +34,18 @@ def _spec(nnodes: int = 3) -> join.JobSpec:
 
 
 @pytest.fixture
-def master_store(tcp_port: int) -> Iterator[join.JobStore]:
-    store = join.host_store(new_token("127.0.0.1", tcp_port))
+def master_store(tcp_port: int) -> Iterator[JobStore]:
+    store = host_store(new_token("127.0.0.1", tcp_port))
     yield store
     del store
 
 
 def _worker(token: JoinToken) -> join.WorkerSide:
-    return join.WorkerSide(join.connect_store(token, timeout=10))
+    return join.WorkerSide(connect_store(token, timeout=10))
 
 
 @pytest.mark.timeout(60)
-def test_a_worker_fetches_the_job_and_ranks_are_handed_out_once(master_store: join.JobStore) -> None:
+def test_a_worker_fetches_the_job_and_ranks_are_handed_out_once(master_store: JobStore) -> None:
     master = join.MasterSide(master_store, _spec(nnodes=4))
     master.publish()
     workers = [_worker(master_store.token) for _ in range(4)]
@@ -54,7 +55,7 @@ def test_a_worker_fetches_the_job_and_ranks_are_handed_out_once(master_store: jo
 
     def claim(worker: join.WorkerSide) -> None:
         try:
-            ranks.append(worker.claim_rank(_spec(nnodes=4)))
+            ranks.append(worker.claim_rank(_spec(nnodes=4), "h", "10.0.0.9", "eth1"))
         except JobFailed as exc:
             errors.append(exc.error_id)
 
@@ -67,7 +68,7 @@ def test_a_worker_fetches_the_job_and_ranks_are_handed_out_once(master_store: jo
 
 
 @pytest.mark.timeout(60)
-def test_a_token_with_another_secret_is_rejected(master_store: join.JobStore) -> None:
+def test_a_token_with_another_secret_is_rejected(master_store: JobStore) -> None:
     join.MasterSide(master_store, _spec()).publish()
     token = master_store.token
     forged = JoinToken(token.address, token.port, token.run_id, "not-the-secret-at-all-000")
@@ -81,20 +82,20 @@ def test_a_token_with_another_secret_is_rejected(master_store: join.JobStore) ->
 
 
 @pytest.mark.timeout(60)
-def test_the_store_holds_json_not_pickle(master_store: join.JobStore) -> None:
+def test_the_store_holds_json_not_pickle(master_store: JobStore) -> None:
     join.MasterSide(master_store, _spec()).publish()
     raw = bytes(master_store.store.get(master_store.token.key(join.JOB)))
-    body = json.loads(json.loads(raw)["body"])
-    assert body["entry"] == "train.py" and master_store.token.secret not in raw.decode()
+    assert set(json.loads(raw)) == {"v", "n", "c"}  # JSON, sealed: nothing of the job in clear
+    assert b"train.py" not in raw and master_store.token.secret not in raw.decode()
+    assert master_store.read(join.JOB) == _spec().to_dict()
 
 
 @pytest.mark.timeout(60)
-def test_joins_are_shown_and_a_missing_node_is_named(master_store: join.JobStore) -> None:
+def test_joins_are_shown_and_a_missing_node_is_named(master_store: JobStore) -> None:
     master = join.MasterSide(master_store, _spec(nnodes=3))
     master.publish()
     worker = _worker(master_store.token)
-    worker.claim_rank(worker.fetch_job())
-    worker.announce("node1", "10.0.0.3", "eth1")
+    worker.claim_rank(worker.fetch_job(), "node1", "10.0.0.3", "eth1")
     seen: list[str] = []
     with pytest.raises(DeadlineExceeded) as caught:
         master.wait_for_nodes(lambda node: seen.append(node.describe()), timeout=1.0)
@@ -105,13 +106,12 @@ def test_joins_are_shown_and_a_missing_node_is_named(master_store: join.JobStore
 
 
 @pytest.mark.timeout(60)
-def test_a_failure_reported_by_one_worker_stops_all(master_store: join.JobStore) -> None:
+def test_a_failure_reported_by_one_worker_stops_all(master_store: JobStore) -> None:
     master = join.MasterSide(master_store, _spec(nnodes=3))
     master.publish()
     one, two = _worker(master_store.token), _worker(master_store.token)
     for worker, host in ((one, "node1"), (two, "node2")):
-        worker.claim_rank(worker.fetch_job())
-        worker.announce(host, "10.0.0.9", "eth1")
+        worker.claim_rank(worker.fetch_job(), host, "10.0.0.9", "eth1")
     master.wait_for_nodes(lambda node: None, timeout=5)
     master.release()
     two.wait_for_go(timeout=5)
@@ -129,13 +129,12 @@ def test_a_failure_reported_by_one_worker_stops_all(master_store: join.JobStore)
 
 
 @pytest.mark.timeout(60)
-def test_a_worker_whose_heartbeat_stops_is_lost(master_store: join.JobStore) -> None:
+def test_a_worker_whose_heartbeat_stops_is_lost(master_store: JobStore) -> None:
     clock = Clock()
     master = join.MasterSide(master_store, _spec(nnodes=2), clock=clock)
     master.publish()
     worker = _worker(master_store.token)
-    worker.claim_rank(worker.fetch_job())
-    worker.announce("node1", "10.0.0.3", "eth1")
+    worker.claim_rank(worker.fetch_job(), "node1", "10.0.0.3", "eth1")
     master.wait_for_nodes(lambda node: None, timeout=5)
     worker.store.put(join.alive_key(1), {"n": 1})
     master.poll()
@@ -149,12 +148,11 @@ def test_a_worker_whose_heartbeat_stops_is_lost(master_store: join.JobStore) -> 
 
 
 @pytest.mark.timeout(60)
-def test_the_heartbeat_thread_beats_and_a_clean_finish_is_ok(master_store: join.JobStore) -> None:
+def test_the_heartbeat_thread_beats_and_a_clean_finish_is_ok(master_store: JobStore) -> None:
     master = join.MasterSide(master_store, _spec(nnodes=2))
     master.publish()
     worker = _worker(master_store.token)
-    worker.claim_rank(worker.fetch_job())
-    worker.announce("node1", "10.0.0.3", "eth1")
+    worker.claim_rank(worker.fetch_job(), "node1", "10.0.0.3", "eth1")
     lost: list[str] = []
     worker.start_heartbeat(lost.append)
     master.wait_for_nodes(lambda node: None, timeout=5)

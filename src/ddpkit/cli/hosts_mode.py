@@ -14,7 +14,14 @@ from ddpkit.cli import render
 from ddpkit.cli.console import Console
 from ddpkit.cli.launch_options import env_overrides, process_context, sigterm_as_interrupt
 from ddpkit.errors import DdpkitError, JobFailed, NetworkProblem, UsageError
-from ddpkit.launch.envpass import ENV_FILE_NAME, PassedEnv, load_env_file, passed_env
+from ddpkit.launch.envpass import (
+    ENV_FILE_NAME,
+    PassedEnv,
+    load_env_file,
+    passed_env,
+    shown,
+    shown_env,
+)
 from ddpkit.launch.fanout import NodeCommand, plan_nodes, supervise
 from ddpkit.launch.hostfile import Host, duplicate_warnings, load_hostfile, parse_hosts
 from ddpkit.launch.outcomes import OK, NodeOutcome, first_failure, job_summary
@@ -206,8 +213,9 @@ def _print_dry_run(console: Console, nodes: Sequence[NodeCommand], passed: Passe
         render.line(console, f"node {node.node_rank} ({where}):")
         render.line(console, "  " + node.display())
     if passed.values or passed.overrides:
-        render.line(console, "environment passed on (allow-list, env file, --env):")
-        for key, value in sorted(passed.values.items()):
+        render.line(console, "environment passed on over each node's stdin, never in a command line "
+                             "(allow-list, env file, --env):")
+        for key, value in shown_env(passed.values).items():
             render.line(console, f"  {key}={value}  ({passed.sources.get(key, '')})")
         for key, value in passed.overrides:
-            render.line(console, f"  {key}={value}  (--env)")
+            render.line(console, f"  {key}={shown(key, value)}  (--env)")

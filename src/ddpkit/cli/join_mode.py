@@ -9,7 +9,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import dataclasses
-import os
 import signal
 import socket
 import time
@@ -27,7 +26,7 @@ from ddpkit.cli.launch_options import (
     config_from_args,
     process_context,
 )
-from ddpkit.errors import ConfigError, DdpkitError, ExitCode, JobFailed
+from ddpkit.errors import ConfigError, DdpkitError, EnvironmentProblem, ExitCode, JobFailed
 from ddpkit.launch.outcomes import OK, first_failure, job_summary, outcome_from_error
 from ddpkit.launch.token import JoinToken
 from ddpkit.report import document
@@ -71,6 +70,14 @@ def interrupts_announced(announce: Callable[[], None]) -> Iterator[None]:
             signal.signal(sig, old)
 
 
+def shown_job(spec: Any) -> dict[str, Any]:
+    """The job as ddpkit may print it: values whose names look secret masked."""
+    from ddpkit.launch.envpass import shown, shown_env
+
+    return {**spec.to_dict(), "env": shown_env(spec.env),
+            "overrides": [[key, shown(key, value)] for key, value in spec.overrides]}
+
+
 def job_options(args: argparse.Namespace, extra: dict[str, Any]) -> dict[str, Any]:
     return {"connect_timeout": args.connect_timeout, "rdzv_timeout": args.rdzv_timeout,
             "max_restarts": args.max_restarts, "job_timeout": args.job_timeout,
@@ -78,18 +85,33 @@ def job_options(args: argparse.Namespace, extra: dict[str, Any]) -> dict[str, An
 
 
 def write_token_file(path: Path, token: JoinToken) -> None:
-    """The token, readable by its owner only, written whole or not at all."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w") as handle:
-        handle.write(f"{token}\n")
-    os.replace(tmp, path)
+    """The token, readable by its owner only, written whole or not at all: through the atomic
+    writer (an exclusively created 0600 temporary with an unpredictable name, then a rename)."""
+    from ddpkit.ncclconf.atomic import write_atomic
+
+    try:
+        write_atomic(path, f"{token}\n".encode(), mode=0o600, backup=False, keep_owner=False)
+    except DdpkitError as exc:
+        raise EnvironmentProblem("token-file-failed", exc.message,
+                                 "pass a --token-file in a directory you can write (or drop it and "
+                                 "copy the printed line)", details=exc.details) from None
+
+
+def _report_store(console: Console, master: Any) -> None:
+    report = master.store_report()
+    rejected = sum(report["rejected"].values())
+    if rejected or report["removed_keys"]:
+        render.log(console, f"ddpkit: warning: the job store saw {rejected} value(s) that did not "
+                            f"open with this job's key ({', '.join(sorted(report['rejected'])) or '-'})"
+                            f" and {report['removed_keys']} key(s) this job never wrote; all were "
+                            "ignored and removed (someone else is writing to the job store)")
 
 
 def run_master(args: argparse.Namespace, console: Console, *, command: str, entry: str,
                entry_args: list[str], is_module: bool, options: dict[str, Any], share: Share) -> int:
     from ddpkit.cli.hosts_mode import job_env
     from ddpkit.launch import join
+    from ddpkit.launch.join_store import host_store
     from ddpkit.launch.preflight import check_port_free
     from ddpkit.launch.token import new_token
 
@@ -106,7 +128,7 @@ def run_master(args: argparse.Namespace, console: Console, *, command: str, entr
     if args.dry_run:
         if args.json:
             render.emit_json(console, document("join-plan", 1, {
-                "address": address, "interface": ifname, "reason": why, "job": spec.to_dict()}))
+                "address": address, "interface": ifname, "reason": why, "job": shown_job(spec)}))
         else:
             render.line(console, f"would start a job store on {address}:{args.join_port} ({ifname}: "
                                  f"{why}) for {args.nnodes} nodes and print a `ddpkit join` token")
@@ -114,7 +136,12 @@ def run_master(args: argparse.Namespace, console: Console, *, command: str, entr
         return 0
     check_port_free(args.join_port)
     check_port_free(args.master_port)
-    master = join.MasterSide(join.host_store(token), spec)
+    def on_reject(name: str, why: str) -> None:
+        render.log(console, f"ddpkit: warning: ignored a value under {name!r} in the job store that "
+                            f"this job did not write ({why}); someone else is writing to "
+                            f"{token.endpoint} (counted; see docs/multi-node.md, threat model)")
+
+    master = join.MasterSide(host_store(token, on_reject=on_reject), spec)
     master.publish()
     render.log(console, f"ddpkit: job store on {address}:{args.join_port} ({ifname}: {why})")
     others = args.nnodes - 1
@@ -160,6 +187,7 @@ def run_master(args: argparse.Namespace, console: Console, *, command: str, entr
             master.stop(f"node 0 ({own.host}) {own.state}: {own.how()}")
         stopped = own.state != OK or master.should_stop() is not None
         outcomes = (own, *master.collect(wait=STOP_WAIT_S if stopped else SUCCESS_WAIT_S))
+    _report_store(console, master)
     failure = first_failure(outcomes)
     if failure is None and own_error is None:
         if code == 0:

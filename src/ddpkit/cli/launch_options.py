@@ -24,6 +24,7 @@ from ddpkit.launch.config import (
     DEFAULT_RDZV_TIMEOUT,
     LaunchConfig,
 )
+from ddpkit.launch.envpass import shown_env
 from ddpkit.launch.outcomes import NodeOutcome
 from ddpkit.launch.plan import NodePlan
 from ddpkit.report import document
@@ -135,7 +136,7 @@ class ConsoleEvents:
         render.log(c, f"ddpkit: node {plan.config.node_rank}/{plan.config.nnodes} on "
                       f"{plan.hostname}: inter-node interface {plan.interface.ifname} "
                       f"({plan.interface.reason})")
-        for key, value in sorted(plan.env_set.items()):
+        for key, value in shown_env(plan.env_set).items():
             render.log(c, f"ddpkit:   {key}={value}")
         if plan.local_rank.mode:  # a user's script (not ddpkit's own worker)
             render.log(c, f"ddpkit: local-rank argument: {plan.local_rank.describe()}")
@@ -170,7 +171,7 @@ def print_plan(console: Console, plan: NodePlan) -> None:
                          f"({plan.interface.reason})")
     if plan.env_set:
         render.line(console, "environment set for the workers:")
-        for key, value in sorted(plan.env_set.items()):
+        for key, value in shown_env(plan.env_set).items():
             render.line(console, f"  {key}={value}")
     else:
         render.line(console, "environment set for the workers: nothing (loopback needs no interface "
@@ -253,6 +254,8 @@ def add_cluster_options(parser: argparse.ArgumentParser) -> None:
              help="token mode: also write the join token to FILE (mode 0600)")
     parser.add_argument("--supervised", action="store_true", help=argparse.SUPPRESS)
     # ^ run under a job supervisor: stop when stdin reaches end of file, print no peer commands
+    parser.add_argument("--env-stdin", action="store_true", help=argparse.SUPPRESS)
+    # ^ the supervisor sends the passed env and --env values as one JSON line on stdin, not argv
 
 
 def job_mode(args: argparse.Namespace) -> str:
@@ -318,10 +321,18 @@ Share = Callable[..., "tuple[int, NodeOutcome]"]
 def run_this_node(args: argparse.Namespace, console: Console, config: LaunchConfig,
                   share: Share, options: dict[str, Any]) -> int:
     """The per-node form (``--node-rank R --master-addr A``) of a command that has a share."""
-    with sigterm_as_interrupt(), node_supervision(args) as should_stop:
-        context = ShareContext.here(as_json=args.json, dry_run=args.dry_run, should_stop=should_stop,
-                                    hide_peer_commands=args.supervised)
-        code, _ = share(console, config, context, options)
+    with sigterm_as_interrupt():
+        values: dict[str, str] = {}
+        if getattr(args, "env_stdin", False):
+            from ddpkit.launch.envpass import read_wire
+
+            values, overrides = read_wire(sys.stdin.fileno())
+            config = dataclasses.replace(config, extra_env=(*config.extra_env, *overrides))
+        with node_supervision(args) as should_stop:
+            context = ShareContext.here(as_json=args.json, dry_run=args.dry_run,
+                                        should_stop=should_stop, hide_peer_commands=args.supervised)
+            context = dataclasses.replace(context, env={**context.env, **values})
+            code, _ = share(console, config, context, options)
     return code
 
 

@@ -4,11 +4,21 @@ From the launching shell only variables the engines read are passed on: ``NCCL_*
 ``TORCH_*``, ``PYTHON*``, ``CUDA_VISIBLE_DEVICES`` and ``OMP_NUM_THREADS``. On top of them come a
 ``.ddpkit_env`` file (``KEY=VALUE`` lines, any names: the user wrote them down on purpose) and then
 ``--env K=V`` flags. Anything else (tokens, credentials, ``PATH``, ``HOME``) stays on this machine.
+
+What travels never rides in a command line (``ps`` shows those on both ends of ssh for the whole
+job): the supervisor writes it as one JSON line on the node's stdin (:func:`to_wire`), which the
+node reads (:func:`read_wire`) before its stdin becomes the lifeline. Whatever ddpkit prints shows a
+value whose name looks secret (``*KEY*``, ``*TOKEN*``, ``*SECRET*``, ``*PASSWORD*``...) masked
+(:func:`shown`).
 """
 
 from __future__ import annotations
 
+import json
+import os
 import re
+import select
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,6 +30,23 @@ ALLOWED_PREFIXES = ("NCCL_", "GLOO_", "TORCH_", "PYTHON")
 ALLOWED_NAMES = frozenset({"CUDA_VISIBLE_DEVICES", "OMP_NUM_THREADS"})
 ENV_FILE_NAME = ".ddpkit_env"
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH", re.IGNORECASE)
+MASK = "<hidden>"
+MAX_WIRE_BYTES = 1 << 20
+WIRE_TIMEOUT_S = 30.0
+
+
+def looks_secret(name: str) -> bool:
+    return bool(_SECRET_NAME.search(name))
+
+
+def shown(name: str, value: str) -> str:
+    """``value`` as ddpkit may print it: masked when ``name`` looks like a secret's."""
+    return MASK if looks_secret(name) else value
+
+
+def shown_env(env: Mapping[str, str]) -> dict[str, str]:
+    return {key: shown(key, value) for key, value in sorted(env.items())}
 
 
 def is_allowed(name: str) -> bool:
@@ -37,10 +64,48 @@ class PassedEnv:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "values": dict(sorted(self.values.items())),
-            "overrides": [f"{k}={v}" for k, v in self.overrides],
+            "values": shown_env(self.values),
+            "overrides": [f"{k}={shown(k, v)}" for k, v in self.overrides],
             "sources": dict(sorted(self.sources.items())),
         }
+
+
+def to_wire(passed: PassedEnv) -> bytes:
+    """The one JSON line a supervised node reads from its stdin first."""
+    return json.dumps({"values": dict(passed.values),
+                       "overrides": [list(pair) for pair in passed.overrides]}).encode() + b"\n"
+
+
+def read_wire(fd: int, timeout: float = WIRE_TIMEOUT_S) -> tuple[dict[str, str],
+                                                                   tuple[tuple[str, str], ...]]:
+    """(values, overrides) from the JSON line on ``fd``, read with ``os.read`` up to its newline
+    (nothing after it is consumed); ConfigError ``bad-env-wire`` when it is missing or malformed."""
+    data = b""
+    deadline = time.monotonic() + timeout
+    while not data.endswith(b"\n"):
+        left = deadline - time.monotonic()
+        if left <= 0 or len(data) > MAX_WIRE_BYTES or not select.select([fd], [], [], left)[0]:
+            raise _bad_wire("no complete environment line arrived on stdin")
+        chunk = os.read(fd, 1)
+        if not chunk:
+            raise _bad_wire("stdin ended before the environment line")
+        data += chunk
+    try:
+        doc = json.loads(data)
+        values = {str(k): str(v) for k, v in dict(doc["values"]).items()}
+        overrides = tuple((str(k), str(v)) for k, v in doc["overrides"])
+    except (ValueError, KeyError, TypeError) as exc:
+        raise _bad_wire(f"the environment line is not ddpkit's JSON ({exc})") from None
+    for name in (*values, *(k for k, _ in overrides)):
+        if not _NAME.fullmatch(name):
+            raise _bad_wire(f"{name!r} is not an environment variable name")
+    return values, overrides
+
+
+def _bad_wire(why: str) -> ConfigError:
+    return ConfigError("bad-env-wire", f"--env-stdin: {why}",
+                       "--env-stdin is for ddpkit's own supervisor (--hosts); run the same ddpkit "
+                       "version on every host")
 
 
 def passed_env(env: Mapping[str, str], *, file_values: Mapping[str, str] | None = None,

@@ -27,7 +27,7 @@ from typing import IO, Any, Protocol
 import psutil
 
 from ddpkit.errors import Interrupted
-from ddpkit.launch.envpass import PassedEnv
+from ddpkit.launch.envpass import PassedEnv, to_wire
 from ddpkit.launch.execute import DescendantTracker
 from ddpkit.launch.hostfile import Host
 from ddpkit.launch.outcomes import (
@@ -59,6 +59,7 @@ class NodeCommand:
     node_argv: tuple[str, ...]  # the ddpkit command on the node itself
     env: Mapping[str, str] | None  # the child's env here (None: inherit, for ssh)
     cwd: str
+    stdin_data: bytes = b""  # written to the node's stdin first: the env it gets (envpass.to_wire)
 
     @property
     def label(self) -> str:
@@ -77,7 +78,8 @@ def plan_nodes(hosts: Sequence[Host], local: Sequence[bool], *, subcommand: str,
                python: str, cwd: str, passed: PassedEnv, base_env: Mapping[str, str],
                settings: SshSettings, run_dir_base: str | None) -> tuple[NodeCommand, ...]:
     """Pure: one NodeCommand per host. ``flags`` are options every node gets; ``tail`` ends the
-    command (for ``launch``: ``[-m] script args...``). ``--env`` overrides travel as flags."""
+    command (for ``launch``: ``[-m] script args...``). The passed environment and ``--env``
+    overrides never enter an argv: they travel on the node's stdin (``--env-stdin``)."""
     commands = []
     for rank, host in enumerate(hosts):
         node_argv = [python, "-m", "ddpkit", subcommand, "--nnodes", str(len(hosts)),
@@ -85,17 +87,16 @@ def plan_nodes(hosts: Sequence[Host], local: Sequence[bool], *, subcommand: str,
                      "--master-port", str(master_port),
                      "--nproc-per-node", str(host.slots) if host.slots else nproc_default,
                      *flags]
-        for key, value in passed.overrides:
-            node_argv += ["--env", f"{key}={value}"]
         if run_dir_base:
             node_argv += ["--run-dir", f"{run_dir_base.rstrip('/')}/node{rank}"]
-        node_argv += ["--supervised", "--json", *tail]
+        node_argv += ["--supervised", "--env-stdin", "--json", *tail]
         if local[rank]:
-            argv, env = list(node_argv), {**dict(base_env), **dict(passed.values)}
+            argv, env = list(node_argv), dict(base_env)
         else:
-            argv = ssh_argv(host, remote_command(node_argv, cwd=cwd, env=passed.values), settings)
+            argv = ssh_argv(host, remote_command(node_argv, cwd=cwd), settings)
             env = None
-        commands.append(NodeCommand(rank, host, local[rank], tuple(argv), tuple(node_argv), env, cwd))
+        commands.append(NodeCommand(rank, host, local[rank], tuple(argv), tuple(node_argv), env, cwd,
+                                    to_wire(passed)))
     return tuple(commands)
 
 
@@ -176,6 +177,10 @@ class _Running:
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
             start_new_session=True, text=True, encoding="utf-8", errors="replace", bufsize=1,
         )
+        if node.stdin_data and self.proc.stdin is not None:
+            with contextlib.suppress(OSError, ValueError):  # a node that died at once says why
+                self.proc.stdin.write(node.stdin_data.decode("utf-8"))
+                self.proc.stdin.flush()
         self.tracker = DescendantTracker(self.proc.pid) if node.local else None
         self.tail: collections.deque[str] = collections.deque(maxlen=TAIL_LINES)
         self.stdout: list[str] = []

@@ -1,15 +1,17 @@
 """Token mode: the job, the nodes' ranks, liveness and stop orders, in torch's own c10d TCPStore.
 
-The master hosts a ``torch.distributed.TCPStore`` (no home-made server) and puts the job there; a
-worker that runs ``ddpkit join TOKEN`` connects to it, checks the job's signature, takes the next
-node rank with the store's atomic ``add``, announces itself, waits for the go, and runs its share.
-Every value is signed JSON (:mod:`ddpkit.launch.token`). Keys, all under ``ddpkit/<run-id>/``:
+The master hosts a ``torch.distributed.TCPStore`` (no home-made server) on the chosen interface's
+address only and puts the job there; a worker that runs ``ddpkit join TOKEN`` connects to it, opens
+the sealed job, claims the first free node rank, waits for the go, and runs its share. Every value
+is sealed JSON (:mod:`ddpkit.launch.token`): encrypted, authenticated, bound to its key and run.
+Keys, all under ``ddpkit/<run-id>/``:
 
 =============  =====================================================================
 ``job``        the job (:class:`JobSpec`), written once by the master
-``joined``     a counter: ``add(1)`` hands out node ranks 1, 2, ...
-``node/<R>``   who took rank R: host name, address and interface (by route)
-``go``         every node has joined: start torchrun
+``node/<R>``   the claim on rank R (host, address, interface, a random claim id), taken
+               with the store's atomic ``compare_set``: a sealed claim, not a counter
+``go``         every node has joined: start torchrun (names each rank's claim id, so a
+               node whose claim was displaced before the master saw it stops)
 ``alive/<R>``  a heartbeat counter each worker bumps every second
 ``done/<R>``   how node R ended (a :class:`~ddpkit.launch.outcomes.NodeOutcome`)
 ``stop``       why every node must stop now (a failure somewhere, or Ctrl-C on the master)
@@ -18,19 +20,19 @@ Every value is signed JSON (:mod:`ddpkit.launch.token`). Keys, all under ``ddpki
 
 from __future__ import annotations
 
-import datetime
+import contextlib
+import secrets
 import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ddpkit.errors import ConfigError, DdpkitError, DeadlineExceeded, JobFailed, NetworkProblem
+from ddpkit.errors import ConfigError, DdpkitError, DeadlineExceeded, JobFailed
+from ddpkit.launch.join_store import JobStore, first_line
 from ddpkit.launch.outcomes import LOST, OK, STOPPED, NodeOutcome
-from ddpkit.launch.token import JoinToken, sign, verify
 
-JOB, JOINED, GO, STOP = "job", "joined", "go", "stop"
-STORE_TIMEOUT_S = 10.0
+JOB, GO, STOP = "job", "go", "stop"
 POLL_S = 0.5
 HEARTBEAT_S = 1.0
 HEARTBEAT_LOST_S = 10.0  # a worker whose heartbeat stands still this long is lost
@@ -97,69 +99,10 @@ class JoinedNode:
     host: str
     address: str
     ifname: str
+    claim: str = ""
 
     def describe(self) -> str:
         return f"node {self.node_rank} joined from {self.address} ({self.host}, via {self.ifname})"
-
-
-class JobStore:
-    """Signed JSON values in a TCPStore, under this run's keys."""
-
-    def __init__(self, store: Any, token: JoinToken) -> None:
-        self.store = store
-        self.token = token
-
-    def put(self, name: str, body: Mapping[str, Any]) -> None:
-        self.store.set(self.token.key(name), sign(self.token, name, body))
-
-    def read(self, name: str) -> dict[str, Any] | None:
-        key = self.token.key(name)
-        if not self.store.check([key]):
-            return None
-        return verify(self.token, name, bytes(self.store.get(key)))
-
-    def add(self, name: str, amount: int) -> int:
-        return int(self.store.add(self.token.key(name), amount))
-
-    def clone(self) -> JobStore:
-        return JobStore(self.store.clone(), self.token)
-
-
-def host_store(token: JoinToken, timeout: float = STORE_TIMEOUT_S) -> JobStore:
-    """Start the job store (a c10d TCPStore server, listening on every interface)."""
-    from torch.distributed import TCPStore  # type: ignore[attr-defined]
-
-    try:
-        store = TCPStore(token.address, token.port, None, True, datetime.timedelta(seconds=timeout),
-                         wait_for_workers=False)
-    except (RuntimeError, OSError) as exc:
-        raise NetworkProblem("join-store-failed",
-                             f"cannot start the job store on port {token.port}: {_first_line(exc)}",
-                             f"free port {token.port} or pick another with --join-port") from None
-    return JobStore(store, token)
-
-
-def connect_store(token: JoinToken, timeout: float) -> JobStore:
-    """Connect to the master's job store; NetworkProblem ``join-master-unreachable``."""
-    from torch.distributed import TCPStore  # type: ignore[attr-defined]
-
-    try:
-        store = TCPStore(token.address, token.port, None, False, datetime.timedelta(seconds=timeout))
-    except (RuntimeError, OSError) as exc:
-        raise NetworkProblem(
-            "join-master-unreachable",
-            f"could not reach the master's job store at {token.endpoint} within {timeout:g} s "
-            f"({_first_line(exc)})",
-            "check that `ddpkit launch --nnodes N` still runs on the master and printed this "
-            "token, and that this machine reaches that address (`ddpkit nics --to "
-            f"{token.address}`)", details={"endpoint": token.endpoint},
-        ) from None
-    store.set_timeout(datetime.timedelta(seconds=STORE_TIMEOUT_S))
-    return JobStore(store, token)
-
-
-def _first_line(exc: BaseException) -> str:
-    return (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
 
 
 def node_key(rank: int) -> str:
@@ -203,12 +146,15 @@ class MasterSide:
                     record = self.store.read(node_key(rank))
                     if record is not None:
                         node = JoinedNode(rank, str(record.get("host", "?")),
-                                          str(record.get("address", "?")), str(record.get("ifname", "?")))
+                                          str(record.get("address", "?")),
+                                          str(record.get("ifname", "?")),
+                                          str(record.get("claim", "")))
                         self.joined[rank] = node
                         self._beats[rank] = (None, self.clock())
                         on_join(node)
             if len(self.joined) == self.spec.nnodes - 1:
                 break
+            self.sweep()
             if self.clock() > deadline:
                 missing = [r for r in self.workers() if r not in self.joined]
                 came = "; ".join(n.describe() for n in sorted(self.joined.values(),
@@ -226,7 +172,8 @@ class MasterSide:
             time.sleep(0.2)
 
     def release(self) -> None:
-        self.store.put(GO, {"nodes": self.spec.nnodes})
+        self.store.put(GO, {"nodes": self.spec.nnodes,
+                            "claims": {str(r): n.claim for r, n in self.joined.items()}})
 
     def stop(self, reason: str) -> None:
         if self._stop_reason is None:
@@ -243,6 +190,7 @@ class MasterSide:
         if now - self._last_poll < POLL_S:
             return
         self._last_poll = now
+        self.sweep()
         for rank in self.joined:
             if rank in self.done or rank in self.lost:
                 continue
@@ -262,6 +210,22 @@ class MasterSide:
                     node_rank=rank, host=node.host, state=LOST, error_id="node-lost",
                     message=f"node {rank} ({node.host}, {node.address}) stopped responding: no "
                             f"heartbeat for {HEARTBEAT_LOST_S:g} s", observed_at=now)
+
+    def names(self) -> set[str]:
+        """Every key this job ever writes."""
+        per_node = {f(r) for r in self.workers() for f in (node_key, alive_key, done_key)}
+        return {JOB, GO, STOP, *per_node}
+
+    def sweep(self) -> None:
+        """Delete whatever keys someone else put in the store (it lives in this process's memory)."""
+        with contextlib.suppress(RuntimeError, OSError):
+            self.store.sweep(self.names(), most=len(self.names()))
+
+    def store_report(self) -> dict[str, Any]:
+        """What the store held that this job did not write: values that did not open (per key),
+        and keys someone else put there (deleted)."""
+        self.sweep()
+        return {"rejected": dict(self.store.rejected), "removed_keys": self.store.removed}
 
     def should_stop(self) -> str | None:
         """The hook for the master's own node: a reason once any worker failed or was lost."""
@@ -307,11 +271,12 @@ class WorkerSide:
         self.store = store
         self.clock = clock
         self.rank: int | None = None
+        self.claim = ""
         self._last_poll = -1e9
         self._beating = threading.Event()
 
     def fetch_job(self) -> JobSpec:
-        record = self.store.read(JOB)
+        record = self.store.read_strict(JOB)
         if record is None:
             raise JobFailed("job-not-found",
                             f"the job store at {self.store.token.endpoint} has no job for run "
@@ -319,18 +284,16 @@ class WorkerSide:
                             "copy the token the master printed for its current run")
         return JobSpec.from_dict(record)
 
-    def claim_rank(self, spec: JobSpec) -> int:
-        rank = self.store.add(JOINED, 1)
-        if rank >= spec.nnodes:
-            raise JobFailed("job-full", f"the job already has its {spec.nnodes} nodes "
-                            f"(this would be node {rank})",
-                            "start a new job on the master with a larger --nnodes")
-        self.rank = rank
-        return rank
-
-    def announce(self, host: str, address: str, ifname: str) -> None:
-        assert self.rank is not None
-        self.store.put(node_key(self.rank), {"host": host, "address": address, "ifname": ifname})
+    def claim_rank(self, spec: JobSpec, host: str, address: str, ifname: str) -> int:
+        """Take the first free node rank with a sealed claim (who, from where, a random id)."""
+        claim = secrets.token_hex(8)
+        body = {"host": host, "address": address, "ifname": ifname, "claim": claim}
+        for rank in range(1, spec.nnodes):
+            if self.store.claim(node_key(rank), body):
+                self.rank, self.claim = rank, claim
+                return rank
+        raise JobFailed("job-full", f"the job already has its {spec.nnodes} nodes",
+                        "start a new job on the master with a larger --nnodes")
 
     def start_heartbeat(self, on_lost: Callable[[str], None]) -> threading.Thread:
         """Bump ``alive/<rank>`` every second on a connection of its own until :meth:`stop_beating`."""
@@ -346,7 +309,7 @@ class WorkerSide:
                     beats.put(alive_key(rank), {"n": count})
                 except (RuntimeError, OSError, DdpkitError) as exc:
                     on_lost(f"lost the master's job store at {self.store.token.endpoint} "
-                            f"({_first_line(exc)})")
+                            f"({first_line(exc)})")
                     return
                 time.sleep(HEARTBEAT_S)
 
@@ -359,7 +322,7 @@ class WorkerSide:
 
     def wait_for_go(self, timeout: float) -> None:
         deadline = self.clock() + timeout
-        while self.store.read(GO) is None:
+        while (go := self.store.read(GO)) is None:
             reason = self.stop_reason()
             if reason:
                 raise JobFailed("job-stopped", f"the job was stopped before it started: {reason}",
@@ -369,6 +332,13 @@ class WorkerSide:
                                        f"{timeout:g} s of this node joining",
                                        "start `ddpkit join` on every other node too")
             time.sleep(0.2)
+        claims = go.get("claims")
+        if isinstance(claims, dict) and claims.get(str(self.rank)) != self.claim:
+            raise JobFailed("rank-taken", f"the master started the job with another node as node "
+                            f"{self.rank}: this node's claim was displaced before the master saw it",
+                            "run `ddpkit join` again for a new job; if it happens again, someone "
+                            "else is writing to the job store (see the threat model in "
+                            "docs/multi-node.md)")
 
     def stop_reason(self) -> str | None:
         record = self.store.read(STOP)
@@ -383,7 +353,7 @@ class WorkerSide:
         try:
             return self.stop_reason()
         except (RuntimeError, OSError) as exc:
-            return f"lost the master's job store at {self.store.token.endpoint} ({_first_line(exc)})"
+            return f"lost the master's job store at {self.store.token.endpoint} ({first_line(exc)})"
 
     def report(self, outcome: NodeOutcome) -> None:
         """Put how this node ended; a failure also orders every other node to stop."""

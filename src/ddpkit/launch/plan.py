@@ -8,6 +8,7 @@ from typing import Any
 
 from ddpkit.errors import ConfigError, UsageError
 from ddpkit.launch.config import LaunchConfig
+from ddpkit.launch.envpass import shown_env
 from ddpkit.launch.local_rank import AUTO, OWN_WORKER, EntrySource, LocalRankChoice, decide
 from ddpkit.launch.torchrun import LOCAL_RANK_MACRO, quote_command, torchrun_argv
 from ddpkit.ncclconf.ifname import matching_interfaces
@@ -72,7 +73,7 @@ class NodePlan:
                 "reason": self.interface.reason,
             },
             "argv": list(self.argv),
-            "env_set": dict(sorted(self.env_set.items())),
+            "env_set": shown_env(self.env_set),
             "warnings": list(self.warnings),
             "peer_commands": list(self.peer_commands),
             "run_dir": self.run_dir,

@@ -1,32 +1,41 @@
-"""Join tokens (``ddpk://ADDR:PORT/<run-id>/<secret>``) and the signed JSON the job store holds.
+"""Join tokens (``ddpk://ADDR:PORT/<run-id>/<secret>``) and the sealed JSON the job store holds.
 
-The job store is torch's own c10d ``TCPStore``, which has no authentication: anyone on the network
-can read or write its keys. Every value ddpkit puts there is therefore JSON with an HMAC-SHA256 of
-the token's secret over the key and the body, so a node only acts on values written by someone who
-holds the token. The secret itself never enters the store. (The HMAC proves who wrote a value; it
-does not hide it: run jobs on a private network.) Values are JSON, nothing else.
+The job store is torch's own c10d ``TCPStore``, which has no authentication: anyone who reaches it
+can read or write its keys. Every value ddpkit puts there is therefore sealed: JSON encrypted and
+authenticated (ChaCha20-Poly1305 from ``cryptography``) with a key derived from the token's secret
+(HKDF-SHA256, salted with the run id), with the full store key as associated data. Without the
+secret a value is noise; a forged, altered or moved value fails to open, and a node acts only on
+values that open. The secret itself never enters the store. Values are JSON, nothing else.
 """
 
 from __future__ import annotations
 
-import hashlib
-import hmac
+import base64
+import binascii
 import ipaddress
 import json
+import os
 import re
 import secrets
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from cryptography.exceptions import InvalidTag
+from cryptography.hazmat.primitives import hashes
+from cryptography.hazmat.primitives.ciphers.aead import ChaCha20Poly1305
+from cryptography.hazmat.primitives.kdf.hkdf import HKDF
+
 from ddpkit.errors import ConfigError, JobFailed
 
 SCHEME = "ddpk://"
 DEFAULT_JOIN_PORT = 29400  # c10d's default rendezvous port
+TOKEN_ENV = "DDPKIT_JOIN_TOKEN"  # where `ddpkit join` finds the token when none is given
 _TOKEN = re.compile(
     r"ddpk://(?:\[(?P<v6>[0-9A-Fa-f:.]+)\]|(?P<v4>[0-9.]+)):(?P<port>\d{1,5})"
     r"/(?P<run>[a-z0-9]{4,32})/(?P<secret>[A-Za-z0-9_-]{16,128})"
 )
+_ENDPOINT = re.compile(r"ddpk://(?:\[[0-9A-Fa-f:.]+\]|[0-9.]+):\d{1,5}(?=/)")
 
 
 @dataclass(frozen=True)
@@ -65,7 +74,8 @@ def parse_token(text: str) -> JoinToken:
     if not match:
         why = "it does not start with ddpk://" if not value.startswith(SCHEME) else \
             "it is not ddpk://ADDRESS:PORT/RUN-ID/SECRET (was it cut off when copied?)"
-        raise ConfigError("bad-token", f"{_redacted(value)!r} is not a ddpkit join token: {why}",
+        raise ConfigError("bad-token", f"the token given ({_redacted(value)}) is not a ddpkit join "
+                          f"token: {why}",
                           "copy the whole `ddpkit join ddpk://...` line the master printed")
     address = match.group("v6") or match.group("v4")
     try:
@@ -82,37 +92,59 @@ def parse_token(text: str) -> JoinToken:
 
 
 def _redacted(text: str) -> str:
-    """Never echo a secret back in an error message."""
-    head, sep, _ = text.rpartition("/")
-    return f"{head}/…" if sep and head.startswith(SCHEME) else text[:40]
+    """What an error may show of a rejected token: never any part of its run id or secret, only
+    the address when it is one (``ddpk://10.0.0.2:29400/…``), else how long the text was."""
+    match = _ENDPOINT.match(text)
+    if match:
+        return f"{match.group(0)}/…"
+    return f"<{len(text)} characters>"
 
 
-def _mac(token: JoinToken, key: str, body: str) -> str:
-    message = f"{token.key(key)}\n{body}".encode()
-    return hmac.new(token.secret.encode(), message, hashlib.sha256).hexdigest()
+MAX_VALUE_BYTES = 1 << 20  # no value ddpkit writes comes near this; anything larger is refused
+_FORMAT = 2  # the sealed envelope's version
 
 
-def sign(token: JoinToken, key: str, body: Mapping[str, Any]) -> bytes:
-    """The stored bytes for ``body`` under ``key``: canonical JSON plus its HMAC."""
-    text = json.dumps(dict(body), sort_keys=True, separators=(",", ":"))
-    return json.dumps({"body": text, "mac": _mac(token, key, text)}).encode()
+def _aead(token: JoinToken) -> ChaCha20Poly1305:
+    """The job's AEAD key: HKDF-SHA256 of the token's secret, salted with its run id."""
+    key = HKDF(algorithm=hashes.SHA256(), length=32, salt=token.run_id.encode(),
+               info=b"ddpkit join-store v2").derive(token.secret.encode())
+    return ChaCha20Poly1305(key)
 
 
-def verify(token: JoinToken, key: str, raw: bytes) -> dict[str, Any]:
-    """The body of a signed value; JobFailed ``token-rejected`` when it was not signed with this
-    token's secret (or is not ddpkit's JSON at all)."""
+def seal(token: JoinToken, key: str, body: Mapping[str, Any]) -> bytes:
+    """The stored bytes for ``body`` under ``key``: JSON encrypted and authenticated with the
+    token's key (ChaCha20-Poly1305), bound to the full store key (run id included) as associated
+    data, so it reads as noise without the secret and cannot be replayed under another key or run."""
+    text = json.dumps(dict(body), sort_keys=True, separators=(",", ":")).encode()
+    nonce = os.urandom(12)
+    sealed = _aead(token).encrypt(nonce, text, token.key(key).encode())
+    return json.dumps({"v": _FORMAT, "n": base64.b64encode(nonce).decode(),
+                       "c": base64.b64encode(sealed).decode()}).encode()
+
+
+def unseal(token: JoinToken, key: str, raw: bytes) -> dict[str, Any]:
+    """The body of a sealed value; JobFailed ``token-rejected`` when it was not sealed with this
+    token's secret under this key and run (or is not ddpkit's JSON at all, or is too large)."""
+    if len(raw) > MAX_VALUE_BYTES:
+        raise _rejected(token, key, f"it is {len(raw)} bytes, over ddpkit's {MAX_VALUE_BYTES}")
     try:
         envelope = json.loads(raw.decode("utf-8"))
-        body_text, mac = envelope["body"], envelope["mac"]
-        if not isinstance(body_text, str) or not isinstance(mac, str):
-            raise TypeError("body and mac must be strings")
-    except (ValueError, TypeError, KeyError, UnicodeDecodeError) as exc:
-        raise _rejected(token, key, f"the value is not ddpkit's signed JSON ({exc})") from None
-    if not hmac.compare_digest(mac, _mac(token, key, body_text)):
-        raise _rejected(token, key, "its signature does not match this token's secret")
-    body = json.loads(body_text)
+        if not isinstance(envelope, dict) or envelope.get("v") != _FORMAT:
+            raise TypeError("not a sealed ddpkit value")
+        nonce = base64.b64decode(envelope["n"], validate=True)
+        sealed = base64.b64decode(envelope["c"], validate=True)
+        if len(nonce) != 12:
+            raise ValueError("bad nonce")
+    except (ValueError, TypeError, KeyError, UnicodeDecodeError, binascii.Error) as exc:
+        raise _rejected(token, key, f"the value is not ddpkit's sealed JSON ({exc})") from None
+    try:
+        text = _aead(token).decrypt(nonce, sealed, token.key(key).encode())
+    except InvalidTag:
+        raise _rejected(token, key, "it was not sealed with this token's secret for this key") \
+            from None
+    body = json.loads(text)
     if not isinstance(body, dict):
-        raise _rejected(token, key, "the signed value is not a JSON object")
+        raise _rejected(token, key, "the sealed value is not a JSON object")
     return body
 
 

@@ -49,10 +49,13 @@ def write_atomic(
     *,
     mode: int = 0o644,
     backup: bool = True,
+    keep_owner: bool = True,
     before_replace: Callable[[Path], None] | None = None,
 ) -> WriteResult:
     """Atomically make ``path`` contain ``data`` with permissions ``mode``; keep a ``.bak``.
 
+    ``keep_owner`` gives the new file the old one's owner (root editing a user's file); a secret
+    (``keep_owner=False``) stays owned by its writer whoever owned the old file.
     ``before_replace`` is called with the finished temporary file just before it is renamed over
     ``path`` (tests use it to kill the writer at the worst moment). Raises
     :class:`EnvironmentProblem` ``permission-denied`` when the directory or file cannot be written
@@ -72,7 +75,7 @@ def write_atomic(
     remove_stale_temps(backup_target)
     previous = _read_existing(target, path)
     created = previous is None
-    owner = _owner(target)
+    owner = _owner(target) if keep_owner else None
     backup_path: Path | None = None
     older_backup = _read_backup(backup_target) if backup and previous is not None else None
     tmp = _write_temp(target, data, mode, owner, path)

@@ -11,6 +11,7 @@ import argparse
 import os
 import signal
 import socket
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +20,7 @@ from ddpkit.cli import render
 from ddpkit.cli.console import Console
 from ddpkit.cli.launch_options import Share, ShareContext, process_context, sigterm_as_interrupt
 from ddpkit.cli.options import add_flag, add_json_flag
-from ddpkit.errors import ConfigError, DdpkitError, EnvironmentProblem
+from ddpkit.errors import ConfigError, DdpkitError, EnvironmentProblem, UsageError
 from ddpkit.launch.config import DEFAULT_CONNECT_TIMEOUT, LaunchConfig
 from ddpkit.launch.outcomes import INTERRUPTED, STOPPED, NodeOutcome, outcome_from_error
 
@@ -27,7 +28,12 @@ HELP = "join a job started on the master with a ddpk:// token"
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("token", help="the ddpk://ADDRESS:PORT/RUN/SECRET token the master printed")
+    parser.add_argument("token", nargs="?", default=None,
+                        help="the ddpk://ADDRESS:PORT/RUN/SECRET token the master printed, or - to "
+                             "read it from stdin (safer: --token-file or $DDPKIT_JOIN_TOKEN, which "
+                             "keep it out of `ps`)")
+    add_flag(parser, "--token-file", default=None, metavar="FILE",
+             help="read the token from FILE (the master's --token-file, copied over; - is stdin)")
     add_flag(parser, "--ifname", default=None,
              help="force this machine's inter-node interface (default: the route to the master)")
     add_flag(parser, "--connect-timeout", type=float, default=DEFAULT_CONNECT_TIMEOUT,
@@ -41,22 +47,23 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace, console: Console) -> int:
     from ddpkit.launch import join
-    from ddpkit.launch.token import parse_token
+    from ddpkit.launch.join_store import connect_store
+    from ddpkit.launch.token import TOKEN_ENV, parse_token
     from ddpkit.launch.watch import StopSwitch
     from ddpkit.net.route import route_to
 
-    token = parse_token(args.token)
+    env, home, cwd, python = process_context()
+    token = parse_token(token_text(args, env))
+    env.pop(TOKEN_ENV, None)  # the secret stays with ddpkit, never in the job's environment
     route = route_to(token.address)
     render.log(console, f"ddpkit: joining the job at {token.endpoint} via {route.ifname} "
                         f"(source {route.source})")
-    env, home, cwd, python = process_context()
     with sigterm_as_interrupt():
-        worker = join.WorkerSide(join.connect_store(token, timeout=args.connect_timeout))
+        worker = join.WorkerSide(connect_store(token, timeout=args.connect_timeout))
         spec = worker.fetch_job()
         _check_job(spec, cwd)
-        rank = worker.claim_rank(spec)
         host = socket.gethostname()
-        worker.announce(host, route.source, route.ifname)
+        rank = worker.claim_rank(spec, host, route.source, route.ifname)
         render.log(console, f"ddpkit: joined as node {rank} of {spec.nnodes} ({spec.command} "
                             f"{spec.entry}); waiting for the other nodes")
         switch = StopSwitch(interrupt=lambda: os.kill(os.getpid(), signal.SIGTERM))
@@ -80,6 +87,38 @@ def run(args: argparse.Namespace, console: Console) -> int:
             raise
         _report(console, worker, outcome)
         return code
+
+
+MAX_TOKEN_BYTES = 4096
+
+
+def token_text(args: argparse.Namespace, env: dict[str, str]) -> str:
+    """The token from exactly one place: the argument (``-``: stdin), --token-file (``-``: stdin)
+    or $DDPKIT_JOIN_TOKEN. UsageError ``no-token`` / ``token-file-unreadable``."""
+    from ddpkit.launch.token import TOKEN_ENV
+
+    given = [s for s in (args.token, args.token_file) if s is not None]
+    if len(given) > 1:
+        raise UsageError("bad-usage", "give the token once: as an argument or with --token-file",
+                         "drop one of them")
+    if not given:
+        if env.get(TOKEN_ENV):
+            return env[TOKEN_ENV]
+        raise UsageError("no-token", "no join token given",
+                         f"pass --token-file FILE (safest), set {TOKEN_ENV}, or pipe it in with "
+                         "`ddpkit join -`")
+    source = given[0]
+    if source == "-":
+        return sys.stdin.readline(MAX_TOKEN_BYTES)
+    if args.token is not None:
+        return str(source)
+    try:
+        with open(source, encoding="utf-8") as handle:
+            return handle.read(MAX_TOKEN_BYTES)
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError("token-file-unreadable", f"cannot read the token file {source}: "
+                          f"{getattr(exc, 'strerror', None) or exc}",
+                          "copy the master's --token-file here (scp) and pass its path") from None
 
 
 def job_config(spec: Any, rank: int, args: argparse.Namespace) -> LaunchConfig:
