@@ -123,3 +123,17 @@ def test_a_closed_master_port_fails_at_the_connect_timeout(tmp_path: Path) -> No
                          "--master-port", str(port), "--connect-timeout", "4")
     assert done.returncode == 5 and "error [master-unreachable]" in done.stderr, done.stderr[-2000:]
     assert took < 4 + 10, took
+
+
+@pytest.mark.timeout(120)
+def test_cluster_doctor_against_a_silent_master_port_ends_within_its_timeout(
+        tmp_path: Path, silent_listener: SilentListener) -> None:
+    start = time.monotonic()
+    done = subprocess.run([sys.executable, "-m", "ddpkit", "doctor", "--nnodes", "2", "--node-rank",
+                           "1", "--master-addr", "127.0.0.1", "--master-port",
+                           str(silent_listener.port), "--timeout", "15"],
+                          capture_output=True, text=True, timeout=90, env=_env())
+    took = time.monotonic() - start
+    assert done.returncode == 5, done.stderr[-2000:]
+    assert "error [master-unreachable]" in done.stderr and "never answered" in done.stderr
+    assert took < 15 + 10, took

@@ -29,8 +29,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ddpkit.errors import ConfigError, DdpkitError, DeadlineExceeded, JobFailed
-from ddpkit.launch.join_store import JobStore, first_line
+from ddpkit.launch.join_store import JobStore
 from ddpkit.launch.outcomes import LOST, OK, STOPPED, NodeOutcome
+from ddpkit.launch.store_client import first_line
 
 JOB, GO, STOP = "job", "go", "stop"
 POLL_S = 0.5

@@ -11,12 +11,13 @@ from __future__ import annotations
 import contextlib
 import datetime
 import socket
-import threading
 import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
 from ddpkit.errors import JobFailed, NetworkProblem
+from ddpkit.launch import store_client
+from ddpkit.launch.store_client import first_line
 from ddpkit.launch.token import JoinToken, seal, unseal
 
 STORE_TIMEOUT_S = 10.0
@@ -138,28 +139,13 @@ def host_store(token: JoinToken, timeout: float = STORE_TIMEOUT_S,
 
 def connect_store(token: JoinToken, timeout: float) -> JobStore:
     """Connect to the master's job store within ``timeout`` seconds, whatever answers (or does not)
-    at that address; Ctrl-C and SIGTERM work throughout. NetworkProblem ``join-master-unreachable``.
-
-    torch's client retries on its own clock (about twice the timeout against a closed port) and
-    waits for ever on a listener that accepts and never answers, inside C++ where no signal
-    handler runs; so the port is first reached with a plain socket, retried until the deadline,
-    and the store's handshake runs in a daemon thread that this thread waits for with a deadline.
-    """
-    deadline = time.monotonic() + timeout
-    why = reach(token.address, token.port, deadline)
-    if why is None:
-        found: dict[str, Any] = {}
-        thread = threading.Thread(target=_open_client, args=(token, deadline, found), daemon=True,
-                                  name="ddpkit-store-connect")
-        thread.start()
-        while thread.is_alive() and time.monotonic() < deadline:
-            thread.join(0.2)
-        if "store" in found:
-            found["store"].set_timeout(datetime.timedelta(seconds=STORE_TIMEOUT_S))
-            return JobStore(found["store"], token)
-        why = (first_line(found["error"]) if "error" in found else
-               "it accepts connections but never answered like a job store: is something else "
-               "listening on that port?")
+    at that address (:mod:`.store_client`); Ctrl-C and SIGTERM work throughout. NetworkProblem
+    ``join-master-unreachable``."""
+    connected = store_client.connect(token.address, token.port, time.monotonic() + timeout)
+    if connected.store is not None:
+        connected.store.set_timeout(datetime.timedelta(seconds=STORE_TIMEOUT_S))
+        return JobStore(connected.store, token)
+    why = connected.why
     raise NetworkProblem(
         "join-master-unreachable",
         f"could not reach the master's job store at {token.endpoint} within {timeout:g} s ({why})",
@@ -167,34 +153,3 @@ def connect_store(token: JoinToken, timeout: float) -> JobStore:
         "token, and that this machine reaches that address (`ddpkit nics --to "
         f"{token.address}`)", details={"endpoint": token.endpoint},
     )
-
-
-def reach(address: str, port: int, deadline: float) -> str | None:
-    """None once a TCP connection to ``address:port`` opens before ``deadline`` (retrying refusals
-    every half second), else why not."""
-    why = "no answer"
-    while True:
-        left = deadline - time.monotonic()
-        if left <= 0:
-            return why
-        try:
-            with socket.create_connection((address, port), timeout=min(left, 5.0)):
-                return None
-        except OSError as exc:
-            why = exc.strerror or type(exc).__name__
-        time.sleep(min(0.5, max(0.0, deadline - time.monotonic())))
-
-
-def _open_client(token: JoinToken, deadline: float, found: dict[str, Any]) -> None:
-    from torch.distributed import TCPStore  # type: ignore[attr-defined]
-
-    left = max(1.0, deadline - time.monotonic())
-    try:
-        found["store"] = TCPStore(token.address, token.port, None, False,
-                                  datetime.timedelta(seconds=left))
-    except (RuntimeError, OSError) as exc:
-        found["error"] = exc
-
-
-def first_line(exc: BaseException) -> str:
-    return (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]

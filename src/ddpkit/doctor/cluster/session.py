@@ -33,6 +33,7 @@ from ddpkit.doctor.cluster.model import Candidate, Fingerprint, NodeRecord, Prob
 from ddpkit.doctor.cluster.report import MeetingOutcome
 from ddpkit.doctor.cluster.sockets import PROBE_PHASE_S, EchoListener, probe_all
 from ddpkit.errors import ConfigError, NetworkProblem, UsageError
+from ddpkit.launch.store_client import first_line
 
 if TYPE_CHECKING:
     from ddpkit.net.interfaces import Nic
@@ -159,7 +160,7 @@ class MeetingStore:
             return action()
         except (RuntimeError, OSError) as exc:  # torch's DistError is a RuntimeError
             raise NetworkProblem(
-                "store-lost", f"lost the master's store at {self.endpoint}: {_first_line(exc)}",
+                "store-lost", f"lost the master's store at {self.endpoint}: {first_line(exc)}",
                 "node 0 ended before this node was done: start every node within --timeout of "
                 "the others, and keep node 0 running until they finish") from None
 
@@ -174,10 +175,6 @@ class MeetingStore:
 
     def add(self, key: str, amount: int) -> int:
         return int(self._call(lambda: self.store.add(PREFIX + key, amount)))
-
-
-def _first_line(exc: BaseException) -> str:
-    return (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
 
 
 def _check_master_side(options: ClusterOptions, nics: Sequence[Nic]) -> str:
@@ -213,6 +210,7 @@ def _check_master_side(options: ClusterOptions, nics: Sequence[Nic]) -> str:
 def _open_store(options: ClusterOptions, ifname: str, deadline: float) -> Any:
     from torch.distributed import TCPStore  # type: ignore[attr-defined]
 
+    from ddpkit.launch import store_client
     from ddpkit.launch.preflight import wait_for_master
 
     remaining = max(1.0, deadline - time.monotonic())
@@ -220,7 +218,16 @@ def _open_store(options: ClusterOptions, ifname: str, deadline: float) -> Any:
     if not is_master:  # quiet retries until the master listens; then the store itself connects
         wait_for_master(options.master_addr, options.master_port, source=None, ifname=ifname,
                         timeout=remaining)
-        remaining = max(1.0, deadline - time.monotonic())
+        connected = store_client.connect(options.master_addr, options.master_port,
+                                         max(deadline, time.monotonic() + 1.0))
+        if connected.store is None:
+            raise NetworkProblem(
+                "master-unreachable", f"could not connect to the master's store at "
+                f"{options.master_addr}:{options.master_port}: {connected.why}",
+                "check --master-addr and --master-port, and that `ddpkit doctor --nnodes N "
+                "--node-rank 0` runs on the master") from None
+        connected.store.set_timeout(datetime.timedelta(seconds=STORE_OP_TIMEOUT_S))
+        return connected.store
     try:
         store = TCPStore(options.master_addr, options.master_port, options.nnodes, is_master,
                          datetime.timedelta(seconds=remaining), wait_for_workers=False)
@@ -229,7 +236,7 @@ def _open_store(options: ClusterOptions, ifname: str, deadline: float) -> Any:
         raise NetworkProblem(
             "master-unreachable" if not is_master else "store-failed",
             f"could not {what} at {options.master_addr}:{options.master_port}: "
-            f"{_first_line(exc)}",
+            f"{first_line(exc)}",
             "check --master-addr and --master-port, and that nothing else uses the port") from None
     store.set_timeout(datetime.timedelta(seconds=STORE_OP_TIMEOUT_S))
     return store

@@ -1,0 +1,74 @@
+"""Connecting to a torch ``TCPStore`` on another node, within a deadline that always holds.
+
+torch's client retries on its own clock (about twice the timeout against a closed port) and waits
+for ever on a listener that accepts and never answers, inside C++ where no signal handler runs. So
+the port is first reached with a plain socket, retried until the deadline, and the store's
+handshake runs in a daemon thread that the caller's thread waits for in short slices: the deadline
+holds to a fraction of a second and Ctrl-C and SIGTERM are handled at once. Used by the join token
+(``join_store``) and the cluster doctor.
+"""
+
+from __future__ import annotations
+
+import datetime
+import socket
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any
+
+SILENT = ("it accepts connections but never answered like a torch store: is something else "
+          "listening on that port?")
+
+
+@dataclass(frozen=True)
+class Connected:
+    store: Any | None  # the TCPStore client, or None
+    why: str | None  # why there is none
+
+
+def first_line(exc: BaseException) -> str:
+    """The first line of an exception's text (torch's errors run to many lines), at most 300 chars."""
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
+
+
+def reach(address: str, port: int, deadline: float) -> str | None:
+    """None once a TCP connection to ``address:port`` opens before ``deadline`` (retrying refusals
+    every half second), else why not."""
+    why = "no answer"
+    while True:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return why
+        try:
+            with socket.create_connection((address, port), timeout=min(left, 5.0)):
+                return None
+        except OSError as exc:
+            why = exc.strerror or type(exc).__name__
+        time.sleep(min(0.5, max(0.0, deadline - time.monotonic())))
+
+
+def connect(address: str, port: int, deadline: float, *, world_size: int | None = None) -> Connected:
+    """A TCPStore client of ``address:port`` by ``deadline`` (a ``time.monotonic()`` value)."""
+    why = reach(address, port, deadline)
+    if why is not None:
+        return Connected(None, why)
+    found: dict[str, Any] = {}
+
+    def handshake() -> None:
+        from torch.distributed import TCPStore  # type: ignore[attr-defined]
+
+        left = max(1.0, deadline - time.monotonic())
+        try:
+            found["store"] = TCPStore(address, port, world_size, False,
+                                      datetime.timedelta(seconds=left))
+        except (RuntimeError, OSError) as exc:
+            found["error"] = exc
+
+    thread = threading.Thread(target=handshake, daemon=True, name="ddpkit-store-connect")
+    thread.start()
+    while thread.is_alive() and time.monotonic() < deadline:
+        thread.join(0.2)
+    if "store" in found:
+        return Connected(found["store"], None)
+    return Connected(None, first_line(found["error"]) if "error" in found else SILENT)
