@@ -46,3 +46,21 @@ def test_unreachable_master_fails_within_the_timeout_naming_what_was_tried(tcp_p
     assert f"127.0.0.1:{port}" in exc.message and "lo" in exc.message
     assert "refused" in exc.details["last_error"]
     assert exc.details["attempts"] >= 2 and retries
+
+
+def test_a_busy_port_suggests_the_flag_that_moves_it() -> None:
+    import socket
+
+    from ddpkit.launch.preflight import check_port_free
+
+    with socket.socket() as holder:
+        holder.bind(("", 0))
+        holder.listen()
+        port = holder.getsockname()[1]
+        with pytest.raises(NetworkProblem) as info:
+            check_port_free(port, flag="--join-port", what="job-store port (token mode)",
+                            fix="(the token tells the other nodes)")
+    assert info.value.error_id == "port-in-use"
+    assert info.value.message.startswith(f"job-store port (token mode) {port} is already in use")
+    assert info.value.hint.endswith(f"e.g. --join-port {port + 1}")
+    assert "\n" not in info.value.message

@@ -134,7 +134,8 @@ def run_master(args: argparse.Namespace, console: Console, *, command: str, entr
                                  f"{why}) for {args.nnodes} nodes and print a `ddpkit join` token")
             render.line(console, f"job: {command} {entry} {' '.join(entry_args)}".rstrip())
         return 0
-    check_port_free(args.join_port)
+    check_port_free(args.join_port, flag="--join-port", what="job-store port (token mode)",
+                    fix="(the token tells the other nodes)")
     check_port_free(args.master_port)
     def on_reject(name: str, why: str) -> None:
         render.log(console, f"ddpkit: warning: ignored a value under {name!r} in the job store that "

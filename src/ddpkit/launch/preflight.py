@@ -10,8 +10,10 @@ from collections.abc import Callable
 from ddpkit.errors import NetworkProblem
 
 
-def check_port_free(port: int, bind_address: str = "") -> None:
-    """Fail with ``port-in-use`` when something already listens on ``port`` on this machine."""
+def check_port_free(port: int, bind_address: str = "", *, flag: str = "--master-port",
+                    what: str = "master port", fix: str = "on every node") -> None:
+    """Fail with ``port-in-use`` when something already listens on ``port`` on this machine; the
+    fix names ``flag``, the option that moves this port."""
     family = socket.AF_INET6 if ":" in bind_address else socket.AF_INET
     with socket.socket(family, socket.SOCK_STREAM) as sock:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -23,9 +25,8 @@ def check_port_free(port: int, bind_address: str = "") -> None:
             owner = _port_owner(port)
             raise NetworkProblem(
                 "port-in-use",
-                f"master port {port} is already in use on this machine{owner}",
-                f"stop that process, or pick another port on every node, e.g. --master-port "
-                f"{port + 1}",
+                f"{what} {port} is already in use on this machine{owner}",
+                f"stop that process, or pick another port {fix}, e.g. {flag} {port + 1}",
                 details={"port": port},
             ) from exc
 
@@ -39,7 +40,7 @@ def _port_owner(port: int) -> str:
             if listening and conn.pid:
                 try:
                     proc = psutil.Process(conn.pid)
-                    cmd = " ".join(proc.cmdline())[:80]
+                    cmd = " ".join(" ".join(proc.cmdline()).split())[:80]
                     return f" (by pid {conn.pid}: {cmd})"
                 except psutil.Error:
                     return f" (by pid {conn.pid})"
