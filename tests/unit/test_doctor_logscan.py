@@ -143,3 +143,25 @@ def test_anchors_have_literal_prefixes() -> None:
     # A literal prefix is what lets the regex engine skip through a chunk at memchr speed.
     for anchor in ANCHORS:
         assert anchor[:4].isalnum() or anchor[:1] in b"_", anchor
+
+
+@pytest.mark.parametrize(
+    "dressing",
+    [
+        (b"\x1b]0;my title\x07", b""),  # OSC window title, BEL-terminated
+        (b"\x1b]8;;http://127.0.0.1/x\x1b\\", b"\x1b]8;;\x1b\\"),  # OSC 8 hyperlink, ST-terminated
+        (b"\x1b[1;31m\x1b[2K", b"\x1b[0m\x07"),  # CSI colour, erase line, a bell
+        (b"\xc2\x9b31m", b"\x08\x08"),  # a C1 CSI (UTF-8 encoded) and backspaces
+        (b"\x1b(B\x0e", b"\x0f\x7f"),  # charset switch, shift out/in, DEL
+    ],
+)
+def test_terminal_control_sequences_never_reach_the_evidence(dressing: tuple[bytes, bytes]) -> None:
+    before, after = dressing
+    (event,) = events(before + BOOT + after + b"\n")
+    assert event.text == BOOT.decode() and event.data["iface"] == "eth0"
+    assert event.text.isprintable()
+
+
+def test_tabs_stay_in_the_evidence() -> None:
+    (event,) = events(BOOT + b"\tafter a tab\n")
+    assert event.text.endswith("\tafter a tab")

@@ -203,7 +203,15 @@ _TAG = re.compile(r"\[(?P<tag>[^\[\]\s]{1,80})\](?P<colon>(?:<std(?:out|err)>)?:
 _RANK_TAG = re.compile(r"rank(\d+)")
 _NODE_TAG = re.compile(r"([A-Za-z][\w.-]*):(\d+)")
 _MPI_TAG = re.compile(r"(\d+),(\d+)")
-_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+# Every terminal control sequence: OSC (window titles, hyperlinks) up to BEL or ST, CSI (colours,
+# cursor moves), other two-byte escapes, and any remaining C0/C1 control character but the tab.
+_CONTROL = re.compile(r"\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b\[[0-?]*[ -/]*[@-~]|\x9b[0-?]*[ -/]*[@-~]"
+                      r"|\x1b[ -/]*[0-~]|[\x00-\x08\x0a-\x1f\x7f-\x9f]")
+
+
+def strip_controls(text: str) -> str:
+    """``text`` without terminal control sequences, so evidence lines print as plain text."""
+    return _CONTROL.sub("", text)
 
 
 def parse_prefix(text: str) -> tuple[str | None, str | None, int | None]:
@@ -250,10 +258,9 @@ def _parse_line(raw: bytes, follow: bool) -> _Parsed:
     candidates = _ALL if follow else _patterns_for(triggers_in(raw))
     if not candidates:
         return ()
-    text = raw.decode("utf-8", "replace").rstrip("\r\n")
-    if "\x1b" in text:
-        text = _ANSI.sub("", text)
-    text = text.replace("\r", " ").replace("\x00", "")
+    text = raw.decode("utf-8", "replace").rstrip("\r\n").replace("\r", " ")
+    if not text.isprintable():
+        text = strip_controls(text)
     found: list[tuple[int, int, LinePattern, dict[str, str]]] = []
     for order, pattern in enumerate(candidates):
         if not follow and not pattern.triggers:
