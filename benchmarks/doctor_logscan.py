@@ -11,8 +11,12 @@ fewer rounds) with --quick or CI=true. About 3% of the synthetic lines are ones 
 
     python benchmarks/doctor_logscan.py [--mb N] [--rounds N] [--quick] [--check]
 
---check exits 1 when the diagnosis is slower than the target (off by default: timings on a shared
-box are noisy, and a benchmark is not a test).
+The dense worst case (issue 11) is timed too: every line a connect retry from one process, where
+runs of identical lines are folded into one event, and 8 processes' retries alternating line by
+line, which nothing folds (reported, no target).
+
+--check exits 1 when the diagnosis (mixed or dense) is slower than the target (off by default:
+timings on a shared box are noisy, and a benchmark is not a test).
 """
 
 from __future__ import annotations
@@ -71,14 +75,16 @@ def write_log(path: Path, megabytes: int) -> int:
     return written
 
 
-def write_spam(path: Path, megabytes: int) -> int:
-    """The worst case: every line is one doctor must read (a retry loop's output)."""
+def write_spam(path: Path, megabytes: int, ranks: int = 1) -> int:
+    """The worst case: every line is one doctor must read (a retry loop's output), from one
+    process, or from ``ranks`` processes whose lines alternate one by one (a merged console)."""
     head = b"gpu-a:2201:2201 [0] NCCL INFO Bootstrap : Using eth0:172.17.0.4<0>\n"
-    line = b"gpu-b:3107:3140 [0] NCCL INFO Call to connect returned Connection refused, retrying\n"
-    count = megabytes * 1_000_000 // len(line)
+    cycle = b"".join(f"gpu-b:{3107 + r}:{3140 + r} [{r}] NCCL INFO Call to connect returned "
+                     "Connection refused, retrying\n".encode() for r in range(ranks))
+    count = megabytes * 1_000_000 // len(cycle)
     with open(path, "wb") as out:
-        out.write(head + line * count)
-    return len(head) + len(line) * count
+        out.write(head + cycle * count)
+    return len(head) + len(cycle) * count
 
 
 def baseline(path: Path) -> tuple[float, float]:
@@ -130,8 +136,10 @@ def main() -> int:
             cand.append(diagnosis(path))
         rss_growth = peak_rss_mb() - rss_before
         spam = Path(tmp) / "spam.log"
-        spam_size = write_spam(spam, max(megabytes // 10, 4))
+        spam_size = write_spam(spam, max(megabytes // 4, 10))
         spam_rate = spam_size / 1e6 / diagnosis(spam)[0]
+        mixed_size = write_spam(spam, max(megabytes // 10, 4), ranks=8)
+        mixed_rate = mixed_size / 1e6 / diagnosis(spam)[0]
     mb = size / 1e6
     base_rate = mb / statistics.median(c for c, _ in base)
     cand_rate = mb / statistics.median(c for c, _ in cand)
@@ -142,11 +150,13 @@ def main() -> int:
     print(f"baseline (for line in f, binary): {base_rate:8.1f} MB/s  ({base_wall:.1f})")
     print(f"ddpkit doctor --log (scan+rules): {cand_rate:8.1f} MB/s  ({cand_wall:.1f})")
     print(f"ratio doctor/baseline: {cand_rate / base_rate:.3f}")
-    print(f"worst case, every line a retry to diagnose: {spam_rate:.1f} MB/s (not the target mix)")
+    print(f"dense: every line a connect retry, one process: {spam_rate:8.1f} MB/s"
+          f"  (target >= {TARGET_MB_S:g}: {'meets' if spam_rate >= TARGET_MB_S else 'misses'})")
+    print(f"dense, 8 processes' retries alternating line by line: {mixed_rate:.1f} MB/s (no target)")
     print(f"peak memory growth: {rss_growth:.1f} MB (constant memory: independent of log size)")
     verdict = "meets" if cand_rate >= TARGET_MB_S else "misses"
     print(f"target >= {TARGET_MB_S:g} MB/s: {verdict}")
-    return 1 if args.check and cand_rate < TARGET_MB_S else 0
+    return 1 if args.check and min(cand_rate, spam_rate) < TARGET_MB_S else 0
 
 
 if __name__ == "__main__":

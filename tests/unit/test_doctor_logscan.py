@@ -93,7 +93,7 @@ def test_a_huge_line_is_windowed_not_held_whole(monkeypatch: pytest.MonkeyPatch)
 
     hits = list(raw_hits(Spy(data)))
     assert max(reads) <= 4096
-    assert all(len(raw) <= logscan.LINE_WINDOW for _, raw, _ in hits)
+    assert all(len(raw) <= logscan.LINE_WINDOW for _, raw, _, _ in hits)
     kinds = [e.kind for e in scan(io.BytesIO(data), "big")]
     assert kinds.count("port-in-use") >= 2
 
@@ -165,3 +165,34 @@ def test_terminal_control_sequences_never_reach_the_evidence(dressing: tuple[byt
 def test_tabs_stay_in_the_evidence() -> None:
     (event,) = events(BOOT + b"\tafter a tab\n")
     assert event.text.endswith("\tafter a tab")
+
+
+RETRY = b"gpu-b:3107:3140 [0] NCCL INFO Call to connect returned Connection refused, retrying\n"
+
+
+def test_a_run_of_identical_lines_is_one_event_counting_them_all() -> None:
+    data = b"noise\n" + RETRY * 1000 + BOOT + b"\n" + RETRY * 3
+    found = events(data)
+    assert [(e.kind, e.line, e.repeat) for e in found] == [
+        ("connect-error", 2, 1000), ("nccl-bootstrap", 1002, 1), ("connect-error", 1003, 3)]
+
+
+def test_runs_split_by_chunks_still_count_every_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(logscan, "CHUNK_BYTES", 1000)
+    data = RETRY * 777 + BOOT + b"\n"
+    found = events(data)
+    assert sum(e.repeat for e in found if e.kind == "connect-error") == 777
+    assert found[-1].kind == "nccl-bootstrap" and found[-1].line == 778
+
+
+def test_a_line_differing_by_one_byte_breaks_the_run() -> None:
+    other = RETRY.replace(b"3140", b"3141")
+    found = events(RETRY * 5 + other + RETRY * 2)
+    assert [(e.line, e.repeat) for e in found] == [(1, 5), (6, 1), (7, 2)]
+
+
+def test_follow_lines_are_never_folded_into_a_run() -> None:
+    head = b"Root Cause (first observed failure):\n"
+    data = head + head + b"[0]:\n  host      : gpu-7\n"
+    found = [(e.kind, e.line, e.repeat) for e in events(data)]
+    assert ("summary-root", 1, 1) in found and all(r == 1 for _, _, r in found)

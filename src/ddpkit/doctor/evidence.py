@@ -27,7 +27,7 @@ class Bag:
         self.limit = limit
 
     def add(self, event: Event) -> None:
-        self.count += 1
+        self.count += event.repeat
         if len(self.items) < self.limit:
             self.items.append(Evidence(event.file, event.line, event.text))
 

@@ -35,6 +35,7 @@ class Event:
     node: str | None  # from a launcher prefix such as ``[node1:0]``
     rank: int | None  # from ``[rank3]:`` / mpirun ``[1,3]`` prefixes
     data: Mapping[str, str]
+    repeat: int = 1  # how many identical lines in a row this event stands for (from ``line`` on)
 
     @property
     def origin(self) -> str:
@@ -127,14 +128,34 @@ def _anchor_hits(buf: bytes, limit: int) -> list[int]:
 # --- raw line windows ----------------------------------------------------------------------------
 
 
+REPEAT_BLOCK_MAX = 4096  # lines compared at once when skipping a run of identical lines
+
+
+def _repeats(buf: bytes, line: bytes, pos: int, limit: int) -> int:
+    """How many copies of ``line`` (newline included) follow at ``pos``, before ``limit``: compared
+    in blocks that double while they match, so a retry loop's million copies cost a few dozen
+    C-level comparisons, not a million Python steps."""
+    count, block = 0, 1
+    while block:
+        run = line * block
+        if buf.startswith(run, pos, limit):
+            pos += len(run)
+            count += block
+            block = min(block * 2, REPEAT_BLOCK_MAX)
+        else:
+            block //= 2
+    return count
+
+
 class _Windows:
-    """Turns buffers of bytes into (line number, bytes, is_follow_line) for anchored lines."""
+    """Turns buffers of bytes into (line number, bytes, is_follow_line, repeat) for anchored lines;
+    a line followed by identical copies of itself (a retry loop) is yielded once, with the count."""
 
     def __init__(self) -> None:
         self.line = 1  # number of the line the next buffer starts in
         self.pending_follow = 0
 
-    def scan(self, buf: bytes, limit: int) -> Iterator[tuple[int, bytes, bool]]:
+    def scan(self, buf: bytes, limit: int) -> Iterator[tuple[int, bytes, bool, int]]:
         """Anchored lines (and the lines they ask to follow) starting before ``limit``."""
         find, rfind, count = buf.find, buf.rfind, buf.count
         pos, counted, line = 0, 0, self.line
@@ -151,12 +172,17 @@ class _Windows:
                 window_start = max(start, pos, hit - WINDOW_BEFORE)
                 window_end = min(end, window_start + LINE_WINDOW)
                 raw = buf[window_start:window_end]
-                yield line, raw, False
                 if window_end < end:  # a long line: further anchors along it get own windows
+                    yield line, raw, False, 1
                     pos = window_end
                     continue
                 pos = end + 1
                 follow = _follow_count(raw)
+                repeat = 1
+                if not follow and window_start == start and end < limit:
+                    repeat += _repeats(buf, buf[start : end + 1], pos, limit)
+                    pos += (repeat - 1) * (end + 1 - start)
+                yield line, raw, False, repeat
                 if follow > self.pending_follow:
                     self.pending_follow = follow
             while self.pending_follow and pos < limit:
@@ -165,14 +191,15 @@ class _Windows:
                 if pos > counted:
                     line += count(b"\n", counted, pos)
                     counted = pos
-                yield line, buf[pos : min(end, pos + LINE_WINDOW)], True
+                yield line, buf[pos : min(end, pos + LINE_WINDOW)], True, 1
                 self.pending_follow -= 1
                 pos = end + 1
         self.line = line + count(b"\n", counted, limit)
 
 
-def raw_hits(stream: BinaryIO) -> Iterator[tuple[int, bytes, bool]]:
-    """(line number, bytes, is_follow_line) for every anchored line in ``stream``."""
+def raw_hits(stream: BinaryIO) -> Iterator[tuple[int, bytes, bool, int]]:
+    """(line number, bytes, is_follow_line, repeat) for every anchored line in ``stream``; a run of
+    identical lines is one hit numbered by its first line."""
     windows = _Windows()
     tail = b""
     while True:
@@ -292,7 +319,7 @@ def _parse_line(raw: bytes, follow: bool) -> _Parsed:
     return tuple((p.kind, shown, host, node, rank, d) for _, _, p, d in found)
 
 
-def _events_in_line(name: str, number: int, raw: bytes, follow: bool) -> list[Event]:
+def _events_in_line(name: str, number: int, raw: bytes, follow: bool, repeat: int) -> list[Event]:
     key = (raw, follow)
     parsed = _LINE_CACHE.get(key)
     if parsed is None:
@@ -300,7 +327,7 @@ def _events_in_line(name: str, number: int, raw: bytes, follow: bool) -> list[Ev
         if len(_LINE_CACHE) >= _LINE_CACHE_SIZE:
             _LINE_CACHE.clear()
         _LINE_CACHE[key] = parsed
-    return [Event(kind, name, number, shown, host, node, rank, data)
+    return [Event(kind, name, number, shown, host, node, rank, data, repeat)
             for kind, shown, host, node, rank, data in parsed]
 
 
@@ -311,8 +338,8 @@ def scan(stream: BinaryIO, name: str) -> Iterator[Event]:
     host the file has shown so far; in a file mixing several hosts they stay anonymous.
     """
     hosts: set[str] = set()
-    for number, raw, follow in raw_hits(stream):
-        for event in _events_in_line(name, number, raw, follow):
+    for number, raw, follow, repeat in raw_hits(stream):
+        for event in _events_in_line(name, number, raw, follow, repeat):
             if event.host:
                 if len(hosts) < 2:
                     hosts.add(event.host)

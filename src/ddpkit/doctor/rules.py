@@ -101,7 +101,7 @@ class Diagnosis:
         if phase == "START":
             self.comm_started.add(event)
         elif phase == "COMPLETE":
-            self.comm_completed += 1
+            self.comm_completed += event.repeat
         nranks = event.get("nranks")
         origins = self.nranks.slot(nranks, set)
         if origins is not None and len(origins) < 64:
