@@ -11,8 +11,8 @@ import pytest
 
 SRC = Path(__file__).resolve().parents[2] / "src" / "ddpkit"
 # What a worker may import from ddpkit itself: modules that need only the stdlib (and torch).
-WORKER_DDPKIT_ALLOWED = ("ddpkit.bench.formulas", "ddpkit.bench.tcp", "ddpkit.ddp", "ddpkit.workers",
-                         "ddpkit.errors")
+WORKER_DDPKIT_ALLOWED = ("ddpkit.atomic_file", "ddpkit.bench.formulas", "ddpkit.bench.tcp",
+                         "ddpkit.ddp", "ddpkit.workers", "ddpkit.errors")
 
 
 def _imports(path: Path) -> list[str]:

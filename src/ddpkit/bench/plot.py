@@ -6,12 +6,12 @@ efficiency of each scaling setting as bars. matplotlib is the optional extra ``p
 from __future__ import annotations
 
 import importlib
-import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ddpkit.atomic_file import replacing
 from ddpkit.errors import EnvironmentProblem
 
 
@@ -98,11 +98,8 @@ def write_plot(payload: Mapping[str, Any], path: str | Path, threshold: float | 
         ax.set_ylabel("parallel efficiency (%)")
         ax.set_title("efficiency per setting (1-node step / N-node step)")
     figure.tight_layout()
-    target = Path(path)
-    tmp = target.with_name(f".{target.stem}.{os.getpid()}.tmp{target.suffix}")
     try:
-        figure.savefig(tmp)
-        os.replace(tmp, target)
+        with replacing(path, suffix=Path(path).suffix) as tmp:
+            figure.savefig(tmp)
     finally:
         pyplot.close(figure)
-        tmp.unlink(missing_ok=True)

@@ -14,16 +14,18 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
-import secrets
 import stat
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from ddpkit import atomic_file
+from ddpkit.atomic_file import is_temp_name, temp_prefix
 from ddpkit.errors import ConfigError, EnvironmentProblem
 
 BACKUP_SUFFIX = ".bak"
-_TMP_MARK = ".ddpkit-tmp-"
+__all__ = ["BACKUP_SUFFIX", "WriteResult", "check_target", "is_temp_name", "remove_stale_temps",
+           "temp_prefix", "write_atomic"]
 
 _DENIED = {errno.EACCES, errno.EPERM, errno.EROFS}
 
@@ -33,14 +35,6 @@ class WriteResult:
     path: Path  # the file written (symlinks resolved)
     backup: Path | None  # the copy of the previous content, if there was one
     created: bool  # True when the file did not exist before
-
-
-def temp_prefix(target: Path) -> str:
-    return f".{target.name}{_TMP_MARK}"
-
-
-def is_temp_name(name: str) -> bool:
-    return name.startswith(".") and _TMP_MARK in name
 
 
 def write_atomic(
@@ -86,7 +80,7 @@ def write_atomic(
             try:
                 os.replace(bak_tmp, backup_path)
             except BaseException:
-                _unlink_quietly(bak_tmp)
+                atomic_file.unlink_quietly(bak_tmp)
                 raise
         if before_replace is not None:
             before_replace(tmp)
@@ -98,10 +92,10 @@ def write_atomic(
                 _restore_backup(backup_path, older_backup, mode, owner, path)
             raise
     except OSError as exc:
-        _unlink_quietly(tmp)
+        atomic_file.unlink_quietly(tmp)
         raise _write_error(path, exc) from exc
     except BaseException:
-        _unlink_quietly(tmp)
+        atomic_file.unlink_quietly(tmp)
         raise
     _fsync_directory(directory)
     return WriteResult(target, backup_path, created)
@@ -195,14 +189,14 @@ def _restore_backup(backup_path: Path, older: bytes | None, mode: int,
                     owner: tuple[int, int] | None, shown: Path) -> None:
     """Put the ``.bak`` back as it was before this write: the older copy, or none at all."""
     if older is None:
-        _unlink_quietly(backup_path)
+        atomic_file.unlink_quietly(backup_path)
         return
     with contextlib.suppress(BaseException):
         restored = _write_temp(backup_path, older, mode, owner, shown)
         try:
             os.replace(restored, backup_path)
         except OSError:
-            _unlink_quietly(restored)
+            atomic_file.unlink_quietly(restored)
 
 
 def _owner(target: Path) -> tuple[int, int] | None:
@@ -216,30 +210,10 @@ def _owner(target: Path) -> tuple[int, int] | None:
 def _write_temp(
     target: Path, data: bytes, mode: int, owner: tuple[int, int] | None, shown: Path
 ) -> Path:
-    tmp = target.with_name(f"{temp_prefix(target)}{os.getpid()}-{secrets.token_hex(4)}")
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
     try:
-        fd = os.open(tmp, flags, 0o600)
+        return atomic_file.write_temp(target, data, mode, owner)
     except OSError as exc:
         raise _write_error(shown, exc) from exc
-    try:
-        view = memoryview(data)
-        while view:
-            written = os.write(fd, view)
-            view = view[written:]
-        os.fchmod(fd, mode)
-        if owner is not None and hasattr(os, "fchown"):
-            with contextlib.suppress(OSError):  # not root: the file stays ours
-                os.fchown(fd, *owner)
-        os.fsync(fd)
-    except BaseException as exc:
-        os.close(fd)
-        _unlink_quietly(tmp)
-        if isinstance(exc, OSError):
-            raise _write_error(shown, exc) from exc
-        raise
-    os.close(fd)
-    return tmp
 
 
 def _fsync_directory(directory: Path) -> None:
@@ -253,11 +227,6 @@ def _fsync_directory(directory: Path) -> None:
         pass  # some filesystems refuse fsync on directories; the rename is done either way
     finally:
         os.close(fd)
-
-
-def _unlink_quietly(path: Path) -> None:
-    with contextlib.suppress(OSError):
-        path.unlink()
 
 
 def _write_error(path: Path, exc: OSError) -> EnvironmentProblem:

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ddpkit.atomic_file import replace_file
 from ddpkit.errors import ConfigError, DeadlineExceeded, EnvironmentProblem
 from ddpkit.sim import host
 from ddpkit.sim.spec import DEFAULT_NAME, SimSpec, validate_name
@@ -21,7 +22,6 @@ from ddpkit.sim.state import (
     ClusterState,
     read_state,
     sim_lock,
-    write_file_atomically,
     write_state,
 )
 from ddpkit.sim.steps import Step
@@ -212,7 +212,7 @@ def _write(path: str, content: str) -> None:
             handle.write(content)
         return
     os.makedirs(os.path.dirname(path), mode=0o755, exist_ok=True)
-    write_file_atomically(path, content)
+    replace_file(path, content)
 
 
 def _require_netem(tools: host.Tools, run: CommandRunner, name: str) -> None:

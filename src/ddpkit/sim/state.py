@@ -10,12 +10,12 @@ import contextlib
 import fcntl
 import json
 import os
-import tempfile
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from ddpkit.atomic_file import replace_file
 from ddpkit.errors import ConfigError, DeadlineExceeded
 from ddpkit.sim.spec import SimSpec
 from ddpkit.sim.topology import RUNTIME_ROOT, runtime_dir
@@ -48,7 +48,7 @@ def write_state(state: ClusterState) -> None:
         "phase": state.phase,
         "steps_done": state.steps_done,
     }
-    write_file_atomically(path, json.dumps(doc, indent=2) + "\n")
+    replace_file(path, json.dumps(doc, indent=2) + "\n")
 
 
 def read_state(name: str) -> ClusterState | None:
@@ -72,20 +72,6 @@ def read_state(name: str) -> ClusterState | None:
             f"the state file {path} of sim cluster {name} is unreadable ({exc})",
             f"remove the cluster with `ddpkit sim down --name {name}` (it does not need the file)",
         ) from None
-
-
-def write_file_atomically(path: str, content: str) -> None:
-    directory = os.path.dirname(path) or "."
-    fd, tmp = tempfile.mkstemp(dir=directory, prefix=".tmp-")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(content)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
 
 
 @contextlib.contextmanager

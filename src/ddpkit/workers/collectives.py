@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import json
 import os
 import socket
 import sys
@@ -249,15 +248,6 @@ def _say(text: str) -> None:
     sys.stdout.flush()
 
 
-def _write_atomically(path: Path, doc: dict[str, Any]) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        tmp.write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
-
-
 def _out_problem(path: Path | None) -> str | None:
     if path is None:
         return None
@@ -289,7 +279,7 @@ def main(argv: list[str] | None = None) -> int:
             doc = tcp_baseline.run_baseline(seconds=args.tcp_seconds, streams=args.tcp_streams,
                                             max_bytes=args.tcp_max_bytes)
             if doc:
-                tcp_baseline.write_atomically(args.tcp_out, doc)
+                tcp_baseline.write_json(args.tcp_out, doc)
         return _sweep(args, backend, device)
     finally:
         dist.destroy_process_group()
@@ -340,7 +330,7 @@ def _sweep(args: argparse.Namespace, backend: str, device: torch.device) -> int:
         _say(f"#\n# Out of bounds values : {wrong_total} {'OK' if wrong_total == 0 else 'FAILED'}")
         _say(f"# Avg bus bandwidth    : {avg / GB:.4f} GB/s (all collectives)")
         if args.out is not None:
-            _write_atomically(args.out, {
+            tcp_baseline.write_json(args.out, {
                 "schema": SCHEMA, "backend": backend, "world_size": n,
                 "local_world_size": local_world, "hosts": sorted(set(hosts)),
                 "torch_version": torch.__version__, "dtype": args.datatype,

@@ -47,6 +47,7 @@ import torch
 import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel
 
+from ddpkit.atomic_file import replace_file
 from ddpkit.ddp import apply_comm_hook
 from ddpkit.workers.json_collective import all_gather_json
 
@@ -100,20 +101,11 @@ class Run:
 
     def stage(self, text: str) -> None:
         if self.rank == 0 and self.args.out is not None:
-            path = Path(f"{self.args.out}.stage")
-            tmp = path.with_name(path.name + ".tmp")
-            tmp.write_text(f"{text}\n")
-            os.replace(tmp, path)
+            replace_file(f"{self.args.out}.stage", f"{text}\n")
 
     def save(self) -> None:
         if self.rank == 0 and self.args.out is not None:
-            out = Path(self.args.out)
-            tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
-            try:
-                tmp.write_text(json.dumps(self.doc, indent=2) + "\n", encoding="utf-8")
-                os.replace(tmp, out)
-            finally:
-                tmp.unlink(missing_ok=True)
+            replace_file(self.args.out, json.dumps(self.doc, indent=2) + "\n")
 
 
 def node_groups() -> tuple[Any, list[list[int]]]:

@@ -33,6 +33,7 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
+from ddpkit.atomic_file import replace_file
 from ddpkit.bench import tcp
 from ddpkit.workers.json_collective import all_gather_json
 
@@ -138,13 +139,9 @@ def run_baseline(*, seconds: float, streams: list[int], max_bytes: int) -> dict[
     }
 
 
-def write_atomically(path: Path, doc: dict[str, Any]) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        tmp.write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
+def write_json(path: Path, doc: dict[str, Any]) -> None:
+    """A result document, written atomically (readers see all of it or nothing)."""
+    replace_file(path, json.dumps(doc, indent=2) + "\n")
 
 
 def parse_streams(text: str) -> list[int]:
@@ -186,7 +183,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         doc = run_baseline(seconds=args.seconds, streams=args.streams, max_bytes=args.max_bytes)
         if doc:
-            write_atomically(args.out, doc)
+            write_json(args.out, doc)
             for row in doc["pairs"]:
                 rate = "failed: " + row["error"] if row["bytes_per_s"] is None else \
                     f"{row['bytes_per_s'] * 8 / 1e9:.3f} Gbit/s"

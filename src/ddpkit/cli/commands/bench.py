@@ -14,6 +14,7 @@ from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
+from ddpkit.atomic_file import replace_file
 from ddpkit.bench.formulas import parse_sweep_size
 from ddpkit.bench.merge import ClusterInfo, JobOutcome, build_payload
 from ddpkit.bench.run import (
@@ -169,16 +170,11 @@ def _check_output(path: str | None, flag: str) -> None:
 
 
 def write_text_atomically(path: str | Path, text: str) -> None:
-    target = Path(path)
-    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
     try:
-        tmp.write_text(text, encoding="utf-8")
-        os.replace(tmp, target)
+        replace_file(path, text)
     except OSError as exc:
-        raise EnvironmentProblem("output-unwritable", f"cannot write {target}: {exc.strerror}",
+        raise EnvironmentProblem("output-unwritable", f"cannot write {path}: {exc.strerror}",
                                  "pass a file in a writable directory") from exc
-    finally:
-        tmp.unlink(missing_ok=True)
 
 
 _RANK_PREFIX = re.compile(r"^\[[^\]]*\]:")
