@@ -66,7 +66,7 @@ def test_remote_command_shape() -> None:
 def test_env_names_must_be_plain(name: str) -> None:
     with pytest.raises(ConfigError) as caught:
         remote_command(["python3"], env={name: "v"})
-    assert caught.value.error_id == "bad-env-name"
+    assert caught.value.error_id == "bad-variable-name"
 
 
 def test_a_program_with_equals_cannot_follow_env() -> None:

@@ -24,6 +24,7 @@ from typing import Any
 from ddpkit.bench.model import parse_setting
 from ddpkit.bench.plan import cost_of
 from ddpkit.bench.run import BenchJob, BenchOptions
+from ddpkit.error_ids import JOB_TIMEOUT
 
 
 @dataclass(frozen=True)
@@ -117,7 +118,7 @@ def _failure_text(outcome: JobOutcome | None, doc: Mapping[str, Any] | None) -> 
     multi = (doc or {}).get("phases", {}).get("all_nodes") or {}
     parts += list(multi.get("problems", []))
     if outcome is not None and not outcome.ok:
-        if outcome.error_id == "job-timeout":
+        if outcome.error_id == JOB_TIMEOUT:
             parts.append(f"timed out after {outcome.job.timeout_s:g} s"
                          + (f" in {outcome.stage}" if outcome.stage else ""))
         elif outcome.cause and not parts:

@@ -17,6 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ddpkit.error_ids import JOB_STOPPED
 from ddpkit.launch.torchrun import describe_exit
 
 OK, FAILED, LOST, STOPPED, INTERRUPTED = "ok", "failed", "lost", "stopped", "interrupted"
@@ -172,7 +173,7 @@ def outcome_from_error(error: Mapping[str, Any], *, node_rank: int, host: str,
         root = failures[0] if isinstance(failures, list) and failures and \
             isinstance(failures[0], Mapping) else None
     told_to_stop = root is None or root.get("signal") in STOP_SIGNALS
-    state = STOPPED if error_id == "job-stopped" or (stopped and told_to_stop) else FAILED
+    state = STOPPED if error_id == JOB_STOPPED or (stopped and told_to_stop) else FAILED
     fields: dict[str, Any] = {}
     if root is not None:
         fields = {"rank": root.get("rank"), "local_rank": root.get("local_rank"),

@@ -6,7 +6,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ddpkit.errors import ConfigError, UsageError
+from ddpkit.errors import ConfigError, NetworkProblem, UsageError
 from ddpkit.launch.config import LaunchConfig
 from ddpkit.launch.envpass import shown_env
 from ddpkit.launch.local_rank import AUTO, OWN_WORKER, EntrySource, LocalRankChoice, decide
@@ -109,7 +109,7 @@ def choose_interface(config: LaunchConfig, facts: NodeFacts) -> InterfaceChoice:
             "10.0.0.2; or run this command with --node-rank 1.. on a worker",
         )
     if facts.route is None:
-        raise ConfigError("no-route", f"no route to the master {config.master_addr} was looked up",
+        raise NetworkProblem("no-route", f"no route to the master {config.master_addr} was looked up",
                           f"check `ddpkit nics --to {config.master_addr}`")
     route = facts.route
     return InterfaceChoice(route.ifname, route.source, "route",

@@ -85,7 +85,7 @@ def remote_command(argv: Sequence[str], *, cwd: str | None = None,
     """The one place a shell command is built: ``cd -- DIR && exec env K=V ... ARGV...``.
 
     Every word is quoted with :func:`shlex.quote`; names in ``env`` must be plain variable names
-    (ConfigError ``bad-env-name``), and with ``env`` the program may not contain ``=`` (``env``
+    (ConfigError ``bad-variable-name``), and with ``env`` the program may not contain ``=`` (``env``
     would take it for an assignment).
     """
     if not argv:
@@ -109,7 +109,7 @@ def remote_command(argv: Sequence[str], *, cwd: str | None = None,
 
 def check_env_name(name: str) -> str:
     if not _ENV_NAME.fullmatch(name):
-        raise ConfigError("bad-env-name", f"{name!r} is not an environment variable name",
+        raise ConfigError("bad-variable-name", f"{name!r} is not an environment variable name",
                           "use letters, digits and '_' (not starting with a digit)")
     return name
 

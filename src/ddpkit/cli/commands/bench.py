@@ -165,7 +165,7 @@ def _check_output(path: str | None, flag: str) -> None:
         return
     parent = Path(path).parent
     if not parent.is_dir() or not os.access(parent, os.W_OK) or Path(path).is_dir():
-        raise UsageError("output-unwritable", f"{flag} {path}: cannot write there",
+        raise EnvironmentProblem("output-unwritable", f"{flag} {path}: cannot write there",
                          "pass a file in an existing, writable directory")
 
 

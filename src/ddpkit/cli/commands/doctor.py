@@ -108,7 +108,7 @@ def _run_preflight(console: Console, master_addr: str | None, master_port: int, 
     from ddpkit.doctor.checks.network import network_checks
 
     if not 0 < master_port < 65536:
-        raise UsageError("bad-usage", f"--master-port {master_port} is not a port number",
+        raise UsageError("bad-port", f"--master-port {master_port} is not a port number",
                          "give a port between 1 and 65535, e.g. --master-port 29500")
     env = dict(os.environ)
     network = network_checks(env, master_addr)

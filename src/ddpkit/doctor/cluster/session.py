@@ -60,19 +60,19 @@ class ClusterOptions:
 def validate(options: ClusterOptions) -> None:
     """UsageError ``bad-usage`` for options that cannot describe a cluster."""
     if options.nnodes < 2:
-        raise UsageError("bad-usage", f"--nnodes {options.nnodes}: cluster mode needs 2 or more "
+        raise UsageError("bad-nnodes", f"--nnodes {options.nnodes}: cluster mode needs 2 or more "
                          "nodes", "drop --nnodes to check this node alone")
     if not 0 <= options.node_rank < options.nnodes:
-        raise UsageError("bad-usage", f"--node-rank {options.node_rank} is not in 0..."
+        raise UsageError("node-rank-out-of-range", f"--node-rank {options.node_rank} is not in 0..."
                          f"{options.nnodes - 1}", "give every node its own rank, 0 on the master")
     if not options.master_addr:
-        raise UsageError("bad-usage", "cluster mode needs --master-addr",
+        raise UsageError("missing-master-addr", "cluster mode needs --master-addr",
                          "give node 0's private address, e.g. --master-addr 10.0.0.2")
     if not 0 < options.master_port < 65536:
-        raise UsageError("bad-usage", f"--master-port {options.master_port} is not a port number",
+        raise UsageError("bad-port", f"--master-port {options.master_port} is not a port number",
                          "give a port between 1 and 65535, e.g. --master-port 29500")
     if options.timeout_s < MIN_TIMEOUT_S:
-        raise UsageError("bad-usage", f"--timeout {options.timeout_s:g} is too short",
+        raise UsageError("bad-timeout", f"--timeout {options.timeout_s:g} is too short",
                          f"give at least {MIN_TIMEOUT_S:g} s (the last {PROBE_RESERVE_S:g} s "
                          "are for probing)")
 
@@ -255,7 +255,7 @@ def _join(meeting: MeetingStore, options: ClusterOptions, record: NodeRecord,
         expected = meeting.get("meeting").get("nnodes")
         if expected != options.nnodes:
             raise ConfigError(
-                "nnodes-mismatch",
+                "nodes-disagree",
                 f"this node was started with --nnodes {options.nnodes}, the master with "
                 f"--nnodes {expected}", "give every node the same --nnodes")
     claims = meeting.add(f"claim/{options.node_rank}", 1)
