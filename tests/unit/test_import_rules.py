@@ -96,3 +96,29 @@ def test_the_grep_of_the_issue_finds_nothing() -> None:
             for i, line in enumerate(p.read_text().splitlines(), 1)
             if "_object(" in line or "pickle" in line]
     assert hits == []
+
+
+def _module_graph() -> dict[str, set[str]]:
+    """Module -> the ddpkit modules it imports anywhere (function-level imports included)."""
+    paths = {".".join(p for p in path.relative_to(SRC.parent).with_suffix("").parts
+                      if p != "__init__"): path for path in _modules(SRC)}
+
+    def module_of(name: str) -> str:  # `from ddpkit.net.select import x` imports ddpkit.net.select
+        return name if name in paths or "." not in name else module_of(name.rsplit(".", 1)[0])
+
+    return {name: {module_of(n) for n in _imports(path) if n.startswith("ddpkit.")}
+            for name, path in paths.items()}
+
+
+def test_net_has_no_import_circle() -> None:
+    graph = _module_graph()
+    net = {m for m in graph if m.startswith("ddpkit.net.")}
+    for module in sorted(net):
+        seen: set[str] = set()
+        todo = [t for t in graph[module] if t in net]
+        while todo:
+            current = todo.pop()
+            assert current != module, f"{module} imports itself through {sorted(seen)}"
+            if current not in seen:
+                seen.add(current)
+                todo.extend(t for t in graph.get(current, ()) if t in net)

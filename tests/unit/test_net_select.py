@@ -11,13 +11,12 @@ from typing import Any
 import pytest
 
 from ddpkit.errors import ConfigError
-from ddpkit.net.interfaces import Address, Nic, NicKind, nics_from_facts
+from ddpkit.net.interfaces import Address, Nic, NicKind, interface_holding, nics_from_facts
 from ddpkit.net.route import Route
 from ddpkit.net.select import (
     env_lines,
     export_lines,
     find_interface,
-    interface_holding,
     ranking,
     recommend,
     socket_env,

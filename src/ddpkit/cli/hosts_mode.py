@@ -67,9 +67,8 @@ def job_env(args: argparse.Namespace, env: dict[str, str], cwd: Path) -> PassedE
 def this_machine_flags(hosts: Sequence[Host]) -> list[bool]:
     """Per host: reached without ssh (no user or port given, and its name is one of our
     addresses). The interfaces are read once for the whole list, not once per host."""
-    from ddpkit.net.interfaces import discover
+    from ddpkit.net.interfaces import discover, interface_holding
     from ddpkit.net.route import resolve
-    from ddpkit.net.select import interface_holding
 
     nics = None
     flags = []

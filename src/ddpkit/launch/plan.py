@@ -12,9 +12,9 @@ from ddpkit.launch.envpass import shown_env
 from ddpkit.launch.local_rank import AUTO, OWN_WORKER, EntrySource, LocalRankChoice, decide
 from ddpkit.launch.torchrun import LOCAL_RANK_MACRO, quote_command, torchrun_argv
 from ddpkit.ncclconf.ifname import matching_interfaces
-from ddpkit.net.interfaces import Nic
+from ddpkit.net.interfaces import Nic, interface_holding
 from ddpkit.net.route import Route
-from ddpkit.net.select import find_interface, interface_holding, socket_env, traps
+from ddpkit.net.select import find_interface, socket_env, traps
 
 DEBUG_ENV = {
     "NCCL_DEBUG": "INFO",

@@ -283,3 +283,21 @@ def collect_facts() -> dict[str, Any]:
     from ddpkit.net.facts import collect_facts as collect
 
     return collect()
+
+
+def interface_holding(address: str, nics: Sequence[Nic]) -> Nic | None:
+    """The first interface (in the given order) that holds ``address``, or None."""
+    for nic in nics:
+        if any(same_ip(address, a.address) for a in nic.addresses):
+            return nic
+    return None
+
+
+def same_ip(left: str, right: str) -> bool:
+    """Whether two address strings are one IP address (a %zone suffix ignored)."""
+    try:
+        return ipaddress.ip_address(left.split("%", 1)[0]) == ipaddress.ip_address(
+            right.split("%", 1)[0]
+        )
+    except ValueError:
+        return False

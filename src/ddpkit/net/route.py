@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ddpkit.errors import ConfigError, NetworkProblem
-from ddpkit.net.interfaces import Nic, NicKind
+from ddpkit.net.interfaces import Nic, NicKind, interface_holding
 
 IP_ROUTE_TIMEOUT_S = 5.0
 # Route types `ip route get` can answer with that mean "no way there".
@@ -274,8 +274,6 @@ def _route_from_source(
 
 
 def _holder(address: str, nics: Sequence[Nic]) -> Nic | None:
-    from ddpkit.net.select import interface_holding
-
     return interface_holding(address, nics)
 
 

@@ -18,13 +18,18 @@ reported as warnings.
 
 from __future__ import annotations
 
-import ipaddress
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from ddpkit.errors import ConfigError
-from ddpkit.net.interfaces import DOCKER_DEFAULT_SUBNET, Address, Nic, NicKind
+from ddpkit.net.interfaces import (
+    DOCKER_DEFAULT_SUBNET,
+    Address,
+    Nic,
+    NicKind,
+    same_ip,
+)
 from ddpkit.net.route import Route
 
 # Traps that make an interface unusable for inter-node traffic; the others only count against it.
@@ -129,7 +134,7 @@ def traps(nic: Nic, nics: Sequence[Nic]) -> tuple[Trap, ...]:
             for other in nics
             if other.name != name
             and other.kind is not nic.kind
-            and any(_same_ip(address.address, a.address) for a in other.addresses)
+            and any(same_ip(address.address, a.address) for a in other.addresses)
         )
         if others:
             add(
@@ -240,14 +245,6 @@ def _trap_ids(nic: Nic, nics: Sequence[Nic]) -> str:
     return ", ".join(t.id for t in traps(nic, nics))
 
 
-def interface_holding(address: str, nics: Sequence[Nic]) -> Nic | None:
-    """The first interface (in the given order) that holds ``address``, or None."""
-    for nic in nics:
-        if any(_same_ip(address, a.address) for a in nic.addresses):
-            return nic
-    return None
-
-
 def find_interface(name: str, nics: Sequence[Nic]) -> Nic:
     """The interface called ``name``; ConfigError ``interface-not-found`` naming what exists."""
     for nic in nics:
@@ -287,12 +284,3 @@ def export_lines(env: dict[str, str]) -> list[str]:
     import shlex
 
     return [f"export {key}={shlex.quote(value)}" for key, value in env.items()]
-
-
-def _same_ip(left: str, right: str) -> bool:
-    try:
-        return ipaddress.ip_address(left.split("%", 1)[0]) == ipaddress.ip_address(
-            right.split("%", 1)[0]
-        )
-    except ValueError:
-        return False
