@@ -18,15 +18,11 @@ from ddpkit.cli import render
 from ddpkit.cli.console import Console
 from ddpkit.cli.options import add_flag
 from ddpkit.errors import UsageError
-from ddpkit.launch.config import (
-    DEFAULT_CONNECT_TIMEOUT,
-    DEFAULT_MASTER_PORT,
-    DEFAULT_RDZV_TIMEOUT,
-    LaunchConfig,
-)
+from ddpkit.launch.config import DEFAULT_CONNECT_TIMEOUT, DEFAULT_RDZV_TIMEOUT, LaunchConfig
 from ddpkit.launch.envpass import shown_env
 from ddpkit.launch.outcomes import NodeOutcome
 from ddpkit.launch.plan import NodePlan
+from ddpkit.net.ports import DEFAULT_MASTER_PORT
 from ddpkit.report import document
 
 
@@ -212,7 +208,7 @@ def process_context() -> tuple[dict[str, str], Path, Path, str]:
 
     ``home`` is where NCCL looks for ``~/.nccl.conf`` (the password database, not $HOME).
     """
-    from ddpkit.cli.commands.nccl_conf import nccl_home
+    from ddpkit.ncclconf.home import nccl_home
 
     return dict(os.environ), nccl_home(), Path.cwd(), sys.executable
 
@@ -224,7 +220,7 @@ HOSTS, JOIN, NODE = "hosts", "join", "node"
 
 def add_cluster_options(parser: argparse.ArgumentParser) -> None:
     from ddpkit.launch.remote import DEFAULT_SSH_CONNECT_TIMEOUT
-    from ddpkit.launch.token import DEFAULT_JOIN_PORT
+    from ddpkit.net.ports import DEFAULT_JOIN_PORT
 
     group = parser.add_argument_group(
         "the whole job from this machine: over ssh (--hosts/--hostfile), or, with --nnodes N and "

@@ -10,10 +10,10 @@ from typing import Any
 
 from ddpkit.cli.options import add_flag
 from ddpkit.errors import UsageError
-from ddpkit.launch.config import DEFAULT_MASTER_PORT
 from ddpkit.launch.local_rank import AUTO, MODES, check_use_env
 from ddpkit.launch.plan import option_flags
 from ddpkit.launch.torchrun import PASSED_ON
+from ddpkit.net.ports import DEFAULT_MASTER_PORT
 
 _DEST = "torchrun_flag_"
 STATIC = "static"

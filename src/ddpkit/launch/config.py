@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ddpkit.errors import UsageError
+from ddpkit.net.ports import DEFAULT_MASTER_PORT
 
-DEFAULT_MASTER_PORT = 29500
 DEFAULT_CONNECT_TIMEOUT = 60.0
 DEFAULT_RDZV_TIMEOUT = 600  # torch's own default for the static rendezvous
 

@@ -29,7 +29,6 @@ from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 from ddpkit.errors import ConfigError, JobFailed
 
 SCHEME = "ddpk://"
-DEFAULT_JOIN_PORT = 29400  # c10d's default rendezvous port
 TOKEN_ENV = "DDPKIT_JOIN_TOKEN"  # where `ddpkit join` finds the token when none is given
 _TOKEN = re.compile(
     r"ddpk://(?:\[(?P<v6>[0-9A-Fa-f:.]+)\]|(?P<v4>[0-9.]+)):(?P<port>\d{1,5})"

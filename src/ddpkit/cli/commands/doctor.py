@@ -17,6 +17,7 @@ from ddpkit.cli import render
 from ddpkit.cli.console import Console
 from ddpkit.cli.options import add_flag, add_json_flag
 from ddpkit.errors import ExitCode, UsageError
+from ddpkit.net.ports import DEFAULT_MASTER_PORT
 from ddpkit.report import document
 
 if TYPE_CHECKING:
@@ -42,7 +43,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     add_flag(parser, "--master-addr", metavar="ADDR",
              help="preflight: also check the route to the master; cluster mode: node 0's "
              "address, where the nodes meet")
-    add_flag(parser, "--master-port", metavar="PORT", type=int, default=29500,
+    add_flag(parser, "--master-port", metavar="PORT", type=int, default=DEFAULT_MASTER_PORT,
              help="preflight: the master port to check; cluster mode: the port the nodes meet "
              "on, free on node 0 (default 29500)")
     add_flag(parser, "--nnodes", metavar="N", type=int, default=None,

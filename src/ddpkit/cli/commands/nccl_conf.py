@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import pwd
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -36,6 +35,7 @@ from ddpkit.ncclconf.effective import (
     Setting,
     load_effective,
 )
+from ddpkit.ncclconf.home import nccl_home
 from ddpkit.ncclconf.problems import NcclConfWarning
 from ddpkit.report import document
 
@@ -47,14 +47,6 @@ HELP = "show or persist NCCL settings (nccl.conf) with provenance"
 SCHEMA_KIND, SCHEMA_VERSION = "nccl-conf", 1
 
 SYSTEM_CONF = Path("/etc/nccl.conf")
-
-
-def nccl_home() -> Path:
-    """The directory NCCL takes ``~`` from: the account's home in the password database."""
-    try:
-        return Path(pwd.getpwuid(os.getuid()).pw_dir)
-    except KeyError:  # no passwd entry (some containers): NCCL then reads no ~/.nccl.conf
-        return Path.home()
 
 
 def local_interfaces() -> tuple[Nic, ...]:

@@ -12,12 +12,13 @@ import importlib.util
 import os
 import re
 import resource
-import shutil
 import socket
-import subprocess
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from ddpkit import nvidia_smi
+from ddpkit.net.ports import DEFAULT_MASTER_PORT
 
 NVIDIA_SMI_TIMEOUT = 15.0
 UNLIMITED = -1
@@ -52,7 +53,7 @@ class LocalFacts:
     gpu_error: str = ""
     torch_version: str | None = None
     torch_cuda: str | None = None  # the CUDA version torch was built for; None: CPU build
-    master_port: int = 29500
+    master_port: int = DEFAULT_MASTER_PORT
     master_port_free: bool | None = None  # None: not checked
 
 
@@ -71,18 +72,10 @@ def _bind_free(port: int) -> bool:
 
 
 def _nvidia_smi() -> tuple[tuple[str, ...] | None, str]:
-    tool = shutil.which("nvidia-smi")
-    if tool is None:
+    answer = nvidia_smi.ask(["-L"], NVIDIA_SMI_TIMEOUT)
+    if not answer.found:
         return None, ""
-    try:
-        proc = subprocess.run([tool, "-L"], capture_output=True, text=True,
-                              timeout=NVIDIA_SMI_TIMEOUT, check=False)
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        return (), f"nvidia-smi -L did not answer: {exc}"
-    if proc.returncode != 0:
-        lines = (proc.stderr or proc.stdout).strip().splitlines()
-        return (), lines[-1] if lines else f"nvidia-smi -L exited with status {proc.returncode}"
-    return tuple(line.strip() for line in proc.stdout.splitlines() if line.startswith("GPU ")), ""
+    return tuple(line for line in answer.lines if line.startswith("GPU ")), answer.error
 
 
 def _torch() -> tuple[str | None, str | None]:
@@ -157,7 +150,7 @@ def _limits(value: tuple[int, int]) -> tuple[int, int]:
 
 
 def collect_local_facts(
-    master_port: int = 29500, *, probes: Probes | None = None, root: Path = Path("/")
+    master_port: int = DEFAULT_MASTER_PORT, *, probes: Probes | None = None, root: Path = Path("/")
 ) -> LocalFacts:
     """Everything the local checks need, read now from this machine."""
     probes = probes or Probes()

@@ -7,8 +7,6 @@ settings in effect with their provenance. Built on :mod:`ddpkit.net` and :mod:`d
 
 from __future__ import annotations
 
-import os
-import pwd
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from ddpkit.doctor.checks.model import CheckRow
 from ddpkit.errors import DdpkitError
+from ddpkit.ncclconf.home import nccl_home
 
 if TYPE_CHECKING:
     from ddpkit.ncclconf.effective import EffectiveConfig
@@ -23,14 +22,6 @@ if TYPE_CHECKING:
     from ddpkit.net.interfaces import Nic
     from ddpkit.net.route import Route
     from ddpkit.net.select import Recommendation
-
-
-def nccl_home() -> Path:
-    """The directory NCCL takes ``~`` from: the account's home in the password database."""
-    try:
-        return Path(pwd.getpwuid(os.getuid()).pw_dir)
-    except KeyError:
-        return Path.home()
 
 
 def interface_row(choice: Recommendation | None, problem: DdpkitError | None) -> CheckRow:

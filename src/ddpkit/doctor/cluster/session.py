@@ -20,13 +20,12 @@ from __future__ import annotations
 import datetime
 import platform
 import secrets
-import shutil
-import subprocess
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from ddpkit import nvidia_smi
 from ddpkit.doctor.cluster import model
 from ddpkit.doctor.cluster.matrix import plan_probes
 from ddpkit.doctor.cluster.model import Candidate, Fingerprint, NodeRecord, ProbeReport
@@ -34,6 +33,7 @@ from ddpkit.doctor.cluster.report import MeetingOutcome
 from ddpkit.doctor.cluster.sockets import PROBE_PHASE_S, EchoListener, probe_all
 from ddpkit.errors import ConfigError, NetworkProblem, UsageError
 from ddpkit.launch.store_client import first_line
+from ddpkit.net.ports import DEFAULT_MASTER_PORT
 
 if TYPE_CHECKING:
     from ddpkit.net.interfaces import Nic
@@ -52,7 +52,7 @@ class ClusterOptions:
     nnodes: int
     node_rank: int
     master_addr: str
-    master_port: int = 29500
+    master_port: int = DEFAULT_MASTER_PORT
     timeout_s: float = 30.0
     listen_host: str | None = None  # bind the echo listener to one address (loopback tests)
 
@@ -96,19 +96,13 @@ def local_candidates(nics: Sequence[Nic]) -> tuple[Candidate, ...]:
 
 def _gpus() -> tuple[int | None, str]:
     """(GPU count, driver version) from nvidia-smi, which does not initialise CUDA."""
-    tool = shutil.which("nvidia-smi")
-    if tool is None:
+    answer = nvidia_smi.ask(["--query-gpu=driver_version", "--format=csv,noheader"],
+                            NVIDIA_SMI_TIMEOUT_S)
+    if not answer.found:
         return None, "n/a"
-    try:
-        proc = subprocess.run([tool, "--query-gpu=driver_version", "--format=csv,noheader"],
-                              capture_output=True, text=True, timeout=NVIDIA_SMI_TIMEOUT_S,
-                              check=False)
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        return 0, f"nvidia-smi failed: {exc}"[:80]
-    if proc.returncode != 0:
-        return 0, f"nvidia-smi exit {proc.returncode}"
-    lines = [line.strip() for line in proc.stdout.splitlines() if line.strip()]
-    return len(lines), ",".join(sorted(set(lines))) or "n/a"
+    if answer.error:
+        return 0, answer.error[:80]
+    return len(answer.lines), ",".join(sorted(set(answer.lines))) or "n/a"
 
 
 def _torch_versions() -> tuple[str, str, str]:
@@ -132,8 +126,8 @@ def collect_fingerprint(env: Mapping[str, str], *, hostname: str | None = None) 
     import socket
 
     from ddpkit import __version__
-    from ddpkit.doctor.checks.network import nccl_home
     from ddpkit.ncclconf.effective import load_effective
+    from ddpkit.ncclconf.home import nccl_home
 
     settings: dict[str, str] = {k: v for k, v in env.items() if k.startswith("GLOO_")}
     origins: dict[str, str] = {}
@@ -181,8 +175,8 @@ def _check_master_side(options: ClusterOptions, nics: Sequence[Nic]) -> str:
     """On node 0: the master address is this node's own and the port is free. Returns the
     interface holding it; on a worker: the interface the route to the master leaves by."""
     from ddpkit.launch.preflight import check_port_free
+    from ddpkit.net.interfaces import interface_holding
     from ddpkit.net.route import resolve, route_to
-    from ddpkit.net.select import interface_holding
 
     addresses = resolve(options.master_addr)
     if options.node_rank == 0:

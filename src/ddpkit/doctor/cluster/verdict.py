@@ -16,8 +16,8 @@ from typing import Any
 
 from ddpkit.doctor.cluster.matrix import Matrix, reach_counts
 from ddpkit.doctor.cluster.model import Candidate, NodeRecord
+from ddpkit.net.ports import DEFAULT_MASTER_PORT
 
-DEFAULT_MASTER_PORT = 29500
 SEARCH_STEP_LIMIT = 100_000
 SCRIPT_PLACEHOLDER = "train.py"
 
