@@ -7,6 +7,7 @@ from pathlib import Path
 from ddpkit.launch.tracebacks import (
     PythonException,
     common_exception,
+    exit_abort_fix,
     known_fix,
     last_exception,
     without_warnings,
@@ -89,3 +90,11 @@ def test_known_fixes() -> None:
     assert "pip install numpy" in (known_fix(PythonException("RuntimeError",
                                                              "Numpy is not available")) or "")
     assert known_fix(PythonException("ValueError", "bad value")) is None
+
+
+def test_an_abort_at_interpreter_exit_gets_its_fix() -> None:
+    lines = (FIXTURES / "exit-abort-torchrun.log").read_text().splitlines()
+    fix = exit_abort_fix(lines, -6)
+    assert fix is not None and "gc.collect()" in fix and "destroy_process_group" in fix
+    assert exit_abort_fix(lines, 1) is None  # not a SIGABRT
+    assert exit_abort_fix([line for line in lines if "terminate called" not in line], -6) is None

@@ -27,6 +27,7 @@ from ddpkit.launch.torchrun import AgentTracebackFilter, RankFailure, describe_e
 from ddpkit.launch.tracebacks import (
     PythonException,
     common_exception,
+    exit_abort_fix,
     known_fix,
     last_exception,
     without_warnings,
@@ -95,6 +96,13 @@ class NodeResult:
         """The Python exception the first failed rank died of, from its stderr log."""
         failure = self.root_cause or (self.failures[0] if self.failures else None)
         return None if failure is None else last_exception(self._stderr_lines(failure.local_rank))
+
+    def exit_fix(self) -> str | None:
+        """The fix for a first failure that is a known crash at interpreter exit, if it is one."""
+        failure = self.root_cause or (self.failures[0] if self.failures else None)
+        if failure is None:
+            return None
+        return exit_abort_fix(self._stderr_lines(failure.local_rank), failure.exitcode)
 
     def _raised_by_every_failed_rank(self, raised: PythonException) -> bool:
         per_rank = [last_exception(self._stderr_lines(f.local_rank)) for f in self.failures]
@@ -249,7 +257,7 @@ def execute(plan: NodePlan, events: LaunchEvents, *,
                         details=result.to_dict())
     if not result.ok:
         raised = result.exception()
-        fix = known_fix(raised) if raised is not None else None
+        fix = known_fix(raised) if raised is not None else result.exit_fix()
         raise JobFailed("job-failed", result.summary(),
                         (f"{fix}; " if fix else "") +
                         f"all output is in {plan.run_dir}; `ddpkit doctor --log {plan.run_dir}/"

@@ -124,3 +124,20 @@ def known_fix(raised: PythonException) -> str | None:
     if "Numpy is not available" in raised.message:
         return "install numpy for the Python that runs the ranks on every node (`pip install numpy`)"
     return None
+
+
+# torch 2.x with Gloo: a Gloo worker thread that releases the last collective's work while Python
+# is shutting down takes the GIL, is ended by the interpreter, and the C++ runtime aborts. The rank
+# has finished its work by then. Seen here with torch 2.13 on CPU in about 1 run in 12 of a
+# 4-rank DDP script under load; described in pytorch/pytorch PR 179291 (2026).
+EXIT_ABORT_LINE = "terminate called without an active exception"
+
+
+def exit_abort_fix(stderr_lines: Sequence[str], exitcode: int) -> str | None:
+    """The fix when a rank died of SIGABRT with the C++ runtime's exit-time abort line."""
+    if exitcode != -6 or not any(EXIT_ABORT_LINE in line for line in stderr_lines):
+        return None
+    return ("the rank aborted while Python was shutting down, a known torch/Gloo problem when a "
+            "DDP model still holds the process group at exit: in the script, free the model and "
+            "call gc.collect() before dist.destroy_process_group() (`del model, optimizer; "
+            "gc.collect()`)")

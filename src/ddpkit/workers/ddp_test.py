@@ -12,6 +12,7 @@ import argparse
 import contextlib
 import datetime
 import fcntl
+import gc
 import json
 import os
 import socket
@@ -311,6 +312,7 @@ def main(argv: list[str] | None = None) -> int:
             "ranks": reports,
         })
     run.stage("done")
+    gc.collect()  # nothing of Gloo's may be left for interpreter exit (see launch/tracebacks.py)
     dist.destroy_process_group()
     return 0 if ok else 1
 

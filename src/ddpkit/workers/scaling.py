@@ -33,6 +33,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import datetime
+import gc
 import json
 import math
 import os
@@ -300,6 +301,7 @@ def process_group(backend: str, timeout: float) -> Iterator[None]:
     try:
         yield
     finally:
+        gc.collect()  # nothing of Gloo's may be left for interpreter exit (launch/tracebacks.py)
         dist.destroy_process_group()
 
 

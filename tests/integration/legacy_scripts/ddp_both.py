@@ -4,6 +4,7 @@ Written for ddpkit's tests (source: the seed page's procedure, /work/shared/seed
 argparse idiom of such scripts)."""
 
 import argparse
+import gc
 import os
 
 import torch
@@ -31,4 +32,8 @@ for _ in range(args.steps):
     model(torch.randn(8, 16, device=device)).pow(2).mean().backward()
     optimizer.step()
 print(f"rank {dist.get_rank()} local_rank {args.local_rank} finished {args.steps} steps", flush=True)
+# Free the model before the group: torch 2.13's Gloo can abort at interpreter exit otherwise
+# (ddpkit's launch summary names it; tests/fixtures/tracebacks/exit-abort-torchrun.log).
+del model, optimizer
+gc.collect()
 dist.destroy_process_group()
