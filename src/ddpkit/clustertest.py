@@ -30,6 +30,9 @@ def worker_args(report_dir: Path, *, backend: str, quick: bool, pg_timeout: floa
     ]
 
 
+MAX_RANK_COLUMNS = 8  # beyond this many ranks, the healthy ones share one column
+
+
 @dataclass(frozen=True)
 class TestVerdict:
     ok: bool
@@ -43,22 +46,33 @@ class TestVerdict:
 
     def rows(self) -> tuple[list[str], list[list[str]]]:
         """A check × rank table: one short column per rank, then the detail (rank 0's, or the
-        first failing rank's), so it stays narrow with many ranks."""
-        headers = ["check"] + [f"r{r['rank']}@{r.get('host', '?')}" for r in self.ranks] + ["detail"]
+        first failing rank's). Beyond ``MAX_RANK_COLUMNS`` ranks, the ranks with a failed or
+        missing check keep their columns and all the others share one summary column, so the
+        table fits a terminal at any world size."""
+        shown = list(self.ranks)
+        others: list[dict[str, Any]] = []
+        if len(shown) > MAX_RANK_COLUMNS:
+            shown = [r for r in self.ranks if _has_trouble(r)][:MAX_RANK_COLUMNS]
+            others = [r for r in self.ranks if r not in shown]
+        headers = ["check"] + [f"r{r['rank']}@{r.get('host', '?')}" for r in shown]
+        if others:
+            headers.append(f"{len(others)} other ranks")
+        headers.append("detail")
         rows = []
         for name in CHECK_ORDER:
             row = [name]
             detail = ""
             for report in self.ranks:
-                entry = next((c for c in report.get("checks", []) if c["name"] == name), None)
+                entry = _entry(report, name)
                 if entry is None:
-                    row.append("-")
                     continue
-                row.append("ok" if entry["ok"] else "FAIL")
                 if not entry["ok"] and not detail.startswith("rank"):
                     detail = f"rank {report['rank']}: {entry.get('detail', '')}"
                 elif not detail:
                     detail = str(entry.get("detail", ""))
+            row += [_cell(_entry(report, name)) for report in shown]
+            if others:
+                row.append(_summary_cell([_cell(_entry(report, name)) for report in others]))
             rows.append(row + [detail])
         return headers, rows
 
@@ -152,6 +166,27 @@ def _load(path: Path) -> dict[str, Any] | None:
     except (OSError, ValueError):
         return None
     return doc if isinstance(doc, dict) else None
+
+
+def _entry(report: dict[str, Any], name: str) -> dict[str, Any] | None:
+    return next((c for c in report.get("checks", []) if c["name"] == name), None)
+
+
+def _cell(entry: dict[str, Any] | None) -> str:
+    return "-" if entry is None else ("ok" if entry["ok"] else "FAIL")
+
+
+def _has_trouble(report: dict[str, Any]) -> bool:
+    entries = [_entry(report, name) for name in CHECK_ORDER]
+    return bool(report.get("error")) or any(e is None or not e["ok"] for e in entries)
+
+
+def _summary_cell(cells: list[str]) -> str:
+    """``ok`` when every rank's cell is ok, else the counts, e.g. ``ok 13, - 1``."""
+    counts = {cell: cells.count(cell) for cell in ("ok", "FAIL", "-") if cell in cells}
+    if list(counts) == ["ok"]:
+        return "ok"
+    return ", ".join(f"{cell} {count}" for cell, count in counts.items())
 
 
 def _size_text(size: int) -> str:

@@ -70,3 +70,29 @@ def test_worker_arguments_and_deadline() -> None:
     assert args[:4] == ["--report-dir", "/r", "--backend", "gloo"]
     assert "--timeout" in args and args[args.index("--timeout") + 1] == "40"
     assert default_job_timeout(40) > 2 * 40
+
+
+def test_sixteen_ranks_keep_failing_ranks_and_summarise_the_rest(tmp_path: Path) -> None:
+    ranks = [_rank(r, f"node{r}", failing="ddp" if r in (5, 11) else None) for r in range(16)]
+    _write(tmp_path, ranks, ok=False)
+    headers, rows = read_verdict(tmp_path).rows()
+    assert headers == ["check", "r5@node5", "r11@node11", "14 other ranks", "detail"]
+    ddp = next(row for row in rows if row[0] == "ddp")
+    assert ddp == ["ddp", "FAIL", "FAIL", "ok", "rank 5: boom"]
+    assert all(row[3] == "ok" for row in rows)
+
+
+def test_sixteen_healthy_ranks_are_one_summary_column(tmp_path: Path) -> None:
+    ranks = [_rank(r, f"node{r}") for r in range(16)]
+    del ranks[3]["checks"][0]  # one rank never reported its first check
+    _write(tmp_path, ranks, ok=False)
+    headers, rows = read_verdict(tmp_path).rows()
+    assert headers == ["check", "r3@node3", "15 other ranks", "detail"]
+    first = rows[0]
+    assert first[1] == "-" and first[2] == "ok"
+
+
+def test_eight_ranks_still_get_a_column_each(tmp_path: Path) -> None:
+    _write(tmp_path, [_rank(r, f"n{r}") for r in range(8)], ok=True)
+    headers, _ = read_verdict(tmp_path).rows()
+    assert headers == ["check", *[f"r{r}@n{r}" for r in range(8)], "detail"]
