@@ -137,3 +137,42 @@ def test_cluster_doctor_against_a_silent_master_port_ends_within_its_timeout(
     assert done.returncode == 5, done.stderr[-2000:]
     assert "error [master-unreachable]" in done.stderr and "never answered" in done.stderr
     assert took < 15 + 10, took
+
+
+@pytest.mark.timeout(150)
+@pytest.mark.parametrize("rdzv_timeout", ["40", "5"])
+def test_a_worker_started_long_before_its_master_still_joins(tmp_path: Path,
+                                                             rdzv_timeout: str) -> None:
+    """A master 10 s late is no failure: with --rdzv-timeout >= --connect-timeout the worker runs
+    torchrun while it probes (torch's start-up overlaps the master's) and its rendezvous clock
+    starts when the master answers; with a shorter --rdzv-timeout (torchrun would give up on the
+    master's store first) it waits for the master before starting torchrun."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    script = tmp_path / "train.py"
+    script.write_text("import torch.distributed as dist\ndist.init_process_group('gloo')\n"
+                      "dist.barrier()\nprint('rank', dist.get_rank(), 'met')\n"
+                      "dist.destroy_process_group()\n")
+    common = ["--nnodes", "2", "--master-addr", "127.0.0.1", "--master-port", str(port),
+              "--rdzv-timeout", rdzv_timeout, "--connect-timeout", "40"]
+    procs = []
+    try:
+        for rank, delay in ((1, 0.0), (0, 10.0)):
+            time.sleep(delay)
+            procs.append(subprocess.Popen(
+                [sys.executable, "-m", "ddpkit", "launch", *common, "--node-rank", str(rank),
+                 "--run-dir", str(tmp_path / f"node{rank}"), str(script)],
+                env=_env(), text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE))
+        results = [proc.communicate(timeout=100) for proc in procs]
+    finally:
+        for proc in procs:
+            if proc.poll() is None:
+                proc.kill()
+                proc.communicate()
+    for proc, (_out, err) in zip(procs, results):
+        assert proc.returncode == 0, err[-2000:]
+    assert "rank 0 met" in results[1][0] and "rank 1 met" in results[0][0]
+    leftovers = [p for p in psutil.process_iter(["cmdline"])
+                 if str(tmp_path) in " ".join(p.info["cmdline"] or [])]
+    assert leftovers == [], leftovers

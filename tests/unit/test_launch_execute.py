@@ -115,3 +115,15 @@ def test_should_stop_ends_the_tree_with_its_reason(tmp_path: Path) -> None:
                           should_stop=lambda: "rank 3 failed" if pidfile.exists() else None)
     assert outcome.stopped == "rank 3 failed"
     assert not _alive(_wait_file(pidfile))
+
+
+def test_a_start_deadline_counts_from_its_own_clock() -> None:
+    from ddpkit.launch.execute import StartDeadline
+
+    fixed = StartDeadline(5, "late")
+    assert not fixed.passed(100.0, 104.0) and fixed.passed(100.0, 106.0)
+    origin: list[float] = []
+    deferred = StartDeadline(5, "late", lambda: origin[0] if origin else None)
+    assert not deferred.passed(100.0, 500.0)  # the clock has not started: no deadline yet
+    origin.append(400.0)
+    assert not deferred.passed(100.0, 404.0) and deferred.passed(100.0, 406.0)

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import socket
+import time
 
 import pytest
 
@@ -64,3 +65,18 @@ def test_a_busy_port_suggests_the_flag_that_moves_it() -> None:
     assert info.value.message.startswith(f"job-store port (token mode) {port} is already in use")
     assert info.value.hint.endswith(f"e.g. --join-port {port + 1}")
     assert "\n" not in info.value.message
+
+
+def test_a_cancelled_wait_returns_without_raising() -> None:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]  # nothing listens
+    calls = []
+
+    def cancelled() -> bool:
+        calls.append(1)
+        return len(calls) > 3
+
+    start = time.monotonic()
+    wait_for_master("127.0.0.1", port, source=None, ifname="lo", timeout=30, cancelled=cancelled)
+    assert time.monotonic() - start < 5 and len(calls) == 4

@@ -62,10 +62,17 @@ def die_with_parent(parent_pid: int) -> Callable[[], None]:
 
 @dataclass(frozen=True)
 class StartDeadline:
-    """Stop the run, with ``reason``, if it has started no child process after ``seconds``."""
+    """Stop the run, with ``reason``, if it has started no child process ``seconds`` after the
+    clock started: the process's start, or the monotonic time ``started_at()`` gives once it is
+    not None (a worker's clock starts when the master answered)."""
 
     seconds: float
     reason: str
+    started_at: Callable[[], float | None] | None = None
+
+    def passed(self, process_start: float, now: float) -> bool:
+        origin = process_start if self.started_at is None else self.started_at()
+        return origin is not None and now - origin > self.seconds
 
 
 class DescendantTracker:
@@ -148,7 +155,7 @@ def run_process(
                 break
             stopped = should_stop() if should_stop is not None else None
             if not stopped and start_deadline is not None and not tracker.seen \
-                    and time.monotonic() - start > start_deadline.seconds:
+                    and start_deadline.passed(start, time.monotonic()):
                 stopped = start_deadline.reason
             if stopped:
                 _terminate(proc, tracker, grace)

@@ -9,6 +9,8 @@ from collections.abc import Callable
 
 from ddpkit.errors import NetworkProblem
 
+RETRY_S = 0.25  # between connects to a master that is not up yet
+
 
 def check_port_free(port: int, bind_address: str = "", *, flag: str = "--master-port",
                     what: str = "master port", fix: str = "on every node") -> None:
@@ -59,17 +61,22 @@ def wait_for_master(
     on_retry: Callable[[str, float], None] | None = None,
     clock: Callable[[], float] = time.monotonic,
     sleep: Callable[[float], None] = time.sleep,
+    cancelled: Callable[[], bool] | None = None,
 ) -> float:
     """TCP-connect to the master's rendezvous port (from ``source``) until it answers.
 
-    Retries until ``timeout``: a master that is not started yet refuses connections, one that is not
-    reachable times out. Returns the seconds waited; raises ``master-unreachable`` with what was tried.
+    Retries every ``RETRY_S`` until ``timeout``: a master that is not started yet refuses
+    connections (at once: retrying often costs nothing), one that is not reachable times out.
+    Returns the seconds waited, also when ``cancelled()`` turns true (the caller no longer needs
+    the answer); raises ``master-unreachable`` with what was tried.
     """
     start = clock()
     deadline = start + timeout
     attempts = 0
     last_error = "no attempt made"
     while True:
+        if cancelled is not None and cancelled():
+            return clock() - start
         attempts += 1
         remaining = deadline - clock()
         family = socket.AF_INET6 if ":" in address else socket.AF_INET
@@ -86,7 +93,7 @@ def wait_for_master(
             break
         if on_retry is not None:
             on_retry(last_error, clock() - start)
-        sleep(min(1.0, max(0.0, deadline - clock())))
+        sleep(min(RETRY_S, max(0.0, deadline - clock())))
     via = f" from {source} on {ifname}" if source else f" via {ifname}"
     raise NetworkProblem(
         "master-unreachable",

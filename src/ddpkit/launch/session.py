@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import glob
 import os
+import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -12,6 +13,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from ddpkit.errors import (
+    DdpkitError,
     DeadlineExceeded,
     EnvironmentProblem,
     Interrupted,
@@ -150,7 +152,7 @@ RENDEZVOUS_STOPPED = "the rendezvous did not complete"
 RENDEZVOUS_GRACE_S = 2.0  # torchrun's own start-up before its rendezvous clock starts
 
 
-def _rendezvous_deadline(plan: NodePlan) -> StartDeadline | None:
+def _rendezvous_deadline(plan: NodePlan, probe: MasterProbe | None) -> StartDeadline | None:
     """torchrun starts no worker until every node has met; past --rdzv-timeout it never will.
 
     torchrun's own timeout does not cover a master port that accepts and never answers (torch's
@@ -158,7 +160,8 @@ def _rendezvous_deadline(plan: NodePlan) -> StartDeadline | None:
     """
     if not plan.config.multi_node:
         return None
-    return StartDeadline(plan.config.rdzv_timeout + RENDEZVOUS_GRACE_S, RENDEZVOUS_STOPPED)
+    return StartDeadline(plan.config.rdzv_timeout + RENDEZVOUS_GRACE_S, RENDEZVOUS_STOPPED,
+                         None if probe is None else probe.answered_at)
 
 
 def _rendezvous_message(plan: NodePlan) -> str:
@@ -196,18 +199,64 @@ def prepare(config: LaunchConfig, env: Mapping[str, str], *, home: Path, cwd: Pa
                      peer_command=peer_command)
 
 
-def preflight(plan: NodePlan, events: LaunchEvents) -> None:
+class MasterProbe:
+    """A worker's check that the master's port answers, run while torchrun starts (torch's import
+    alone takes seconds, and waiting for the master first put that after the master's start).
+    ``failure`` is the ``master-unreachable`` error once the probe gave up."""
+
+    def __init__(self, plan: NodePlan) -> None:
+        self.plan = plan
+        self.failure: DdpkitError | None = None
+        self.answered: float | None = None  # monotonic time the master's port accepted
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="ddpkit-master-probe", daemon=True)
+
+    def start(self) -> MasterProbe:
+        self._thread.start()
+        return self
+
+    def _run(self) -> None:
+        config = self.plan.config
+        try:
+            wait_for_master(config.master_addr, config.master_port,
+                            source=self.plan.interface.address, ifname=self.plan.interface.ifname,
+                            timeout=config.connect_timeout, cancelled=self._done.is_set)
+            self.answered = time.monotonic()
+        except DdpkitError as exc:
+            self.failure = exc
+        finally:
+            self._done.set()
+
+    def answered_at(self) -> float | None:
+        return self.answered
+
+    def stop_reason(self) -> str | None:
+        return "the master did not answer" if self.failure is not None else None
+
+    def finish(self) -> None:
+        """Stop probing (torchrun has ended) and wait for the probe thread."""
+        self._done.set()
+        self._thread.join(timeout=5)
+
+
+def preflight(plan: NodePlan, events: LaunchEvents) -> MasterProbe | None:
+    """The master checks its port is free; a worker probes the master.
+
+    The probe runs while torchrun starts (returned) when torchrun's own wait for the master's
+    store, --rdzv-timeout, is at least the probe's --connect-timeout; with a shorter rendezvous
+    timeout torchrun would give up first, so the worker waits for the master before starting it.
+    """
     config = plan.config
     if config.is_master and not config.has_torchrun_option("--standalone"):
         check_port_free(config.master_port)
     elif config.multi_node:
         events.waiting(f"waiting for the master {config.master_addr}:{config.master_port} "
                        f"(via {plan.interface.ifname}, up to {config.connect_timeout:g} s)")
-        wait_for_master(
-            config.master_addr, config.master_port,
-            source=plan.interface.address, ifname=plan.interface.ifname,
-            timeout=config.connect_timeout,
-        )
+        if config.rdzv_timeout >= config.connect_timeout:
+            return MasterProbe(plan).start()
+        wait_for_master(config.master_addr, config.master_port, source=plan.interface.address,
+                        ifname=plan.interface.ifname, timeout=config.connect_timeout)
+    return None
 
 
 def execute(plan: NodePlan, events: LaunchEvents, *,
@@ -217,7 +266,16 @@ def execute(plan: NodePlan, events: LaunchEvents, *,
     ``should_stop`` lets a job-level supervisor (ssh fan-out, join) stop this node early: it is
     polled while torchrun runs and its answer becomes the reason in the ``job-stopped`` error.
     """
-    preflight(plan, events)
+    probe = preflight(plan, events)
+    try:
+        return _run_node(plan, events, probe, should_stop)
+    finally:
+        if probe is not None:
+            probe.finish()
+
+
+def _run_node(plan: NodePlan, events: LaunchEvents, probe: MasterProbe | None,
+              should_stop: Callable[[], str | None] | None) -> NodeResult:
     try:
         Path(plan.run_dir).mkdir(parents=True, exist_ok=True)
     except OSError as exc:
@@ -225,6 +283,10 @@ def execute(plan: NodePlan, events: LaunchEvents, *,
             "run-dir-unwritable", f"cannot create the run directory {plan.run_dir}: {exc.strerror}",
             "run from a writable directory or pass --run-dir PATH",
         ) from exc
+    stop_checks = [check for check in (should_stop, probe and probe.stop_reason) if check]
+
+    def stop_reason() -> str | None:
+        return next((reason for check in stop_checks if (reason := check())), None)
     shown = AgentTracebackFilter()
     with open(Path(plan.run_dir) / LAUNCHER_LOG, "w", encoding="utf-8") as log:
 
@@ -234,12 +296,14 @@ def execute(plan: NodePlan, events: LaunchEvents, *,
                 events.output(text)
 
         outcome = run_process(plan.argv, plan.env, on_line=on_line,
-                              timeout=plan.config.job_timeout, should_stop=should_stop,
-                              start_deadline=_rendezvous_deadline(plan))
+                              timeout=plan.config.job_timeout, should_stop=stop_reason,
+                              start_deadline=_rendezvous_deadline(plan, probe))
     for text in shown.finish():
         events.output(text)
     root, failures = parse_failures(outcome.tail)
     result = NodeResult(plan=plan, outcome=outcome, root_cause=root, failures=failures)
+    if probe is not None and probe.failure is not None and not outcome.interrupted:
+        raise probe.failure  # torchrun was stopped for it (or failed while the master was away)
     if outcome.interrupted:
         ranks = outcome.descendants_seen
         raise Interrupted(f"stopped torchrun and {ranks} rank process{'' if ranks == 1 else 'es'} "

@@ -1,0 +1,131 @@
+"""What `ddpkit launch` costs over plain torchrun, on a tiny 2-node job on a sim cluster.
+
+The job: init a Gloo process group, one all_reduce, destroy, exit. Each round starts it on both
+nodes of a 2-node sim (network namespaces, private network on eth1) twice, in alternating order:
+once with plain ``torchrun`` given the right interface variable by hand (what a user who already
+knows the answer types), once with ``ddpkit launch`` (which finds the interface itself, checks the
+master, and summarises). The wall time from starting both nodes to both exiting is recorded, and
+the script prints the medians and their ratio, measured in this one run.
+
+Target (issue 13): ratio <= 1.10. Root only. Short mode with --quick or CI=true (3 rounds).
+
+    sudo python benchmarks/launch_overhead.py [--rounds N] [--quick] [--check] [--keep DIR]
+
+--check exits 1 when the ratio is above the target (off by default: a shared box is noisy).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+from pathlib import Path
+
+from ddpkit.sim import SimSpec, down, node_argv, up
+
+TARGET = 1.10
+SCRIPT = textwrap.dedent("""
+    import torch, torch.distributed as dist
+    dist.init_process_group("gloo")
+    t = torch.ones(8)
+    dist.all_reduce(t)
+    assert t[0].item() == dist.get_world_size()
+    dist.destroy_process_group()
+""")
+
+
+def torchrun_argv(node: int, master: str, port: int, script: Path, run_dir: Path) -> list[str]:
+    return ["env", "GLOO_SOCKET_IFNAME=eth1", "NCCL_SOCKET_IFNAME==eth1", "OMP_NUM_THREADS=1",
+            sys.executable, "-m", "torch.distributed.run", "--nnodes", "2", "--node-rank", str(node),
+            "--nproc-per-node", "1", "--master-addr", master, "--master-port", str(port),
+            "--log-dir", str(run_dir), str(script)]
+
+
+def ddpkit_argv(node: int, master: str, port: int, script: Path, run_dir: Path) -> list[str]:
+    return ["env", "OMP_NUM_THREADS=1", sys.executable, "-m", "ddpkit", "launch", "--nnodes", "2",
+            "--node-rank", str(node), "--nproc-per-node", "1", "--master-addr", master,
+            "--master-port", str(port), "--run-dir", str(run_dir), str(script)]
+
+
+def one_job(cluster: object, build: object, master: str, port: int, script: Path,
+            work: Path) -> float:
+    """Seconds from starting both nodes to both exiting; raises SystemExit when one fails."""
+    procs = []
+    started = time.monotonic()
+    try:
+        for node in (1, 0):
+            log = open(work / f"{port}-node{node}.log", "w")  # noqa: SIM115 - closed by the child
+            argv = build(node, master, port, script, work / f"{port}-node{node}")  # type: ignore[operator]
+            procs.append((node, log, subprocess.Popen(node_argv(cluster, node, argv),  # type: ignore[arg-type]
+                                                      stdout=log, stderr=subprocess.STDOUT)))
+        for node, log, proc in procs:
+            code = proc.wait(timeout=120)
+            log.close()
+            if code != 0:
+                raise SystemExit(f"node {node} exited {code}; see {work}/{port}-node{node}.log")
+        return time.monotonic() - started
+    finally:
+        for _, log, proc in procs:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait(timeout=30)
+            log.close()
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=None, help="rounds (default 8; quick 3)")
+    parser.add_argument("--quick", action="store_true", help="short mode (also when CI=true)")
+    parser.add_argument("--check", action="store_true", help=f"exit 1 above {TARGET:g}x")
+    parser.add_argument("--keep", type=Path, default=None, help="keep the logs in this directory")
+    parser.add_argument("--name", default="dkovh", help="sim cluster name")
+    parser.add_argument("--subnet", default="10.213.91.0/24", help="sim private subnet")
+    args = parser.parse_args()
+    if os.geteuid() != 0:
+        print("launch_overhead: needs root (network namespaces); skipped", file=sys.stderr)
+        return 0
+    quick = args.quick or os.environ.get("CI", "").lower() == "true"
+    rounds = args.rounds or (3 if quick else 8)
+    with tempfile.TemporaryDirectory(prefix="ddpkit-overhead-") as tmp:
+        work = args.keep or Path(tmp)
+        work.mkdir(parents=True, exist_ok=True)
+        script = work / "tiny_job.py"
+        script.write_text(SCRIPT)
+        down(args.name)
+        cluster = up(SimSpec(nodes=2, name=args.name, subnet=args.subnet))
+        try:
+            master = cluster.nodes[0].private_address
+            times: dict[str, list[float]] = {"torchrun": [], "ddpkit": []}
+            port = 29600
+            one_job(cluster, torchrun_argv, master, port, script, work)  # warm caches, not counted
+            for index in range(rounds):
+                order = [("torchrun", torchrun_argv), ("ddpkit", ddpkit_argv)]
+                for label, build in order if index % 2 == 0 else order[::-1]:
+                    port += 1
+                    times[label].append(one_job(cluster, build, master, port, script, work))
+        finally:
+            down(args.name)
+    base, ours = statistics.median(times["torchrun"]), statistics.median(times["ddpkit"])
+    ratio = ours / base
+    print(f"tiny 2-node job on a sim, {rounds} round(s), alternating; medians of wall seconds")
+    print(f"torchrun + GLOO_SOCKET_IFNAME by hand: {base:6.2f} s  "
+          f"({', '.join(f'{t:.2f}' for t in times['torchrun'])})")
+    print(f"ddpkit launch:                         {ours:6.2f} s  "
+          f"({', '.join(f'{t:.2f}' for t in times['ddpkit'])})")
+    print(f"ratio ddpkit/torchrun: {ratio:.2f}x (+{ours - base:.2f} s per launch); "
+          f"target <= {TARGET:g}x: {'meets' if ratio <= TARGET else 'misses'}")
+    return 1 if args.check and ratio > TARGET else 0
+
+
+if __name__ == "__main__":
+    from ddpkit.errors import DdpkitError
+
+    try:
+        sys.exit(main())
+    except DdpkitError as exc:
+        sys.exit(f"launch_overhead: {exc.message} ({exc.hint})")
