@@ -56,12 +56,16 @@ def run_ddpkit_subprocess(
     )
 
 
+# A scheduler's variables would give ddpkit a cluster shape (ddpkit.launch.schedulers).
+SCHEDULER_VARS = ("SLURM_", "SKYPILOT_", "PRIMARY_ADDR", "MASTER_ADDR")
+
+
 def clean_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     """This process's environment without any NCCL_*/GLOO_*/TORCH_*/PET_* that could leak in."""
     env = {
         k: v
         for k, v in os.environ.items()
-        if not k.startswith(("NCCL_", "GLOO_", "TORCH_", "PET_", "MASTER_", "DDPKIT_"))
+        if not k.startswith(("NCCL_", "GLOO_", "TORCH_", "PET_", "MASTER_", "DDPKIT_", *SCHEDULER_VARS))
     }
     env.update(extra or {})
     return env
@@ -69,9 +73,10 @@ def clean_env(extra: dict[str, str] | None = None) -> dict[str, str]:
 
 @pytest.fixture(autouse=True)
 def isolated_env(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """No NCCL_*/GLOO_*/TORCH_* from the developer's shell reaches a test."""
+    """No NCCL_*/GLOO_*/TORCH_* (nor a scheduler's layout) from the developer's shell reaches a
+    test."""
     for key in list(os.environ):
-        if key.startswith(("NCCL_", "GLOO_", "PET_", "DDPKIT_")):
+        if key.startswith(("NCCL_", "GLOO_", "PET_", "DDPKIT_", *SCHEDULER_VARS)):
             monkeypatch.delenv(key, raising=False)
     yield
 

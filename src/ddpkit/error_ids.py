@@ -22,6 +22,7 @@ JOB_TIMEOUT = "job-timeout"
 
 _BY_KIND: dict[type[DdpkitError], tuple[str, ...]] = {
     UsageError: (
+        "scheduler-conflict", "slurm-tasks-per-node",
         "bad-algorithm", "bad-assignment", "bad-bench-option", "bad-count", "bad-duration",
         "bad-env", "bad-nnodes", "bad-nodes", "bad-nproc-per-node", "bad-overlap", "bad-port",
         "bad-rate", "bad-rdzv-endpoint", "bad-setting", "bad-size", "bad-ssh-option",
@@ -33,6 +34,7 @@ _BY_KIND: dict[type[DdpkitError], tuple[str, ...]] = {
         "standalone-multi-node", "unknown-command", "virtual-local-rank-conflict",
     ),
     ConfigError: (
+        "bad-hostlist", "bad-scheduler-env",
         "bad-address", "bad-comm-hook", "bad-env-file", "bad-env-wire", "bad-host",
         "bad-hostfile", "bad-hosts", "bad-interface-name", "bad-job", "bad-remote-program",
         "bad-token", "bad-variable-name", "bench-field", "bench-not-json", "bench-schema",

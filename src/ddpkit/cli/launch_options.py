@@ -25,16 +25,24 @@ from ddpkit.launch.plan import NodePlan
 from ddpkit.net.ports import DEFAULT_MASTER_PORT
 from ddpkit.report import document
 
+# The cluster flags' defaults: a flag still at its default may be filled from a scheduler's
+# environment (apply_scheduler_layout).
+CLUSTER_DEFAULTS: dict[str, Any] = {"nnodes": 1, "node_rank": 0, "master_addr": None,
+                                    "master_port": DEFAULT_MASTER_PORT, "nproc_per_node": "1"}
+
 
 def add_launch_options(parser: argparse.ArgumentParser) -> None:
-    group = parser.add_argument_group("cluster (torchrun's spellings work too)")
-    add_flag(group, "--nnodes", type=_nnodes, default=1, help="number of machines (default 1)")
-    add_flag(group, "--node-rank", type=int, default=0, help="this machine's rank, 0 = master")
-    add_flag(group, "--master-addr", default=None,
+    group = parser.add_argument_group("cluster (torchrun's spellings work too; inside Slurm, a "
+                                      "PyTorchJob, RunPod or SkyPilot they come from there)")
+    add_flag(group, "--nnodes", type=_nnodes, default=CLUSTER_DEFAULTS["nnodes"],
+             help="number of machines (default 1)")
+    add_flag(group, "--node-rank", type=int, default=CLUSTER_DEFAULTS["node_rank"],
+             help="this machine's rank, 0 = master")
+    add_flag(group, "--master-addr", default=CLUSTER_DEFAULTS["master_addr"],
              help="the master's private address (default 127.0.0.1 for one node)")
-    add_flag(group, "--master-port", type=int, default=DEFAULT_MASTER_PORT,
+    add_flag(group, "--master-port", type=int, default=CLUSTER_DEFAULTS["master_port"],
              help=f"rendezvous port on the master (default {DEFAULT_MASTER_PORT})")
-    add_flag(group, "--nproc-per-node", default="1",
+    add_flag(group, "--nproc-per-node", default=CLUSTER_DEFAULTS["nproc_per_node"],
              help="processes on this machine, usually its GPU count (default 1; 'auto' allowed)")
     add_flag(group, "--ifname", default=None,
              help="force the inter-node interface (default: the route to the master)")
@@ -109,8 +117,57 @@ def config_from_args(args: argparse.Namespace, *, entry: str, entry_args: list[s
         rdzv_timeout=args.rdzv_timeout, max_restarts=args.max_restarts, run_dir=args.run_dir,
         job_timeout=args.job_timeout, entry=entry, entry_args=tuple(entry_args),
         is_module=is_module, extra_env=tuple(extra_env),
+        cluster_sources=tuple(getattr(args, "cluster_sources", ())),
         **(launch_only or _torch_fields(args)),
     )
+
+
+def apply_scheduler_layout(args: argparse.Namespace, env: dict[str, str]) -> tuple[str, ...]:
+    """Fill the cluster flags the user left at their defaults from the scheduler or platform
+    whose variables ``env`` holds (ddpkit.launch.schedulers); remember each field's source in
+    ``args.cluster_sources``. Returns the notes (traps noticed) to show. With --hosts/--hostfile
+    the host list decides and the environment is not read."""
+    given = {name: getattr(args, name) for name, default in CLUSTER_DEFAULTS.items()
+             if getattr(args, name) != default}
+    sources = {name: ("flag" if name in given else "default") for name in CLUSTER_DEFAULTS}
+    if getattr(args, "hosts", None) or getattr(args, "hostfile", None):
+        args.cluster_sources = tuple(sources.items())
+        return ()
+    from ddpkit.launch import schedulers
+
+    layout = schedulers.detect(env, resolve=_resolve_host, hostnames=_scontrol_hostnames)
+    if layout is None:
+        args.cluster_sources = tuple(sources.items())
+        return ()
+    merged = schedulers.merge_flags(layout, given)
+    for name, value in merged.items():
+        setattr(args, name, int(str(value)) if name in ("nnodes", "node_rank", "master_port")
+                else value)
+        if name not in given:
+            sources[name] = f"{layout.scheduler}: {layout.sources.get(name, '?')}"
+    args.cluster_sources = tuple(sources.items())
+    return layout.notes
+
+
+def _resolve_host(name: str) -> str:
+    import socket
+
+    return str(socket.getaddrinfo(name, None, type=socket.SOCK_STREAM)[0][4][0])
+
+
+def _scontrol_hostnames(listed: str) -> list[str] | None:
+    import shutil
+    import subprocess
+
+    tool = shutil.which("scontrol")
+    if tool is None:
+        return None
+    try:
+        done = subprocess.run([tool, "show", "hostnames", listed], capture_output=True, text=True,
+                              timeout=10, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return [line.strip() for line in done.stdout.splitlines() if line.strip()] or None
 
 
 def _torch_fields(args: argparse.Namespace) -> dict[str, Any]:
@@ -173,6 +230,11 @@ def print_plan(console: Console, plan: NodePlan) -> None:
         render.line(console, "environment set for the workers: nothing (loopback needs no interface "
                              "variable)" if plan.interface.source == "loopback" else
                              "environment set for the workers: nothing")
+    if any(source not in ("flag", "default") for _, source in plan.config.cluster_sources):
+        render.line(console, "cluster from the environment:")
+        for name, source in plan.config.cluster_sources:
+            value = getattr(plan.config, name)
+            render.line(console, f"  --{name.replace('_', '-')} {value}  ({source})")
     if plan.local_rank.mode:
         render.line(console, f"local-rank argument: {plan.local_rank.describe()}")
     for text in plan.config.notes:

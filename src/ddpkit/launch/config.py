@@ -37,6 +37,9 @@ class LaunchConfig:
     torchrun_options: tuple[tuple[str, str | None], ...] = field(default=())
     # ^ the user's own torchrun flags (canonical spelling, value or None for a switch), passed on
     notes: tuple[str, ...] = field(default=())  # how the user's torchrun flags were read
+    cluster_sources: tuple[tuple[str, str], ...] = field(default=())
+    # ^ where nnodes, node_rank, master_addr, master_port, nproc_per_node came from (flag,
+    #   default, or a scheduler's variable: ddpkit.launch.schedulers), in that order
 
     def __post_init__(self) -> None:
         if self.nnodes < 1:

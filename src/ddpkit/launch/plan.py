@@ -80,6 +80,7 @@ class NodePlan:
             "log_dir": self.log_dir,
             "local_rank_arg": self.local_rank.to_dict(),
             "notes": list(self.config.notes),
+            "cluster_sources": dict(self.config.cluster_sources),
         }
 
 

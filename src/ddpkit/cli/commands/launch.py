@@ -8,6 +8,7 @@ from the master with a join token the other machines paste (``--nnodes N``, no m
 from __future__ import annotations
 
 import argparse
+import os
 from typing import Any
 
 from ddpkit.cli import render
@@ -19,6 +20,7 @@ from ddpkit.cli.launch_options import (
     ShareContext,
     add_cluster_options,
     add_launch_options,
+    apply_scheduler_layout,
     config_from_args,
     job_mode,
     run_this_node,
@@ -52,6 +54,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace, console: Console) -> int:
     args.torch_options = torch = resolve(args)
+    for note in apply_scheduler_layout(args, dict(os.environ)):
+        render.log(console, f"ddpkit: note: {note}")
     mode = job_mode(args)
     if mode == HOSTS:
         from ddpkit.cli import hosts_mode

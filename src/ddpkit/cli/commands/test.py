@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -21,6 +22,7 @@ from ddpkit.cli.launch_options import (
     ShareContext,
     add_cluster_options,
     add_launch_options,
+    apply_scheduler_layout,
     config_from_args,
     job_mode,
     run_this_node,
@@ -58,6 +60,8 @@ def test_options(args: argparse.Namespace) -> dict[str, Any]:
 
 def run(args: argparse.Namespace, console: Console) -> int:
     options = test_options(args)
+    for note in apply_scheduler_layout(args, dict(os.environ)):
+        render.log(console, f"ddpkit: note: {note}")
     mode = job_mode(args)
     if mode == HOSTS:
         from ddpkit.cli import hosts_mode
