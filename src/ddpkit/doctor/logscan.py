@@ -16,7 +16,15 @@ from dataclasses import dataclass, replace
 from typing import BinaryIO
 
 from ddpkit.doctor.findings import clip
-from ddpkit.doctor.patterns import ANCHORS, FOLLOW, PATTERNS, LinePattern, trigger_strings
+from ddpkit.doctor.patterns import (
+    ANCHORS,
+    FOLLOW,
+    PATTERNS,
+    SOCKET_LIST_HEAD,
+    SOCKET_LIST_LINES,
+    LinePattern,
+    trigger_strings,
+)
 
 CHUNK_BYTES = 1 << 20
 LINE_WINDOW = 8192  # bytes of a line examined per trigger hit
@@ -99,11 +107,16 @@ def _patterns_for(found: frozenset[bytes]) -> tuple[LinePattern, ...]:
     return cached
 
 
+_SOCKET_LIST_HEAD = SOCKET_LIST_HEAD.encode()
+
+
 def _follow_count(raw: bytes) -> int:
     count = 0
     for literal, n in _FOLLOW:
         if n > count and literal in raw:
             count = n
+    if raw.rstrip().endswith(_SOCKET_LIST_HEAD):
+        count = max(count, SOCKET_LIST_LINES)
     return count
 
 

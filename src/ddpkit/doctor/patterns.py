@@ -53,10 +53,15 @@ ANCHORS: tuple[bytes, ...] = (
     rb"|WARN|version|error|work)|\()",
     b"rror", b"onnect", b"emory", b"Root Cause", b"_rank:",
     rb"local_rank(?:=|': )-1", rb"_device\(-1\)",
+    # failures that real logs post bare, without an NCCL or error word on their line
+    b"Duplicate GPU", b"driver version is insufficient", b"Unable to resolve hostname",
+    b"INFO NET/Socket",  # also the quoted or pre-2.4 form without the NCCL word
 )
 
 # Lines after which the next N lines are examined whatever they contain.
 FOLLOW: dict[str, int] = {"Root Cause": 8, "Last error:": 2, "ChildFailedError": 5}
+# A "NET/Socket : Using" line that ends there: its interfaces follow, one per line.
+SOCKET_LIST_HEAD, SOCKET_LIST_LINES = "NET/Socket : Using", 16
 
 _ADDR = r"(?P<addr>[^\s<>\[\](),]+)"
 # Lines reporting a failed connect say "connect"/"Connection" or carry an *Error name.
@@ -84,6 +89,12 @@ PATTERNS: tuple[LinePattern, ...] = (
        r"comm 0x(?P<comm>[0-9a-fA-F]+) rank (?P<rank>\d+) n[Rr]anks (?P<nranks>\d+)",
        r"nNodes (?P<nnodes>\d+) localRanks (?P<local_ranks>\d+)", r"commId 0x(?P<commid>\w+)",
        r"Init (?P<phase>START|COMPLETE)"),
+    # Gloo could not resolve the host's name and bound to loopback (a trap in a multi-node job).
+    _p("gloo-loopback-fallback", ("Unable to resolve hostname",),
+       r"(?P<detail>Unable to resolve hostname to a \(local\) address)"),
+    _p("gloo-mesh-failed", ("onnect",), r"(?P<detail>Gloo connectFullMesh failed)"),
+    # One interface of a NET/Socket list posted one per line (read after a bare "Using").
+    _p("nccl-socket-item", (), r"^\s*\[\d+\](?P<iface>[^\s:\[\]]+):(?P<addr>[^\s<]+)<\d+>\s*$"),
     _p("nccl-error", ("NCCL error",),
        r"NCCL error in:? ?(?P<where>[^,]*), (?P<detail>[^,(]+?)\s*(?:\(run with|,|$)"),
     _p("exception", ("Error: ",),
@@ -99,7 +110,7 @@ PATTERNS: tuple[LinePattern, ...] = (
        r"|failed to extend /dev/shm[^\n]*|insufficient shared memory[^\n]*"
        r"|out of shared memory[^\n]*|(?:/dev/shm|</torch_)[^\n]*No space left on device[^\n]*)",
        claims=True),
-    _p("duplicate-gpu", ("NCCL WARN", _LAST),
+    _p("duplicate-gpu", ("NCCL WARN", _LAST, "Duplicate GPU detected"),
        r"Duplicate GPU detected ?: rank (?P<rank_a>\d+) and rank (?P<rank_b>\d+) both on CUDA "
        r"device (?P<device>\w+)", claims=True),
     _p("root-mismatch", ("NCCL WARN", _LAST),
@@ -115,7 +126,7 @@ PATTERNS: tuple[LinePattern, ...] = (
        r"|CUDA error: out of memory|Cuda failure 'out of memory'"
        r"|DefaultCPUAllocator: can't allocate memory[^\n]*|Out of memory: Kill(?:ed)? process"
        r"[^\n]*|\bMemoryError\b)", claims=True),
-    _p("version-error", ("CUDA error", "NCCL WARN"),
+    _p("version-error", ("CUDA error", "NCCL WARN", "driver version is insufficient"),
        r"(?P<detail>CUDA driver version is insufficient for CUDA runtime version)", claims=True),
     _p("no-interface", ("NCCL WARN", _LAST, "Error: "),
        r"(?P<detail>(?:Bootstrap|NET/Socket) ?: no (?:socket )?interface found|Unable to find "
@@ -163,7 +174,7 @@ PATTERNS: tuple[LinePattern, ...] = (
        claims=True),
     _p("rdzv-connection", ("RendezvousConnectionError",),
        r"(?P<detail>RendezvousConnectionError[^\n]*)", claims=True),
-    _p("resolve-failed", ("gai error", "gaierror"),
+    _p("resolve-failed", ("gai error", "gaierror", "rror"),
        r"(?P<detail>Name or service not known|Temporary failure in name resolution)",
        r"of \((?P<host>[^,()\s]+), (?P<port>\d+)\) cannot be retrieved", claims=True),
     # --- connections: specific shapes first, the bare error words last ---

@@ -140,7 +140,8 @@ class Diagnosis:
                                else priority))
 
         init_hung = bool(self.comm_started) and not self.comm_completed
-        for finding in self.net.findings(self.multi_node, init_hung):
+        single_node = self.max_nodes == 1 and len(self.machines) < 2
+        for finding in self.net.findings(self.multi_node, init_hung, single_node):
             add(finding)
         for finding_id in ("shm", "duplicate-gpu", "p2p", "out-of-memory", "ib-error",
                            "port-in-use", "rendezvous-timeout", "rendezvous-config"):

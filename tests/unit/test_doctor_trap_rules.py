@@ -1,0 +1,72 @@
+"""Trap addresses read from the init sequence without the usual error line, and failures real
+logs post bare (issue 12): Gloo on loopback, a socket transport spread over unreachable
+interfaces, a bare duplicate-GPU, driver or name-resolution line."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ddpkit.doctor.findings import Finding
+from ddpkit.doctor.logs import diagnose
+
+FALLBACK = ("[rank1]:[W806 14:25:27.6 ProcessGroupGloo.cpp:524] Warning: Unable to resolve hostname "
+            "to a (local) address. Using the loopback address as fallback. Manually set the network "
+            "interface to bind to with GLOO_SOCKET_IFNAME. (function operator())\n")
+
+
+def run(tmp_path: Path, text: str) -> list[Finding]:
+    log = tmp_path / "run.log"
+    log.write_text(text)
+    return diagnose([str(log)])
+
+
+def test_gloo_loopback_fallback_alone_on_one_machine_is_no_failure(tmp_path: Path) -> None:
+    assert [f.id for f in run(tmp_path, FALLBACK)] == ["no-failure"]
+
+
+def test_gloo_loopback_fallback_then_refused_is_a_wrong_interface(tmp_path: Path) -> None:
+    (finding,) = run(tmp_path, FALLBACK + "RuntimeError: Gloo connectFullMesh failed with "
+                     "[pair.cc:144] timed out connecting: SO_ERROR: Connection refused,\n")
+    assert (finding.id, finding.severity) == ("wrong-interface", "error")
+    assert "fell back to loopback" in finding.explanation
+    assert "GLOO_SOCKET_IFNAME" in finding.fix
+
+
+def test_gloo_mesh_refused_on_loopback_is_a_wrong_interface(tmp_path: Path) -> None:
+    (finding,) = run(tmp_path, "RuntimeError: Gloo connectFullMesh failed with [pair.cc:152]\n"
+                     "  timed out connecting: SO_ERROR: Connection refused, remote=[127.0.0.1]:9\n")
+    assert (finding.id, finding.severity) == ("wrong-interface", "error")
+    assert "127.0.0.1" in finding.explanation
+
+
+SOCKET_LIST = ("h:1:1 [0] NCCL INFO NET/Socket : Using\n[0]bond0:192.168.1.161<0>\n"
+               "[1]br-05ab815fa14e:172.19.0.1<0>\n[2]veth6163fba:fe80::b878:6cff:fe52:abe2%veth6163fba<0>\n")
+
+
+def test_a_socket_list_posted_one_interface_per_line_is_read(tmp_path: Path) -> None:
+    (finding,) = run(tmp_path, SOCKET_LIST)
+    assert (finding.id, finding.severity) == ("wrong-interface", "warning")
+    assert "3 interfaces" in finding.explanation and "br-05ab815fa14e" in finding.explanation
+    assert "NCCL_SOCKET_IFNAME==bond0" in finding.fix
+
+
+def test_a_mixed_socket_list_on_a_single_node_is_no_alarm(tmp_path: Path) -> None:
+    single = ("h:1:2 [0] NCCL INFO comm 0x5 rank 0 nRanks 2 nNodes 1 localRanks 2 localRank 0 "
+              "MNNVL 0\n")
+    assert [f.id for f in run(tmp_path, SOCKET_LIST + single)] == ["no-failure"]
+
+
+def test_a_routable_only_socket_list_is_no_alarm(tmp_path: Path) -> None:
+    text = "h:1:1 [0] NCCL INFO NET/Socket : Using [0]ib0:192.168.1.11<0> [1]eth0:10.1.0.11<0>\n"
+    assert [f.id for f in run(tmp_path, text)] == ["no-failure"]
+
+
+def test_bare_failure_lines_real_logs_post(tmp_path: Path) -> None:
+    cases = {
+        "Duplicate GPU detected : rank 1 and rank 0 both on CUDA device 50\n": "duplicate-gpu",
+        "CUDA driver version is insufficient for CUDA runtime version\n": "version-mismatch",
+        "Error: Rank -1 received an Exception. Detailed message: host not found: Name or service "
+        "not known\n": "rendezvous-config",
+    }
+    for text, expected in cases.items():
+        assert run(tmp_path, text)[0].id == expected, text
