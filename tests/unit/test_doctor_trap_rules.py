@@ -70,3 +70,11 @@ def test_bare_failure_lines_real_logs_post(tmp_path: Path) -> None:
     }
     for text, expected in cases.items():
         assert run(tmp_path, text)[0].id == expected, text
+
+
+def test_a_sigkill_no_rank_explained_is_named_as_the_oom_killer(tmp_path: Path) -> None:
+    text = ("E0101 00:00:00.000000 1 torch/distributed/elastic/multiprocessing/api.py:833] failed "
+            "(exitcode: -9) local_rank: 0 (pid: 5343) of binary: /usr/bin/python\n")
+    findings = run(tmp_path, text)
+    assert [f.id for f in findings] == ["out-of-memory", "rank-failed"]
+    assert "SIGKILL" in findings[0].explanation and "dmesg" in findings[0].fix

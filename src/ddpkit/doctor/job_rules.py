@@ -215,6 +215,16 @@ class JobRules:
     def killed_by_signal(self) -> bool:
         return any(r.killed for r in self.root_causes())
 
+    def silent_sigkills(self) -> list[FailureRecord]:
+        """The root causes, when every one was a SIGKILL and no rank said anything first (no
+        exception, NCCL error, timeout or lost connection): the kernel's OOM killer's signature."""
+        roots = self.root_causes()
+        quiet = not (self.exceptions.data or self.anonymous_exception or self.nccl_errors
+                     or self.lost or self.timeout_bag)
+        if roots and quiet and all(r.signal_name == "SIGKILL" for r in roots):
+            return roots
+        return []
+
     def rank_failed(self, other_errors: bool) -> tuple[Finding, int] | None:
         """The finding and its priority (a kill by signal outranks its network consequences)."""
         e = entry("rank-failed")

@@ -158,6 +158,8 @@ class Diagnosis:
         failed = self.job.rank_failed(errors_so_far)
         if failed is not None:
             add(*failed)
+            if not any(f.id == "out-of-memory" for f, _ in scored):
+                add(self._killed_without_a_word())
         add(self._init_hang(scored))
         if not scored:
             e = entry("no-failure")
@@ -237,6 +239,22 @@ class Diagnosis:
                 "usual cause of such hangs. ")
         return Finding(e.id, "warning", e.title, text + e.explanation, e.fix,
                        merge(self.job.timeout_bag.items, self.comm_started.items))
+
+    def _killed_without_a_word(self) -> Finding | None:
+        """A SIGKILL no rank explained: named as the likely cause, ahead of the rank it killed."""
+        killed = self.job.silent_sigkills()
+        if not killed:
+            return None
+        e = entry("out-of-memory")
+        who = "; ".join(r.describe() for r in killed[:4])
+        text = (f"{who}, and no rank printed an error first. A process killed by SIGKILL without "
+                "a word is most often the kernel's OOM killer reclaiming host memory (it could "
+                "also be a scheduler's or a user's kill). ")
+        fix = ("Confirm on that host: dmesg -T | grep -i -E 'killed process|out of memory'\n"
+               "Then use less host memory per rank: fewer DataLoader workers, smaller prefetch, "
+               "load the checkpoint on one rank, or give the job more RAM (--mem for Slurm).")
+        return Finding(e.id, e.severity, e.title, text + e.explanation, fix,
+                       merge(*(r.bag.items for r in killed)))
 
     def _init_hang(self, scored: list[tuple[Finding, int]]) -> Finding | None:
         if scored or not self.comm_started or self.comm_completed:
