@@ -66,3 +66,15 @@ def test_no_failure_logs_raise_no_alarm() -> None:
         if entry["cause"] == "no-failure":
             findings = diagnose([str(CORPUS_DIR / entry["file"])])
             assert [f.severity for f in findings] == ["info"], entry["file"]
+
+
+def test_every_docs_example_line_is_in_its_threads_corpus_log() -> None:
+    from ddpkit.doctor.real_examples import REAL_EXAMPLES
+
+    by_source: dict[str, list[str]] = {}
+    for entry in LOGS:
+        by_source.setdefault(entry["source"], []).append(entry["file"])
+    for finding_id, (line, source) in REAL_EXAMPLES.items():
+        assert finding_id in CATALOGUE, finding_id
+        texts = [(CORPUS_DIR / name).read_text() for name in by_source.get(source, [])]
+        assert any(line in text for text in texts), (finding_id, source)
