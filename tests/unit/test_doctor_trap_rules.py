@@ -78,3 +78,15 @@ def test_a_sigkill_no_rank_explained_is_named_as_the_oom_killer(tmp_path: Path) 
     findings = run(tmp_path, text)
     assert [f.id for f in findings] == ["out-of-memory", "rank-failed"]
     assert "SIGKILL" in findings[0].explanation and "dmesg" in findings[0].fix
+
+
+def test_an_init_hang_says_where_each_machine_stopped_and_who_is_missing(tmp_path: Path) -> None:
+    text = ("a:1:1 [0] NCCL INFO Bootstrap : Using eth0:10.0.0.1<0>\n"
+            "a:1:2 [0] NCCL INFO comm 0x1 rank 0 nranks 3 cudaDev 0 busId 1000 - Init START\n"
+            "b:2:1 [0] NCCL INFO Bootstrap : Using eth0:10.0.0.2<0>\n"
+            "b:2:2 [0] NCCL INFO comm 0x2 rank 1 nranks 3 cudaDev 0 busId 1000 - Init START\n")
+    (finding,) = run(tmp_path, text)
+    assert (finding.id, finding.severity) == ("firewall", "warning")
+    assert "NCCL init hangs" in finding.explanation
+    assert "a stopped after init started (rank 0)" in finding.explanation
+    assert "Rank 2 of 3 never reached init" in finding.explanation

@@ -11,6 +11,7 @@ from ddpkit.doctor.addresses import is_unreachable
 from ddpkit.doctor.catalogue import entry
 from ddpkit.doctor.evidence import Bag, Capped, merge, origins_text
 from ddpkit.doctor.findings import SEVERITY_ORDER, Finding
+from ddpkit.doctor.init_model import InitModel
 from ddpkit.doctor.job_rules import JobRules
 from ddpkit.doctor.local_rank_rule import LocalRankRule
 from ddpkit.doctor.logscan import Event
@@ -34,6 +35,7 @@ class Diagnosis:
         self.net = NetworkRules()
         self.job = JobRules()
         self.local_rank = LocalRankRule()
+        self.init = InitModel()
         self.simple: dict[str, Facts] = {}
         self.machines: set[str] = set()
         self.versions: Capped[str, Bag] = Capped(16)
@@ -59,6 +61,7 @@ class Diagnosis:
         self.net.feed(event)
         self.job.feed(event)
         self.local_rank.feed(event)
+        self.init.feed(event)
         kind = event.kind
         if kind in _SIMPLE:
             self.simple.setdefault(_SIMPLE[kind], Facts()).add(event)
@@ -260,9 +263,19 @@ class Diagnosis:
         if scored or not self.comm_started or self.comm_completed:
             return None
         e = entry("firewall")
-        text = ("NCCL started initialising a communicator and never finished, and nothing "
-                "failed: a silent drop of packets between the nodes looks exactly like this (if "
-                "the log was cut off early, this is a guess). ")
+        text = ("NCCL init hangs: it started initialising a communicator and never finished, "
+                "and nothing failed. ")
+        stopped = self.init.where_each_stopped()
+        if stopped:
+            text += f"Where each machine stopped: {stopped}. "
+        missing = self.init.missing_ranks()
+        if missing and len(missing) < self.init.world:
+            shown = ", ".join(map(str, missing[:8])) + (" ..." if len(missing) > 8 else "")
+            text += (f"Rank{'s' if len(missing) > 1 else ''} {shown} of {self.init.world} never "
+                     "reached init in this log: start there (its log, or whether it was launched "
+                     "at all). ")
+        text += ("A silent drop of packets between the nodes looks exactly like this (if the log "
+                 "was cut off early, this is a guess). ")
         return Finding(e.id, "warning", e.title, text + e.explanation, e.fix,
                        merge(self.comm_started.items))
 
