@@ -40,6 +40,7 @@ def main() -> int:
     corpus = json.loads((CORPUS_DIR / "corpus.json").read_text())
     started = time.perf_counter()
     totals: dict[str, list[int]] = {"dev": [0, 0], "eval": [0, 0]}
+    by_category: dict[str, list[int]] = {}
     misses: list[str] = []
     false_alarms: list[str] = []
     for entry in corpus["logs"]:
@@ -51,6 +52,10 @@ def main() -> int:
         hit = got == expected
         totals[split][0] += hit
         totals[split][1] += 1
+        for category in entry["categories"]:
+            counts = by_category.setdefault(category, [0, 0])
+            counts[0] += hit
+            counts[1] += 1
         line = f"[{split}] {entry['file']}: expected {expected}, got {got} ({severity})"
         if args.verbose:
             print(("ok    " if hit else "MISS  ") + line)
@@ -62,6 +67,8 @@ def main() -> int:
     for split, (hits, count) in totals.items():
         if count:
             print(f"{split:5} accuracy: {hits}/{count} = {100 * hits / count:.0f}%")
+    print("by category (both splits): " + ", ".join(
+        f"{name} {hits}/{count}" for name, (hits, count) in sorted(by_category.items())))
     print(f"misses ({len(misses)}):")
     for line in misses:
         print("  " + line)
