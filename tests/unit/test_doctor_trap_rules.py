@@ -90,3 +90,13 @@ def test_an_init_hang_says_where_each_machine_stopped_and_who_is_missing(tmp_pat
     assert "NCCL init hangs" in finding.explanation
     assert "a stopped after init started (rank 0)" in finding.explanation
     assert "Rank 2 of 3 never reached init" in finding.explanation
+
+
+def test_srun_and_pdsh_labels_before_an_nccl_line_are_read() -> None:
+    from ddpkit.doctor.logscan import parse_prefix
+
+    assert parse_prefix("52: ip-0A0C04E3:76285:76947 [4] NCCL WARN x") == ("ip-0A0C04E3", None, 52)
+    assert parse_prefix("104.171.201.172: lambda-scalar03:148966:148966 [0] NCCL INFO x") == (
+        "lambda-scalar03", "104.171.201.172", None)
+    assert parse_prefix("RuntimeError: NCCL error in: x") == (None, None, None)
+    assert parse_prefix("91: I0207 07:09:26.591536 47744 loader.cc:67] x") == (None, None, None)
