@@ -41,6 +41,7 @@ def main() -> int:
     started = time.perf_counter()
     totals: dict[str, list[int]] = {"dev": [0, 0], "eval": [0, 0]}
     by_category: dict[str, list[int]] = {}
+    by_batch: dict[int, list[int]] = {}
     misses: list[str] = []
     false_alarms: list[str] = []
     for entry in corpus["logs"]:
@@ -52,11 +53,15 @@ def main() -> int:
         hit = got == expected
         totals[split][0] += hit
         totals[split][1] += 1
+        batch_counts = by_batch.setdefault(entry.get("batch", 1), [0, 0])
+        batch_counts[0] += hit
+        batch_counts[1] += 1
         for category in entry["categories"]:
             counts = by_category.setdefault(category, [0, 0])
             counts[0] += hit
             counts[1] += 1
-        line = f"[{split}] {entry['file']}: expected {expected}, got {got} ({severity})"
+        where = f"[{split}, batch {entry.get('batch', 1)}] {entry['file']}"
+        line = f"{where}: expected {expected}, got {got} ({severity})"
         if args.verbose:
             print(("ok    " if hit else "MISS  ") + line)
         if not hit:
@@ -67,6 +72,8 @@ def main() -> int:
     for split, (hits, count) in totals.items():
         if count:
             print(f"{split:5} accuracy: {hits}/{count} = {100 * hits / count:.0f}%")
+    print("by batch (both splits; batch 2 was gathered after the rule changes, never tuned on): "
+          + ", ".join(f"{batch}: {hits}/{count}" for batch, (hits, count) in sorted(by_batch.items())))
     print("by category (both splits): " + ", ".join(
         f"{name} {hits}/{count}" for name, (hits, count) in sorted(by_category.items())))
     print(f"misses ({len(misses)}):")

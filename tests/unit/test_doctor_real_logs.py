@@ -46,6 +46,7 @@ def test_corpus_entries_are_complete_and_consistent() -> None:
         assert entry["split"] in ("dev", "eval"), entry["file"]
         assert entry["url"].startswith("https://github.com/"), entry["file"]
         assert entry["confirmed"], entry["file"]
+        assert entry.get("batch", 1) in (1, 2), entry["file"]
         assert set(entry["categories"]) <= {"hang", "pre-2.8", "torch-only",
                                             "multi-node-difference", "no-failure"}
 
@@ -57,8 +58,12 @@ def test_eval_split_is_the_seeded_third() -> None:
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    chosen = module.eval_files([entry["file"] for entry in LOGS], CORPUS["split"]["seed"])
+    assert CORPUS["split"]["seed"] == module.SEED
+    assert CORPUS["split"]["batch_seeds"] == {str(b): s for b, s in module.BATCH_SEEDS.items()}
+    chosen = module.eval_files_by_batch(LOGS)
     assert chosen == {entry["file"] for entry in LOGS if entry["split"] == "eval"}
+    first_batch = [entry["file"] for entry in LOGS if entry.get("batch", 1) == 1]
+    assert module.eval_files(first_batch, module.SEED) <= chosen  # batch 1 kept its split
 
 
 def test_no_failure_logs_raise_no_alarm() -> None:
