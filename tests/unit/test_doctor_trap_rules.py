@@ -100,3 +100,39 @@ def test_srun_and_pdsh_labels_before_an_nccl_line_are_read() -> None:
         "lambda-scalar03", "104.171.201.172", None)
     assert parse_prefix("RuntimeError: NCCL error in: x") == (None, None, None)
     assert parse_prefix("91: I0207 07:09:26.591536 47744 loader.cc:67] x") == (None, None, None)
+
+
+OOB = ("node3:2331:2666 [3] NCCL INFO NET/IB : Using [0]mlx5_0:1/IB [1]mlx5_1:1/IB [RO]; "
+       "OOB ibp75s0:192.168.0.103<0>\n")
+BOOTSTRAP_TRAIL = ("node3:2330:2658 [2] NCCL INFO misc/socket.cc:567 -> 2\n"
+                   "node3:2330:2658 [2] NCCL INFO misc/socket.cc:618 -> 2\n"
+                   "node3:2330:2658 [2] NCCL INFO bootstrap.cc:270 -> 2\n")
+
+
+def test_a_bootstrap_return_code_trail_without_a_warn_is_a_wrong_interface(tmp_path: Path) -> None:
+    (finding,) = run(tmp_path, OOB + BOOTSTRAP_TRAIL)
+    assert (finding.id, finding.severity) == ("wrong-interface", "error")
+    assert "return code 2 traced through bootstrap.cc" in finding.explanation
+    assert "ibp75s0:192.168.0.103 (IPoIB)" in finding.explanation
+    assert "NCCL_SOCKET_IFNAME==" in finding.fix
+
+
+def test_a_bootstrap_trail_behind_a_warn_is_left_to_the_warn(tmp_path: Path) -> None:
+    warn = "node3:2330:2658 [2] misc/socket.cc:100 NCCL WARN Bootstrap : no socket interface found\n"
+    findings = run(tmp_path, warn + BOOTSTRAP_TRAIL)
+    assert findings[0].id == "interface-not-found"
+    assert "wrong-interface" not in [f.id for f in findings]
+
+
+def test_the_oob_interface_alone_is_no_failure(tmp_path: Path) -> None:
+    assert [f.id for f in run(tmp_path, OOB)] == ["no-failure"]
+
+
+def test_the_watchdog_stack_alone_is_a_collective_timeout(tmp_path: Path) -> None:
+    frames = ("frame #1: c10d::ProcessGroupNCCL::WorkNCCL::checkTimeout(std::optional<std::chrono"
+              "::duration<long, std::ratio<1l, 1000l> > >) + 0x1d2 (0x1554e9e0f8f2 in libtorch_cuda.so)\n"
+              "Exception raised from ncclCommWatchdog at ../torch/csrc/distributed/c10d/"
+              "ProcessGroupNCCL.cpp:1521 (most recent call first):\n")
+    (finding,) = run(tmp_path, frames)
+    assert finding.id == "collective-timeout"
+    assert "Only the NCCL watchdog's stack was posted" in finding.explanation

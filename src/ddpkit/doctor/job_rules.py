@@ -127,6 +127,8 @@ class JobRules:
                 self.timeouts.append(_Timeout(rank, event.get("op"), event.get("seq"),
                                               event.get("timeout_ms")))
             self.timeout_bag.add(event)
+        elif kind == "watchdog-frame":
+            self.timeout_bag.add(event)
         elif kind == "work-progress":
             rank = int(event.get("rank"))
             self.note_rank(rank)
@@ -276,6 +278,10 @@ class JobRules:
         if timed_out:
             parts.append(f"Rank{'s' if len(timed_out) > 1 else ''} "
                          f"{', '.join(map(str, timed_out))} timed out")
+        elif not self.timeouts and not self.progress.data:
+            parts.append("Only the NCCL watchdog's stack was posted (WorkNCCL::checkTimeout): a "
+                         "collective timed out; the log does not say on which rank or in which "
+                         "operation")
         else:
             parts.append("A rank timed out")
         if ops:

@@ -15,7 +15,7 @@ from ddpkit.doctor.catalogue import entry
 from ddpkit.doctor.evidence import Bag, Capped, merge, origins_text
 from ddpkit.doctor.findings import Finding, Severity
 from ddpkit.doctor.logscan import Event
-from ddpkit.doctor.trap_rules import gloo_on_loopback, mixed_socket_lists
+from ddpkit.doctor.trap_rules import gloo_on_loopback, mixed_socket_lists, silent_bootstrap_failure
 
 SOCKET_ITEM = re.compile(r"\[\d+\]([^\s:]+):([^\s<]+)<\d+>")
 
@@ -93,9 +93,17 @@ class NetworkRules:
         self.nccl_info_seen = False
         self.gloo_fallback = Bag()
         self.gloo_mesh_failed = Bag()
+        self.oob: Capped[str, tuple[str, str]] = Capped()  # origin -> NET/IB's OOB (iface, addr)
+        self.oob_bag = Bag()
+        self.bootstrap_failed = Bag()
+        self.bootstrap_codes: set[str] = set()
+        self.bootstrap_failed_origins: set[str] = set()
+        self.nccl_warned = False
 
     def feed(self, event: Event) -> None:
         kind = event.kind
+        if "NCCL WARN" in event.text:
+            self.nccl_warned = True
         if kind == "nccl-bootstrap":
             self.nccl_info_seen = True
             address = event.get("addr")
@@ -145,6 +153,15 @@ class NetworkRules:
             self.gloo_fallback.add(event)
         elif kind == "gloo-mesh-failed":
             self.gloo_mesh_failed.add(event)
+        elif kind == "nccl-oob":
+            if self.oob.slot(event.origin, lambda: (event.get("iface"), event.get("addr"))):
+                self.oob_bag.add(event)
+        elif kind == "bootstrap-retcode":
+            self.bootstrap_failed.add(event)
+            if len(self.bootstrap_codes) < 8:
+                self.bootstrap_codes.add(event.get("code"))
+            if len(self.bootstrap_failed_origins) < 64:
+                self.bootstrap_failed_origins.add(event.origin)
         elif kind == "nccl-socket-item":
             listed = self.socket_lists.slot(event.origin, list)
             if listed is not None and len(listed) < 32:
@@ -170,6 +187,13 @@ class NetworkRules:
                                        failed=bool(self.conns))
             trapped = [mixed] if mixed else []
         out += trapped
+        if self.bootstrap_failed and not out and not self.conns and not self.nccl_warned:
+            boot_ifaces = {b.iface: b.address for b in self.boots.data.values()}
+            boot_ifaces.update(dict(self.oob.data.values()))
+            out.append(silent_bootstrap_failure(
+                self.bootstrap_failed, self.bootstrap_failed_origins, self.bootstrap_codes,
+                boot_ifaces,
+                merge(self.oob_bag.items, *(b.bag.items for b in self.boots.data.values()))))
         unresolved = self._unresolved(explained)
         if unresolved:
             out.append(unresolved)

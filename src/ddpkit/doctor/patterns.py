@@ -49,13 +49,14 @@ def _p(
 
 
 ANCHORS: tuple[bytes, ...] = (
-    rb"NCCL(?: (?:INFO (?:Bootstrap|NET/|Using network|NCCL_|Failed to open|comm 0x|ncclCommInit)"
-    rb"|WARN|version|error|work)|\()",
+    rb"NCCL(?: (?:INFO (?:Bootstrap|bootstrap\.cc|NET/|Using network|NCCL_|Failed to open"
+    rb"|comm 0x|ncclCommInit)|WARN|version|error|work)|\()",
     b"rror", b"onnect", b"emory", b"Root Cause", b"_rank:",
     rb"local_rank(?:=|': )-1", rb"_device\(-1\)",
     # failures that real logs post bare, without an NCCL or error word on their line
     b"Duplicate GPU", b"driver version is insufficient", b"Unable to resolve hostname",
     b"INFO NET/Socket",  # also the quoted or pre-2.4 form without the NCCL word
+    b"checkTimeout",  # the NCCL watchdog's stack, posted without its message line
 )
 
 # Lines after which the next N lines are examined whatever they contain.
@@ -83,6 +84,12 @@ PATTERNS: tuple[LinePattern, ...] = (
     _p("benign", ("NCCL INFO NET/", "NCCL INFO Failed to open libibverbs"),
        r"(?P<what>No plugin found|Could not find: libnccl-net|Failed to open libibverbs"
        r"|NET/IB ?: No device found)"),
+    # The out-of-band (bootstrap) interface NET/IB names, when no "Bootstrap : Using" was posted.
+    _p("nccl-oob", ("NCCL INFO NET/",),
+       r"NET/IB ?: Using [^\n]*?; OOB (?P<iface>[^\s:]+):(?P<addr>[^\s<]+)<(?P<port>\d+)>"),
+    # NCCL's return-code trail through bootstrap.cc: the bootstrap failed (posted without a WARN).
+    _p("bootstrap-retcode", ("NCCL INFO bootstrap.cc:",),
+       r"NCCL INFO bootstrap\.cc:(?P<line>\d+) -> (?P<code>[1-9]\d*)"),
     _p("nccl-version", ("NCCL version",), r"NCCL version (?P<version>\d+\.\d+\.\d+)"
        r"(?:\+(?P<cuda>cuda[\d.]+))?"),
     _p("nccl-comm", ("NCCL INFO ncclCommInit", "NCCL INFO comm 0x"),
@@ -152,6 +159,9 @@ PATTERNS: tuple[LinePattern, ...] = (
        r"SeqNum=(?P<seq>\d+), OpType=(?P<op>\w+)",
        r"Timeout\(ms\)=(?P<timeout_ms>\d+)", r"ran for (?P<ran_ms>\d+) milliseconds",
        claims=True),
+    # Only the watchdog's stack frames: a collective timed out, rank and op unknown.
+    _p("watchdog-frame", ("checkTimeout",),
+       r"(?P<detail>WorkNCCL::checkTimeout|Exception raised from checkTimeout)"),
     _p("work-progress", ("Timeout at NCCL work",),
        r"Rank (?P<rank>\d+)\] Timeout at NCCL work: (?P<seq>\d+), last enqueued NCCL work: "
        r"(?P<enqueued>-?\d+), last completed NCCL work: (?P<completed>-?\d+)", claims=True),

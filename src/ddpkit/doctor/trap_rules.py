@@ -1,5 +1,6 @@
 """Trap addresses that show without the usual error line (issue 12): Gloo bound to loopback,
-and an NCCL socket transport spread over interfaces that other machines cannot reach.
+an NCCL socket transport spread over interfaces that other machines cannot reach, and an NCCL
+bootstrap that failed with nothing but its return-code trail.
 
 Both are read from what the log shows of the init sequence; neither needs a connection error,
 but a failed connection makes them errors instead of warnings.
@@ -88,3 +89,32 @@ def mixed_socket_lists(
            "Check it against the master: ddpkit nics --to <master-addr>")
     severity: Severity = "error" if failed else "warning"
     return Finding(e.id, severity, e.title, text + e.explanation, fix, merge(evidence))
+
+
+def silent_bootstrap_failure(
+    failed: Bag,
+    origins: set[str],
+    codes: set[str],
+    interfaces: dict[str, str],
+    interface_evidence: Iterable[Evidence],
+) -> Finding:
+    """NCCL's bootstrap failed (its return codes run through bootstrap.cc) and no WARN says why.
+    The bootstrap is plain TCP between the ranks, so its interface is the first suspect."""
+    e = entry("wrong-interface")
+    code_text = ", ".join(sorted(codes, key=int))
+    parts = [f"NCCL's bootstrap failed on {origins_text(origins)} (return code "
+             f"{code_text} traced through bootstrap.cc) and no NCCL WARN line says why."]
+    if interfaces:
+        named = ", ".join(f"{name}:{addr}" + (" (IPoIB)" if name.startswith("ib") else "")
+                          for name, addr in sorted(interfaces.items()))
+        parts.append(f"It bootstrapped on {named}.")
+    parts.append("The bootstrap is plain TCP between the ranks, so only the socket interface "
+                 "matters at this stage (not IB, not the transport): an interface the other "
+                 "ranks cannot reach is the usual cause, a firewall the next.")
+    fix = ("Name the interface that reaches the other nodes (often the ethernet NIC rather than "
+           "an IPoIB or container one), on every node:\n"
+           "  export NCCL_SOCKET_IFNAME==<that interface> GLOO_SOCKET_IFNAME=<that interface>\n"
+           "Find it with: ddpkit nics --to <master-addr>; rerun with NCCL_DEBUG=WARN to see the "
+           "failing call if it persists.")
+    return Finding(e.id, "error", e.title, " ".join(parts) + " " + e.explanation, fix,
+                   merge(failed.items, interface_evidence))
