@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ddpkit.doctor.findings import Severity
+from ddpkit.doctor.real_examples import REAL_EXAMPLES, thread_url
 
 
 @dataclass(frozen=True)
@@ -39,7 +40,10 @@ _ENTRIES = (
         "class, together with `Connection refused`/timeouts; certain when another node was "
         "refused by (or timed out on) the very address rank 0 bootstrapped on, or when two nodes "
         "bootstrap on the same address. Gloo/c10d errors naming a loopback or docker-bridge "
-        "`remote=` address count too.",
+        "`remote=` address count too, as do Gloo's `Unable to resolve hostname ... Using the "
+        "loopback address as fallback` followed by refused connects, and (a warning) a "
+        "`NET/Socket : Using` list that mixes a routable interface with bridges, veths or "
+        "link-local addresses, also when posted one interface per line.",
         100,
     ),
     Entry(
@@ -89,7 +93,8 @@ _ENTRIES = (
         "Bind each rank to its own GPU before init_process_group:\n"
         "  torch.cuda.set_device(int(os.environ['LOCAL_RANK']))\n"
         "and keep --nproc-per-node at most the number of GPUs in `nvidia-smi -L`.",
-        "`NCCL WARN Duplicate GPU detected : rank X and rank Y both on CUDA device Z`.",
+        "`NCCL WARN Duplicate GPU detected : rank X and rank Y both on CUDA device Z` (also "
+        "posted bare, without the NCCL WARN prefix).",
         94,
     ),
     Entry(
@@ -133,7 +138,8 @@ _ENTRIES = (
         "For a closed rendezvous, use a fresh --rdzv-id (or restart the store on the master).",
         "ValueErrors about the rendezvous endpoint/port, `environment variable MASTER_ADDR "
         "expected, but not set`, `is not in \"MIN:MAX\" format`, `RendezvousClosedError`, "
-        "`RendezvousStateError`, `Name or service not known` for the master.",
+        "`RendezvousStateError`, `Name or service not known` (also torchelastic's `host not found`) "
+        "for the master.",
         91,
     ),
     Entry(
@@ -199,7 +205,9 @@ _ENTRIES = (
         "precision, and try PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True\n"
         "For host memory: fewer DataLoader workers; check dmesg -T | grep -i oom",
         "`CUDA out of memory`, `OutOfMemoryError`, `Cuda failure 'out of memory'`, "
-        "`DefaultCPUAllocator: can't allocate memory`, `Out of memory: Killed process`.",
+        "`DefaultCPUAllocator: can't allocate memory`, `Out of memory: Killed process`; a rank "
+        "killed by SIGKILL (`exitcode: -9`) while no rank printed any error (the OOM killer's "
+        "signature, named as the likely cause).",
         86,
     ),
     Entry(
@@ -391,6 +399,12 @@ def render_markdown() -> str:
             "",
             f"*Recognised by:* {item.recognised}",
             "",
+        ]
+        example = REAL_EXAMPLES.get(item.id)
+        if example is not None:
+            line, source = example
+            parts += [f"*Seen in a real log* ([{source}]({thread_url(source)})): `{line}`", ""]
+        parts += [
             "*Fix:*",
             "",
             "```",

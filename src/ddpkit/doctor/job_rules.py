@@ -127,6 +127,8 @@ class JobRules:
                 self.timeouts.append(_Timeout(rank, event.get("op"), event.get("seq"),
                                               event.get("timeout_ms")))
             self.timeout_bag.add(event)
+        elif kind == "watchdog-frame":
+            self.timeout_bag.add(event)
         elif kind == "work-progress":
             rank = int(event.get("rank"))
             self.note_rank(rank)
@@ -215,6 +217,16 @@ class JobRules:
     def killed_by_signal(self) -> bool:
         return any(r.killed for r in self.root_causes())
 
+    def silent_sigkills(self) -> list[FailureRecord]:
+        """The root causes, when every one was a SIGKILL and no rank said anything first (no
+        exception, NCCL error, timeout or lost connection): the kernel's OOM killer's signature."""
+        roots = self.root_causes()
+        quiet = not (self.exceptions.data or self.anonymous_exception or self.nccl_errors
+                     or self.lost or self.timeout_bag)
+        if roots and quiet and all(r.signal_name == "SIGKILL" for r in roots):
+            return roots
+        return []
+
     def rank_failed(self, other_errors: bool) -> tuple[Finding, int] | None:
         """The finding and its priority (a kill by signal outranks its network consequences)."""
         e = entry("rank-failed")
@@ -266,6 +278,10 @@ class JobRules:
         if timed_out:
             parts.append(f"Rank{'s' if len(timed_out) > 1 else ''} "
                          f"{', '.join(map(str, timed_out))} timed out")
+        elif not self.timeouts and not self.progress.data:
+            parts.append("Only the NCCL watchdog's stack was posted (WorkNCCL::checkTimeout): a "
+                         "collective timed out; the log does not say on which rank or in which "
+                         "operation")
         else:
             parts.append("A rank timed out")
         if ops:

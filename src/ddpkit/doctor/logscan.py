@@ -16,7 +16,15 @@ from dataclasses import dataclass, replace
 from typing import BinaryIO
 
 from ddpkit.doctor.findings import clip
-from ddpkit.doctor.patterns import ANCHORS, FOLLOW, PATTERNS, LinePattern, trigger_strings
+from ddpkit.doctor.patterns import (
+    ANCHORS,
+    FOLLOW,
+    PATTERNS,
+    SOCKET_LIST_HEAD,
+    SOCKET_LIST_LINES,
+    LinePattern,
+    trigger_strings,
+)
 
 CHUNK_BYTES = 1 << 20
 LINE_WINDOW = 8192  # bytes of a line examined per trigger hit
@@ -99,12 +107,24 @@ def _patterns_for(found: frozenset[bytes]) -> tuple[LinePattern, ...]:
     return cached
 
 
+_SOCKET_LIST_HEAD = SOCKET_LIST_HEAD.encode()
+
+
 def _follow_count(raw: bytes) -> int:
     count = 0
     for literal, n in _FOLLOW:
         if n > count and literal in raw:
             count = n
+    if raw.rstrip().endswith(_SOCKET_LIST_HEAD):
+        count = max(count, SOCKET_LIST_LINES)
     return count
+
+
+# Anchors that are plain literals are found with bytes.find (C fastsearch), the others by regex.
+_REGEX_SYNTAX = frozenset(b".^$*+?{}[]\\|()")
+_LITERAL_ANCHORS = tuple(a for a in ANCHORS if not _REGEX_SYNTAX & set(a))
+_REGEX_ANCHORS = tuple(r for a, r in zip(ANCHORS, ANCHOR_RES, strict=True)
+                       if _REGEX_SYNTAX & set(a))
 
 
 def _anchor_hits(buf: bytes, limit: int) -> list[int]:
@@ -112,7 +132,8 @@ def _anchor_hits(buf: bytes, limit: int) -> list[int]:
     line, except along lines longer than a window)."""
     hits: list[int] = []
     find = buf.find
-    for anchor in ANCHOR_RES:
+    step = LINE_WINDOW // 2
+    for anchor in _REGEX_ANCHORS:
         search = anchor.search
         match = search(buf, 0, limit)
         while match is not None:
@@ -120,7 +141,14 @@ def _anchor_hits(buf: bytes, limit: int) -> list[int]:
             hits.append(start)
             newline = find(b"\n", start, limit)
             after = limit if newline < 0 else newline + 1
-            match = search(buf, min(after, start + LINE_WINDOW // 2), limit)
+            match = search(buf, min(after, start + step), limit)
+    for literal in _LITERAL_ANCHORS:
+        start = find(literal, 0, limit)
+        while start >= 0:
+            hits.append(start)
+            newline = find(b"\n", start, limit)
+            after = limit if newline < 0 else newline + 1
+            start = find(literal, min(after, start + step), limit)
     hits.sort()
     return hits
 
@@ -230,6 +258,8 @@ _TAG = re.compile(r"\[(?P<tag>[^\[\]\s]{1,80})\](?P<colon>(?:<std(?:out|err)>)?:
 _RANK_TAG = re.compile(r"rank(\d+)")
 _NODE_TAG = re.compile(r"([A-Za-z][\w.-]*):(\d+)")
 _MPI_TAG = re.compile(r"(\d+),(\d+)")
+# srun --label ("52: ") and pdsh ("node3: " / "10.0.0.3: ") put a bare label before the line.
+_LABEL = re.compile(r"(?P<label>\d+|[A-Za-z0-9][\w.-]*): (?=\S)")
 # Every terminal control sequence: OSC (window titles, hyperlinks) up to BEL or ST, CSI (colours,
 # cursor moves), other two-byte escapes, and any remaining C0/C1 control character but the tab.
 _CONTROL = re.compile(r"\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b\[[0-?]*[ -/]*[@-~]|\x9b[0-?]*[ -/]*[@-~]"
@@ -258,7 +288,16 @@ def parse_prefix(text: str) -> tuple[str | None, str | None, int | None]:
             continue
         tag = _TAG.match(text, pos)
         if not tag:
-            break
+            label = _LABEL.match(text, pos) if pos == 0 else None
+            if label is None or not _NCCL_PREFIX.match(text, label.end()):
+                break  # only a label in front of an NCCL line: "RuntimeError: ..." is no label
+            value = label.group("label")
+            if value.isdigit():
+                rank = int(value)  # srun's task id: the global rank under srun
+            else:
+                node = value
+            pos = label.end()
+            continue
         value = tag.group("tag")
         if (found := _RANK_TAG.fullmatch(value)) is not None:
             rank = int(found.group(1))

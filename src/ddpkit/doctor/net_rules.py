@@ -15,6 +15,7 @@ from ddpkit.doctor.catalogue import entry
 from ddpkit.doctor.evidence import Bag, Capped, merge, origins_text
 from ddpkit.doctor.findings import Finding, Severity
 from ddpkit.doctor.logscan import Event
+from ddpkit.doctor.trap_rules import gloo_on_loopback, mixed_socket_lists, silent_bootstrap_failure
 
 SOCKET_ITEM = re.compile(r"\[\d+\]([^\s:]+):([^\s<]+)<\d+>")
 
@@ -90,9 +91,19 @@ class NetworkRules:
         self.unresolved_bag = Bag()
         self.rdzv_connection = Bag()
         self.nccl_info_seen = False
+        self.gloo_fallback = Bag()
+        self.gloo_mesh_failed = Bag()
+        self.oob: Capped[str, tuple[str, str]] = Capped()  # origin -> NET/IB's OOB (iface, addr)
+        self.oob_bag = Bag()
+        self.bootstrap_failed = Bag()
+        self.bootstrap_codes: set[str] = set()
+        self.bootstrap_failed_origins: set[str] = set()
+        self.nccl_warned = False
 
     def feed(self, event: Event) -> None:
         kind = event.kind
+        if "NCCL WARN" in event.text:
+            self.nccl_warned = True
         if kind == "nccl-bootstrap":
             self.nccl_info_seen = True
             address = event.get("addr")
@@ -138,17 +149,51 @@ class NetworkRules:
                 self.unresolved.add(event.get("host"))
         elif kind == "rdzv-connection":
             self.rdzv_connection.add(event)
+        elif kind == "gloo-loopback-fallback":
+            self.gloo_fallback.add(event)
+        elif kind == "gloo-mesh-failed":
+            self.gloo_mesh_failed.add(event)
+        elif kind == "nccl-oob":
+            if self.oob.slot(event.origin, lambda: (event.get("iface"), event.get("addr"))):
+                self.oob_bag.add(event)
+        elif kind == "bootstrap-retcode":
+            self.bootstrap_failed.add(event)
+            if len(self.bootstrap_codes) < 8:
+                self.bootstrap_codes.add(event.get("code"))
+            if len(self.bootstrap_failed_origins) < 64:
+                self.bootstrap_failed_origins.add(event.origin)
+        elif kind == "nccl-socket-item":
+            listed = self.socket_lists.slot(event.origin, list)
+            if listed is not None and len(listed) < 32:
+                listed.append((event.get("iface"), event.get("addr")))
+                self.socket_bag.add(event)
 
     # --- decisions -------------------------------------------------------------------------------
 
-    def findings(self, multi_node: bool, init_hung: bool = False) -> list[Finding]:
-        """``init_hung``: NCCL init started and never completed (a silent wrong address)."""
+    def findings(self, multi_node: bool, init_hung: bool = False,
+                 single_node: bool = False) -> list[Finding]:
+        """``init_hung``: NCCL init started and never completed (a silent wrong address);
+        ``single_node``: NCCL reported a single node (its socket transport then carries nothing)."""
         out: list[Finding] = []
         explained: set[tuple[str, str]] = set()
         missing = self._interface_not_found()
         if missing:
             out.append(missing)
-        out += self._wrong_or_container(multi_node, init_hung, explained)
+        trapped = self._wrong_or_container(multi_node, init_hung, explained)
+        if not trapped:
+            trapped = self._gloo_loopback(multi_node, explained)
+        if not trapped and not single_node:
+            mixed = mixed_socket_lists(self.socket_lists.data, self.socket_bag.items,
+                                       failed=bool(self.conns))
+            trapped = [mixed] if mixed else []
+        out += trapped
+        if self.bootstrap_failed and not out and not self.conns and not self.nccl_warned:
+            boot_ifaces = {b.iface: b.address for b in self.boots.data.values()}
+            boot_ifaces.update(dict(self.oob.data.values()))
+            out.append(silent_bootstrap_failure(
+                self.bootstrap_failed, self.bootstrap_failed_origins, self.bootstrap_codes,
+                boot_ifaces,
+                merge(self.oob_bag.items, *(b.bag.items for b in self.boots.data.values()))))
         unresolved = self._unresolved(explained)
         if unresolved:
             out.append(unresolved)
@@ -240,6 +285,21 @@ class NetworkRules:
         text = " ".join(facts + reasons)
         return [Finding(e.id, severity, e.title, text + " " + e.explanation,
                         self._interface_fix(), evidence)]
+
+    def _gloo_loopback(self, multi_node: bool, explained: set[tuple[str, str]]) -> list[Finding]:
+        loopback = [(k, c) for k, c in self.conns.items()
+                    if c.address and address_kind(c.address) == "loopback"
+                    and c.err in ("refused", "timeout")]
+        addressless = [(k, c) for k, c in self.conns.items() if not c.address]
+        finding = gloo_on_loopback(self.gloo_fallback, self.gloo_mesh_failed,
+                                   [(c.address, c.bag) for _, c in loopback],
+                                   [c.bag for _, c in addressless], multi_node)
+        if finding is None:
+            return []
+        explained.update(k for k, _ in loopback)
+        if self.gloo_fallback:
+            explained.update(k for k, _ in addressless)
+        return [finding]
 
     def _containers_only(self, suspects: dict[str, _Boot]) -> bool:
         origins = {o for b in suspects.values() for o in b.origins}

@@ -49,14 +49,20 @@ def _p(
 
 
 ANCHORS: tuple[bytes, ...] = (
-    rb"NCCL(?: (?:INFO (?:Bootstrap|NET/|Using network|NCCL_|Failed to open|comm 0x|ncclCommInit)"
-    rb"|WARN|version|error|work)|\()",
+    rb"NCCL(?: (?:INFO (?:Bootstrap|bootstrap\.cc|NET/|Using network|NCCL_|Failed to open"
+    rb"|comm 0x|ncclCommInit)|WARN|version|error|work)|\()",
     b"rror", b"onnect", b"emory", b"Root Cause", b"_rank:",
     rb"local_rank(?:=|': )-1", rb"_device\(-1\)",
+    # failures that real logs post bare, without an NCCL or error word on their line
+    b"Duplicate GPU", b"driver version is insufficient", b"Unable to resolve hostname",
+    b"INFO NET/Socket",  # also the quoted or pre-2.4 form without the NCCL word
+    b"checkTimeout",  # the NCCL watchdog's stack, posted without its message line
 )
 
 # Lines after which the next N lines are examined whatever they contain.
 FOLLOW: dict[str, int] = {"Root Cause": 8, "Last error:": 2, "ChildFailedError": 5}
+# A "NET/Socket : Using" line that ends there: its interfaces follow, one per line.
+SOCKET_LIST_HEAD, SOCKET_LIST_LINES = "NET/Socket : Using", 16
 
 _ADDR = r"(?P<addr>[^\s<>\[\](),]+)"
 # Lines reporting a failed connect say "connect"/"Connection" or carry an *Error name.
@@ -78,12 +84,24 @@ PATTERNS: tuple[LinePattern, ...] = (
     _p("benign", ("NCCL INFO NET/", "NCCL INFO Failed to open libibverbs"),
        r"(?P<what>No plugin found|Could not find: libnccl-net|Failed to open libibverbs"
        r"|NET/IB ?: No device found)"),
+    # The out-of-band (bootstrap) interface NET/IB names, when no "Bootstrap : Using" was posted.
+    _p("nccl-oob", ("NCCL INFO NET/",),
+       r"NET/IB ?: Using [^\n]*?; OOB (?P<iface>[^\s:]+):(?P<addr>[^\s<]+)<(?P<port>\d+)>"),
+    # NCCL's return-code trail through bootstrap.cc: the bootstrap failed (posted without a WARN).
+    _p("bootstrap-retcode", ("NCCL INFO bootstrap.cc:",),
+       r"NCCL INFO bootstrap\.cc:(?P<line>\d+) -> (?P<code>[1-9]\d*)"),
     _p("nccl-version", ("NCCL version",), r"NCCL version (?P<version>\d+\.\d+\.\d+)"
        r"(?:\+(?P<cuda>cuda[\d.]+))?"),
     _p("nccl-comm", ("NCCL INFO ncclCommInit", "NCCL INFO comm 0x"),
        r"comm 0x(?P<comm>[0-9a-fA-F]+) rank (?P<rank>\d+) n[Rr]anks (?P<nranks>\d+)",
        r"nNodes (?P<nnodes>\d+) localRanks (?P<local_ranks>\d+)", r"commId 0x(?P<commid>\w+)",
        r"Init (?P<phase>START|COMPLETE)"),
+    # Gloo could not resolve the host's name and bound to loopback (a trap in a multi-node job).
+    _p("gloo-loopback-fallback", ("Unable to resolve hostname",),
+       r"(?P<detail>Unable to resolve hostname to a \(local\) address)"),
+    _p("gloo-mesh-failed", ("onnect",), r"(?P<detail>Gloo connectFullMesh failed)"),
+    # One interface of a NET/Socket list posted one per line (read after a bare "Using").
+    _p("nccl-socket-item", (), r"^\s*\[\d+\](?P<iface>[^\s:\[\]]+):(?P<addr>[^\s<]+)<\d+>\s*$"),
     _p("nccl-error", ("NCCL error",),
        r"NCCL error in:? ?(?P<where>[^,]*), (?P<detail>[^,(]+?)\s*(?:\(run with|,|$)"),
     _p("exception", ("Error: ",),
@@ -99,7 +117,7 @@ PATTERNS: tuple[LinePattern, ...] = (
        r"|failed to extend /dev/shm[^\n]*|insufficient shared memory[^\n]*"
        r"|out of shared memory[^\n]*|(?:/dev/shm|</torch_)[^\n]*No space left on device[^\n]*)",
        claims=True),
-    _p("duplicate-gpu", ("NCCL WARN", _LAST),
+    _p("duplicate-gpu", ("NCCL WARN", _LAST, "Duplicate GPU detected"),
        r"Duplicate GPU detected ?: rank (?P<rank_a>\d+) and rank (?P<rank_b>\d+) both on CUDA "
        r"device (?P<device>\w+)", claims=True),
     _p("root-mismatch", ("NCCL WARN", _LAST),
@@ -115,7 +133,7 @@ PATTERNS: tuple[LinePattern, ...] = (
        r"|CUDA error: out of memory|Cuda failure 'out of memory'"
        r"|DefaultCPUAllocator: can't allocate memory[^\n]*|Out of memory: Kill(?:ed)? process"
        r"[^\n]*|\bMemoryError\b)", claims=True),
-    _p("version-error", ("CUDA error", "NCCL WARN"),
+    _p("version-error", ("CUDA error", "NCCL WARN", "driver version is insufficient"),
        r"(?P<detail>CUDA driver version is insufficient for CUDA runtime version)", claims=True),
     _p("no-interface", ("NCCL WARN", _LAST, "Error: "),
        r"(?P<detail>(?:Bootstrap|NET/Socket) ?: no (?:socket )?interface found|Unable to find "
@@ -141,6 +159,9 @@ PATTERNS: tuple[LinePattern, ...] = (
        r"SeqNum=(?P<seq>\d+), OpType=(?P<op>\w+)",
        r"Timeout\(ms\)=(?P<timeout_ms>\d+)", r"ran for (?P<ran_ms>\d+) milliseconds",
        claims=True),
+    # Only the watchdog's stack frames: a collective timed out, rank and op unknown.
+    _p("watchdog-frame", ("checkTimeout",),
+       r"(?P<detail>WorkNCCL::checkTimeout|Exception raised from checkTimeout)"),
     _p("work-progress", ("Timeout at NCCL work",),
        r"Rank (?P<rank>\d+)\] Timeout at NCCL work: (?P<seq>\d+), last enqueued NCCL work: "
        r"(?P<enqueued>-?\d+), last completed NCCL work: (?P<completed>-?\d+)", claims=True),
@@ -163,7 +184,7 @@ PATTERNS: tuple[LinePattern, ...] = (
        claims=True),
     _p("rdzv-connection", ("RendezvousConnectionError",),
        r"(?P<detail>RendezvousConnectionError[^\n]*)", claims=True),
-    _p("resolve-failed", ("gai error", "gaierror"),
+    _p("resolve-failed", ("gai error", "gaierror", "rror"),
        r"(?P<detail>Name or service not known|Temporary failure in name resolution)",
        r"of \((?P<host>[^,()\s]+), (?P<port>\d+)\) cannot be retrieved", claims=True),
     # --- connections: specific shapes first, the bare error words last ---

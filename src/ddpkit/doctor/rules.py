@@ -11,6 +11,7 @@ from ddpkit.doctor.addresses import is_unreachable
 from ddpkit.doctor.catalogue import entry
 from ddpkit.doctor.evidence import Bag, Capped, merge, origins_text
 from ddpkit.doctor.findings import SEVERITY_ORDER, Finding
+from ddpkit.doctor.init_model import InitModel
 from ddpkit.doctor.job_rules import JobRules
 from ddpkit.doctor.local_rank_rule import LocalRankRule
 from ddpkit.doctor.logscan import Event
@@ -34,6 +35,7 @@ class Diagnosis:
         self.net = NetworkRules()
         self.job = JobRules()
         self.local_rank = LocalRankRule()
+        self.init = InitModel()
         self.simple: dict[str, Facts] = {}
         self.machines: set[str] = set()
         self.versions: Capped[str, Bag] = Capped(16)
@@ -59,6 +61,7 @@ class Diagnosis:
         self.net.feed(event)
         self.job.feed(event)
         self.local_rank.feed(event)
+        self.init.feed(event)
         kind = event.kind
         if kind in _SIMPLE:
             self.simple.setdefault(_SIMPLE[kind], Facts()).add(event)
@@ -140,7 +143,8 @@ class Diagnosis:
                                else priority))
 
         init_hung = bool(self.comm_started) and not self.comm_completed
-        for finding in self.net.findings(self.multi_node, init_hung):
+        single_node = self.max_nodes == 1 and len(self.machines) < 2
+        for finding in self.net.findings(self.multi_node, init_hung, single_node):
             add(finding)
         for finding_id in ("shm", "duplicate-gpu", "p2p", "out-of-memory", "ib-error",
                            "port-in-use", "rendezvous-timeout", "rendezvous-config"):
@@ -157,6 +161,8 @@ class Diagnosis:
         failed = self.job.rank_failed(errors_so_far)
         if failed is not None:
             add(*failed)
+            if not any(f.id == "out-of-memory" for f, _ in scored):
+                add(self._killed_without_a_word())
         add(self._init_hang(scored))
         if not scored:
             e = entry("no-failure")
@@ -237,13 +243,39 @@ class Diagnosis:
         return Finding(e.id, "warning", e.title, text + e.explanation, e.fix,
                        merge(self.job.timeout_bag.items, self.comm_started.items))
 
+    def _killed_without_a_word(self) -> Finding | None:
+        """A SIGKILL no rank explained: named as the likely cause, ahead of the rank it killed."""
+        killed = self.job.silent_sigkills()
+        if not killed:
+            return None
+        e = entry("out-of-memory")
+        who = "; ".join(r.describe() for r in killed[:4])
+        text = (f"{who}, and no rank printed an error first. A process killed by SIGKILL without "
+                "a word is most often the kernel's OOM killer reclaiming host memory (it could "
+                "also be a scheduler's or a user's kill). ")
+        fix = ("Confirm on that host: dmesg -T | grep -i -E 'killed process|out of memory'\n"
+               "Then use less host memory per rank: fewer DataLoader workers, smaller prefetch, "
+               "load the checkpoint on one rank, or give the job more RAM (--mem for Slurm).")
+        return Finding(e.id, e.severity, e.title, text + e.explanation, fix,
+                       merge(*(r.bag.items for r in killed)))
+
     def _init_hang(self, scored: list[tuple[Finding, int]]) -> Finding | None:
         if scored or not self.comm_started or self.comm_completed:
             return None
         e = entry("firewall")
-        text = ("NCCL started initialising a communicator and never finished, and nothing "
-                "failed: a silent drop of packets between the nodes looks exactly like this (if "
-                "the log was cut off early, this is a guess). ")
+        text = ("NCCL init hangs: it started initialising a communicator and never finished, "
+                "and nothing failed. ")
+        stopped = self.init.where_each_stopped()
+        if stopped:
+            text += f"Where each machine stopped: {stopped}. "
+        missing = self.init.missing_ranks()
+        if missing and len(missing) < self.init.world:
+            shown = ", ".join(map(str, missing[:8])) + (" ..." if len(missing) > 8 else "")
+            text += (f"Rank{'s' if len(missing) > 1 else ''} {shown} of {self.init.world} never "
+                     "reached init in this log: start there (its log, or whether it was launched "
+                     "at all). ")
+        text += ("A silent drop of packets between the nodes looks exactly like this (if the log "
+                 "was cut off early, this is a guess). ")
         return Finding(e.id, "warning", e.title, text + e.explanation, e.fix,
                        merge(self.comm_started.items))
 

@@ -1,0 +1,69 @@
+"""Assign the real-log corpus (tests/fixtures/real-logs/corpus.json) to a dev and an eval split.
+
+The eval split is a seeded random third of the logs, chosen once, before any rule was written for
+the corpus (issue 12), and committed with it. Rules are developed on the dev split only; the eval
+figure is reported, never tuned. Re-running this script reproduces the same assignment for the
+same set of files (sorted by name, then sampled with ``random.Random(seed)``).
+
+Logs are added in batches (the ``batch`` field; absent means batch 1). Each batch gets its own
+seeded third, so adding a batch never moves a log of an earlier batch between the splits. Batch 2
+was gathered after the batch-1 rule changes and has not been used to write or tune any rule.
+
+    python benchmarks/corpus_split.py          # print the assignment
+    python benchmarks/corpus_split.py --write  # store it in corpus.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+from pathlib import Path
+
+SEED = 20261203
+BATCH_SEEDS = {1: SEED, 2: 20261204}
+EVAL_FRACTION = 1 / 3
+CORPUS = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "real-logs" / "corpus.json"
+
+
+def eval_files(files: list[str], seed: int = SEED) -> set[str]:
+    """The files of the eval split: a seeded random third of ``files``."""
+    ordered = sorted(files)
+    count = round(len(ordered) * EVAL_FRACTION)
+    return set(random.Random(seed).sample(ordered, count))
+
+
+def eval_files_by_batch(entries: list[dict[str, object]]) -> set[str]:
+    """The eval files of the whole corpus: each batch's own seeded third."""
+    chosen: set[str] = set()
+    for batch, seed in BATCH_SEEDS.items():
+        files = [str(e["file"]) for e in entries if e.get("batch", 1) == batch]
+        chosen |= eval_files(files, seed)
+    return chosen
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--write", action="store_true", help="store the split in corpus.json")
+    args = parser.parse_args()
+    corpus = json.loads(CORPUS.read_text())
+    unknown = {e.get("batch", 1) for e in corpus["logs"]} - set(BATCH_SEEDS)
+    if unknown:
+        parser.error(f"no seed recorded for batch(es) {sorted(unknown)}: add them to BATCH_SEEDS")
+    chosen = eval_files_by_batch(corpus["logs"])
+    for entry in corpus["logs"]:
+        entry["split"] = "eval" if entry["file"] in chosen else "dev"
+        print(f"{entry['split']:4}  batch {entry.get('batch', 1)}  {entry['file']}")
+    corpus["split"] = {
+        "seed": SEED,
+        "batch_seeds": {str(batch): seed for batch, seed in BATCH_SEEDS.items()},
+        "eval_fraction": "1/3 of each batch",
+        "script": "benchmarks/corpus_split.py",
+    }
+    if args.write:
+        CORPUS.write_text(json.dumps(corpus, indent=1) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

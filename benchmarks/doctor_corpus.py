@@ -1,0 +1,90 @@
+"""Accuracy of `ddpkit doctor --log` on the real-log corpus (tests/fixtures/real-logs/, issue 12).
+
+For every log in corpus.json the top finding of ``ddpkit.doctor.logs.diagnose`` is compared with
+the cause the log's thread confirmed. Prints the accuracy on the dev split (rules are developed on
+it) and on the eval split (set aside before any rule change, never tuned on), the confusion list of
+misses (expected -> got), and the false alarms: no-failure logs that got an error or warning.
+
+    python benchmarks/doctor_corpus.py [--quick] [--split dev|eval|all] [--verbose]
+
+The corpus is small, so --quick changes nothing but is accepted like the other benchmarks'.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+CORPUS_DIR = ROOT / "tests" / "fixtures" / "real-logs"
+sys.path.insert(0, str(ROOT / "src"))
+
+from ddpkit.doctor.logs import diagnose  # noqa: E402
+
+
+def top_finding(path: Path) -> tuple[str, str]:
+    """(id, severity) of the most likely cause doctor names for the log at ``path``."""
+    findings = diagnose([str(path)])
+    return (findings[0].id, findings[0].severity) if findings else ("(none)", "info")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="accepted; the corpus is small")
+    parser.add_argument("--split", choices=("dev", "eval", "all"), default="all")
+    parser.add_argument("--verbose", action="store_true", help="print every log's result")
+    args = parser.parse_args()
+    corpus = json.loads((CORPUS_DIR / "corpus.json").read_text())
+    started = time.perf_counter()
+    totals: dict[str, list[int]] = {"dev": [0, 0], "eval": [0, 0]}
+    by_category: dict[str, list[int]] = {}
+    by_batch: dict[int, list[int]] = {}
+    misses: list[str] = []
+    false_alarms: list[str] = []
+    for entry in corpus["logs"]:
+        split = entry["split"]
+        if args.split != "all" and split != args.split:
+            continue
+        got, severity = top_finding(CORPUS_DIR / entry["file"])
+        expected = entry["cause"]
+        hit = got == expected
+        totals[split][0] += hit
+        totals[split][1] += 1
+        batch_counts = by_batch.setdefault(entry.get("batch", 1), [0, 0])
+        batch_counts[0] += hit
+        batch_counts[1] += 1
+        for category in entry["categories"]:
+            counts = by_category.setdefault(category, [0, 0])
+            counts[0] += hit
+            counts[1] += 1
+        where = f"[{split}, batch {entry.get('batch', 1)}] {entry['file']}"
+        line = f"{where}: expected {expected}, got {got} ({severity})"
+        if args.verbose:
+            print(("ok    " if hit else "MISS  ") + line)
+        if not hit:
+            misses.append(line)
+        if expected == "no-failure" and severity != "info":
+            false_alarms.append(line)
+    elapsed = time.perf_counter() - started
+    for split, (hits, count) in totals.items():
+        if count:
+            print(f"{split:5} accuracy: {hits}/{count} = {100 * hits / count:.0f}%")
+    print("by batch (both splits; batch 2 was gathered after batch 1's rule changes): "
+          + ", ".join(f"{batch}: {hits}/{count}" for batch, (hits, count) in sorted(by_batch.items())))
+    print("by category (both splits): " + ", ".join(
+        f"{name} {hits}/{count}" for name, (hits, count) in sorted(by_category.items())))
+    print(f"misses ({len(misses)}):")
+    for line in misses:
+        print("  " + line)
+    print(f"false alarms on no-failure logs: {len(false_alarms)}")
+    for line in false_alarms:
+        print("  " + line)
+    print(f"({elapsed:.2f} s)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
