@@ -148,4 +148,4 @@ def test_preflight_table(run_cli: RunCli, monkeypatch: Any) -> None:
 
 def test_preflight_rejects_a_bad_port(run_cli: RunCli) -> None:
     result = run_cli("doctor", "--master-port", "70000")
-    assert result.code == ExitCode.USAGE and "bad-usage" in result.err
+    assert result.code == ExitCode.USAGE and "error [bad-port]" in result.err
