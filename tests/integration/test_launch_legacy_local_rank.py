@@ -28,9 +28,9 @@ FINISHED = re.compile(r"rank (\d+) local_rank (\d+) finished 3 steps")
 
 @pytest.mark.timeout(240)
 @pytest.mark.parametrize(("script", "decision"), [
-    ("ddp_underscore.py", "--local_rank=<local rank> (ddp.py:13 declares add_argument('--local_rank'))"),
-    ("ddp_dash.py", "--local-rank=<local rank> (ddp.py:14 declares add_argument('--local-rank')"),
-    ("ddp_both.py", "--local-rank=<local rank> (ddp.py:14 declares add_argument('--local-rank') "
+    ("ddp_underscore.py", "--local_rank=<local rank> (ddp.py:14 declares add_argument('--local_rank'))"),
+    ("ddp_dash.py", "--local-rank=<local rank> (ddp.py:15 declares add_argument('--local-rank')"),
+    ("ddp_both.py", "--local-rank=<local rank> (ddp.py:15 declares add_argument('--local-rank') "
                     "(it declares both"),
     ("ddp_env.py", "none (ddp.py declares neither --local_rank nor --local-rank"),
 ])

@@ -20,7 +20,7 @@ pytestmark = [pytest.mark.root, pytest.mark.slow]
 
 SCRIPT = Path(__file__).parents[1] / "legacy_scripts" / "ddp_underscore.py"
 FINISHED = re.compile(r"rank (\d+) local_rank (\d+) finished 3 steps")
-DECIDED = "local-rank argument: --local_rank=<local rank> (ddp.py:13 declares"
+DECIDED = "local-rank argument: --local_rank=<local rank> (ddp.py:14 declares"
 
 
 def _ranks(text: str) -> set[tuple[int, int]]:
