@@ -9,6 +9,7 @@ from typing import Any
 from ddpkit.errors import ConfigError, NetworkProblem, UsageError
 from ddpkit.launch.config import LaunchConfig
 from ddpkit.launch.envpass import shown_env
+from ddpkit.launch.job import JobSpec, node_argv
 from ddpkit.launch.local_rank import AUTO, OWN_WORKER, EntrySource, LocalRankChoice, decide
 from ddpkit.launch.torchrun import LOCAL_RANK_MACRO, quote_command, torchrun_argv
 from ddpkit.ncclconf.ifname import matching_interfaces
@@ -208,25 +209,17 @@ def option_flags(local_rank_arg: str, use_env: bool,
 
 
 def peer_commands(config: LaunchConfig, command: tuple[str, ...] | None = None) -> tuple[str, ...]:
-    """On the master: the command every other node runs (each picks its own interface)."""
+    """On the master: the command every other node runs (each picks its own interface). The job
+    goes through :func:`ddpkit.launch.job.node_argv`, like the ssh fan-out and the join token."""
     if not config.is_master or not config.multi_node:
         return ()
     if command is None:
         tail = ["-m"] if config.is_module else []
         flags = option_flags(config.local_rank_arg, config.use_env, config.torchrun_options)
         command = ("launch", *flags, *tail, config.entry, *config.entry_args)
-    commands = []
-    for rank in range(1, config.nnodes):
-        argv = ["ddpkit", command[0], "--nnodes", str(config.nnodes), "--node-rank", str(rank),
-                "--master-addr", config.master_addr, "--master-port", str(config.master_port),
-                "--nproc-per-node", config.nproc_per_node]
-        if config.debug:
-            argv.append("--debug")
-        for key, value in config.extra_env:  # every node's workers get the same --env
-            argv.extend(["--env", f"{key}={value}"])
-        argv.extend(command[1:])
-        commands.append(quote_command(argv))
-    return tuple(commands)
+    spec = JobSpec.from_config(command[0], config, entry=command[1:])
+    return tuple(quote_command(["ddpkit", *node_argv(spec, rank, config.master_addr)])
+                 for rank in range(1, config.nnodes))
 
 
 def _first_address(nic: Nic) -> str:
