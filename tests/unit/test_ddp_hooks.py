@@ -181,14 +181,12 @@ def test_not_a_ddp_model(gloo_world_of_one: Any) -> None:
 
 _TWO_RANKS = textwrap.dedent(
     """
-    import json, sys
+    import gc, json, sys
     import torch, torch.distributed as dist
     from torch.nn.parallel import DistributedDataParallel
     from ddpkit.ddp import apply_comm_hook
 
     rank, store, spec, out = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4]
-    # A file store, not tcp:// (a store served by rank 0): when rank 0 exits first, a tcp:// store's
-    # client threads in rank 1 can abort it at exit ("terminate called without an active exception").
     dist.init_process_group("gloo", init_method=f"file://{store}", rank=rank, world_size=2)
     torch.manual_seed(0)  # same initial weights on both ranks
     model = torch.nn.Sequential(torch.nn.Linear(32, 64), torch.nn.ReLU(), torch.nn.Linear(64, 8))
@@ -208,6 +206,10 @@ _TWO_RANKS = textwrap.dedent(
             json.dump({"identical": bool(torch.equal(gathered[0], gathered[1])),
                        "implementation": info.implementation,
                        "norm": float(flat.norm())}, f)
+    # Free the model before the group, or Gloo can abort this rank at interpreter exit
+    # ("terminate called without an active exception"; see ddpkit/launch/tracebacks.py).
+    del ddp, opt, model
+    gc.collect()
     dist.destroy_process_group()
     """
 )
