@@ -18,6 +18,7 @@ import pytest
 from ddpkit.launch.envpass import PassedEnv, read_wire
 from ddpkit.launch.fanout import NodeCommand, plan_nodes, supervise
 from ddpkit.launch.hostfile import Host
+from ddpkit.launch.job import Deadlines, JobSpec
 from ddpkit.launch.outcomes import FAILED, OK, STOPPED, NodeOutcome, first_failure
 from ddpkit.launch.remote import SshSettings
 
@@ -25,9 +26,11 @@ from ddpkit.launch.remote import SshSettings
 def test_plan_nodes_builds_one_supervised_per_node_command() -> None:
     hosts = (Host(name="10.0.0.2"), Host(name="10.0.0.3", user="ubuntu", slots=4))
     passed = PassedEnv(values={"NCCL_DEBUG": "INFO"}, overrides=(("A", "b c"),))
-    nodes = plan_nodes(hosts, [True, False], subcommand="launch", master_addr="10.0.0.2",
-                       master_port=29511, nproc_default="2", flags=["--connect-timeout", "30"],
-                       tail=["train.py", "--lr", "0.1; rm -rf /"], python="/venv/bin/python",
+    job = JobSpec(command="launch", nnodes=2, master_port=29511, nproc_per_node="2",
+                  deadlines=Deadlines(connect_timeout=30),
+                  entry=("train.py", "--lr", "0.1; rm -rf /"))
+    nodes = plan_nodes(hosts, [True, False], job=job, master_addr="10.0.0.2",
+                       python="/venv/bin/python",
                        cwd="/work dir", passed=passed, base_env={"PATH": "/bin"},
                        settings=SshSettings(), run_dir_base="/runs")
     local, remote = nodes
@@ -63,8 +66,9 @@ def read_wire_bytes(data: bytes) -> tuple[dict[str, str], tuple[tuple[str, str],
 def test_secrets_never_reach_a_node_command_line() -> None:
     hosts = (Host(name="10.0.0.2"), Host(name="10.0.0.3"))
     passed = PassedEnv(values={"HF_TOKEN": "hf_s3cret"}, overrides=(("WANDB_API_KEY", "wb_s3cret"),))
-    nodes = plan_nodes(hosts, [True, False], subcommand="launch", master_addr="10.0.0.2",
-                       master_port=29511, nproc_default="2", flags=[], tail=["train.py"],
+    job = JobSpec(command="launch", nnodes=2, master_port=29511, nproc_per_node="2",
+                  overrides=(("WANDB_API_KEY", "wb_s3cret"),), entry=("train.py",))
+    nodes = plan_nodes(hosts, [True, False], job=job, master_addr="10.0.0.2",
                        python="python", cwd="/w", passed=passed, base_env={},
                        settings=SshSettings(), run_dir_base=None)
     for node in nodes:

@@ -114,3 +114,30 @@ def test_the_printed_peer_command_carries_the_whole_job() -> None:
                      if getattr(master, f.name) != getattr(peer, f.name)} - per_node
         assert differing == set(), command
         assert peer.node_rank == rank
+
+
+def test_the_ssh_fan_out_carries_the_whole_job() -> None:
+    from ddpkit.cli.hosts_mode import whole_job
+    from ddpkit.launch.envpass import PassedEnv
+    from ddpkit.launch.fanout import plan_nodes
+    from ddpkit.launch.hostfile import Host
+    from ddpkit.launch.remote import SshSettings
+
+    parser, _ = build_parser("launch")
+    args = parser.parse_args(["--hosts", "10.0.0.2,10.0.0.3", "--nproc-per-node", "4",
+                              "--master-port", "29611", "--connect-timeout", "12.5",
+                              "--rdzv-timeout", "77", "--max-restarts", "2", "--job-timeout",
+                              "3600", "--debug", "--ifname", "eth1", "train.py", "--lr", "0.1"])
+    job = whole_job(args, "launch", 2, ["train.py", "--lr", "0.1"])
+    nodes = plan_nodes((Host(name="10.0.0.2"), Host(name="10.0.0.3", slots=8)), [True, False],
+                       job=job, master_addr="10.0.0.2", python="python", cwd="/w",
+                       passed=PassedEnv(values={}, overrides=()), base_env={},
+                       settings=SshSettings(), run_dir_base="/runs")
+    for node in nodes:
+        config = parsed(list(node.node_argv[3:]))
+        assert (config.nnodes, config.node_rank, config.master_port) == (2, node.node_rank, 29611)
+        assert (config.connect_timeout, config.rdzv_timeout, config.max_restarts,
+                config.job_timeout, config.debug, config.ifname) == (12.5, 77, 2, 3600, True, "eth1")
+        assert (config.entry, config.entry_args) == ("train.py", ("--lr", "0.1"))
+        assert config.run_dir == f"/runs/node{node.node_rank}"
+    assert parsed(list(nodes[1].node_argv[3:])).nproc_per_node == "8"  # its slots

@@ -24,6 +24,7 @@ from ddpkit.launch.envpass import (
 )
 from ddpkit.launch.fanout import NodeCommand, plan_nodes, supervise
 from ddpkit.launch.hostfile import Host, duplicate_warnings, load_hostfile, parse_hosts
+from ddpkit.launch.job import Deadlines, JobSpec
 from ddpkit.launch.outcomes import OK, NodeOutcome, first_failure, job_summary
 from ddpkit.launch.plan import LOOPBACK_NAMES
 from ddpkit.launch.probe import MasterChoice, choose_master, probe_hosts, require_fit
@@ -44,17 +45,16 @@ def load_hosts(args: argparse.Namespace) -> tuple[Host, ...]:
     return hosts
 
 
-def forwarded_flags(args: argparse.Namespace) -> list[str]:
-    """The per-node launch options every node gets, as the user gave them here."""
-    flags = ["--connect-timeout", f"{args.connect_timeout:g}",
-             "--rdzv-timeout", str(args.rdzv_timeout), "--max-restarts", str(args.max_restarts)]
-    if args.job_timeout is not None:
-        flags += ["--job-timeout", f"{args.job_timeout:g}"]
-    if args.ifname:
-        flags += ["--ifname", args.ifname]
-    if args.debug:
-        flags.append("--debug")
-    return flags
+def whole_job(args: argparse.Namespace, subcommand: str, nnodes: int,
+              tail: Sequence[str]) -> JobSpec:
+    """The job every host runs, from the flags given here (``tail``: the command's own flags and
+    its entry, e.g. ``[-m] script args...``)."""
+    return JobSpec(
+        command=subcommand, nnodes=nnodes, master_port=args.master_port,
+        nproc_per_node=str(args.nproc_per_node),
+        deadlines=Deadlines(args.connect_timeout, args.rdzv_timeout, args.max_restarts,
+                            args.job_timeout),
+        debug=bool(args.debug), ifname=args.ifname, entry=tuple(tail))
 
 
 def job_env(args: argparse.Namespace, env: dict[str, str], cwd: Path) -> PassedEnv:
@@ -107,9 +107,8 @@ def _run(args: argparse.Namespace, console: Console, *, subcommand: str, tail: l
     local = this_machine_flags(hosts)
 
     def plan(master: str) -> tuple[NodeCommand, ...]:
-        return plan_nodes(hosts, local, subcommand=subcommand, master_addr=master,
-                          master_port=args.master_port, nproc_default=str(args.nproc_per_node),
-                          flags=forwarded_flags(args), tail=tail, python=remote_python,
+        return plan_nodes(hosts, local, job=whole_job(args, subcommand, len(hosts), tail),
+                          master_addr=master, python=remote_python,
                           cwd=str(cwd), passed=passed, base_env=env, settings=settings,
                           run_dir_base=args.run_dir)
 

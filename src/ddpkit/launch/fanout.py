@@ -30,6 +30,8 @@ from ddpkit.errors import Interrupted
 from ddpkit.launch.envpass import PassedEnv, to_wire
 from ddpkit.launch.execute import DescendantTracker
 from ddpkit.launch.hostfile import Host
+from ddpkit.launch.job import JobSpec
+from ddpkit.launch.job import node_argv as job_node_argv
 from ddpkit.launch.outcomes import (
     FAILED,
     INTERRUPTED,
@@ -73,23 +75,20 @@ class NodeCommand:
                 "argv": list(self.argv), "node_argv": list(self.node_argv), "cwd": self.cwd}
 
 
-def plan_nodes(hosts: Sequence[Host], local: Sequence[bool], *, subcommand: str, master_addr: str,
-               master_port: int, nproc_default: str, flags: Sequence[str], tail: Sequence[str],
+def plan_nodes(hosts: Sequence[Host], local: Sequence[bool], *, job: JobSpec, master_addr: str,
                python: str, cwd: str, passed: PassedEnv, base_env: Mapping[str, str],
                settings: SshSettings, run_dir_base: str | None) -> tuple[NodeCommand, ...]:
-    """Pure: one NodeCommand per host. ``flags`` are options every node gets; ``tail`` ends the
-    command (for ``launch``: ``[-m] script args...``). The passed environment and ``--env``
-    overrides never enter an argv: they travel on the node's stdin (``--env-stdin``)."""
+    """Pure: one NodeCommand per host, each running ``job``'s share for its rank (a host's slots
+    give its process count). The passed environment and the job's ``--env`` overrides never enter
+    an argv: they travel on the node's stdin (``--env-stdin``)."""
     commands = []
     for rank, host in enumerate(hosts):
-        node_argv = [python, "-m", "ddpkit", subcommand, "--nnodes", str(len(hosts)),
-                     "--node-rank", str(rank), "--master-addr", master_addr,
-                     "--master-port", str(master_port),
-                     "--nproc-per-node", str(host.slots) if host.slots else nproc_default,
-                     *flags]
+        own = ["--supervised", "--env-stdin", "--json"]
         if run_dir_base:
-            node_argv += ["--run-dir", f"{run_dir_base.rstrip('/')}/node{rank}"]
-        node_argv += ["--supervised", "--env-stdin", "--json", *tail]
+            own = ["--run-dir", f"{run_dir_base.rstrip('/')}/node{rank}", *own]
+        node_argv = [python, "-m", "ddpkit", *job_node_argv(
+            job, rank, master_addr, nproc_per_node=str(host.slots) if host.slots else None,
+            env_in_argv=False, node_flags=own)]
         if local[rank]:
             argv, env = list(node_argv), dict(base_env)
         else:

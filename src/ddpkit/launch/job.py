@@ -106,13 +106,16 @@ class JobSpec:
 
 
 def node_argv(spec: JobSpec, node_rank: int, master_addr: str, *,
-              nproc_per_node: str | None = None, env_in_argv: bool = True) -> list[str]:
+              nproc_per_node: str | None = None, env_in_argv: bool = True,
+              node_flags: Sequence[str] = ()) -> list[str]:
     """The ``ddpkit`` arguments (after the program name) that run node ``node_rank``'s share.
 
     A deadline at its default is left out (the node's default is the same, and the printed
     command stays short); ``nproc_per_node`` overrides the job's for one node (a hostfile's
     slots). ``env_in_argv=False`` leaves the ``--env`` values out, for a transport that carries
-    them off the command line (the ssh fan-out sends them on stdin).
+    them off the command line (the ssh fan-out sends them on stdin). ``node_flags`` are this
+    node's own (its run directory, ``--supervised``), placed before the command's flags and the
+    entry (after the script, a flag would be the script's).
     """
     argv = [spec.command, "--nnodes", str(spec.nnodes), "--node-rank", str(node_rank),
             "--master-addr", master_addr, "--master-port", str(spec.master_port),
@@ -133,4 +136,4 @@ def node_argv(spec: JobSpec, node_rank: int, master_addr: str, *,
     if env_in_argv:
         for key, value in spec.overrides:
             argv += ["--env", f"{key}={value}"]
-    return [*argv, *spec.command_flags, *spec.entry]
+    return [*argv, *node_flags, *spec.command_flags, *spec.entry]
