@@ -117,8 +117,9 @@ def test_token_mode_dry_run(run_cli: Any) -> None:
                      "--epochs", "2")
     assert result.code == 0, result.err
     doc = result.json()
-    assert doc["schema"] == "ddpkit.join-plan/1" and doc["address"] == "127.0.0.1"
-    assert doc["job"]["nnodes"] == 3 and doc["job"]["entry_args"] == ["--epochs", "2"]
+    assert doc["schema"] == "ddpkit.join-plan/2" and doc["address"] == "127.0.0.1"
+    assert doc["job"]["nnodes"] == 3 and doc["job"]["entry"] == ["train.py", "--epochs", "2"]
+    assert doc["node1_argv"][:6] == ["ddpkit", "launch", "--nnodes", "3", "--node-rank", "1"]
 
 
 def test_join_refuses_a_bad_token(run_cli: Any) -> None:

@@ -141,3 +141,28 @@ def test_the_ssh_fan_out_carries_the_whole_job() -> None:
         assert (config.entry, config.entry_args) == ("train.py", ("--lr", "0.1"))
         assert config.run_dir == f"/runs/node{node.node_rank}"
     assert parsed(list(nodes[1].node_argv[3:])).nproc_per_node == "8"  # its slots
+
+
+def test_the_join_token_carries_the_whole_job() -> None:
+    """Token mode: the master's job, through the store's JSON, read by a joining node with the
+    same parser as a typed command line (its own --run-dir/--ifname added)."""
+    import argparse
+    import json
+
+    from ddpkit.cli.commands.join import node_args
+    from ddpkit.cli.join_mode import node_config
+    from ddpkit.launch.join import JoinJob
+
+    job = dataclasses.replace(FULL, ifname=None, nnodes=2)
+    sent = JoinJob(job=job, master_addr="10.0.0.2", env={"NCCL_DEBUG": "INFO"}, join_timeout=30,
+                   ddpkit_version="x", cwd="/w")
+    received = JoinJob.from_dict(json.loads(json.dumps(sent.to_dict())))
+    assert received == sent
+    own = argparse.Namespace(ifname="eth7", run_dir="/runs/n1", show_output=False)
+    config, _ = node_config("launch", node_args(received, 1, own))
+    master = parsed(node_argv(job, 0, "10.0.0.2"))
+    per_node = {"node_rank", "notes", "cluster_sources", "ifname", "run_dir"}
+    differing = {f.name for f in dataclasses.fields(LaunchConfig)
+                 if getattr(master, f.name) != getattr(config, f.name)} - per_node
+    assert differing == set()
+    assert (config.node_rank, config.ifname, config.run_dir) == (1, "eth7", "/runs/n1")

@@ -15,6 +15,7 @@ import pytest
 
 from ddpkit.errors import DeadlineExceeded, JobFailed
 from ddpkit.launch import join
+from ddpkit.launch.job import JobSpec
 from ddpkit.launch.join_store import JobStore, connect_store, host_store
 from ddpkit.launch.token import new_token
 
@@ -23,11 +24,11 @@ pytest.importorskip("torch")
 SECRET_VALUE = "hf_Sup3rS3cretApiKeyValue"
 
 
-def _spec(nnodes: int = 3) -> join.JobSpec:
-    return join.JobSpec(command="launch", nnodes=nnodes, master_addr="127.0.0.1", master_port=29500,
-                        nproc_per_node="1", entry="train.py", env={"HF_TOKEN": SECRET_VALUE},
-                        overrides=(("WANDB_API_KEY", SECRET_VALUE),), join_timeout=5,
-                        ddpkit_version="x")
+def _spec(nnodes: int = 3) -> join.JoinJob:
+    job = JobSpec(command="launch", nnodes=nnodes, overrides=(("WANDB_API_KEY", SECRET_VALUE),),
+                  entry=("train.py",))
+    return join.JoinJob(job=job, master_addr="127.0.0.1", env={"HF_TOKEN": SECRET_VALUE},
+                        join_timeout=5, ddpkit_version="x")
 
 
 @pytest.fixture

@@ -11,6 +11,7 @@ import pytest
 
 from ddpkit.errors import DeadlineExceeded, JobFailed
 from ddpkit.launch import join
+from ddpkit.launch.job import Deadlines, JobSpec
 from ddpkit.launch.join_store import JobStore, connect_store, host_store
 from ddpkit.launch.outcomes import FAILED, LOST, OK, NodeOutcome
 from ddpkit.launch.token import JoinToken, new_token
@@ -26,11 +27,11 @@ class Clock:
         return self.now
 
 
-def _spec(nnodes: int = 3) -> join.JobSpec:
-    return join.JobSpec(command="launch", nnodes=nnodes, master_addr="127.0.0.1", master_port=29500,
-                        nproc_per_node="1", entry="train.py", entry_args=("--lr", "0.1"),
-                        env={"NCCL_DEBUG": "INFO"}, overrides=(("A", "1"),),
-                        options={"connect_timeout": 30}, join_timeout=5, ddpkit_version="x")
+def _spec(nnodes: int = 3) -> join.JoinJob:
+    job = JobSpec(command="launch", nnodes=nnodes, deadlines=Deadlines(connect_timeout=30),
+                  overrides=(("A", "1"),), entry=("train.py", "--lr", "0.1"))
+    return join.JoinJob(job=job, master_addr="127.0.0.1", env={"NCCL_DEBUG": "INFO"},
+                        join_timeout=5, ddpkit_version="x")
 
 
 @pytest.fixture

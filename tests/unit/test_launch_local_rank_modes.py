@@ -7,8 +7,9 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ddpkit.cli.commands.join import job_config
-from ddpkit.launch.join import JobSpec
+from ddpkit.cli.commands.join import node_args
+from ddpkit.cli.join_mode import node_config
+from ddpkit.launch.join import JoinJob
 
 GUIDE = "import argparse\np = argparse.ArgumentParser()\np.add_argument('--local_rank', type=int)\n"
 
@@ -69,13 +70,9 @@ def test_join_job_carries_the_mode_and_the_worker_decides_from_its_copy(run_cli,
     _script(tmp_path, monkeypatch)
     doc = run_cli("launch", "--nnodes", "2", "--dry-run", "--json", "--start-method=fork",
                   "ddp.py").json()
-    options = doc["job"]["options"]
-    assert options["local_rank_arg"] == "auto"
-    assert options["torchrun_options"] == [["--start-method", "fork"]]
-    spec = JobSpec.from_dict(doc["job"])
-    config = job_config(spec, 1, argparse.Namespace(ifname=None, connect_timeout=5.0, run_dir=None))
-    assert config.local_rank_arg == "auto"
+    spec = JoinJob.from_dict({**doc, "master_addr": doc["address"]})
+    assert "--start-method=fork" in spec.job.entry  # torch's flags travel with the job
+    args = argparse.Namespace(ifname=None, connect_timeout=5.0, run_dir=None, show_output=False)
+    config, _ = node_config("launch", node_args(spec, 1, args))
+    assert config.node_rank == 1 and config.local_rank_arg == "auto"  # decided on the node
     assert config.torchrun_options == (("--start-method", "fork"),)
-    old = JobSpec.from_dict({**doc["job"], "options": {}})  # a job without the field: own worker
-    assert job_config(old, 1, argparse.Namespace(ifname=None, connect_timeout=5.0,
-                                                 run_dir=None)).local_rank_arg == ""

@@ -20,13 +20,9 @@ from typing import Any
 from ddpkit import __version__
 from ddpkit.cli import render
 from ddpkit.cli.console import Console
-from ddpkit.cli.launch_options import (
-    Share,
-    ShareContext,
-    config_from_args,
-    process_context,
-)
+from ddpkit.cli.launch_options import Share, ShareContext, process_context
 from ddpkit.errors import ConfigError, DdpkitError, EnvironmentProblem, ExitCode, JobFailed
+from ddpkit.launch.config import LaunchConfig
 from ddpkit.launch.outcomes import OK, first_failure, job_summary, outcome_from_error
 from ddpkit.launch.token import JoinToken
 from ddpkit.report import document
@@ -71,17 +67,27 @@ def interrupts_announced(announce: Callable[[], None]) -> Iterator[None]:
 
 
 def shown_job(spec: Any) -> dict[str, Any]:
-    """The job as ddpkit may print it: values whose names look secret masked."""
+    """The join job as ddpkit may print it (values whose names look secret masked): the job
+    itself, what travels with it, and the command node 1 will run."""
     from ddpkit.launch.envpass import shown, shown_env
+    from ddpkit.launch.job import node_argv
 
-    return {**spec.to_dict(), "env": shown_env(spec.env),
-            "overrides": [[key, shown(key, value)] for key, value in spec.overrides]}
+    job = spec.job.to_dict()
+    job["overrides"] = [[key, shown(key, value)] for key, value in spec.job.overrides]
+    node1 = node_argv(spec.job, 1, spec.master_addr, env_in_argv=False)
+    return {"job": job, "env": shown_env(spec.env), "join_timeout": spec.join_timeout,
+            "ddpkit_version": spec.ddpkit_version, "node1_argv": ["ddpkit", *node1]}
 
 
-def job_options(args: argparse.Namespace, extra: dict[str, Any]) -> dict[str, Any]:
-    return {"connect_timeout": args.connect_timeout, "rdzv_timeout": args.rdzv_timeout,
-            "max_restarts": args.max_restarts, "job_timeout": args.job_timeout,
-            "debug": bool(args.debug), **{k: v for k, v in extra.items() if k != "show_output"}}
+def node_config(command: str, args: argparse.Namespace) -> tuple[LaunchConfig, dict[str, Any]]:
+    """A node's configuration and share options from its parsed ``command`` line."""
+    if command == "test":
+        from ddpkit.cli.commands import test
+
+        return test.node_config(args)
+    from ddpkit.cli.commands import launch
+
+    return launch.node_config(args)
 
 
 def write_token_file(path: Path, token: JoinToken) -> None:
@@ -107,9 +113,10 @@ def _report_store(console: Console, master: Any) -> None:
                             "ignored and removed (someone else is writing to the job store)")
 
 
-def run_master(args: argparse.Namespace, console: Console, *, command: str, entry: str,
-               entry_args: list[str], is_module: bool, options: dict[str, Any], share: Share) -> int:
-    from ddpkit.cli.hosts_mode import job_env
+def run_master(args: argparse.Namespace, console: Console, *, command: str, tail: list[str],
+               share: Share) -> int:
+    """``tail``: what every node's command ends with (the command's own flags, the entry)."""
+    from ddpkit.cli.hosts_mode import job_env, whole_job
     from ddpkit.launch import join
     from ddpkit.launch.join_store import host_store
     from ddpkit.launch.preflight import check_port_free
@@ -119,20 +126,18 @@ def run_master(args: argparse.Namespace, console: Console, *, command: str, entr
     env, home, cwd, python = process_context()
     passed = job_env(args, env, cwd)
     token = new_token(address, args.join_port)
-    spec = join.JobSpec(
-        command=command, nnodes=args.nnodes, master_addr=address, master_port=args.master_port,
-        nproc_per_node=str(args.nproc_per_node), entry=entry, entry_args=tuple(entry_args),
-        is_module=is_module, env=passed.values, overrides=passed.overrides,
-        options=job_options(args, options), join_timeout=args.join_timeout,
-        ddpkit_version=__version__, cwd=str(cwd))
+    job = dataclasses.replace(whole_job(args, command, args.nnodes, tail), ifname=None,
+                              overrides=tuple(passed.overrides))  # each node picks its interface
+    spec = join.JoinJob(job=job, master_addr=address, env=passed.values,
+                        join_timeout=args.join_timeout, ddpkit_version=__version__, cwd=str(cwd))
     if args.dry_run:
         if args.json:
-            render.emit_json(console, document("join-plan", 1, {
-                "address": address, "interface": ifname, "reason": why, "job": shown_job(spec)}))
+            render.emit_json(console, document("join-plan", 2, {
+                "address": address, "interface": ifname, "reason": why, **shown_job(spec)}))
         else:
             render.line(console, f"would start a job store on {address}:{args.join_port} ({ifname}: "
                                  f"{why}) for {args.nnodes} nodes and print a `ddpkit join` token")
-            render.line(console, f"job: {command} {entry} {' '.join(entry_args)}".rstrip())
+            render.line(console, f"job: {command} {' '.join(tail)}".rstrip())
         return 0
     check_port_free(args.join_port, flag="--join-port", what="job-store port (token mode)",
                     fix="(the token tells the other nodes)")
@@ -170,7 +175,7 @@ def run_master(args: argparse.Namespace, console: Console, *, command: str, entr
             raise
         master.release()
         namespace = argparse.Namespace(**{**vars(args), "master_addr": address})
-        config = config_from_args(namespace, entry=entry, entry_args=entry_args, is_module=is_module)
+        config, options = node_config(command, namespace)
         context = ShareContext(env=env, home=home, cwd=cwd, python=python, as_json=args.json,
                                should_stop=master.should_stop, hide_peer_commands=True)
         own_error: DdpkitError | None = None

@@ -7,7 +7,7 @@ is sealed JSON (:mod:`ddpkit.launch.token`): encrypted, authenticated, bound to 
 Keys, all under ``ddpkit/<run-id>/``:
 
 =============  =====================================================================
-``job``        the job (:class:`JobSpec`), written once by the master
+``job``        the job (:class:`JoinJob`), written once by the master
 ``node/<R>``   the claim on rank R (host, address, interface, a random claim id), taken
                with the store's atomic ``compare_set``: a sealed claim, not a counter
 ``go``         every node has joined: start torchrun (names each rank's claim id, so a
@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ddpkit.errors import ConfigError, DdpkitError, DeadlineExceeded, JobFailed
+from ddpkit.launch.job import JobSpec
 from ddpkit.launch.join_store import JobStore
 from ddpkit.launch.outcomes import LOST, OK, STOPPED, NodeOutcome
 from ddpkit.launch.store_client import first_line
@@ -41,57 +42,47 @@ COMMANDS = ("launch", "test")
 
 
 @dataclass(frozen=True)
-class JobSpec:
-    """Everything a joining node needs to run its share (JSON-safe)."""
+class JoinJob:
+    """What the master puts in the store for joining nodes: the job (a
+    :class:`~ddpkit.launch.job.JobSpec`, the same value the printed peer commands and the ssh
+    fan-out use), the master's address, the passed environment, and what a node checks first."""
 
-    command: str  # "launch" or "test"
-    nnodes: int
+    job: JobSpec
     master_addr: str
-    master_port: int
-    nproc_per_node: str
-    entry: str
-    entry_args: tuple[str, ...] = ()
-    is_module: bool = False
     env: Mapping[str, str] = field(default_factory=dict)  # allow-listed env + .ddpkit_env
-    overrides: tuple[tuple[str, str], ...] = ()  # --env K=V
-    options: Mapping[str, Any] = field(default_factory=dict)  # timeouts, debug, test options
     join_timeout: float = 600.0
     ddpkit_version: str = ""
     cwd: str = ""
 
+    @property
+    def nnodes(self) -> int:
+        return self.job.nnodes
+
+    @property
+    def command(self) -> str:
+        return self.job.command
+
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "command": self.command, "nnodes": self.nnodes, "master_addr": self.master_addr,
-            "master_port": self.master_port, "nproc_per_node": self.nproc_per_node,
-            "entry": self.entry, "entry_args": list(self.entry_args), "is_module": self.is_module,
-            "env": dict(sorted(self.env.items())), "overrides": [list(p) for p in self.overrides],
-            "options": dict(self.options), "join_timeout": self.join_timeout,
-            "ddpkit_version": self.ddpkit_version, "cwd": self.cwd,
-        }
+        return {"job": self.job.to_dict(), "master_addr": self.master_addr,
+                "env": dict(sorted(self.env.items())), "join_timeout": self.join_timeout,
+                "ddpkit_version": self.ddpkit_version, "cwd": self.cwd}
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> JobSpec:
+    def from_dict(cls, data: Mapping[str, Any]) -> JoinJob:
         try:
-            spec = cls(
-                command=str(data["command"]), nnodes=int(data["nnodes"]),
-                master_addr=str(data["master_addr"]), master_port=int(data["master_port"]),
-                nproc_per_node=str(data["nproc_per_node"]), entry=str(data["entry"]),
-                entry_args=tuple(str(a) for a in data.get("entry_args", [])),
-                is_module=bool(data.get("is_module", False)),
+            found = cls(
+                job=JobSpec.from_dict(data["job"]), master_addr=str(data["master_addr"]),
                 env={str(k): str(v) for k, v in dict(data.get("env", {})).items()},
-                overrides=tuple((str(k), str(v)) for k, v in data.get("overrides", [])),
-                options=dict(data.get("options", {})),
                 join_timeout=float(data.get("join_timeout", 600.0)),
-                ddpkit_version=str(data.get("ddpkit_version", "")), cwd=str(data.get("cwd", "")),
-            )
-        except (KeyError, TypeError, ValueError) as exc:
+                ddpkit_version=str(data.get("ddpkit_version", "")), cwd=str(data.get("cwd", "")))
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise ConfigError("bad-job", f"the master's job description is incomplete ({exc})",
                               "run the same ddpkit version on the master and this node") from None
-        if spec.command not in COMMANDS or spec.nnodes < 2:
-            raise ConfigError("bad-job", f"the master's job ({spec.command}, {spec.nnodes} nodes) "
-                              "is not one ddpkit join can run",
+        if found.command not in COMMANDS or found.nnodes < 2:
+            raise ConfigError("bad-job", f"the master's job ({found.command}, {found.nnodes} "
+                              "nodes) is not one ddpkit join can run",
                               "run the same ddpkit version on the master and this node")
-        return spec
+        return found
 
 
 @dataclass(frozen=True)
@@ -121,7 +112,7 @@ def done_key(rank: int) -> str:
 class MasterSide:
     """The master's view: who joined, who is alive, who finished how."""
 
-    def __init__(self, store: JobStore, spec: JobSpec,
+    def __init__(self, store: JobStore, spec: JoinJob,
                  clock: Callable[[], float] = time.monotonic) -> None:
         self.store = store
         self.spec = spec
@@ -276,16 +267,16 @@ class WorkerSide:
         self._last_poll = -1e9
         self._beating = threading.Event()
 
-    def fetch_job(self) -> JobSpec:
+    def fetch_job(self) -> JoinJob:
         record = self.store.read_strict(JOB)
         if record is None:
             raise JobFailed("job-not-found",
                             f"the job store at {self.store.token.endpoint} has no job for run "
                             f"{self.store.token.run_id}",
                             "copy the token the master printed for its current run")
-        return JobSpec.from_dict(record)
+        return JoinJob.from_dict(record)
 
-    def claim_rank(self, spec: JobSpec, host: str, address: str, ifname: str) -> int:
+    def claim_rank(self, spec: JoinJob, host: str, address: str, ifname: str) -> int:
         """Take the first free node rank with a sealed claim (who, from where, a random id)."""
         claim = secrets.token_hex(8)
         body = {"host": host, "address": address, "ifname": ifname, "claim": claim}

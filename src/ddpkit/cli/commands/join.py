@@ -18,10 +18,11 @@ from typing import Any
 from ddpkit import __version__
 from ddpkit.cli import render
 from ddpkit.cli.console import Console
+from ddpkit.cli.join_mode import node_config
 from ddpkit.cli.launch_options import Share, ShareContext, process_context, sigterm_as_interrupt
 from ddpkit.cli.options import add_flag, add_json_flag
 from ddpkit.errors import ConfigError, DdpkitError, EnvironmentProblem, UsageError
-from ddpkit.launch.config import DEFAULT_CONNECT_TIMEOUT, LaunchConfig
+from ddpkit.launch.config import DEFAULT_CONNECT_TIMEOUT
 from ddpkit.launch.outcomes import INTERRUPTED, STOPPED, NodeOutcome, outcome_from_error
 
 HELP = "join a job started on the master with a ddpk:// token"
@@ -61,21 +62,21 @@ def run(args: argparse.Namespace, console: Console) -> int:
     with sigterm_as_interrupt():
         worker = join.WorkerSide(connect_store(token, timeout=args.connect_timeout))
         spec = worker.fetch_job()
-        _check_job(spec, cwd)
+        _check_version(spec)
+        _check_script(spec, node_args(spec, 1, args), cwd)  # before a rank is taken
         host = socket.gethostname()
         rank = worker.claim_rank(spec, host, route.source, route.ifname)
         render.log(console, f"ddpkit: joined as node {rank} of {spec.nnodes} ({spec.command} "
-                            f"{spec.entry}); waiting for the other nodes")
+                            f"{' '.join(spec.job.entry)}); waiting for the other nodes")
         switch = StopSwitch(interrupt=lambda: os.kill(os.getpid(), signal.SIGTERM))
         worker.start_heartbeat(on_lost=switch.trigger)
         try:
             worker.wait_for_go(spec.join_timeout + 30.0)
-            config = job_config(spec, rank, args)
+            config, options = node_config(spec.command, node_args(spec, rank, args))
             context = ShareContext(
                 env={**env, **dict(spec.env)}, home=home, cwd=cwd, python=python, as_json=args.json,
                 should_stop=lambda: switch.should_stop() or worker.should_stop(),
                 hide_peer_commands=True)
-            options: dict[str, Any] = {**dict(spec.options), "show_output": args.show_output}
             code, outcome = _share_for(spec.command)(console, config, context, options)
         except DdpkitError as exc:
             _report(console, worker, outcome_from_error(exc.to_dict(), node_rank=rank, host=host))
@@ -121,37 +122,39 @@ def token_text(args: argparse.Namespace, env: dict[str, str]) -> str:
                           "copy the master's --token-file here (scp) and pass its path") from None
 
 
-def job_config(spec: Any, rank: int, args: argparse.Namespace) -> LaunchConfig:
-    options = dict(spec.options)
-    return LaunchConfig(
-        nnodes=spec.nnodes, node_rank=rank, master_addr=spec.master_addr,
-        master_port=spec.master_port, nproc_per_node=spec.nproc_per_node, entry=spec.entry,
-        entry_args=tuple(spec.entry_args), is_module=spec.is_module, ifname=args.ifname,
-        debug=bool(options.get("debug", False)),
-        connect_timeout=float(options.get("connect_timeout") or args.connect_timeout),
-        rdzv_timeout=int(options.get("rdzv_timeout") or 600),
-        max_restarts=int(options.get("max_restarts") or 0), run_dir=args.run_dir,
-        job_timeout=float(options["job_timeout"]) if options.get("job_timeout") else None,
-        extra_env=tuple(spec.overrides),
-        # a launch job's local-rank argument is decided here, from this machine's copy
-        local_rank_arg=str(options.get("local_rank_arg", "")),
-        use_env=bool(options.get("use_env", False)),
-        torchrun_options=tuple((str(flag), None if value is None else str(value))
-                               for flag, value in options.get("torchrun_options", [])),
-        notes=tuple(str(note) for note in options.get("notes", [])),
-    )
+def node_args(spec: Any, rank: int, args: argparse.Namespace) -> argparse.Namespace:
+    """This node's share of the master's job, read as its own command line would be: the job's
+    node_argv (the same one the printed peer commands and the ssh fan-out use), plus this node's
+    own --ifname, --run-dir and --show-output, through the command's own parser."""
+    from ddpkit.cli.main import build_parser
+    from ddpkit.launch.job import node_argv
+
+    own = [*(["--ifname", args.ifname] if args.ifname else []),
+           *(["--run-dir", args.run_dir] if args.run_dir else []),
+           *(["--show-output"] if args.show_output and spec.command == "test" else [])]
+    argv = node_argv(spec.job, rank, spec.master_addr, node_flags=own)
+    parser, _ = build_parser(argv[0])
+    try:
+        return parser.parse_args(argv[1:])
+    except SystemExit:
+        raise ConfigError("bad-job", f"this ddpkit cannot read the master's job ({' '.join(argv)})",
+                          "install the same ddpkit version on every machine") from None
 
 
-def _check_job(spec: Any, cwd: Path) -> None:
+def _check_version(spec: Any) -> None:
     if spec.ddpkit_version != __version__:
         raise EnvironmentProblem(
             "version-mismatch",
             f"the master runs ddpkit {spec.ddpkit_version}, this machine {__version__}",
             "install the same ddpkit version on every machine")
-    if not spec.is_module and not (cwd / spec.entry).is_file():
+
+
+def _check_script(spec: Any, parsed: argparse.Namespace, cwd: Path) -> None:
+    script = getattr(parsed, "script", None)
+    if script and not parsed.module and not (cwd / script).is_file():
         raise ConfigError(
             "script-not-found",
-            f"the job's script {spec.entry} is not in this directory ({cwd})",
+            f"the job's script {script} is not in this directory ({cwd})",
             f"run `ddpkit join` from the directory that holds it (on the master: {spec.cwd})")
 
 

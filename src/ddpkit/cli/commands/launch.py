@@ -62,20 +62,32 @@ def run(args: argparse.Namespace, console: Console) -> int:
 
         torch.check_whole_job()  # each node decides the local-rank argument from its own copy
         _preview_local_rank(args, console)
-        tail = [*torch.node_flags(), *(["-m"] if args.module else []), args.script,
-                *args.script_args]
-        return hosts_mode.run(args, console, subcommand="launch", tail=tail)
+        return hosts_mode.run(args, console, subcommand="launch", tail=job_tail(args))
     if mode == JOIN:
         from ddpkit.cli import join_mode
 
         torch.check_whole_job()
         _preview_local_rank(args, console)
-        return join_mode.run_master(args, console, command="launch", entry=args.script,
-                                    entry_args=list(args.script_args), is_module=args.module,
-                                    options=torch.job_options(), share=share)
+        return join_mode.run_master(args, console, command="launch", tail=job_tail(args),
+                                    share=share)
+    config, options = node_config(args)
+    return run_this_node(args, console, config, share, options)
+
+
+def job_tail(args: argparse.Namespace) -> list[str]:
+    """What every node's command ends with: torch's flags, then ``[-m] script args...``."""
+    return [*args.torch_options.node_flags(), *(["-m"] if args.module else []), args.script,
+            *args.script_args]
+
+
+def node_config(args: argparse.Namespace) -> tuple[LaunchConfig, dict[str, Any]]:
+    """This node's configuration and share options from its parsed command line (also how a
+    joining node reads the master's job)."""
+    if getattr(args, "torch_options", None) is None:
+        args.torch_options = resolve(args)
     config = config_from_args(args, entry=args.script, entry_args=args.script_args,
                               is_module=args.module)
-    return run_this_node(args, console, config, share, {})
+    return config, {}
 
 
 def _preview_local_rank(args: argparse.Namespace, console: Console) -> None:

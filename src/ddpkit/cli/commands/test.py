@@ -59,26 +59,37 @@ def test_options(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def run(args: argparse.Namespace, console: Console) -> int:
-    options = test_options(args)
     for note in apply_scheduler_layout(args, dict(os.environ)):
         render.log(console, f"ddpkit: note: {note}")
     mode = job_mode(args)
     if mode == HOSTS:
         from ddpkit.cli import hosts_mode
 
-        tail = ["--backend", args.backend, "--pg-timeout", f"{args.pg_timeout:g}"]
-        tail += ["--quick"] if args.quick else []
-        tail += ["--show-output"] if args.show_output else []
+        tail = [*job_tail(args), *(["--show-output"] if args.show_output else [])]
         return hosts_mode.run(args, console, subcommand="test", tail=tail,
                               render_result=lambda c, outcomes, payload: _render_job(
                                   c, outcomes, payload, as_json=args.json))
     if mode == JOIN:
         from ddpkit.cli import join_mode
 
-        return join_mode.run_master(args, console, command="test", entry=WORKER_MODULE,
-                                    entry_args=[], is_module=True, options=options, share=share)
-    config = config_from_args(args, entry=WORKER_MODULE, entry_args=[], is_module=True)
+        return join_mode.run_master(args, console, command="test", tail=job_tail(args),
+                                    share=share)
+    config, options = node_config(args)
     return run_this_node(args, console, config, share, options)
+
+
+def job_tail(args: argparse.Namespace) -> list[str]:
+    """The test's own flags, which every node's command repeats (not --show-output: a node's own
+    choice)."""
+    return ["--backend", args.backend, "--pg-timeout", f"{args.pg_timeout:g}",
+            *(["--quick"] if args.quick else [])]
+
+
+def node_config(args: argparse.Namespace) -> tuple[LaunchConfig, dict[str, Any]]:
+    """This node's configuration and test options from its parsed command line (also how a
+    joining node reads the master's job)."""
+    config = config_from_args(args, entry=WORKER_MODULE, entry_args=[], is_module=True)
+    return config, test_options(args)
 
 
 def share(console: Console, config: LaunchConfig, context: ShareContext,
