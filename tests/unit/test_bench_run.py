@@ -224,6 +224,39 @@ def test_bad_flag_values_exit_with_usage_and_the_error_id(run_cli) -> None:  # t
     assert "bad-setting" in result.err
 
 
-def test_nnodes_without_master_addr_is_refused(run_cli) -> None:  # type: ignore[no-untyped-def]
-    result = run_cli("bench", "--nnodes", "2", "--dry-run")
+def test_a_worker_without_master_addr_is_refused(run_cli) -> None:  # type: ignore[no-untyped-def]
+    result = run_cli("bench", "--nnodes", "2", "--node-rank", "1", "--dry-run")
     assert result.code == 2 and "missing-master-addr" in result.err
+
+
+def test_nnodes_without_master_addr_is_token_mode(run_cli) -> None:  # type: ignore[no-untyped-def]
+    result = run_cli("bench", "--nnodes", "2", "--ifname", "lo", "--quick", "--settings", "none",
+                     "--dry-run", "--json")
+    assert result.code == 0, result.err
+    doc = result.json()
+    assert doc["schema"] == "ddpkit.join-plan/2"
+    assert doc["node1_argv"][:2] == ["ddpkit", "bench"]
+    assert doc["node1_argv"][-3:] == ["--settings", "none", "--quick"]
+
+
+def test_bench_flags_travel_to_every_node_unchanged() -> None:
+    """Every option of `ddpkit bench` either travels in the job's flags, is a launch/cluster
+    option the job carries itself, or is node 0's own output: read back, the flags give the same
+    bench (the drift test for bench over --hosts and join tokens)."""
+    from ddpkit.cli import bench_job
+    from ddpkit.cli.commands.bench import options_from_args
+    from ddpkit.cli.main import build_parser
+
+    parser, _ = build_parser("bench")
+    given = parser.parse_args(["--quick", "-b", "4K", "-e", "1M", "-f", "4", "-n", "3", "--ops",
+                               "all_reduce", "--tcp-seconds", "1s", "--tcp-streams", "1,2",
+                               "--settings", "none,bf16", "--efficiency-threshold", "0.6",
+                               "--backend", "gloo", "--collectives", "--scaling", "--params",
+                               "1M", "--setting-timeout", "60s", "--net-timeout", "100s"])
+    again = parser.parse_args(bench_job.bench_flags(given))
+    assert options_from_args(again) == options_from_args(given)
+    launch_parser, _ = build_parser("launch")
+    carried = {a.dest for a in launch_parser._actions}
+    known = set(bench_job.VALUE_FLAGS) | set(bench_job.SWITCHES) | set(bench_job.NODE_OWN)
+    missing = {a.dest for a in parser._actions} - known - carried - {"help", "json"}
+    assert missing == set()

@@ -85,6 +85,10 @@ def node_config(command: str, args: argparse.Namespace) -> tuple[LaunchConfig, d
         from ddpkit.cli.commands import test
 
         return test.node_config(args)
+    if command == "bench":
+        from ddpkit.cli.commands import bench
+
+        return bench.node_config(args)
     from ddpkit.cli.commands import launch
 
     return launch.node_config(args)

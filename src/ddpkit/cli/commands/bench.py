@@ -8,8 +8,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
-import time
 from dataclasses import fields
 from pathlib import Path
 from typing import Any
@@ -28,24 +26,28 @@ from ddpkit.bench.run import (
 )
 from ddpkit.bench.units import parse_count, parse_duration, parse_size
 from ddpkit.cli import render
+from ddpkit.cli.bench_stages import BenchEvents, load_doc, run_jobs
 from ddpkit.cli.console import Console
 from ddpkit.cli.launch_options import (
-    ConsoleEvents,
+    HOSTS,
+    JOIN,
+    ShareContext,
+    add_cluster_options,
     add_launch_options,
     config_from_args,
+    job_mode,
     print_plan,
-    process_context,
-    sigterm_as_interrupt,
+    run_this_node,
+    without_peer_commands,
 )
 from ddpkit.cli.options import add_flag, add_json_flag
 from ddpkit.errors import (
-    DeadlineExceeded,
     EnvironmentProblem,
     ExitCode,
-    JobFailed,
-    NetworkProblem,
     UsageError,
 )
+from ddpkit.launch.config import LaunchConfig
+from ddpkit.launch.outcomes import OK, NodeOutcome
 from ddpkit.launch.plan import NodePlan
 from ddpkit.report import document
 
@@ -54,6 +56,7 @@ HELP = "measure raw TCP, collective busbw and DDP scaling across the nodes; is m
 
 def configure(parser: argparse.ArgumentParser) -> None:
     add_launch_options(parser)
+    add_cluster_options(parser)
     add_json_flag(parser)
     what = parser.add_argument_group("what to measure (default: --tcp --collectives --scaling)")
     for flag, text in (("--tcp", "raw TCP between every node pair, 1 and several streams"),
@@ -177,73 +180,6 @@ def write_text_atomically(path: str | Path, text: str) -> None:
                                  "pass a file in a writable directory") from exc
 
 
-_RANK_PREFIX = re.compile(r"^\[[^\]]*\]:")
-_SUMMARY = re.compile(r"^# [A-Za-z0-9]")
-
-
-class BenchEvents(ConsoleEvents):
-    """Launch events for a bench: the first job's plan in full, then only the workers' summaries."""
-
-    def __init__(self, console: Console, *, show_output: bool) -> None:
-        super().__init__(console, output_to_stderr=True, quiet_output=not show_output)
-        self.show_output = show_output
-        self.announced = False
-
-    def planned(self, plan: NodePlan) -> None:
-        if not self.announced:
-            super().planned(plan)
-            self.announced = True
-
-    def output(self, line: str) -> None:
-        text = _RANK_PREFIX.sub("", line)
-        if self.show_output or _SUMMARY.match(text):
-            render.log(self.console, f"  {text}")
-
-
-CONTINUE_AFTER = (JobFailed, DeadlineExceeded, NetworkProblem)
-
-
-def run_jobs(console: Console, jobs: tuple[BenchJob, ...], plans: list[NodePlan],
-             results_dir: Path, events: BenchEvents) -> list[JobOutcome]:
-    from ddpkit.launch import session
-
-    outcomes = []
-    for index, (job, plan) in enumerate(zip(jobs, plans)):
-        render.log(console, f"ddpkit bench: [{index + 1}/{len(jobs)}] {job.title} (port "
-                            f"{plan.config.master_port}, at most {plan.config.job_timeout:g} s)")
-        events.planned(plan)
-        start = time.monotonic()
-        try:
-            session.execute(plan, events)
-            outcome = JobOutcome(job, True, time.monotonic() - start, run_dir=plan.run_dir)
-        except CONTINUE_AFTER as exc:
-            stage = _read_stage(results_dir / f"{job.output}.stage")
-            raised = exc.details.get("exception") or {}
-            outcome = JobOutcome(job, False, time.monotonic() - start, exc.error_id, exc.message,
-                                 stage, plan.run_dir, hint=exc.hint or None,
-                                 cause=raised.get("text") if isinstance(raised, dict) else None)
-        state = "ok" if outcome.ok else f"FAILED [{outcome.error_id}]"
-        render.log(console, f"ddpkit bench:   {state} in {outcome.duration_s:.1f} s"
-                            + (f" ({outcome.stage})" if outcome.stage and not outcome.ok else ""))
-        outcomes.append(outcome)
-    return outcomes
-
-
-def _read_stage(path: Path) -> str | None:
-    try:
-        return path.read_text().strip() or None
-    except OSError:
-        return None
-
-
-def _load(path: Path) -> dict[str, Any] | None:
-    try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    return doc if isinstance(doc, dict) else None
-
-
 def _dry_run(console: Console, as_json: bool, jobs: tuple[BenchJob, ...], plans: list[NodePlan],
              notes: tuple[str, ...]) -> int:
     if as_json:
@@ -264,17 +200,47 @@ def _dry_run(console: Console, as_json: bool, jobs: tuple[BenchJob, ...], plans:
 
 
 def run(args: argparse.Namespace, console: Console) -> int:
+    """Per node (``--node-rank R --master-addr A``), the whole job over ssh (``--hosts``), or
+    from the master with a join token (``--nnodes N`` alone)."""
+    options_from_args(args)  # bad bench flags fail here, before any node is started
+    mode = job_mode(args)
+    if mode == HOSTS:
+        from ddpkit.cli import bench_job, hosts_mode
+
+        return hosts_mode.run(args, console, subcommand="bench", tail=bench_job.bench_flags(args),
+                              render_result=lambda c, outcomes, payload: bench_job.render_job(
+                                  c, outcomes, payload, args))
+    if mode == JOIN:
+        from ddpkit.cli import bench_job, join_mode
+
+        return join_mode.run_master(args, console, command="bench",
+                                    tail=bench_job.bench_flags(args), share=share)
+    config, options = node_config(args)
+    return run_this_node(args, console, config, share, options)
+
+
+def node_config(args: argparse.Namespace) -> tuple[LaunchConfig, dict[str, Any]]:
+    """This node's configuration and bench options from its parsed command line (also how a
+    joining node reads the master's job)."""
+    config = config_from_args(args, entry="ddpkit.workers.scaling", entry_args=[], is_module=True)
+    return config, {"bench": options_from_args(args), "out": args.out, "csv": args.csv,
+                    "plot": args.plot, "show_output": bool(args.show_output)}
+
+
+def share(console: Console, base: LaunchConfig, context: ShareContext,
+          given: dict[str, Any]) -> tuple[int, NodeOutcome]:
+    """This node's share of the bench: every stage in turn; node 0 merges, writes and shows."""
     from ddpkit.launch import session
 
-    options = options_from_args(args)
-    env, home, cwd, python = process_context()
-    base = config_from_args(args, entry="ddpkit.workers.scaling", entry_args=[], is_module=True)
+    options: BenchOptions = given["bench"]
+    env, home, cwd, python = context.env, context.home, context.cwd, context.python
     run_dir = Path(base.run_dir) if base.run_dir else session.default_run_dir(base, cwd)
     results_dir = run_dir / "results"
-    if base.is_master and not args.dry_run:
-        for path, flag in ((args.out, "--out"), (args.csv, "--csv"), (args.plot, "--plot")):
+    if base.is_master and not context.dry_run:
+        for path, flag in ((given["out"], "--out"), (given["csv"], "--csv"),
+                           (given["plot"], "--plot")):
             _check_output(path, flag)
-        if args.plot:
+        if given["plot"]:
             from ddpkit.bench.plot import require_matplotlib
 
             require_matplotlib()  # fail now, not after a long run
@@ -286,18 +252,21 @@ def run(args: argparse.Namespace, console: Console) -> int:
     plans = [session.prepare(job_config(base, job, i, jobs[i - 1] if i else None, str(run_dir)),
                              env, home=home, cwd=cwd, python=python, peer_command=peer_argv(options))
              for i, job in enumerate(jobs)]
-    if args.dry_run:
-        return _dry_run(console, args.json, jobs, plans, notes)
+    if context.hide_peer_commands:
+        plans = [without_peer_commands(plan) for plan in plans]
+    outcome = NodeOutcome(node_rank=base.node_rank, host=plans[0].hostname, state=OK)
+    if context.dry_run:
+        return _dry_run(console, context.as_json, jobs, plans, notes), outcome
     results_dir.mkdir(parents=True, exist_ok=True)
     for note in notes:
         render.log(console, f"ddpkit bench: {note}")
-    with sigterm_as_interrupt():
-        outcomes = run_jobs(console, jobs, plans, results_dir,
-                            BenchEvents(console, show_output=args.show_output))
+    outcomes = run_jobs(console, jobs, plans, results_dir,
+                        BenchEvents(console, show_output=given["show_output"]),
+                        should_stop=context.should_stop)
     if not base.is_master:
-        return _node_summary(console, args.json, base.node_rank, outcomes)
+        return _node_summary(console, context.as_json, base.node_rank, outcomes), outcome
     docs = {name: doc for name in sorted({j.output for j in jobs} | {"tcp.json"})
-            if (doc := _load(results_dir / name)) is not None}
+            if (doc := load_doc(results_dir / name)) is not None}
     first = plans[0]
     cluster = ClusterInfo(base.nnodes, base.nproc_per_node, first.interface.ifname,
                           first.interface.address, first.hostname)
@@ -305,23 +274,30 @@ def run(args: argparse.Namespace, console: Console) -> int:
     payload = build_payload(options, cluster, outcomes, docs, notes, skipped)
     payload["run_dir"] = str(run_dir)
     doc = document("bench", 1, payload)
+    write_text_atomically(run_dir / "bench.json", json.dumps(doc, indent=2) + "\n")
+    return report(console, doc, given, as_json=context.as_json,
+                  where=given["out"] or str(run_dir / "bench.json")), outcome
+
+
+def report(console: Console, doc: dict[str, Any], given: dict[str, Any], *, as_json: bool,
+           where: str) -> int:
+    """Node 0's (or a fan-out supervisor's) end of a bench: write --out/--csv/--plot, then show."""
+    payload = doc
     text = json.dumps(doc, indent=2) + "\n"
-    write_text_atomically(run_dir / "bench.json", text)
-    if args.out:
-        write_text_atomically(args.out, text)
-    if args.csv:
+    if given.get("out"):
+        write_text_atomically(given["out"], text)
+    if given.get("csv"):
         from ddpkit.bench.report import csv_text
 
-        write_text_atomically(args.csv, csv_text(payload))
-    if args.plot:
+        write_text_atomically(given["csv"], csv_text(payload))
+    if given.get("plot"):
         from ddpkit.bench.plot import write_plot
 
-        write_plot(payload, args.plot, options.efficiency_threshold)
-    if args.json:
+        write_plot(payload, given["plot"], given["bench"].efficiency_threshold)
+    if as_json:
         render.emit_json(console, doc)
     else:
         show(console, payload)
-    where = args.out or str(run_dir / "bench.json")
     render.log(console, f"ddpkit bench: results in {where}; next: ddpkit plan --from-bench {where}")
     return ExitCode.OK if payload["ok"] else ExitCode.FAILURE
 

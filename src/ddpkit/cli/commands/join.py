@@ -163,6 +163,10 @@ def _share_for(command: str) -> Share:
         from ddpkit.cli.commands import test
 
         return test.share
+    if command == "bench":
+        from ddpkit.cli.commands import bench
+
+        return bench.share
     from ddpkit.cli.commands import launch
 
     return launch.share

@@ -1,0 +1,87 @@
+"""Running the bench's stages (one torchrun job each) on this node, one after another."""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from ddpkit.bench.merge import JobOutcome
+from ddpkit.bench.run import BenchJob
+from ddpkit.cli import render
+from ddpkit.cli.console import Console
+from ddpkit.cli.launch_options import ConsoleEvents
+from ddpkit.errors import DeadlineExceeded, JobFailed, NetworkProblem
+from ddpkit.launch.plan import NodePlan
+
+_RANK_PREFIX = re.compile(r"^\[[^\]]*\]:")
+_SUMMARY = re.compile(r"^# [A-Za-z0-9]")
+
+
+class BenchEvents(ConsoleEvents):
+    """Launch events for a bench: the first job's plan in full, then only the workers' summaries."""
+
+    def __init__(self, console: Console, *, show_output: bool) -> None:
+        super().__init__(console, output_to_stderr=True, quiet_output=not show_output)
+        self.show_output = show_output
+        self.announced = False
+
+    def planned(self, plan: NodePlan) -> None:
+        if not self.announced:
+            super().planned(plan)
+            self.announced = True
+
+    def output(self, line: str) -> None:
+        text = _RANK_PREFIX.sub("", line)
+        if self.show_output or _SUMMARY.match(text):
+            render.log(self.console, f"  {text}")
+
+
+CONTINUE_AFTER = (JobFailed, DeadlineExceeded, NetworkProblem)
+
+
+def run_jobs(console: Console, jobs: tuple[BenchJob, ...], plans: list[NodePlan],
+             results_dir: Path, events: BenchEvents,
+             should_stop: Callable[[], str | None] | None = None) -> list[JobOutcome]:
+    """Each stage in turn; a failed stage is recorded and the next one runs. ``should_stop`` (a
+    job supervisor's) reaches every stage's torchrun."""
+    from ddpkit.launch import session
+
+    outcomes = []
+    for index, (job, plan) in enumerate(zip(jobs, plans)):
+        render.log(console, f"ddpkit bench: [{index + 1}/{len(jobs)}] {job.title} (port "
+                            f"{plan.config.master_port}, at most {plan.config.job_timeout:g} s)")
+        events.planned(plan)
+        start = time.monotonic()
+        try:
+            session.execute(plan, events, should_stop=should_stop)
+            outcome = JobOutcome(job, True, time.monotonic() - start, run_dir=plan.run_dir)
+        except CONTINUE_AFTER as exc:
+            stage = read_stage(results_dir / f"{job.output}.stage")
+            raised = exc.details.get("exception") or {}
+            outcome = JobOutcome(job, False, time.monotonic() - start, exc.error_id, exc.message,
+                                 stage, plan.run_dir, hint=exc.hint or None,
+                                 cause=raised.get("text") if isinstance(raised, dict) else None)
+        state = "ok" if outcome.ok else f"FAILED [{outcome.error_id}]"
+        render.log(console, f"ddpkit bench:   {state} in {outcome.duration_s:.1f} s"
+                            + (f" ({outcome.stage})" if outcome.stage and not outcome.ok else ""))
+        outcomes.append(outcome)
+    return outcomes
+
+
+def read_stage(path: Path) -> str | None:
+    try:
+        return path.read_text().strip() or None
+    except OSError:
+        return None
+
+
+def load_doc(path: Path) -> dict[str, Any] | None:
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return doc if isinstance(doc, dict) else None
