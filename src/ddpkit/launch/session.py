@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import glob
 import os
+import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -21,6 +22,8 @@ from ddpkit.errors import (
 from ddpkit.launch import facts as node_facts
 from ddpkit.launch.config import LaunchConfig
 from ddpkit.launch.execute import ProcessOutcome, StartDeadline, run_process
+from ddpkit.launch.hang import HangPolicy
+from ddpkit.launch.hangwatch import HANG_STOPPED, HangWatcher, StackReport
 from ddpkit.launch.plan import NodePlan, plan_node
 from ddpkit.launch.preflight import check_port_free, wait_for_master
 from ddpkit.launch.torchrun import AgentTracebackFilter, RankFailure, describe_exit, parse_failures
@@ -51,6 +54,7 @@ class NodeResult:
     outcome: ProcessOutcome
     root_cause: RankFailure | None
     failures: tuple[RankFailure, ...]
+    stack_reports: tuple[StackReport, ...] = ()  # hangs seen, stacks asked for (SIGUSR1)
 
     @property
     def ok(self) -> bool:
@@ -70,6 +74,9 @@ class NodeResult:
         """One paragraph: what failed, where, how, and the last words of the failing rank."""
         plan = self.plan
         where = f"node {plan.config.node_rank} ({plan.hostname})"
+        if self.outcome.stopped == HANG_STOPPED and self.stack_reports:
+            report = self.stack_reports[-1]
+            return "; ".join([report.headline, *report.lines()])
         if self.outcome.timed_out:
             return (f"{where}: the job did not finish within {plan.config.job_timeout:g} s and was "
                     "stopped")
@@ -127,6 +134,7 @@ class NodeResult:
             "failures": [_failure_dict(f) for f in self.failures],
             "run_dir": self.plan.run_dir,
             "plan": self.plan.to_dict(),
+            "stack_reports": [r.to_dict() for r in self.stack_reports],
         }
 
 
@@ -202,12 +210,29 @@ def preflight(plan: NodePlan, events: LaunchEvents) -> None:
         )
 
 
+def watcher(plan: NodePlan, events: LaunchEvents,
+            stack_request: threading.Event | None = None) -> HangWatcher:
+    """This node's hang watcher (``--hang-timeout``, ``--hang-action``; py-spy found on the
+    workers' PATH or next to their python)."""
+    from ddpkit.launch.pyspy import find_py_spy
+
+    config = plan.config
+    return HangWatcher(run_dir=Path(plan.run_dir), log_dir=plan.log_dir, node_rank=config.node_rank,
+                       host=plan.hostname, policy=HangPolicy(config.hang_timeout),
+                       action=config.hang_action, py_spy=find_py_spy(plan.env, plan.argv[0]),
+                       say=events.waiting, request=stack_request)
+
+
 def execute(plan: NodePlan, events: LaunchEvents, *,
-            should_stop: Callable[[], str | None] | None = None) -> NodeResult:
+            should_stop: Callable[[], str | None] | None = None,
+            stack_request: threading.Event | None = None) -> NodeResult:
     """Preflight, then run torchrun for this node; raise on failure with a one-paragraph summary.
 
     ``should_stop`` lets a job-level supervisor (ssh fan-out, join) stop this node early: it is
     polled while torchrun runs and its answer becomes the reason in the ``job-stopped`` error.
+    ``stack_request`` (set by the CLI on SIGUSR1) asks for every rank's stack now. A hang (no rank
+    made progress for ``--hang-timeout``) dumps the stacks; with ``--hang-action stop`` the job is
+    then stopped with ``job-hung``.
     """
     preflight(plan, events)
     try:
@@ -218,6 +243,11 @@ def execute(plan: NodePlan, events: LaunchEvents, *,
             "run from a writable directory or pass --run-dir PATH",
         ) from exc
     shown = AgentTracebackFilter()
+    watch = watcher(plan, events, stack_request)
+
+    def stop() -> str | None:
+        return (should_stop() if should_stop is not None else None) or watch.poll()
+
     with open(Path(plan.run_dir) / LAUNCHER_LOG, "w", encoding="utf-8") as log:
 
         def on_line(line: str) -> None:
@@ -226,12 +256,13 @@ def execute(plan: NodePlan, events: LaunchEvents, *,
                 events.output(text)
 
         outcome = run_process(plan.argv, plan.env, on_line=on_line,
-                              timeout=plan.config.job_timeout, should_stop=should_stop,
-                              start_deadline=_rendezvous_deadline(plan))
+                              timeout=plan.config.job_timeout, should_stop=stop,
+                              start_deadline=_rendezvous_deadline(plan), started=watch.started)
     for text in shown.finish():
         events.output(text)
     root, failures = parse_failures(outcome.tail)
-    result = NodeResult(plan=plan, outcome=outcome, root_cause=root, failures=failures)
+    result = NodeResult(plan=plan, outcome=outcome, root_cause=root, failures=failures,
+                        stack_reports=tuple(watch.reports))
     if outcome.interrupted:
         ranks = outcome.descendants_seen
         raise Interrupted(f"stopped torchrun and {ranks} rank process{'' if ranks == 1 else 'es'} "
@@ -243,6 +274,12 @@ def execute(plan: NodePlan, events: LaunchEvents, *,
     if outcome.stopped == RENDEZVOUS_STOPPED:
         raise NetworkProblem("rendezvous-timeout", _rendezvous_message(plan),
                              _rendezvous_hint(plan), details=result.to_dict())
+    if outcome.stopped == HANG_STOPPED:
+        raise DeadlineExceeded("job-hung", result.summary(),
+                               f"every rank's stack is in {plan.run_dir}/stacks/; fix the rank named "
+                               "as the likely cause, or raise --hang-timeout (0 turns it off) if it "
+                               "only computes without output or CPU use (e.g. waits on a GPU)",
+                               details=result.to_dict())
     if outcome.stopped:
         raise JobFailed("job-stopped", f"node {plan.config.node_rank} ({plan.hostname}) was stopped: "
                         f"{outcome.stopped}", f"per-rank logs are in {plan.run_dir}",

@@ -108,9 +108,10 @@ def share(console: Console, config: LaunchConfig, context: ShareContext,
     events.planned(plan)
     launch_error: DdpkitError | None = None
     try:
-        session.execute(plan, events, should_stop=context.should_stop)
+        session.execute(plan, events, should_stop=context.should_stop,
+                        stack_request=context.stack_request)
     except DdpkitError as exc:
-        if exc.error_id not in ("job-failed", "job-timeout", "job-stopped"):
+        if exc.error_id not in ("job-failed", "job-timeout", "job-stopped", "job-hung"):
             raise
         launch_error = exc
     verdict = clustertest.read_verdict(report_dir)
