@@ -31,6 +31,7 @@ from ddpkit.report import document
 RANKS_FILE = "ranks.json"
 STACKS_DIR = "stacks"
 SAMPLE_INTERVAL_S = 1.0
+STOP_GRACE_S = 5.0  # after a hang's dump, before stopping: the other nodes dump theirs meanwhile
 HANG_STOPPED = "the job was hung"
 
 
@@ -85,6 +86,8 @@ class HangWatcher:
     clock: Callable[[], float] = time.monotonic
     reports: list[StackReport] = field(default_factory=list)
     stop_reason: str | None = None
+    stop_grace: float = STOP_GRACE_S
+    _stop_at: float | None = None
     _root: int | None = None
     _state: hang.HangState = field(default_factory=hang.HangState)
     _targets: dict[int, Target] = field(default_factory=dict)  # pid -> target
@@ -93,10 +96,19 @@ class HangWatcher:
     def started(self, pid: int) -> None:
         self._root = pid
 
+    @property
+    def hung(self) -> bool:
+        """A hang was reported and no rank has made progress since."""
+        return self._state.reported
+
     def poll(self) -> str | None:
         if self.stop_reason is not None:
             return self.stop_reason
         now = self.clock()
+        if self._stop_at is not None:
+            if now >= self._stop_at:
+                self.stop_reason = HANG_STOPPED
+            return self.stop_reason
         asked = self.request is not None and self.request.is_set()
         if self._root is None or (now < self._next and not asked):
             return None
@@ -115,8 +127,10 @@ class HangWatcher:
                     f"{found.describe(self.policy.timeout_s)}")
         self.dump("hang", headline, found)
         if self.action == hang.STOP:
-            self.stop_reason = HANG_STOPPED
-        return self.stop_reason
+            # Every node's ranks went idle together; stopping this node's ranks at once would make
+            # the others fail ("connection closed") before they dump their own stacks.
+            self._stop_at = self.clock() + self.stop_grace
+        return None
 
     def dump(self, reason: str, headline: str, found: hang.HangVerdict | None = None) -> StackReport:
         start = self.clock()

@@ -74,9 +74,6 @@ class NodeResult:
         """One paragraph: what failed, where, how, and the last words of the failing rank."""
         plan = self.plan
         where = f"node {plan.config.node_rank} ({plan.hostname})"
-        if self.outcome.stopped == HANG_STOPPED and self.stack_reports:
-            report = self.stack_reports[-1]
-            return "; ".join([report.headline, *report.lines()])
         if self.outcome.timed_out:
             return (f"{where}: the job did not finish within {plan.config.job_timeout:g} s and was "
                     "stopped")
@@ -274,8 +271,11 @@ def execute(plan: NodePlan, events: LaunchEvents, *,
     if outcome.stopped == RENDEZVOUS_STOPPED:
         raise NetworkProblem("rendezvous-timeout", _rendezvous_message(plan),
                              _rendezvous_hint(plan), details=result.to_dict())
-    if outcome.stopped == HANG_STOPPED:
-        raise DeadlineExceeded("job-hung", result.summary(),
+    if outcome.stopped == HANG_STOPPED or (not result.ok and watch.hung and not outcome.stopped
+                                           and plan.config.hang_action == "stop"):
+        # (a hung job that another node stopped first ends here too: its ranks lost their peers)
+        hung = [r for r in watch.reports if r.reason == "hang"][-1]
+        raise DeadlineExceeded("job-hung", "; ".join([hung.headline, *hung.lines()]),
                                f"every rank's stack is in {plan.run_dir}/stacks/; fix the rank named "
                                "as the likely cause, or raise --hang-timeout (0 turns it off) if it "
                                "only computes without output or CPU use (e.g. waits on a GPU)",

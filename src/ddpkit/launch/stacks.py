@@ -201,18 +201,15 @@ def odd_one_out(groups: Sequence[Group]) -> tuple[Group, str] | None:
     if waiting and outside:
         suspect = min(outside, key=lambda g: (len(g.members), _order(g.members[0])))
         calls = sorted({g.place.call or "?" for g in waiting if g.place is not None})
-        return suspect, (f"it is not inside a collective while {_count(waiting)} wait in "
-                         f"{', '.join(calls)}")
+        count = sum(len(g.members) for g in waiting)
+        others = "1 other rank waits" if count == 1 else f"{count} other ranks wait"
+        return suspect, f"it is not inside a collective while {others} in {', '.join(calls)}"
+
     suspect = min(groups[1:], key=lambda g: (len(g.members), _order(g.members[0])))
     most = groups[0]
     there = most.place.describe(_code(most), plural=True) if most.place else "show no Python frame"
     return suspect, f"it is at a different place from the {len(most.members)} rank(s) that {there}"
 
-
-
-def _count(groups: Sequence[Group]) -> str:
-    total = sum(len(g.members) for g in groups)
-    return f"{total} other rank{'s' if total != 1 else ''}"
 
 
 def _code(g: Group) -> Mapping[str, str]:
