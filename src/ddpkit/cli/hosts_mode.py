@@ -47,7 +47,8 @@ def load_hosts(args: argparse.Namespace) -> tuple[Host, ...]:
 def forwarded_flags(args: argparse.Namespace) -> list[str]:
     """The per-node launch options every node gets, as the user gave them here."""
     flags = ["--connect-timeout", f"{args.connect_timeout:g}",
-             "--rdzv-timeout", str(args.rdzv_timeout), "--max-restarts", str(args.max_restarts)]
+             "--rdzv-timeout", str(args.rdzv_timeout), "--max-restarts", str(args.max_restarts),
+             "--hang-timeout", f"{args.hang_timeout:g}", "--hang-action", args.hang_action]
     if args.job_timeout is not None:
         flags += ["--job-timeout", f"{args.job_timeout:g}"]
     if args.ifname:
@@ -136,6 +137,7 @@ def _run(args: argparse.Namespace, console: Console, *, subcommand: str, tail: l
     events = _Events(console, to_stderr=args.json or subcommand == "test")
     output_dir = Path(args.output_dir) if args.output_dir else None
     outcomes = supervise(nodes, events, output_dir=output_dir)
+    _show_job_stacks(console, outcomes)
     if render_result is not None:
         return render_result(console, outcomes, _payload(master, outcomes))
     failure = first_failure(outcomes)
@@ -150,12 +152,27 @@ def _run(args: argparse.Namespace, console: Console, *, subcommand: str, tail: l
     return 0
 
 
+def _show_job_stacks(console: Console, outcomes: Sequence[NodeOutcome]) -> None:
+    """A node dumped its ranks' stacks (a hang): group every node's ranks together."""
+    from ddpkit.launch.jobstacks import job_stacks
+
+    lines, _ = job_stacks(o.document for o in outcomes)
+    if lines:
+        render.log(console, f"ddpkit: every rank of the job, by where it is ({len(outcomes)} nodes):")
+        for text in lines:
+            render.log(console, f"ddpkit:   {text}")
+
+
 def _payload(master: MasterChoice, outcomes: Sequence[NodeOutcome]) -> dict[str, Any]:
+    from ddpkit.launch.jobstacks import job_stacks
+
     first = first_failure(outcomes)
+    lines, reports = job_stacks(o.document for o in outcomes)
     return {"ok": first is None, "mode": "hosts",
             "master": {"address": master.address, "reason": master.reason},
             "first_failure": first.to_dict() if first else None,
-            "nodes": [o.to_dict() for o in outcomes]}
+            "nodes": [o.to_dict() for o in outcomes],
+            "stacks": {"summary": lines, "reports": reports} if reports else None}
 
 
 class _Events:

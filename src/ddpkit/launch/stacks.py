@@ -78,8 +78,32 @@ class RankStack:
                          "active": t.active,
                          "frames": [{"name": f.name, "filename": f.filename, "short": f.short,
                                      "line": f.line} for f in t.frames]} for t in self.threads],
+            "code": dict(self.code),
             "text": render_stack(self),
         }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> RankStack:
+        """The inverse of :meth:`to_dict` (a node's JSON, read by its job supervisor)."""
+        def opt(key: str) -> int | None:
+            value = data.get(key)
+            return int(value) if isinstance(value, int) and not isinstance(value, bool) else None
+
+        threads = tuple(
+            ThreadStack(int(t.get("thread_id") or 0), str(t.get("name") or ""),
+                        int(t["os_thread_id"]) if isinstance(t.get("os_thread_id"), int) else None,
+                        bool(t.get("active")),
+                        tuple(Frame(str(f.get("name", "?")), str(f.get("filename", "?")),
+                                    str(f.get("short", "?")), int(f.get("line") or 0))
+                              for f in t.get("frames") or () if isinstance(f, Mapping)))
+            for t in data.get("threads") or () if isinstance(t, Mapping))
+        code = data.get("code")
+        return cls(local_rank=opt("local_rank") or 0, pid=opt("pid") or 0, rank=opt("rank"),
+                   node_rank=opt("node_rank"), host=str(data.get("host") or ""), threads=threads,
+                   error_id=str(data["error_id"]) if data.get("error_id") else None,
+                   error=str(data.get("error") or ""), fix=str(data.get("fix") or ""),
+                   code={str(k): str(v) for k, v in code.items()} if isinstance(code, Mapping)
+                   else {})
 
 
 def parse_pyspy_json(text: str) -> tuple[ThreadStack, ...]:

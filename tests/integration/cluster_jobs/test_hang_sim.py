@@ -20,6 +20,7 @@ import psutil
 import pytest
 from jobs import ddpkit_in, script
 from multinode import NodeRun, wait_all
+from sshnodes import SshCluster
 
 from ddpkit.errors import ExitCode
 from ddpkit.sim.topology import SimCluster
@@ -182,3 +183,31 @@ def test_stacks_of_a_healthy_running_job_change_nothing(sim_cluster: Callable[..
         assert run.code == 0, run.err[-3000:]
     assert "finished after" in runs[0].out and "finished after" in runs[1].out
     assert os.path.exists(tmp_path / "run0" / "ranks.json")
+
+
+@pytest.mark.timeout(240)
+def test_hosts_mode_groups_every_rank_of_the_job_and_stops_it(
+        ssh_cluster: Callable[[int], SshCluster], tmp_path: Path) -> None:
+    cluster = ssh_cluster(2)
+    entry = script(tmp_path, "skipper.py", SKIPPER)
+    a, b = cluster.addresses
+    run = ddpkit_in(cluster.sim, 0, tmp_path, "launch", "--hosts", f"{a}:2,{b}:2", "--json",
+                    "--run-dir", str(tmp_path / "runs"), "--hang-timeout", "15", "--hang-action",
+                    "stop", *cluster.ssh_flags(), str(entry), str(tmp_path))
+    assert wait_all([run], timeout=200)
+    ended = time.time()
+    slept_at = float((tmp_path / "sleep-started").read_text())
+    print(f"--hosts: hang to job end {ended - slept_at:.1f} s")
+    assert run.code == ExitCode.JOB_FAILED, run.err[-4000:]
+    assert "every rank of the job, by where it is (2 nodes):" in run.err
+    assert "ranks 0, 1, 2 wait in all_reduce at skipper.py:11" in run.err
+    assert f"likely cause: rank 3 ({'node1'}, pid " in run.err, run.err[-4000:]
+    doc = json.loads(run.out)
+    stacks = doc["error"]["details"]["stacks"]
+    assert any(line.startswith("likely cause: rank 3") for line in stacks["summary"])
+    ranks = sorted(s["rank"] for r in stacks["reports"] for s in r["stacks"])
+    assert ranks == [0, 1, 2, 3]
+    deadline = time.monotonic() + 10
+    while any(cluster.node_processes(i) for i in range(2)) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not any(cluster.node_processes(i) for i in range(2))

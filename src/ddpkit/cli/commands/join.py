@@ -22,6 +22,7 @@ from ddpkit.cli.launch_options import Share, ShareContext, process_context, sigt
 from ddpkit.cli.options import add_flag, add_json_flag
 from ddpkit.errors import ConfigError, DdpkitError, EnvironmentProblem, UsageError
 from ddpkit.launch.config import DEFAULT_CONNECT_TIMEOUT, LaunchConfig
+from ddpkit.launch.hang import DEFAULT_HANG_TIMEOUT, REPORT
 from ddpkit.launch.outcomes import INTERRUPTED, STOPPED, NodeOutcome, outcome_from_error
 
 HELP = "join a job started on the master with a ddpk:// token"
@@ -132,6 +133,8 @@ def job_config(spec: Any, rank: int, args: argparse.Namespace) -> LaunchConfig:
         rdzv_timeout=int(options.get("rdzv_timeout") or 600),
         max_restarts=int(options.get("max_restarts") or 0), run_dir=args.run_dir,
         job_timeout=float(options["job_timeout"]) if options.get("job_timeout") else None,
+        hang_timeout=float(options.get("hang_timeout", DEFAULT_HANG_TIMEOUT)),
+        hang_action=str(options.get("hang_action", REPORT)),
         extra_env=tuple(spec.overrides),
         # a launch job's local-rank argument is decided here, from this machine's copy
         local_rank_arg=str(options.get("local_rank_arg", "")),
