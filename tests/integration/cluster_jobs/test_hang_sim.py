@@ -211,3 +211,28 @@ def test_hosts_mode_groups_every_rank_of_the_job_and_stops_it(
     while any(cluster.node_processes(i) for i in range(2)) and time.monotonic() < deadline:
         time.sleep(0.2)
     assert not any(cluster.node_processes(i) for i in range(2))
+
+
+@pytest.mark.timeout(240)
+def test_join_token_mode_returns_every_nodes_stacks_to_the_master(
+        sim_cluster: Callable[..., SimCluster], tmp_path: Path) -> None:
+    cluster = sim_cluster(nodes=2)
+    entry = script(tmp_path, "skipper.py", SKIPPER)
+    token_file = tmp_path / "token"
+    master = ddpkit_in(cluster, 0, tmp_path, "launch", "--nnodes", "2", "--nproc-per-node", "2",
+                       "--join-timeout", "60", "--hang-timeout", "15", "--hang-action", "stop",
+                       "--token-file", str(token_file), "--run-dir", str(tmp_path / "run0"),
+                       str(entry), str(tmp_path))
+    _wait_for(token_file, [master], 60)
+    time.sleep(0.5)  # written whole by a rename, but give it a moment
+    worker = ddpkit_in(cluster, 1, tmp_path, "join", token_file.read_text().strip(), "--run-dir",
+                       str(tmp_path / "run1"))
+    assert wait_all([master, worker], timeout=200)
+    slept_at = float((tmp_path / "sleep-started").read_text())
+    print(f"join: hang to report on node 1 "
+          f"{(tmp_path / 'run1' / 'stacks' / 'summary.txt').stat().st_mtime - slept_at:.1f} s")
+    assert master.code == ExitCode.JOB_FAILED, master.err[-4000:]
+    assert "every rank of the job, by where it is (2 nodes):" in master.err, master.err[-4000:]
+    assert "ranks 0, 1, 2 wait in all_reduce at skipper.py:11" in master.err
+    assert "likely cause: rank 3 (node1, pid " in master.err
+    assert [p for p in _rank_pids(tmp_path) if psutil.pid_exists(p)] == []
