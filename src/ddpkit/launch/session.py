@@ -255,7 +255,8 @@ def execute(plan: NodePlan, events: LaunchEvents, *,
         outcome = run_process(plan.argv, plan.env, on_line=on_line,
                               timeout=plan.config.job_timeout, should_stop=stop,
                               start_deadline=_rendezvous_deadline(plan), started=watch.started)
-    for text in shown.finish():
+    for text in shown.finish(stopped=bool(outcome.stopped or outcome.interrupted or
+                                          outcome.timed_out)):
         events.output(text)
     root, failures = parse_failures(outcome.tail)
     result = NodeResult(plan=plan, outcome=outcome, root_cause=root, failures=failures,

@@ -50,6 +50,7 @@ BUSY = textwrap.dedent("""
     t = torch.ones(4)
     dist.all_reduce(t)
     print(f"rank {dist.get_rank()} done {t[0].item():g}", flush=True)
+    dist.destroy_process_group()
 """)
 HEALTHY = textwrap.dedent("""
     import datetime, pathlib, sys, time
