@@ -24,7 +24,7 @@ from ddpkit.launch.config import LaunchConfig
 from ddpkit.launch.execute import ProcessOutcome, StartDeadline, run_process
 from ddpkit.launch.hang import HangPolicy
 from ddpkit.launch.hangwatch import HANG_STOPPED, HangWatcher, StackReport
-from ddpkit.launch.plan import NodePlan, plan_node
+from ddpkit.launch.plan import FLIGHT_RECORDER_DIR, NodePlan, plan_node
 from ddpkit.launch.preflight import check_port_free, wait_for_master
 from ddpkit.launch.torchrun import AgentTracebackFilter, RankFailure, describe_exit, parse_failures
 from ddpkit.launch.tracebacks import (
@@ -234,6 +234,9 @@ def execute(plan: NodePlan, events: LaunchEvents, *,
     preflight(plan, events)
     try:
         Path(plan.run_dir).mkdir(parents=True, exist_ok=True)
+        if any(k in plan.env_set for k in ("TORCH_FR_DUMP_TEMP_FILE",
+                                           "TORCH_NCCL_DEBUG_INFO_TEMP_FILE")):
+            (Path(plan.run_dir) / FLIGHT_RECORDER_DIR).mkdir(exist_ok=True)
     except OSError as exc:
         raise EnvironmentProblem(
             "run-dir-unwritable", f"cannot create the run directory {plan.run_dir}: {exc.strerror}",
