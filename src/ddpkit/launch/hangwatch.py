@@ -30,6 +30,7 @@ from ddpkit.report import document
 
 RANKS_FILE = "ranks.json"
 STACKS_DIR = "stacks"
+STACKS_JSON = "stacks.json"  # the report as JSON: what `ddpkit doctor --log <stacks dir>` reads
 SAMPLE_INTERVAL_S = 1.0
 STOP_GRACE_S = 5.0  # after a hang's dump, before stopping: the other nodes dump theirs meanwhile
 HANG_STOPPED = "the job was hung"
@@ -66,6 +67,8 @@ def write_stacks(directory: Path, report: StackReport) -> None:
         (directory / f"{name}.txt").write_text(render_stack(stack), encoding="utf-8")
     (directory / "summary.txt").write_text(
         "\n".join([report.headline, *report.lines()]) + "\n", encoding="utf-8")
+    (directory / STACKS_JSON).write_text(json.dumps(document("stacks", 1, report.to_dict()),
+                                                    indent=1) + "\n", encoding="utf-8")
 
 
 @dataclass
