@@ -15,7 +15,7 @@ from pathlib import Path
 from ddpkit.cli import render
 from ddpkit.cli.console import Console
 from ddpkit.cli.options import add_flag, add_json_flag
-from ddpkit.errors import ExitCode
+from ddpkit.errors import ConfigError, ExitCode
 from ddpkit.launch.hangwatch import dump_run_dirs
 from ddpkit.launch.pyspy import DUMP_TIMEOUT_S, find_py_spy
 from ddpkit.launch.stacks import render_stack, summary_lines
@@ -35,6 +35,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace, console: Console) -> int:
     py_spy = find_py_spy(dict(os.environ), sys.executable)
     stacks = dump_run_dirs([Path(d) for d in args.run_dirs], py_spy, timeout=args.timeout)
+    if all(s.error_id == "rank-exited" for s in stacks):
+        raise ConfigError("job-not-running",
+                          f"no rank recorded in {', '.join(args.run_dirs)} is running any more",
+                          "the job has ended: its logs and any stacks it dumped are in the run "
+                          "directory (`ddpkit doctor --log RUN_DIR`)")
     lines = summary_lines(stacks)
     if args.json:
         render.emit_json(console, document("stacks", 1, {
