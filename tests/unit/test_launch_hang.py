@@ -56,3 +56,22 @@ def test_the_verdict_names_every_rank_and_its_last_signal() -> None:
     assert found is not None and found.ranks == (0, 1) and found.last_signal == {0: "cpu", 1: "cpu"}
     assert round(found.idle_s) == 17
     assert "all 2 ranks made no progress for 17 s" in found.describe(15)
+
+
+def test_a_changing_job_counter_is_progress_from_another_node() -> None:
+    samples = [Sample(float(t), (RankSample(0, 100, 1.0, 100),), job_counter=t // 5)
+               for t in range(60)]
+    _, seen = replay(samples, POLICY)
+    assert seen == []  # a rank elsewhere progresses every 5 s
+    still = [Sample(float(t), (RankSample(0, 100, 1.0, 100),), job_counter=7) for t in range(30)]
+    _, seen = replay(still, POLICY)
+    assert seen == [15.0]  # nobody anywhere progresses
+
+
+def test_local_progress_is_flagged_for_the_exchange_but_peer_progress_is_not() -> None:
+    state = observe(HangState(), Sample(0.0, (RankSample(0, 100, 1.0, 100),), 3), POLICY)
+    assert state.local_progress  # a new rank
+    state = observe(state, Sample(1.0, (RankSample(0, 100, 1.0, 100),), 4), POLICY)
+    assert not state.local_progress and state.ranks[0].signal == "peer"
+    state = observe(state, Sample(2.0, (RankSample(0, 100, 1.0, 300),), 4), POLICY)
+    assert state.local_progress and state.ranks[0].signal == "output"

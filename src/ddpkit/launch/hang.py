@@ -12,6 +12,12 @@ A rank blocked in a collective that never completes, in ``time.sleep``, on a loc
 uses (almost) no CPU and prints nothing. The job is hung when *every* rank of this node has been
 idle and silent for ``timeout_s``: one rank computing keeps the whole node "alive", so a long
 silent computation is never reported. A rank that restarts (new pid) counts as progress.
+
+With several nodes, "every rank" means every rank of the job: each node's watcher adds to one
+counter in the job's rendezvous store whenever its own ranks progress, and a change of that
+counter (``Sample.job_counter``) is progress for every node. So ranks that wait in a barrier while
+a rank on another node computes alone (an evaluation on rank 0) are not reported either. Without
+the counter (not reachable yet, or the store is gone) each node decides from its own ranks.
 """
 
 from __future__ import annotations
@@ -40,6 +46,7 @@ class RankSample:
 class Sample:
     at: float  # a monotonic clock, seconds
     ranks: tuple[RankSample, ...]
+    job_counter: int | None = None  # the job-wide progress counter, when it could be read
 
 
 @dataclass(frozen=True)
@@ -55,13 +62,15 @@ class RankProgress:
     output_bytes: int
     seen_at: float  # when this rank was last sampled
     progress_at: float  # when it last made progress
-    signal: str  # what the last progress was: "started" | "output" | "cpu"
+    signal: str  # what the last progress was: "started" | "output" | "cpu" | "peer"
 
 
 @dataclass(frozen=True)
 class HangState:
     ranks: Mapping[int, RankProgress] = field(default_factory=dict)
     reported: bool = False  # this idle spell was reported already (cleared by any progress)
+    job_counter: int | None = None  # its last value seen
+    local_progress: bool = False  # this node's own ranks progressed in the last sample
 
 
 @dataclass(frozen=True)
@@ -98,7 +107,14 @@ def observe(state: HangState, sample: Sample, policy: HangPolicy) -> HangState:
                                              output_bytes=rank.output_bytes, seen_at=sample.at)
     if set(ranks) != set(state.ranks):
         progressed = True  # a rank came or went: a new worker group, or one ending
-    return HangState(ranks=ranks, reported=state.reported and not progressed)
+    local = progressed
+    counter = sample.job_counter if sample.job_counter is not None else state.job_counter
+    if not progressed and sample.job_counter is not None and state.job_counter is not None \
+            and sample.job_counter != state.job_counter:
+        progressed = True  # a rank on another node progressed
+        ranks = {k: replace(r, progress_at=sample.at, signal="peer") for k, r in ranks.items()}
+    return HangState(ranks=ranks, reported=state.reported and not progressed, job_counter=counter,
+                     local_progress=local)
 
 
 def _progress(before: RankProgress | None, now: RankSample, at: float,

@@ -24,6 +24,7 @@ import psutil
 
 from ddpkit.errors import ConfigError
 from ddpkit.launch import hang
+from ddpkit.launch.progress_exchange import ProgressExchange
 from ddpkit.launch.pyspy import DUMP_TIMEOUT_S, Target, dump_all
 from ddpkit.launch.stacks import RankStack, render_stack, summary_lines
 from ddpkit.report import document
@@ -87,6 +88,7 @@ class HangWatcher:
     interval: float = SAMPLE_INTERVAL_S
     dump_timeout: float = DUMP_TIMEOUT_S
     clock: Callable[[], float] = time.monotonic
+    exchange: ProgressExchange | None = None  # the job-wide progress counter (several nodes)
     reports: list[StackReport] = field(default_factory=list)
     stop_reason: str | None = None
     stop_grace: float = STOP_GRACE_S
@@ -98,6 +100,10 @@ class HangWatcher:
 
     def started(self, pid: int) -> None:
         self._root = pid
+
+    def close(self) -> None:
+        if self.exchange is not None:
+            self.exchange.close()
 
     @property
     def hung(self) -> bool:
@@ -118,6 +124,8 @@ class HangWatcher:
         self._next = now + self.interval
         sample = self._sample(now)
         self._state = hang.observe(self._state, sample, self.policy)
+        if self.exchange is not None and self._state.local_progress:
+            self.exchange.progressed()
         if asked:
             assert self.request is not None
             self.request.clear()
@@ -161,7 +169,8 @@ class HangWatcher:
                 continue
             samples.append(hang.RankSample(target.local_rank, target.pid, cpu,
                                            sizes.get(target.local_rank, 0)))
-        return hang.Sample(now, tuple(samples))
+        counter = self.exchange.value() if self.exchange is not None else None
+        return hang.Sample(now, tuple(samples), counter)
 
     def _discover(self) -> list[Target]:
         assert self._root is not None

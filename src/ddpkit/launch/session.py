@@ -211,13 +211,16 @@ def watcher(plan: NodePlan, events: LaunchEvents,
             stack_request: threading.Event | None = None) -> HangWatcher:
     """This node's hang watcher (``--hang-timeout``, ``--hang-action``; py-spy found on the
     workers' PATH or next to their python)."""
+    from ddpkit.launch.progress_exchange import ProgressExchange
     from ddpkit.launch.pyspy import find_py_spy
 
     config = plan.config
+    exchange = ProgressExchange(config.master_addr, config.master_port) \
+        if config.multi_node and config.hang_timeout > 0 else None
     return HangWatcher(run_dir=Path(plan.run_dir), log_dir=plan.log_dir, node_rank=config.node_rank,
                        host=plan.hostname, policy=HangPolicy(config.hang_timeout),
                        action=config.hang_action, py_spy=find_py_spy(plan.env, plan.argv[0]),
-                       say=events.waiting, request=stack_request)
+                       say=events.waiting, request=stack_request, exchange=exchange)
 
 
 def execute(plan: NodePlan, events: LaunchEvents, *,
@@ -255,9 +258,12 @@ def execute(plan: NodePlan, events: LaunchEvents, *,
             for text in shown.feed(line):
                 events.output(text)
 
-        outcome = run_process(plan.argv, plan.env, on_line=on_line,
-                              timeout=plan.config.job_timeout, should_stop=stop,
-                              start_deadline=_rendezvous_deadline(plan), started=watch.started)
+        try:
+            outcome = run_process(plan.argv, plan.env, on_line=on_line,
+                                  timeout=plan.config.job_timeout, should_stop=stop,
+                                  start_deadline=_rendezvous_deadline(plan), started=watch.started)
+        finally:
+            watch.close()
     for text in shown.finish(stopped=bool(outcome.stopped or outcome.interrupted or
                                           outcome.timed_out)):
         events.output(text)

@@ -52,6 +52,18 @@ BUSY = textwrap.dedent("""
     print(f"rank {dist.get_rank()} done {t[0].item():g}", flush=True)
     dist.destroy_process_group()
 """)
+LONE = textwrap.dedent("""
+    import datetime, sys, time
+    import torch, torch.distributed as dist
+    dist.init_process_group("gloo", timeout=datetime.timedelta(seconds=120))
+    if dist.get_rank() == 0:  # an evaluation on rank 0 alone, silent; everyone else waits
+        end = time.monotonic() + float(sys.argv[1])
+        while time.monotonic() < end:
+            pass
+    dist.barrier()
+    print(f"rank {dist.get_rank()} past the barrier", flush=True)
+    dist.destroy_process_group()
+""")
 HEALTHY = textwrap.dedent("""
     import datetime, pathlib, sys, time
     import torch, torch.distributed as dist
@@ -151,6 +163,24 @@ def test_all_ranks_computing_silently_past_the_timeout_is_not_a_hang(
         assert "looks hung" not in run.err
         assert not (tmp_path / f"run{run.index}" / "stacks").exists()
     assert "rank 0 done 4" in runs[0].out and "rank 3 done 4" in runs[1].out
+
+
+@pytest.mark.timeout(200)
+def test_ranks_waiting_for_a_rank_computing_on_another_node_are_not_hung(
+        sim_cluster: Callable[..., SimCluster], tmp_path: Path) -> None:
+    cluster = sim_cluster(nodes=2)
+    entry = script(tmp_path, "lone.py", LONE)
+    master, port = cluster.nodes[0].private_address, str(_port())
+    runs = [ddpkit_in(cluster, i, tmp_path, "launch", "--nnodes", "2", "--node-rank", str(i),
+                      "--master-addr", master, "--master-port", port, "--nproc-per-node", "2",
+                      "--run-dir", str(tmp_path / f"run{i}"), "--hang-timeout", "8",
+                      "--hang-action", "stop", str(entry), "25")
+            for i in range(2)]
+    assert wait_all(runs, timeout=150)
+    for run in runs:  # node 1's ranks idled 25 s > 8 s, but rank 0 on node 0 was computing
+        assert run.code == 0, run.err[-4000:]
+        assert "looks hung" not in run.err
+    assert "rank 3 past the barrier" in runs[1].out
 
 
 @pytest.mark.timeout(200)
