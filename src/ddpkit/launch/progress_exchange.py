@@ -25,6 +25,7 @@ class ProgressExchange:
         self._pending = False
         self._value: int | None = None
         self._stop = threading.Event()
+        self._in_call = threading.Event()  # inside a store call (bounded by the store's timeout)
         self._thread = threading.Thread(target=self._run, name="ddpkit-progress", daemon=True)
         self._thread.start()
 
@@ -38,7 +39,12 @@ class ProgressExchange:
             return self._value
 
     def close(self) -> None:
+        """Stop, and wait for a store call in flight (bounded by the store's own timeout): a
+        thread left inside torch's C++ store client while the interpreter exits can block the
+        exit."""
         self._stop.set()
+        if self._in_call.is_set():
+            self._thread.join(timeout=CONNECT_TIMEOUT_S + 2)
 
     def _run(self) -> None:
         store = None
@@ -49,6 +55,7 @@ class ProgressExchange:
             if store is not None:
                 with self._lock:
                     delta, self._pending = int(self._pending), False
+                self._in_call.set()
                 try:
                     value = int(store.add(KEY, delta))
                 except Exception:  # noqa: BLE001 - any store failure: reconnect next time
@@ -56,4 +63,7 @@ class ProgressExchange:
                 else:
                     with self._lock:
                         self._value = value
+                finally:
+                    self._in_call.clear()
             self._stop.wait(self.interval)
+        store = None  # closed here, in this thread, not at interpreter exit
