@@ -88,7 +88,10 @@ class HangWatcher:
     interval: float = SAMPLE_INTERVAL_S
     dump_timeout: float = DUMP_TIMEOUT_S
     clock: Callable[[], float] = time.monotonic
-    exchange: ProgressExchange | None = None  # the job-wide progress counter (several nodes)
+    exchange_factory: Callable[[], ProgressExchange] | None = None
+    # ^ the job-wide progress counter (several nodes), made once this node's ranks run: connecting
+    #   to torchrun's store before its own agent passed the rendezvous would interfere with it
+    exchange: ProgressExchange | None = None
     reports: list[StackReport] = field(default_factory=list)
     stop_reason: str | None = None
     stop_grace: float = STOP_GRACE_S
@@ -161,6 +164,8 @@ class HangWatcher:
 
     def _sample(self, now: float) -> hang.Sample:
         ranks = self._discover()
+        if ranks and self.exchange is None and self.exchange_factory is not None:
+            self.exchange, self.exchange_factory = self.exchange_factory(), None
         sizes = _log_sizes(self.log_dir)
         samples = []
         for target in ranks:

@@ -215,12 +215,15 @@ def watcher(plan: NodePlan, events: LaunchEvents,
     from ddpkit.launch.pyspy import find_py_spy
 
     config = plan.config
-    exchange = ProgressExchange(config.master_addr, config.master_port) \
-        if config.multi_node and config.hang_timeout > 0 else None
+    def exchange() -> ProgressExchange:
+        return ProgressExchange(config.master_addr, config.master_port)
+
     return HangWatcher(run_dir=Path(plan.run_dir), log_dir=plan.log_dir, node_rank=config.node_rank,
                        host=plan.hostname, policy=HangPolicy(config.hang_timeout),
                        action=config.hang_action, py_spy=find_py_spy(plan.env, plan.argv[0]),
-                       say=events.waiting, request=stack_request, exchange=exchange)
+                       say=events.waiting, request=stack_request,
+                       exchange_factory=exchange if config.multi_node and config.hang_timeout > 0
+                       else None)
 
 
 def execute(plan: NodePlan, events: LaunchEvents, *,
