@@ -19,10 +19,11 @@ from ddpkit.errors import (
 JOB_FAILED = "job-failed"
 JOB_STOPPED = "job-stopped"
 JOB_TIMEOUT = "job-timeout"
+JOB_HUNG = "job-hung"
 
 _BY_KIND: dict[type[DdpkitError], tuple[str, ...]] = {
     UsageError: (
-        "scheduler-conflict", "slurm-tasks-per-node",
+        "scheduler-conflict", "slurm-tasks-per-node", "bad-hang-action",
         "bad-algorithm", "bad-assignment", "bad-bench-option", "bad-count", "bad-duration",
         "bad-env", "bad-nnodes", "bad-nodes", "bad-nproc-per-node", "bad-overlap", "bad-port",
         "bad-rate", "bad-rdzv-endpoint", "bad-setting", "bad-size", "bad-ssh-option",
@@ -34,7 +35,7 @@ _BY_KIND: dict[type[DdpkitError], tuple[str, ...]] = {
         "standalone-multi-node", "unknown-command", "virtual-local-rank-conflict",
     ),
     ConfigError: (
-        "bad-hostlist", "bad-scheduler-env",
+        "bad-hostlist", "bad-scheduler-env", "job-not-running", "no-rank-list", "bad-rank-list",
         "bad-address", "bad-comm-hook", "bad-env-file", "bad-env-wire", "bad-host",
         "bad-hostfile", "bad-hosts", "bad-interface-name", "bad-job", "bad-remote-program",
         "bad-token", "bad-variable-name", "bench-field", "bench-not-json", "bench-schema",
@@ -66,7 +67,7 @@ _BY_KIND: dict[type[DdpkitError], tuple[str, ...]] = {
         "job-failed", "job-full", "job-not-found", "job-stopped", "rank-taken", "token-rejected",
     ),
     DeadlineExceeded: (
-        "job-timeout", "join-timeout", "nodes-missing", "sim-busy", "sim-links-down",
+        "job-hung", "job-timeout", "join-timeout", "nodes-missing", "sim-busy", "sim-links-down",
     ),
     DdpkitError: (
         "internal-error",

@@ -74,6 +74,7 @@ def test_fixture_names_its_cause_first(files: tuple[Path, ...], first: str, phra
 def test_every_catalogue_id_is_covered_by_a_fixture_case() -> None:
     covered = {case[1] for case in CASES} | {"node-mismatch"}  # node-mismatch: test below
     covered |= {"local-rank-argument"}  # tests/unit/test_doctor_local_rank.py
+    covered |= {"job-hung"}  # a stacks directory, not a log: tests/unit/test_doctor_stacks.py
     assert covered == set(CATALOGUE)
 
 

@@ -20,7 +20,8 @@ from ddpkit.launch.job import Deadlines, JobSpec, node_argv
 
 FULL = JobSpec(
     command="launch", nnodes=3, master_port=29611, nproc_per_node="4",
-    deadlines=Deadlines(connect_timeout=12.5, rdzv_timeout=77, max_restarts=2, job_timeout=3600),
+    deadlines=Deadlines(connect_timeout=12.5, rdzv_timeout=77, max_restarts=2, job_timeout=3600,
+                        hang_timeout=45, hang_action="stop"),
     debug=True, ifname="eth1", overrides=(("OMP_NUM_THREADS", "2"), ("A", "x=y")),
     command_flags=("--local-rank-arg", "underscore"), entry=("train.py", "--lr", "0.1"))
 
@@ -49,6 +50,7 @@ def test_every_field_survives_a_node_command_read_back_by_the_parser() -> None:
     assert config.nproc_per_node == "4" and config.debug and config.ifname == "eth1"
     assert (config.connect_timeout, config.rdzv_timeout, config.max_restarts,
             config.job_timeout) == (12.5, 77, 2, 3600)
+    assert (config.hang_timeout, config.hang_action) == (45, "stop")
     assert config.extra_env == FULL.overrides
     assert config.local_rank_arg == "underscore"
     assert (config.entry, config.entry_args) == ("train.py", ("--lr", "0.1"))
@@ -101,7 +103,8 @@ def test_the_printed_peer_command_carries_the_whole_job() -> None:
     master = parsed(["launch", "--nnodes", "3", "--master-addr", "10.0.0.2", "--master-port",
                      "29611", "--nproc-per-node", "4", "--connect-timeout", "12.5",
                      "--rdzv-timeout", "77", "--max-restarts", "2", "--job-timeout", "3600",
-                     "--debug", "--env", "OMP_NUM_THREADS=2", "--local-rank-arg", "underscore",
+                     "--hang-timeout", "45", "--hang-action", "stop", "--debug", "--env",
+                     "OMP_NUM_THREADS=2", "--local-rank-arg", "underscore",
                      "train.py", "--lr", "0.1"])
     commands = peer_commands(master)
     assert len(commands) == 2

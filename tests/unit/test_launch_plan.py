@@ -105,9 +105,25 @@ def test_debug_sets_nccl_and_torch_debugging() -> None:
 
 
 def test_single_node_needs_no_interface() -> None:
-    plan = _plan(_config(nnodes=1, node_rank=0, master_addr="127.0.0.1"), _facts(route=None))
+    plan = _plan(_config(nnodes=1, node_rank=0, master_addr="127.0.0.1", hang_timeout=0.0),
+                 _facts(route=None))
     assert plan.interface.source == "loopback"
-    assert plan.env_set == {}
+    assert plan.env_set == {}  # (no hang timeout: no flight recorder either)
+
+
+def test_a_hang_timeout_gives_the_workers_a_flight_recorder_unless_they_have_one() -> None:
+    plan = _plan(_config(nnodes=1, node_rank=0, master_addr="127.0.0.1", hang_timeout=300.0),
+                 _facts(route=None))
+    assert plan.env_set["TORCH_FR_BUFFER_SIZE"] == plan.env["TORCH_FR_BUFFER_SIZE"] == "2000"
+    assert plan.env_set["TORCH_FR_DUMP_TEMP_FILE"].endswith("/flight-recorder/rank_")
+    assert "TORCH_NCCL_TRACE_BUFFER_SIZE" not in plan.env_set  # deprecated since 2.8: it warns
+    old = _plan(_config(nnodes=1, node_rank=0, master_addr="127.0.0.1"),
+                _facts(route=None, torch_version="2.5.1"))
+    assert old.env_set["TORCH_NCCL_TRACE_BUFFER_SIZE"] == "2000"
+    assert "TORCH_FR_BUFFER_SIZE" not in old.env_set
+    mine = _plan(_config(nnodes=1, node_rank=0, master_addr="127.0.0.1"), _facts(route=None),
+                 env={"TORCH_FR_BUFFER_SIZE": "50"})
+    assert "TORCH_FR_BUFFER_SIZE" not in mine.env_set and mine.env["TORCH_FR_BUFFER_SIZE"] == "50"
 
 
 def test_plan_is_serialisable() -> None:

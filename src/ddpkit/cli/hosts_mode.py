@@ -53,7 +53,7 @@ def whole_job(args: argparse.Namespace, subcommand: str, nnodes: int,
         command=subcommand, nnodes=nnodes, master_port=args.master_port,
         nproc_per_node=str(args.nproc_per_node),
         deadlines=Deadlines(args.connect_timeout, args.rdzv_timeout, args.max_restarts,
-                            args.job_timeout),
+                            args.job_timeout, args.hang_timeout, args.hang_action),
         debug=bool(args.debug), ifname=args.ifname, entry=tuple(tail))
 
 
@@ -134,6 +134,7 @@ def _run(args: argparse.Namespace, console: Console, *, subcommand: str, tail: l
     events = _Events(console, to_stderr=args.json or subcommand == "test")
     output_dir = Path(args.output_dir) if args.output_dir else None
     outcomes = supervise(nodes, events, output_dir=output_dir)
+    _show_job_stacks(console, outcomes)
     if render_result is not None:
         return render_result(console, outcomes, _payload(master, outcomes))
     failure = first_failure(outcomes)
@@ -148,12 +149,27 @@ def _run(args: argparse.Namespace, console: Console, *, subcommand: str, tail: l
     return 0
 
 
+def _show_job_stacks(console: Console, outcomes: Sequence[NodeOutcome]) -> None:
+    """A node dumped its ranks' stacks (a hang): group every node's ranks together."""
+    from ddpkit.launch.jobstacks import job_stacks
+
+    lines, _ = job_stacks(o.document for o in outcomes)
+    if lines:
+        render.log(console, f"ddpkit: every rank of the job, by where it is ({len(outcomes)} nodes):")
+        for text in lines:
+            render.log(console, f"ddpkit:   {text}")
+
+
 def _payload(master: MasterChoice, outcomes: Sequence[NodeOutcome]) -> dict[str, Any]:
+    from ddpkit.launch.jobstacks import job_stacks
+
     first = first_failure(outcomes)
+    lines, reports = job_stacks(o.document for o in outcomes)
     return {"ok": first is None, "mode": "hosts",
             "master": {"address": master.address, "reason": master.reason},
             "first_failure": first.to_dict() if first else None,
-            "nodes": [o.to_dict() for o in outcomes]}
+            "nodes": [o.to_dict() for o in outcomes],
+            "stacks": {"summary": lines, "reports": reports} if reports else None}
 
 
 class _Events:

@@ -198,6 +198,13 @@ def run_master(args: argparse.Namespace, console: Console, *, command: str, tail
         stopped = own.state != OK or master.should_stop() is not None
         outcomes = (own, *master.collect(wait=STOP_WAIT_S if stopped else SUCCESS_WAIT_S))
     _report_store(console, master)
+    from ddpkit.launch.jobstacks import job_stacks_of
+
+    stack_lines, stack_reports = job_stacks_of(o.stack_reports for o in outcomes)
+    if stack_lines:
+        render.log(console, f"ddpkit: every rank of the job, by where it is ({len(outcomes)} nodes):")
+        for text in stack_lines:
+            render.log(console, f"ddpkit:   {text}")
     failure = first_failure(outcomes)
     if failure is None and own_error is None:
         if code == 0:
@@ -207,7 +214,8 @@ def run_master(args: argparse.Namespace, console: Console, *, command: str, tail
         raise own_error
     summary = job_summary(outcomes)
     details = {"nodes": [o.to_dict() for o in outcomes],
-               "first_failure": failure.to_dict() if failure else None}
+               "first_failure": failure.to_dict() if failure else None,
+               "stacks": {"summary": stack_lines, "reports": stack_reports} if stack_reports else None}
     if own_error is not None or command == "launch":
         raise JobFailed("job-failed", summary, "each node's output and run directory has the "
                         "details; `ddpkit doctor --log` explains common causes", details=details)

@@ -9,6 +9,7 @@ import os
 import re
 import signal
 import sys
+import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import FrameType
@@ -20,6 +21,7 @@ from ddpkit.cli.options import add_flag
 from ddpkit.errors import UsageError
 from ddpkit.launch.config import DEFAULT_CONNECT_TIMEOUT, DEFAULT_RDZV_TIMEOUT, LaunchConfig
 from ddpkit.launch.envpass import shown_env
+from ddpkit.launch.hang import DEFAULT_HANG_TIMEOUT, HANG_ACTIONS, REPORT
 from ddpkit.launch.outcomes import NodeOutcome
 from ddpkit.launch.plan import NodePlan
 from ddpkit.net.ports import DEFAULT_MASTER_PORT
@@ -54,6 +56,12 @@ def add_launch_options(parser: argparse.ArgumentParser) -> None:
     add_flag(group, "--max-restarts", type=int, default=0, help="torchrun worker-group restarts")
     add_flag(group, "--job-timeout", type=float, default=None,
              help="stop the job after this many seconds")
+    add_flag(group, "--hang-timeout", type=float, default=DEFAULT_HANG_TIMEOUT, metavar="SECONDS",
+             help="the job is hung when no rank printed or used CPU for this long: every rank's "
+                  f"stack goes to <run dir>/stacks/ (default {DEFAULT_HANG_TIMEOUT:g}; 0 = off)")
+    add_flag(group, "--hang-action", choices=HANG_ACTIONS, default=REPORT,
+             help="on a hang: report the stacks and keep waiting, or report and stop the job "
+                  "(default report)")
     add_flag(group, "--run-dir", default=None,
              help="where per-rank logs go (default ./ddpkit-runs/<time>-node<R>)")
     add_flag(group, "--env", action="append", default=[], metavar="K=V",
@@ -118,6 +126,7 @@ def config_from_args(args: argparse.Namespace, *, entry: str, entry_args: list[s
         job_timeout=args.job_timeout, entry=entry, entry_args=tuple(entry_args),
         is_module=is_module, extra_env=tuple(extra_env),
         cluster_sources=tuple(getattr(args, "cluster_sources", ())),
+        hang_timeout=args.hang_timeout, hang_action=args.hang_action,
         **(launch_only or _torch_fields(args)),
     )
 
@@ -252,6 +261,22 @@ def print_plan(console: Console, plan: NodePlan) -> None:
 
 
 @contextlib.contextmanager
+def stacks_on_signal() -> Iterator[threading.Event]:
+    """SIGUSR1 or SIGQUIT (Ctrl-\\) asks for every rank's stack; the launch loop answers."""
+    request = threading.Event()
+
+    def handler(signum: int, frame: FrameType | None) -> None:
+        request.set()
+
+    previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGUSR1, signal.SIGQUIT)}
+    try:
+        yield request
+    finally:
+        for sig, old in previous.items():
+            signal.signal(sig, old)
+
+
+@contextlib.contextmanager
 def sigterm_as_interrupt() -> Iterator[None]:
     """SIGTERM stops a launch exactly like Ctrl-C does (the whole process tree goes)."""
 
@@ -363,6 +388,7 @@ class ShareContext:
     as_json: bool = False
     dry_run: bool = False
     should_stop: Callable[[], str | None] | None = None
+    stack_request: threading.Event | None = None  # set on SIGUSR1: dump every rank's stack
     hide_peer_commands: bool = False  # a supervisor or a join token starts the other nodes
 
     @classmethod
@@ -386,9 +412,10 @@ def run_this_node(args: argparse.Namespace, console: Console, config: LaunchConf
 
             values, overrides = read_wire(sys.stdin.fileno())
             config = dataclasses.replace(config, extra_env=(*config.extra_env, *overrides))
-        with node_supervision(args) as should_stop:
+        with node_supervision(args) as should_stop, stacks_on_signal() as request:
             context = ShareContext.here(as_json=args.json, dry_run=args.dry_run,
-                                        should_stop=should_stop, hide_peer_commands=args.supervised)
+                                        should_stop=should_stop, stack_request=request,
+                                        hide_peer_commands=args.supervised)
             context = dataclasses.replace(context, env={**context.env, **values})
             code, _ = share(console, config, context, options)
     return code

@@ -34,6 +34,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "doctor": ("ddpkit.cli.commands.doctor", "preflight checks, or diagnose a failed run from its logs"),
     "bench": ("ddpkit.cli.commands.bench", "measure collectives, raw TCP and DDP scaling on this cluster"),
     "plan": ("ddpkit.cli.commands.plan", "predict whether multi-node pays off for a model and network"),
+    "stacks": ("ddpkit.cli.commands.stacks", "every rank's Python stack of a running job (py-spy)"),
     "join": ("ddpkit.cli.commands.join", "join a job started on the master with a ddpk:// token"),
     "sim": ("ddpkit.cli.commands.sim", "a simulated multi-node cluster in network namespaces (root)"),
 }

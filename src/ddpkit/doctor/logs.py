@@ -42,6 +42,12 @@ def diagnose(paths: Sequence[str], stdin: BinaryIO | None = None) -> list[Findin
     Every path is checked before any is read, so a typo fails at once; the files are then
     streamed one after another in constant memory and correlated at the end.
     """
+    from ddpkit.doctor import stacks_input
+
+    stack_files, paths = stacks_input.split(list(paths))
+    hung = stacks_input.finding(stack_files)
+    if stack_files and not paths:
+        return [hung] if hung is not None else []
     paths = run_dir.expand(list(paths))
     for path in paths:
         if path != "-":
@@ -58,7 +64,10 @@ def diagnose(paths: Sequence[str], stdin: BinaryIO | None = None) -> list[Findin
                 _feed(diagnosis, stream, path, path)
         except OSError as exc:
             raise _unreadable(path, exc.strerror or str(exc)) from exc
-    return diagnosis.findings()
+    found = diagnosis.findings()
+    if hung is not None:  # the stacks say where each rank was: the most direct evidence
+        found = [hung, *(f for f in found if f.id != "no-failure")]
+    return found
 
 
 def _feed(diagnosis: Diagnosis, stream: BinaryIO, name: str, path: str) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ddpkit.errors import UsageError
+from ddpkit.launch.hang import DEFAULT_HANG_TIMEOUT, HANG_ACTIONS, REPORT
 from ddpkit.net.ports import DEFAULT_MASTER_PORT
 
 DEFAULT_CONNECT_TIMEOUT = 60.0
@@ -40,6 +41,8 @@ class LaunchConfig:
     cluster_sources: tuple[tuple[str, str], ...] = field(default=())
     # ^ where nnodes, node_rank, master_addr, master_port, nproc_per_node came from (flag,
     #   default, or a scheduler's variable: ddpkit.launch.schedulers), in that order
+    hang_timeout: float = DEFAULT_HANG_TIMEOUT  # no progress on any rank for this long: hung; 0 off
+    hang_action: str = REPORT  # report | stop
 
     def __post_init__(self) -> None:
         if self.nnodes < 1:
@@ -62,6 +65,12 @@ class LaunchConfig:
         if self.connect_timeout <= 0:
             raise UsageError("bad-timeout", "--connect-timeout must be positive",
                              "e.g. --connect-timeout 60")
+        if self.hang_timeout < 0:
+            raise UsageError("bad-timeout", "--hang-timeout must be 0 (off) or positive",
+                             "e.g. --hang-timeout 300")
+        if self.hang_action not in HANG_ACTIONS:
+            raise UsageError("bad-hang-action", f"--hang-action {self.hang_action!r} is not one of "
+                             f"{', '.join(HANG_ACTIONS)}", "e.g. --hang-action stop")
         if not self.entry:
             raise UsageError("missing-script", "no training script or -m module given",
                              "e.g. ddpkit launch --nnodes 2 --node-rank 0 --master-addr A train.py")

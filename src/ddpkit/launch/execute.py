@@ -115,6 +115,7 @@ def run_process(
     grace: float = TERMINATE_GRACE_S,
     should_stop: Callable[[], str | None] | None = None,
     start_deadline: StartDeadline | None = None,
+    started: Callable[[int], None] | None = None,
 ) -> ProcessOutcome:
     """Run ``argv`` to completion, streaming its merged output line by line to ``on_line``.
 
@@ -123,7 +124,8 @@ def run_process(
     decides what it means. ``should_stop`` is polled a few times a second; a non-empty answer (the
     reason, e.g. "rank 3 on node2 failed") stops the tree the same way, and so does a
     ``start_deadline`` that passes before the process has started any child (torchrun starts its
-    workers only after the rendezvous, so this bounds a rendezvous that never ends).
+    workers only after the rendezvous, so this bounds a rendezvous that never ends). ``started``
+    is told the process's pid as soon as it runs (a watcher of its ranks).
     """
     start = time.monotonic()
     proc = subprocess.Popen(
@@ -133,6 +135,8 @@ def run_process(
         preexec_fn=die_with_parent(os.getpid()),
     )
     tracker = DescendantTracker(proc.pid)
+    if started is not None:
+        started(proc.pid)
     tail: collections.deque[str] = collections.deque(maxlen=TAIL_LINES)
 
     def pump() -> None:

@@ -51,7 +51,18 @@ def gather(config: LaunchConfig, env: Mapping[str, str], home: Path,
         route=route,
         nccl_file_settings=file_settings,
         entry_source=entry_source(config, env, cwd or Path.cwd()),
+        torch_version=_torch_version(),
     )
+
+
+def _torch_version() -> str | None:
+    """The installed torch's version, from its metadata (importing torch takes seconds)."""
+    from importlib import metadata
+
+    try:
+        return metadata.version("torch")
+    except metadata.PackageNotFoundError:
+        return None
 
 
 def entry_source(config: LaunchConfig, env: Mapping[str, str], cwd: Path) -> EntrySource | None:

@@ -16,6 +16,7 @@ from typing import Any
 
 from ddpkit.errors import ConfigError
 from ddpkit.launch.config import DEFAULT_CONNECT_TIMEOUT, DEFAULT_RDZV_TIMEOUT, LaunchConfig
+from ddpkit.launch.hang import DEFAULT_HANG_TIMEOUT, REPORT
 from ddpkit.net.ports import DEFAULT_MASTER_PORT
 
 JOB_SCHEMA = "ddpkit.job/1"
@@ -30,6 +31,8 @@ class Deadlines:
     rdzv_timeout: int = DEFAULT_RDZV_TIMEOUT
     max_restarts: int = 0
     job_timeout: float | None = None
+    hang_timeout: float = DEFAULT_HANG_TIMEOUT  # no rank progressed this long: hung (0: off)
+    hang_action: str = REPORT  # what a hang does: report | stop
 
 
 @dataclass(frozen=True)
@@ -65,7 +68,7 @@ class JobSpec:
             command=command, nnodes=config.nnodes, master_port=config.master_port,
             nproc_per_node=config.nproc_per_node,
             deadlines=Deadlines(config.connect_timeout, config.rdzv_timeout, config.max_restarts,
-                                config.job_timeout),
+                                config.job_timeout, config.hang_timeout, config.hang_action),
             debug=config.debug, overrides=tuple(config.extra_env),
             command_flags=tuple(command_flags), entry=tuple(entry))
 
@@ -75,7 +78,8 @@ class JobSpec:
             "schema": JOB_SCHEMA, "command": self.command, "nnodes": self.nnodes,
             "master_port": self.master_port, "nproc_per_node": self.nproc_per_node,
             "deadlines": {"connect_timeout": d.connect_timeout, "rdzv_timeout": d.rdzv_timeout,
-                          "max_restarts": d.max_restarts, "job_timeout": d.job_timeout},
+                          "max_restarts": d.max_restarts, "job_timeout": d.job_timeout,
+                          "hang_timeout": d.hang_timeout, "hang_action": d.hang_action},
             "debug": self.debug, "ifname": self.ifname,
             "overrides": [list(pair) for pair in self.overrides],
             "command_flags": list(self.command_flags), "entry": list(self.entry),
@@ -94,7 +98,8 @@ class JobSpec:
                 master_port=int(data["master_port"]), nproc_per_node=str(data["nproc_per_node"]),
                 deadlines=Deadlines(float(d["connect_timeout"]), int(d["rdzv_timeout"]),
                                     int(d["max_restarts"]),
-                                    None if job_timeout is None else float(job_timeout)),
+                                    None if job_timeout is None else float(job_timeout),
+                                    float(d["hang_timeout"]), str(d["hang_action"])),
                 debug=bool(data["debug"]),
                 ifname=None if data.get("ifname") is None else str(data["ifname"]),
                 overrides=tuple((str(k), str(v)) for k, v in data["overrides"]),
@@ -129,6 +134,10 @@ def node_argv(spec: JobSpec, node_rank: int, master_addr: str, *,
         argv += ["--max-restarts", str(d.max_restarts)]
     if d.job_timeout is not None:
         argv += ["--job-timeout", f"{d.job_timeout:g}"]
+    if d.hang_timeout != DEFAULT_HANG_TIMEOUT:
+        argv += ["--hang-timeout", f"{d.hang_timeout:g}"]
+    if d.hang_action != REPORT:
+        argv += ["--hang-action", d.hang_action]
     if spec.ifname:
         argv += ["--ifname", spec.ifname]
     if spec.debug:

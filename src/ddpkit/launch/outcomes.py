@@ -56,6 +56,8 @@ class NodeOutcome:
     observed_at: float = 0.0  # the supervisor's clock when it learned of this end
     returncode: int | None = None
     document: Mapping[str, Any] | None = field(default=None, compare=False)
+    stack_reports: tuple[Mapping[str, Any], ...] = field(default=(), compare=False)
+    # ^ the node's hang reports (every local rank's stack), carried to a join master as JSON
 
     @property
     def failed(self) -> bool:
@@ -81,6 +83,7 @@ class NodeOutcome:
             "local_rank": self.local_rank, "exitcode": self.exitcode, "signal": self.signal,
             "how": self.how() if self.failed else None, "last_lines": list(self.last_lines),
             "returncode": self.returncode,
+            **({"stack_reports": [dict(r) for r in self.stack_reports]} if self.stack_reports else {}),
         }
 
     @classmethod
@@ -101,6 +104,7 @@ class NodeOutcome:
             signal=str(data["signal"]) if data.get("signal") else None,
             last_lines=tuple(str(x) for x in data.get("last_lines", ()) or ()),
             observed_at=observed_at, returncode=optional_int("returncode"),
+            stack_reports=tuple(r for r in data.get("stack_reports") or () if isinstance(r, Mapping)),
         )
 
 
@@ -181,5 +185,6 @@ def outcome_from_error(error: Mapping[str, Any], *, node_rank: int, host: str,
     return NodeOutcome.from_dict({
         "node_rank": node_rank, "host": host, "state": state, "message": message,
         "error_id": error_id, "last_lines": last_output_lines(message), "returncode": returncode,
+        "stack_reports": details.get("stack_reports") if isinstance(details, Mapping) else None,
         **fields,
     }, observed_at=observed_at)

@@ -23,6 +23,29 @@ DEBUG_ENV = {
     "TORCH_DISTRIBUTED_DEBUG": "DETAIL",
 }
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "::1")
+FLIGHT_RECORDER_DIR = "flight-recorder"  # in the run directory
+FLIGHT_RECORDER_ENTRIES = "2000"
+
+
+def flight_recorder_env(run_dir: str, torch_version: str | None) -> dict[str, str]:
+    """torch's flight recorder for the workers while a hang timeout is on: a ring of the last
+    collectives per process group, dumped (on NCCL's watchdog timeout) into the run directory,
+    where `python -m torch.distributed.flight_recorder.fr_trace` reads it. torch >= 2.8 reads the
+    TORCH_FR_* names (and warns that the TORCH_NCCL_* ones are deprecated), earlier ones only the
+    TORCH_NCCL_* names."""
+    prefix = f"{run_dir}/{FLIGHT_RECORDER_DIR}/rank_"
+    if _older_than(torch_version, (2, 8)):
+        return {"TORCH_NCCL_TRACE_BUFFER_SIZE": FLIGHT_RECORDER_ENTRIES,
+                "TORCH_NCCL_DEBUG_INFO_TEMP_FILE": prefix}
+    return {"TORCH_FR_BUFFER_SIZE": FLIGHT_RECORDER_ENTRIES, "TORCH_FR_DUMP_TEMP_FILE": prefix}
+
+
+def _older_than(version: str | None, wanted: tuple[int, int]) -> bool:
+    parts = (version or "").split(".")
+    try:
+        return (int(parts[0]), int(parts[1])) < wanted
+    except (IndexError, ValueError):
+        return False  # unknown: assume a current torch
 
 
 @dataclass(frozen=True)
@@ -36,6 +59,7 @@ class NodeFacts:
     nccl_file_settings: Mapping[str, tuple[str, str]] = field(default_factory=dict)
     # ^ NCCL_* name -> (value, file path) for settings that come from nccl.conf files
     entry_source: EntrySource | None = None  # the script's source, when auto decides from it
+    torch_version: str | None = None  # the installed torch's, e.g. "2.13.0+cpu"
 
 
 @dataclass(frozen=True)
@@ -156,6 +180,9 @@ def plan_node(
             env_set[key] = value
     if config.debug:
         env_set.update(DEBUG_ENV)
+    if config.hang_timeout > 0:  # the user's own settings win
+        recorder = flight_recorder_env(run_dir, facts.torch_version)
+        env_set.update({k: v for k, v in recorder.items() if k not in base_env})
     env_set.update(dict(config.extra_env))
     env = {**dict(base_env), **env_set}
     local_addr = choice.address if choice.source != "loopback" else None

@@ -23,7 +23,9 @@ from ddpkit.errors import (
 from ddpkit.launch import facts as node_facts
 from ddpkit.launch.config import LaunchConfig
 from ddpkit.launch.execute import ProcessOutcome, StartDeadline, run_process
-from ddpkit.launch.plan import NodePlan, plan_node
+from ddpkit.launch.hang import HangPolicy
+from ddpkit.launch.hangwatch import HANG_STOPPED, HangWatcher, StackReport
+from ddpkit.launch.plan import FLIGHT_RECORDER_DIR, NodePlan, plan_node
 from ddpkit.launch.preflight import check_port_free, wait_for_master
 from ddpkit.launch.torchrun import AgentTracebackFilter, RankFailure, describe_exit, parse_failures
 from ddpkit.launch.tracebacks import (
@@ -54,6 +56,7 @@ class NodeResult:
     outcome: ProcessOutcome
     root_cause: RankFailure | None
     failures: tuple[RankFailure, ...]
+    stack_reports: tuple[StackReport, ...] = ()  # hangs seen, stacks asked for (SIGUSR1)
 
     @property
     def ok(self) -> bool:
@@ -137,6 +140,7 @@ class NodeResult:
             "failures": [_failure_dict(f) for f in self.failures],
             "run_dir": self.plan.run_dir,
             "plan": self.plan.to_dict(),
+            "stack_reports": [r.to_dict() for r in self.stack_reports],
         }
 
 
@@ -259,35 +263,65 @@ def preflight(plan: NodePlan, events: LaunchEvents) -> MasterProbe | None:
     return None
 
 
+def watcher(plan: NodePlan, events: LaunchEvents,
+            stack_request: threading.Event | None = None) -> HangWatcher:
+    """This node's hang watcher (``--hang-timeout``, ``--hang-action``; py-spy found on the
+    workers' PATH or next to their python)."""
+    from ddpkit.launch.progress_exchange import ProgressExchange
+    from ddpkit.launch.pyspy import find_py_spy
+
+    config = plan.config
+    def exchange() -> ProgressExchange:
+        return ProgressExchange(config.master_addr, config.master_port)
+
+    return HangWatcher(run_dir=Path(plan.run_dir), log_dir=plan.log_dir, node_rank=config.node_rank,
+                       host=plan.hostname, policy=HangPolicy(config.hang_timeout),
+                       action=config.hang_action, py_spy=find_py_spy(plan.env, plan.argv[0]),
+                       say=events.waiting, request=stack_request,
+                       exchange_factory=exchange if config.multi_node and config.hang_timeout > 0
+                       else None)
+
+
 def execute(plan: NodePlan, events: LaunchEvents, *,
-            should_stop: Callable[[], str | None] | None = None) -> NodeResult:
+            should_stop: Callable[[], str | None] | None = None,
+            stack_request: threading.Event | None = None) -> NodeResult:
     """Preflight, then run torchrun for this node; raise on failure with a one-paragraph summary.
 
     ``should_stop`` lets a job-level supervisor (ssh fan-out, join) stop this node early: it is
     polled while torchrun runs and its answer becomes the reason in the ``job-stopped`` error.
+    ``stack_request`` (set by the CLI on SIGUSR1) asks for every rank's stack now. A hang (no rank
+    made progress for ``--hang-timeout``) dumps the stacks; with ``--hang-action stop`` the job is
+    then stopped with ``job-hung``.
     """
     probe = preflight(plan, events)
     try:
-        return _run_node(plan, events, probe, should_stop)
+        return _run_node(plan, events, probe, should_stop, stack_request)
     finally:
         if probe is not None:
             probe.finish()
 
 
 def _run_node(plan: NodePlan, events: LaunchEvents, probe: MasterProbe | None,
-              should_stop: Callable[[], str | None] | None) -> NodeResult:
+              should_stop: Callable[[], str | None] | None,
+              stack_request: threading.Event | None) -> NodeResult:
     try:
         Path(plan.run_dir).mkdir(parents=True, exist_ok=True)
+        if any(k in plan.env_set for k in ("TORCH_FR_DUMP_TEMP_FILE",
+                                           "TORCH_NCCL_DEBUG_INFO_TEMP_FILE")):
+            (Path(plan.run_dir) / FLIGHT_RECORDER_DIR).mkdir(exist_ok=True)
     except OSError as exc:
         raise EnvironmentProblem(
             "run-dir-unwritable", f"cannot create the run directory {plan.run_dir}: {exc.strerror}",
             "run from a writable directory or pass --run-dir PATH",
         ) from exc
-    stop_checks = [check for check in (should_stop, probe and probe.stop_reason) if check]
-
-    def stop_reason() -> str | None:
-        return next((reason for check in stop_checks if (reason := check())), None)
     shown = AgentTracebackFilter()
+    watch = watcher(plan, events, stack_request)
+    stop_checks = [check for check in (should_stop, probe and probe.stop_reason, watch.poll)
+                   if check]
+
+    def stop() -> str | None:
+        return next((reason for check in stop_checks if (reason := check())), None)
+
     with open(Path(plan.run_dir) / LAUNCHER_LOG, "w", encoding="utf-8") as log:
 
         def on_line(line: str) -> None:
@@ -295,13 +329,19 @@ def _run_node(plan: NodePlan, events: LaunchEvents, probe: MasterProbe | None,
             for text in shown.feed(line):
                 events.output(text)
 
-        outcome = run_process(plan.argv, plan.env, on_line=on_line,
-                              timeout=plan.config.job_timeout, should_stop=stop_reason,
-                              start_deadline=_rendezvous_deadline(plan, probe))
-    for text in shown.finish():
+        try:
+            outcome = run_process(plan.argv, plan.env, on_line=on_line,
+                                  timeout=plan.config.job_timeout, should_stop=stop,
+                                  start_deadline=_rendezvous_deadline(plan, probe),
+                                  started=watch.started)
+        finally:
+            watch.close()
+    for text in shown.finish(stopped=bool(outcome.stopped or outcome.interrupted or
+                                          outcome.timed_out)):
         events.output(text)
     root, failures = parse_failures(outcome.tail)
-    result = NodeResult(plan=plan, outcome=outcome, root_cause=root, failures=failures)
+    result = NodeResult(plan=plan, outcome=outcome, root_cause=root, failures=failures,
+                        stack_reports=tuple(watch.reports))
     if probe is not None and probe.failure is not None and not outcome.interrupted:
         raise probe.failure  # torchrun was stopped for it (or failed while the master was away)
     if outcome.interrupted:
@@ -315,6 +355,15 @@ def _run_node(plan: NodePlan, events: LaunchEvents, probe: MasterProbe | None,
     if outcome.stopped == RENDEZVOUS_STOPPED:
         raise NetworkProblem("rendezvous-timeout", _rendezvous_message(plan),
                              _rendezvous_hint(plan), details=result.to_dict())
+    if outcome.stopped == HANG_STOPPED or (not result.ok and watch.hung and not outcome.stopped
+                                           and plan.config.hang_action == "stop"):
+        # (a hung job that another node stopped first ends here too: its ranks lost their peers)
+        hung = [r for r in watch.reports if r.reason == "hang"][-1]
+        raise DeadlineExceeded("job-hung", "; ".join([hung.headline, *hung.lines()]),
+                               f"every rank's stack is in {plan.run_dir}/stacks/; fix the rank named "
+                               "as the likely cause, or raise --hang-timeout (0 turns it off) if it "
+                               "only computes without output or CPU use (e.g. waits on a GPU)",
+                               details=result.to_dict())
     if outcome.stopped:
         raise JobFailed("job-stopped", f"node {plan.config.node_rank} ({plan.hostname}) was stopped: "
                         f"{outcome.stopped}", f"per-rank logs are in {plan.run_dir}",

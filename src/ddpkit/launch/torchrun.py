@@ -203,7 +203,8 @@ def quote_command(argv: Sequence[str]) -> str:
 class AgentTracebackFilter:
     """Holds back torchrun's own traceback (its agent's, never a worker's: those come prefixed
     ``[defaultN]:``) and drops it when it is only the ``ChildFailedError`` report, which ddpkit's
-    one-paragraph summary replaces. Anything else is released unchanged at :meth:`finish`."""
+    one-paragraph summary replaces, or, when ddpkit stopped torchrun itself (``stopped``), the
+    ``SignalException`` its SIGTERM raised. Anything else is released unchanged at :meth:`finish`."""
 
     def __init__(self) -> None:
         self._held: list[str] | None = None
@@ -217,8 +218,10 @@ class AgentTracebackFilter:
             return []
         return [line]
 
-    def finish(self) -> list[str]:
+    def finish(self, *, stopped: bool = False) -> list[str]:
         held, self._held = self._held or [], None
         if any("ChildFailedError" in line for line in held):
+            return []
+        if stopped and any("SignalException" in line for line in held):
             return []
         return held

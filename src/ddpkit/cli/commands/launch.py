@@ -123,7 +123,8 @@ def share(console: Console, config: LaunchConfig, context: ShareContext,
         return 0, outcome
     events = ConsoleEvents(console, output_to_stderr=context.as_json)
     events.planned(plan)
-    result = session.execute(plan, events, should_stop=context.should_stop)
+    result = session.execute(plan, events, should_stop=context.should_stop,
+                                 stack_request=context.stack_request)
     if context.as_json:
         render.emit_json(console, document("launch", 1, result.to_dict()))
     render.log(console, f"ddpkit: node {config.node_rank} finished in "

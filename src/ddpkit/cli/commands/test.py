@@ -31,7 +31,7 @@ from ddpkit.cli.launch_options import (
 )
 from ddpkit.cli.options import add_flag, add_json_flag
 from ddpkit.clustertest import WORKER_MODULE
-from ddpkit.error_ids import JOB_FAILED, JOB_STOPPED, JOB_TIMEOUT
+from ddpkit.error_ids import JOB_FAILED, JOB_HUNG, JOB_STOPPED, JOB_TIMEOUT
 from ddpkit.errors import DdpkitError, ExitCode
 from ddpkit.launch.config import LaunchConfig
 from ddpkit.launch.outcomes import FAILED, OK, NodeOutcome, first_failure, job_summary, outcome_from_error
@@ -124,9 +124,10 @@ def share(console: Console, config: LaunchConfig, context: ShareContext,
     events.planned(plan)
     launch_error: DdpkitError | None = None
     try:
-        session.execute(plan, events, should_stop=context.should_stop)
+        session.execute(plan, events, should_stop=context.should_stop,
+                        stack_request=context.stack_request)
     except DdpkitError as exc:
-        if exc.error_id not in (JOB_FAILED, JOB_TIMEOUT, JOB_STOPPED):
+        if exc.error_id not in (JOB_FAILED, JOB_TIMEOUT, JOB_STOPPED, JOB_HUNG):
             raise
         launch_error = exc
     verdict = clustertest.read_verdict(report_dir)

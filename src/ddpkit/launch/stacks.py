@@ -1,0 +1,286 @@
+"""Ranks' Python stacks (from ``py-spy dump --json``): parsed, located, grouped (pure).
+
+Each rank is placed by its main thread: the innermost frame of the user's own code (not torch,
+site-packages or the standard library) and, inside it, the torch.distributed call it waits in.
+Ranks at the same place form a group; the group that differs from the rest is named as the likely
+cause: one not inside a collective while others are, else the smallest group.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+C10D_FILES = ("torch/distributed/distributed_c10d.py",)
+C10D_WRAPPERS = ("torch/distributed/c10d_logger.py",)
+_LIBRARY = re.compile(r"/(?:site|dist)-packages/|/lib/python\d\.\d+/|^<frozen |^<string>")
+
+
+@dataclass(frozen=True)
+class Frame:
+    name: str
+    filename: str  # full path
+    short: str  # py-spy's short form: the package-relative path
+    line: int
+
+    def at(self) -> str:
+        return f"{self.short}:{self.line}"
+
+
+@dataclass(frozen=True)
+class ThreadStack:
+    thread_id: int
+    name: str
+    os_thread_id: int | None
+    active: bool
+    frames: tuple[Frame, ...]  # innermost first, as py-spy prints them
+
+
+@dataclass(frozen=True)
+class RankStack:
+    """One rank's dump, or why there is none (``error_id``, ``error``, ``fix``)."""
+
+    local_rank: int
+    pid: int
+    rank: int | None = None
+    node_rank: int | None = None
+    host: str = ""
+    threads: tuple[ThreadStack, ...] = ()
+    error_id: str | None = None
+    error: str = ""
+    fix: str = ""
+    code: Mapping[str, str] = field(default_factory=dict)  # "file:line" -> source line
+
+    @property
+    def ok(self) -> bool:
+        return self.error_id is None
+
+    def who(self) -> str:
+        return f"rank {self.rank}" if self.rank is not None else f"local rank {self.local_rank}"
+
+    def main_thread(self) -> ThreadStack | None:
+        for thread in self.threads:
+            if thread.os_thread_id == self.pid or thread.name == "MainThread":
+                return thread
+        return self.threads[0] if self.threads else None
+
+    def to_dict(self) -> dict[str, Any]:
+        place = locate(self)
+        return {
+            "rank": self.rank, "local_rank": self.local_rank, "node_rank": self.node_rank,
+            "host": self.host, "pid": self.pid, "ok": self.ok, "error_id": self.error_id,
+            "error": self.error or None, "fix": self.fix or None,
+            "where": place.to_dict() if place is not None else None,
+            "threads": [{"thread_id": t.thread_id, "name": t.name, "os_thread_id": t.os_thread_id,
+                         "active": t.active,
+                         "frames": [{"name": f.name, "filename": f.filename, "short": f.short,
+                                     "line": f.line} for f in t.frames]} for t in self.threads],
+            "code": dict(self.code),
+            "text": render_stack(self),
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> RankStack:
+        """The inverse of :meth:`to_dict` (a node's JSON, read by its job supervisor)."""
+        def opt(key: str) -> int | None:
+            value = data.get(key)
+            return int(value) if isinstance(value, int) and not isinstance(value, bool) else None
+
+        threads = tuple(
+            ThreadStack(int(t.get("thread_id") or 0), str(t.get("name") or ""),
+                        int(t["os_thread_id"]) if isinstance(t.get("os_thread_id"), int) else None,
+                        bool(t.get("active")),
+                        tuple(Frame(str(f.get("name", "?")), str(f.get("filename", "?")),
+                                    str(f.get("short", "?")), int(f.get("line") or 0))
+                              for f in t.get("frames") or () if isinstance(f, Mapping)))
+            for t in data.get("threads") or () if isinstance(t, Mapping))
+        code = data.get("code")
+        return cls(local_rank=opt("local_rank") or 0, pid=opt("pid") or 0, rank=opt("rank"),
+                   node_rank=opt("node_rank"), host=str(data.get("host") or ""), threads=threads,
+                   error_id=str(data["error_id"]) if data.get("error_id") else None,
+                   error=str(data.get("error") or ""), fix=str(data.get("fix") or ""),
+                   code={str(k): str(v) for k, v in code.items()} if isinstance(code, Mapping)
+                   else {})
+
+
+def parse_pyspy_json(text: str) -> tuple[ThreadStack, ...]:
+    """``py-spy dump --json`` output -> threads; ValueError when it is not that."""
+    data = json.loads(text)
+    if not isinstance(data, list):
+        raise ValueError("py-spy's JSON is not a list of threads")
+    threads = []
+    for item in data:
+        if not isinstance(item, dict):
+            raise ValueError("py-spy's JSON thread is not an object")
+        frames = tuple(
+            Frame(str(f.get("name", "?")), str(f.get("filename", "?")),
+                  str(f.get("short_filename") or f.get("filename", "?")), int(f.get("line") or 0))
+            for f in item.get("frames") or () if isinstance(f, dict))
+        os_tid = item.get("os_thread_id")
+        threads.append(ThreadStack(int(item.get("thread_id") or 0), str(item.get("thread_name") or ""),
+                                   int(os_tid) if isinstance(os_tid, int) else None,
+                                   bool(item.get("active")), frames))
+    return tuple(threads)
+
+
+def is_library(frame: Frame) -> bool:
+    return bool(_LIBRARY.search(frame.filename)) or frame.short.startswith("torch/")
+
+
+@dataclass(frozen=True)
+class Place:
+    """Where a rank is: ``call`` (a torch.distributed function, or the library function its own
+    code called) at ``user`` (its innermost frame of user code)."""
+
+    call: str | None
+    collective: bool  # ``call`` is a torch.distributed function
+    user: Frame | None
+    inner: Frame | None  # the innermost frame
+
+    @property
+    def key(self) -> tuple[str | None, str | None]:
+        return (self.call, self.user.at() if self.user else self.inner.at() if self.inner else None)
+
+    def describe(self, code: Mapping[str, str] | None = None, *, plural: bool = False) -> str:
+        at = self.key[1] or "an unknown place"
+        source = (code or {}).get(at)
+        shown = f"{at} `{source}`" if source else at
+        if self.collective:
+            return f"{'wait' if plural else 'waits'} in {self.call} at {shown}"
+        if self.call:
+            return f"{'are' if plural else 'is'} in {self.call} at {shown}"
+        return f"{'are' if plural else 'is'} at {shown}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"call": self.call, "collective": self.collective,
+                "at": self.key[1], "inner": self.inner.at() if self.inner else None}
+
+
+def locate(stack: RankStack) -> Place | None:
+    thread = stack.main_thread()
+    if thread is None or not thread.frames:
+        return None
+    frames = thread.frames
+    user_index = next((i for i, f in enumerate(frames) if not is_library(f)), None)
+    inner = frames[:user_index] if user_index is not None else frames
+    c10d = [f for f in inner if f.short.endswith(C10D_FILES)]
+    if c10d:
+        call: str | None = c10d[-1].name  # the public function the user called
+        collective = True
+    else:
+        named = [f for f in inner if not f.short.endswith(C10D_WRAPPERS)]
+        call = named[-1].name if named and user_index is not None else None
+        collective = False
+    user = frames[user_index] if user_index is not None else None
+    return Place(call, collective, user, frames[0])
+
+
+@dataclass(frozen=True)
+class Group:
+    place: Place | None
+    members: tuple[RankStack, ...]
+
+    def names(self) -> str:
+        ranks = [m.rank for m in self.members]
+        if all(r is not None for r in ranks):
+            shown = ", ".join(str(r) for r in sorted(r for r in ranks if r is not None))
+            return f"rank{'s' if len(ranks) > 1 else ''} {shown}"
+        return ", ".join(m.who() for m in self.members)
+
+    def detail(self) -> str:
+        parts = []
+        for m in self.members:
+            node = m.host or (f"node {m.node_rank}" if m.node_rank is not None else "")
+            parts.append(", ".join(p for p in (node, f"pid {m.pid}") if p))
+        return "; ".join(parts)
+
+
+def group(stacks: Iterable[RankStack]) -> tuple[list[Group], list[RankStack]]:
+    """Ranks with a stack grouped by place (largest group first), and the ranks without one."""
+    buckets: dict[Any, list[RankStack]] = {}
+    places: dict[Any, Place | None] = {}
+    failed = []
+    for stack in sorted(stacks, key=_order):
+        if not stack.ok:
+            failed.append(stack)
+            continue
+        place = locate(stack)
+        key = place.key if place is not None else None
+        buckets.setdefault(key, []).append(stack)
+        places.setdefault(key, place)
+    groups = [Group(places[k], tuple(v)) for k, v in buckets.items()]
+    groups.sort(key=lambda g: (-len(g.members), _order(g.members[0])))
+    return groups, failed
+
+
+def odd_one_out(groups: Sequence[Group]) -> tuple[Group, str] | None:
+    """The group that differs, and why; None when all ranks are at one place."""
+    if len(groups) < 2:
+        return None
+    waiting = [g for g in groups if g.place is not None and g.place.collective]
+    outside = [g for g in groups if g not in waiting]
+    if waiting and outside:
+        suspect = min(outside, key=lambda g: (len(g.members), _order(g.members[0])))
+        calls = sorted({g.place.call or "?" for g in waiting if g.place is not None})
+        count = sum(len(g.members) for g in waiting)
+        others = "1 other rank waits" if count == 1 else f"{count} other ranks wait"
+        return suspect, f"it is not inside a collective while {others} in {', '.join(calls)}"
+
+    suspect = min(groups[1:], key=lambda g: (len(g.members), _order(g.members[0])))
+    most = groups[0]
+    there = most.place.describe(_code(most), plural=True) if most.place else "show no Python frame"
+    return suspect, f"it is at a different place from the {len(most.members)} rank(s) that {there}"
+
+
+
+def _code(g: Group) -> Mapping[str, str]:
+    return g.members[0].code
+
+
+def _order(stack: RankStack) -> tuple[int, int, int]:
+    return (stack.rank if stack.rank is not None else 1 << 30, stack.node_rank or 0, stack.local_rank)
+
+
+def summary_lines(stacks: Sequence[RankStack]) -> list[str]:
+    """One line per group, then the likely cause, then ranks without a stack."""
+    groups, failed = group(stacks)
+    lines = []
+    for g in groups:
+        text = f"{g.names()} " + (g.place.describe(_code(g), plural=len(g.members) > 1)
+                                  if g.place is not None else "showed no Python frame")
+        if len(g.members) <= 2 or len(groups) > 1 and g is not groups[0]:
+            text += f" ({g.detail()})"
+        lines.append(text)
+    odd = odd_one_out(groups)
+    if odd is not None:
+        suspect, why = odd
+        lines.append(f"likely cause: {suspect.names()} ({suspect.detail()}): {why}")
+    elif len(groups) == 1 and groups[0].place is not None and groups[0].place.collective:
+        lines.append("every rank here waits in the same collective: the rank holding it up is "
+                     "elsewhere (another node's report names it), or a peer is gone")
+    for stack in failed:
+        lines.append(f"{stack.who()} (pid {stack.pid}): no stack [{stack.error_id}]: {stack.error}"
+                     + (f"; fix: {stack.fix}" if stack.fix else ""))
+    return lines
+
+
+def render_stack(stack: RankStack) -> str:
+    """py-spy's own text layout, for ``stacks/rank<N>.txt`` and the terminal."""
+    head = f"{stack.who()} (local rank {stack.local_rank}, pid {stack.pid}" + \
+        (f", {stack.host}" if stack.host else "") + ")"
+    if not stack.ok:
+        return f"{head}: no stack [{stack.error_id}]: {stack.error}\n" + \
+            (f"fix: {stack.fix}\n" if stack.fix else "")
+    out = [head]
+    for thread in stack.threads:
+        state = "active" if thread.active else "idle"
+        out.append(f"Thread {thread.os_thread_id or thread.thread_id} ({state}): \"{thread.name}\"")
+        for frame in thread.frames:
+            out.append(f"    {frame.name} ({frame.at()})")
+            source = stack.code.get(frame.at())
+            if source:
+                out.append(f"        {source}")
+    return "\n".join(out) + "\n"
