@@ -90,8 +90,9 @@ class HangWatcher:
     dump_timeout: float = DUMP_TIMEOUT_S
     clock: Callable[[], float] = time.monotonic
     exchange_factory: Callable[[], ProgressExchange] | None = None
-    # ^ the job-wide progress counter (several nodes), made once this node's ranks run: connecting
-    #   to torchrun's store before its own agent passed the rendezvous would interfere with it
+    # ^ the job-wide progress counter (several nodes), made once this node's ranks run, so that
+    #   ddpkit's store client never takes part in torchrun's rendezvous (a run where it connected
+    #   earlier once saw a node's agent never start its ranks; the cause was not pinned down)
     exchange: ProgressExchange | None = None
     reports: list[StackReport] = field(default_factory=list)
     stop_reason: str | None = None

@@ -50,8 +50,8 @@ class ProgressExchange:
         store = None
         while not self._stop.is_set():
             if store is None:
-                store = connect(self.address, self.port,
-                                time.monotonic() + CONNECT_TIMEOUT_S).store
+                store = connect(self.address, self.port, time.monotonic() + CONNECT_TIMEOUT_S,
+                                wait_for_workers=False).store  # never counted as a node
             if store is not None:
                 with self._lock:
                     delta, self._pending = int(self._pending), False

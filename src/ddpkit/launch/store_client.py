@@ -48,8 +48,11 @@ def reach(address: str, port: int, deadline: float) -> str | None:
         time.sleep(min(0.5, max(0.0, deadline - time.monotonic())))
 
 
-def connect(address: str, port: int, deadline: float, *, world_size: int | None = None) -> Connected:
-    """A TCPStore client of ``address:port`` by ``deadline`` (a ``time.monotonic()`` value)."""
+def connect(address: str, port: int, deadline: float, *, world_size: int | None = None,
+            wait_for_workers: bool = True) -> Connected:
+    """A TCPStore client of ``address:port`` by ``deadline`` (a ``time.monotonic()`` value).
+    ``wait_for_workers=False``: the client does not count itself in the store's ``init/`` key (a
+    bystander of someone else's store, such as torchrun's rendezvous store)."""
     why = reach(address, port, deadline)
     if why is not None:
         return Connected(None, why)
@@ -61,7 +64,8 @@ def connect(address: str, port: int, deadline: float, *, world_size: int | None 
         left = max(1.0, deadline - time.monotonic())
         try:
             found["store"] = TCPStore(address, port, world_size, False,
-                                      datetime.timedelta(seconds=left))
+                                      datetime.timedelta(seconds=left),
+                                      wait_for_workers=wait_for_workers)
         except (RuntimeError, OSError) as exc:
             found["error"] = exc
 
