@@ -21,7 +21,7 @@ RunCli = Callable[..., Any]
      "node-rank-out-of-range]: --node-rank 2 is not in 0...1"),
     (["--nnodes", "2", "--node-rank", "-1", "--master-addr", "127.0.0.1"],
      "node-rank-out-of-range]: --node-rank -1 is not in 0...1"),
-    (["--nnodes", "2"], "missing-master-addr]: cluster mode needs --master-addr"),
+    (["--nnodes", "2", "--node-rank", "1"], "missing-master-addr]: cluster mode needs --master-addr"),
     (["--nnodes", "2", "--master-addr", "127.0.0.1", "--master-port", "0"],
      "bad-port]: --master-port 0 is not a port"),
     (["--nnodes", "2", "--master-addr", "127.0.0.1", "--timeout", "5"], "bad-timeout]: --timeout 5"),

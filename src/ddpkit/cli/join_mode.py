@@ -89,6 +89,10 @@ def node_config(command: str, args: argparse.Namespace) -> tuple[LaunchConfig, d
         from ddpkit.cli.commands import bench
 
         return bench.node_config(args)
+    if command == "doctor":
+        from ddpkit.cli.commands import doctor
+
+        return doctor.node_config(args)
     from ddpkit.cli.commands import launch
 
     return launch.node_config(args)

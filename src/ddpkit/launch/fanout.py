@@ -30,7 +30,7 @@ from ddpkit.errors import Interrupted
 from ddpkit.launch.envpass import PassedEnv, to_wire
 from ddpkit.launch.execute import DescendantTracker
 from ddpkit.launch.hostfile import Host
-from ddpkit.launch.job import JobSpec
+from ddpkit.launch.job import TORCHRUN_COMMANDS, JobSpec
 from ddpkit.launch.job import node_argv as job_node_argv
 from ddpkit.launch.outcomes import (
     FAILED,
@@ -84,7 +84,7 @@ def plan_nodes(hosts: Sequence[Host], local: Sequence[bool], *, job: JobSpec, ma
     commands = []
     for rank, host in enumerate(hosts):
         own = ["--supervised", "--env-stdin", "--json"]
-        if run_dir_base:
+        if run_dir_base and job.command in TORCHRUN_COMMANDS:
             own = ["--run-dir", f"{run_dir_base.rstrip('/')}/node{rank}", *own]
         node_argv = [python, "-m", "ddpkit", *job_node_argv(
             job, rank, master_addr, nproc_per_node=str(host.slots) if host.slots else None,

@@ -20,7 +20,9 @@ from ddpkit.launch.hang import DEFAULT_HANG_TIMEOUT, REPORT
 from ddpkit.net.ports import DEFAULT_MASTER_PORT
 
 JOB_SCHEMA = "ddpkit.job/1"
-COMMANDS = ("launch", "test", "bench")
+COMMANDS = ("launch", "test", "bench", "doctor")
+TORCHRUN_COMMANDS = ("launch", "test", "bench")  # a torchrun job per node: deadlines, run dirs
+# (doctor's cluster check meets on the master port with its own bounded --timeout)
 
 
 @dataclass(frozen=True)
@@ -123,8 +125,10 @@ def node_argv(spec: JobSpec, node_rank: int, master_addr: str, *,
     entry (after the script, a flag would be the script's).
     """
     argv = [spec.command, "--nnodes", str(spec.nnodes), "--node-rank", str(node_rank),
-            "--master-addr", master_addr, "--master-port", str(spec.master_port),
-            "--nproc-per-node", nproc_per_node or spec.nproc_per_node]
+            "--master-addr", master_addr, "--master-port", str(spec.master_port)]
+    if spec.command not in TORCHRUN_COMMANDS:
+        return [*argv, *node_flags, *spec.command_flags, *spec.entry]
+    argv += ["--nproc-per-node", nproc_per_node or spec.nproc_per_node]
     d = spec.deadlines
     if d.connect_timeout != DEFAULT_CONNECT_TIMEOUT:
         argv += ["--connect-timeout", f"{d.connect_timeout:g}"]

@@ -38,7 +38,7 @@ JOB, GO, STOP = "job", "go", "stop"
 POLL_S = 0.5
 HEARTBEAT_S = 1.0
 HEARTBEAT_LOST_S = 10.0  # a worker whose heartbeat stands still this long is lost
-COMMANDS = ("launch", "test", "bench")
+COMMANDS = ("launch", "test", "bench", "doctor")
 
 
 @dataclass(frozen=True)

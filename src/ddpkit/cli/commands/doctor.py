@@ -11,12 +11,15 @@ import argparse
 import sys
 import textwrap
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ddpkit.cli import render
 from ddpkit.cli.console import Console
+from ddpkit.cli.launch_options import ShareContext, add_cluster_options
 from ddpkit.cli.options import add_flag, add_json_flag
 from ddpkit.errors import ExitCode, UsageError
+from ddpkit.launch.config import LaunchConfig
+from ddpkit.launch.outcomes import OK, NodeOutcome
 from ddpkit.net.ports import DEFAULT_MASTER_PORT
 from ddpkit.report import document
 
@@ -54,14 +57,22 @@ def configure(parser: argparse.ArgumentParser) -> None:
     add_flag(parser, "--timeout", metavar="SECONDS", type=float, default=30.0,
              help="cluster mode: the whole check ends within this many seconds; nodes must show "
              "up in the first TIMEOUT-7 (default 30)")
+    add_cluster_options(parser)
     add_json_flag(parser)
 
 
 def run(args: argparse.Namespace, console: Console) -> int:
-    if args.nnodes is not None or args.node_rank is not None:
+    whole_job = bool(args.hosts or args.hostfile)
+    if args.nnodes is not None or args.node_rank is not None or whole_job:
         if args.log:
             raise UsageError("bad-usage", "--log cannot be combined with --nnodes/--node-rank",
                              "diagnose logs with `ddpkit doctor --log FILE...` alone")
+        from ddpkit.cli import doctor_job
+        from ddpkit.cli.launch_options import NODE, job_mode
+
+        mode = job_mode(doctor_job.job_args(args))
+        if mode != NODE:
+            return doctor_job.run_whole_job(args, console, mode)
         return _run_cluster(args, console)
     if args.log:
         return _run_logs(args.log, console, as_json=args.json)
@@ -135,31 +146,57 @@ def _run_preflight(console: Console, master_addr: str | None, master_port: int, 
 
 
 def _run_cluster(args: argparse.Namespace, console: Console) -> int:
-    import os
+    from ddpkit.cli import doctor_job
+    from ddpkit.cli.launch_options import run_this_node
+
+    if args.nnodes is None:
+        raise UsageError("bad-usage", "--node-rank needs --nnodes",
+                         "give the number of nodes, e.g. --nnodes 2 --node-rank 1")
+    config, options = node_config(args)
+    return run_this_node(doctor_job.job_args(args), console, config, share, options)
+
+
+def node_config(args: argparse.Namespace) -> tuple[LaunchConfig, dict[str, Any]]:
+    """The cluster check's shape as a node configuration (the job drivers pass one around;
+    nothing here runs torchrun) and its own options."""
+    from ddpkit.doctor.cluster.session import ClusterOptions, validate
+
+    options = ClusterOptions(args.nnodes, args.node_rank or 0, args.master_addr or "",
+                             args.master_port, args.timeout)
+    validate(options)  # a bad flag is its own usage error, before anything else
+    config = LaunchConfig(nnodes=options.nnodes, node_rank=options.node_rank,
+                          master_addr=options.master_addr, master_port=options.master_port,
+                          entry="ddpkit doctor")
+    return config, {"cluster": options}
+
+
+def share(console: Console, config: LaunchConfig, context: ShareContext,
+          given: dict[str, Any]) -> tuple[int, NodeOutcome]:
+    """This node's part of the cluster check: meet the others, probe, report."""
+    import socket
     import time
 
     from ddpkit.doctor.cluster.report import SCHEMA_KIND as CLUSTER_KIND
     from ddpkit.doctor.cluster.report import SCHEMA_VERSION as CLUSTER_VERSION
-    from ddpkit.doctor.cluster.report import build_report
+    from ddpkit.doctor.cluster.report import build_report, summary_line
     from ddpkit.doctor.cluster.session import ClusterOptions, run_node
 
     started = time.monotonic()
-    if args.nnodes is None:
-        raise UsageError("bad-usage", "--node-rank needs --nnodes",
-                         "give the number of nodes, e.g. --nnodes 2 --node-rank 1")
-    options = ClusterOptions(args.nnodes, args.node_rank or 0, args.master_addr or "",
-                             args.master_port, args.timeout)
-    outcome = run_node(options, dict(os.environ), started=started,
+    base: ClusterOptions = given["cluster"]
+    options = ClusterOptions(config.nnodes, config.node_rank, config.master_addr,
+                             config.master_port, base.timeout_s)
+    outcome = run_node(options, dict(context.env), started=started,
                        progress=lambda text: render.log(console, f"doctor: {text}"))
     report = build_report(outcome)
-    if args.json:
+    if context.as_json:
         render.emit_json(console, document(CLUSTER_KIND, CLUSTER_VERSION, report.to_dict()))
     else:
         _render_cluster(console, report)
-    from ddpkit.doctor.cluster.report import summary_line
-
     render.log(console, summary_line(report))
-    return int(ExitCode.OK if report.ok else ExitCode.FAILURE)
+    # The check's answer is the report (and the exit code), not a failure of the job: a node
+    # that found a problem still finished its part.
+    state = NodeOutcome(node_rank=config.node_rank, host=socket.gethostname(), state=OK)
+    return int(ExitCode.OK if report.ok else ExitCode.FAILURE), state
 
 
 def _render_cluster(console: Console, report: ClusterReport) -> None:

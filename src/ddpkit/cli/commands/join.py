@@ -167,6 +167,10 @@ def _share_for(command: str) -> Share:
         from ddpkit.cli.commands import bench
 
         return bench.share
+    if command == "doctor":
+        from ddpkit.cli.commands import doctor
+
+        return doctor.share
     from ddpkit.cli.commands import launch
 
     return launch.share

@@ -1,0 +1,95 @@
+"""`ddpkit doctor`'s cluster check as a whole job from the master: over ssh (``--hosts`` /
+``--hostfile``) or with a join token (``--nnodes N`` without ``--master-addr``).
+
+Every node runs ``ddpkit doctor --nnodes N --node-rank R --master-addr A --timeout T`` (the job's
+``node_argv``), they meet on the master port as in per-node cluster mode, and the machine the job
+was started on shows node 0's report: the nodes, the problems, and the interface every node should
+use.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+from typing import Any
+
+from ddpkit.cli import render
+from ddpkit.cli.console import Console
+from ddpkit.errors import ExitCode
+from ddpkit.launch.outcomes import NodeOutcome, job_summary
+
+CHECK_FAILED = "checks-failed"  # a node's report says not ok: the check's answer, not a crash
+
+
+def job_args(args: argparse.Namespace) -> argparse.Namespace:
+    """doctor's flags over the launch defaults, which the job drivers read (ports, deadlines,
+    --env, --ifname...): the doctor's own values win."""
+    from ddpkit.cli.main import build_parser
+
+    parser, _ = build_parser("launch")
+    defaults = vars(parser.parse_args(["doctor"]))
+    given = {k: v for k, v in vars(args).items() if v is not None}
+    return argparse.Namespace(**{**defaults, **given})
+
+
+def tail(args: argparse.Namespace) -> list[str]:
+    return ["--timeout", f"{args.timeout:g}"]
+
+
+def run_whole_job(args: argparse.Namespace, console: Console, mode: str) -> int:
+    from ddpkit.cli.commands import doctor
+    from ddpkit.cli.launch_options import HOSTS
+
+    merged = job_args(args)
+    if mode == HOSTS:
+        from ddpkit.cli import hosts_mode
+
+        return hosts_mode.run(merged, console, subcommand="doctor", tail=tail(args),
+                              render_result=lambda c, outcomes, payload: render_job(
+                                  c, outcomes, payload, as_json=args.json))
+    from ddpkit.cli import join_mode
+
+    return join_mode.run_master(merged, console, command="doctor", tail=tail(args),
+                                share=doctor.share)
+
+
+def render_job(console: Console, outcomes: Sequence[NodeOutcome], payload: dict[str, Any], *,
+               as_json: bool) -> int:
+    """Node 0's cluster report (it holds every node's view), then how the job went."""
+    from ddpkit.report import document
+
+    doc = next((o.document for o in outcomes if o.node_rank == 0 and o.document
+                and "verdict" in o.document), None)
+    crashed = [o for o in outcomes if o.state != "ok" and o.error_id != CHECK_FAILED]
+    if as_json:
+        body = {k: v for k, v in (doc or {}).items() if k not in ("schema", "ddpkit_version")}
+        body["job"] = payload
+        render.emit_json(console, document("doctor-cluster", 1, body))
+    elif doc is not None:
+        show_report(console, dict(doc))
+    if crashed:
+        render.log(console, f"ddpkit: job failed: {job_summary(outcomes)}")
+        return int(ExitCode.JOB_FAILED)
+    return int(ExitCode.OK if doc is not None and doc.get("ok") else ExitCode.FAILURE)
+
+
+def show_report(console: Console, doc: dict[str, Any]) -> None:
+    """A cluster report from its JSON form, in the words of the per-node view."""
+    render.line(console, f"ddpkit doctor: cluster of {doc.get('nnodes')} nodes, master "
+                         f"{doc.get('master', {}).get('address')}")
+    rows = [(f"node{n['rank']}", str(n["hostname"]),
+             ", ".join(f"{c['ifname']} {c['address']}" for c in n.get("candidates", [])) or "none")
+            for n in doc.get("nodes", [])]
+    rows += [(f"node{rank}", "(did not show up)", "") for rank in doc.get("missing", [])]
+    render.table(console, ("node", "hostname", "candidate interfaces"), sorted(rows),
+                 title="nodes")
+    for problem in doc.get("problems", []):
+        render.line(console, f"{problem.get('severity', ''):<8} {problem.get('id')}: "
+                             f"{problem.get('message')}")
+        render.line(console, f"  fix: {problem.get('fix')}")
+    choices = doc.get("verdict", {}).get("interfaces", [])
+    if choices:
+        render.line(console, "verdict: " + "; ".join(
+            f"node{c['rank']}: {c['interface']} {c['address']}" for c in choices))
+    else:
+        render.line(console, "verdict: no interface assignment reaches every node")
