@@ -50,7 +50,8 @@ def run_whole_job(args: argparse.Namespace, console: Console, mode: str) -> int:
     from ddpkit.cli import join_mode
 
     return join_mode.run_master(merged, console, command="doctor", tail=tail(args),
-                                share=doctor.share)
+                                share=doctor.share, render_result=lambda c, outcomes, payload:
+                                render_job(c, outcomes, payload, as_json=args.json))
 
 
 def render_job(console: Console, outcomes: Sequence[NodeOutcome], payload: dict[str, Any], *,

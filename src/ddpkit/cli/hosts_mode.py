@@ -5,14 +5,19 @@ from __future__ import annotations
 import argparse
 import json
 import subprocess
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from ddpkit import __version__
 from ddpkit.cli import render
 from ddpkit.cli.console import Console
-from ddpkit.cli.launch_options import env_overrides, process_context, sigterm_as_interrupt
+from ddpkit.cli.launch_options import (
+    ResultRenderer,
+    env_overrides,
+    process_context,
+    sigterm_as_interrupt,
+)
 from ddpkit.errors import DdpkitError, JobFailed, NetworkProblem, UsageError
 from ddpkit.launch.envpass import (
     ENV_FILE_NAME,
@@ -32,8 +37,6 @@ from ddpkit.launch.remote import SshSettings, remote_command, ssh_argv
 from ddpkit.report import document
 
 MASTER_PLACEHOLDER = "<node 0's address, found at run time>"
-ResultRenderer = Callable[[Console, Sequence[NodeOutcome], dict[str, Any]], int]
-"""Renders a job's outcomes (with the job payload) and returns the exit code (``ddpkit test``)."""
 
 
 def load_hosts(args: argparse.Namespace) -> tuple[Host, ...]:

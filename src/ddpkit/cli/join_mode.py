@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import dataclasses
+import io
 import signal
 import socket
 import time
@@ -20,9 +21,10 @@ from typing import Any
 from ddpkit import __version__
 from ddpkit.cli import render
 from ddpkit.cli.console import Console
-from ddpkit.cli.launch_options import Share, ShareContext, process_context
+from ddpkit.cli.launch_options import ResultRenderer, Share, ShareContext, process_context
 from ddpkit.errors import ConfigError, DdpkitError, EnvironmentProblem, ExitCode, JobFailed
 from ddpkit.launch.config import LaunchConfig
+from ddpkit.launch.fanout import parse_document
 from ddpkit.launch.outcomes import OK, first_failure, job_summary, outcome_from_error
 from ddpkit.launch.token import JoinToken
 from ddpkit.report import document
@@ -122,8 +124,12 @@ def _report_store(console: Console, master: Any) -> None:
 
 
 def run_master(args: argparse.Namespace, console: Console, *, command: str, tail: list[str],
-               share: Share) -> int:
-    """``tail``: what every node's command ends with (the command's own flags, the entry)."""
+               share: Share, render_result: ResultRenderer | None = None) -> int:
+    """``tail``: what every node's command ends with (the command's own flags, the entry).
+
+    With --json the whole job is one document on stdout: node 0's own document is captured and
+    attached to its outcome, and ``render_result`` (the same one the ssh fan-out uses) or, for
+    launch, a ``launch-job`` document lists every node."""
     from ddpkit.cli.hosts_mode import job_env, whole_job
     from ddpkit.launch import join
     from ddpkit.launch.join_store import host_store
@@ -187,8 +193,11 @@ def run_master(args: argparse.Namespace, console: Console, *, command: str, tail
         context = ShareContext(env=env, home=home, cwd=cwd, python=python, as_json=args.json,
                                should_stop=master.should_stop, hide_peer_commands=True)
         own_error: DdpkitError | None = None
+        captured = io.StringIO()
+        node0_console = Console(out=captured, err=console.err, color=False) if args.json \
+            else console
         try:
-            code, own = share(console, config, context, options)
+            code, own = share(node0_console, config, context, options)
         except DdpkitError as exc:
             own_error, code = exc, int(exc.exit_code)
             own = outcome_from_error(exc.to_dict(), node_rank=0, host=socket.gethostname())
@@ -196,7 +205,8 @@ def run_master(args: argparse.Namespace, console: Console, *, command: str, tail
             master.stop("interrupted on the master")
             master.collect(wait=STOP_WAIT_S)
             raise
-        own = dataclasses.replace(own, observed_at=time.monotonic())
+        own = dataclasses.replace(own, observed_at=time.monotonic(),
+                                  document=parse_document(captured.getvalue()) or own.document)
         if own.state != OK:
             master.stop(f"node 0 ({own.host}) {own.state}: {own.how()}")
         stopped = own.state != OK or master.should_stop() is not None
@@ -210,16 +220,25 @@ def run_master(args: argparse.Namespace, console: Console, *, command: str, tail
         for text in stack_lines:
             render.log(console, f"ddpkit:   {text}")
     failure = first_failure(outcomes)
+    payload = {"ok": failure is None and own_error is None, "mode": "join",
+               "master": {"address": address, "interface": ifname, "reason": why},
+               "first_failure": failure.to_dict() if failure else None,
+               "nodes": [o.to_dict() for o in outcomes],
+               "stacks": {"summary": stack_lines, "reports": stack_reports} if stack_reports else None}
+    if args.json and render_result is not None and own_error is None:
+        if failure is None:
+            render.log(console, f"ddpkit: all {len(outcomes)} nodes finished their part")
+        return render_result(console, outcomes, payload)
     if failure is None and own_error is None:
+        if args.json:
+            render.emit_json(console, document(f"{command}-job", 1, payload))
         if code == 0:
             render.log(console, f"ddpkit: all {len(outcomes)} nodes finished successfully")
         return code
     if failure is None and own_error is not None:
         raise own_error
     summary = job_summary(outcomes)
-    details = {"nodes": [o.to_dict() for o in outcomes],
-               "first_failure": failure.to_dict() if failure else None,
-               "stacks": {"summary": stack_lines, "reports": stack_reports} if stack_reports else None}
+    details = payload
     if own_error is not None or command == "launch":
         raise JobFailed("job-failed", summary, "each node's output and run directory has the "
                         "details; `ddpkit doctor --log` explains common causes", details=details)

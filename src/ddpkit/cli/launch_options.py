@@ -10,7 +10,7 @@ import re
 import signal
 import sys
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from types import FrameType
 from typing import Any
@@ -396,6 +396,10 @@ class ShareContext:
         env, home, cwd, python = process_context()
         return cls(env=env, home=home, cwd=cwd, python=python, **front)
 
+
+ResultRenderer = Callable[[Console, "Sequence[NodeOutcome]", "dict[str, Any]"], int]
+"""Renders a whole job's outcomes (with the job payload) and returns the exit code: node 0's
+document is on its outcome (``test``, ``bench``, ``doctor``; for --hosts and join tokens alike)."""
 
 Share = Callable[..., "tuple[int, NodeOutcome]"]
 """``share(console, config, context, options) -> (exit code, outcome)``: one node's share of a job

@@ -78,7 +78,8 @@ def test_ddpkit_test_through_a_join_token_on_three_nodes(sim_cluster: Callable[.
         assert f"joined from {node.private_address} (node{index}, via eth1)" in master.err
         assert json.loads(workers[index - 1].out)["ok"] is True
     assert f"ddpkit join {token}" in master.err
-    assert "all 3 nodes finished successfully" in master.err
+    assert "all 3 nodes finished their part" in master.err
+    assert doc["job"]["mode"] == "join" and len(doc["job"]["nodes"]) == 3  # one document, every node
     _census_clean(cluster)
 
 

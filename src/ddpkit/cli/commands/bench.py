@@ -214,7 +214,9 @@ def run(args: argparse.Namespace, console: Console) -> int:
         from ddpkit.cli import bench_job, join_mode
 
         return join_mode.run_master(args, console, command="bench",
-                                    tail=bench_job.bench_flags(args), share=share)
+                                    tail=bench_job.bench_flags(args), share=share,
+                                    render_result=lambda c, outcomes, payload: bench_job.render_job(
+                                        c, outcomes, payload, args))
     config, options = node_config(args)
     return run_this_node(args, console, config, share, options)
 

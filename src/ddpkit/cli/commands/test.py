@@ -73,7 +73,8 @@ def run(args: argparse.Namespace, console: Console) -> int:
         from ddpkit.cli import join_mode
 
         return join_mode.run_master(args, console, command="test", tail=job_tail(args),
-                                    share=share)
+                                    share=share, render_result=lambda c, outcomes, payload:
+                                    _render_job(c, outcomes, payload, as_json=args.json))
     config, options = node_config(args)
     return run_this_node(args, console, config, share, options)
 
