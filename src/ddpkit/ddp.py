@@ -27,11 +27,12 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from ddpkit.bench.setting import COMPRESSIONS, POWERSGD
 from ddpkit.errors import ConfigError, EnvironmentProblem
 
-HOOK_NAMES: tuple[str, ...] = ("none", "bf16", "fp16", "powersgd")
+HOOK_NAMES: tuple[str, ...] = (*COMPRESSIONS, POWERSGD)
 TORCH_POWERSGD_WARMUP = 1000  # torch's own default start_powerSGD_iter
-_SPEC = re.compile(r"^(none|bf16|fp16|powersgd:(\d+)(?::warmup=(\d+))?)$")
+_SPEC = re.compile(rf"^({'|'.join(COMPRESSIONS)}|{POWERSGD}:(\d+)(?::warmup=(\d+))?)$")
 _SPEC_HINT = "use one of: none, bf16, fp16, powersgd:R or powersgd:R:warmup=N (e.g. powersgd:4)"
 
 

@@ -11,7 +11,8 @@ import pytest
 
 SRC = Path(__file__).resolve().parents[2] / "src" / "ddpkit"
 # What a worker may import from ddpkit itself: modules that need only the stdlib (and torch).
-WORKER_DDPKIT_ALLOWED = ("ddpkit.atomic_file", "ddpkit.bench.formulas", "ddpkit.bench.tcp",
+WORKER_DDPKIT_ALLOWED = ("ddpkit.atomic_file", "ddpkit.bench.formulas", "ddpkit.bench.setting",
+                         "ddpkit.bench.tcp",
                          "ddpkit.ddp", "ddpkit.workers", "ddpkit.errors")
 
 
@@ -122,3 +123,12 @@ def test_net_has_no_import_circle() -> None:
             if current not in seen:
                 seen.add(current)
                 todo.extend(t for t in graph.get(current, ()) if t in net)
+
+
+def test_the_setting_grammar_has_one_home() -> None:
+    """bench/model.py, workers/scaling.py and ddp.py read settings through ddpkit.bench.setting;
+    none of them spells the names of the hooks itself."""
+    for relative in ("bench/model.py", "workers/scaling.py", "ddp.py"):
+        text = (SRC / relative).read_text()
+        assert "ddpkit.bench.setting" in text or "from ddpkit.bench import setting" in text, relative
+        assert '"bf16", "fp16"' not in text and "none|bf16|fp16" not in text, relative

@@ -32,6 +32,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+from ddpkit.bench import setting as setting_grammar
 from ddpkit.errors import UsageError
 
 GRAD_DTYPE_BYTES: dict[str, int] = {"fp32": 4, "bf16": 2, "fp16": 2}
@@ -73,20 +74,11 @@ class Setting:
 
 def parse_setting(text: str) -> Setting:
     """``none``, ``bf16``, ``fp16``, ``powersgd:R``, ``accumulate:K`` or ``<hook>+accumulate:K``."""
-    hint = "settings are none, bf16, fp16, powersgd:R, accumulate:K or e.g. bf16+accumulate:4"
-    compression, rank, accumulate = "none", None, 1
-    for part in text.strip().lower().split("+"):
-        name, _, value = part.partition(":")
-        if name in ("none", "bf16", "fp16") and not value:
-            compression = name if name != "none" else compression
-        elif name in ("powersgd", "accumulate") and value.isdigit() and int(value) >= 1:
-            if name == "powersgd":
-                compression, rank = "powersgd", int(value)
-            else:
-                accumulate = int(value)
-        else:
-            raise UsageError("bad-setting", f"unknown setting {part!r} in {text!r}", hint)
-    return Setting(compression, rank, accumulate)
+    try:
+        parts = setting_grammar.parse_setting(text)
+    except ValueError as exc:
+        raise UsageError("bad-setting", str(exc), setting_grammar.HINT) from None
+    return Setting(*parts)
 
 
 @dataclass(frozen=True)

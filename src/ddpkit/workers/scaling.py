@@ -49,6 +49,7 @@ import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel
 
 from ddpkit.atomic_file import replace_file
+from ddpkit.bench.setting import hook_label, parse_setting
 from ddpkit.ddp import apply_comm_hook
 from ddpkit.workers.json_collective import all_gather_json
 
@@ -65,27 +66,6 @@ def mlp_shape(params: int) -> tuple[int, int]:
     width = min(DEFAULT_WIDTHS, key=lambda w: abs(math.log(w / target)))
     depth = max(1, round(params / (width * width + width)))
     return width, depth
-
-
-def parse_setting(text: str) -> tuple[str, int | None, int]:
-    """``(hook, powersgd rank, accumulate)`` from a setting label (see the module docstring)."""
-    hook, rank, accumulate = "none", None, 1
-    for part in text.strip().lower().split("+"):
-        name, _, value = part.partition(":")
-        if name in ("none", "bf16", "fp16") and not value:
-            hook = name if name != "none" else hook
-        elif name in ("powersgd", "accumulate") and value.isdigit() and int(value) >= 1:
-            if name == "powersgd":
-                hook, rank = "powersgd", int(value)
-            else:
-                accumulate = int(value)
-        else:
-            raise ValueError(f"unknown setting {part!r} in {text!r}")
-    return hook, rank, accumulate
-
-
-def hook_label(hook: str, rank: int | None) -> str:
-    return f"powersgd:{rank}" if hook == "powersgd" else hook
 
 
 class Run:

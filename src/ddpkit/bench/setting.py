@@ -1,0 +1,43 @@
+"""The one grammar of a DDP setting: how gradients travel and how often they sync.
+
+``none``, ``bf16``, ``fp16`` (torch's compression hooks), ``powersgd:R`` (PowerSGD at rank R),
+``accumulate:K`` (sync every K micro-steps), or a hook and accumulation joined by ``+``
+(``bf16+accumulate:4``). ``ddpkit plan``'s model, the bench's scaling worker and ``ddpkit.ddp``'s
+hook specs all read these names from here. Standard library only (the workers use it).
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+COMPRESSIONS = ("none", "bf16", "fp16")  # hooks without a parameter
+POWERSGD, ACCUMULATE = "powersgd", "accumulate"
+HINT = "settings are none, bf16, fp16, powersgd:R, accumulate:K or e.g. bf16+accumulate:4"
+
+
+class SettingParts(NamedTuple):
+    hook: str  # none | bf16 | fp16 | powersgd
+    powersgd_rank: int | None
+    accumulate: int
+
+
+def parse_setting(text: str) -> SettingParts:
+    """The parts of a setting label; ValueError naming the part that is not one."""
+    hook, rank, accumulate = "none", None, 1
+    for part in text.strip().lower().split("+"):
+        name, _, value = part.partition(":")
+        if name in COMPRESSIONS and not value:
+            hook = name if name != "none" else hook
+        elif name in (POWERSGD, ACCUMULATE) and value.isdigit() and int(value) >= 1:
+            if name == POWERSGD:
+                hook, rank = POWERSGD, int(value)
+            else:
+                accumulate = int(value)
+        else:
+            raise ValueError(f"unknown setting {part!r} in {text!r}")
+    return SettingParts(hook, rank, accumulate)
+
+
+def hook_label(hook: str, rank: int | None) -> str:
+    """The setting label of a hook alone: ``powersgd:R`` or the compression's name."""
+    return f"{POWERSGD}:{rank}" if hook == POWERSGD else hook
