@@ -35,9 +35,11 @@ from dataclasses import dataclass, field
 from ddpkit.bench import setting as setting_grammar
 from ddpkit.errors import UsageError
 
+HALF_PRECISION = tuple(c for c in setting_grammar.COMPRESSIONS if c != "none")  # bf16, fp16
+
 GRAD_DTYPE_BYTES: dict[str, int] = {"fp32": 4, "bf16": 2, "fp16": 2}
 ALGORITHMS: tuple[str, ...] = ("hierarchical", "flat-ring")
-COMPRESSIONS: tuple[str, ...] = ("none", "bf16", "fp16", "powersgd")
+COMPRESSIONS: tuple[str, ...] = (*setting_grammar.COMPRESSIONS, setting_grammar.POWERSGD)
 # torch's PowerSGDState default: compress a matrix only if it shrinks by more than this factor.
 POWERSGD_MIN_COMPRESSION_RATE = 2.0
 
@@ -166,7 +168,7 @@ def exposed_seconds(comm_s: float, compute_s: float, overlap: float) -> float:
 def payload_bytes(params: int, grad_bytes: int, setting: Setting, hidden: int) -> float:
     """Bytes one all-reduce moves under ``setting`` (PowerSGD: square ``hidden`` x ``hidden`` layers)."""
     full = float(params * grad_bytes)
-    if setting.compression in ("bf16", "fp16"):
+    if setting.compression in HALF_PRECISION:
         return float(params * min(grad_bytes, 2))
     if setting.compression == "powersgd":
         rank = setting.powersgd_rank or 1
@@ -241,7 +243,7 @@ def compute_from_one_node_step(inp: PlanInput, one_node_step_s: float) -> float:
 
 def _notes(inp: PlanInput, setting: Setting) -> tuple[str, ...]:
     notes = []
-    if setting.compression in ("bf16", "fp16") and inp.grad_bytes <= 2:
+    if setting.compression in HALF_PRECISION and inp.grad_bytes <= 2:
         notes.append(f"gradients are already {inp.grad_dtype}: casting saves nothing")
     if setting.compression == "powersgd":
         size = payload_bytes(inp.params, inp.grad_bytes, setting, inp.hidden)
