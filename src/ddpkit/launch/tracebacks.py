@@ -137,7 +137,7 @@ def exit_abort_fix(stderr_lines: Sequence[str], exitcode: int) -> str | None:
     """The fix when a rank died of SIGABRT with the C++ runtime's exit-time abort line."""
     if exitcode != -6 or not any(EXIT_ABORT_LINE in line for line in stderr_lines):
         return None
-    return ("the rank aborted while Python was shutting down, a known torch/Gloo problem when a "
-            "DDP model still holds the process group at exit: in the script, free the model and "
-            "call gc.collect() before dist.destroy_process_group() (`del model, optimizer; "
-            "gc.collect()`)")
+    return ("the rank aborted while Python was shutting down: a Gloo thread still held the last "
+            "collective's work (a torch/Gloo problem, most often with a DDP model alive at exit); "
+            "in the script, free the model and call gc.collect() before "
+            "dist.destroy_process_group() (`del model, optimizer; gc.collect()`)")
