@@ -72,7 +72,7 @@ def main() -> int:
     for split, (hits, count) in totals.items():
         if count:
             print(f"{split:5} accuracy: {hits}/{count} = {100 * hits / count:.0f}%")
-    print("by batch (both splits; batch 2 was gathered after batch 1's rule changes): "
+    print("by batch (both splits; each batch was gathered after the previous batch's rule changes): "
           + ", ".join(f"{batch}: {hits}/{count}" for batch, (hits, count) in sorted(by_batch.items())))
     print("by category (both splits): " + ", ".join(
         f"{name} {hits}/{count}" for name, (hits, count) in sorted(by_category.items())))

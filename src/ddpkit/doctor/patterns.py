@@ -57,6 +57,7 @@ ANCHORS: tuple[bytes, ...] = (
     b"Duplicate GPU", b"driver version is insufficient", b"Unable to resolve hostname",
     b"INFO NET/Socket",  # also the quoted or pre-2.4 form without the NCCL word
     b"checkTimeout",  # the NCCL watchdog's stack, posted without its message line
+    b"Ring ",  # pre-2.5 ring lines (before 2.4 also without the NCCL word)
 )
 
 # Lines after which the next N lines are examined whatever they contain.
@@ -85,6 +86,10 @@ PATTERNS: tuple[LinePattern, ...] = (
        r"(?P<what>No plugin found|Could not find: libnccl-net|Failed to open libibverbs"
        r"|NET/IB ?: No device found)"),
     # The out-of-band (bootstrap) interface NET/IB names, when no "Bootstrap : Using" was posted.
+    # A link NCCL made as within one machine (P2P, shared memory): each end's rank and GPU.
+    _p("nccl-local-link", ("Ring ",),
+       r"Ring \d+ : (?P<src>\d+)\[(?P<srcdev>[0-9a-f]+)\] -> (?P<dst>\d+)\[(?P<dstdev>[0-9a-f]+)\]"
+       r" via (?:P2P|SHM|direct)"),
     _p("nccl-oob", ("NCCL INFO NET/",),
        r"NET/IB ?: Using [^\n]*?; OOB (?P<iface>[^\s:]+):(?P<addr>[^\s<]+)<(?P<port>\d+)>"),
     # NCCL's return-code trail through bootstrap.cc: the bootstrap failed (posted without a WARN).

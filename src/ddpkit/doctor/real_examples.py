@@ -37,6 +37,8 @@ REAL_EXAMPLES: dict[str, tuple[str, str]] = {
     "peer-unreachable": ("[W socket.cpp:663] [c10d] The client socket has failed to connect to "
                          "[::ffff:255.255.0.0]:29500 (errno: 110 - Connection timed out).",
                          "hiyouga/LlamaFactory#3715"),
+    "node-mismatch": ("learngpu060:3728593:3730444 [6] INFO Ring 00 : 6[6] -> 10[2] via P2P/IPC",
+                      "NVIDIA/nccl#187"),
     "no-failure": ("gpu04:9770:9770 [0] NCCL INFO NET/IB : No device found.", "NVIDIA/nccl#541"),
 }
 

@@ -11,6 +11,7 @@ from ddpkit.doctor.addresses import is_unreachable
 from ddpkit.doctor.catalogue import entry
 from ddpkit.doctor.evidence import Bag, Capped, merge, origins_text
 from ddpkit.doctor.findings import SEVERITY_ORDER, Finding
+from ddpkit.doctor.host_rules import SharedDevices
 from ddpkit.doctor.init_model import InitModel
 from ddpkit.doctor.job_rules import JobRules
 from ddpkit.doctor.local_rank_rule import LocalRankRule
@@ -36,6 +37,7 @@ class Diagnosis:
         self.job = JobRules()
         self.local_rank = LocalRankRule()
         self.init = InitModel()
+        self.shared_devices = SharedDevices()
         self.simple: dict[str, Facts] = {}
         self.machines: set[str] = set()
         self.versions: Capped[str, Bag] = Capped(16)
@@ -62,6 +64,7 @@ class Diagnosis:
         self.job.feed(event)
         self.local_rank.feed(event)
         self.init.feed(event)
+        self.shared_devices.feed(event)
         kind = event.kind
         if kind in _SIMPLE:
             self.simple.setdefault(_SIMPLE[kind], Facts()).add(event)
@@ -153,6 +156,7 @@ class Diagnosis:
         add(self._rank_assignment())
         add(self._versions())
         add(self._node_mismatch())
+        add(self.shared_devices.finding(), entry("duplicate-gpu").priority)
         add(self.job.collective_timeout(self.world_size()))
         add(self._p2p_suspect(scored))
         errors_so_far = any(f.severity == "error" for f, _ in scored)
