@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 import traceback
 from collections.abc import Sequence
@@ -175,5 +176,17 @@ def log_traceback(console: Console) -> None:
 
 
 def entry() -> None:
-    """Console-script entry point: the only ``sys.exit`` in ddpkit."""
-    sys.exit(main())
+    """Console-script entry point: the only ``sys.exit`` in ddpkit.
+
+    When a store handshake is still running in a daemon thread (a bounded wait gave up on a
+    silent or gone master), the process ends with ``os._exit`` after flushing its output: an
+    interpreter shutdown around torch's C++ store client aborts the process instead of exiting
+    with the code ddpkit chose (seen in CI: exit -6 instead of 130 after Ctrl-C)."""
+    code = main()
+    from ddpkit.launch.store_client import handshakes_in_flight
+
+    if "torch" in sys.modules and handshakes_in_flight():
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    sys.exit(code)

@@ -20,6 +20,16 @@ from typing import Any
 SILENT = ("it accepts connections but never answered like a torch store: is something else "
           "listening on that port?")
 
+HANDSHAKE_THREAD = "ddpkit-store-connect"
+
+
+def handshakes_in_flight() -> int:
+    """Store handshakes still running in their daemon threads (a deadline passed first). Such a
+    thread is inside torch's C++ store client: if the interpreter shuts down around it, the C++
+    runtime aborts the process ("terminate called without an active exception"), so the CLI
+    ends the process without that shutdown when this is not zero."""
+    return sum(1 for t in threading.enumerate() if t.name == HANDSHAKE_THREAD and t.is_alive())
+
 
 @dataclass(frozen=True)
 class Connected:
@@ -69,7 +79,7 @@ def connect(address: str, port: int, deadline: float, *, world_size: int | None 
         except (RuntimeError, OSError) as exc:
             found["error"] = exc
 
-    thread = threading.Thread(target=handshake, daemon=True, name="ddpkit-store-connect")
+    thread = threading.Thread(target=handshake, daemon=True, name=HANDSHAKE_THREAD)
     thread.start()
     while thread.is_alive() and time.monotonic() < deadline:
         thread.join(0.2)
