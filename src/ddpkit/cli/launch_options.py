@@ -159,9 +159,9 @@ def apply_scheduler_layout(args: argparse.Namespace, env: dict[str, str]) -> tup
 
 
 def _resolve_host(name: str) -> str:
-    import socket
+    from ddpkit.net.route import resolve
 
-    return str(socket.getaddrinfo(name, None, type=socket.SOCK_STREAM)[0][4][0])
+    return resolve(name)[0]
 
 
 def _scontrol_hostnames(listed: str) -> list[str] | None:

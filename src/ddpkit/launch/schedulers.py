@@ -16,7 +16,7 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from ddpkit.errors import ConfigError, UsageError
+from ddpkit.errors import ConfigError, DdpkitError, UsageError
 
 SLURM, PYTORCHJOB, TORCH_ENV, RUNPOD, SKYPILOT = "Slurm", "PyTorchJob", "env", "RunPod", "SkyPilot"
 # Fields a flag may change without contradicting the allocation: fewer ranks than GPUs, or
@@ -24,7 +24,7 @@ SLURM, PYTORCHJOB, TORCH_ENV, RUNPOD, SKYPILOT = "Slurm", "PyTorchJob", "env", "
 OVERRIDABLE = frozenset({"nproc_per_node", "master_port"})
 MAX_HOSTLIST = 65536  # hosts a compressed Slurm list may expand to before it is refused
 
-Resolver = Callable[[str], str]  # host name -> address; raises OSError when it does not resolve
+Resolver = Callable[[str], str]  # host name -> address; raises OSError or a DdpkitError when not
 HostnamesRunner = Callable[[str], "Sequence[str] | None"]  # `scontrol show hostnames LIST`
 
 
@@ -84,7 +84,7 @@ def _slurm(env: Mapping[str, str], resolve: Resolver, hostnames: HostnamesRunner
     first = hosts[0]
     try:
         master = resolve(first)
-    except OSError as exc:
+    except (OSError, DdpkitError) as exc:
         raise ConfigError("master-unresolvable", f"Slurm: the first node of the allocation, "
                           f"{first}, does not resolve here ({exc})",
                           "pass --master-addr with its private address") from None
