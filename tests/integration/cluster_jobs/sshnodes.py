@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import os
 import subprocess
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -36,6 +37,16 @@ class SshCluster:
         proc = self.sshd.pop(index)
         proc.terminate()
         proc.wait(timeout=10)
+
+    def assert_nodes_clean(self, within: float = 10) -> None:
+        """No process is left inside any node (sessions that just ended get ``within`` s)."""
+        deadline = time.monotonic() + within
+        while True:
+            left = {i: self.node_processes(i) for i in range(len(self.sim.nodes))}
+            if not any(left.values()) or time.monotonic() > deadline:
+                break
+            time.sleep(0.2)
+        assert not any(left.values()), f"processes left on the nodes: {left}"
 
     def node_processes(self, index: int) -> dict[int, str]:
         """Every process inside node ``index`` (by network namespace), but its sshd listener."""

@@ -5,7 +5,6 @@ join token, on a 2-node sim. Either way the master gets the one report a per-nod
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -41,10 +40,7 @@ def test_bench_over_ssh_from_the_master(ssh_cluster: Callable[[int], SshCluster]
     _check_report(json.loads(run.out))
     _check_report(json.loads(out.read_text()))  # --out written where the job was started
     assert f"[{b}:1]" in run.err  # node 1's output came back, labelled
-    deadline = time.monotonic() + 10
-    while any(cluster.node_processes(i) for i in (0, 1)) and time.monotonic() < deadline:
-        time.sleep(0.2)
-    assert not any(cluster.node_processes(i) for i in (0, 1))
+    cluster.assert_nodes_clean()
 
 
 @pytest.mark.timeout(400)

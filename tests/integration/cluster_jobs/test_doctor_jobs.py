@@ -5,7 +5,6 @@ verdict for both) and nothing is left running."""
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -43,10 +42,7 @@ def test_doctor_over_ssh_from_the_master(ssh_cluster: Callable[[int], SshCluster
     assert wait_all([human], timeout=150)
     assert human.code == 0, human.err[-4000:]
     assert "verdict: node0: eth1" in human.out and "node1: eth1" in human.out, human.out
-    deadline = time.monotonic() + 10
-    while any(cluster.node_processes(i) for i in (0, 1)) and time.monotonic() < deadline:
-        time.sleep(0.2)
-    assert not any(cluster.node_processes(i) for i in (0, 1))
+    cluster.assert_nodes_clean()
 
 
 @pytest.mark.timeout(200)

@@ -23,16 +23,6 @@ from ddpkit.errors import ExitCode
 pytestmark = [pytest.mark.root, pytest.mark.slow]
 
 
-def _census_clean(cluster: SshCluster) -> None:
-    deadline = time.monotonic() + 10  # sessions that just ended may take a moment to exit
-    while True:
-        left = {i: cluster.node_processes(i) for i in range(len(cluster.sim.nodes))}
-        if not any(left.values()) or time.monotonic() > deadline:
-            break
-        time.sleep(0.2)
-    assert not any(left.values()), f"processes left on the nodes: {left}"
-
-
 @pytest.mark.timeout(150)
 def test_ddpkit_test_on_two_nodes_from_outside_the_job(ssh_cluster: Callable[[int], SshCluster],
                                                        tmp_path: Path) -> None:
@@ -50,7 +40,7 @@ def test_ddpkit_test_on_two_nodes_from_outside_the_job(ssh_cluster: Callable[[in
     assert doc["job"]["master"]["address"] == a and "on its route to node 1" in \
         doc["job"]["master"]["reason"]
     assert f"[{b}:1] ddpkit: node 1/2 on node1: inter-node interface eth1" in run.err
-    _census_clean(cluster)
+    cluster.assert_nodes_clean()
 
 
 @pytest.mark.timeout(180)
@@ -69,7 +59,7 @@ def test_ddpkit_test_with_a_hostfile_on_three_nodes_from_the_master(
     assert f"master address {a} (node 0's (node0) source address on its route to node 1" in run.err
     assert sorted(p.name for p in (tmp_path / "out").glob("*.log")) == [
         f"node{i}-{address}.log" for i, address in enumerate(cluster.addresses)]
-    _census_clean(cluster)
+    cluster.assert_nodes_clean()
 
 
 @pytest.mark.timeout(180)
@@ -90,7 +80,7 @@ def test_a_rank_sigkilled_on_node1_stops_every_node(ssh_cluster: Callable[[int],
     assert summary.startswith(f"error [job-failed]: node 1 ({node1}, rank 1, local rank 0) failed "
                               "first: killed by SIGKILL. Its last output: "), summary
     assert "rank 1 about to SIGKILL itself" in summary
-    _census_clean(cluster)
+    cluster.assert_nodes_clean()
 
 
 @pytest.mark.timeout(90)
@@ -132,7 +122,7 @@ def test_ctrl_c_on_the_controller_leaves_no_process_on_any_node(
     assert run.code == ExitCode.INTERRUPTED, run.err[-3000:]
     assert "stopping every node: interrupted on the controller" in run.err
     assert alive([psutil.Process(pid) for pid in workers if psutil.pid_exists(pid)]) == []
-    _census_clean(cluster)
+    cluster.assert_nodes_clean()
     for index, procs in census.items():
         assert not [pid for pid in procs if psutil.pid_exists(pid) and
                     psutil.Process(pid).status() != psutil.STATUS_ZOMBIE], f"node {index}"
@@ -156,7 +146,7 @@ def test_an_ssh_session_that_dies_fails_the_job_naming_the_node(
     node1 = cluster.addresses[1]
     assert f"error [job-failed]: node 1 ({node1}) failed first: the ssh session to {node1} ended" \
         in run.err
-    _census_clean(cluster)
+    cluster.assert_nodes_clean()
 
 
 @pytest.mark.timeout(90)
