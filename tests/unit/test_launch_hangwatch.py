@@ -91,3 +91,29 @@ def test_report_only_reports_once_and_a_request_dumps_at_once(agent, tmp_path: P
     clock.now = 20.2  # a request does not wait for the next sample
     assert watch.poll() is None
     assert [r.reason for r in watch.reports] == ["hang", "asked"]
+
+
+def test_the_job_counter_is_joined_only_after_the_ranks_ran_a_while(agent, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    clock, said, made = Clock(), [], []
+
+    class Exchange:
+        def progressed(self) -> None: ...
+        def value(self) -> int | None:
+            return 7
+        def close(self) -> None: ...
+
+    def factory() -> Exchange:
+        made.append(clock.now)
+        return Exchange()
+
+    watch = _watcher(tmp_path, "report", clock, said)
+    watch.policy = HangPolicy(timeout_s=60)
+    watch.exchange_factory = factory  # type: ignore[assignment]
+    assert watch.exchange_after() == 10.0
+    watch.started(agent.pid)
+    for step in range(15):
+        clock.now = 100.0 + step
+        watch.poll()
+    assert made == [110.0]  # ranks first seen at 100: joined 10 s later, once
+    short = _watcher(tmp_path, "report", clock, said)
+    assert short.exchange_after() == 5 / 4  # a quarter of a short --hang-timeout

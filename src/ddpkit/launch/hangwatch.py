@@ -34,6 +34,7 @@ RANKS_FILE = "ranks.json"
 STACKS_DIR = "stacks"
 STACKS_JSON = "stacks.json"  # the report as JSON: what `ddpkit doctor --log <stacks dir>` reads
 SAMPLE_INTERVAL_S = 1.0
+EXCHANGE_AFTER_S = 10.0  # of running ranks before the job-wide counter is joined (see below)
 STOP_GRACE_S = 5.0  # after a hang's dump, before stopping: the other nodes dump theirs meanwhile
 HANG_STOPPED = "the job was hung"
 
@@ -93,6 +94,10 @@ class HangWatcher:
     # ^ the job-wide progress counter (several nodes), made once this node's ranks run, so that
     #   ddpkit's store client never takes part in torchrun's rendezvous (a run where it connected
     #   earlier once saw a node's agent never start its ranks; the cause was not pinned down)
+    # Joined only once the ranks have run for ``exchange_after()`` s: the store client imports
+    #   torch (about 2 s of CPU), which a short job would pay for nothing, on every node, while
+    #   its ranks compete for the same cores. A node idle from the start still sees a peer's
+    #   progress long before its own timeout passes: the delay is at most a quarter of it.
     exchange: ProgressExchange | None = None
     reports: list[StackReport] = field(default_factory=list)
     stop_reason: str | None = None
@@ -102,9 +107,14 @@ class HangWatcher:
     _state: hang.HangState = field(default_factory=hang.HangState)
     _targets: dict[int, Target] = field(default_factory=dict)  # pid -> target
     _next: float = 0.0
+    _ranks_since: float | None = None  # when this node's ranks were first seen
 
     def started(self, pid: int) -> None:
         self._root = pid
+
+    def exchange_after(self) -> float:
+        """Seconds of running ranks before this node joins the job-wide progress counter."""
+        return min(EXCHANGE_AFTER_S, self.policy.timeout_s / 4)
 
     def close(self) -> None:
         if self.exchange is not None:
@@ -166,7 +176,10 @@ class HangWatcher:
 
     def _sample(self, now: float) -> hang.Sample:
         ranks = self._discover()
-        if ranks and self.exchange is None and self.exchange_factory is not None:
+        if ranks and self._ranks_since is None:
+            self._ranks_since = now
+        if self.exchange is None and self.exchange_factory is not None \
+                and self._ranks_since is not None and now - self._ranks_since >= self.exchange_after():
             self.exchange, self.exchange_factory = self.exchange_factory(), None
         sizes = _log_sizes(self.log_dir)
         samples = []
