@@ -3,14 +3,11 @@
 
 from __future__ import annotations
 
-import glob
-import os
 import threading
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Protocol
 
 from ddpkit.errors import (
     DdpkitError,
@@ -22,22 +19,20 @@ from ddpkit.errors import (
 )
 from ddpkit.launch import facts as node_facts
 from ddpkit.launch.config import LaunchConfig
-from ddpkit.launch.execute import ProcessOutcome, StartDeadline, run_process
+from ddpkit.launch.execute import StartDeadline, run_process
 from ddpkit.launch.hang import HangPolicy
-from ddpkit.launch.hangwatch import HANG_STOPPED, HangWatcher, StackReport
+from ddpkit.launch.hangwatch import HANG_STOPPED, HangWatcher
+from ddpkit.launch.node_result import NodeResult
 from ddpkit.launch.plan import FLIGHT_RECORDER_DIR, NodePlan, plan_node
 from ddpkit.launch.preflight import check_port_free, wait_for_master
-from ddpkit.launch.torchrun import AgentTracebackFilter, RankFailure, describe_exit, parse_failures
+from ddpkit.launch.torchrun import AgentTracebackFilter, parse_failures
 from ddpkit.launch.tracebacks import (
-    PythonException,
-    common_exception,
-    exit_abort_fix,
     known_fix,
-    last_exception,
-    without_warnings,
 )
 
 LAUNCHER_LOG = "torchrun.log"  # everything torchrun and the ranks printed, unfiltered
+RENDEZVOUS_STOPPED = "the rendezvous did not complete"
+RENDEZVOUS_GRACE_S = 2.0  # torchrun's own start-up before its rendezvous clock starts
 
 
 class LaunchEvents(Protocol):
@@ -48,112 +43,6 @@ class LaunchEvents(Protocol):
     def waiting(self, message: str) -> None: ...
 
     def output(self, line: str) -> None: ...
-
-
-@dataclass(frozen=True)
-class NodeResult:
-    plan: NodePlan
-    outcome: ProcessOutcome
-    root_cause: RankFailure | None
-    failures: tuple[RankFailure, ...]
-    stack_reports: tuple[StackReport, ...] = ()  # hangs seen, stacks asked for (SIGUSR1)
-
-    @property
-    def ok(self) -> bool:
-        return self.outcome.returncode == 0 and not self.outcome.timed_out
-
-    def rank_logs(self) -> dict[int, list[str]]:
-        """Per local rank: the log files torchrun wrote for it."""
-        found: dict[int, list[str]] = {}
-        pattern = os.path.join(self.plan.log_dir, "*", "attempt_*", "*", "*.log")
-        for path in sorted(glob.glob(pattern)):
-            local_rank = Path(path).parent.name
-            if local_rank.isdigit():
-                found.setdefault(int(local_rank), []).append(path)
-        return found
-
-    def summary(self) -> str:
-        """One paragraph: what failed, where, how, and the last words of the failing rank."""
-        plan = self.plan
-        where = f"node {plan.config.node_rank} ({plan.hostname})"
-        if self.outcome.timed_out:
-            return (f"{where}: the job did not finish within {plan.config.job_timeout:g} s and was "
-                    "stopped")
-        failure = self.root_cause or (self.failures[0] if self.failures else None)
-        if failure is None:
-            return f"{where}: torchrun exited with {describe_exit(self.outcome.returncode)}"
-        text = (f"{where}: rank {failure.rank} (local rank {failure.local_rank}, host "
-                f"{failure.host}) failed first: {describe_exit(failure.exitcode, failure.signal)}")
-        others = [f for f in self.failures if f.rank != failure.rank]
-        if others:
-            text += f"; {len(others)} more rank(s) on this node stopped after it"
-        raised = self.exception()
-        if raised is not None:
-            every = len(self.failures) > 1 and self._raised_by_every_failed_rank(raised)
-            text += f". {'Every failed rank' if every else 'It'} raised {raised}"
-            return text
-        last = self._last_error_lines(failure.local_rank)
-        if last:
-            text += ". Its last output: " + " | ".join(last)
-        return text
-
-    def exception(self) -> PythonException | None:
-        """The Python exception the first failed rank died of, from its stderr log."""
-        failure = self.root_cause or (self.failures[0] if self.failures else None)
-        return None if failure is None else last_exception(self._stderr_lines(failure.local_rank))
-
-    def exit_fix(self) -> str | None:
-        """The fix for a first failure that is a known crash at interpreter exit, if it is one."""
-        failure = self.root_cause or (self.failures[0] if self.failures else None)
-        if failure is None:
-            return None
-        return exit_abort_fix(self._stderr_lines(failure.local_rank), failure.exitcode)
-
-    def _raised_by_every_failed_rank(self, raised: PythonException) -> bool:
-        per_rank = [last_exception(self._stderr_lines(f.local_rank)) for f in self.failures]
-        return common_exception(per_rank) == raised
-
-    def _stderr_lines(self, local_rank: int) -> list[str]:
-        for path in self.rank_logs().get(local_rank, []):
-            if path.endswith("stderr.log"):
-                try:
-                    return Path(path).read_text(errors="replace").splitlines()
-                except OSError:
-                    return []
-        return []
-
-    def _last_error_lines(self, local_rank: int, count: int = 3) -> list[str]:
-        meaningful = [line.strip() for line in without_warnings(self._stderr_lines(local_rank))
-                      if line.strip()]
-        return meaningful[-count:]
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "ok": self.ok,
-            "returncode": self.outcome.returncode,
-            "duration_s": round(self.outcome.duration_s, 3),
-            "timed_out": self.outcome.timed_out,
-            "interrupted": self.outcome.interrupted,
-            "stopped": self.outcome.stopped,
-            "root_cause": _failure_dict(self.root_cause),
-            "exception": (raised.to_dict() if (raised := self.exception()) is not None else None),
-            "failures": [_failure_dict(f) for f in self.failures],
-            "run_dir": self.plan.run_dir,
-            "plan": self.plan.to_dict(),
-            "stack_reports": [r.to_dict() for r in self.stack_reports],
-        }
-
-
-def _failure_dict(failure: RankFailure | None) -> dict[str, Any] | None:
-    if failure is None:
-        return None
-    return {"host": failure.host, "rank": failure.rank, "local_rank": failure.local_rank,
-            "exitcode": failure.exitcode, "signal": failure.signal,
-            "how": describe_exit(failure.exitcode, failure.signal)}
-
-
-RENDEZVOUS_STOPPED = "the rendezvous did not complete"
-RENDEZVOUS_GRACE_S = 2.0  # torchrun's own start-up before its rendezvous clock starts
 
 
 def _rendezvous_deadline(plan: NodePlan, probe: MasterProbe | None) -> StartDeadline | None:
@@ -314,6 +203,34 @@ def _run_node(plan: NodePlan, events: LaunchEvents, probe: MasterProbe | None,
             "run-dir-unwritable", f"cannot create the run directory {plan.run_dir}: {exc.strerror}",
             "run from a writable directory or pass --run-dir PATH",
         ) from exc
+    attempts = 1 + (plan.config.max_restarts if plan.config.multi_node else 0)
+    started = time.monotonic()
+    for attempt in range(attempts):
+        timeout = plan.config.job_timeout
+        if timeout is not None:
+            timeout = max(0.0, timeout - (time.monotonic() - started))
+        result, watch = _attempt(plan, events, probe, should_stop, stack_request, attempt, timeout)
+        if result.ok or attempt + 1 == attempts or not _restartable(result, probe):
+            break
+        events.waiting(f"node {plan.config.node_rank} ({plan.hostname}): this attempt failed: "
+                       f"{result.summary()}")
+        events.waiting(f"restarting torchrun on this node: restart {attempt + 1} of "
+                       f"{plan.config.max_restarts} (--max-restarts counts the whole job: every "
+                       "node restarts once per failure of the job)")
+    return _verdict(plan, probe, result, watch)
+
+
+def _restartable(result: NodeResult, probe: MasterProbe | None) -> bool:
+    """A failure of the job itself, not a stop, a timeout, Ctrl-C or a missing master."""
+    outcome = result.outcome
+    return not (outcome.interrupted or outcome.timed_out or outcome.stopped
+                or (probe is not None and probe.failure is not None))
+
+
+def _attempt(plan: NodePlan, events: LaunchEvents, probe: MasterProbe | None,
+             should_stop: Callable[[], str | None] | None,
+             stack_request: threading.Event | None, attempt: int,
+             timeout: float | None) -> tuple[NodeResult, HangWatcher]:
     shown = AgentTracebackFilter()
     watch = watcher(plan, events, stack_request)
     stop_checks = [check for check in (should_stop, probe and probe.stop_reason, watch.poll)
@@ -322,7 +239,7 @@ def _run_node(plan: NodePlan, events: LaunchEvents, probe: MasterProbe | None,
     def stop() -> str | None:
         return next((reason for check in stop_checks if (reason := check())), None)
 
-    with open(Path(plan.run_dir) / LAUNCHER_LOG, "w", encoding="utf-8") as log:
+    with open(Path(plan.run_dir) / LAUNCHER_LOG, "a" if attempt else "w", encoding="utf-8") as log:
 
         def on_line(line: str) -> None:
             log.write(line + "\n")
@@ -330,8 +247,8 @@ def _run_node(plan: NodePlan, events: LaunchEvents, probe: MasterProbe | None,
                 events.output(text)
 
         try:
-            outcome = run_process(plan.argv, plan.env, on_line=on_line,
-                                  timeout=plan.config.job_timeout, should_stop=stop,
+            outcome = run_process(plan.argv, plan.env, on_line=on_line, timeout=timeout,
+                                  should_stop=stop,
                                   start_deadline=_rendezvous_deadline(plan, probe),
                                   started=watch.started)
         finally:
@@ -340,8 +257,14 @@ def _run_node(plan: NodePlan, events: LaunchEvents, probe: MasterProbe | None,
                                           outcome.timed_out)):
         events.output(text)
     root, failures = parse_failures(outcome.tail)
-    result = NodeResult(plan=plan, outcome=outcome, root_cause=root, failures=failures,
-                        stack_reports=tuple(watch.reports))
+    return NodeResult(plan=plan, outcome=outcome, root_cause=root, failures=failures,
+                      stack_reports=tuple(watch.reports), restarts=attempt), watch
+
+
+def _verdict(plan: NodePlan, probe: MasterProbe | None, result: NodeResult,
+             watch: HangWatcher) -> NodeResult:
+    """``result`` when the node succeeded; otherwise the error that says why it did not."""
+    outcome = result.outcome
     if probe is not None and probe.failure is not None and not outcome.interrupted:
         raise probe.failure  # torchrun was stopped for it (or failed while the master was away)
     if outcome.interrupted:
@@ -371,7 +294,9 @@ def _run_node(plan: NodePlan, events: LaunchEvents, probe: MasterProbe | None,
     if not result.ok:
         raised = result.exception()
         fix = known_fix(raised) if raised is not None else result.exit_fix()
-        raise JobFailed("job-failed", result.summary(),
+        tried = (f" (after {result.restarts} restart{'s' if result.restarts > 1 else ''} of the "
+                 f"job, --max-restarts {plan.config.max_restarts})") if result.restarts else ""
+        raise JobFailed("job-failed", result.summary() + tried,
                         (f"{fix}; " if fix else "") +
                         f"all output is in {plan.run_dir}; `ddpkit doctor --log {plan.run_dir}/"
                         f"{LAUNCHER_LOG} {plan.log_dir}/*/attempt_*/*/*.log` explains "

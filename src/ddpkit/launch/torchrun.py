@@ -82,7 +82,9 @@ def torchrun_argv(python: str, config: LaunchConfig, *, local_addr: str | None,
         f"--master-port={config.master_port}",
         "--rdzv-backend=static",
         f"--rdzv-conf={rdzv_conf}",
-        f"--max-restarts={config.max_restarts}",
+        # several nodes: torchrun's restarts count per node and, with the static rendezvous,
+        # restart one node's ranks alone; ddpkit restarts every node's torchrun instead
+        f"--max-restarts={0 if config.multi_node else config.max_restarts}",
     ]
     for flag in OVERRIDABLE:
         value = given[flag] if flag in given else ours[flag]
