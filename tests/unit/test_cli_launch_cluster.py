@@ -236,3 +236,18 @@ def test_fan_out_on_this_machine_names_the_sigkilled_rank(tmp_path: Path, tcp_po
     left = [p.pid for p in psutil.process_iter(["cmdline"])
             if str(script) in " ".join(p.info["cmdline"] or [])]
     assert left == [], f"processes left behind: {left}"
+
+
+@pytest.mark.parametrize("command", ["test", "bench"])
+def test_hang_and_restart_flags_of_test_and_bench_reach_every_node(run_cli: Any, command: str) -> None:
+    extra = ["--quick"] if command == "test" else []
+    result = run_cli(command, "--hosts", "10.0.0.2,10.0.0.3", "--hang-timeout", "45",
+                     "--hang-action", "stop", "--max-restarts", "2", "--dry-run", "--json", *extra)
+    assert result.code == 0, result.err
+    nodes = result.json()["nodes"]
+    assert len(nodes) == 2
+    for node in nodes:
+        argv = node["node_argv"]
+        assert argv[argv.index("--hang-timeout") + 1] == "45"
+        assert argv[argv.index("--hang-action") + 1] == "stop"
+        assert argv[argv.index("--max-restarts") + 1] == "2"
