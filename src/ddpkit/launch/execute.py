@@ -21,6 +21,7 @@ import psutil
 
 TERMINATE_GRACE_S = 10.0
 TAIL_LINES = 400
+POLL_S = 0.2  # how often a running torchrun is checked (stop requests, deadlines, its ranks)
 
 
 @dataclass(frozen=True)
@@ -164,7 +165,8 @@ def run_process(
             if stopped:
                 _terminate(proc, tracker, grace)
                 break
-            time.sleep(0.2)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(timeout=POLL_S)  # returns as soon as torchrun exits, not a tick later
     except KeyboardInterrupt:
         interrupted = True
         _terminate(proc, tracker, grace)
