@@ -180,14 +180,14 @@ class _Events:
         self.console = console
         self.to_stderr = to_stderr
 
-    def line(self, node: NodeCommand, text: str) -> None:
+    def node_line(self, node: NodeCommand, text: str) -> None:
         prefixed = f"[{node.label}] {text}"
         if self.to_stderr:
             render.log(self.console, prefixed)
         else:
             render.line(self.console, prefixed)
 
-    def finished(self, outcome: NodeOutcome) -> None:
+    def node_finished(self, outcome: NodeOutcome) -> None:
         how = "finished" if outcome.state == OK else f"{outcome.state}: {outcome.how()}"
         render.log(self.console, f"ddpkit: node {outcome.node_rank} ({outcome.host}) {how}")
 

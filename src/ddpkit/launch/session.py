@@ -10,7 +10,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from ddpkit.errors import (
     DdpkitError,
@@ -22,6 +22,7 @@ from ddpkit.errors import (
 )
 from ddpkit.launch import facts as node_facts
 from ddpkit.launch.config import LaunchConfig
+from ddpkit.launch.events import LaunchEvents
 from ddpkit.launch.execute import ProcessOutcome, StartDeadline, run_process
 from ddpkit.launch.hang import HangPolicy
 from ddpkit.launch.hangwatch import HANG_STOPPED, HangWatcher, StackReport
@@ -38,16 +39,6 @@ from ddpkit.launch.tracebacks import (
 )
 
 LAUNCHER_LOG = "torchrun.log"  # everything torchrun and the ranks printed, unfiltered
-
-
-class LaunchEvents(Protocol):
-    """What a front end is told while a node runs (the CLI prints; tests record)."""
-
-    def planned(self, plan: NodePlan) -> None: ...
-
-    def waiting(self, message: str) -> None: ...
-
-    def output(self, line: str) -> None: ...
 
 
 @dataclass(frozen=True)
