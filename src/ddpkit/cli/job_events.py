@@ -16,6 +16,9 @@ from ddpkit.launch.token import JoinToken
 
 
 class JobConsoleEvents:
+    """What a job driver reports, on the console (``node_lines_to_stderr``: keep stdout for the
+    job's one document or for node 0's report)."""
+
     def __init__(self, console: Console, *, node_lines_to_stderr: bool = True) -> None:
         self.console = console
         self.node_lines_to_stderr = node_lines_to_stderr

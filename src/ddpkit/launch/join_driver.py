@@ -133,6 +133,7 @@ def run(job: JoinMasterJob, events: JoinEvents, own_part: OwnPart, *,
     never joined: the nodes that did are told to stop first); an interrupt stops every node, then
     is raised again. A node that fails is not an exception: it is in the result.
     """
+    from ddpkit.launch.jobstacks import job_stacks_of
     from ddpkit.launch.join_store import host_store
     from ddpkit.launch.preflight import check_port_free
     from ddpkit.launch.token import new_token
@@ -166,8 +167,6 @@ def run(job: JoinMasterJob, events: JoinEvents, own_part: OwnPart, *,
         stopped = own.state != OK or master.should_stop() is not None
         outcomes = (own, *master.collect(wait=STOP_WAIT_S if stopped else SUCCESS_WAIT_S))
     _warn_about_strangers(master, events)
-    from ddpkit.launch.jobstacks import job_stacks_of
-
     lines, reports = job_stacks_of(o.stack_reports for o in outcomes)
     return JobResult(mode="join", master=where.to_dict(), outcomes=outcomes,
                      stack_lines=tuple(lines), stack_reports=tuple(reports), own_error=own_error,
