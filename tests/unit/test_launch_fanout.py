@@ -117,10 +117,10 @@ class Recorder:
         self.ended: list[NodeOutcome] = []
         self.stops: list[str] = []
 
-    def line(self, node: NodeCommand, text: str) -> None:
+    def node_line(self, node: NodeCommand, text: str) -> None:
         self.lines.append((node.label, text))
 
-    def finished(self, outcome: NodeOutcome) -> None:
+    def node_finished(self, outcome: NodeOutcome) -> None:
         self.ended.append(outcome)
 
     def stopping(self, reason: str) -> None:

@@ -150,12 +150,12 @@ def test_duplicate_hosts_are_named_with_both_lines() -> None:
 
 def test_interfaces_are_read_once_for_the_whole_host_list(monkeypatch: pytest.MonkeyPatch) -> None:
     import ddpkit.net.interfaces as interfaces
-    from ddpkit.cli.hosts_mode import this_machine_flags
     from ddpkit.launch.hostfile import parse_hosts
+    from ddpkit.launch.hosts_driver import this_machine_flags
 
     calls: list[int] = []
     real = interfaces.discover
     monkeypatch.setattr(interfaces, "discover", lambda *a, **k: calls.append(1) or real(*a, **k))
     hosts = parse_hosts(",".join(f"10.77.{i // 250}.{i % 250 + 1}" for i in range(500)))
     flags = this_machine_flags((*hosts, *parse_hosts("127.0.0.1,root@10.0.0.9")))
-    assert len(calls) == 1 and flags[-2:] == [True, False] and not any(flags[:-2])
+    assert len(calls) == 1 and flags[-2:] == (True, False) and not any(flags[:-2])

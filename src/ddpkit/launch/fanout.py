@@ -22,12 +22,13 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any, Protocol
+from typing import IO, Any
 
 import psutil
 
 from ddpkit.errors import Interrupted
 from ddpkit.launch.envpass import PassedEnv, to_wire
+from ddpkit.launch.events import NodeEvents
 from ddpkit.launch.execute import DescendantTracker
 from ddpkit.launch.hostfile import Host
 from ddpkit.launch.job import TORCHRUN_COMMANDS, JobSpec
@@ -160,16 +161,8 @@ def _attach(outcome: NodeOutcome, doc: Mapping[str, Any] | None) -> NodeOutcome:
     return dataclasses.replace(outcome, document=doc)
 
 
-class JobEvents(Protocol):
-    def line(self, node: NodeCommand, text: str) -> None: ...
-
-    def finished(self, outcome: NodeOutcome) -> None: ...
-
-    def stopping(self, reason: str) -> None: ...
-
-
 class _Running:
-    def __init__(self, node: NodeCommand, events: JobEvents, log: IO[str] | None) -> None:
+    def __init__(self, node: NodeCommand, events: NodeEvents, log: IO[str] | None) -> None:
         self.node = node
         self.proc = subprocess.Popen(
             list(node.argv), env=dict(node.env) if node.env is not None else None, cwd=node.cwd,
@@ -189,7 +182,7 @@ class _Running:
         for reader in self.readers:
             reader.start()
 
-    def _pump_err(self, events: JobEvents) -> None:
+    def _pump_err(self, events: NodeEvents) -> None:
         assert self.proc.stderr is not None
         for raw in self.proc.stderr:
             text = raw.rstrip("\n")
@@ -197,7 +190,7 @@ class _Running:
             if self.log is not None:
                 self.log.write(raw if raw.endswith("\n") else raw + "\n")
                 self.log.flush()
-            events.line(self.node, text)
+            events.node_line(self.node, text)
 
     def _pump_out(self) -> None:
         assert self.proc.stdout is not None
@@ -230,7 +223,7 @@ class _Running:
         return self.proc.returncode, "".join(self.stdout)
 
 
-def supervise(nodes: Sequence[NodeCommand], events: JobEvents, *, output_dir: Path | None = None,
+def supervise(nodes: Sequence[NodeCommand], events: NodeEvents, *, output_dir: Path | None = None,
               grace: float = STOP_GRACE_S, clock: Callable[[], float] = time.monotonic
               ) -> tuple[NodeOutcome, ...]:
     """Run every node to its end; stop them all when one fails or on Ctrl-C (re-raised after the
@@ -274,7 +267,7 @@ def supervise(nodes: Sequence[NodeCommand], events: JobEvents, *, output_dir: Pa
                         (output_dir / f"node{rank}-result.json").write_text(stdout)
                     outcomes[rank] = outcome
                     del running[rank]
-                    events.finished(outcome)
+                    events.node_finished(outcome)
                     if outcome.state != OK:
                         stop_all(f"node {rank} ({run.node.host.label}) {outcome.state}")
                 if stop_at is not None and running:

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ddpkit.error_ids import JOB_STOPPED
+from ddpkit.errors import DdpkitError
 from ddpkit.launch.torchrun import describe_exit
 
 OK, FAILED, LOST, STOPPED, INTERRUPTED = "ok", "failed", "lost", "stopped", "interrupted"
@@ -106,6 +107,40 @@ class NodeOutcome:
             observed_at=observed_at, returncode=optional_int("returncode"),
             stack_reports=tuple(r for r in data.get("stack_reports") or () if isinstance(r, Mapping)),
         )
+
+
+@dataclass(frozen=True)
+class JobResult:
+    """How a whole job went, as a job driver (``hosts_driver``, ``join_driver``) returns it: one
+    outcome per node in node order, the master it used, and every rank's stacks grouped across
+    the nodes (``jobstacks``) when any node dumped them."""
+
+    mode: str  # hosts | join
+    master: Mapping[str, str]  # address and reason (and, in token mode, the interface)
+    outcomes: tuple[NodeOutcome, ...]
+    stack_lines: tuple[str, ...] = ()
+    stack_reports: tuple[Mapping[str, Any], ...] = ()
+    own_error: DdpkitError | None = field(default=None, compare=False)
+    # ^ token mode: the DdpkitError node 0's own share raised (its outcome is in ``outcomes``)
+    own_code: int = 0  # token mode: the exit code node 0's own share returned
+
+    @property
+    def first_failure(self) -> NodeOutcome | None:
+        return first_failure(self.outcomes)
+
+    @property
+    def ok(self) -> bool:
+        return self.first_failure is None and self.own_error is None
+
+    def payload(self) -> dict[str, Any]:
+        """The job as JSON: the ``job`` part of every whole-job document."""
+        first = self.first_failure
+        return {"ok": self.ok, "mode": self.mode, "master": dict(self.master),
+                "first_failure": first.to_dict() if first else None,
+                "nodes": [o.to_dict() for o in self.outcomes],
+                "stacks": {"summary": list(self.stack_lines),
+                           "reports": [dict(r) for r in self.stack_reports]}
+                if self.stack_reports else None}
 
 
 def is_consequence(outcome: NodeOutcome) -> bool:

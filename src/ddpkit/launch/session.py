@@ -7,7 +7,6 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Protocol
 
 from ddpkit.errors import (
     DdpkitError,
@@ -19,6 +18,7 @@ from ddpkit.errors import (
 )
 from ddpkit.launch import facts as node_facts
 from ddpkit.launch.config import LaunchConfig
+from ddpkit.launch.events import LaunchEvents
 from ddpkit.launch.execute import StartDeadline, run_process
 from ddpkit.launch.hang import HangPolicy
 from ddpkit.launch.hangwatch import HANG_STOPPED, HangWatcher
@@ -26,23 +26,11 @@ from ddpkit.launch.node_result import NodeResult
 from ddpkit.launch.plan import FLIGHT_RECORDER_DIR, NodePlan, plan_node
 from ddpkit.launch.preflight import check_port_free, wait_for_master
 from ddpkit.launch.torchrun import AgentTracebackFilter, parse_failures
-from ddpkit.launch.tracebacks import (
-    known_fix,
-)
+from ddpkit.launch.tracebacks import known_fix
 
 LAUNCHER_LOG = "torchrun.log"  # everything torchrun and the ranks printed, unfiltered
 RENDEZVOUS_STOPPED = "the rendezvous did not complete"
 RENDEZVOUS_GRACE_S = 2.0  # torchrun's own start-up before its rendezvous clock starts
-
-
-class LaunchEvents(Protocol):
-    """What a front end is told while a node runs (the CLI prints; tests record)."""
-
-    def planned(self, plan: NodePlan) -> None: ...
-
-    def waiting(self, message: str) -> None: ...
-
-    def output(self, line: str) -> None: ...
 
 
 def _rendezvous_deadline(plan: NodePlan, probe: MasterProbe | None) -> StartDeadline | None:

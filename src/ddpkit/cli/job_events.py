@@ -1,0 +1,61 @@
+"""A whole job (ssh fan-out or join token) on a terminal: what its driver reports, rendered.
+
+Implements :class:`~ddpkit.launch.events.HostsEvents` and :class:`~ddpkit.launch.events.JoinEvents`:
+progress and warnings on stderr, each node's lines prefixed with ``[host:rank]`` (on stderr too
+when stdout is kept for one document).
+"""
+
+from __future__ import annotations
+
+from ddpkit.cli import render
+from ddpkit.cli.console import Console
+from ddpkit.launch.fanout import NodeCommand
+from ddpkit.launch.join import JoinedNode
+from ddpkit.launch.outcomes import OK, JobResult, NodeOutcome
+from ddpkit.launch.token import JoinToken
+
+
+class JobConsoleEvents:
+    """What a job driver reports, on the console (``node_lines_to_stderr``: keep stdout for the
+    job's one document or for node 0's report)."""
+
+    def __init__(self, console: Console, *, node_lines_to_stderr: bool = True) -> None:
+        self.console = console
+        self.node_lines_to_stderr = node_lines_to_stderr
+
+    def waiting(self, message: str) -> None:
+        render.log(self.console, f"ddpkit: {message}")
+
+    def warning(self, message: str) -> None:
+        render.log(self.console, f"ddpkit: warning: {message}")
+
+    def node_line(self, node: NodeCommand, text: str) -> None:
+        prefixed = f"[{node.label}] {text}"
+        if self.node_lines_to_stderr:
+            render.log(self.console, prefixed)
+        else:
+            render.line(self.console, prefixed)
+
+    def node_finished(self, outcome: NodeOutcome) -> None:
+        how = "finished" if outcome.state == OK else f"{outcome.state}: {outcome.how()}"
+        render.log(self.console, f"ddpkit: node {outcome.node_rank} ({outcome.host}) {how}")
+
+    def stopping(self, reason: str) -> None:
+        render.log(self.console, f"ddpkit: stopping every node: {reason}")
+
+    def token_ready(self, token: JoinToken, others: int) -> None:
+        where = "the other machine" if others == 1 else f"each of the other {others} machines"
+        render.log(self.console, f"ddpkit: on {where}, run:")
+        render.log(self.console, f"  ddpkit join {token}")
+
+    def joined(self, node: JoinedNode, count: int, expected: int) -> None:
+        render.log(self.console, f"ddpkit: {node.describe()} [{count}/{expected}]")
+
+
+def show_job_stacks(console: Console, result: JobResult) -> None:
+    """A node dumped its ranks' stacks (a hang): every node's ranks grouped together."""
+    if result.stack_lines:
+        render.log(console, "ddpkit: every rank of the job, by where it is "
+                            f"({len(result.outcomes)} nodes):")
+        for text in result.stack_lines:
+            render.log(console, f"ddpkit:   {text}")
