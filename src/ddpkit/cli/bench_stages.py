@@ -13,7 +13,7 @@ from ddpkit.bench.merge import JobOutcome
 from ddpkit.bench.run import BenchJob
 from ddpkit.cli import render
 from ddpkit.cli.console import Console
-from ddpkit.cli.launch_options import ConsoleEvents
+from ddpkit.cli.node_events import ConsoleEvents
 from ddpkit.errors import DeadlineExceeded, JobFailed, NetworkProblem
 from ddpkit.launch.plan import NodePlan
 

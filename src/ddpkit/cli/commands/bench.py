@@ -36,10 +36,10 @@ from ddpkit.cli.launch_options import (
     add_launch_options,
     config_from_args,
     job_mode,
-    print_plan,
     run_this_node,
     without_peer_commands,
 )
+from ddpkit.cli.node_events import print_plan
 from ddpkit.cli.options import add_flag, add_json_flag
 from ddpkit.errors import (
     EnvironmentProblem,

@@ -16,7 +16,6 @@ from ddpkit.cli.console import Console
 from ddpkit.cli.launch_options import (
     HOSTS,
     JOIN,
-    ConsoleEvents,
     ShareContext,
     add_cluster_options,
     add_launch_options,
@@ -24,9 +23,9 @@ from ddpkit.cli.launch_options import (
     config_from_args,
     job_mode,
     run_this_node,
-    show_plan,
     without_peer_commands,
 )
+from ddpkit.cli.node_events import ConsoleEvents, show_plan
 from ddpkit.cli.options import add_json_flag
 from ddpkit.cli.torch_options import add_torch_options, resolve
 from ddpkit.launch.config import LaunchConfig

@@ -18,7 +18,6 @@ from ddpkit.cli.console import Console
 from ddpkit.cli.launch_options import (
     HOSTS,
     JOIN,
-    ConsoleEvents,
     ShareContext,
     add_cluster_options,
     add_launch_options,
@@ -26,9 +25,9 @@ from ddpkit.cli.launch_options import (
     config_from_args,
     job_mode,
     run_this_node,
-    show_plan,
     without_peer_commands,
 )
+from ddpkit.cli.node_events import ConsoleEvents, show_plan
 from ddpkit.cli.options import add_flag, add_json_flag
 from ddpkit.clustertest import WORKER_MODULE
 from ddpkit.error_ids import JOB_FAILED, JOB_HUNG, JOB_STOPPED, JOB_TIMEOUT

@@ -1,0 +1,94 @@
+"""One node's launch on a terminal: its plan (``--dry-run`` and the start-up summary) and the
+events :func:`ddpkit.launch.session.execute` reports while it runs."""
+
+from __future__ import annotations
+
+from ddpkit.cli import render
+from ddpkit.cli.console import Console
+from ddpkit.launch.envpass import shown_env
+from ddpkit.launch.plan import NodePlan
+from ddpkit.report import document
+
+
+class ConsoleEvents:
+    """Launch events for a terminal: plan and progress on stderr, worker output on stdout."""
+
+    def __init__(self, console: Console, *, output_to_stderr: bool = False,
+                 quiet_output: bool = False) -> None:
+        self.console = console
+        self.output_to_stderr = output_to_stderr  # keep stdout for one JSON document
+        self.quiet_output = quiet_output
+
+    def planned(self, plan: NodePlan) -> None:
+        c = self.console
+        render.log(c, f"ddpkit: node {plan.config.node_rank}/{plan.config.nnodes} on "
+                      f"{plan.hostname}: inter-node interface {plan.interface.ifname} "
+                      f"({plan.interface.reason})")
+        for key, value in shown_env(plan.env_set).items():
+            render.log(c, f"ddpkit:   {key}={value}")
+        if plan.local_rank.mode:  # a user's script (not ddpkit's own worker)
+            render.log(c, f"ddpkit: local-rank argument: {plan.local_rank.describe()}")
+        for text in plan.config.notes:
+            render.log(c, f"ddpkit: note: {text}")
+        for text in plan.warnings:
+            render.warn(c, text)
+        if plan.peer_commands:
+            render.log(c, "ddpkit: now run on every other node:")
+            for command in plan.peer_commands:
+                render.log(c, f"  {command}")
+        if plan.config.debug:
+            render.log(c, f"ddpkit: debug logs go to {plan.run_dir}")
+
+    def waiting(self, message: str) -> None:
+        render.log(self.console, f"ddpkit: {message}")
+
+    def output(self, line: str) -> None:
+        if self.quiet_output:
+            return
+        if self.output_to_stderr:
+            render.log(self.console, line)
+        else:
+            render.line(self.console, line)
+
+
+def print_plan(console: Console, plan: NodePlan) -> None:
+    d = plan.to_dict()
+    render.line(console, f"node {d['node_rank']} of {d['nnodes']} on {d['hostname']}, master "
+                         f"{d['master']}")
+    render.line(console, f"interface: {plan.interface.ifname} {plan.interface.address} "
+                         f"({plan.interface.reason})")
+    if plan.env_set:
+        render.line(console, "environment set for the workers:")
+        for key, value in shown_env(plan.env_set).items():
+            render.line(console, f"  {key}={value}")
+    else:
+        render.line(console, "environment set for the workers: nothing (loopback needs no interface "
+                             "variable)" if plan.interface.source == "loopback" else
+                             "environment set for the workers: nothing")
+    if any(source not in ("flag", "default") for _, source in plan.config.cluster_sources):
+        render.line(console, "cluster from the environment:")
+        for name, source in plan.config.cluster_sources:
+            value = getattr(plan.config, name)
+            render.line(console, f"  --{name.replace('_', '-')} {value}  ({source})")
+    if plan.local_rank.mode:
+        render.line(console, f"local-rank argument: {plan.local_rank.describe()}")
+    for text in plan.config.notes:
+        render.line(console, f"note: {text}")
+    for text in plan.warnings:
+        render.line(console, f"warning: {text}")
+    render.line(console, "command:")
+    from ddpkit.launch.torchrun import quote_command
+
+    render.line(console, "  " + quote_command(plan.argv))
+    if plan.peer_commands:
+        render.line(console, "on every other node:")
+        for command in plan.peer_commands:
+            render.line(console, "  " + command)
+
+
+def show_plan(console: Console, plan: NodePlan, *, as_json: bool) -> None:
+    """``--dry-run``: the plan as text, or as a ``ddpkit.launch-plan/1`` document."""
+    if as_json:
+        render.emit_json(console, document("launch-plan", 1, plan.to_dict()))
+    else:
+        print_plan(console, plan)
