@@ -34,16 +34,18 @@ ENTRIES = (
     Entry(
         "version-mismatch", "error",
         "Nodes run different NCCL/CUDA versions",
-        "The ranks do not all run the same NCCL (or the CUDA runtime needs a newer driver than "
-        "the node has). NCCL requires the same version on every rank; mixed versions fail or "
-        "hang during init.",
+        "The ranks do not all run the same NCCL or torch build (or the CUDA runtime needs a newer "
+        "driver than the node has). NCCL requires the same version on every rank, and each torch "
+        "build bundles its own; mixed versions fail or hang during init.",
         "Install the same torch build on every node (it bundles NCCL), e.g. pip install "
         "torch==<same version>\n"
         "Compare nodes: python -c 'import torch; print(torch.__version__, "
         "torch.cuda.nccl.version())'\n"
         "or let ddpkit diff them: ddpkit doctor --nnodes <N> --node-rank <R> --master-addr <addr>",
-        "`NCCL INFO NCCL version X` lines that differ between hosts/files; `CUDA driver version "
-        "is insufficient for CUDA runtime version`.",
+        "`NCCL INFO NCCL version X` lines that differ between hosts/files; torch builds that "
+        "differ between machines or files (collect_env's `PyTorch version: X`, a `torch==X` pip "
+        "line; a warning while nothing failed); `CUDA driver version is insufficient for CUDA "
+        "runtime version`.",
         92,
     ),
     Entry(
@@ -82,8 +84,13 @@ ENTRIES = (
         "<addr>\n"
         "Give every node the same NCCL_*/GLOO_* settings (ddpkit nccl-conf show) and a unique "
         "hostname (hostnamectl set-hostname node1).",
-        "`Using network IB` on one node and `Using network Socket` on another, `NCCL_* set by "
-        "environment` lines that differ, one hostname seen with different addresses.",
+        "`Using network IB` on one node and `Using network Socket` on another (before NCCL 2.5 "
+        "`Using internal Network IB`), in one log's host-prefixed lines or across files; a net "
+        "plugin loaded on one node (`NET/Plugin: Loaded net plugin ...`, `Plugin Path : ...`) and "
+        "the internal one on another, in a job that failed or hung; `NCCL_* set by environment` "
+        "lines that differ; one hostname seen with different addresses; two ranks on one GPU "
+        "under one hostname in NCCL's P2P/SHM ring lines. A transport or plugin difference in a "
+        "failed or hung job is an error, ranked above the failure it explains.",
         80,
     ),
 )
