@@ -13,6 +13,7 @@ from ddpkit.doctor.evidence import Bag, Capped, merge, origins_text
 from ddpkit.doctor.findings import SEVERITY_ORDER, Finding
 from ddpkit.doctor.host_rules import SharedDevices
 from ddpkit.doctor.init_model import InitModel
+from ddpkit.doctor.init_rules import init_hang, unreached_peers
 from ddpkit.doctor.job_rules import JobRules
 from ddpkit.doctor.local_rank_rule import LocalRankRule
 from ddpkit.doctor.logscan import Event
@@ -145,6 +146,9 @@ class Diagnosis:
         add(self.shared_devices.finding(), entry("duplicate-gpu").priority)
         add(self.job.collective_timeout(self.world_size()))
         add(self._p2p_suspect(scored))
+        if not any(f.severity == "error" for f, _ in scored) and not self.comm_completed:
+            add(unreached_peers(self.init, self.job.nccl_errors, self.job.nccl_error_bag,
+                                self.comm_started, len(self.machines)))
         errors_so_far = any(f.severity == "error" for f, _ in scored)
         add(self.job.connection_lost(errors_so_far, bool(self.net.conns)))
         errors_so_far = any(f.severity == "error" for f, _ in scored)
@@ -243,22 +247,10 @@ class Diagnosis:
     def _init_hang(self, scored: list[tuple[Finding, int]]) -> Finding | None:
         if scored or not self.comm_started or self.comm_completed:
             return None
-        e = entry("firewall")
-        text = ("NCCL init hangs: it started initialising a communicator and never finished, "
-                "and nothing failed. ")
-        stopped = self.init.where_each_stopped()
-        if stopped:
-            text += f"Where each machine stopped: {stopped}. "
-        missing = self.init.missing_ranks()
-        if missing and len(missing) < self.init.world:
-            shown = ", ".join(map(str, missing[:8])) + (" ..." if len(missing) > 8 else "")
-            text += (f"Rank{'s' if len(missing) > 1 else ''} {shown} of {self.init.world} never "
-                     "reached init in this log: start there (its log, or whether it was launched "
-                     "at all). ")
-        text += ("A silent drop of packets between the nodes looks exactly like this (if the log "
-                 "was cut off early, this is a guess). ")
-        return Finding(e.id, "warning", e.title, text + e.explanation, e.fix,
-                       merge(self.comm_started.items))
+        one_machine = (len(self.machines) <= 1 and self.max_nodes <= 1
+                       and not self.init.missing_ranks()
+                       and (len(self.init.ranks_started) > 1 or self.single_node_multi_gpu))
+        return init_hang(self.init, self.comm_started, one_machine)
 
 
 def _order(item: tuple[Finding, int]) -> tuple[int, int, str, int]:
