@@ -196,3 +196,25 @@ def test_follow_lines_are_never_folded_into_a_run() -> None:
     data = head + head + b"[0]:\n  host      : gpu-7\n"
     found = [(e.kind, e.line, e.repeat) for e in events(data)]
     assert ("summary-root", 1, 1) in found and all(r == 1 for _, _, r in found)
+
+
+@pytest.mark.parametrize(
+    ("line", "kind", "field", "value"),
+    [
+        (b"gpu2:46654:46654 [0] NCCL INFO Using internal Network Socket", "nccl-network", "name",
+         "Socket"),
+        (b"modal:2:774 [0] NCCL INFO Plugin Path : /opt/hpcx/nccl_rdma_sharp_plugin/lib/"
+         b"libnccl-net.so", "nccl-plugin", "detail",
+         "Plugin Path : /opt/hpcx/nccl_rdma_sharp_plugin/lib/libnccl-net.so"),
+        (b"PyTorch version: 2.5.1+cu124", "torch-version", "version", "2.5.1+cu124"),
+        (b"[pip3] torch==2.4.0", "torch-version", "version", "2.4.0"),
+    ],
+)
+def test_what_a_node_runs_with_is_read(line: bytes, kind: str, field: str, value: str) -> None:
+    (event,) = [e for e in events(line + b"\n") if e.kind == kind]
+    assert event.data[field] == value
+
+
+def test_other_torch_packages_are_not_the_torch_build() -> None:
+    lines = b"[pip3] torchaudio==2.4.0\n[pip3] torchvision==0.19.0\n[conda] pytorch 2.4.0 py3\n"
+    assert [e for e in events(lines) if e.kind == "torch-version"] == []

@@ -1,20 +1,35 @@
-"""How far each rank got through NCCL's init sequence, from the lines the log shows (issue 12).
+"""What each machine's NCCL init showed, from the lines the log shows (issue 12).
 
-Stages, in order: ``bootstrap`` (a Bootstrap/NET interface line), ``network`` (NCCL picked its
-transport), ``init started`` (a communicator line: ``comm 0x... rank R nranks N``, ``Init START``)
-and ``init complete``. A hang is named by where each rank (or machine) stopped.
+Per machine (host, launcher node, or the log file when the lines carry no prefix) the model keeps:
+
+- how far it got: ``bootstrap`` (a Bootstrap/NET interface line), ``network`` (NCCL picked its
+  transport), ``init started`` (a communicator line: ``comm 0x... rank R nranks N``, ``Init
+  START``) and ``init complete``; a hang is named by where each machine stopped;
+- what it ran with: the NCCL version, the transport NCCL chose (``Using network IB``, before 2.5
+  ``Using internal Network IB``), the net plugin it loaded (or that it used the internal one) and
+  the torch version (``collect_env``'s ``PyTorch version:``, a ``torch==`` pip line).
+
+The second half is what :mod:`ddpkit.doctor.node_rules` compares across machines and files.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
-from ddpkit.doctor.evidence import Capped, display_origin
+from ddpkit.doctor.evidence import Bag, Capped, display_origin
 from ddpkit.doctor.logscan import Event
 
 STAGES = ("bootstrap", "network", "init started", "init complete")
 _STAGE_OF_KIND = {"nccl-bootstrap": 0, "nccl-socket-ifaces": 0, "nccl-socket-item": 0,
                   "nccl-network": 1}
+INTERNAL_PLUGIN = "the internal one (no net plugin)"
+# What a NET/Plugin line says about the plugin a rank uses. Lines about probing (a symbol not
+# found in a plugin that did load, a dlopen that failed before the fallback line) say nothing.
+_LOADED = re.compile(r"Loaded (?:net|coll) plugin (?P<name>.+?)(?: \(v\d+\))?\s*$|"
+                     r"Plugin Path ?: ?(?P<path>\S+)")
+_INTERNAL = re.compile(r"No plugin found|Could not find: libnccl-net|Using internal (?:network "
+                       r"plugin|implementation)")
 
 
 @dataclass
@@ -24,17 +39,79 @@ class _Progress:
     line: str = ""
 
 
+class Reported:
+    """Which machines reported which value of one fact, with the lines that said it (bounded)."""
+
+    def __init__(self) -> None:
+        self.origins: Capped[str, set[str]] = Capped(16)
+        self.bags: Capped[str, Bag] = Capped(16)
+        self.first: Capped[str, str] = Capped()  # per machine, the first value it reported
+
+    def add(self, value: str, event: Event) -> None:
+        origins = self.origins.slot(value, set)
+        bag = self.bags.slot(value, Bag)
+        if origins is None or bag is None:
+            return
+        if len(origins) < 64:
+            origins.add(event.origin)
+        bag.add(event)
+        self.first.slot(event.origin, lambda: value)
+
+    def forget(self, origin: str, value: str) -> None:
+        """``origin`` did not in the end use ``value`` (a later line says what it used)."""
+        origins = self.origins.data.get(value)
+        if origins is not None:
+            origins.discard(origin)
+            if not origins:
+                del self.origins.data[value]
+                self.bags.data.pop(value, None)
+        if self.first.data.get(origin) == value:
+            del self.first.data[origin]
+
+    def values(self) -> list[str]:
+        return sorted(self.origins.data)
+
+    def machines(self) -> set[str]:
+        return {o for origins in self.origins.data.values() for o in origins}
+
+    def per_machine_differs(self) -> bool:
+        """Two machines reported different values (a file's unprefixed lines count as one)."""
+        return len(set(self.first.data.values())) > 1
+
+    def listing(self) -> str:
+        """``2.18.1 on vm-0; 2.14.3 on vm-1``, one clause per value."""
+        return "; ".join(f"{value} on {', '.join(sorted(display_origin(o) for o in origins))}"
+                         for value, origins in sorted(self.origins.items()))
+
+    def evidence(self) -> list[Bag]:
+        return [bag for _, bag in sorted(self.bags.items())]
+
+
 class InitModel:
-    """Per machine (host, launcher node or file): the furthest init stage reached."""
+    """Per machine: the furthest init stage reached, and the versions and transport it used."""
 
     def __init__(self) -> None:
         self.progress: Capped[str, _Progress] = Capped()
         self.ranks_started: set[str] = set()
         self.world: int = 0
+        self.nccl = Reported()
+        self.network = Reported()
+        self.plugin = Reported()
+        self.torch = Reported()
+        self._plugin_loaded: set[str] = set()
 
     def feed(self, event: Event) -> None:
-        stage = _STAGE_OF_KIND.get(event.kind)
-        if event.kind == "nccl-comm":
+        kind = event.kind
+        if kind == "nccl-version":
+            self.nccl.add(event.get("version"), event)
+        elif kind == "nccl-network":
+            self.network.add(event.get("name"), event)
+        elif kind == "nccl-plugin":
+            self._note_plugin(event)
+        elif kind == "torch-version":
+            self.torch.add(event.get("version"), event)
+        stage = _STAGE_OF_KIND.get(kind)
+        if kind == "nccl-comm":
             stage = 3 if event.get("phase") == "COMPLETE" else 2
             rank = event.get("rank")
             if stage == 2 and len(self.ranks_started) < 4096:
@@ -47,8 +124,21 @@ class InitModel:
             return
         if stage >= progress.stage:
             progress.stage, progress.line = stage, event.text
-        if event.kind == "nccl-comm" and len(progress.ranks) < 64:
+        if kind == "nccl-comm" and len(progress.ranks) < 64:
             progress.ranks.add(event.get("rank"))
+
+    def _note_plugin(self, event: Event) -> None:
+        """A loaded plugin wins over the fallback: NCCL may look for libnccl-net.so first."""
+        detail = event.get("detail")
+        loaded = _LOADED.search(detail)
+        if loaded:
+            name = loaded.group("name") or loaded.group("path")
+            if event.origin not in self._plugin_loaded and len(self._plugin_loaded) < 256:
+                self._plugin_loaded.add(event.origin)
+                self.plugin.forget(event.origin, INTERNAL_PLUGIN)
+            self.plugin.add(name, event)
+        elif _INTERNAL.search(detail) and event.origin not in self._plugin_loaded:
+            self.plugin.add(INTERNAL_PLUGIN, event)
 
     def where_each_stopped(self) -> str:
         """One clause per machine, e.g. ``gpu1 stopped after init started (ranks 0, 1)``."""

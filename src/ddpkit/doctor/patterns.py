@@ -49,8 +49,8 @@ def _p(
 
 
 ANCHORS: tuple[bytes, ...] = (
-    rb"NCCL(?: (?:INFO (?:Bootstrap|bootstrap\.cc|NET/|Using network|NCCL_|Failed to open"
-    rb"|comm 0x|ncclCommInit)|WARN|version|error|work)|\()",
+    rb"NCCL(?: (?:INFO (?:Bootstrap|bootstrap\.cc|NET/|Using network|Using internal|Plugin Path"
+    rb"|NCCL_|Failed to open|comm 0x|ncclCommInit)|WARN|version|error|work)|\()",
     b"rror", b"onnect", b"emory", b"Root Cause", b"_rank:",
     rb"local_rank(?:=|': )-1", rb"_device\(-1\)",
     # failures that real logs post bare, without an NCCL or error word on their line
@@ -58,6 +58,7 @@ ANCHORS: tuple[bytes, ...] = (
     b"INFO NET/Socket",  # also the quoted or pre-2.4 form without the NCCL word
     b"checkTimeout",  # the NCCL watchdog's stack, posted without its message line
     b"Ring ",  # pre-2.5 ring lines (before 2.4 also without the NCCL word)
+    b"PyTorch version: ", b"torch==",  # collect_env / pip: the torch build a node runs
 )
 
 # Lines after which the next N lines are examined whatever they contain.
@@ -81,7 +82,13 @@ PATTERNS: tuple[LinePattern, ...] = (
     _p("nccl-env", ("NCCL INFO NCCL_",),
        r"(?P<var>NCCL_[A-Z0-9_]+) set (?:by environment )?to (?P<value>\S*)"),
     _p("nccl-network", ("NCCL INFO Using network",), r"Using network (?P<name>\S[^\n]*?)\s*$"),
+    _p("nccl-network", ("NCCL INFO Using internal Network",),  # releases before 2.5
+       r"Using internal Network (?P<name>\S+)"),
     _p("nccl-plugin", ("NCCL INFO NET/",), r"NET/Plugin ?:? ?(?P<detail>\S[^\n]*)"),
+    _p("nccl-plugin", ("NCCL INFO Plugin Path",), r"(?P<detail>Plugin Path ?: ?\S+)"),
+    # The torch build a node runs (torch bundles NCCL): collect_env's line, a pip listing.
+    _p("torch-version", ("PyTorch version: ", "torch=="),
+       r"(?:PyTorch version: |(?:^|[\s\]])torch==)(?P<version>\d+\.\d+[\w.+-]*)"),
     _p("benign", ("NCCL INFO NET/", "NCCL INFO Failed to open libibverbs"),
        r"(?P<what>No plugin found|Could not find: libnccl-net|Failed to open libibverbs"
        r"|NET/IB ?: No device found)"),

@@ -13,11 +13,13 @@ from ddpkit.doctor.evidence import Bag, Capped, merge, origins_text
 from ddpkit.doctor.findings import SEVERITY_ORDER, Finding
 from ddpkit.doctor.host_rules import SharedDevices
 from ddpkit.doctor.init_model import InitModel
+from ddpkit.doctor.init_rules import init_hang, unreached_peers
 from ddpkit.doctor.job_rules import JobRules
 from ddpkit.doctor.local_rank_rule import LocalRankRule
 from ddpkit.doctor.logscan import Event
 from ddpkit.doctor.net_rules import SOCKET_ITEM, NetworkRules
-from ddpkit.doctor.simple_rules import Facts, node_mismatch, simple_finding
+from ddpkit.doctor.node_rules import node_mismatch, versions
+from ddpkit.doctor.simple_rules import Facts, simple_finding
 
 # Variables whose value may rightly differ per node (interface names do).
 _PER_NODE_VARS = frozenset({"NCCL_SOCKET_IFNAME", "NCCL_DEBUG_FILE", "NCCL_IB_HCA"})
@@ -40,10 +42,6 @@ class Diagnosis:
         self.shared_devices = SharedDevices()
         self.simple: dict[str, Facts] = {}
         self.machines: set[str] = set()
-        self.versions: Capped[str, Bag] = Capped(16)
-        self.version_origins: dict[str, set[str]] = {}
-        self.networks: Capped[str, str] = Capped()
-        self.network_bag: Capped[str, Bag] = Capped(16)
         self.env: Capped[str, dict[str, str]] = Capped()
         self.env_bag = Bag()
         self.host_addresses: Capped[str, set[tuple[str, str, str]]] = Capped()
@@ -68,19 +66,6 @@ class Diagnosis:
         kind = event.kind
         if kind in _SIMPLE:
             self.simple.setdefault(_SIMPLE[kind], Facts()).add(event)
-        elif kind == "nccl-version":
-            version = event.get("version")
-            bag = self.versions.slot(version, Bag)
-            if bag is not None:
-                bag.add(event)
-                origins = self.version_origins.setdefault(version, set())
-                if len(origins) < 64:
-                    origins.add(event.origin)
-        elif kind == "nccl-network":
-            self.networks.slot(event.origin, lambda: event.get("name"))
-            bag = self.network_bag.slot(event.get("name"), Bag)
-            if bag is not None:
-                bag.add(event)
         elif kind == "nccl-env":
             values = self.env.slot(event.origin, dict)
             if values is not None and len(values) < 64:
@@ -154,11 +139,16 @@ class Diagnosis:
             add(self._simple_finding(finding_id))
         add(self.local_rank.finding())
         add(self._rank_assignment())
-        add(self._versions())
-        add(self._node_mismatch())
+        trouble = init_hung or self._failed(scored)
+        driver = self.simple.get("version-mismatch")
+        add(versions(self.init, driver.bag if driver else None, trouble))
+        add(self._node_mismatch(trouble, init_hung))
         add(self.shared_devices.finding(), entry("duplicate-gpu").priority)
         add(self.job.collective_timeout(self.world_size()))
         add(self._p2p_suspect(scored))
+        if not any(f.severity == "error" for f, _ in scored) and not self.comm_completed:
+            add(unreached_peers(self.init, self.job.nccl_errors, self.job.nccl_error_bag,
+                                self.comm_started, len(self.machines)))
         errors_so_far = any(f.severity == "error" for f, _ in scored)
         add(self.job.connection_lost(errors_so_far, bool(self.net.conns)))
         errors_so_far = any(f.severity == "error" for f, _ in scored)
@@ -207,31 +197,22 @@ class Diagnosis:
         return Finding(e.id, e.severity, e.title, " ".join(parts) + " " + e.explanation, e.fix,
                        merge(*(b.items for b in bags)))
 
-    def _versions(self) -> Finding | None:
-        e = entry("version-mismatch")
-        parts: list[str] = []
-        bags: list[Bag] = []
-        if len(self.versions.data) > 1:
-            listing = "; ".join(f"{v} on {origins_text(self.version_origins.get(v, ()))}"
-                                for v in sorted(self.versions.data))
-            parts.append(f"Different NCCL versions are in use: {listing}.")
-            bags += [bag for _, bag in sorted(self.versions.items())]
-        driver = self.simple.get("version-mismatch")
-        if driver:
-            parts.append("The CUDA runtime needs a newer NVIDIA driver than this node has.")
-            bags.append(driver.bag)
-        if not parts:
-            return None
-        return Finding(e.id, e.severity, e.title, " ".join(parts) + " " + e.explanation, e.fix,
-                       merge(*(b.items for b in bags)))
+    def _failed(self, scored: list[tuple[Finding, int]]) -> bool:
+        """Whether anything in the logs failed: an error finding so far, a failed rank, an NCCL
+        error, a lost or refused connection, a timeout."""
+        job = self.job
+        return (any(f.severity == "error" for f, _ in scored) or bool(self.net.conns)
+                or bool(job.root_causes() or job.nccl_errors or job.lost or job.timeout_bag))
 
-    def _node_mismatch(self) -> Finding | None:
-        nccl_origins = set(self.networks.data) | {
-            o for origins in self.version_origins.values() for o in origins if not
-            o.startswith("file:")}
-        return node_mismatch(self.networks.data, self.network_bag.data, self.env.data,
-                             nccl_origins, self.env_bag, self.host_addresses.data, self.host_bag,
-                             _PER_NODE_VARS)
+    def _node_mismatch(self, trouble: bool, init_hung: bool) -> Finding | None:
+        finding = node_mismatch(self.init, self.env.data, self.env_bag, self.host_addresses.data,
+                                self.host_bag, _PER_NODE_VARS, trouble)
+        stopped = self.init.where_each_stopped() if init_hung else ""
+        if finding is None or not stopped or finding.severity != "error":
+            return finding
+        text = f"NCCL init hangs: {stopped}. " + finding.explanation
+        return Finding(finding.id, finding.severity, finding.title, text, finding.fix,
+                       finding.evidence)
 
     def _p2p_suspect(self, scored: list[tuple[Finding, int]]) -> Finding | None:
         if any(f.id == "p2p" for f, _ in scored) or not self.single_node_multi_gpu:
@@ -266,22 +247,10 @@ class Diagnosis:
     def _init_hang(self, scored: list[tuple[Finding, int]]) -> Finding | None:
         if scored or not self.comm_started or self.comm_completed:
             return None
-        e = entry("firewall")
-        text = ("NCCL init hangs: it started initialising a communicator and never finished, "
-                "and nothing failed. ")
-        stopped = self.init.where_each_stopped()
-        if stopped:
-            text += f"Where each machine stopped: {stopped}. "
-        missing = self.init.missing_ranks()
-        if missing and len(missing) < self.init.world:
-            shown = ", ".join(map(str, missing[:8])) + (" ..." if len(missing) > 8 else "")
-            text += (f"Rank{'s' if len(missing) > 1 else ''} {shown} of {self.init.world} never "
-                     "reached init in this log: start there (its log, or whether it was launched "
-                     "at all). ")
-        text += ("A silent drop of packets between the nodes looks exactly like this (if the log "
-                 "was cut off early, this is a guess). ")
-        return Finding(e.id, "warning", e.title, text + e.explanation, e.fix,
-                       merge(self.comm_started.items))
+        one_machine = (len(self.machines) <= 1 and self.max_nodes <= 1
+                       and not self.init.missing_ranks()
+                       and (len(self.init.ranks_started) > 1 or self.single_node_multi_gpu))
+        return init_hang(self.init, self.comm_started, one_machine)
 
 
 def _order(item: tuple[Finding, int]) -> tuple[int, int, str, int]:

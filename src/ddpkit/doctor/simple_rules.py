@@ -1,5 +1,4 @@
-"""Findings that follow from one kind of line (shm, duplicate-gpu, ib-error, ...), and the
-node-mismatch comparison of per-node facts."""
+"""Findings that follow from one kind of line (shm, duplicate-gpu, ib-error, ...)."""
 
 from __future__ import annotations
 
@@ -102,56 +101,3 @@ def simple_finding(finding_id: str, facts: Facts) -> Finding:
         text = details
     return Finding(e.id, e.severity, e.title, text.strip() + " " + e.explanation, fix,
                    merge(facts.bag.items))
-
-
-def node_mismatch(
-    networks: dict[str, str],
-    network_bags: dict[str, Bag],
-    env: dict[str, dict[str, str]],
-    nccl_origins: set[str],
-    env_bag: Bag,
-    host_addresses: dict[str, set[tuple[str, str, str]]],
-    host_bag: Bag,
-    per_node_vars: frozenset[str],
-) -> Finding | None:
-    """Differences between machines: NCCL transport, NCCL_* settings, shared hostnames.
-
-    ``nccl_origins``: machines whose NCCL INFO output was seen; NCCL logs every NCCL_* variable
-    it reads, so one missing from such a machine's log is unset there.
-    """
-    e = entry("node-mismatch")
-    parts: list[str] = []
-    bags: list[Bag] = []
-    if len(set(networks.values())) > 1:
-        listing = "; ".join(f"{origin}: {name}" for origin, name in sorted(networks.items()))
-        parts.append(f"The nodes use different NCCL transports ({listing}).")
-        bags += [bag for _, bag in sorted(network_bags.items())]
-    compared = sorted(set(env) | nccl_origins)
-    if len(compared) > 1 and env:
-        names = sorted({var for values in env.values() for var in values} - per_node_vars)
-        differing = []
-        for var in names:
-            per_origin = {o: env.get(o, {}).get(var, "(unset)") for o in compared}
-            if len(set(per_origin.values())) > 1:
-                differing.append(f"{var}: " + ", ".join(f"{o}={v}"
-                                                        for o, v in sorted(per_origin.items())))
-        if differing:
-            parts.append("NCCL settings differ between nodes: " + "; ".join(differing[:6]) + ".")
-            bags.append(env_bag)
-    for host, seen in sorted(host_addresses.items()):
-        by_name: dict[str, set[str]] = {}
-        files: set[str] = set()
-        for file, name, address in seen:
-            by_name.setdefault(name, set()).add(address)
-            files.add(file)
-        clash = sorted(name for name, addresses in by_name.items() if len(addresses) > 1)
-        if clash and len(files) > 1:
-            addresses = ", ".join(sorted(by_name[clash[0]]))
-            parts.append(f"Different machines share the hostname {host} ({clash[0]} is "
-                         f"{addresses}): anything that goes by hostname (torchrun's c10d "
-                         "rendezvous, MASTER_ADDR) can reach the wrong one.")
-            bags.append(host_bag)
-    if not parts:
-        return None
-    return Finding(e.id, e.severity, e.title, " ".join(parts) + " " + e.explanation, e.fix,
-                   merge(*(b.items for b in bags)))
