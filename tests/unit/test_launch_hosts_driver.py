@@ -11,14 +11,14 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
+from test_launch_fanout import Recorder as NodeRecorder
 
 from ddpkit.errors import DdpkitError
 from ddpkit.launch import hosts_driver
 from ddpkit.launch.envpass import PassedEnv
-from ddpkit.launch.fanout import NodeCommand
 from ddpkit.launch.hostfile import Host
 from ddpkit.launch.job import JobSpec
-from ddpkit.launch.outcomes import FAILED, OK, STOPPED, NodeOutcome
+from ddpkit.launch.outcomes import FAILED, OK, STOPPED
 from ddpkit.launch.probe import HostProbe
 from ddpkit.launch.remote import SshSettings
 
@@ -43,27 +43,19 @@ NODE = textwrap.dedent("""\
         sys.exit(6)
     print(json.dumps({{"schema": "ddpkit.launch/1", "ok": True, "node": int(rank)}}))
 """)
+
 HOSTS = (Host(name="127.0.0.1"), Host(name="localhost"))
 
 
-class Recorder:
+class Recorder(NodeRecorder):
+    """The fan-out's node events, plus the driver's own progress lines."""
+
     def __init__(self) -> None:
+        super().__init__()
         self.progress: list[str] = []
-        self.lines: list[tuple[str, str]] = []
-        self.ended: list[NodeOutcome] = []
-        self.stops: list[str] = []
 
     def waiting(self, message: str) -> None:
         self.progress.append(message)
-
-    def node_line(self, node: NodeCommand, text: str) -> None:
-        self.lines.append((node.label, text))
-
-    def node_finished(self, outcome: NodeOutcome) -> None:
-        self.ended.append(outcome)
-
-    def stopping(self, reason: str) -> None:
-        self.stops.append(reason)
 
 
 def _tools(problems: dict[int, str] | None = None) -> hosts_driver.HostsTools:
