@@ -28,6 +28,7 @@ from ddpkit.launch.preflight import check_port_free, wait_for_master
 from ddpkit.launch.torchrun import AgentTracebackFilter, parse_failures
 from ddpkit.launch.tracebacks import known_fix
 
+RESTART_COUNT_ENV = "DDPKIT_RESTART_COUNT"  # which restart of the whole job a start is (0 first)
 LAUNCHER_LOG = "torchrun.log"  # everything torchrun and the ranks printed, unfiltered
 RENDEZVOUS_STOPPED = "the rendezvous did not complete"
 RENDEZVOUS_GRACE_S = 2.0  # torchrun's own start-up before its rendezvous clock starts
@@ -235,7 +236,8 @@ def _attempt(plan: NodePlan, events: LaunchEvents, probe: MasterProbe | None,
                 events.output(text)
 
         try:
-            outcome = run_process(plan.argv, plan.env, on_line=on_line, timeout=timeout,
+            outcome = run_process(plan.argv, attempt_env(plan.env, attempt), on_line=on_line,
+                                  timeout=timeout,
                                   should_stop=stop,
                                   start_deadline=_rendezvous_deadline(plan, probe),
                                   started=watch.started)
@@ -247,6 +249,14 @@ def _attempt(plan: NodePlan, events: LaunchEvents, probe: MasterProbe | None,
     root, failures = parse_failures(outcome.tail)
     return NodeResult(plan=plan, outcome=outcome, root_cause=root, failures=failures,
                       stack_reports=tuple(watch.reports), restarts=attempt), watch
+
+
+def attempt_env(env: Mapping[str, str], attempt: int) -> dict[str, str]:
+    """The environment of one start of torchrun: the plan's, plus which restart of the job this
+    is. With several nodes torchrun runs with --max-restarts=0, so the TORCHELASTIC_RESTART_COUNT
+    it gives the workers is 0 on every start; a script that resumes from a checkpoint on a restart
+    reads DDPKIT_RESTART_COUNT instead (the same as torchrun's count on one node)."""
+    return {**env, RESTART_COUNT_ENV: str(attempt)}
 
 
 def _verdict(plan: NodePlan, probe: MasterProbe | None, result: NodeResult,

@@ -33,8 +33,8 @@ FLAKY = textwrap.dedent("""
     rank = dist.get_rank()
     starts = pathlib.Path(sys.argv[1], f"starts-rank{rank}")
     with starts.open("a") as f:
-        f.write(f"{os.getpid()}\\n")
-    k = len(starts.read_text().split())
+        f.write(f"{os.getpid()} {os.environ['DDPKIT_RESTART_COUNT']}\\n")
+    k = len(starts.read_text().splitlines())
     if rank == 1 and k <= int(sys.argv[2]):
         time.sleep(1)
         sys.exit(f"rank 1 fails at its start {k}")
@@ -66,7 +66,12 @@ def _run(cluster: SimCluster, tmp_path: Path, fails: int, max_restarts: int) -> 
 
 
 def _starts(tmp_path: Path) -> list[int]:
-    return [len((tmp_path / f"starts-rank{r}").read_text().split()) for r in (0, 1)]
+    return [len((tmp_path / f"starts-rank{r}").read_text().splitlines()) for r in (0, 1)]
+
+
+def _restart_counts(tmp_path: Path, rank: int) -> list[str]:
+    """DDPKIT_RESTART_COUNT as each start of ``rank`` saw it."""
+    return [line.split()[1] for line in (tmp_path / f"starts-rank{rank}").read_text().splitlines()]
 
 
 @pytest.mark.timeout(240)
@@ -78,6 +83,7 @@ def test_one_failure_restarts_every_node_once(sim_cluster: Callable[..., SimClus
         assert "restart 1 of 1 (--max-restarts counts the whole job" in run.err
         assert json.loads(run.out)["restarts"] == 1
     assert "rank 0 done at its start 2: 2" in runs[0].err  # --json: the ranks print to stderr
+    assert _restart_counts(tmp_path, 0) == _restart_counts(tmp_path, 1) == ["0", "1"]
     assert "rank 1 done at its start 2: 2" in runs[1].err
     assert _starts(tmp_path) == [2, 2]
 
