@@ -98,8 +98,8 @@ class EchoListener:
                     continue
                 with contextlib.suppress(OSError), conn:
                     conn.settimeout(1.0)
+                    self.answered += 1  # before the answer leaves: a prober that has it sees it
                     conn.sendall(echo_line(self.rank, self.nonce, str(peer[0])))
-                    self.answered += 1
 
     def close(self) -> None:
         self._stop.set()
