@@ -72,6 +72,50 @@ def test_unreadable_file_is_a_config_error_naming_it(run_cli: RunCli, tmp_path: 
     assert result.out == ""  # nothing half-printed before the error
 
 
+def test_fifo_without_a_writer_is_refused_within_the_bounded_wait(
+        run_cli: RunCli, tmp_path: Path, monkeypatch: Any) -> None:
+    import os
+    import time
+
+    from ddpkit.doctor import logs
+
+    monkeypatch.setattr(logs, "FIFO_WAIT_S", 1)
+    fifo = tmp_path / "rank_0.log"
+    os.mkfifo(fifo)
+    started = time.monotonic()
+    result = run_cli("doctor", "--log", str(fifo), "--json")
+    assert time.monotonic() - started < 5
+    assert result.code == ExitCode.CONFIG
+    error = result.json()["error"]
+    assert error["id"] == "log-unreadable" and "FIFO that no program wrote into" in error["message"]
+
+
+def test_fifo_with_a_writer_is_read(run_cli: RunCli, tmp_path: Path) -> None:
+    import os
+    import threading
+
+    fifo = tmp_path / "live.log"
+    os.mkfifo(fifo)
+
+    def write() -> None:
+        with open(fifo, "wb") as handle:  # blocks until doctor opens the read end
+            handle.write(SEED.read_bytes())
+
+    writer = threading.Thread(target=write, daemon=True)
+    writer.start()
+    result = run_cli("doctor", "--log", str(fifo), "--json")
+    writer.join(timeout=10)
+    assert result.json()["findings"][0]["id"] == "wrong-interface"
+
+
+def test_device_is_refused_naming_the_fix(run_cli: RunCli) -> None:
+    result = run_cli("doctor", "--log", "/dev/zero", "--json")
+    assert result.code == ExitCode.CONFIG
+    error = result.json()["error"]
+    assert error["id"] == "log-unreadable" and "device" in error["message"]
+    assert "ddpkit doctor --log -" in error["hint"]
+
+
 def test_directory_is_unreadable(run_cli: RunCli, tmp_path: Path) -> None:
     result = run_cli("doctor", "--log", str(tmp_path), "--json")
     assert result.code == ExitCode.CONFIG
