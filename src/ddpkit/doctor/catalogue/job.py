@@ -67,15 +67,17 @@ ENTRIES = (
         "job-hung", "error",
         "The job hung: a rank is somewhere the others are not",
         "ddpkit dumped every rank's Python stack (py-spy) because no rank made progress (no "
-        "output, no CPU time) for --hang-timeout seconds, or because you asked for it. Ranks are "
-        "grouped by where they are; a rank that is not inside a collective while the others wait "
-        "in one (or is in a different collective, or at a different line) holds the job up.",
+        "output, no CPU time) for --hang-timeout seconds, or because you asked for it; or torch's "
+        "flight recorder dumped each rank's last collectives. Ranks are grouped by where they "
+        "are; a rank that is not inside a collective while the others wait in one (or is in a "
+        "different collective, at a different line, or behind in the collectives' sequence) "
+        "holds the job up.",
         "Look at the named rank's stack (stacks/rank<R>.txt) and its source line: make every rank "
         "call the same collectives in the same order; a rank that only computes silently for a "
         "long time without using CPU (waiting on a GPU, a download) needs a larger "
         "--hang-timeout.",
-        "A `stacks/` directory written by `ddpkit launch` (its `stacks.json`), or a run directory "
-        "that has one.",
+        "A `stacks/` directory written by `ddpkit launch` (its `stacks.json`), torch's "
+        "flight-recorder dumps (`flight-recorder/rank_<R>`), or a run directory that has either.",
         88,
     ),
     Entry(
