@@ -116,6 +116,7 @@ def test_a_hang_timeout_gives_the_workers_a_flight_recorder_unless_they_have_one
                  _facts(route=None))
     assert plan.env_set["TORCH_FR_BUFFER_SIZE"] == plan.env["TORCH_FR_BUFFER_SIZE"] == "2000"
     assert plan.env_set["TORCH_FR_DUMP_TEMP_FILE"].endswith("/flight-recorder/rank_")
+    assert plan.env_set["TORCH_NCCL_DUMP_ON_TIMEOUT"] == "1"
     assert "TORCH_NCCL_TRACE_BUFFER_SIZE" not in plan.env_set  # deprecated since 2.8: it warns
     old = _plan(_config(nnodes=1, node_rank=0, master_addr="127.0.0.1"),
                 _facts(route=None, torch_version="2.5.1"))

@@ -34,10 +34,14 @@ def flight_recorder_env(run_dir: str, torch_version: str | None) -> dict[str, st
     TORCH_FR_* names (and warns that the TORCH_NCCL_* ones are deprecated), earlier ones only the
     TORCH_NCCL_* names."""
     prefix = f"{run_dir}/{FLIGHT_RECORDER_DIR}/rank_"
+    # the watchdog writes the dump on a collective timeout only with DUMP_ON_TIMEOUT (its default
+    # has changed across releases; the name has not)
+    dump = {"TORCH_NCCL_DUMP_ON_TIMEOUT": "1"}
     if _older_than(torch_version, (2, 8)):
         return {"TORCH_NCCL_TRACE_BUFFER_SIZE": FLIGHT_RECORDER_ENTRIES,
-                "TORCH_NCCL_DEBUG_INFO_TEMP_FILE": prefix}
-    return {"TORCH_FR_BUFFER_SIZE": FLIGHT_RECORDER_ENTRIES, "TORCH_FR_DUMP_TEMP_FILE": prefix}
+                "TORCH_NCCL_DEBUG_INFO_TEMP_FILE": prefix, **dump}
+    return {"TORCH_FR_BUFFER_SIZE": FLIGHT_RECORDER_ENTRIES, "TORCH_FR_DUMP_TEMP_FILE": prefix,
+            **dump}
 
 
 def _older_than(version: str | None, wanted: tuple[int, int]) -> bool:
