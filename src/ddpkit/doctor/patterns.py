@@ -50,8 +50,7 @@ def _p(
 
 ANCHORS: tuple[bytes, ...] = (
     rb"NCCL(?: (?:INFO (?:Bootstrap|bootstrap\.cc|NET/|Using network|Using internal|Plugin Path"
-    rb"|NCCL_|Failed to open|comm 0x|ncclCommInit|Launch mode)|WARN|version|error|work)"
-    rb"|\()",
+    rb"|NCCL_|Failed to open|comm 0x|ncclCommInit)|WARN|version|error|work)|\()",
     b"rror", b"onnect", b"emory", b"Root Cause", b"_rank:",
     rb"local_rank(?:=|': )-1", rb"_device\(-1\)",
     # failures that real logs post bare, without an NCCL or error word on their line
@@ -61,7 +60,7 @@ ANCHORS: tuple[bytes, ...] = (
     b"Ring ",  # pre-2.5 ring lines (before 2.4 also without the NCCL word)
     b"PyTorch version: ", b"torch==",  # collect_env / pip: the torch build a node runs
     b"Pid",  # nccl-tests' "Using devices" table: the host each rank runs on
-    rb"Trees \[",  # NCCL's tree layout, printed during init
+    b"Trees ", b"Launch mode",  # NCCL's tree layout (during init), its launch mode (after it)
 )
 
 # Lines after which the next N lines are examined whatever they contain.
