@@ -105,7 +105,6 @@ class InitModel:
         self._plugin_loaded: set[str] = set()
         self.trees = Bag()  # tree layouts: init had started
         self.comm_lines = 0  # communicator lines of any phase
-        self.ran = False  # NCCL printed that it ran past init (its launch mode)
         self.placed: Capped[str, str] = Capped(4096)  # rank -> host, from nccl-tests' table
         self.placed_bag = Bag()
 
@@ -121,8 +120,6 @@ class InitModel:
             self.torch.add(event.get("version"), event)
         elif kind == "nccl-trees":
             self.trees.add(event)
-        elif kind == "nccl-ran":
-            self.ran = True
         elif kind == "nccltests-rank":
             self.placed.slot(event.get("rank"), lambda: event.get("host"))
             self.placed_bag.add(event)
@@ -172,7 +169,7 @@ class InitModel:
         """NCCL laid out its trees, so init had started, in a release that prints no ``Init
         START`` (2.4 to 2.11: only ``Init COMPLETE``, and that never came). Not read when no line
         states the version: before 2.4 no ``Init COMPLETE`` is printed at all."""
-        if not self.trees or self.comm_lines or self.ran:
+        if not self.trees or self.comm_lines:
             return False
         return any(_release(v) >= _COMPLETE_SINCE for v in self.nccl.values())
 

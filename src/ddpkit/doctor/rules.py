@@ -250,7 +250,7 @@ class Diagnosis:
         return bool(self.comm_started) or self.init.started_without_comm_line()
 
     def _init_hang(self, scored: list[tuple[Finding, int]]) -> Finding | None:
-        if scored or not self._init_started() or self.comm_completed or self.init.ran:
+        if scored or not self._init_started() or self.comm_completed:
             return None
         several_ranks = (len(self.init.ranks_started) > 1 or self.single_node_multi_gpu
                          or self.init.placed_on_one_host())
