@@ -63,6 +63,7 @@ def old_init(host: str, version: str = "2.11.4+cuda11.1") -> str:
 
 
 def nccl_tests_table(*hosts: str) -> str:
+    """nccl-tests' device table (its newer form also has a ``Group`` column)."""
     return "# Using devices\n" + "".join(
         f"#   Rank  {rank} Pid  26327 on {host:>10} device  {rank} [0xc1] NVIDIA RTX A6000\n"
         for rank, host in enumerate(hosts))
@@ -108,7 +109,17 @@ def test_ring_and_connection_lines_alone_are_not_read_as_init_started(tmp_path: 
 
 
 def test_a_table_that_places_only_some_ranks_is_not_one_machine(tmp_path: Path) -> None:
-    text = ("#   Rank  0 Pid  26327 on box device  0 [0xc1] NVIDIA RTX A6000\n"
+    # ranks 0 and 2 on "box": rank 1 could run anywhere
+    text = ("# Using devices\n"
+            "#   Rank  0 Pid  26327 on box device  0 [0xc1] NVIDIA RTX A6000\n"
             "#   Rank  2 Pid  26327 on box device  1 [0xc2] NVIDIA RTX A6000\n"
             + old_init("box"))
     assert "p2p" not in [f.id for f in run(tmp_path, text)]
+
+
+def test_the_newer_table_form_places_ranks_too(tmp_path: Path) -> None:
+    table = ("# Using devices\n"
+             "#  Rank  0 Group  0 Pid 3740409 on        box device  0 [0x01] NVIDIA RTX A6000\n"
+             "#  Rank  1 Group  0 Pid 3740409 on        box device  1 [0x07] NVIDIA RTX A6000\n")
+    (finding,) = run(tmp_path, table + old_init("box"))
+    assert finding.id == "p2p"
