@@ -4,7 +4,9 @@ Per machine (host, launcher node, or the log file when the lines carry no prefix
 
 - how far it got: ``bootstrap`` (a Bootstrap/NET interface line), ``network`` (NCCL picked its
   transport), ``init started`` (a communicator line: ``comm 0x... rank R nranks N``, ``Init
-  START``) and ``init complete``; a hang is named by where each machine stopped;
+  START``; or, from releases 2.4 to 2.11 that print no ``Init START``, the trees NCCL lays out
+  inside ncclCommInitRank) and ``init complete``; a hang is named by where each machine stopped;
+- where each rank runs when the log says so (nccl-tests' ``Rank 0 ... Pid ... on HOST`` table);
 - what it ran with: the NCCL version, the transport NCCL chose (``Using network IB``, before 2.5
   ``Using internal Network IB``), the net plugin it loaded (or that it used the internal one) and
   the torch version (``collect_env``'s ``PyTorch version:``, a ``torch==`` pip line).
@@ -22,7 +24,9 @@ from ddpkit.doctor.logscan import Event
 
 STAGES = ("bootstrap", "network", "init started", "init complete")
 _STAGE_OF_KIND = {"nccl-bootstrap": 0, "nccl-socket-ifaces": 0, "nccl-socket-item": 0,
-                  "nccl-network": 1}
+                  "nccl-network": 1, "nccl-trees": 2}
+# The first release whose init prints ``Init COMPLETE`` (releases before 2.12 print no START).
+_COMPLETE_SINCE = (2, 4)
 INTERNAL_PLUGIN = "the internal one (no net plugin)"
 # What a NET/Plugin line says about the plugin a rank uses. Lines about probing (a symbol not
 # found in a plugin that did load, a dlopen that failed before the fallback line) say nothing.
@@ -99,6 +103,10 @@ class InitModel:
         self.plugin = Reported()
         self.torch = Reported()
         self._plugin_loaded: set[str] = set()
+        self.trees = Bag()  # tree layouts: init had started
+        self.comm_lines = 0  # communicator lines of any phase
+        self.placed: Capped[str, str] = Capped(4096)  # rank -> host, from nccl-tests' table
+        self.placed_bag = Bag()
 
     def feed(self, event: Event) -> None:
         kind = event.kind
@@ -110,8 +118,14 @@ class InitModel:
             self._note_plugin(event)
         elif kind == "torch-version":
             self.torch.add(event.get("version"), event)
+        elif kind == "nccl-trees":
+            self.trees.add(event)
+        elif kind == "nccltests-rank":
+            self.placed.slot(event.get("rank"), lambda: event.get("host"))
+            self.placed_bag.add(event)
         stage = _STAGE_OF_KIND.get(kind)
         if kind == "nccl-comm":
+            self.comm_lines += event.repeat
             stage = 3 if event.get("phase") == "COMPLETE" else 2
             rank = event.get("rank")
             if stage == 2 and len(self.ranks_started) < 4096:
@@ -151,9 +165,31 @@ class InitModel:
             parts.append(f"{display_origin(origin)} stopped after {STAGES[progress.stage]}{who}")
         return "; ".join(parts[:8])
 
+    def started_without_comm_line(self) -> bool:
+        """NCCL laid out its trees, so init had started, in a release that prints no ``Init
+        START`` (2.4 to 2.11: only ``Init COMPLETE``, and that never came). Not read when no line
+        states the version: before 2.4 no ``Init COMPLETE`` is printed at all."""
+        if not self.trees or self.comm_lines:
+            return False
+        return any(_release(v) >= _COMPLETE_SINCE for v in self.nccl.values())
+
+    def placed_on_one_host(self) -> bool:
+        """The log places every rank of the job (0 .. N-1, N >= 2) on one and the same host."""
+        ranks = {int(r) for r in self.placed.data if r.isdigit()}
+        hosts = set(self.placed.data.values())
+        count = len(ranks)
+        return (count >= 2 and len(hosts) == 1 and ranks == set(range(count))
+                and self.world in (0, count))
+
     def missing_ranks(self) -> list[int]:
         """Ranks of the communicator that never printed their init line (when any did)."""
         if not self.world or not self.ranks_started or self.world > 4096:
             return []
         seen = {int(r) for r in self.ranks_started if r.isdigit()}
         return sorted(set(range(self.world)) - seen)
+
+
+def _release(version: str) -> tuple[int, int]:
+    """``2.11.4`` -> (2, 11)."""
+    major, minor = (version.split(".") + ["0"])[:2]
+    return (int(major), int(minor)) if major.isdigit() and minor.isdigit() else (0, 0)

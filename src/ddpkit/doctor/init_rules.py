@@ -45,7 +45,8 @@ def init_hang(init: InitModel, started: Bag, one_machine: bool) -> Finding:
         e = entry("firewall")
         text += ("A silent drop of packets between the nodes looks exactly like this (if the log "
                  "was cut off early, this is a guess). ")
-    return Finding(e.id, "warning", e.title, text + e.explanation, e.fix, merge(started.items))
+    shown = merge(started.items, init.placed_bag.items) if one_machine else merge(started.items)
+    return Finding(e.id, "warning", e.title, text + e.explanation, e.fix, shown)
 
 
 def unreached_peers(init: InitModel, nccl_errors: set[str], errors: Bag, started: Bag,

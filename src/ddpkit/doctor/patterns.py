@@ -50,7 +50,7 @@ def _p(
 
 ANCHORS: tuple[bytes, ...] = (
     rb"NCCL(?: (?:INFO (?:Bootstrap|bootstrap\.cc|NET/|Using network|Using internal|Plugin Path"
-    rb"|NCCL_|Failed to open|comm 0x|ncclCommInit)|WARN|version|error|work)|\()",
+    rb"|NCCL_|Failed to open|comm 0x|ncclCommInit|Trees)|WARN|version|error|work)|\()",
     b"rror", b"onnect", b"emory", b"Root Cause", b"_rank:",
     rb"local_rank(?:=|': )-1", rb"_device\(-1\)",
     # failures that real logs post bare, without an NCCL or error word on their line
@@ -59,10 +59,12 @@ ANCHORS: tuple[bytes, ...] = (
     b"checkTimeout",  # the NCCL watchdog's stack, posted without its message line
     b"Ring ",  # pre-2.5 ring lines (before 2.4 also without the NCCL word)
     b"PyTorch version: ", b"torch==",  # collect_env / pip: the torch build a node runs
+    b"Using devices",  # nccl-tests' table of the host each rank runs on follows this line
 )
 
 # Lines after which the next N lines are examined whatever they contain.
-FOLLOW: dict[str, int] = {"Root Cause": 8, "Last error:": 2, "ChildFailedError": 5}
+FOLLOW: dict[str, int] = {"Root Cause": 8, "Last error:": 2, "ChildFailedError": 5,
+                          "Using devices": 64}
 # A "NET/Socket : Using" line that ends there: its interfaces follow, one per line.
 SOCKET_LIST_HEAD, SOCKET_LIST_LINES = "NET/Socket : Using", 16
 
@@ -102,6 +104,13 @@ PATTERNS: tuple[LinePattern, ...] = (
     # NCCL's return-code trail through bootstrap.cc: the bootstrap failed (posted without a WARN).
     _p("bootstrap-retcode", ("NCCL INFO bootstrap.cc:",),
        r"NCCL INFO bootstrap\.cc:(?P<line>\d+) -> (?P<code>[1-9]\d*)"),
+    # A rank's place in NCCL's trees (``Trees [0] -1/-1/-1->1->0 ...``, 2.4 ``Trees [0] 1->0->-1``):
+    # NCCL lays them out inside ncclCommInitRank, so init had started. (The ring layout says the
+    # same, but its ``Channel`` word also starts every connection line, far too many to read.)
+    _p("nccl-trees", ("NCCL INFO Trees",), r"\bTrees \[\d+\] -?\d+(?:/-?\d+)*->"),
+    # nccl-tests' table of devices (the lines after ``# Using devices``): each rank's host.
+    _p("nccltests-rank", (),
+       r"Rank +(?P<rank>\d+) +(?:Group +\d+ +)?Pid +\d+ on +(?P<host>[\w.-]+) +device +\d+"),
     _p("nccl-version", ("NCCL version",), r"NCCL version (?P<version>\d+\.\d+\.\d+)"
        r"(?:\+(?P<cuda>cuda[\d.]+))?"),
     _p("nccl-comm", ("NCCL INFO ncclCommInit", "NCCL INFO comm 0x"),

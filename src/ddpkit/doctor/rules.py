@@ -130,7 +130,7 @@ class Diagnosis:
                 scored.append((finding, entry(finding.id).priority if priority is None
                                else priority))
 
-        init_hung = bool(self.comm_started) and not self.comm_completed
+        init_hung = self._init_started() and not self.comm_completed
         single_node = self.max_nodes == 1 and len(self.machines) < 2
         for finding in self.net.findings(self.multi_node, init_hung, single_node):
             add(finding)
@@ -244,13 +244,20 @@ class Diagnosis:
         return Finding(e.id, e.severity, e.title, text + e.explanation, fix,
                        merge(*(r.bag.items for r in killed)))
 
+    def _init_started(self) -> bool:
+        """A communicator's init started: its ``Init START`` line, or (releases 2.4 to 2.11) the
+        trees NCCL laid out."""
+        return bool(self.comm_started) or self.init.started_without_comm_line()
+
     def _init_hang(self, scored: list[tuple[Finding, int]]) -> Finding | None:
-        if scored or not self.comm_started or self.comm_completed:
+        if scored or not self._init_started() or self.comm_completed:
             return None
+        several_ranks = (len(self.init.ranks_started) > 1 or self.single_node_multi_gpu
+                         or self.init.placed_on_one_host())
         one_machine = (len(self.machines) <= 1 and self.max_nodes <= 1
-                       and not self.init.missing_ranks()
-                       and (len(self.init.ranks_started) > 1 or self.single_node_multi_gpu))
-        return init_hang(self.init, self.comm_started, one_machine)
+                       and not self.init.missing_ranks() and several_ranks)
+        started = self.comm_started if self.comm_started else self.init.trees
+        return init_hang(self.init, started, one_machine)
 
 
 def _order(item: tuple[Finding, int]) -> tuple[int, int, str, int]:

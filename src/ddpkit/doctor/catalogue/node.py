@@ -57,7 +57,10 @@ ENTRIES = (
         "Confirm by disabling P2P: export NCCL_P2P_DISABLE=1\n"
         "Inspect the topology: nvidia-smi topo -m (and check ACS/IOMMU on bare metal)",
         "`NCCL WARN` lines from transport/p2p.cc, `peer access is not supported`, CUDA IPC "
-        "failures; a watchdog timeout in a job whose NCCL comms report `nNodes 1`.",
+        "failures; a watchdog timeout in a job whose NCCL comms report `nNodes 1`; an NCCL init "
+        "that started (`Init START`, or from 2.4 to 2.11 the tree layout, `Trees [0] "
+        "-1/-1/-1->1->0`) and never completed, with nothing failing and every rank on one machine (its "
+        "ranks' init lines, or nccl-tests' `Rank 0 ... on HOST` table).",
         87,
     ),
     Entry(
