@@ -188,8 +188,11 @@ def test_a_users_value_replaces_ddpkits_and_rdzv_conf_is_merged() -> None:
                              local_rank_arg="--local_rank=${local_rank}")
 
     plain = argv()
-    assert {"--tee=3", "--redirects=3", "--log-dir=/r/torchrun", "--local-addr=10.0.0.3",
+    assert {"--redirects=3", "--log-dir=/r/torchrun", "--local-addr=10.0.0.3",
             "--rdzv-conf=timeout=90"} <= set(plain)
+    assert not [a for a in plain if a.startswith("--tee")]  # ddpkit follows the rank files
+    redirected = argv(("--redirects", "1"))  # the user chose: torchrun's own tee shows the rest
+    assert "--redirects=1" in redirected and "--tee=3" in redirected
     assert plain[-3:] == ["t.py", "--local_rank=${local_rank}", "--x"]
     mine = argv(("--tee", "0"), ("--log-dir", "/mine"), ("--local-addr", "10.0.0.9"),
                 ("--rdzv-conf", "join_timeout=5"), ("--role", "trainer"), ("--standalone", None))

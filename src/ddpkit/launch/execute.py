@@ -16,6 +16,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 import psutil
 
@@ -34,6 +35,14 @@ class ProcessOutcome:
     duration_s: float
     leftovers_killed: tuple[int, ...]  # descendants still alive at the end, killed by pid
     descendants_seen: int = 0  # processes the command started while it ran (torchrun: its ranks)
+
+
+class RankOutput(Protocol):
+    """Output a process writes somewhere other than its pipe, followed while it runs."""
+
+    def start(self, emit: Callable[[str], None]) -> None: ...
+
+    def stop(self) -> None: ...
 
 
 _PR_SET_PDEATHSIG = 1  # linux/prctl.h
@@ -117,6 +126,7 @@ def run_process(
     should_stop: Callable[[], str | None] | None = None,
     start_deadline: StartDeadline | None = None,
     started: Callable[[int], None] | None = None,
+    rank_output: RankOutput | None = None,
 ) -> ProcessOutcome:
     """Run ``argv`` to completion, streaming its merged output line by line to ``on_line``.
 
@@ -126,7 +136,9 @@ def run_process(
     reason, e.g. "rank 3 on node2 failed") stops the tree the same way, and so does a
     ``start_deadline`` that passes before the process has started any child (torchrun starts its
     workers only after the rendezvous, so this bounds a rendezvous that never ends). ``started``
-    is told the process's pid as soon as it runs (a watcher of its ranks).
+    is told the process's pid as soon as it runs (a watcher of its ranks). ``rank_output``
+    follows output the process writes elsewhere (torchrun's rank log files): its lines join the
+    process's own in ``on_line`` and the tail, and it is drained once the process has ended.
     """
     start = time.monotonic()
     proc = subprocess.Popen(
@@ -139,16 +151,22 @@ def run_process(
     if started is not None:
         started(proc.pid)
     tail: collections.deque[str] = collections.deque(maxlen=TAIL_LINES)
+    emitting = threading.Lock()  # two readers: the process's pipe and the files it writes
+
+    def emit(text: str) -> None:
+        with emitting:
+            tail.append(text)
+            on_line(text)
 
     def pump() -> None:
         assert proc.stdout is not None
         for text in proc.stdout:
-            text = text.rstrip("\n")
-            tail.append(text)
-            on_line(text)
+            emit(text.rstrip("\n"))
 
     reader = threading.Thread(target=pump, name="ddpkit-output", daemon=True)
     reader.start()
+    if rank_output is not None:
+        rank_output.start(emit)
     timed_out = interrupted = False
     stopped: str | None = None
     try:
@@ -174,6 +192,8 @@ def run_process(
         if proc.poll() is None:
             _terminate(proc, tracker, grace)
         proc.wait()
+        if rank_output is not None:
+            rank_output.stop()  # the ranks have ended with torchrun: their last lines, at once
         leftovers = _kill_leftovers(tracker)
         reader.join(timeout=5)
     return ProcessOutcome(

@@ -25,7 +25,13 @@ from ddpkit.launch.hangwatch import HANG_STOPPED, HangWatcher
 from ddpkit.launch.node_result import NodeResult
 from ddpkit.launch.plan import FLIGHT_RECORDER_DIR, NodePlan, plan_node
 from ddpkit.launch.preflight import check_port_free, wait_for_master
-from ddpkit.launch.torchrun import AgentTracebackFilter, parse_failures
+from ddpkit.launch.rank_output import RankOutputTail
+from ddpkit.launch.torchrun import (
+    AgentTracebackFilter,
+    follows_rank_output,
+    parse_failures,
+    rank_output_role,
+)
 from ddpkit.launch.tracebacks import known_fix
 
 RESTART_COUNT_ENV = "DDPKIT_RESTART_COUNT"  # which restart of the whole job a start is (0 first)
@@ -236,8 +242,10 @@ def _attempt(plan: NodePlan, events: LaunchEvents, probe: MasterProbe | None,
                 events.output(text)
 
         try:
+            ranks = (RankOutputTail(plan.log_dir, rank_output_role(plan.config))
+                     if follows_rank_output(plan.config) else None)
             outcome = run_process(plan.argv, attempt_env(plan.env, attempt), on_line=on_line,
-                                  timeout=timeout,
+                                  timeout=timeout, rank_output=ranks,
                                   should_stop=stop,
                                   start_deadline=_rendezvous_deadline(plan, probe),
                                   started=watch.started)

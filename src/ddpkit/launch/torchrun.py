@@ -59,6 +59,20 @@ PASSED_ON: tuple[TorchrunFlag, ...] = (
 )
 
 
+SHOW_FLAGS = ("--tee", "--redirects", "--local-ranks-filter")  # how torchrun shows rank output
+
+
+def follows_rank_output(config: LaunchConfig) -> bool:
+    """ddpkit shows the ranks' output itself, from the files torchrun writes, unless one of
+    torchrun's ``SHOW_FLAGS`` says how torchrun should."""
+    return not any(config.has_torchrun_option(flag) for flag in SHOW_FLAGS)
+
+
+def rank_output_role(config: LaunchConfig) -> str:
+    """The role torchrun names the workers with (``[default0]:``), ``--role`` when given."""
+    return config.torchrun_option("--role") or "default"
+
+
 def torchrun_argv(python: str, config: LaunchConfig, *, local_addr: str | None,
                   log_dir: str, local_rank_arg: str | None = None) -> list[str]:
     """``python -m torch.distributed.run ...`` for this node (static rendezvous on the master).
@@ -69,7 +83,10 @@ def torchrun_argv(python: str, config: LaunchConfig, *, local_addr: str | None,
     before its own arguments, where torch.distributed.launch put it.
     """
     given = dict(config.torchrun_options)
-    ours = {"--log-dir": log_dir, "--redirects": "3", "--tee": "3", "--local-addr": local_addr}
+    # the ranks' output goes to files; ddpkit shows it from there (launch/rank_output.py) unless
+    # the user chose how torchrun shows it, in which case torchrun's own tee does
+    tee = "" if follows_rank_output(config) else "3"
+    ours = {"--log-dir": log_dir, "--redirects": "3", "--tee": tee, "--local-addr": local_addr}
     rdzv_conf = given.get("--rdzv-conf") or ""
     if not any(item.split("=", 1)[0].strip() == "timeout" for item in rdzv_conf.split(",")):
         rdzv_conf = ",".join(p for p in (f"timeout={config.rdzv_timeout}", rdzv_conf) if p)
