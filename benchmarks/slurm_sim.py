@@ -39,6 +39,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from types import FrameType
 
+from ddpkit.errors import DdpkitError
 from ddpkit.sim import SimCluster, SimSpec, down, node_argv, up
 from ddpkit.sim.topology import hosts_dir
 
@@ -50,10 +51,11 @@ RECORD_PREFIXES = ("SLURM_", "SLURMD_")
 RECORD_NAMES = ("MASTER_ADDR", "MASTER_PORT", "WORLD_SIZE", "RANK")
 DUMP_ENV = (
     "import json, os, sys\n"
-    "keep = {k: v for k, v in os.environ.items() if k.startswith(%r) or k in %r}\n"
+    f"keep = {{k: v for k, v in os.environ.items() if k.startswith({RECORD_PREFIXES!r}) "
+    f"or k in {RECORD_NAMES!r}}}\n"
     "path = sys.argv[1] + '/env-node' + os.environ['SLURM_NODEID'] + '.json'\n"
     "open(path, 'w').write(json.dumps(keep, indent=1, sort_keys=True))\n"
-) % (RECORD_PREFIXES, RECORD_NAMES)
+)
 
 
 def missing_tools() -> list[str]:
@@ -250,9 +252,23 @@ class SlurmOnSim:
 
     # -- tear down ------------------------------------------------------------------------------
 
+    def namespace_pids(self) -> set[int]:
+        """Processes inside this cluster's node namespaces now (slurmd, slurmstepd, tasks)."""
+        inodes = set()
+        for path in Path("/run/netns").glob(f"{self.name}-n*"):
+            with contextlib.suppress(OSError):
+                inodes.add(path.stat().st_ino)
+        found = set()
+        for entry in os.listdir("/proc"):
+            with contextlib.suppress(OSError, ValueError):
+                if entry.isdigit() and os.stat(f"/proc/{entry}/ns/net").st_ino in inodes:
+                    found.add(int(entry))
+        return found
+
     def stop(self) -> None:
         problems = []
-        for label, proc in reversed(self.daemons):  # slurmd first, munged last
+        ours = self.namespace_pids() | {proc.pid for _, proc in self.daemons}
+        for _label, proc in reversed(self.daemons):  # slurmd first, munged last
             if proc.poll() is None:
                 with contextlib.suppress(ProcessLookupError):
                     os.killpg(proc.pid, signal.SIGTERM)
@@ -273,9 +289,25 @@ class SlurmOnSim:
             with contextlib.suppress(OSError):
                 shutil.copytree(self.work / "log", self.keep, dirs_exist_ok=True)
         shutil.rmtree(self.work, ignore_errors=True)
+        # slurmstepd daemonizes, so when it is killed its zombie is reaped by this machine's init,
+        # not by us: wait for that, so a check right after stop() finds nothing of ours.
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and any(os.path.exists(f"/proc/{p}") for p in ours):
+            time.sleep(0.2)
         left = [f"{label} (pid {proc.pid})" for label, proc in self.daemons if proc.poll() is None]
+        left += [f"pid {p} ({_comm(p)})" for p in sorted(ours) if os.path.exists(f"/proc/{p}")
+                 and p not in {proc.pid for _, proc in self.daemons}]
         if left or problems:
             raise RuntimeError("slurm-sim teardown incomplete: " + "; ".join(left + problems))
+
+
+def _comm(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/stat") as handle:
+            name, state = handle.read().split(" (", 1)[1].rsplit(") ", 1)
+    except (OSError, IndexError, ValueError):
+        return "?"
+    return name + (", a zombie" if state.startswith("Z") else "")
 
 
 @contextlib.contextmanager
@@ -313,6 +345,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     if os.geteuid() != 0:
         print("slurm-sim: needs root (network namespaces, slurmd as root)", file=sys.stderr)
         return 2
+    try:
+        return run(args)
+    except KeyboardInterrupt:
+        print("slurm-sim: interrupted; everything it started is torn down", file=sys.stderr)
+        return 130
+    except (RuntimeError, subprocess.TimeoutExpired, DdpkitError) as exc:
+        print(f"slurm-sim: failed: {exc}", file=sys.stderr)
+        return 1
+
+
+def run(args: argparse.Namespace) -> int:
     with sigterm_as_interrupt(), SlurmOnSim(args.name, args.subnet, keep=args.keep) as slurm:
         print(f"slurm-sim: {slurm.version()}", flush=True)
         if args.record is not None:
