@@ -129,6 +129,7 @@ class SlurmOnSim:
         self.munge_socket = self.work / "munge" / "munge.socket"
         self.cluster: SimCluster | None = None
         self.daemons: list[tuple[str, subprocess.Popen[bytes]]] = []
+        self.seen: set[tuple[int, int]] = set()  # pids seen inside the node namespaces (slurmstepd, tasks)
         self.log = log or (lambda text: print(text, file=sys.stderr, flush=True))
 
     # -- bring up -------------------------------------------------------------------------------
@@ -238,8 +239,25 @@ class SlurmOnSim:
         command = [tool("srun"), f"-N{self.nodes}", "--ntasks-per-node=1", "-l",
                    "--kill-on-bad-exit=1", *argv]
         self.log("slurm-sim: $ SLURM_CONF=" + str(self.conf) + " " + " ".join(command))
-        return subprocess.run(command, capture_output=True, text=True, env=self.env(),
-                              timeout=timeout, check=False, cwd=self.work)
+        # Run it while watching the nodes: a step's slurmstepd has exited (a zombie, whose
+        # namespace can no longer be read) by the time stop() looks, and stop() waits for it.
+        with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+            proc = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=out, stderr=err,
+                                    text=True, env=self.env(), cwd=self.work)
+            deadline = time.monotonic() + timeout
+            try:
+                while proc.poll() is None:
+                    self.seen |= self.namespace_pids()
+                    if time.monotonic() > deadline:
+                        raise subprocess.TimeoutExpired(command, timeout)
+                    time.sleep(0.2)
+            finally:
+                if proc.poll() is None:
+                    proc.kill()
+                    proc.wait()
+            out.seek(0)
+            err.seek(0)
+            return subprocess.CompletedProcess(command, proc.returncode, out.read(), err.read())
 
     def record_env(self) -> dict[str, dict[str, str]]:
         """The recorded variables of each node's task in one real srun step."""
@@ -252,8 +270,9 @@ class SlurmOnSim:
 
     # -- tear down ------------------------------------------------------------------------------
 
-    def namespace_pids(self) -> set[int]:
-        """Processes inside this cluster's node namespaces now (slurmd, slurmstepd, tasks)."""
+    def namespace_pids(self) -> set[tuple[int, int]]:
+        """(pid, start time) of each process inside the node namespaces now (slurmd, slurmstepd,
+        tasks); the start time tells a recycled pid from ours."""
         inodes = set()
         for path in Path("/run/netns").glob(f"{self.name}-n*"):
             with contextlib.suppress(OSError):
@@ -262,12 +281,12 @@ class SlurmOnSim:
         for entry in os.listdir("/proc"):
             with contextlib.suppress(OSError, ValueError):
                 if entry.isdigit() and os.stat(f"/proc/{entry}/ns/net").st_ino in inodes:
-                    found.add(int(entry))
+                    found.add((int(entry), _start_time(int(entry))))
         return found
 
     def stop(self) -> None:
         problems = []
-        ours = self.namespace_pids() | {proc.pid for _, proc in self.daemons}
+        ours = self.seen | self.namespace_pids()
         for _label, proc in reversed(self.daemons):  # slurmd first, munged last
             if proc.poll() is None:
                 with contextlib.suppress(ProcessLookupError):
@@ -292,13 +311,22 @@ class SlurmOnSim:
         # slurmstepd daemonizes, so when it is killed its zombie is reaped by this machine's init,
         # not by us: wait for that, so a check right after stop() finds nothing of ours.
         deadline = time.monotonic() + 20
-        while time.monotonic() < deadline and any(os.path.exists(f"/proc/{p}") for p in ours):
+        while time.monotonic() < deadline and any(_start_time(p) == t for p, t in ours):
             time.sleep(0.2)
         left = [f"{label} (pid {proc.pid})" for label, proc in self.daemons if proc.poll() is None]
-        left += [f"pid {p} ({_comm(p)})" for p in sorted(ours) if os.path.exists(f"/proc/{p}")
+        left += [f"pid {p} ({_comm(p)})" for p, t in sorted(ours) if _start_time(p) == t
                  and p not in {proc.pid for _, proc in self.daemons}]
         if left or problems:
             raise RuntimeError("slurm-sim teardown incomplete: " + "; ".join(left + problems))
+
+
+def _start_time(pid: int) -> int:
+    """Field 22 of /proc/PID/stat (a zombie keeps it), or -1 when the process is gone."""
+    try:
+        with open(f"/proc/{pid}/stat") as handle:
+            return int(handle.read().rsplit(") ", 1)[1].split()[19])
+    except (OSError, IndexError, ValueError):
+        return -1
 
 
 def _comm(pid: int) -> str:
