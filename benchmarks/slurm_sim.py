@@ -4,8 +4,9 @@ slurmctld and munged run on the host; one slurmd runs in each node's namespace (
 so every task it starts is inside that node's network stack and sees its /etc/hosts). Then::
 
     srun -N2 --ntasks-per-node=1 <this python> -m ddpkit test --quick
+    srun -N2 --ntasks-per-node=1 <this python> -m ddpkit launch train.py   (Gloo, one all_reduce)
 
-runs on both nodes with no cluster flag: ddpkit reads the node count, node rank, master and
+run on both nodes with no cluster flag: ddpkit reads the node count, node rank, master and
 processes per node from the real Slurm environment (ddpkit.launch.schedulers). With ``--record
 FILE`` a first step also dumps the SLURM_* variables node 1's task saw, as a JSON fixture.
 
@@ -112,7 +113,7 @@ def slurm_conf(work: Path, cluster: SimCluster, name: str, ctld_port: int, munge
     ]
     for node in cluster.nodes:
         lines.append(f"NodeName={name}{node.index} NodeAddr={node.private_address} "
-                     f"NodeHostname={node.private_address} CPUs=1 RealMemory=256 State=UNKNOWN")
+                     f"NodeHostname={node.private_address} CPUs=2 RealMemory=256 State=UNKNOWN")
     names = ",".join(f"{name}{node.index}" for node in cluster.nodes)
     lines.append(f"PartitionName=sim Nodes={names} Default=YES MaxTime=10 State=UP")
     return "\n".join(lines) + "\n"
@@ -235,8 +236,9 @@ class SlurmOnSim:
 
     # -- run ------------------------------------------------------------------------------------
 
-    def srun(self, argv: Sequence[str], *, timeout: float = 240) -> subprocess.CompletedProcess[str]:
-        command = [tool("srun"), f"-N{self.nodes}", "--ntasks-per-node=1", "-l",
+    def srun(self, argv: Sequence[str], *, timeout: float = 240, tasks_per_node: int = 1
+             ) -> subprocess.CompletedProcess[str]:
+        command = [tool("srun"), f"-N{self.nodes}", f"--ntasks-per-node={tasks_per_node}", "-l",
                    "--kill-on-bad-exit=1", *argv]
         self.log("slurm-sim: $ SLURM_CONF=" + str(self.conf) + " " + " ".join(command))
         # Run it while watching the nodes: a step's slurmstepd has exited (a zombie, whose
@@ -357,6 +359,28 @@ def ddpkit_test_argv(work_dir: str) -> list[str]:
             f'--run-dir "{work_dir}/run-node$SLURM_NODEID"']
 
 
+# The tiny job `ddpkit launch` starts (os._exit: torch 2.13's Gloo can abort a process at
+# interpreter exit, see benchmarks/launch_overhead.py).
+TRAIN = (
+    "import os, torch, torch.distributed as dist\n"
+    "dist.init_process_group('gloo')\n"
+    "t = torch.ones(4)\n"
+    "dist.all_reduce(t)\n"
+    "rank, world = dist.get_rank(), dist.get_world_size()\n"
+    "print(f'rank {rank}/{world} all_reduce sum {t[0].item():.0f}', flush=True)\n"
+    "dist.destroy_process_group()\n"
+    "os._exit(0 if t[0].item() == world else 1)\n"
+)
+
+
+def ddpkit_launch_argv(work_dir: str) -> list[str]:
+    """The other job: ``ddpkit launch train.py`` on each node, again with no cluster flag."""
+    script = Path(work_dir) / "train.py"
+    script.write_text(TRAIN)
+    return ["/bin/sh", "-c", f'exec "{sys.executable}" -m ddpkit launch '
+            f'--run-dir "{work_dir}/launch-node$SLURM_NODEID" "{script}"']
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--name", default="slm", help="sim cluster name (default slm)")
@@ -392,17 +416,21 @@ def run(args: argparse.Namespace) -> int:
                                               sort_keys=True) + "\n")
             print(f"slurm-sim: node 1's environment ({len(envs.get('env-node1', {}))} variables) "
                   f"-> {args.record}", flush=True)
-        started = time.monotonic()
-        done = slurm.srun(ddpkit_test_argv(str(slurm.work)), timeout=args.timeout)
-        elapsed = time.monotonic() - started
-        print(done.stdout, end="", flush=True)
-        print(done.stderr, end="", file=sys.stderr, flush=True)
-        verdict = "passed" if done.returncode == 0 else f"FAILED (srun exit {done.returncode})"
-        print(f"slurm-sim: srun -N2 ddpkit test --quick {verdict} in {elapsed:.1f} s", flush=True)
-        if done.returncode != 0:
+        failed = 0
+        for label, job in (("ddpkit test --quick", ddpkit_test_argv),
+                           ("ddpkit launch train.py", ddpkit_launch_argv)):
+            started = time.monotonic()
+            done = slurm.srun(job(str(slurm.work)), timeout=args.timeout)
+            elapsed = time.monotonic() - started
+            print(done.stdout, end="", flush=True)
+            print(done.stderr, end="", file=sys.stderr, flush=True)
+            verdict = "passed" if done.returncode == 0 else f"FAILED (srun exit {done.returncode})"
+            print(f"slurm-sim: srun -N2 --ntasks-per-node=1 {label} {verdict} in {elapsed:.1f} s",
+                  flush=True)
+            failed += done.returncode != 0
+        if failed:
             print(slurm.logs(), file=sys.stderr)
-        return 0 if done.returncode == 0 else 1
-
+        return 1 if failed else 0
 
 if __name__ == "__main__":
     sys.exit(main())

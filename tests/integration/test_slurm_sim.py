@@ -1,4 +1,5 @@
-"""A real Slurm on the sim: srun -N2 --ntasks-per-node=1 ddpkit test --quick, with no cluster flag.
+"""A real Slurm on the sim: srun -N2 --ntasks-per-node=1 ddpkit test --quick and ddpkit launch of
+a tiny Gloo script, with no cluster flag; and two tasks per node refused on every task.
 
 benchmarks/slurm_sim.py brings up munged and slurmctld on the host and one slurmd in each node's
 namespace, on a sim cluster reserved by the ``sim_reservation`` fixture (which, after the test,
@@ -84,6 +85,19 @@ def test_srun_ddpkit_test_across_two_sim_nodes(sim_reservation: Callable[[], Any
                              re.M), done.stdout
             assert re.search(rf"^{rank}: ddpkit: node {rank}/2 on node{rank}: inter-node "
                              "interface eth1", done.stderr, re.M), done.stderr
+        launched = slurm.srun(slurm_sim.ddpkit_launch_argv(str(work)), timeout=180)
+        assert launched.returncode == 0, launched.stdout + launched.stderr
+        for rank in (0, 1):
+            assert re.search(rf"^{rank}: .*rank {rank}/2 all_reduce sum 2$", launched.stdout,
+                             re.M), launched.stdout
+        # the trap, for real: two tasks per node would start the job twice on each node
+        twice = slurm.srun(slurm_sim.ddpkit_launch_argv(str(work)), timeout=120, tasks_per_node=2)
+        assert twice.returncode != 0
+        # (--kill-on-bad-exit: the first task to refuse ends the others, so not all print it)
+        assert re.search(r"^\d: error \[slurm-tasks-per-node\]: Slurm: this step runs 2 tasks "
+                         r"per node \(SLURM_STEP_TASKS_PER_NODE=2\(x2\)\)", twice.stderr, re.M), \
+            twice.stderr
+        assert "rank " not in twice.stdout  # no worker started
     finally:
         slurm.stop()  # raises when a daemon, slurmstepd or task of ours outlives it
     assert not work.exists()
