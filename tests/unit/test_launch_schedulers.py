@@ -172,3 +172,84 @@ def test_dry_run_under_slurm_with_a_conflicting_flag_fails_clearly(
     assert plan["cluster_sources"]["master_port"] == "default"
     bad = run_cli("launch", "--dry-run", "--node-rank", "3", str(script))
     assert bad.code == ExitCode.USAGE and "error [scheduler-conflict]" in bad.err
+
+
+# --- recorded under a real Slurm 22.05 on the sim (benchmarks/slurm_sim.py --record) -------------
+
+SIM_HOSTS = {"slm0": "10.213.77.2", "slm1": "10.213.77.3"}  # the sim nodes' hosts files
+
+
+def test_real_slurm_env_recorded_on_the_sim_gives_the_layout() -> None:
+    env = env_of("slurm_real_sim_node1")
+    layout = detect(env, resolve=lambda name: SIM_HOSTS[name])
+    assert layout is not None and layout.scheduler == "Slurm"
+    assert (layout.nnodes, layout.node_rank, layout.master_addr, layout.master_port,
+            layout.nproc_per_node) == (2, 1, "10.213.77.2", None, "1")
+    assert layout.sources == {
+        "nnodes": "SLURM_NNODES", "node_rank": "SLURM_NODEID",
+        "master_addr": "first host of SLURM_JOB_NODELIST (slm0, from its host list), resolved",
+        "nproc_per_node": "SLURM_NTASKS_PER_NODE"}
+    # srun ran on the host, which is on the nodes' network but is not one of them
+    assert layout.notes == ("SLURM_LAUNCH_NODE_IPADDR (10.213.77.1) is the host that ran srun, "
+                            "not a node of the job: it is not used as the master",)
+    with pytest.raises(UsageError) as caught:  # two tasks per node would start the job twice
+        detect(env | {"SLURM_STEP_TASKS_PER_NODE": "2(x2)"}, resolve=lambda name: SIM_HOSTS[name])
+    assert caught.value.error_id == "slurm-tasks-per-node"
+
+
+def test_dry_run_with_the_real_slurm_env_names_slurm_as_the_source(
+        run_cli: RunCli, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    from ddpkit.cli import launch_options
+
+    asked: list[str] = []
+
+    def scontrol(listed: str, env: object) -> list[str]:
+        asked.append(listed)
+        return ["slm0", "slm1"]  # what the real scontrol answered for slm[0-1]
+
+    monkeypatch.setattr(launch_options, "_scontrol_hostnames", scontrol)
+    monkeypatch.setattr(launch_options, "_resolve_host", lambda name: SIM_HOSTS[name])
+    for key, value in env_of("slurm_real_sim_node1").items():
+        monkeypatch.setenv(key, value)
+    script = tmp_path / "train.py"
+    script.write_text("print('hi')\n")
+    result = run_cli("launch", "--dry-run", "--json", str(script))
+    assert result.code == ExitCode.OK, result.err
+    plan = json.loads(result.out)
+    assert (plan["nnodes"], plan["node_rank"], plan["master"]) == (2, 1, "10.213.77.2:29500")
+    assert plan["cluster_sources"] == {
+        "nnodes": "Slurm: SLURM_NNODES", "node_rank": "Slurm: SLURM_NODEID",
+        "master_addr": "Slurm: first host of SLURM_JOB_NODELIST (slm0, from scontrol show "
+                       "hostnames), resolved",
+        "master_port": "default", "nproc_per_node": "Slurm: SLURM_NTASKS_PER_NODE"}
+    assert asked == ["slm[0-1]"]
+    text = run_cli("launch", "--dry-run", str(script))
+    assert "--nnodes 2  (Slurm: SLURM_NNODES)" in text.err + text.out
+
+
+def test_scontrol_runs_only_where_it_has_a_config_to_read(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Slurm 22.05's scontrol retries a missing SLURM_CONF for 60 s and, with no config at all,
+    asks DNS for the controller: neither may happen just to expand a host list."""
+    import shutil
+    import subprocess
+
+    from ddpkit.cli import launch_options
+
+    ran: list[list[str]] = []
+
+    def fake_run(argv: list[str], **kwargs: object) -> subprocess.CompletedProcess[str]:
+        ran.append(argv)
+        return subprocess.CompletedProcess(argv, 0, "slm0\nslm1\n", "")
+
+    monkeypatch.setattr(shutil, "which", lambda name, *a, **k: "/usr/bin/scontrol")
+    monkeypatch.setattr(subprocess, "run", fake_run)
+    missing = str(tmp_path / "absent.conf")
+    assert launch_options._scontrol_hostnames("slm[0-1]", {"SLURM_CONF": missing}) is None
+    assert launch_options._scontrol_hostnames("slm[0-1]", {}, default_conf=missing) is None
+    assert ran == []
+    conf = tmp_path / "slurm.conf"
+    conf.write_text("ClusterName=x\n")
+    assert launch_options._scontrol_hostnames("slm[0-1]", {"SLURM_CONF": str(conf)}) == [
+        "slm0", "slm1"]
+    assert ran == [["/usr/bin/scontrol", "show", "hostnames", "slm[0-1]"]]

@@ -10,7 +10,7 @@ import re
 import signal
 import sys
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from types import FrameType
 from typing import Any
@@ -141,7 +141,8 @@ def apply_scheduler_layout(args: argparse.Namespace, env: dict[str, str]) -> tup
         return ()
     from ddpkit.launch import schedulers
 
-    layout = schedulers.detect(env, resolve=_resolve_host, hostnames=_scontrol_hostnames)
+    layout = schedulers.detect(env, resolve=_resolve_host,
+                               hostnames=lambda listed: _scontrol_hostnames(listed, env))
     if layout is None:
         args.cluster_sources = tuple(sources.items())
         return ()
@@ -161,12 +162,23 @@ def _resolve_host(name: str) -> str:
     return resolve(name)[0]
 
 
-def _scontrol_hostnames(listed: str) -> list[str] | None:
+SLURM_DEFAULT_CONF = "/etc/slurm/slurm.conf"  # Debian's and Slurm's default --sysconfdir
+
+
+def _scontrol_hostnames(listed: str, env: Mapping[str, str],
+                        default_conf: str = SLURM_DEFAULT_CONF) -> list[str] | None:
+    """``scontrol show hostnames LIST``, or None (then the tested parser expands the list).
+
+    Only run where scontrol has a config file to read (``SLURM_CONF``, else the default path):
+    without one, Slurm 22.05's scontrol retries a missing SLURM_CONF for 60 s, and with neither it
+    asks DNS for the controller's SRV record (configless mode), seen on a real Slurm on the sim.
+    """
     import shutil
     import subprocess
 
     tool = shutil.which("scontrol")
-    if tool is None:
+    conf = env.get("SLURM_CONF") or default_conf
+    if tool is None or not os.path.isfile(conf):
         return None
     try:
         done = subprocess.run([tool, "show", "hostnames", listed], capture_output=True, text=True,

@@ -10,6 +10,13 @@ from ddpkit.launch.plan import NodePlan
 from ddpkit.report import document
 
 
+def scheduler_of(sources: tuple[tuple[str, str], ...]) -> str | None:
+    """The scheduler this node's rank came from (``"Slurm: SLURM_NODEID"`` -> Slurm), else None."""
+    source = dict(sources).get("node_rank", "")
+    name, sep, _ = source.partition(": ")
+    return name if sep else None
+
+
 class ConsoleEvents:
     """Launch events for a terminal: plan and progress on stderr, worker output on stdout."""
 
@@ -32,7 +39,11 @@ class ConsoleEvents:
             render.log(c, f"ddpkit: note: {text}")
         for text in plan.warnings:
             render.warn(c, text)
-        if plan.peer_commands:
+        started_by = scheduler_of(plan.config.cluster_sources)
+        if plan.peer_commands and started_by:
+            # srun (or the PyTorchJob, RunPod, SkyPilot) starts every node: nothing to type.
+            render.log(c, f"ddpkit: the other nodes are started by {started_by}, as this one was")
+        elif plan.peer_commands:
             render.log(c, "ddpkit: now run on every other node:")
             for command in plan.peer_commands:
                 render.log(c, f"  {command}")
