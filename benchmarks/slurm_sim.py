@@ -36,10 +36,10 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
-from types import FrameType
 
+from ddpkit.cli.launch_options import sigterm_as_interrupt
 from ddpkit.errors import DdpkitError
 from ddpkit.sim import SimCluster, SimSpec, down, node_argv, up
 from ddpkit.sim.topology import hosts_dir
@@ -338,18 +338,6 @@ def _comm(pid: int) -> str:
     except (OSError, IndexError, ValueError):
         return "?"
     return name + (", a zombie" if state.startswith("Z") else "")
-
-
-@contextlib.contextmanager
-def sigterm_as_interrupt() -> Iterator[None]:
-    def handler(signum: int, frame: FrameType | None) -> None:
-        raise KeyboardInterrupt
-
-    previous = signal.signal(signal.SIGTERM, handler)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
 
 
 def ddpkit_test_argv(work_dir: str) -> list[str]:
