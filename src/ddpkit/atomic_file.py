@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import secrets
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -32,8 +31,8 @@ def is_temp_name(name: str) -> bool:
 def _new_temp(target: Path, suffix: str = "") -> tuple[int, Path]:
     """An exclusively created, empty temporary file next to ``target`` (mode 0600), open."""
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
-    while True:
-        tmp = target.with_name(f"{temp_prefix(target)}{os.getpid()}-{secrets.token_hex(4)}{suffix}")
+    while True:  # os.urandom, as secrets.token_hex reads it, without secrets' hmac/hashlib imports
+        tmp = target.with_name(f"{temp_prefix(target)}{os.getpid()}-{os.urandom(4).hex()}{suffix}")
         try:
             return os.open(tmp, flags, 0o600), tmp
         except FileExistsError:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ddpkit.launch.config import LaunchConfig
-from ddpkit.launch.rank_output import MAX_LINE, RankOutputTail
+from ddpkit.launch.rank_output import DISCOVER_EVERY, MAX_LINE, RankOutputTail
 from ddpkit.launch.torchrun import follows_rank_output, rank_output_role
 
 
@@ -33,6 +33,31 @@ def test_lines_are_prefixed_as_torchruns_tee_and_partial_lines_wait(tmp_path: Pa
     tail.poll(final=True)
     assert seen[-1] == "[default0]:last without newline"
     assert len(seen) == 4
+
+
+def test_a_file_that_appears_later_is_found_within_a_few_polls_and_loses_no_line(tmp_path: Path) -> None:
+    tail, seen = RankOutputTail(str(tmp_path)), []
+    tail._emit = seen.append
+    _rank_file(tmp_path, "r_1", 0).write_bytes(b"rank 0\n")
+    tail.poll()
+    assert seen == ["[default0]:rank 0"]
+    _rank_file(tmp_path, "r_1", 1).write_bytes(b"rank 1 first\nrank 1 second\n")
+    for _ in range(DISCOVER_EVERY):
+        tail.poll()
+    assert seen[1:] == ["[default1]:rank 1 first", "[default1]:rank 1 second"]
+
+
+def test_the_final_poll_finds_a_file_that_appeared_between_discoveries(tmp_path: Path) -> None:
+    tail, seen = RankOutputTail(str(tmp_path)), []
+    tail._emit = seen.append
+    _rank_file(tmp_path, "r_1", 0).write_bytes(b"a\n")
+    tail.poll()
+    tail.poll()  # the next look for new files is DISCOVER_EVERY polls after the first
+    _rank_file(tmp_path, "r_1", 1, "stderr.log").write_bytes(b"died\n")
+    tail.poll()
+    assert seen == ["[default0]:a"]
+    tail.poll(final=True)
+    assert seen == ["[default0]:a", "[default1]:died"]
 
 
 def test_a_progress_bar_redraw_is_a_line_and_a_split_crlf_is_one_end(tmp_path: Path) -> None:

@@ -20,6 +20,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 FOLLOW_INTERVAL_S = 0.05
+# Once files are followed, the directory tree is looked at again only every this many polls (0.5
+# s): a glob of the three-level layout was most of a poll's cost, and torchrun makes every rank's
+# files at once when it starts them (a restart's new files still show within half a second, and
+# none of their lines is lost). Before any file is found, every poll looks.
+DISCOVER_EVERY = 10
 STREAMS = ("stdout.log", "stderr.log")
 MAX_FILES = 4096  # a run has two files per local rank and start; beyond this something else is there
 _READ_CHUNK = 1 << 16
@@ -52,6 +57,7 @@ class RankOutputTail:
         self._pattern = os.path.join(glob.escape(log_dir), "*", "attempt_*", "*", "std*.log")
         self._known = set(self._paths())
         self._followed: dict[str, _Followed] = {}
+        self._polls = 0
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._emit: Callable[[str], None] = lambda _line: None
@@ -78,17 +84,26 @@ class RankOutputTail:
         return sorted(glob.glob(self._pattern))[:MAX_FILES]
 
     def poll(self, *, final: bool = False) -> None:
-        """Read what was added to every followed file since the last poll."""
+        """Read what was added to every followed file since the last poll (new files are looked
+        for on every poll until one is found, then every ``DISCOVER_EVERY`` polls, and always on
+        the final one)."""
+        if final or not self._followed or self._polls % DISCOVER_EVERY == 0:
+            self._discover()
+        self._polls += 1
+        for followed in self._followed.values():
+            self._read(followed, final)
+
+    def _discover(self) -> None:
         for path in self._paths():
             if path not in self._known and path not in self._followed \
                     and os.path.basename(path) in STREAMS:
                 local_rank = os.path.basename(os.path.dirname(path))
                 self._followed[path] = _Followed(path, f"[{self.role}{local_rank}]:")
-        for followed in self._followed.values():
-            self._read(followed, final)
 
     def _read(self, followed: _Followed, final: bool) -> None:
         try:
+            if os.stat(followed.path).st_size <= followed.offset and not final:
+                return  # nothing new: no open, seek and read
             with open(followed.path, "rb") as handle:
                 handle.seek(followed.offset)
                 while chunk := handle.read(_READ_CHUNK):
