@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
 import sys
 import textwrap
 import threading
@@ -127,3 +128,63 @@ def test_a_start_deadline_counts_from_its_own_clock() -> None:
     assert not deferred.passed(100.0, 500.0)  # the clock has not started: no deadline yet
     origin.append(400.0)
     assert not deferred.passed(100.0, 404.0) and deferred.passed(100.0, 406.0)
+
+
+@pytest.mark.timeout(60)
+def test_the_tracker_finds_a_grandchild_whose_parent_it_met_in_the_same_scan() -> None:
+    from ddpkit.launch.execute import DescendantTracker
+
+    # child -> grandchild started before the first scan: both are new to it at once
+    code = ("import subprocess, sys, time; "
+            "subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(30)']); time.sleep(30)")
+    parent = f"import subprocess, sys; subprocess.Popen([sys.executable, '-c', {code!r}]).wait()"
+    root = subprocess.Popen([sys.executable, "-c", parent])
+    try:
+        deadline = time.monotonic() + 20
+        while len(psutil.Process(root.pid).children(recursive=True)) < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        expected = {p.pid for p in psutil.Process(root.pid).children(recursive=True)}
+        assert len(expected) == 2
+        tracker = DescendantTracker(root.pid)
+        tracker.scan()
+        assert set(tracker.seen) == expected
+        tracker.scan()  # a second scan reads nothing new and keeps them
+        assert set(tracker.seen) == expected
+        assert {p.pid for p in tracker.alive()} == expected
+    finally:
+        for proc in psutil.Process(root.pid).children(recursive=True):
+            proc.kill()
+        root.kill()
+        root.wait(timeout=10)
+
+
+@pytest.mark.timeout(60)
+def test_the_tracker_meets_a_process_started_after_its_first_scan_and_not_an_unrelated_one() -> None:
+    from ddpkit.launch.execute import DescendantTracker
+
+    root = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.readline(); "
+                             "import subprocess; subprocess.Popen([sys.executable, '-c', "
+                             "'import time; time.sleep(30)']); import time; time.sleep(30)"],
+                            stdin=subprocess.PIPE, text=True)
+    unrelated = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        tracker = DescendantTracker(root.pid)
+        tracker.scan()
+        assert tracker.seen == {}
+        assert root.stdin is not None
+        root.stdin.write("go\n")
+        root.stdin.flush()
+        deadline = time.monotonic() + 20
+        while not tracker.seen and time.monotonic() < deadline:
+            time.sleep(0.05)
+            tracker.scan()
+        child = psutil.Process(root.pid).children()
+        assert set(tracker.seen) == {c.pid for c in child} and len(child) == 1
+        assert unrelated.pid not in tracker.seen
+    finally:
+        for proc in psutil.Process(root.pid).children(recursive=True):
+            proc.kill()
+        root.kill()
+        unrelated.kill()
+        root.wait(timeout=10)
+        unrelated.wait(timeout=10)
