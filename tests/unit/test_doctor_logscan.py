@@ -128,6 +128,33 @@ def test_ib_warning_is_not_read_as_a_firewall_timeout() -> None:
     assert [e.kind for e in events(line)] == ["ib-error"]
 
 
+@pytest.mark.parametrize(
+    ("line", "where", "detail"),
+    [
+        (b"Test NCCL failure common.cu:777 'unhandled cuda error'", "common.cu:777",
+         "unhandled cuda error"),
+        (b"node2: Test NCCL failure common.cu:959 'internal error - please report this issue to "
+         b"the NCCL developers / '", "common.cu:959",
+         "internal error - please report this issue to the NCCL developers"),
+        (b"n: Test NCCL failure common.cu:1 'unhandled system error (run with NCCL_DEBUG=INFO for "
+         b"details) / socket failed'", "common.cu:1", "unhandled system error"),
+    ],
+)
+def test_nccl_tests_failure_line_is_an_nccl_error(line: bytes, where: str, detail: str) -> None:
+    (event,) = events(line + b"\n")
+    assert event.kind == "nccl-error"
+    assert (event.data["where"], event.data["detail"]) == (where, detail)
+
+
+@pytest.mark.parametrize("line", [
+    b"Test CUDA failure common.cu:732 'invalid device ordinal'",  # CUDA's, not NCCL's
+    b"#  Out of bounds values : 0 OK",
+    b"an NCCL failure was reported upstream",
+])
+def test_other_failure_wording_is_no_nccl_error(line: bytes) -> None:
+    assert "nccl-error" not in [e.kind for e in events(line + b"\n")]
+
+
 def test_every_trigger_matches_an_anchor() -> None:
     # The scanner only looks at lines with an anchor: a trigger without one would never be seen.
     for trigger in logscan._TRIGGERS:

@@ -203,3 +203,28 @@ def test_an_error_word_inside_ordinary_output_is_not_a_failure(tmp_path: Path) -
     log = tmp_path / "train.log"
     log.write_text("epoch 3 mean squared error 0.12 (no ValueError: seen)\nvalidation error 0.3\n")
     assert ids(run(log)) == ["no-failure"]
+
+
+def test_an_nccl_tests_failure_line_is_a_failed_rank_not_a_clean_run(tmp_path: Path) -> None:
+    log = tmp_path / "nccltests.log"
+    log.write_text("# Using devices\n#  Rank  0 Group  0 Pid 11 on node1 device  0 [0x01] GPU\n"
+                   "node1: Test NCCL failure common.cu:777 'unhandled cuda error'\n"
+                   " .. node1 pid 11: Test failure common.cu:844\n")
+    (finding,) = run(log)
+    assert (finding.id, finding.severity) == ("rank-failed", "error")
+    assert "NCCL error: unhandled cuda error" in finding.explanation
+    assert "NCCL_DEBUG=INFO" in finding.fix
+
+
+def test_a_healthy_nccl_tests_run_stays_clean(tmp_path: Path) -> None:
+    log = tmp_path / "nccltests.log"
+    log.write_text("# Using devices\n#  Rank  0 Group  0 Pid 11 on node1 device  0 [0x01] GPU\n"
+                   "     8388608       2097152     float     sum      -1    101.2   82.89  145.06"
+                   "      0\n#  Out of bounds values : 0 OK\n# Avg bus bandwidth    : 145.06\n")
+    assert ids(run(log)) == ["no-failure"]
+
+
+def test_a_truncated_nccl_tests_failure_line_is_not_read(tmp_path: Path) -> None:
+    log = tmp_path / "nccltests.log"
+    log.write_text("node1: Test NCCL failure common.cu:7")  # cut before its quoted error
+    assert ids(run(log)) == ["no-failure"]

@@ -50,7 +50,7 @@ def _p(
 
 ANCHORS: tuple[bytes, ...] = (
     rb"NCCL(?: (?:INFO (?:Bootstrap|bootstrap\.cc|NET/|Using network|Using internal|Plugin Path"
-    rb"|NCCL_|Failed to open|comm 0x|ncclCommInit|Trees)|WARN|version|error|work)|\()",
+    rb"|NCCL_|Failed to open|comm 0x|ncclCommInit|Trees)|WARN|version|error|failure|work)|\()",
     b"rror", b"onnect", b"emory", b"Root Cause", b"_rank:",
     rb"local_rank(?:=|': )-1", rb"_device\(-1\)",
     # failures that real logs post bare, without an NCCL or error word on their line
@@ -125,6 +125,10 @@ PATTERNS: tuple[LinePattern, ...] = (
     _p("nccl-socket-item", (), r"^\s*\[\d+\](?P<iface>[^\s:\[\]]+):(?P<addr>[^\s<]+)<\d+>\s*$"),
     _p("nccl-error", ("NCCL error",),
        r"NCCL error in:? ?(?P<where>[^,]*), (?P<detail>[^,(]+?)\s*(?:\(run with|,|$)"),
+    # nccl-tests' NCCLCHECK: "HOST: Test NCCL failure common.cu:777 'unhandled cuda error'", from
+    # 2.13 with NCCL's last warning after " / " (often empty) and a "(run with ...)" hint.
+    _p("nccl-error", ("NCCL failure",),
+       r"Test NCCL failure (?P<where>[^\s']+) '(?P<detail>[^'/(]*[^'/(\s])"),
     _p("exception", ("Error: ",),
        r"(?P<type>(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception)): (?P<message>[^\n]{0,200})"),
     # --- specific failures first: they claim their line ---

@@ -113,8 +113,9 @@ ENTRIES = (
         "Read that rank's own output above its failure (torchrun --tee 3 or --log-dir keeps "
         "each rank's output apart) and fix what it reports; then rerun.",
         "torchrun's `Root Cause (first observed failure)` block (`rank : N`, `exitcode : X`), "
-        "`failed (exitcode: X) local_rank: N`, NCCL `unhandled system error` without a more "
-        "specific cause.",
+        "`failed (exitcode: X) local_rank: N`, an NCCL error (`unhandled system error`, "
+        "`unhandled cuda error`, `internal error`; also nccl-tests' `Test NCCL failure "
+        "common.cu:N '<error>'`) without a more specific cause.",
         40,
     ),
     Entry(
