@@ -227,7 +227,7 @@ def test_fan_out_on_this_machine_names_the_sigkilled_rank(tmp_path: Path, tcp_po
          str(script)], capture_output=True, text=True, timeout=100, cwd=tmp_path)
     assert proc.returncode == ExitCode.JOB_FAILED, proc.stderr[-3000:]
     assert "error [job-failed]: node 1 (127.0.0.1, rank 1, local rank 0) failed first: killed by " \
-           "SIGKILL. Its last output: rank 1 about to SIGKILL itself" in proc.stderr
+           "SIGKILL. Its last output: rank 1 about to SIGKILL itself" in proc.stderr, proc.stderr[-3000:]
     assert "[127.0.0.1:1] " in proc.stdout and "[localhost:0] " in proc.stdout
     logs = sorted(p.name for p in (tmp_path / "out").iterdir())
     assert logs == ["node0-localhost.log", "node0-result.json", "node1-127.0.0.1.log",

@@ -142,3 +142,24 @@ def test_parse_document_takes_the_last_schema_document() -> None:
     text = 'x {"a": 1}\n{"schema": "ddpkit.launch/1"}\n{"schema": "ddpkit.error/1", "error": {}}'
     assert parse_document(text) == {"schema": "ddpkit.error/1", "error": {}}
     assert parse_document("no json here") is None
+
+
+ABORT_AT_EXIT = (*RESET, "terminate called without an active exception")
+
+
+def test_a_victim_that_aborted_at_exit_after_a_peer_reset_is_a_consequence() -> None:
+    # torch 2.13 Gloo: the rank raised the peer's reset, then aborted at interpreter exit
+    victim = _rank_failure(0, at=1.0, exitcode=-6, signal="SIGABRT", lines=ABORT_AT_EXIT)
+    killed = _rank_failure(1, at=2.5, exitcode=-9, signal="SIGKILL",
+                           lines=("rank 1 about to SIGKILL itself",))
+    assert is_consequence(victim) and not is_consequence(killed)
+    assert first_failure([victim, killed]) is killed
+
+
+@pytest.mark.parametrize("signal, exitcode", [("SIGABRT", -6), ("SIGSEGV", -11), ("SIGKILL", -9)])
+def test_a_rank_killed_by_another_signal_without_such_words_stays_a_cause(signal: str,
+                                                                          exitcode: int) -> None:
+    crashed = _rank_failure(1, at=1.0, exitcode=exitcode, signal=signal,
+                            lines=("terminate called after throwing an instance of 'c10::Error'",))
+    assert not is_consequence(crashed)
+    assert not is_consequence(_rank_failure(1, at=1.0, exitcode=exitcode, signal=signal))

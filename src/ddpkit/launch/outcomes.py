@@ -7,7 +7,10 @@ order in which the nodes' reports arrive is a race. So the first failure is chos
 1. a failure that is a *consequence* of another loses to one that is not: a rank stopped by
    SIGTERM/SIGINT/SIGHUP, or one whose last words are a peer's connection going away or a
    collective timing out (:data:`CONSEQUENCE_PATTERNS`); a node lost altogether (its ssh session
-   or its heartbeat died) and a rank killed by any other signal are never consequences;
+   or its heartbeat died) is never a consequence, and a rank killed by any other signal only when
+   its last words say so (with torch 2.13's Gloo a rank that raised "Connection reset by peer"
+   can then abort at interpreter exit, SIGABRT: launch/tracebacks.py); a silent SIGKILL or
+   SIGSEGV stays a cause;
 2. among the rest, the earliest observed wins (then the lowest node rank).
 """
 
@@ -149,8 +152,8 @@ def is_consequence(outcome: NodeOutcome) -> bool:
         return False
     if outcome.signal in STOP_SIGNALS:
         return True
-    if outcome.exitcode is not None and outcome.exitcode < 0:
-        return -outcome.exitcode in (1, 2, 15)  # SIGHUP, SIGINT, SIGTERM
+    if outcome.exitcode is not None and -outcome.exitcode in (1, 2, 15):
+        return True  # SIGHUP, SIGINT, SIGTERM
     text = " ".join((outcome.message, *outcome.last_lines)).lower()
     return any(pattern in text for pattern in CONSEQUENCE_PATTERNS)
 
