@@ -98,16 +98,16 @@ class DescendantTracker:
     def __init__(self, root_pid: int) -> None:
         self.root_pid = root_pid
         self.seen: dict[int, float] = {}
-        self._parents: dict[int, int] = {}  # every process met so far -> its parent then
+        self._met: set[int] = set()  # every process a scan has read, while it lives
 
     def scan(self) -> None:
         try:
             pids = psutil.pids()
         except (psutil.Error, OSError):
             return
-        met: list[tuple[int, int, float]] = []  # (pid, parent, start time) of new processes
+        new: list[tuple[int, int, float]] = []  # (pid, parent, start time) of processes not met before
         for pid in pids:
-            if pid in self._parents:
+            if pid in self._met:
                 continue
             try:
                 proc = psutil.Process(pid)
@@ -115,19 +115,18 @@ class DescendantTracker:
                     parent, created = proc.ppid(), proc.create_time()
             except psutil.Error:
                 continue
-            self._parents[pid] = parent
-            met.append((pid, parent, created))
+            self._met.add(pid)
+            new.append((pid, parent, created))
         tree = {self.root_pid, *self.seen}
         grown = True
         while grown:  # a new process's parent may be new too, listed after it
             grown = False
-            for pid, parent, created in met:
-                if pid not in tree and parent in tree and pid != self.root_pid:
+            for pid, parent, created in new:
+                if pid not in tree and parent in tree:
                     tree.add(pid)
                     self.seen.setdefault(pid, created)
                     grown = True
-        for pid in self._parents.keys() - set(pids):
-            del self._parents[pid]
+        self._met &= set(pids)
 
     def alive(self) -> list[psutil.Process]:
         procs = []
