@@ -1,6 +1,6 @@
 """Accuracy of `ddpkit doctor --log` on the real-log corpus (tests/fixtures/real-logs/, issue 12).
 
-For every log in corpus.json the top finding of ``ddpkit.doctor.logs.diagnose`` is compared with
+For every log in corpus.json the top finding of ``ddpkit.doctor.log.diagnose.diagnose`` is compared with
 the cause the log's thread confirmed. Prints the accuracy on the dev split (rules are developed on
 it) and on the eval split (set aside before any rule change, never tuned on), the confusion list of
 misses (expected -> got), and the false alarms: no-failure logs that got an error or warning.
@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parent.parent
 CORPUS_DIR = ROOT / "tests" / "fixtures" / "real-logs"
 sys.path.insert(0, str(ROOT / "src"))
 
-from ddpkit.doctor.logs import diagnose  # noqa: E402
+from ddpkit.doctor.log.diagnose import diagnose  # noqa: E402
 
 
 def top_finding(path: Path) -> tuple[str, str]:

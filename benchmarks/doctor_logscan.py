@@ -99,7 +99,7 @@ def baseline(path: Path) -> tuple[float, float]:
 
 def diagnosis(path: Path) -> tuple[float, float]:
     """(CPU seconds, wall seconds) of the full ``doctor --log`` diagnosis of the file."""
-    from ddpkit.doctor.logs import diagnose
+    from ddpkit.doctor.log.diagnose import diagnose
 
     cpu, wall = time.process_time(), time.perf_counter()
     findings = diagnose([str(path)])

@@ -38,7 +38,7 @@ from ddpkit.sim import SimSpec, down, node_argv, up
 
 TARGET = 1.10
 # The job ends with os._exit: torch 2.13's Gloo can abort a process at interpreter exit
-# ("terminate called without an active exception", launch/tracebacks.py), which would fail a
+# ("terminate called without an active exception", launch/torchrun/tracebacks.py), which would fail a
 # round of either launcher at random; this benchmark times launching, not that.
 SCRIPT = textwrap.dedent("""
     import os, torch, torch.distributed as dist

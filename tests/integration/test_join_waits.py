@@ -19,8 +19,8 @@ import psutil
 import pytest
 
 from ddpkit.errors import NetworkProblem
-from ddpkit.launch.join_store import connect_store
-from ddpkit.launch.token import JoinToken
+from ddpkit.launch.join.store import connect_store
+from ddpkit.launch.join.tokens import JoinToken
 
 pytest.importorskip("torch")
 

@@ -12,8 +12,8 @@ import pytest
 
 from ddpkit.cli.commands.join import token_text
 from ddpkit.errors import ConfigError, DdpkitError, UsageError
-from ddpkit.launch.join_driver import write_token_file
-from ddpkit.launch.token import TOKEN_ENV, JoinToken, parse_token
+from ddpkit.launch.join.driver import write_token_file
+from ddpkit.launch.join.tokens import TOKEN_ENV, JoinToken, parse_token
 
 TOKEN = JoinToken("10.0.0.2", 29400, "0a1b2c3d4e5f", "s3cr3t-s3cr3t-s3cr3t-XYZ_123")
 

@@ -26,8 +26,8 @@ def no_ssh(monkeypatch: pytest.MonkeyPatch) -> None:
     def refuse(*args: Any, **kwargs: Any) -> Any:
         raise AssertionError("a host was contacted although the input was bad")
 
-    monkeypatch.setattr("ddpkit.launch.probe.probe_hosts", refuse)
-    monkeypatch.setattr("ddpkit.launch.hosts_driver.probe_hosts", refuse)
+    monkeypatch.setattr("ddpkit.launch.ssh.probe.probe_hosts", refuse)
+    monkeypatch.setattr("ddpkit.launch.ssh.driver.probe_hosts", refuse)
 
 
 def test_a_malformed_hostfile_is_named_by_line(run_cli: Any, tmp_path: Path, no_ssh: None) -> None:

@@ -10,7 +10,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from ddpkit.launch.pyspy import find_py_spy
+from ddpkit.launch.hang.pyspy import find_py_spy
 
 
 def _registry(run_dir: Path, procs: list[tuple[int, float]]) -> None:

@@ -207,7 +207,7 @@ _TWO_RANKS = textwrap.dedent(
                        "implementation": info.implementation,
                        "norm": float(flat.norm())}, f)
     # Free the model before the group, or Gloo can abort this rank at interpreter exit
-    # ("terminate called without an active exception"; see ddpkit/launch/tracebacks.py).
+    # ("terminate called without an active exception"; see ddpkit/launch/torchrun/tracebacks.py).
     del ddp, opt, model
     gc.collect()
     dist.destroy_process_group()

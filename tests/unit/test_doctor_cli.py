@@ -77,7 +77,7 @@ def test_fifo_without_a_writer_is_refused_within_the_bounded_wait(
     import os
     import time
 
-    from ddpkit.doctor import logs
+    from ddpkit.doctor.log import diagnose as logs
 
     monkeypatch.setattr(logs, "FIFO_WAIT_S", 1)
     fifo = tmp_path / "rank_0.log"

@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
-from ddpkit.doctor import flight_recorder_input as fr
-from ddpkit.doctor.logs import diagnose
+from ddpkit.doctor.log import flight_recorder as fr
+from ddpkit.doctor.log.diagnose import diagnose
 from ddpkit.errors import ConfigError, ExitCode
 
 DUMPS = Path(__file__).resolve().parents[1] / "fixtures" / "flight-recorder"

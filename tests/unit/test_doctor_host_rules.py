@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ddpkit.doctor.logs import diagnose
+from ddpkit.doctor.log.diagnose import diagnose
 
 
 def _top(tmp_path: Path, text: str) -> tuple[str, str]:

@@ -1,11 +1,11 @@
-"""Inferences from the init sequence when no line names the cause (ddpkit.doctor.init_rules)."""
+"""Inferences from the init sequence when no line names the cause (ddpkit.doctor.log.rules.init_phase)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 from ddpkit.doctor.findings import Finding
-from ddpkit.doctor.logs import diagnose
+from ddpkit.doctor.log.diagnose import diagnose
 
 SYSTEM_ERROR = ("RuntimeError: NCCL error in: /torch/lib/c10d/ProcessGroupNCCL.cpp:260, unhandled "
                 "system error\n")

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from ddpkit.doctor.logs import diagnose
+from ddpkit.doctor.log.diagnose import diagnose
 
 LEGACY = Path(__file__).resolve().parents[1] / "fixtures" / "logs" / "legacy"
 

@@ -6,9 +6,9 @@ import io
 
 import pytest
 
-from ddpkit.doctor import logscan
-from ddpkit.doctor.logscan import Event, parse_prefix, raw_hits, scan
-from ddpkit.doctor.patterns import ANCHORS
+from ddpkit.doctor.log import scan as logscan
+from ddpkit.doctor.log.patterns import ANCHORS
+from ddpkit.doctor.log.scan import Event, parse_prefix, raw_hits, scan
 
 BOOT = b"gpu-a:2201:2201 [0] NCCL INFO Bootstrap : Using eth0:172.17.0.4<0>"
 

@@ -1,4 +1,4 @@
-"""Machines compared side by side (ddpkit.doctor.node_rules, issue 12): NCCL versions, transports,
+"""Machines compared side by side (ddpkit.doctor.log.rules.nodes, issue 12): NCCL versions, transports,
 net plugins and torch builds that differ between the ranks of one log or between log files."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ddpkit.doctor.findings import Finding
-from ddpkit.doctor.logs import diagnose
+from ddpkit.doctor.log.diagnose import diagnose
 
 
 def run(tmp_path: Path, **files: str) -> list[Finding]:

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from ddpkit.doctor.catalogue import CATALOGUE
-from ddpkit.doctor.logs import diagnose
+from ddpkit.doctor.log.diagnose import diagnose
 
 CORPUS_DIR = Path(__file__).resolve().parents[1] / "fixtures" / "real-logs"
 CORPUS: dict[str, Any] = json.loads((CORPUS_DIR / "corpus.json").read_text())
@@ -74,7 +74,7 @@ def test_no_failure_logs_raise_no_alarm() -> None:
 
 
 def test_every_docs_example_line_is_in_its_threads_corpus_log() -> None:
-    from ddpkit.doctor.real_examples import REAL_EXAMPLES
+    from ddpkit.doctor.catalogue.real_examples import REAL_EXAMPLES
 
     by_source: dict[str, list[str]] = {}
     for entry in LOGS:

@@ -9,7 +9,7 @@ import pytest
 
 from ddpkit.doctor.catalogue import CATALOGUE
 from ddpkit.doctor.findings import Finding
-from ddpkit.doctor.logs import diagnose
+from ddpkit.doctor.log.diagnose import diagnose
 
 LOGS = Path(__file__).resolve().parents[1] / "fixtures" / "logs"
 NCCL, CAPTURED, MIXED = LOGS / "nccl", LOGS / "captured", LOGS / "mixed"

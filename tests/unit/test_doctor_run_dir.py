@@ -6,7 +6,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from ddpkit.doctor.run_dir import expand, is_run_dir, run_dir_logs
+from ddpkit.doctor.log.run_dir import expand, is_run_dir, run_dir_logs
 from ddpkit.errors import ExitCode
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "tracebacks"

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from test_launch_stacks import _job
 
-from ddpkit.launch.hangwatch import StackReport, write_stacks
+from ddpkit.launch.hang.watcher import StackReport, write_stacks
 
 
 def _dump(where: Path, stacks, node: int) -> Path:  # type: ignore[no-untyped-def]

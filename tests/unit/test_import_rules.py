@@ -78,7 +78,7 @@ _PICKLING_MODULES = {"pickle", "cPickle", "_pickle", "dill", "cloudpickle", "she
 # only (NCCL's watchdog, TORCH_FR_DUMP_TEMP_FILE), and `doctor --log` reads them with an unpickler
 # that refuses every global (tests/unit/test_doctor_flight_recorder.py proves nothing can run).
 # Nothing ddpkit sends between processes or nodes is pickled.
-_DUMP_READER = Path("doctor/flight_recorder_input.py")
+_DUMP_READER = Path("doctor/log/flight_recorder.py")
 
 
 @pytest.mark.parametrize("path", _modules(SRC), ids=lambda p: str(p.relative_to(SRC)))

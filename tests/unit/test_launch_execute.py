@@ -14,7 +14,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from ddpkit.launch.execute import run_process
+from ddpkit.launch.torchrun.processes import run_process
 
 # A parent that starts a worker in a session of its own, exactly like torchrun does.
 TREE = textwrap.dedent("""
@@ -119,7 +119,7 @@ def test_should_stop_ends_the_tree_with_its_reason(tmp_path: Path) -> None:
 
 
 def test_a_start_deadline_counts_from_its_own_clock() -> None:
-    from ddpkit.launch.execute import StartDeadline
+    from ddpkit.launch.torchrun.processes import StartDeadline
 
     fixed = StartDeadline(5, "late")
     assert not fixed.passed(100.0, 104.0) and fixed.passed(100.0, 106.0)
@@ -132,7 +132,7 @@ def test_a_start_deadline_counts_from_its_own_clock() -> None:
 
 @pytest.mark.timeout(60)
 def test_the_tracker_finds_a_grandchild_whose_parent_it_met_in_the_same_scan() -> None:
-    from ddpkit.launch.execute import DescendantTracker
+    from ddpkit.launch.torchrun.processes import DescendantTracker
 
     # child -> grandchild started before the first scan: both are new to it at once
     code = ("import subprocess, sys, time; "
@@ -160,7 +160,7 @@ def test_the_tracker_finds_a_grandchild_whose_parent_it_met_in_the_same_scan() -
 
 @pytest.mark.timeout(60)
 def test_the_tracker_meets_a_process_started_after_its_first_scan_and_not_an_unrelated_one() -> None:
-    from ddpkit.launch.execute import DescendantTracker
+    from ddpkit.launch.torchrun.processes import DescendantTracker
 
     root = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.readline(); "
                              "import subprocess; subprocess.Popen([sys.executable, '-c', "

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from ddpkit.launch import facts
+from ddpkit.launch.node import facts
 
 
 def test_same_text_as_the_installed_distribution_metadata() -> None:

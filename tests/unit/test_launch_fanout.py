@@ -16,11 +16,11 @@ import psutil
 import pytest
 
 from ddpkit.launch.envpass import PassedEnv, read_wire
-from ddpkit.launch.fanout import NodeCommand, plan_nodes, supervise
-from ddpkit.launch.hostfile import Host
 from ddpkit.launch.job import Deadlines, JobSpec
 from ddpkit.launch.outcomes import FAILED, OK, STOPPED, NodeOutcome, first_failure
-from ddpkit.launch.remote import SshSettings
+from ddpkit.launch.ssh.fanout import NodeCommand, plan_nodes, supervise
+from ddpkit.launch.ssh.hostfile import Host
+from ddpkit.launch.ssh.remote import SshSettings
 
 
 def test_plan_nodes_builds_one_supervised_per_node_command() -> None:

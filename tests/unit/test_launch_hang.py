@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ddpkit.launch.hang import HangPolicy, HangState, RankSample, Sample, observe, replay, verdict
+from ddpkit.launch.hang.model import HangPolicy, HangState, RankSample, Sample, observe, replay, verdict
 
 POLICY = HangPolicy(timeout_s=15)
 

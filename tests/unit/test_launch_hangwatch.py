@@ -13,9 +13,9 @@ from pathlib import Path
 import psutil
 import pytest
 
-from ddpkit.launch.hang import HangPolicy
-from ddpkit.launch.hangwatch import HANG_STOPPED, HangWatcher
-from ddpkit.launch.pyspy import find_py_spy
+from ddpkit.launch.hang.model import HangPolicy
+from ddpkit.launch.hang.pyspy import find_py_spy
+from ddpkit.launch.hang.watcher import HANG_STOPPED, HangWatcher
 
 AGENT = textwrap.dedent("""
     import os, subprocess, sys, time

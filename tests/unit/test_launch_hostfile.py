@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from ddpkit.errors import ConfigError
-from ddpkit.launch.hostfile import Host, load_hostfile, parse_hostfile, parse_hosts
+from ddpkit.launch.ssh.hostfile import Host, load_hostfile, parse_hostfile, parse_hosts
 
 DEEPSPEED = """\
 # DeepSpeed's format
@@ -103,7 +103,7 @@ def test_hostile_hosts_are_rejected(spec: str) -> None:
 
 
 def test_more_than_max_hosts_is_refused_at_the_first_extra_line() -> None:
-    from ddpkit.launch.hostfile import MAX_HOSTS, parse_hostfile
+    from ddpkit.launch.ssh.hostfile import MAX_HOSTS, parse_hostfile
 
     lines = [f"10.{i // 250}.{i % 250}.9 slots=1" for i in range(MAX_HOSTS)]
     assert len(parse_hostfile("\n".join(lines), "h.txt")) == MAX_HOSTS
@@ -113,7 +113,7 @@ def test_more_than_max_hosts_is_refused_at_the_first_extra_line() -> None:
 
 
 def test_hosts_flag_with_too_many_entries() -> None:
-    from ddpkit.launch.hostfile import MAX_HOSTS, parse_hosts
+    from ddpkit.launch.ssh.hostfile import MAX_HOSTS, parse_hosts
 
     with pytest.raises(ConfigError) as info:
         parse_hosts(",".join(["10.0.0.2"] * (MAX_HOSTS + 1)))
@@ -123,7 +123,7 @@ def test_hosts_flag_with_too_many_entries() -> None:
 def test_a_huge_or_odd_hostfile_is_refused_before_it_is_read(tmp_path: Path) -> None:
     import os
 
-    from ddpkit.launch.hostfile import MAX_HOSTFILE_BYTES, load_hostfile
+    from ddpkit.launch.ssh.hostfile import MAX_HOSTFILE_BYTES, load_hostfile
 
     huge = tmp_path / "huge.txt"
     with open(huge, "wb") as f:
@@ -139,7 +139,7 @@ def test_a_huge_or_odd_hostfile_is_refused_before_it_is_read(tmp_path: Path) -> 
 
 
 def test_duplicate_hosts_are_named_with_both_lines() -> None:
-    from ddpkit.launch.hostfile import duplicate_warnings, parse_hostfile
+    from ddpkit.launch.ssh.hostfile import duplicate_warnings, parse_hostfile
 
     hosts = parse_hostfile("10.0.0.2 slots=8\n10.0.0.3 slots=8\n10.0.0.2 slots=8\n"
                            "root@10.0.0.3:2222 slots=1\n", "h.txt")
@@ -150,8 +150,8 @@ def test_duplicate_hosts_are_named_with_both_lines() -> None:
 
 def test_interfaces_are_read_once_for_the_whole_host_list(monkeypatch: pytest.MonkeyPatch) -> None:
     import ddpkit.net.interfaces as interfaces
-    from ddpkit.launch.hostfile import parse_hosts
-    from ddpkit.launch.hosts_driver import this_machine_flags
+    from ddpkit.launch.ssh.driver import this_machine_flags
+    from ddpkit.launch.ssh.hostfile import parse_hosts
 
     calls: list[int] = []
     real = interfaces.discover

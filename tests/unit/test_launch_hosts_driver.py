@@ -14,13 +14,13 @@ import pytest
 from test_launch_fanout import Recorder as NodeRecorder
 
 from ddpkit.errors import DdpkitError
-from ddpkit.launch import hosts_driver
 from ddpkit.launch.envpass import PassedEnv
-from ddpkit.launch.hostfile import Host
 from ddpkit.launch.job import JobSpec
 from ddpkit.launch.outcomes import FAILED, OK, STOPPED
-from ddpkit.launch.probe import HostProbe
-from ddpkit.launch.remote import SshSettings
+from ddpkit.launch.ssh import driver as hosts_driver
+from ddpkit.launch.ssh.hostfile import Host
+from ddpkit.launch.ssh.probe import HostProbe
+from ddpkit.launch.ssh.remote import SshSettings
 
 # Stands in for `python -m ddpkit launch --node-rank R ... --supervised --json` on a host: node 1
 # fails as a launch does (its error document on stdout); every other node runs until its stdin

@@ -98,7 +98,7 @@ def test_the_printed_peer_command_carries_the_whole_job() -> None:
     configuration but for its rank (before JobSpec it dropped three deadlines)."""
     import shlex
 
-    from ddpkit.launch.plan import peer_commands
+    from ddpkit.launch.node.plan import peer_commands
 
     master = parsed(["launch", "--nnodes", "3", "--master-addr", "10.0.0.2", "--master-port",
                      "29611", "--nproc-per-node", "4", "--connect-timeout", "12.5",
@@ -122,9 +122,9 @@ def test_the_printed_peer_command_carries_the_whole_job() -> None:
 def test_the_ssh_fan_out_carries_the_whole_job() -> None:
     from ddpkit.cli.hosts_mode import whole_job
     from ddpkit.launch.envpass import PassedEnv
-    from ddpkit.launch.fanout import plan_nodes
-    from ddpkit.launch.hostfile import Host
-    from ddpkit.launch.remote import SshSettings
+    from ddpkit.launch.ssh.fanout import plan_nodes
+    from ddpkit.launch.ssh.hostfile import Host
+    from ddpkit.launch.ssh.remote import SshSettings
 
     parser, _ = build_parser("launch")
     args = parser.parse_args(["--hosts", "10.0.0.2,10.0.0.3", "--nproc-per-node", "4",
@@ -154,7 +154,7 @@ def test_the_join_token_carries_the_whole_job() -> None:
 
     from ddpkit.cli.commands.join import node_args
     from ddpkit.cli.join_mode import node_config
-    from ddpkit.launch.join import JoinJob
+    from ddpkit.launch.join.sides import JoinJob
 
     job = dataclasses.replace(FULL, ifname=None, nnodes=2)
     sent = JoinJob(job=job, master_addr="10.0.0.2", env={"NCCL_DEBUG": "INFO"}, join_timeout=30,

@@ -9,8 +9,8 @@ from test_launch_stacks import _job
 
 from ddpkit.errors import UsageError
 from ddpkit.launch.config import LaunchConfig
-from ddpkit.launch.hangwatch import StackReport
-from ddpkit.launch.jobstacks import job_stacks, job_stacks_of, node_reports
+from ddpkit.launch.hang.job_stacks import job_stacks, job_stacks_of, node_reports
+from ddpkit.launch.hang.watcher import StackReport
 from ddpkit.launch.outcomes import NodeOutcome, outcome_from_error
 
 

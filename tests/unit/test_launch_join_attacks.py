@@ -14,10 +14,10 @@ from typing import Any
 import pytest
 
 from ddpkit.errors import DeadlineExceeded, JobFailed
-from ddpkit.launch import join
 from ddpkit.launch.job import JobSpec
-from ddpkit.launch.join_store import JobStore, connect_store, host_store
-from ddpkit.launch.token import new_token
+from ddpkit.launch.join import sides as join
+from ddpkit.launch.join.store import JobStore, connect_store, host_store
+from ddpkit.launch.join.tokens import new_token
 
 pytest.importorskip("torch")
 

@@ -16,13 +16,13 @@ from pathlib import Path
 import pytest
 
 from ddpkit.errors import DdpkitError, JobFailed
-from ddpkit.launch import join_driver
 from ddpkit.launch.envpass import PassedEnv
 from ddpkit.launch.job import JobSpec
-from ddpkit.launch.join import JoinedNode, WorkerSide
-from ddpkit.launch.join_store import connect_store
+from ddpkit.launch.join import driver as join_driver
+from ddpkit.launch.join.sides import JoinedNode, WorkerSide
+from ddpkit.launch.join.store import connect_store
+from ddpkit.launch.join.tokens import JoinToken
 from ddpkit.launch.outcomes import FAILED, OK, STOPPED, NodeOutcome
-from ddpkit.launch.token import JoinToken
 
 pytest.importorskip("torch")
 

@@ -10,11 +10,11 @@ from collections.abc import Iterator
 import pytest
 
 from ddpkit.errors import DeadlineExceeded, JobFailed
-from ddpkit.launch import join
 from ddpkit.launch.job import Deadlines, JobSpec
-from ddpkit.launch.join_store import JobStore, connect_store, host_store
+from ddpkit.launch.join import sides as join
+from ddpkit.launch.join.store import JobStore, connect_store, host_store
+from ddpkit.launch.join.tokens import JoinToken, new_token
 from ddpkit.launch.outcomes import FAILED, LOST, OK, NodeOutcome
-from ddpkit.launch.token import JoinToken, new_token
 
 pytest.importorskip("torch")
 

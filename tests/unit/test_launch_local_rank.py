@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from ddpkit.errors import UsageError
-from ddpkit.launch.entry_file import find_module_file, read_entry
-from ddpkit.launch.local_rank import MAX_SOURCE_BYTES, EntrySource, decide, declarations
-from ddpkit.launch.torchrun import LOCAL_RANK_MACRO
+from ddpkit.launch.torchrun.command import LOCAL_RANK_MACRO
+from ddpkit.launch.torchrun.entry_file import find_module_file, read_entry
+from ddpkit.launch.torchrun.local_rank import MAX_SOURCE_BYTES, EntrySource, decide, declarations
 
 
 def _src(text: str) -> EntrySource:

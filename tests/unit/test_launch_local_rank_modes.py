@@ -9,7 +9,7 @@ from pathlib import Path
 
 from ddpkit.cli.commands.join import node_args
 from ddpkit.cli.join_mode import node_config
-from ddpkit.launch.join import JoinJob
+from ddpkit.launch.join.sides import JoinJob
 
 GUIDE = "import argparse\np = argparse.ArgumentParser()\np.add_argument('--local_rank', type=int)\n"
 

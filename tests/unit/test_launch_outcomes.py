@@ -7,8 +7,6 @@ from typing import Any
 
 import pytest
 
-from ddpkit.launch.fanout import NodeCommand, outcome_of, parse_document
-from ddpkit.launch.hostfile import Host
 from ddpkit.launch.outcomes import (
     FAILED,
     LOST,
@@ -20,6 +18,8 @@ from ddpkit.launch.outcomes import (
     job_summary,
     outcome_from_error,
 )
+from ddpkit.launch.ssh.fanout import NodeCommand, outcome_of, parse_document
+from ddpkit.launch.ssh.hostfile import Host
 
 
 def _rank_failure(node: int, *, at: float, exitcode: int, signal: str | None = None,

@@ -4,7 +4,7 @@ import pytest
 
 from ddpkit.errors import ConfigError, UsageError
 from ddpkit.launch.config import LaunchConfig
-from ddpkit.launch.plan import NodeFacts, plan_node
+from ddpkit.launch.node.plan import NodeFacts, plan_node
 from ddpkit.net.interfaces import Address, Nic, NicKind
 from ddpkit.net.route import Route
 

@@ -6,7 +6,7 @@ import time
 import pytest
 
 from ddpkit.errors import NetworkProblem
-from ddpkit.launch.preflight import check_port_free, wait_for_master
+from ddpkit.launch.node.preflight import check_port_free, wait_for_master
 
 
 def test_free_port_passes(tcp_port: int) -> None:
@@ -52,7 +52,7 @@ def test_unreachable_master_fails_within_the_timeout_naming_what_was_tried(tcp_p
 def test_a_busy_port_suggests_the_flag_that_moves_it() -> None:
     import socket
 
-    from ddpkit.launch.preflight import check_port_free
+    from ddpkit.launch.node.preflight import check_port_free
 
     with socket.socket() as holder:
         holder.bind(("", 0))

@@ -10,8 +10,8 @@ import pytest
 
 from ddpkit import __version__
 from ddpkit.errors import EnvironmentProblem, NetworkProblem
-from ddpkit.launch.hostfile import Host
-from ddpkit.launch.probe import (
+from ddpkit.launch.ssh.hostfile import Host
+from ddpkit.launch.ssh.probe import (
     PROBE_MARK,
     PROBE_SCRIPT,
     HostProbe,

@@ -11,7 +11,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from ddpkit.launch.pyspy import Target, dump_all, find_py_spy, not_permitted_fix
+from ddpkit.launch.hang.pyspy import Target, dump_all, find_py_spy, not_permitted_fix
 
 REAL = find_py_spy(dict(os.environ), sys.executable)
 

@@ -1,12 +1,12 @@
-"""ddpkit follows the ranks' log files itself instead of torchrun's --tee (launch/rank_output.py)."""
+"""ddpkit follows the ranks' log files itself instead of torchrun's --tee (launch/torchrun/rank_output.py)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 from ddpkit.launch.config import LaunchConfig
-from ddpkit.launch.rank_output import DISCOVER_EVERY, MAX_LINE, RankOutputTail
-from ddpkit.launch.torchrun import follows_rank_output, rank_output_role
+from ddpkit.launch.torchrun.command import follows_rank_output, rank_output_role
+from ddpkit.launch.torchrun.rank_output import DISCOVER_EVERY, MAX_LINE, RankOutputTail
 
 
 def _rank_file(log_dir: Path, run: str, local_rank: int, stream: str = "stdout.log",

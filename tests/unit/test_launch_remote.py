@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from ddpkit.errors import ConfigError, UsageError
-from ddpkit.launch.hostfile import Host
-from ddpkit.launch.remote import (
+from ddpkit.launch.ssh.hostfile import Host
+from ddpkit.launch.ssh.remote import (
     SshSettings,
     check_ssh_option,
     describe_ssh_failure,

@@ -6,7 +6,7 @@ import dataclasses
 import json
 from pathlib import Path
 
-from ddpkit.launch.stacks import (
+from ddpkit.launch.hang.stacks import (
     Frame,
     RankStack,
     ThreadStack,

@@ -9,7 +9,7 @@ import pickle
 import pytest
 
 from ddpkit.errors import ConfigError, JobFailed
-from ddpkit.launch.token import MAX_VALUE_BYTES, JoinToken, new_token, parse_token, seal, unseal
+from ddpkit.launch.join.tokens import MAX_VALUE_BYTES, JoinToken, new_token, parse_token, seal, unseal
 
 TOKEN = JoinToken(address="10.0.0.2", port=29400, run_id="0a1b2c3d4e5f",
                   secret="s3cr3t-s3cr3t-s3cr3t-XYZ_123")

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from ddpkit.launch.torchrun import PASSED_ON
+from ddpkit.launch.torchrun.command import PASSED_ON
 
 pytest.importorskip("torch")
 
@@ -179,7 +179,7 @@ def test_passed_on_flags_reach_the_other_nodes_command(run_cli, tmp_path: Path, 
 
 def test_a_users_value_replaces_ddpkits_and_rdzv_conf_is_merged() -> None:
     from ddpkit.launch.config import LaunchConfig
-    from ddpkit.launch.torchrun import torchrun_argv
+    from ddpkit.launch.torchrun.command import torchrun_argv
 
     def argv(*options: tuple[str, str | None]) -> list[str]:
         config = LaunchConfig(nnodes=2, node_rank=1, master_addr="10.0.0.2", entry="t.py",

@@ -3,7 +3,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ddpkit.launch.config import LaunchConfig
-from ddpkit.launch.torchrun import describe_exit, parse_failures, torchrun_argv
+from ddpkit.launch.torchrun.command import describe_exit, parse_failures, torchrun_argv
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "torchrun"
 
@@ -56,7 +56,7 @@ def test_describe_exit_names_signals() -> None:
 
 
 def test_agent_traceback_is_hidden_but_worker_lines_are_not() -> None:
-    from ddpkit.launch.torchrun import AgentTracebackFilter
+    from ddpkit.launch.torchrun.command import AgentTracebackFilter
 
     lines = (FIXTURES / "child_failed_exit3.txt").read_text().splitlines()
     shown_filter = AgentTracebackFilter()
@@ -67,7 +67,7 @@ def test_agent_traceback_is_hidden_but_worker_lines_are_not() -> None:
 
 
 def test_other_agent_tracebacks_are_kept() -> None:
-    from ddpkit.launch.torchrun import AgentTracebackFilter
+    from ddpkit.launch.torchrun.command import AgentTracebackFilter
 
     shown_filter = AgentTracebackFilter()
     lines = ["Traceback (most recent call last):", '  File "x"', "RendezvousTimeoutError: boom"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ddpkit.launch.tracebacks import (
+from ddpkit.launch.torchrun.tracebacks import (
     PythonException,
     common_exception,
     exit_abort_fix,

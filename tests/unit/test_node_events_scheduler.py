@@ -8,7 +8,7 @@ import io
 from ddpkit.cli.console import Console
 from ddpkit.cli.node_events import ConsoleEvents, scheduler_of
 from ddpkit.launch.config import LaunchConfig
-from ddpkit.launch.plan import NodeFacts, plan_node
+from ddpkit.launch.node.plan import NodeFacts, plan_node
 from ddpkit.net.interfaces import Address, Nic, NicKind
 
 NICS = (Nic(name="eth1", kind=NicKind.VETH, up=True, mtu=1500, speed_mbps=None,

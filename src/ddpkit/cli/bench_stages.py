@@ -15,7 +15,7 @@ from ddpkit.cli import render
 from ddpkit.cli.console import Console
 from ddpkit.cli.node_events import ConsoleEvents
 from ddpkit.errors import DeadlineExceeded, JobFailed, NetworkProblem
-from ddpkit.launch.plan import NodePlan
+from ddpkit.launch.node.plan import NodePlan
 
 _RANK_PREFIX = re.compile(r"^\[[^\]]*\]:")
 _SUMMARY = re.compile(r"^# [A-Za-z0-9]")
@@ -48,7 +48,7 @@ def run_jobs(console: Console, jobs: tuple[BenchJob, ...], plans: list[NodePlan]
              should_stop: Callable[[], str | None] | None = None) -> list[JobOutcome]:
     """Each stage in turn; a failed stage is recorded and the next one runs. ``should_stop`` (a
     job supervisor's) reaches every stage's torchrun."""
-    from ddpkit.launch import session
+    from ddpkit.launch.node import session
 
     outcomes = []
     for index, (job, plan) in enumerate(zip(jobs, plans)):

@@ -1,5 +1,5 @@
 """`ddpkit launch|test|bench|doctor --hosts/--hostfile`: the flags become a
-:class:`~ddpkit.launch.hosts_driver.HostsJob`, :mod:`ddpkit.launch.hosts_driver` runs it, and this
+:class:`~ddpkit.launch.ssh.driver.HostsJob`, :mod:`ddpkit.launch.ssh.driver` runs it, and this
 module renders what it reports and how the job went."""
 
 from __future__ import annotations
@@ -18,7 +18,6 @@ from ddpkit.cli.launch_options import (
     sigterm_as_interrupt,
 )
 from ddpkit.errors import JobFailed, UsageError
-from ddpkit.launch import hosts_driver
 from ddpkit.launch.envpass import (
     ENV_FILE_NAME,
     PassedEnv,
@@ -27,11 +26,12 @@ from ddpkit.launch.envpass import (
     shown,
     shown_env,
 )
-from ddpkit.launch.fanout import NodeCommand
-from ddpkit.launch.hostfile import Host, duplicate_warnings, load_hostfile, parse_hosts
 from ddpkit.launch.job import Deadlines, JobSpec
 from ddpkit.launch.outcomes import job_summary
-from ddpkit.launch.remote import SshSettings
+from ddpkit.launch.ssh import driver as hosts_driver
+from ddpkit.launch.ssh.fanout import NodeCommand
+from ddpkit.launch.ssh.hostfile import Host, duplicate_warnings, load_hostfile, parse_hosts
+from ddpkit.launch.ssh.remote import SshSettings
 from ddpkit.report import document
 
 

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from ddpkit.cli import render
 from ddpkit.cli.console import Console
-from ddpkit.launch.fanout import NodeCommand
-from ddpkit.launch.join import JoinedNode
+from ddpkit.launch.join.sides import JoinedNode
+from ddpkit.launch.join.tokens import JoinToken
 from ddpkit.launch.outcomes import OK, JobResult, NodeOutcome
-from ddpkit.launch.token import JoinToken
+from ddpkit.launch.ssh.fanout import NodeCommand
 
 
 class JobConsoleEvents:

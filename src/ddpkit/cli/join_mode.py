@@ -1,6 +1,6 @@
 """Token mode on the master: `ddpkit launch|test|bench|doctor --nnodes N ...` without
---master-addr. The flags become a :class:`~ddpkit.launch.join_driver.JoinMasterJob`,
-:mod:`ddpkit.launch.join_driver` runs it (the store, the token, the joins, every node's outcome),
+--master-addr. The flags become a :class:`~ddpkit.launch.join.driver.JoinMasterJob`,
+:mod:`ddpkit.launch.join.driver` runs it (the store, the token, the joins, every node's outcome),
 and this module supplies node 0's own share, renders what the driver reports and how the job went.
 """
 
@@ -21,10 +21,10 @@ from ddpkit.cli.console import Console
 from ddpkit.cli.job_events import JobConsoleEvents, show_job_stacks
 from ddpkit.cli.launch_options import ResultRenderer, Share, ShareContext, process_context
 from ddpkit.errors import ExitCode, JobFailed
-from ddpkit.launch import join_driver
 from ddpkit.launch.config import LaunchConfig
-from ddpkit.launch.fanout import parse_document
+from ddpkit.launch.join import driver as join_driver
 from ddpkit.launch.outcomes import NodeOutcome, job_summary
+from ddpkit.launch.ssh.fanout import parse_document
 from ddpkit.report import document
 
 

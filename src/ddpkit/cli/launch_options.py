@@ -19,9 +19,9 @@ from ddpkit.cli.console import Console
 from ddpkit.cli.options import add_flag
 from ddpkit.errors import UsageError
 from ddpkit.launch.config import DEFAULT_CONNECT_TIMEOUT, DEFAULT_RDZV_TIMEOUT, LaunchConfig
-from ddpkit.launch.hang import DEFAULT_HANG_TIMEOUT, HANG_ACTIONS, REPORT
+from ddpkit.launch.hang.model import DEFAULT_HANG_TIMEOUT, HANG_ACTIONS, REPORT
+from ddpkit.launch.node.plan import NodePlan
 from ddpkit.launch.outcomes import NodeOutcome
-from ddpkit.launch.plan import NodePlan
 from ddpkit.net.ports import DEFAULT_MASTER_PORT
 
 # The cluster flags' defaults: a flag still at its default may be filled from a scheduler's
@@ -239,7 +239,7 @@ HOSTS, JOIN, NODE = "hosts", "join", "node"
 
 
 def add_cluster_options(parser: argparse.ArgumentParser) -> None:
-    from ddpkit.launch.remote import DEFAULT_SSH_CONNECT_TIMEOUT
+    from ddpkit.launch.ssh.remote import DEFAULT_SSH_CONNECT_TIMEOUT
     from ddpkit.net.ports import DEFAULT_JOIN_PORT
 
     group = parser.add_argument_group(

@@ -1,12 +1,12 @@
 """One node's launch on a terminal: its plan (``--dry-run`` and the start-up summary) and the
-events :func:`ddpkit.launch.session.execute` reports while it runs."""
+events :func:`ddpkit.launch.node.session.execute` reports while it runs."""
 
 from __future__ import annotations
 
 from ddpkit.cli import render
 from ddpkit.cli.console import Console
 from ddpkit.launch.envpass import shown_env
-from ddpkit.launch.plan import NodePlan
+from ddpkit.launch.node.plan import NodePlan
 from ddpkit.report import document
 
 
@@ -88,7 +88,7 @@ def print_plan(console: Console, plan: NodePlan) -> None:
     for text in plan.warnings:
         render.line(console, f"warning: {text}")
     render.line(console, "command:")
-    from ddpkit.launch.torchrun import quote_command
+    from ddpkit.launch.torchrun.command import quote_command
 
     render.line(console, "  " + quote_command(plan.argv))
     if plan.peer_commands:

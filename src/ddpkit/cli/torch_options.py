@@ -10,9 +10,9 @@ from typing import Any
 
 from ddpkit.cli.options import add_flag
 from ddpkit.errors import UsageError
-from ddpkit.launch.local_rank import AUTO, MODES, check_use_env
-from ddpkit.launch.plan import option_flags
-from ddpkit.launch.torchrun import PASSED_ON
+from ddpkit.launch.node.plan import option_flags
+from ddpkit.launch.torchrun.command import PASSED_ON
+from ddpkit.launch.torchrun.local_rank import AUTO, MODES, check_use_env
 from ddpkit.net.ports import DEFAULT_MASTER_PORT
 
 _DEST = "torchrun_flag_"

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ddpkit.errors import UsageError
-from ddpkit.launch.hang import DEFAULT_HANG_TIMEOUT, HANG_ACTIONS, REPORT
+from ddpkit.launch.hang.model import DEFAULT_HANG_TIMEOUT, HANG_ACTIONS, REPORT
 from ddpkit.net.ports import DEFAULT_MASTER_PORT
 
 DEFAULT_CONNECT_TIMEOUT = 60.0
@@ -32,7 +32,7 @@ class LaunchConfig:
     run_dir: str | None = None  # None: chosen by the session (./ddpkit-runs/<stamp>-node<R>)
     job_timeout: float | None = None  # kill the job after this many seconds
     extra_env: tuple[tuple[str, str], ...] = field(default=())  # --env K=V, applied last
-    local_rank_arg: str = ""  # auto | dash | underscore | none (ddpkit.launch.local_rank);
+    local_rank_arg: str = ""  # auto | dash | underscore | none (ddpkit.launch.torchrun.local_rank);
     # "" for ddpkit's own workers (`ddpkit test`, bench), which read LOCAL_RANK
     use_env: bool = False  # torch.distributed.launch's --use-env: the script reads LOCAL_RANK
     torchrun_options: tuple[tuple[str, str | None], ...] = field(default=())

@@ -19,11 +19,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
-    from ddpkit.launch.fanout import NodeCommand
-    from ddpkit.launch.join import JoinedNode
+    from ddpkit.launch.join.sides import JoinedNode
+    from ddpkit.launch.join.tokens import JoinToken
+    from ddpkit.launch.node.plan import NodePlan
     from ddpkit.launch.outcomes import NodeOutcome
-    from ddpkit.launch.plan import NodePlan
-    from ddpkit.launch.token import JoinToken
+    from ddpkit.launch.ssh.fanout import NodeCommand
 
 
 class Progress(Protocol):

@@ -1,6 +1,6 @@
 """A multi-node job as one value: what every node runs, and the one way it becomes a node's command.
 
-The printed command for the other nodes (``launch/plan.py``), the ssh fan-out (``fanout``) and the
+The printed command for the other nodes (``launch/node/plan.py``), the ssh fan-out (``fanout``) and the
 join token (``join``) all carry a job to other nodes. They used to spell it three times, and
 drifted (the printed command lost ``--max-restarts``, ``--job-timeout`` and ``--rdzv-timeout``).
 Now each builds a :class:`JobSpec` and uses :func:`node_argv` (a node's ``ddpkit`` argv, which that
@@ -16,7 +16,7 @@ from typing import Any
 
 from ddpkit.errors import ConfigError
 from ddpkit.launch.config import DEFAULT_CONNECT_TIMEOUT, DEFAULT_RDZV_TIMEOUT, LaunchConfig
-from ddpkit.launch.hang import DEFAULT_HANG_TIMEOUT, REPORT
+from ddpkit.launch.hang.model import DEFAULT_HANG_TIMEOUT, REPORT
 from ddpkit.net.ports import DEFAULT_MASTER_PORT
 
 JOB_SCHEMA = "ddpkit.job/1"

@@ -9,7 +9,7 @@ order in which the nodes' reports arrive is a race. So the first failure is chos
    collective timing out (:data:`CONSEQUENCE_PATTERNS`); a node lost altogether (its ssh session
    or its heartbeat died) is never a consequence, and a rank killed by any other signal only when
    its last words say so (with torch 2.13's Gloo a rank that raised "Connection reset by peer"
-   can then abort at interpreter exit, SIGABRT: launch/tracebacks.py); a silent SIGKILL or
+   can then abort at interpreter exit, SIGABRT: launch/torchrun/tracebacks.py); a silent SIGKILL or
    SIGSEGV stays a cause;
 2. among the rest, the earliest observed wins (then the lowest node rank).
 """
@@ -22,7 +22,7 @@ from typing import Any
 
 from ddpkit.error_ids import JOB_STOPPED
 from ddpkit.errors import DdpkitError
-from ddpkit.launch.torchrun import describe_exit
+from ddpkit.launch.torchrun.command import describe_exit
 
 OK, FAILED, LOST, STOPPED, INTERRUPTED = "ok", "failed", "lost", "stopped", "interrupted"
 FAILURE_STATES = (FAILED, LOST)

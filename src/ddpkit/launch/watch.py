@@ -2,7 +2,7 @@
 
 A node started by a job supervisor (the ssh fan-out, or ``ddpkit join``) must stop when the job
 does: when its ssh session dies (its stdin reaches end of file) or when the job store says so.
-:class:`StopSwitch` carries that reason to :func:`ddpkit.launch.session.execute`'s ``should_stop``
+:class:`StopSwitch` carries that reason to :func:`ddpkit.launch.node.session.execute`'s ``should_stop``
 hook, which stops torchrun's whole tree. Outside that loop (a worker still waiting for its master,
 say) nobody polls the hook, so if the reason is not picked up within ``grace`` seconds the switch
 calls ``interrupt`` (the CLI passes "SIGTERM to myself", which it turns into a clean Ctrl-C).

@@ -312,7 +312,7 @@ def main(argv: list[str] | None = None) -> int:
             "ranks": reports,
         })
     run.stage("done")
-    gc.collect()  # nothing of Gloo's may be left for interpreter exit (see launch/tracebacks.py)
+    gc.collect()  # nothing of Gloo's may be left for interpreter exit (see launch/torchrun/tracebacks.py)
     dist.destroy_process_group()
     return 0 if ok else 1
 

@@ -281,7 +281,7 @@ def process_group(backend: str, timeout: float) -> Iterator[None]:
     try:
         yield
     finally:
-        gc.collect()  # nothing of Gloo's may be left for interpreter exit (launch/tracebacks.py)
+        gc.collect()  # nothing of Gloo's may be left for interpreter exit (launch/torchrun/tracebacks.py)
         dist.destroy_process_group()
 
 

@@ -47,8 +47,8 @@ from ddpkit.errors import (
     UsageError,
 )
 from ddpkit.launch.config import LaunchConfig
+from ddpkit.launch.node.plan import NodePlan
 from ddpkit.launch.outcomes import OK, NodeOutcome
-from ddpkit.launch.plan import NodePlan
 from ddpkit.report import document
 
 HELP = "measure raw TCP, collective busbw and DDP scaling across the nodes; is multi-node worth it?"
@@ -232,7 +232,7 @@ def node_config(args: argparse.Namespace) -> tuple[LaunchConfig, dict[str, Any]]
 def share(console: Console, base: LaunchConfig, context: ShareContext,
           given: dict[str, Any]) -> tuple[int, NodeOutcome]:
     """This node's share of the bench: every stage in turn; node 0 merges, writes and shows."""
-    from ddpkit.launch import session
+    from ddpkit.launch.node import session
 
     options: BenchOptions = given["bench"]
     env, home, cwd, python = context.env, context.home, context.cwd, context.python

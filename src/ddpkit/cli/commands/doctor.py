@@ -81,7 +81,7 @@ def run(args: argparse.Namespace, console: Console) -> int:
 
 def _run_logs(paths: Sequence[str], console: Console, *, as_json: bool) -> int:
     from ddpkit.doctor.findings import has_errors
-    from ddpkit.doctor.logs import diagnose
+    from ddpkit.doctor.log.diagnose import diagnose
 
     findings = diagnose(paths, stdin=sys.stdin.buffer if "-" in paths else None)
     if as_json:

@@ -47,9 +47,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, console: Console) -> int:
-    from ddpkit.launch import join
-    from ddpkit.launch.join_store import connect_store
-    from ddpkit.launch.token import TOKEN_ENV, parse_token
+    from ddpkit.launch.join import sides as join
+    from ddpkit.launch.join.store import connect_store
+    from ddpkit.launch.join.tokens import TOKEN_ENV, parse_token
     from ddpkit.launch.watch import StopSwitch
     from ddpkit.net.route import route_to
 
@@ -96,7 +96,7 @@ MAX_TOKEN_BYTES = 4096
 def token_text(args: argparse.Namespace, env: dict[str, str]) -> str:
     """The token from exactly one place: the argument (``-``: stdin), --token-file (``-``: stdin)
     or $DDPKIT_JOIN_TOKEN. UsageError ``no-token`` / ``token-file-unreadable``."""
-    from ddpkit.launch.token import TOKEN_ENV
+    from ddpkit.launch.join.tokens import TOKEN_ENV
 
     given = [s for s in (args.token, args.token_file) if s is not None]
     if len(given) > 1:

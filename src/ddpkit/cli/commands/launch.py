@@ -95,8 +95,8 @@ def _preview_local_rank(args: argparse.Namespace, console: Console) -> None:
     import sys
     from pathlib import Path
 
-    from ddpkit.launch.entry_file import read_entry
-    from ddpkit.launch.local_rank import AUTO, decide
+    from ddpkit.launch.torchrun.entry_file import read_entry
+    from ddpkit.launch.torchrun.local_rank import AUTO, decide
 
     source = None
     if args.local_rank_arg == AUTO and not args.use_env:
@@ -110,7 +110,7 @@ def _preview_local_rank(args: argparse.Namespace, console: Console) -> None:
 def share(console: Console, config: LaunchConfig, context: ShareContext,
           options: dict[str, Any]) -> tuple[int, NodeOutcome]:
     """This node's share of the job; raises the launch's DdpkitError when it fails."""
-    from ddpkit.launch import session
+    from ddpkit.launch.node import session
 
     plan = session.prepare(config, context.env, home=context.home, cwd=context.cwd,
                            python=context.python)

@@ -16,9 +16,9 @@ from ddpkit.cli import render
 from ddpkit.cli.console import Console
 from ddpkit.cli.options import add_flag, add_json_flag
 from ddpkit.errors import ConfigError, ExitCode
-from ddpkit.launch.hangwatch import dump_run_dirs
-from ddpkit.launch.pyspy import DUMP_TIMEOUT_S, find_py_spy
-from ddpkit.launch.stacks import render_stack, summary_lines
+from ddpkit.launch.hang.pyspy import DUMP_TIMEOUT_S, find_py_spy
+from ddpkit.launch.hang.stacks import render_stack, summary_lines
+from ddpkit.launch.hang.watcher import dump_run_dirs
 from ddpkit.report import document
 
 HELP = "every rank's Python stack of a running job (py-spy)"

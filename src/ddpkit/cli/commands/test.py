@@ -96,7 +96,7 @@ def share(console: Console, config: LaunchConfig, context: ShareContext,
           options: dict[str, Any]) -> tuple[int, NodeOutcome]:
     """This node's share of the test: run the checks, print the verdict, return the exit code."""
     from ddpkit import clustertest
-    from ddpkit.launch import session
+    from ddpkit.launch.node import session
 
     # The run dir is decided first so the report directory can be passed to the worker.
     run_dir = Path(config.run_dir) if config.run_dir else session.default_run_dir(config, context.cwd)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ddpkit.doctor.catalogue.base import Entry
-from ddpkit.doctor.real_examples import REAL_EXAMPLES, thread_url
+from ddpkit.doctor.catalogue.real_examples import REAL_EXAMPLES, thread_url
 
 # The rows of `ddpkit doctor` without --log (see ddpkit.doctor.checks), for the docs.
 PREFLIGHT: tuple[tuple[str, str], ...] = (

@@ -174,7 +174,7 @@ class MeetingStore:
 def _check_master_side(options: ClusterOptions, nics: Sequence[Nic]) -> str:
     """On node 0: the master address is this node's own and the port is free. Returns the
     interface holding it; on a worker: the interface the route to the master leaves by."""
-    from ddpkit.launch.preflight import check_port_free
+    from ddpkit.launch.node.preflight import check_port_free
     from ddpkit.net.interfaces import interface_holding
     from ddpkit.net.route import resolve, route_to
 
@@ -205,7 +205,7 @@ def _open_store(options: ClusterOptions, ifname: str, deadline: float) -> Any:
     from torch.distributed import TCPStore  # type: ignore[attr-defined]
 
     from ddpkit.launch import store_client
-    from ddpkit.launch.preflight import wait_for_master
+    from ddpkit.launch.node.preflight import wait_for_master
 
     remaining = max(1.0, deadline - time.monotonic())
     is_master = options.node_rank == 0

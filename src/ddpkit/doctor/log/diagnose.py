@@ -1,0 +1,114 @@
+"""``ddpkit doctor --log``: read log files (or stdin) and diagnose them. No torch import."""
+
+from __future__ import annotations
+
+import os
+import select
+import stat
+from collections.abc import Sequence
+from typing import BinaryIO
+
+from ddpkit.doctor.findings import Finding
+from ddpkit.doctor.log import run_dir
+from ddpkit.doctor.log.rules.table import Diagnosis
+from ddpkit.doctor.log.scan import scan
+from ddpkit.errors import ConfigError
+
+STDIN_NAME = "<stdin>"
+FIFO_WAIT_S = 10  # how long a FIFO given as a log may stay without a writer
+
+
+LOG_FIX = "pass a readable file (or - for stdin); check the path and its permissions"
+
+
+def unreadable(path: str, reason: str, *, what: str = "log file",
+               fix: str = LOG_FIX) -> ConfigError:
+    """The ``log-unreadable`` error for one input of ``doctor --log``."""
+    return ConfigError("log-unreadable", f"cannot read {what} {path}: {reason}", fix,
+                       details={"path": path})
+
+
+def check_readable(path: str) -> None:
+    """Raise ``log-unreadable`` unless ``path`` is a file (or a FIFO) this process can read."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError as exc:
+        raise unreadable(path, exc.strerror or str(exc)) from exc
+    if stat.S_ISDIR(mode):
+        raise unreadable(path, "it is a directory, and not a ddpkit run directory (no "
+                               f"{run_dir.LAUNCHER_LOG} in it)")
+    if stat.S_ISFIFO(mode):
+        return  # opened without waiting for a writer when it is read (_open_log)
+    if not stat.S_ISREG(mode):
+        raise unreadable(path, "it is a device or a socket, not a log file",
+                         fix="pass a log file, or pipe the output into stdin: "
+                             "<command> 2>&1 | ddpkit doctor --log -")
+    try:
+        with open(path, "rb"):
+            pass
+    except OSError as exc:
+        raise unreadable(path, exc.strerror or str(exc)) from exc
+
+
+def _open_log(path: str) -> BinaryIO:
+    """``path`` opened for reading. A FIFO is opened without waiting for a writer; one that no
+    program writes into within FIFO_WAIT_S is an error, not a wait forever."""
+    if not stat.S_ISFIFO(os.stat(path).st_mode):
+        return open(path, "rb")
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)  # returns at once, writer or not
+    poller = select.poll()
+    poller.register(fd, select.POLLIN)  # Linux: no event until a writer writes or closes
+    if not poller.poll(FIFO_WAIT_S * 1000):
+        os.close(fd)
+        raise unreadable(path, f"it is a FIFO that no program wrote into within {FIFO_WAIT_S} s",
+                         fix="start the program that writes into it first, or pass the log "
+                             "file itself")
+    os.set_blocking(fd, True)
+    return os.fdopen(fd, "rb")
+
+
+def diagnose(paths: Sequence[str], stdin: BinaryIO | None = None) -> list[Finding]:
+    """Findings for the logs at ``paths`` (``-`` is ``stdin``), most likely root cause first.
+
+    Every path is checked before any is read, so a typo fails at once; the files are then
+    streamed one after another in constant memory and correlated at the end.
+    """
+    from ddpkit.doctor.log import flight_recorder as flight_recorder_input
+    from ddpkit.doctor.log import stack_dumps as stacks_input
+
+    stack_files, paths = stacks_input.split(list(paths))
+    dumps, paths = flight_recorder_input.split(paths)
+    # the stacks say where each rank was, the flight recorder which collective it reached: the
+    # most direct evidence, ahead of what the logs show
+    hung = [found for found in (stacks_input.finding(stack_files),
+                                flight_recorder_input.finding(dumps)) if found is not None]
+    if (stack_files or dumps) and not paths:
+        return hung
+    paths = run_dir.expand(list(paths))
+    for path in paths:
+        if path != "-":
+            check_readable(path)
+    diagnosis = Diagnosis()
+    for path in paths:
+        if path == "-":
+            if stdin is None:
+                raise unreadable(path, "no standard input")
+            _feed(diagnosis, stdin, STDIN_NAME, path)
+            continue
+        try:
+            with _open_log(path) as stream:
+                _feed(diagnosis, stream, path, path)
+        except OSError as exc:
+            raise unreadable(path, exc.strerror or str(exc)) from exc
+    found = diagnosis.findings()
+    if hung:
+        found = [*hung, *(f for f in found if f.id != "no-failure")]
+    return found
+
+
+def _feed(diagnosis: Diagnosis, stream: BinaryIO, name: str, path: str) -> None:
+    try:
+        for event in scan(stream, name):
+            diagnosis.feed(event)
+    except OSError as exc:
+        raise unreadable(path, exc.strerror or str(exc)) from exc

@@ -1,0 +1,292 @@
+"""``doctor --log`` on torch's flight-recorder dumps: which rank stopped at which collective.
+
+The workers of a ``ddpkit launch`` with a hang timeout record their last collectives (``TORCH_FR_*``,
+:func:`ddpkit.launch.node.plan.flight_recorder_env`); NCCL's watchdog writes one dump per rank,
+``<run dir>/flight-recorder/rank_<R>``, when a collective times out. A dump is a pickled document
+of plain values (dicts, lists, strings, numbers, tuples). It is read here with an unpickler that
+refuses every global, so no code in a dump can run, and it is capped in size: a file that needs a
+class, or is not a dump at all, is refused as unreadable. torch's own analyser
+(``python -m torch.distributed.flight_recorder.fr_trace``) reads the same files with plain
+``pickle.load`` and goes deeper; this reader answers the first question only, without torch.
+
+Per process group, the ranks' recorded collectives are compared by sequence number: the first
+number at which ranks called different collectives (another operation, or other sizes), else the
+ranks whose last collective is behind the others' (they never entered the one the others wait in),
+else every rank inside the same unfinished collective. That becomes a ``job-hung`` finding with the
+odd ranks named; dumps that show every collective finished give no finding.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import pickle
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ddpkit.doctor.catalogue import entry
+from ddpkit.doctor.findings import Evidence, Finding
+from ddpkit.doctor.log.diagnose import unreadable
+from ddpkit.errors import ConfigError
+from ddpkit.launch.node.plan import FLIGHT_RECORDER_DIR
+
+MAX_DUMP_BYTES = 256 * 1024 * 1024  # 2000 entries with their frames are a few MB
+MAX_DUMPS = 4096
+_DUMP_NAME = re.compile(r"(\d+)$")  # TORCH_FR_DUMP_TEMP_FILE + the rank
+_PICKLE_PROTOCOL_2_PLUS = b"\x80"
+_TORCH_FRAME = re.compile(r"[/\\]torch[/\\]")
+
+
+class _PlainValues(pickle.Unpickler):
+    """Unpickles plain values only: any global (a class, a function) is refused."""
+
+    def find_class(self, module: str, name: str) -> Any:
+        raise pickle.UnpicklingError(f"it asks for {module}.{name}; a dump holds plain values only")
+
+
+@dataclass(frozen=True)
+class Call:
+    """One recorded collective of one rank."""
+
+    group: str  # the process group's id as the recorder names it ("0" is the default group)
+    seq: int  # collective_seq_id: the n-th collective of that group on this rank
+    op: str  # e.g. "nccl:all_reduce", "gloo:broadcast"
+    sizes: str  # the input sizes, e.g. "[[1000]]"
+    done: bool
+    where: str  # the innermost frame outside torch: "train.py:41 (step)"
+    entry: int  # 1-based position in the dump's entries
+
+    def describe(self) -> str:
+        at = f" at {self.where}" if self.where else ""
+        return f"{self.op} {self.sizes}{at}"
+
+    def same_call(self, other: Call) -> bool:
+        return (self.op, self.sizes) == (other.op, other.sizes)
+
+
+@dataclass(frozen=True)
+class RankTrace:
+    rank: int
+    path: str
+    calls: tuple[Call, ...]  # collectives only (not point-to-point), by group and sequence number
+
+
+def _unreadable(path: str, reason: str) -> ConfigError:
+    return unreadable(path, reason, what="flight-recorder dump",
+                      fix="pass the dumps torch wrote (TORCH_FR_DUMP_TEMP_FILE<rank>, e.g. "
+                          "<run dir>/flight-recorder/rank_0), or a log file")
+
+
+def _looks_like_dump(path: str) -> bool:
+    if not (_DUMP_NAME.search(os.path.basename(path)) and os.path.isfile(path)):
+        return False
+    try:
+        with open(path, "rb") as handle:
+            return handle.read(1) == _PICKLE_PROTOCOL_2_PLUS
+    except OSError:
+        return False
+
+
+def dump_files(path: str) -> list[str]:
+    """The dumps a path holds: itself, the dumps in it, or those in its flight-recorder/."""
+    if path == "-" or not os.path.exists(path):
+        return []
+    if not os.path.isdir(path):
+        return [path] if _looks_like_dump(path) else []
+    for folder in (os.path.join(path, FLIGHT_RECORDER_DIR), path):
+        if os.path.isdir(folder):
+            names = sorted(os.listdir(folder))[:MAX_DUMPS]
+            found = [p for p in (os.path.join(folder, n) for n in names) if _looks_like_dump(p)]
+            if found:
+                return found
+    return []
+
+
+def split(paths: Sequence[str]) -> tuple[list[str], list[str]]:
+    """(dump files, paths still to read as logs). A run directory is both; a dump or a folder of
+    dumps is only the first."""
+    dumps: list[str] = []
+    rest: list[str] = []
+    for path in paths:
+        found = dump_files(path)
+        dumps += found
+        only_dumps = found and (found == [path] or os.path.dirname(found[0]) == path.rstrip("/"))
+        if not only_dumps:
+            rest.append(path)
+    return dumps, rest
+
+
+def read_dump(path: str) -> RankTrace:
+    """One rank's dump, read without running anything in it (``log-unreadable`` when it is not a
+    flight-recorder dump)."""
+    try:
+        size = os.path.getsize(path)
+        if size > MAX_DUMP_BYTES:
+            raise _unreadable(path, f"it is {size} bytes, more than the {MAX_DUMP_BYTES} a dump "
+                                    "of the last collectives can be")
+        with open(path, "rb") as handle:
+            data = handle.read(MAX_DUMP_BYTES + 1)
+    except OSError as exc:
+        raise _unreadable(path, exc.strerror or str(exc)) from exc
+    try:
+        doc = _PlainValues(io.BytesIO(data)).load()
+    except Exception as exc:  # corrupt bytes can fail in any of the unpickler's opcodes
+        raise _unreadable(path, f"not a readable flight-recorder dump ({exc})") from exc
+    if not isinstance(doc, dict) or not isinstance(doc.get("entries"), list):
+        raise _unreadable(path, "not a flight-recorder dump (no list of entries)")
+    match = _DUMP_NAME.search(os.path.basename(path))
+    rank = int(match.group(1)) if match else -1
+    return RankTrace(rank, path, tuple(_calls(doc)))
+
+
+def _calls(doc: Mapping[str, Any]) -> Iterable[Call]:
+    found = doc.get("pg_status")
+    status: Mapping[str, Any] = found if isinstance(found, dict) else {}
+    calls = []
+    for number, item in enumerate(doc["entries"], start=1):
+        if not isinstance(item, dict) or item.get("is_p2p"):
+            continue
+        seq = item.get("collective_seq_id")
+        group = _group_id(item)
+        if not isinstance(seq, int) or isinstance(seq, bool) or group is None:
+            continue
+        group_status = status.get(group)
+        done_upto = (group_status.get("last_completed_collective")
+                     if isinstance(group_status, dict) else None)
+        done = item.get("state") == "completed" or (isinstance(done_upto, int) and seq <= done_upto)
+        calls.append(Call(group, seq, str(item.get("profiling_name") or "?"),
+                          _sizes(item.get("input_sizes")), done, _where(item.get("frames")), number))
+    return sorted(calls, key=lambda c: (c.group, c.seq))
+
+
+def _group_id(item: Mapping[str, Any]) -> str | None:
+    group = item.get("process_group")
+    if isinstance(group, (tuple, list)) and group:
+        return str(group[0])
+    pg_id = item.get("pg_id")
+    return str(pg_id) if isinstance(pg_id, int) else None
+
+
+def _sizes(sizes: object) -> str:
+    if isinstance(sizes, list) and all(isinstance(s, list) for s in sizes):
+        return "[" + ", ".join("[" + ", ".join(str(d) for d in s) + "]" for s in sizes) + "]"
+    return "[]"
+
+
+def _where(frames: object) -> str:
+    for frame in frames if isinstance(frames, list) else ():
+        if isinstance(frame, dict) and not _TORCH_FRAME.search(str(frame.get("filename", ""))):
+            name = os.path.basename(str(frame.get("filename", "?")))
+            return f"{name}:{frame.get('line', '?')} ({frame.get('name', '?')})"
+    return ""
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """What the dumps show for one process group."""
+
+    group: str
+    lines: tuple[str, ...]  # the summary, the cause last
+    evidence: tuple[Evidence, ...]
+    odd_one_out: bool  # some ranks differ from the others (not: all inside one collective)
+
+
+def analyse(traces: Sequence[RankTrace]) -> list[Verdict]:
+    """Per process group where the ranks differ or are stuck, what the dumps show."""
+    groups = sorted({c.group for t in traces for c in t.calls}, key=lambda g: (len(g), g))
+    verdicts = []
+    for group in groups:
+        per_rank = {t.rank: [c for c in t.calls if c.group == group] for t in traces}
+        per_rank = {rank: calls for rank, calls in sorted(per_rank.items()) if calls}
+        verdict = _mismatch(group, per_rank, traces) or _behind(group, per_rank, traces)
+        if verdict is not None:
+            verdicts.append(verdict)
+    return verdicts
+
+
+def _ranks(ranks: Iterable[int]) -> str:
+    items = sorted(ranks)
+    return ("rank " if len(items) == 1 else "ranks ") + ", ".join(str(r) for r in items)
+
+
+def _evidence(traces: Sequence[RankTrace], calls: Mapping[int, Call]) -> tuple[Evidence, ...]:
+    paths = {t.rank: t.path for t in traces}
+    return tuple(Evidence(paths[rank], call.entry, f"#{call.seq} {call.describe()}"
+                          + ("" if call.done else " (not finished)"))
+                 for rank, call in sorted(calls.items()))
+
+
+def _mismatch(group: str, per_rank: Mapping[int, list[Call]],
+              traces: Sequence[RankTrace]) -> Verdict | None:
+    """The first sequence number every rank recorded at which they called different collectives."""
+    by_seq = [{c.seq: c for c in calls} for calls in per_rank.values()]
+    common = set.intersection(*(set(s) for s in by_seq)) if by_seq else set()
+    for seq in sorted(common):
+        calls = {rank: seqs[seq] for rank, seqs in zip(per_rank, by_seq)}
+        kinds: dict[tuple[str, str], list[int]] = {}
+        for rank, call in calls.items():
+            kinds.setdefault((call.op, call.sizes), []).append(rank)
+        if len(kinds) < 2:
+            continue
+        ordered = sorted(kinds.values(), key=lambda ranks: (-len(ranks), ranks))
+        lines = [f"{_ranks(ranks)} called {calls[ranks[0]].describe()}" for ranks in ordered]
+        rule = ("collectives must be called in the same order, with the same sizes, on every "
+                "rank")
+        if len(ordered[-1]) < len(ordered[-2]):
+            lines.append(f"likely cause: {_ranks(ordered[-1])} called a different collective at "
+                         f"#{seq} of process group {group} than the others ({rule})")
+        else:  # as many on each side: no one group is the odd one
+            lines.append(f"likely cause: the ranks called different collectives at #{seq} of "
+                         f"process group {group} ({rule})")
+        return Verdict(group, tuple(lines), _evidence(traces, calls), True)
+    return None
+
+
+def _behind(group: str, per_rank: Mapping[int, list[Call]],
+            traces: Sequence[RankTrace]) -> Verdict | None:
+    last = {rank: calls[-1] for rank, calls in per_rank.items()}
+    newest = max(call.seq for call in last.values())
+    behind = sorted(rank for rank, call in last.items() if call.seq < newest)
+    waiting = {rank: call for rank, call in last.items() if call.seq == newest}
+    pending = next(iter(waiting.values()))
+    if not behind:
+        if all(call.done for call in last.values()):
+            return None
+        return Verdict(group, (
+            f"{_ranks(last)} are all inside collective #{newest} of process group {group}, "
+            f"{pending.describe()}, and it has not finished",
+            "likely cause: not one rank's code (every rank called it); the transport between the "
+            "ranks: a peer that died, a network or GPU fault (see the ranks' logs)"),
+            _evidence(traces, last), False)
+    lines = [f"{_ranks(waiting)} entered collective #{newest} of process group {group}, "
+             f"{pending.describe()}"
+             + ("" if pending.done else ", and wait in it" if len(waiting) > 1 else ", and waits in it")]
+    for rank in behind:
+        lines.append(f"rank {rank} stopped after #{last[rank].seq}, {last[rank].describe()}")
+    lines.append(f"likely cause: {_ranks(behind)} never called collective #{newest} "
+                 f"({pending.op}) that the others wait in")
+    return Verdict(group, tuple(lines), _evidence(traces, last), True)
+
+
+def finding(files: Sequence[str]) -> Finding | None:
+    """One ``job-hung`` finding over the dumps in ``files`` (several nodes' dumps together), or
+    None when they show no rank held up."""
+    traces = [read_dump(path) for path in files]
+    verdicts = analyse(traces)
+    if not verdicts:
+        return None
+    e = entry("job-hung")
+    lines = [line for v in verdicts for line in v.lines]
+    recorded = {t.rank for t in traces}
+    evidence = tuple(item for v in verdicts for item in v.evidence)
+    title = (e.title if any(v.odd_one_out for v in verdicts)
+             else "The job hung: every rank waits in the same collective")
+    where = os.path.dirname(files[0]) or "."
+    fix = ("Make every rank call the same collectives in the same order, with the same sizes: "
+           "look at the named rank's line above. torch's analyser reads the same dumps in full "
+           f"(NCCL dumps): python -m torch.distributed.flight_recorder.fr_trace {where}")
+    return Finding("job-hung", e.severity, title,
+                   "; ".join(lines) + f". (torch's flight-recorder dumps of {_ranks(recorded)}.)",
+                   fix, evidence)

@@ -1,0 +1,335 @@
+"""Findings about the job's ranks: rank-failed, collective-timeout, connection-lost.
+
+torchrun's error summary is read as a small state machine per file: ``Failures:`` and
+``Root Cause (first observed failure):`` open sections; ``host``, ``rank``, ``exitcode`` and
+``Signal N (SIGX)`` lines fill one record each.
+"""
+
+from __future__ import annotations
+
+import re
+import signal
+from dataclasses import dataclass, field
+
+from ddpkit.doctor.catalogue import entry
+from ddpkit.doctor.findings import Finding
+from ddpkit.doctor.log.evidence import Bag, Capped, merge
+from ddpkit.doctor.log.scan import Event
+
+MAX_RECORDS = 32
+_LINE_START = re.compile(r"^(?:\[[^\]]*\]:?\s*)*[A-Za-z_][\w.]*(?:Error|Exception): ")
+_REMOTE_ERROR = "remote process exited or there was a network error"
+
+
+@dataclass
+class FailureRecord:
+    """One failed rank as torchrun reported it."""
+
+    root: bool
+    host: str = ""
+    rank: int | None = None
+    local_rank: int | None = None
+    code: int | None = None
+    pid: str = ""
+    signal: str = ""
+    bag: Bag = field(default_factory=Bag)
+
+    @property
+    def killed(self) -> bool:
+        """Killed by a signal other than the SIGTERM torchrun sends to the survivors."""
+        return self.signal_name not in ("", "SIGTERM")
+
+    @property
+    def signal_name(self) -> str:
+        if self.signal:
+            return self.signal
+        if self.code is not None and self.code < 0:
+            try:
+                return signal.Signals(-self.code).name
+            except ValueError:
+                return f"signal {-self.code}"
+        return ""
+
+    def describe(self) -> str:
+        who = f"Rank {self.rank}" if self.rank is not None else "A rank"
+        where = []
+        if self.local_rank is not None:
+            where.append(f"local rank {self.local_rank}")
+        if self.host:
+            where.append(f"on {self.host}")
+        if self.pid:
+            where.append(f"pid {self.pid}")
+        place = f" ({', '.join(where)})" if where else ""
+        if self.signal_name:
+            how = f"was killed by {self.signal_name}"
+        else:
+            how = f"exited with code {self.code}" if self.code is not None else "failed"
+        return f"{who}{place} {how}"
+
+
+@dataclass
+class _Timeout:
+    rank: int | None
+    op: str
+    seq: str
+    ms: str
+
+
+class JobRules:
+    def __init__(self) -> None:
+        self.section: dict[str, str] = {}
+        self.current: dict[str, FailureRecord] = {}
+        self.records: list[FailureRecord] = []
+        self.exceptions: Capped[int, tuple[str, Bag]] = Capped()
+        self.anonymous_exception: tuple[str, Bag] | None = None
+        self.uncaught_seen = False  # an exception line that starts a line: a traceback's end
+        self.child_failed = Bag()
+        self.ranks_seen: set[int] = set()
+        self.timeouts: list[_Timeout] = []
+        self.timeout_bag = Bag()
+        self.progress: Capped[int, tuple[int, int]] = Capped()  # rank -> (enqueued, completed)
+        self.barrier_ranks: set[int] = set()
+        self.lost = Bag()
+        self.lost_peers: set[str] = set()
+        self.lost_details: set[str] = set()
+        self.nccl_errors: set[str] = set()
+        self.nccl_error_bag = Bag()
+        self.nccl_warn = Bag(3)
+
+    def note_rank(self, rank: int | None) -> None:
+        if rank is not None and len(self.ranks_seen) < 4096:
+            self.ranks_seen.add(rank)
+
+    def feed(self, event: Event) -> None:
+        kind = event.kind
+        self.note_rank(event.rank)
+        if kind.startswith("summary-") or kind == "agent-failed":
+            self._summary(event)
+        elif kind == "exception":
+            text = f"{event.get('type')}: {event.get('message')}".strip()
+            if _LINE_START.match(event.text):
+                self.uncaught_seen = True
+            if event.rank is not None:
+                slot = self.exceptions.slot(event.rank, lambda: (text, Bag(2)))
+                if slot is not None:
+                    self.exceptions.data[event.rank] = (text, slot[1])
+                    slot[1].add(event)
+            elif self.anonymous_exception is None:
+                bag = Bag(2)
+                bag.add(event)
+                self.anonymous_exception = (text, bag)
+        elif kind == "child-failed":
+            self.child_failed.add(event)
+        elif kind == "watchdog":
+            rank = int(event.get("rank"))
+            self.note_rank(rank)
+            if len(self.timeouts) < 256:
+                self.timeouts.append(_Timeout(rank, event.get("op"), event.get("seq"),
+                                              event.get("timeout_ms")))
+            self.timeout_bag.add(event)
+        elif kind == "watchdog-frame":
+            self.timeout_bag.add(event)
+        elif kind == "work-progress":
+            rank = int(event.get("rank"))
+            self.note_rank(rank)
+            self.progress.slot(rank, lambda: (int(event.get("enqueued")),
+                                              int(event.get("completed"))))
+            self.timeout_bag.add(event)
+        elif kind == "gloo-timeout":
+            if len(self.timeouts) < 256:
+                self.timeouts.append(_Timeout(event.rank, event.get("op"), "", event.get("ms")))
+            self.timeout_bag.add(event)
+        elif kind == "barrier-failed":
+            for part in event.get("ranks").split(","):
+                if part.strip().isdigit() and len(self.barrier_ranks) < 256:
+                    self.barrier_ranks.add(int(part))
+            self.timeout_bag.add(event)
+        elif kind == "connection-lost":
+            self.lost.add(event)
+            if event.get("addr") and len(self.lost_peers) < 16:
+                self.lost_peers.add(f"{event.get('addr')}:{event.get('port')}")
+            if len(self.lost_details) < 8:
+                self.lost_details.add(event.get("detail"))
+        elif kind == "nccl-error":
+            self.nccl_error_bag.add(event)
+            if len(self.nccl_errors) < 8:
+                self.nccl_errors.add(event.get("detail"))
+        elif kind == "nccl-warn":
+            self.nccl_warn.add(event)
+
+    def _summary(self, event: Event) -> None:
+        kind, name = event.kind, event.file
+        if kind == "summary-root":
+            self.section[name] = "root"
+            self.current.pop(name, None)
+            return
+        if kind == "summary-failures":
+            self.section[name] = "failures"
+            self.current.pop(name, None)
+            return
+        if kind == "agent-failed":
+            record = FailureRecord(root=False, local_rank=int(event.get("local_rank")),
+                                   code=int(event.get("code")), pid=event.get("pid"))
+            self._keep(record, event)
+            return
+        section = self.section.get(name)
+        if section is None:
+            return
+        current = self.current.get(name)
+        if (
+            current is None
+            or (kind == "summary-host" and current.host != "")
+            or (kind == "summary-rank" and current.rank is not None)
+        ):
+            record = FailureRecord(root=section == "root")
+            self.current[name] = record
+            self._keep(record, None)
+        else:
+            record = current
+        record.bag.add(event)
+        if kind == "summary-host":
+            record.host = event.get("host")
+        elif kind == "summary-rank":
+            record.rank = int(event.get("rank"))
+            record.local_rank = int(event.get("local_rank"))
+            self.note_rank(record.rank)
+        elif kind == "summary-exit":
+            record.code = int(event.get("code"))
+            record.pid = event.get("pid")
+        elif kind == "summary-signal":
+            record.signal = event.get("signal")
+
+    def _keep(self, record: FailureRecord, event: Event | None) -> None:
+        if event is not None:
+            record.bag.add(event)
+        if len(self.records) < MAX_RECORDS:
+            self.records.append(record)
+
+    # --- decisions -------------------------------------------------------------------------------
+
+    def root_causes(self) -> list[FailureRecord]:
+        roots = [r for r in self.records if r.root and (r.rank is not None or r.code is not None)]
+        if not roots:  # no summary (a truncated log): the agent's own "failed (exitcode" lines
+            roots = [r for r in self.records if not r.root and r.code not in (None, 0)
+                     and r.signal_name != "SIGTERM"][:1]
+        return roots
+
+    def killed_by_signal(self) -> bool:
+        return any(r.killed for r in self.root_causes())
+
+    def silent_sigkills(self) -> list[FailureRecord]:
+        """The root causes, when every one was a SIGKILL and no rank said anything first (no
+        exception, NCCL error, timeout or lost connection): the kernel's OOM killer's signature."""
+        roots = self.root_causes()
+        quiet = not (self.exceptions.data or self.anonymous_exception or self.nccl_errors
+                     or self.lost or self.timeout_bag)
+        if roots and quiet and all(r.signal_name == "SIGKILL" for r in roots):
+            return roots
+        return []
+
+    def rank_failed(self, other_errors: bool) -> tuple[Finding, int] | None:
+        """The finding and its priority (a kill by signal outranks its network consequences)."""
+        e = entry("rank-failed")
+        roots = self.root_causes()
+        parts, bags = [], []
+        for record in roots[:4]:
+            sentence = record.describe() + " first."
+            if record.rank is not None and record.rank in self.exceptions.data:
+                text, bag = self.exceptions.data[record.rank]
+                sentence += f" Its last error: {text}" + ("" if text[-1:] in ".!?" else ".")
+                bags.append(bag)
+            parts.append(sentence)
+            bags.append(record.bag)
+        if not parts and self.nccl_errors and not other_errors:
+            parts.append("A rank stopped with an NCCL error: " + "; ".join(sorted(self.nccl_errors))
+                         + ".")
+            bags += [self.nccl_error_bag, self.nccl_warn]
+        if not parts and not other_errors and self.uncaught_seen:
+            first = self.anonymous_exception or next(iter(self.exceptions.data.values()), None)
+            if first is not None:
+                parts.append(f"A process stopped with an uncaught {first[0]}")
+                bags.append(first[1])
+        if not parts:
+            return None
+        if any(r.killed for r in roots):
+            parts.append("The other ranks were stopped because of it.")
+        fix = e.fix
+        if any(r.signal_name == "SIGKILL" for r in roots):
+            fix = ("A SIGKILL comes from outside the program: most often the kernel's OOM killer "
+                   "(dmesg -T | grep -i -E 'killed process|oom'), or a scheduler/user kill.\n"
+                   + fix)
+        elif self.nccl_errors and not roots:
+            fix = ("Rerun with NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET to see the call that "
+                   "failed, then ddpkit doctor --log on that output.\n" + fix)
+        priority = 85 if any(r.killed for r in roots) else e.priority
+        evidence = merge(*(b.items for b in bags), self.child_failed.items)
+        return Finding(e.id, e.severity, e.title, " ".join(parts) + " " + e.explanation, fix,
+                       evidence), priority
+
+    def collective_timeout(self, world_size: int | None) -> Finding | None:
+        if not self.timeout_bag:
+            return None
+        e = entry("collective-timeout")
+        timed_out = sorted({t.rank for t in self.timeouts if t.rank is not None})
+        ops = sorted({f"{t.op}" + (f" (SeqNum {t.seq})" if t.seq else "") for t in self.timeouts
+                      if t.op})
+        ms = sorted({t.ms for t in self.timeouts if t.ms}, key=int)
+        parts = []
+        if timed_out:
+            parts.append(f"Rank{'s' if len(timed_out) > 1 else ''} "
+                         f"{', '.join(map(str, timed_out))} timed out")
+        elif not self.timeouts and not self.progress.data:
+            parts.append("Only the NCCL watchdog's stack was posted (WorkNCCL::checkTimeout): a "
+                         "collective timed out; the log does not say on which rank or in which "
+                         "operation")
+        else:
+            parts.append("A rank timed out")
+        if ops:
+            parts[-1] += f" in {', '.join(ops)}"
+        if ms:
+            parts[-1] += f" after {ms[-1]} ms"
+        parts[-1] += "."
+        lagging = self._lagging(timed_out, world_size)
+        if lagging:
+            names = ", ".join(map(str, lagging))
+            parts.append(f"Rank{'s' if len(lagging) > 1 else ''} {names} never completed it: "
+                         f"{'they are' if len(lagging) > 1 else 'it is'} the lagging rank"
+                         f"{'s' if len(lagging) > 1 else ''}; look there first.")
+        return Finding(e.id, e.severity, e.title, " ".join(parts) + " " + e.explanation, e.fix,
+                       merge(self.timeout_bag.items))
+
+    def _lagging(self, timed_out: list[int], world_size: int | None) -> list[int]:
+        if self.barrier_ranks:
+            return sorted(self.barrier_ranks)
+        progress = self.progress.data
+        if len(progress) >= 2:
+            top = max(enqueued for enqueued, _ in progress.values())
+            behind = sorted(r for r, (enqueued, _) in progress.items() if enqueued < top)
+            if behind:
+                return behind
+        world = set(range(world_size)) if world_size else set(self.ranks_seen)
+        if timed_out and world:
+            missing = sorted(world - set(timed_out))
+            if missing and len(missing) < len(world):
+                return missing
+        return []
+
+    def connection_lost(self, other_errors: bool, connect_failed: bool) -> Finding | None:
+        """None when nothing was lost, or when NCCL's generic ncclRemoteError text is all there is
+        and failed connection attempts already explain it."""
+        if not self.lost:
+            return None
+        if connect_failed and self.lost_details <= {_REMOTE_ERROR}:
+            return None
+        e = entry("connection-lost")
+        details = sorted(self.lost_details)
+        text = "; ".join(details)
+        if self.lost_peers:
+            text += f" (peer {', '.join(sorted(self.lost_peers))})"
+        text = text[:1].upper() + text[1:] + "."
+        if self.killed_by_signal():
+            text += " A rank was killed just before, which explains it: see rank-failed."
+        elif other_errors:
+            text += " It is most likely a consequence of the failure reported above."
+        return Finding(e.id, e.severity, e.title, text + " " + e.explanation, e.fix,
+                       merge(self.lost.items))

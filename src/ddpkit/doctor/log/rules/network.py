@@ -1,0 +1,375 @@
+"""Network findings from log events: wrong-interface, container-network, interface-not-found,
+firewall, peer-unreachable (and an unresolvable master for rendezvous-config).
+
+The correlation across files lives here: the addresses ranks bootstrapped on are compared with
+the addresses other ranks failed to connect to.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from ddpkit.doctor.addresses import address_kind, describe_kind, is_unreachable, normalise_address
+from ddpkit.doctor.catalogue import entry
+from ddpkit.doctor.findings import Finding, Severity
+from ddpkit.doctor.log.evidence import Bag, Capped, merge, origins_text
+from ddpkit.doctor.log.rules.traps import gloo_on_loopback, mixed_socket_lists, silent_bootstrap_failure
+from ddpkit.doctor.log.scan import Event
+
+SOCKET_ITEM = re.compile(r"\[\d+\]([^\s:]+):([^\s<]+)<\d+>")
+
+
+def error_class(text: str) -> str:
+    """``refused``, ``timeout``, ``unreachable``, ``abort`` or ``other`` for a connect error."""
+    lowered = text.lower()
+    if "refused" in lowered:
+        return "refused"
+    if "timed out" in lowered or "timeout" in lowered or "etimedout" in lowered:
+        return "timeout"
+    if "no route" in lowered or "unreachable" in lowered:
+        return "unreachable"
+    if "abort" in lowered:
+        return "abort"
+    return "other"
+
+
+_ERROR_WORDS = {
+    "refused": "were refused", "timeout": "timed out", "unreachable": "found no route",
+    "abort": "were aborted", "other": "failed",
+}
+
+
+
+@dataclass
+class _Boot:
+    iface: str
+    address: str
+    origins: set[str] = field(default_factory=set)
+    bag: Bag = field(default_factory=Bag)
+
+
+@dataclass
+class _Conn:
+    address: str  # as printed; "" when the line names none
+    err: str
+    sources: set[str] = field(default_factory=set)
+    origins: set[str] = field(default_factory=set)
+    ports: set[str] = field(default_factory=set)
+    bag: Bag = field(default_factory=Bag)
+
+    @property
+    def store_only(self) -> bool:
+        return self.sources == {"c10d"}
+
+    def words(self) -> str:
+        target = f" to {self.address}" if self.address else ""
+        port = f" (port {', '.join(sorted(self.ports))})" if self.ports else ""
+        times = "1 connection attempt" if self.bag.count == 1 else (
+            f"{self.bag.count} connection attempts")
+        words = _ERROR_WORDS[self.err]
+        if self.bag.count == 1:
+            words = words.replace("were ", "was ")
+        return f"{times}{target}{port} {words}"
+
+
+class NetworkRules:
+    """Collects the network facts of all logs; ``findings()`` decides once everything is read."""
+
+    def __init__(self) -> None:
+        self.boots: Capped[str, _Boot] = Capped()
+        self.socket_lists: Capped[str, list[tuple[str, str]]] = Capped()
+        self.socket_bag = Bag()
+        self.ifname: Capped[str, str] = Capped()  # origin -> NCCL_SOCKET_IFNAME value
+        self.ifname_bag = Bag()
+        self.conns: Capped[tuple[str, str], _Conn] = Capped(64)
+        self._conn_memo: dict[tuple[str, str], _Conn] = {}  # (printed address, error) -> conn
+        self.missing_bag = Bag()
+        self.missing_names: set[str] = set()
+        self.missing_origins: set[str] = set()
+        self.unresolved: set[str] = set()
+        self.unresolved_bag = Bag()
+        self.rdzv_connection = Bag()
+        self.nccl_info_seen = False
+        self.gloo_fallback = Bag()
+        self.gloo_mesh_failed = Bag()
+        self.oob: Capped[str, tuple[str, str]] = Capped()  # origin -> NET/IB's OOB (iface, addr)
+        self.oob_bag = Bag()
+        self.bootstrap_failed = Bag()
+        self.bootstrap_codes: set[str] = set()
+        self.bootstrap_failed_origins: set[str] = set()
+        self.nccl_warned = False
+
+    def feed(self, event: Event) -> None:
+        kind = event.kind
+        if "NCCL WARN" in event.text:
+            self.nccl_warned = True
+        if kind == "nccl-bootstrap":
+            self.nccl_info_seen = True
+            address = event.get("addr")
+            boot = self.boots.slot(normalise_address(address), lambda: _Boot(event.get("iface"),
+                                                                             address))
+            if boot is not None:
+                if len(boot.origins) < 64:
+                    boot.origins.add(event.origin)
+                boot.bag.add(event)
+        elif kind == "nccl-socket-ifaces":
+            items = SOCKET_ITEM.findall(event.get("ifaces"))
+            if items and self.socket_lists.slot(event.origin, lambda: items) is not None:
+                self.socket_bag.add(event)
+        elif kind == "nccl-env" and event.get("var") == "NCCL_SOCKET_IFNAME":
+            self.ifname.slot(event.origin, lambda: event.get("value"))
+            self.ifname_bag.add(event)
+        elif kind == "connect-error":
+            data = event.data
+            address, err_text = data.get("addr", ""), data.get("err", "")
+            conn = self._conn_memo.get((address, err_text))
+            if conn is None:
+                err = error_class(err_text)
+                conn = self.conns.slot((normalise_address(address), err),
+                                       lambda: _Conn(address, err))
+                if conn is not None and len(self._conn_memo) < 1024:
+                    self._conn_memo[(address, err_text)] = conn
+            if conn is not None:
+                conn.sources.add(event.get("source", "other"))
+                if len(conn.origins) < 64:
+                    conn.origins.add(event.origin)
+                if event.get("port") and len(conn.ports) < 8:
+                    conn.ports.add(event.get("port"))
+                conn.bag.add(event)
+        elif kind == "no-interface":
+            self.missing_bag.add(event)
+            if len(self.missing_origins) < 64:
+                self.missing_origins.add(event.origin)
+            if event.get("name") and len(self.missing_names) < 16:
+                self.missing_names.add(event.get("name"))
+        elif kind == "resolve-failed":
+            self.unresolved_bag.add(event)
+            if event.get("host") and len(self.unresolved) < 16:
+                self.unresolved.add(event.get("host"))
+        elif kind == "rdzv-connection":
+            self.rdzv_connection.add(event)
+        elif kind == "gloo-loopback-fallback":
+            self.gloo_fallback.add(event)
+        elif kind == "gloo-mesh-failed":
+            self.gloo_mesh_failed.add(event)
+        elif kind == "nccl-oob":
+            if self.oob.slot(event.origin, lambda: (event.get("iface"), event.get("addr"))):
+                self.oob_bag.add(event)
+        elif kind == "bootstrap-retcode":
+            self.bootstrap_failed.add(event)
+            if len(self.bootstrap_codes) < 8:
+                self.bootstrap_codes.add(event.get("code"))
+            if len(self.bootstrap_failed_origins) < 64:
+                self.bootstrap_failed_origins.add(event.origin)
+        elif kind == "nccl-socket-item":
+            listed = self.socket_lists.slot(event.origin, list)
+            if listed is not None and len(listed) < 32:
+                listed.append((event.get("iface"), event.get("addr")))
+                self.socket_bag.add(event)
+
+    # --- decisions -------------------------------------------------------------------------------
+
+    def findings(self, multi_node: bool, init_hung: bool = False,
+                 single_node: bool = False) -> list[Finding]:
+        """``init_hung``: NCCL init started and never completed (a silent wrong address);
+        ``single_node``: NCCL reported a single node (its socket transport then carries nothing)."""
+        out: list[Finding] = []
+        explained: set[tuple[str, str]] = set()
+        missing = self._interface_not_found()
+        if missing:
+            out.append(missing)
+        trapped = self._wrong_or_container(multi_node, init_hung, explained)
+        if not trapped:
+            trapped = self._gloo_loopback(multi_node, explained)
+        if not trapped and not single_node:
+            mixed = mixed_socket_lists(self.socket_lists.data, self.socket_bag.items,
+                                       failed=bool(self.conns))
+            trapped = [mixed] if mixed else []
+        out += trapped
+        if self.bootstrap_failed and not out and not self.conns and not self.nccl_warned:
+            boot_ifaces = {b.iface: b.address for b in self.boots.data.values()}
+            boot_ifaces.update(dict(self.oob.data.values()))
+            out.append(silent_bootstrap_failure(
+                self.bootstrap_failed, self.bootstrap_failed_origins, self.bootstrap_codes,
+                boot_ifaces,
+                merge(self.oob_bag.items, *(b.bag.items for b in self.boots.data.values()))))
+        unresolved = self._unresolved(explained)
+        if unresolved:
+            out.append(unresolved)
+        rest = [(k, c) for k, c in self.conns.items() if k not in explained]
+        firewall = [c for _, c in rest if c.err == "timeout" and not c.store_only]
+        if firewall:
+            out.append(self._firewall(firewall))
+        others = [c for _, c in rest if c not in firewall]
+        if others or (self.rdzv_connection and not out):
+            out.append(self._peer_unreachable(others))
+        return out
+
+    def _interface_not_found(self) -> Finding | None:
+        if not self.missing_bag:
+            return None
+        e = entry("interface-not-found")
+        parts = []
+        for name in sorted(self.missing_names):
+            parts.append(f"GLOO_SOCKET_IFNAME (or the Gloo device) names {name!r}, which does not "
+                         "exist on this node.")
+        values = sorted({v for o, v in self.ifname.items() if o in self.missing_origins})
+        for value in values:
+            parts.append(f"NCCL_SOCKET_IFNAME={value} matches no usable interface on "
+                         + origins_text(self.missing_origins) + ".")
+        if not parts:
+            parts.append("NCCL found no usable socket interface at all.")
+        fix = e.fix
+        return Finding(e.id, e.severity, e.title, " ".join(parts) + " " + e.explanation, fix,
+                       merge(self.missing_bag.items, self.ifname_bag.items))
+
+    def _wrong_or_container(self, multi_node: bool, init_hung: bool,
+                            explained: set[tuple[str, str]]) -> list[Finding]:
+        bad = {a: b for a, b in self.boots.items() if is_unreachable(b.address, b.iface)}
+        shared = {a: b for a, b in self.boots.items() if len(b.origins) >= 2}
+        suspects = {**bad, **shared}
+        reasons: list[str] = []
+        bags: list[Bag] = []
+        for key, conn in self.conns.items():
+            address = key[0]
+            if address and address in suspects:
+                boot = suspects[address]
+                reasons.append(f"{origins_text(conn.origins)}: {conn.words()}, the very "
+                               f"address {origins_text(boot.origins)} bootstrapped on, so "
+                               "this is certain, not a guess.")
+            elif address and is_unreachable(conn.address) and (
+                multi_node or address_kind(conn.address) != "loopback"
+            ):
+                via = "Gloo" if "gloo" in conn.sources else "The ranks"
+                reasons.append(f"{via} dialled {conn.address}, {describe_kind(conn.address)}: "
+                               f"{conn.words()}.")
+                if "gloo" in conn.sources:
+                    reasons.append("Gloo advertises the address its hostname resolves to "
+                                   "unless GLOO_SOCKET_IFNAME is set.")
+            elif not address and suspects:
+                reasons.append(f"Then {conn.words()} ({origins_text(conn.origins)}).")
+            else:
+                continue
+            explained.add(key)
+            bags.append(conn.bag)
+        severity: Severity = "error"
+        if not reasons:
+            if not (suspects and (multi_node or shared or init_hung)):
+                return []
+            severity = "warning"
+            reasons.append("No connection has failed in this log, but peers on other machines "
+                           "cannot reach this address.")
+            if init_hung:
+                reasons.append("NCCL init started and never completed, which is what peers "
+                               "waiting on an unreachable address look like.")
+        facts = []
+        for boot in sorted(suspects.values(), key=lambda b: b.address):
+            bags.insert(0, boot.bag)
+            facts.append(f"{origins_text(boot.origins)} bootstrapped on "
+                         f"{boot.iface}:{boot.address}, {describe_kind(boot.address, boot.iface)}.")
+        for boot in sorted(shared.values(), key=lambda b: b.address):
+            facts.append(f"{len(boot.origins)} different machines claim {boot.address}: one "
+                         "address cannot identify several machines.")
+        if suspects and self.nccl_info_seen and not self.ifname:
+            reasons.append("No `NCCL_SOCKET_IFNAME set ...` line appears, so the variable most "
+                         "likely never reached the ranks' environment (exported in another shell "
+                         "or dropped by the launcher).")
+        bags.append(self.socket_bag)
+        evidence = merge(*(b.items for b in bags))
+        if suspects and self._containers_only(suspects):
+            e = entry("container-network")
+            text = " ".join(facts + reasons) + " Every interface NCCL listed is a container bridge."
+            return [Finding(e.id, e.severity, e.title, text + " " + e.explanation, e.fix, evidence)]
+        e = entry("wrong-interface")
+        text = " ".join(facts + reasons)
+        return [Finding(e.id, severity, e.title, text + " " + e.explanation,
+                        self._interface_fix(), evidence)]
+
+    def _gloo_loopback(self, multi_node: bool, explained: set[tuple[str, str]]) -> list[Finding]:
+        loopback = [(k, c) for k, c in self.conns.items()
+                    if c.address and address_kind(c.address) == "loopback"
+                    and c.err in ("refused", "timeout")]
+        addressless = [(k, c) for k, c in self.conns.items() if not c.address]
+        finding = gloo_on_loopback(self.gloo_fallback, self.gloo_mesh_failed,
+                                   [(c.address, c.bag) for _, c in loopback],
+                                   [c.bag for _, c in addressless], multi_node)
+        if finding is None:
+            return []
+        explained.update(k for k, _ in loopback)
+        if self.gloo_fallback:
+            explained.update(k for k, _ in addressless)
+        return [finding]
+
+    def _containers_only(self, suspects: dict[str, _Boot]) -> bool:
+        origins = {o for b in suspects.values() for o in b.origins}
+        lists = [self.socket_lists.data[o] for o in origins if o in self.socket_lists.data]
+        return bool(lists) and all(is_unreachable(addr, name) for items in lists
+                                   for name, addr in items)
+
+    def _interface_fix(self) -> str:
+        per_origin: dict[str, list[str]] = {}
+        for origin, items in self.socket_lists.items():
+            good = [name for name, addr in items if not is_unreachable(addr, name)]
+            if good:
+                per_origin[origin] = good
+        names = sorted({good[0] for good in per_origin.values()})
+        lines = []
+        if len(names) == 1:
+            name = names[0]
+            lines += [f"Use {name} (the routable interface NCCL listed) on every node:",
+                      f"  export NCCL_SOCKET_IFNAME=={name} GLOO_SOCKET_IFNAME={name}",
+                      f"or persist it: ddpkit nccl-conf set NCCL_SOCKET_IFNAME=={name}"]
+        elif names:
+            lines.append("The routable interface has a different name per node; set it per node:")
+            for origin, good in sorted(per_origin.items()):
+                lines.append(f"  on {origin}: export NCCL_SOCKET_IFNAME=={good[0]} "
+                             f"GLOO_SOCKET_IFNAME={good[0]}")
+            lines.append("or persist it on each node: ddpkit nccl-conf set "
+                         "NCCL_SOCKET_IFNAME==<that node's name>")
+        else:
+            return entry("wrong-interface").fix
+        lines.append("Check the choice against the master: ddpkit nics --to <master-addr>")
+        lines.append("(or let ddpkit pick and persist it: ddpkit nccl-conf set --auto --to "
+                     "<master-addr>)")
+        lines.append("(ddpkit launch sets both variables for you.)")
+        return "\n".join(lines)
+
+    def _unresolved(self, explained: set[tuple[str, str]]) -> Finding | None:
+        if not self.unresolved_bag:
+            return None
+        bags = [self.unresolved_bag]
+        for key, conn in self.conns.items():
+            if key[0] and key[0] in {normalise_address(h) for h in self.unresolved}:
+                explained.add(key)
+                bags.append(conn.bag)
+        hosts = ", ".join(sorted(self.unresolved)) or "the master's hostname"
+        e = entry("rendezvous-config")
+        text = (f"{hosts} does not resolve to an address (Name or service not known), so no "
+                "rank can reach the store. ")
+        fix = ("Use the master's private IP address instead of a name, on every node:\n"
+               "  --master-addr 10.0.0.2   (find it on the master: ddpkit nics)")
+        return Finding(e.id, e.severity, e.title, text + e.explanation, fix,
+                       merge(*(b.items for b in bags)))
+
+    def _firewall(self, conns: list[_Conn]) -> Finding:
+        e = entry("firewall")
+        text = " ".join(f"{origins_text(c.origins)}: {c.words()}." for c in conns)
+        return Finding(e.id, e.severity, e.title, text + " " + e.explanation, e.fix,
+                       merge(*(c.bag.items for c in conns)))
+
+    def _peer_unreachable(self, conns: list[_Conn]) -> Finding:
+        e = entry("peer-unreachable")
+        parts = [f"{origins_text(c.origins)}: {c.words()}." for c in conns]
+        if any(c.store_only for c in conns):
+            parts.append("The c10d store client keeps retrying refused connections until its "
+                         "timeout, so a master that is not (yet) listening looks like this too.")
+        if self.rdzv_connection:
+            parts.append("torchrun could not talk to its c10d rendezvous store "
+                         "(RendezvousConnectionError).")
+        targets = sorted({c.address for c in conns if c.address})
+        fix = e.fix
+        if len(targets) == 1:
+            fix = fix.replace("<master-addr>", targets[0])
+        return Finding(e.id, e.severity, e.title, " ".join(parts) + " " + e.explanation, fix,
+                       merge(*(c.bag.items for c in conns), self.rdzv_connection.items))

@@ -1,0 +1,268 @@
+"""Events in, findings out: the rule table of ``ddpkit doctor --log``.
+
+``Diagnosis.feed`` keeps bounded facts per event; ``Diagnosis.findings`` decides once all logs
+are read (that is what lets it correlate across files) and orders the findings most likely root
+cause first. Network rules live in :mod:`net_rules`, rank/job rules in :mod:`job_rules`.
+"""
+
+from __future__ import annotations
+
+from ddpkit.doctor.addresses import is_unreachable
+from ddpkit.doctor.catalogue import entry
+from ddpkit.doctor.findings import SEVERITY_ORDER, Finding
+from ddpkit.doctor.log.evidence import Bag, Capped, merge, origins_text
+from ddpkit.doctor.log.init_model import InitModel
+from ddpkit.doctor.log.rules.hosts import SharedDevices
+from ddpkit.doctor.log.rules.init_phase import init_hang, unreached_peers
+from ddpkit.doctor.log.rules.jobs import JobRules
+from ddpkit.doctor.log.rules.local_rank import LocalRankRule
+from ddpkit.doctor.log.rules.network import SOCKET_ITEM, NetworkRules
+from ddpkit.doctor.log.rules.nodes import node_mismatch, versions
+from ddpkit.doctor.log.rules.simple import Facts, simple_finding
+from ddpkit.doctor.log.scan import Event
+
+# Variables whose value may rightly differ per node (interface names do).
+_PER_NODE_VARS = frozenset({"NCCL_SOCKET_IFNAME", "NCCL_DEBUG_FILE", "NCCL_IB_HCA"})
+_SIMPLE = {
+    "shm-error": "shm", "duplicate-gpu": "duplicate-gpu", "root-mismatch": "rank-assignment",
+    "p2p-error": "p2p", "oom": "out-of-memory", "ib-error": "ib-error",
+    "version-error": "version-mismatch", "port-in-use": "port-in-use",
+    "rdzv-timeout": "rendezvous-timeout", "rdzv-config": "rendezvous-config", "benign": "benign",
+}
+
+
+class Diagnosis:
+    """Feed it every event of every log, then ask for the findings."""
+
+    def __init__(self) -> None:
+        self.net = NetworkRules()
+        self.job = JobRules()
+        self.local_rank = LocalRankRule()
+        self.init = InitModel()
+        self.shared_devices = SharedDevices()
+        self.simple: dict[str, Facts] = {}
+        self.machines: set[str] = set()
+        self.env: Capped[str, dict[str, str]] = Capped()
+        self.env_bag = Bag()
+        self.host_addresses: Capped[str, set[tuple[str, str, str]]] = Capped()
+        self.host_bag = Bag()
+        self.comm_started = Bag()
+        self.comm_completed = 0
+        self.nranks: Capped[str, set[str]] = Capped(16)
+        self.nranks_bag = Bag()
+        self.comm_ranks: Capped[tuple[str, str], set[str]] = Capped(4096)
+        self.duplicate_rank_bag = Bag()
+        self.max_nodes = 0
+        self.single_node_multi_gpu = False
+
+    def feed(self, event: Event) -> None:
+        if (event.host or event.node) and len(self.machines) < 256:
+            self.machines.add(event.host or event.node or "")
+        self.net.feed(event)
+        self.job.feed(event)
+        self.local_rank.feed(event)
+        self.init.feed(event)
+        self.shared_devices.feed(event)
+        kind = event.kind
+        if kind in _SIMPLE:
+            self.simple.setdefault(_SIMPLE[kind], Facts()).add(event)
+        elif kind == "nccl-env":
+            values = self.env.slot(event.origin, dict)
+            if values is not None and len(values) < 64:
+                values[event.get("var")] = event.get("value")
+                self.env_bag.add(event)
+        elif kind in ("nccl-bootstrap", "nccl-socket-ifaces") and event.host:
+            self._note_host_address(event)
+        elif kind == "nccl-comm":
+            self._note_comm(event)
+
+    def _note_host_address(self, event: Event) -> None:
+        pairs = ([(event.get("iface"), event.get("addr"))] if event.kind == "nccl-bootstrap"
+                 else SOCKET_ITEM.findall(event.get("ifaces")))
+        seen = self.host_addresses.slot(event.host or "", set)
+        if seen is None:
+            return
+        for name, address in pairs:
+            if not is_unreachable(address, name) and len(seen) < 32:
+                seen.add((event.file, name, address))
+                self.host_bag.add(event)
+
+    def _note_comm(self, event: Event) -> None:
+        phase = event.get("phase")
+        if phase == "START":
+            self.comm_started.add(event)
+        elif phase == "COMPLETE":
+            self.comm_completed += event.repeat
+        nranks = event.get("nranks")
+        origins = self.nranks.slot(nranks, set)
+        if origins is not None and len(origins) < 64:
+            origins.add(event.origin)
+            self.nranks_bag.add(event)
+        self.job.note_rank(int(event.get("rank")))
+        if event.get("nnodes"):
+            nodes = int(event.get("nnodes"))
+            self.max_nodes = max(self.max_nodes, nodes)
+            if nodes == 1 and int(event.get("local_ranks", "1")) > 1:
+                self.single_node_multi_gpu = True
+        commid = event.get("commid")
+        if commid and phase != "COMPLETE":
+            holders = self.comm_ranks.slot((commid, event.get("rank")), set)
+            if holders is not None:
+                holders.add(event.origin)
+                if len(holders) > 1:
+                    self.duplicate_rank_bag.add(event)
+
+    # --- decisions -------------------------------------------------------------------------------
+
+    @property
+    def multi_node(self) -> bool:
+        return len(self.machines) >= 2 or self.max_nodes > 1
+
+    def world_size(self) -> int | None:
+        sizes = sorted(int(n) for n in self.nranks.data)
+        return sizes[-1] if sizes else None
+
+    def findings(self) -> list[Finding]:
+        scored: list[tuple[Finding, int]] = []
+
+        def add(finding: Finding | None, priority: int | None = None) -> None:
+            if finding is not None:
+                scored.append((finding, entry(finding.id).priority if priority is None
+                               else priority))
+
+        init_hung = self._init_started() and not self.comm_completed
+        single_node = self.max_nodes == 1 and len(self.machines) < 2
+        for finding in self.net.findings(self.multi_node, init_hung, single_node):
+            add(finding)
+        for finding_id in ("shm", "duplicate-gpu", "p2p", "out-of-memory", "ib-error",
+                           "port-in-use", "rendezvous-timeout", "rendezvous-config"):
+            add(self._simple_finding(finding_id))
+        add(self.local_rank.finding())
+        add(self._rank_assignment())
+        trouble = init_hung or self._failed(scored)
+        driver = self.simple.get("version-mismatch")
+        add(versions(self.init, driver.bag if driver else None, trouble))
+        add(self._node_mismatch(trouble, init_hung))
+        add(self.shared_devices.finding(), entry("duplicate-gpu").priority)
+        add(self.job.collective_timeout(self.world_size()))
+        add(self._p2p_suspect(scored))
+        if not any(f.severity == "error" for f, _ in scored) and not self.comm_completed:
+            add(unreached_peers(self.init, self.job.nccl_errors, self.job.nccl_error_bag,
+                                self.comm_started, len(self.machines)))
+        errors_so_far = any(f.severity == "error" for f, _ in scored)
+        add(self.job.connection_lost(errors_so_far, bool(self.net.conns)))
+        errors_so_far = any(f.severity == "error" for f, _ in scored)
+        failed = self.job.rank_failed(errors_so_far)
+        if failed is not None:
+            add(*failed)
+            if not any(f.id == "out-of-memory" for f, _ in scored):
+                add(self._killed_without_a_word())
+        add(self._init_hang(scored))
+        if not scored:
+            e = entry("no-failure")
+            benign = self.simple.get("benign")
+            text = e.explanation
+            if benign:
+                text = (f"Only benign lines were found ({benign.bag.count}: "
+                        f"{', '.join(benign.one('what'))}). " + text)
+            add(Finding(e.id, e.severity, e.title, text, e.fix,
+                        merge(benign.bag.items) if benign else ()))
+        scored.sort(key=_order)
+        return [finding for finding, _ in scored]
+
+    def _simple_finding(self, finding_id: str) -> Finding | None:
+        facts = self.simple.get(finding_id)
+        return simple_finding(finding_id, facts) if facts else None
+
+    def _rank_assignment(self) -> Finding | None:
+        e = entry("rank-assignment")
+        facts = self.simple.get("rank-assignment")
+        parts: list[str] = []
+        bags: list[Bag] = []
+        if facts:
+            parts.append("NCCL's bootstrap root reports: " + "; ".join(facts.details) + ".")
+            bags.append(facts.bag)
+        if len(self.nranks.data) > 1:
+            sizes = ", ".join(f"{n} (on {origins_text(o)})"
+                              for n, o in sorted(self.nranks.items(), key=lambda i: int(i[0])))
+            parts.append(f"The ranks disagree on the world size: {sizes}.")
+            bags.append(self.nranks_bag)
+        duplicates = sorted(k[1] for k, v in self.comm_ranks.items() if len(v) > 1)
+        if duplicates:
+            parts.append(f"Rank {', '.join(duplicates)} was claimed by more than one machine in "
+                         "the same communicator.")
+            bags.append(self.duplicate_rank_bag)
+        if not parts:
+            return None
+        return Finding(e.id, e.severity, e.title, " ".join(parts) + " " + e.explanation, e.fix,
+                       merge(*(b.items for b in bags)))
+
+    def _failed(self, scored: list[tuple[Finding, int]]) -> bool:
+        """Whether anything in the logs failed: an error finding so far, a failed rank, an NCCL
+        error, a lost or refused connection, a timeout."""
+        job = self.job
+        return (any(f.severity == "error" for f, _ in scored) or bool(self.net.conns)
+                or bool(job.root_causes() or job.nccl_errors or job.lost or job.timeout_bag))
+
+    def _node_mismatch(self, trouble: bool, init_hung: bool) -> Finding | None:
+        finding = node_mismatch(self.init, self.env.data, self.env_bag, self.host_addresses.data,
+                                self.host_bag, _PER_NODE_VARS, trouble)
+        stopped = self.init.where_each_stopped() if init_hung else ""
+        if finding is None or not stopped or finding.severity != "error":
+            return finding
+        text = f"NCCL init hangs: {stopped}. " + finding.explanation
+        return Finding(finding.id, finding.severity, finding.title, text, finding.fix,
+                       finding.evidence)
+
+    def _p2p_suspect(self, scored: list[tuple[Finding, int]]) -> Finding | None:
+        if any(f.id == "p2p" for f, _ in scored) or not self.single_node_multi_gpu:
+            return None
+        if not any(t.seq for t in self.job.timeouts) or any(
+            values.get("NCCL_P2P_DISABLE") == "1" for values in self.env.data.values()
+        ):
+            return None
+        e = entry("p2p")
+        text = ("The NCCL watchdog fired in a job whose communicators span a single node with "
+                "several GPUs, where the ranks talk over CUDA peer-to-peer: broken P2P is the "
+                "usual cause of such hangs. ")
+        return Finding(e.id, "warning", e.title, text + e.explanation, e.fix,
+                       merge(self.job.timeout_bag.items, self.comm_started.items))
+
+    def _killed_without_a_word(self) -> Finding | None:
+        """A SIGKILL no rank explained: named as the likely cause, ahead of the rank it killed."""
+        killed = self.job.silent_sigkills()
+        if not killed:
+            return None
+        e = entry("out-of-memory")
+        who = "; ".join(r.describe() for r in killed[:4])
+        text = (f"{who}, and no rank printed an error first. A process killed by SIGKILL without "
+                "a word is most often the kernel's OOM killer reclaiming host memory (it could "
+                "also be a scheduler's or a user's kill). ")
+        fix = ("Confirm on that host: dmesg -T | grep -i -E 'killed process|out of memory'\n"
+               "Then use less host memory per rank: fewer DataLoader workers, smaller prefetch, "
+               "load the checkpoint on one rank, or give the job more RAM (--mem for Slurm).")
+        return Finding(e.id, e.severity, e.title, text + e.explanation, fix,
+                       merge(*(r.bag.items for r in killed)))
+
+    def _init_started(self) -> bool:
+        """A communicator's init started: its ``Init START`` line, or (releases 2.4 to 2.11) the
+        trees NCCL laid out."""
+        return bool(self.comm_started) or self.init.started_without_comm_line()
+
+    def _init_hang(self, scored: list[tuple[Finding, int]]) -> Finding | None:
+        if scored or not self._init_started() or self.comm_completed:
+            return None
+        several_ranks = (len(self.init.ranks_started) > 1 or self.single_node_multi_gpu
+                         or self.init.placed_on_one_host())
+        one_machine = (len(self.machines) <= 1 and self.max_nodes <= 1
+                       and not self.init.missing_ranks() and several_ranks)
+        started = self.comm_started if self.comm_started else self.init.trees
+        return init_hang(self.init, started, one_machine)
+
+
+def _order(item: tuple[Finding, int]) -> tuple[int, int, str, int]:
+    """Errors before warnings before info; then priority; then where the evidence starts."""
+    finding, priority = item
+    first = finding.evidence[0] if finding.evidence else None
+    return (SEVERITY_ORDER[finding.severity], -priority, first.file if first else "",
+            first.line if first else 0)

@@ -1,0 +1,387 @@
+"""Streaming log reader: raw bytes in, :class:`Event` objects out, in constant memory.
+
+The file is read in 1 MiB chunks. A few anchor regexes with literal prefixes (see
+:mod:`ddpkit.doctor.log.patterns`) find the candidate lines at C speed; ``in`` tests for the trigger
+literals then pick the patterns for each candidate line; only lines with a trigger are decoded
+(UTF-8, ``errors="replace"``), stripped of launcher/NCCL/glog prefixes and matched against those
+patterns. Lines of any length are safe: only a window of ``LINE_WINDOW`` bytes around each anchor
+is looked at, so a binary file with no newline costs no more memory than a chunk.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, replace
+from typing import BinaryIO
+
+from ddpkit.doctor.findings import clip
+from ddpkit.doctor.log.patterns import (
+    ANCHORS,
+    FOLLOW,
+    PATTERNS,
+    SOCKET_LIST_HEAD,
+    SOCKET_LIST_LINES,
+    LinePattern,
+    trigger_strings,
+)
+
+CHUNK_BYTES = 1 << 20
+LINE_WINDOW = 8192  # bytes of a line examined per trigger hit
+WINDOW_BEFORE = 1024  # of which at most this many before the trigger
+
+
+@dataclass(frozen=True)
+class Event:
+    """One fact read from one log line."""
+
+    kind: str
+    file: str
+    line: int
+    text: str  # the line (cleaned, clipped) for evidence
+    host: str | None  # from an NCCL ``host:pid:tid [dev]`` prefix
+    node: str | None  # from a launcher prefix such as ``[node1:0]``
+    rank: int | None  # from ``[rank3]:`` / mpirun ``[1,3]`` prefixes
+    data: Mapping[str, str]
+    repeat: int = 1  # how many identical lines in a row this event stands for (from ``line`` on)
+
+    @property
+    def origin(self) -> str:
+        """Which machine the line came from, as well as the log tells: host, node, else file."""
+        return self.host or self.node or f"file:{self.file}"
+
+    def get(self, key: str, default: str = "") -> str:
+        return self.data.get(key, default)
+
+
+# --- anchors and triggers ------------------------------------------------------------------------
+
+
+ANCHOR_RES: tuple[re.Pattern[bytes], ...] = tuple(re.compile(a) for a in ANCHORS)
+_TRIGGERS = sorted({t.encode() for t in trigger_strings()})
+
+
+def _anchor_key(anchor: bytes) -> bytes:
+    """The literal every match of ``anchor`` starts with (an ``in`` test for it is cheap)."""
+    return re.split(rb"[(\[\\?*+|]", anchor, maxsplit=1)[0]
+
+
+def _group_triggers() -> tuple[tuple[bytes, tuple[bytes, ...]], ...]:
+    """Triggers grouped under the first anchor key they contain: a line lacking the key cannot
+    contain any trigger of its group, so most triggers are never tested on most lines."""
+    groups: dict[bytes, list[bytes]] = {}
+    keys = [_anchor_key(a) for a in ANCHORS]
+    for trigger in _TRIGGERS:
+        key = next((k for k in keys if k in trigger), b"")
+        groups.setdefault(key, []).append(trigger)
+    return tuple((key, tuple(items)) for key, items in groups.items())
+
+
+_TRIGGER_GROUPS = _group_triggers()
+_BY_TRIGGER: dict[bytes, frozenset[int]] = {}
+for _index, _pattern in enumerate(PATTERNS):
+    for _trigger in _pattern.triggers:
+        _key = _trigger.encode()
+        _BY_TRIGGER[_key] = _BY_TRIGGER.get(_key, frozenset()) | {_index}
+
+
+def triggers_in(raw: bytes) -> frozenset[bytes]:
+    """The trigger literals ``raw`` contains."""
+    return frozenset(t for key, group in _TRIGGER_GROUPS if key in raw for t in group if t in raw)
+
+
+_FOLLOW = tuple((k.encode(), n) for k, n in FOLLOW.items())
+_ALL = tuple(PATTERNS)
+_SELECTION_CACHE: dict[frozenset[bytes], tuple[LinePattern, ...]] = {}
+
+
+def _patterns_for(found: frozenset[bytes]) -> tuple[LinePattern, ...]:
+    cached = _SELECTION_CACHE.get(found)
+    if cached is None:
+        chosen: frozenset[int] = frozenset()
+        for literal in found:
+            chosen |= _BY_TRIGGER.get(literal, frozenset())
+        cached = tuple(PATTERNS[i] for i in sorted(chosen))
+        if len(_SELECTION_CACHE) < 4096:
+            _SELECTION_CACHE[found] = cached
+    return cached
+
+
+_SOCKET_LIST_HEAD = SOCKET_LIST_HEAD.encode()
+
+
+def _follow_count(raw: bytes) -> int:
+    count = 0
+    for literal, n in _FOLLOW:
+        if n > count and literal in raw:
+            count = n
+    if raw.rstrip().endswith(_SOCKET_LIST_HEAD):
+        count = max(count, SOCKET_LIST_LINES)
+    return count
+
+
+# Anchors that are plain literals are found with bytes.find (C fastsearch), the others by regex.
+_REGEX_SYNTAX = frozenset(b".^$*+?{}[]\\|()")
+_LITERAL_ANCHORS = tuple(a for a in ANCHORS if not _REGEX_SYNTAX & set(a))
+_REGEX_ANCHORS = tuple(r for a, r in zip(ANCHORS, ANCHOR_RES, strict=True)
+                       if _REGEX_SYNTAX & set(a))
+
+
+def _anchor_hits(buf: bytes, limit: int) -> list[int]:
+    """Sorted start positions of anchor matches before ``limit`` (at most one per anchor and
+    line, except along lines longer than a window)."""
+    hits: list[int] = []
+    find = buf.find
+    step = LINE_WINDOW // 2
+    for anchor in _REGEX_ANCHORS:
+        search = anchor.search
+        match = search(buf, 0, limit)
+        while match is not None:
+            start = match.start()
+            hits.append(start)
+            newline = find(b"\n", start, limit)
+            after = limit if newline < 0 else newline + 1
+            match = search(buf, min(after, start + step), limit)
+    for literal in _LITERAL_ANCHORS:
+        start = find(literal, 0, limit)
+        while start >= 0:
+            hits.append(start)
+            newline = find(b"\n", start, limit)
+            after = limit if newline < 0 else newline + 1
+            start = find(literal, min(after, start + step), limit)
+    hits.sort()
+    return hits
+
+
+# --- raw line windows ----------------------------------------------------------------------------
+
+
+REPEAT_BLOCK_MAX = 4096  # lines compared at once when skipping a run of identical lines
+
+
+def _repeats(buf: bytes, line: bytes, pos: int, limit: int) -> int:
+    """How many copies of ``line`` (newline included) follow at ``pos``, before ``limit``: compared
+    in blocks that double while they match, so a retry loop's million copies cost a few dozen
+    C-level comparisons, not a million Python steps."""
+    count, block = 0, 1
+    while block:
+        run = line * block
+        if buf.startswith(run, pos, limit):
+            pos += len(run)
+            count += block
+            block = min(block * 2, REPEAT_BLOCK_MAX)
+        else:
+            block //= 2
+    return count
+
+
+class _Windows:
+    """Turns buffers of bytes into (line number, bytes, is_follow_line, repeat) for anchored lines;
+    a line followed by identical copies of itself (a retry loop) is yielded once, with the count."""
+
+    def __init__(self) -> None:
+        self.line = 1  # number of the line the next buffer starts in
+        self.pending_follow = 0
+
+    def scan(self, buf: bytes, limit: int) -> Iterator[tuple[int, bytes, bool, int]]:
+        """Anchored lines (and the lines they ask to follow) starting before ``limit``."""
+        find, rfind, count = buf.find, buf.rfind, buf.count
+        pos, counted, line = 0, 0, self.line
+        for hit in [-1, *_anchor_hits(buf, limit)]:
+            if hit >= 0:
+                if hit < pos:
+                    continue  # inside a line or window already read
+                start = rfind(b"\n", 0, hit) + 1
+                if start > counted:
+                    line += count(b"\n", counted, start)
+                    counted = start
+                end = find(b"\n", hit, limit)
+                end = limit if end < 0 else end
+                window_start = max(start, pos, hit - WINDOW_BEFORE)
+                window_end = min(end, window_start + LINE_WINDOW)
+                raw = buf[window_start:window_end]
+                if window_end < end:  # a long line: further anchors along it get own windows
+                    yield line, raw, False, 1
+                    pos = window_end
+                    continue
+                pos = end + 1
+                follow = _follow_count(raw)
+                repeat = 1
+                if not follow and window_start == start and end < limit:
+                    repeat += _repeats(buf, buf[start : end + 1], pos, limit)
+                    pos += (repeat - 1) * (end + 1 - start)
+                yield line, raw, False, repeat
+                if follow > self.pending_follow:
+                    self.pending_follow = follow
+            while self.pending_follow and pos < limit:
+                end = find(b"\n", pos, limit)
+                end = limit if end < 0 else end
+                if pos > counted:
+                    line += count(b"\n", counted, pos)
+                    counted = pos
+                yield line, buf[pos : min(end, pos + LINE_WINDOW)], True, 1
+                self.pending_follow -= 1
+                pos = end + 1
+        self.line = line + count(b"\n", counted, limit)
+
+
+def raw_hits(stream: BinaryIO) -> Iterator[tuple[int, bytes, bool, int]]:
+    """(line number, bytes, is_follow_line, repeat) for every anchored line in ``stream``; a run of
+    identical lines is one hit numbered by its first line."""
+    windows = _Windows()
+    tail = b""
+    while True:
+        chunk = stream.read(CHUNK_BYTES)
+        if not chunk:
+            break
+        buf = tail + chunk if tail else chunk
+        cut = buf.rfind(b"\n")
+        if cut >= 0:
+            yield from windows.scan(buf, cut + 1)
+            tail = buf[cut + 1 :]
+        else:
+            tail = buf
+        if len(tail) > 4 * LINE_WINDOW:  # no newline for a long stretch: scan all but an overlap
+            keep = len(tail) - LINE_WINDOW
+            yield from windows.scan(tail, keep)
+            tail = tail[keep:]
+    if tail:
+        yield from windows.scan(tail, len(tail))
+
+
+# --- prefixes ------------------------------------------------------------------------------------
+
+_NCCL_PREFIX = re.compile(r"(?P<host>[\w.-]+):(?P<pid>\d+):(?P<tid>\d+) \[(?P<dev>\d+)\] ")
+_STAMP = re.compile(r"\[?\d{4}-\d\d-\d\d[ T_][\d:.,]+(?:Z|[+-]\d\d:?\d\d)?\]?\s?")
+_GLOG = re.compile(r"\[?[IWEF]\d{4} \d\d:\d\d:\d\d\.\d+(?: +\d+)? [^\]\s]+:\d+\]\s?")
+_TAG = re.compile(r"\[(?P<tag>[^\[\]\s]{1,80})\](?P<colon>(?:<std(?:out|err)>)?:)?\s?")
+_RANK_TAG = re.compile(r"rank(\d+)")
+_NODE_TAG = re.compile(r"([A-Za-z][\w.-]*):(\d+)")
+_MPI_TAG = re.compile(r"(\d+),(\d+)")
+# srun --label ("52: ") and pdsh ("node3: " / "10.0.0.3: ") put a bare label before the line.
+_LABEL = re.compile(r"(?P<label>\d+|[A-Za-z0-9][\w.-]*): (?=\S)")
+# Every terminal control sequence: OSC (window titles, hyperlinks) up to BEL or ST, CSI (colours,
+# cursor moves), other two-byte escapes, and any remaining C0/C1 control character but the tab.
+_CONTROL = re.compile(r"\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b\[[0-?]*[ -/]*[@-~]|\x9b[0-?]*[ -/]*[@-~]"
+                      r"|\x1b[ -/]*[0-~]|[\x00-\x08\x0a-\x1f\x7f-\x9f]")
+
+
+def strip_controls(text: str) -> str:
+    """``text`` without terminal control sequences, so evidence lines print as plain text."""
+    return _CONTROL.sub("", text)
+
+
+def parse_prefix(text: str) -> tuple[str | None, str | None, int | None]:
+    """(NCCL host, launcher node, global rank) from the prefixes at the start of a line."""
+    host = node = None
+    rank: int | None = None
+    pos = 0
+    for _ in range(8):
+        while pos < len(text) and text[pos] == " ":
+            pos += 1
+        nccl = _NCCL_PREFIX.match(text, pos)
+        if nccl:
+            return nccl.group("host"), node, rank
+        stamp = _STAMP.match(text, pos) or _GLOG.match(text, pos)
+        if stamp:
+            pos = stamp.end()
+            continue
+        tag = _TAG.match(text, pos)
+        if not tag:
+            label = _LABEL.match(text, pos) if pos == 0 else None
+            if label is None or not _NCCL_PREFIX.match(text, label.end()):
+                break  # only a label in front of an NCCL line: "RuntimeError: ..." is no label
+            value = label.group("label")
+            if value.isdigit():
+                rank = int(value)  # srun's task id: the global rank under srun
+            else:
+                node = value
+            pos = label.end()
+            continue
+        value = tag.group("tag")
+        if (found := _RANK_TAG.fullmatch(value)) is not None:
+            rank = int(found.group(1))
+        elif (found := _MPI_TAG.fullmatch(value)) is not None:
+            rank = int(found.group(2))
+        elif (found := _NODE_TAG.fullmatch(value)) is not None:
+            node = found.group(1)
+        elif not tag.group("colon"):
+            break  # [c10d], [0]: part of the message, not a launcher prefix
+        pos = tag.end()
+    return host, node, rank
+
+
+# --- events --------------------------------------------------------------------------------------
+
+
+_Parsed = tuple[tuple[str, str, "str | None", "str | None", "int | None", Mapping[str, str]], ...]
+_LINE_CACHE: dict[tuple[bytes, bool], _Parsed] = {}
+_LINE_CACHE_SIZE = 2048  # identical lines (retry spam) are parsed once
+
+
+def _parse_line(raw: bytes, follow: bool) -> _Parsed:
+    """(kind, shown text, host, node, rank, fields) for each event in one line, in line order."""
+    candidates = _ALL if follow else _patterns_for(triggers_in(raw))
+    if not candidates:
+        return ()
+    text = raw.decode("utf-8", "replace").rstrip("\r\n").replace("\r", " ")
+    if not text.isprintable():
+        text = strip_controls(text)
+    found: list[tuple[int, int, LinePattern, dict[str, str]]] = []
+    for order, pattern in enumerate(candidates):
+        if not follow and not pattern.triggers:
+            continue
+        if pattern.skip_if and any(s in text for s in pattern.skip_if):
+            continue
+        if pattern.multi:
+            matches = list(pattern.regex.finditer(text))
+        else:
+            single = pattern.regex.search(text)
+            matches = [single] if single else []
+        for match in matches:
+            data = {k: v for k, v in match.groupdict().items() if v is not None}
+            for extra in pattern.extras:
+                more = extra.search(text)
+                if more:
+                    for key, value in more.groupdict().items():
+                        if value is not None and key not in data:
+                            data[key] = value
+            data.update(pattern.fixed)
+            found.append((match.start(), order, pattern, data))
+        if matches and pattern.claims:
+            break
+    if not found:
+        return ()
+    host, node, rank = parse_prefix(text)
+    shown = clip(text.strip())
+    found.sort(key=lambda item: (item[0], item[1]))
+    return tuple((p.kind, shown, host, node, rank, d) for _, _, p, d in found)
+
+
+def _events_in_line(name: str, number: int, raw: bytes, follow: bool, repeat: int) -> list[Event]:
+    key = (raw, follow)
+    parsed = _LINE_CACHE.get(key)
+    if parsed is None:
+        parsed = _parse_line(raw, follow)
+        if len(_LINE_CACHE) >= _LINE_CACHE_SIZE:
+            _LINE_CACHE.clear()
+        _LINE_CACHE[key] = parsed
+    return [Event(kind, name, number, shown, host, node, rank, data, repeat)
+            for kind, shown, host, node, rank, data in parsed]
+
+
+def scan(stream: BinaryIO, name: str) -> Iterator[Event]:
+    """Every event in ``stream`` (opened in binary mode), in file order; ``name`` labels evidence.
+
+    Lines without any prefix (a traceback, NCCL's ``Last error:`` text) are credited to the one
+    host the file has shown so far; in a file mixing several hosts they stay anonymous.
+    """
+    hosts: set[str] = set()
+    for number, raw, follow, repeat in raw_hits(stream):
+        for event in _events_in_line(name, number, raw, follow, repeat):
+            if event.host:
+                if len(hosts) < 2:
+                    hosts.add(event.host)
+            elif event.node is None and len(hosts) == 1:
+                event = replace(event, host=next(iter(hosts)))
+            yield event

@@ -1,0 +1,215 @@
+"""Token mode on the master (``--nnodes N`` without ``--master-addr``): the whole job from here.
+
+Starts the job store (:mod:`.join_store`), hands out the ``ddpkit join`` token, waits for every
+other node to join (:class:`~ddpkit.launch.join.sides.MasterSide`), then runs node 0's own share while
+watching every worker; one failure anywhere stops all. The front end builds a
+:class:`JoinMasterJob`, supplies node 0's share as a callable (:data:`OwnPart`: it renders that
+node's own command) and gets a :class:`~ddpkit.launch.outcomes.JobResult` back, having been told
+what happens meanwhile through :class:`~ddpkit.launch.events.JoinEvents`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import socket
+import time
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ddpkit import __version__
+from ddpkit.errors import ConfigError, DdpkitError, EnvironmentProblem
+from ddpkit.launch.envpass import PassedEnv
+from ddpkit.launch.events import JoinEvents
+from ddpkit.launch.job import JobSpec
+from ddpkit.launch.join.sides import JoinedNode, JoinJob, MasterSide
+from ddpkit.launch.join.tokens import JoinToken
+from ddpkit.launch.outcomes import OK, JobResult, NodeOutcome, outcome_from_error
+from ddpkit.net.ports import DEFAULT_JOIN_PORT
+
+STOP_WAIT_S = 20.0  # for the workers to report after a stop order (their own cleanup takes <= 10 s)
+SUCCESS_WAIT_S = 60.0  # for the workers to report after node 0 finished well
+INTERRUPTED = "interrupted on the master"
+
+OwnPart = Callable[[Callable[[], "str | None"]], "tuple[int, NodeOutcome]"]
+"""Node 0's own share of the job, given the job's ``should_stop`` hook (a reason once any worker
+failed or was lost): returns (exit code, outcome) like a command's share, or raises the
+DdpkitError the share raises (the job is then stopped, and the error is the result's
+``own_error``)."""
+
+InterruptGuard = Callable[[Callable[[], None]], AbstractContextManager[None]]
+"""Wraps the wait and node 0's share: an interrupt should first call the function given (it
+tells every node to stop), then interrupt this one. The CLI's installs signal handlers."""
+
+
+@dataclass(frozen=True)
+class StoreAddress:
+    """Where the other machines reach this one: the job store's and the master's address."""
+
+    address: str
+    ifname: str
+    reason: str  # why this interface
+
+    def to_dict(self) -> dict[str, str]:
+        return {"address": self.address, "interface": self.ifname, "reason": self.reason}
+
+
+@dataclass(frozen=True)
+class JoinMasterJob:
+    """One job in token mode, as the master's flags give it."""
+
+    job: JobSpec  # the whole job (its --ifname stays here: each node picks its own interface)
+    passed: PassedEnv  # the environment every node gets (and the --env values)
+    cwd: str  # every node runs in this working directory
+    where: StoreAddress  # advertised_address()
+    join_port: int = DEFAULT_JOIN_PORT
+    join_timeout: float = 600.0  # for every node to join
+    token_file: Path | None = None  # the token is also written there (mode 0600)
+
+
+def advertised_address(ifname: str | None) -> StoreAddress:
+    """The address the other machines reach this one at: ``ifname``'s, or the recommended
+    interface's."""
+    from ddpkit.net.interfaces import discover
+    from ddpkit.net.select import best_address, find_interface, recommend
+
+    nics = discover()
+    if ifname:
+        nic = find_interface(ifname, nics)
+        address = best_address(nic)
+        if address is None:
+            raise ConfigError("interface-has-no-address", f"interface {ifname} has no IP address",
+                              "give it one, or pick another with --ifname (see `ddpkit nics`)")
+        return StoreAddress(address.address, nic.name, f"--ifname {nic.name}")
+    choice = recommend(nics)
+    return StoreAddress(choice.address, choice.nic.name, choice.reason)
+
+
+def join_job(job: JoinMasterJob) -> JoinJob:
+    """Pure: the job as the store holds it for the joining nodes."""
+    spec = dataclasses.replace(job.job, ifname=None, overrides=tuple(job.passed.overrides))
+    return JoinJob(job=spec, master_addr=job.where.address, env=job.passed.values,
+                   join_timeout=job.join_timeout, ddpkit_version=__version__, cwd=job.cwd)
+
+
+def shown_job(spec: JoinJob) -> dict[str, Any]:
+    """The join job as ddpkit may print it (values whose names look secret masked): the job
+    itself, what travels with it, and the command node 1 will run."""
+    from ddpkit.launch.envpass import shown, shown_env
+    from ddpkit.launch.job import node_argv
+
+    job = spec.job.to_dict()
+    job["overrides"] = [[key, shown(key, value)] for key, value in spec.job.overrides]
+    node1 = node_argv(spec.job, 1, spec.master_addr, env_in_argv=False)
+    return {"job": job, "env": shown_env(spec.env), "join_timeout": spec.join_timeout,
+            "ddpkit_version": spec.ddpkit_version, "node1_argv": ["ddpkit", *node1]}
+
+
+def write_token_file(path: Path, token: JoinToken) -> None:
+    """The token, readable by its owner only, written whole or not at all: through the atomic
+    writer (an exclusively created 0600 temporary with an unpredictable name, then a rename)."""
+    from ddpkit.ncclconf.atomic import write_atomic
+
+    try:
+        write_atomic(path, f"{token}\n".encode(), mode=0o600, backup=False, keep_owner=False)
+    except DdpkitError as exc:
+        raise EnvironmentProblem("token-file-failed", exc.message,
+                                 "pass a --token-file in a directory you can write (or drop it and "
+                                 "copy the printed line)", details=exc.details) from None
+
+
+def _unguarded(announce: Callable[[], None]) -> AbstractContextManager[None]:
+    return contextlib.nullcontext()
+
+
+def run(job: JoinMasterJob, events: JoinEvents, own_part: OwnPart, *,
+        interrupt_guard: InterruptGuard = _unguarded) -> JobResult:
+    """Start the job store, wait for every node, run node 0's share, collect every outcome.
+
+    Raises before node 0's share starts (a port taken, the store, the token file, a node that
+    never joined: the nodes that did are told to stop first); an interrupt stops every node, then
+    is raised again. A node that fails is not an exception: it is in the result.
+    """
+    from ddpkit.launch.hang.job_stacks import job_stacks_of
+    from ddpkit.launch.join.store import host_store
+    from ddpkit.launch.join.tokens import new_token
+    from ddpkit.launch.node.preflight import check_port_free
+
+    where, spec = job.where, join_job(job)
+    token = new_token(where.address, job.join_port)
+    check_port_free(job.join_port, flag="--join-port", what="job-store port (token mode)",
+                    fix="(the token tells the other nodes)")
+    check_port_free(job.job.master_port)
+
+    def on_reject(name: str, why: str) -> None:
+        events.warning(f"ignored a value under {name!r} in the job store that this job did not "
+                       f"write ({why}); someone else is writing to {token.endpoint} (counted; see "
+                       "docs/multi-node.md, threat model)")
+
+    master = MasterSide(host_store(token, on_reject=on_reject), spec)
+    master.publish()
+    events.waiting(f"job store on {where.address}:{job.join_port} ({where.ifname}: {where.reason})")
+    others = spec.nnodes - 1
+    events.token_ready(token, others)
+    if job.token_file is not None:
+        write_token_file(job.token_file, token)
+    events.waiting(f"waiting for {others} node{'s' if others > 1 else ''} to join "
+                   f"(up to {job.join_timeout:g} s)")
+    with interrupt_guard(lambda: master.stop(INTERRUPTED)):
+        _wait_for_nodes(master, events, job.join_timeout)
+        master.release()
+        code, own, own_error = _own_part(master, own_part)
+        if own.state != OK:
+            master.stop(f"node 0 ({own.host}) {own.state}: {own.how()}")
+        stopped = own.state != OK or master.should_stop() is not None
+        outcomes = (own, *master.collect(wait=STOP_WAIT_S if stopped else SUCCESS_WAIT_S))
+    _warn_about_strangers(master, events)
+    lines, reports = job_stacks_of(o.stack_reports for o in outcomes)
+    return JobResult(mode="join", master=where.to_dict(), outcomes=outcomes,
+                     stack_lines=tuple(lines), stack_reports=tuple(reports), own_error=own_error,
+                     own_code=code)
+
+
+def _wait_for_nodes(master: MasterSide, events: JoinEvents, timeout: float) -> None:
+    """Every worker joins, or those that did are told to stop and the reason is raised."""
+    expected = master.spec.nnodes - 1
+
+    def on_join(node: JoinedNode) -> None:
+        events.joined(node, len(master.joined), expected)
+
+    try:
+        master.wait_for_nodes(on_join, timeout=timeout)
+    except (DdpkitError, KeyboardInterrupt) as exc:
+        master.stop(exc.message if isinstance(exc, DdpkitError) else INTERRUPTED)
+        master.collect(wait=STOP_WAIT_S if master.joined else 0.0)
+        raise
+
+
+def _own_part(master: MasterSide, own_part: OwnPart
+              ) -> tuple[int, NodeOutcome, DdpkitError | None]:
+    """Node 0's share: (exit code, outcome, the error it raised). An interrupt stops every node."""
+    own_error: DdpkitError | None = None
+    try:
+        code, own = own_part(master.should_stop)
+    except DdpkitError as exc:
+        own_error, code = exc, int(exc.exit_code)
+        own = outcome_from_error(exc.to_dict(), node_rank=0, host=socket.gethostname())
+    except KeyboardInterrupt:
+        master.stop(INTERRUPTED)
+        master.collect(wait=STOP_WAIT_S)
+        raise
+    return code, dataclasses.replace(own, observed_at=time.monotonic()), own_error
+
+
+def _warn_about_strangers(master: MasterSide, events: JoinEvents) -> None:
+    """The store held values or keys this job never wrote: someone else writes to it."""
+    report = master.store_report()
+    rejected = sum(report["rejected"].values())
+    if rejected or report["removed_keys"]:
+        events.warning(f"the job store saw {rejected} value(s) that did not open with this job's "
+                       f"key ({', '.join(sorted(report['rejected'])) or '-'}) and "
+                       f"{report['removed_keys']} key(s) this job never wrote; all were ignored "
+                       "and removed (someone else is writing to the job store)")

@@ -1,0 +1,357 @@
+"""Token mode: the job, the nodes' ranks, liveness and stop orders, in torch's own c10d TCPStore.
+
+The master hosts a ``torch.distributed.TCPStore`` (no home-made server) on the chosen interface's
+address only and puts the job there; a worker that runs ``ddpkit join TOKEN`` connects to it, opens
+the sealed job, claims the first free node rank, waits for the go, and runs its share. Every value
+is sealed JSON (:mod:`ddpkit.launch.join.tokens`): encrypted, authenticated, bound to its key and run.
+Keys, all under ``ddpkit/<run-id>/``:
+
+=============  =====================================================================
+``job``        the job (:class:`JoinJob`), written once by the master
+``node/<R>``   the claim on rank R (host, address, interface, a random claim id), taken
+               with the store's atomic ``compare_set``: a sealed claim, not a counter
+``go``         every node has joined: start torchrun (names each rank's claim id, so a
+               node whose claim was displaced before the master saw it stops)
+``alive/<R>``  a heartbeat counter each worker bumps every second
+``done/<R>``   how node R ended (a :class:`~ddpkit.launch.outcomes.NodeOutcome`)
+``stop``       why every node must stop now (a failure somewhere, or Ctrl-C on the master)
+=============  =====================================================================
+"""
+
+from __future__ import annotations
+
+import contextlib
+import secrets
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from ddpkit.errors import ConfigError, DdpkitError, DeadlineExceeded, JobFailed
+from ddpkit.launch.job import JobSpec
+from ddpkit.launch.join.store import JobStore
+from ddpkit.launch.outcomes import LOST, OK, STOPPED, NodeOutcome
+from ddpkit.launch.store_client import first_line
+
+JOB, GO, STOP = "job", "go", "stop"
+POLL_S = 0.5
+HEARTBEAT_S = 1.0
+HEARTBEAT_LOST_S = 10.0  # a worker whose heartbeat stands still this long is lost
+COMMANDS = ("launch", "test", "bench", "doctor")
+
+
+@dataclass(frozen=True)
+class JoinJob:
+    """What the master puts in the store for joining nodes: the job (a
+    :class:`~ddpkit.launch.job.JobSpec`, the same value the printed peer commands and the ssh
+    fan-out use), the master's address, the passed environment, and what a node checks first."""
+
+    job: JobSpec
+    master_addr: str
+    env: Mapping[str, str] = field(default_factory=dict)  # allow-listed env + .ddpkit_env
+    join_timeout: float = 600.0
+    ddpkit_version: str = ""
+    cwd: str = ""
+
+    @property
+    def nnodes(self) -> int:
+        return self.job.nnodes
+
+    @property
+    def command(self) -> str:
+        return self.job.command
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"job": self.job.to_dict(), "master_addr": self.master_addr,
+                "env": dict(sorted(self.env.items())), "join_timeout": self.join_timeout,
+                "ddpkit_version": self.ddpkit_version, "cwd": self.cwd}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> JoinJob:
+        try:
+            found = cls(
+                job=JobSpec.from_dict(data["job"]), master_addr=str(data["master_addr"]),
+                env={str(k): str(v) for k, v in dict(data.get("env", {})).items()},
+                join_timeout=float(data.get("join_timeout", 600.0)),
+                ddpkit_version=str(data.get("ddpkit_version", "")), cwd=str(data.get("cwd", "")))
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise ConfigError("bad-job", f"the master's job description is incomplete ({exc})",
+                              "run the same ddpkit version on the master and this node") from None
+        if found.command not in COMMANDS or found.nnodes < 2:
+            raise ConfigError("bad-job", f"the master's job ({found.command}, {found.nnodes} "
+                              "nodes) is not one ddpkit join can run",
+                              "run the same ddpkit version on the master and this node")
+        return found
+
+
+@dataclass(frozen=True)
+class JoinedNode:
+    node_rank: int
+    host: str
+    address: str
+    ifname: str
+    claim: str = ""
+
+    def describe(self) -> str:
+        return f"node {self.node_rank} joined from {self.address} ({self.host}, via {self.ifname})"
+
+
+def node_key(rank: int) -> str:
+    return f"node/{rank}"
+
+
+def alive_key(rank: int) -> str:
+    return f"alive/{rank}"
+
+
+def done_key(rank: int) -> str:
+    return f"done/{rank}"
+
+
+class MasterSide:
+    """The master's view: who joined, who is alive, who finished how."""
+
+    def __init__(self, store: JobStore, spec: JoinJob,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.store = store
+        self.spec = spec
+        self.clock = clock
+        self.joined: dict[int, JoinedNode] = {}
+        self.done: dict[int, NodeOutcome] = {}
+        self.lost: dict[int, NodeOutcome] = {}
+        self._beats: dict[int, tuple[Any, float]] = {}
+        self._last_poll = -1e9
+        self._stop_reason: str | None = None
+
+    def publish(self) -> None:
+        self.store.put(JOB, self.spec.to_dict())
+
+    def workers(self) -> range:
+        return range(1, self.spec.nnodes)
+
+    def wait_for_nodes(self, on_join: Callable[[JoinedNode], None], timeout: float) -> None:
+        deadline = self.clock() + timeout
+        while len(self.joined) < self.spec.nnodes - 1:
+            for rank in self.workers():
+                if rank not in self.joined:
+                    record = self.store.read(node_key(rank))
+                    if record is not None:
+                        node = JoinedNode(rank, str(record.get("host", "?")),
+                                          str(record.get("address", "?")),
+                                          str(record.get("ifname", "?")),
+                                          str(record.get("claim", "")))
+                        self.joined[rank] = node
+                        self._beats[rank] = (None, self.clock())
+                        on_join(node)
+            if len(self.joined) == self.spec.nnodes - 1:
+                break
+            self.sweep()
+            if self.clock() > deadline:
+                missing = [r for r in self.workers() if r not in self.joined]
+                came = "; ".join(n.describe() for n in sorted(self.joined.values(),
+                                                              key=lambda n: n.node_rank)) or "none"
+                raise DeadlineExceeded(
+                    "nodes-missing",
+                    f"{len(missing)} of {self.spec.nnodes - 1} worker nodes never joined within "
+                    f"{timeout:g} s (missing node rank(s) {', '.join(map(str, missing))}; joined: "
+                    f"{came})",
+                    "run the printed `ddpkit join ddpk://...` line on every other machine, check "
+                    f"they reach {self.store.token.endpoint} (`ddpkit nics --to "
+                    f"{self.store.token.address}`), or raise --join-timeout",
+                    details={"missing": missing},
+                )
+            time.sleep(0.2)
+
+    def release(self) -> None:
+        self.store.put(GO, {"nodes": self.spec.nnodes,
+                            "claims": {str(r): n.claim for r, n in self.joined.items()}})
+
+    def stop(self, reason: str) -> None:
+        if self._stop_reason is None:
+            self._stop_reason = reason
+            try:
+                if self.store.read(STOP) is None:
+                    self.store.put(STOP, {"reason": reason, "by": 0})
+            except DdpkitError:
+                self.store.put(STOP, {"reason": reason, "by": 0})
+
+    def poll(self) -> None:
+        """Read every worker's heartbeat and final status (rate-limited to every POLL_S)."""
+        now = self.clock()
+        if now - self._last_poll < POLL_S:
+            return
+        self._last_poll = now
+        self.sweep()
+        for rank in self.joined:
+            if rank in self.done or rank in self.lost:
+                continue
+            record = self.store.read(done_key(rank))
+            if record is not None:
+                self.done[rank] = NodeOutcome.from_dict({**record, "node_rank": rank},
+                                                        observed_at=now)
+                continue
+            beat = self.store.read(alive_key(rank))
+            value = beat.get("n") if beat else None
+            previous, since = self._beats.get(rank, (None, now))
+            if value != previous:
+                self._beats[rank] = (value, now)
+            elif now - since > HEARTBEAT_LOST_S:
+                node = self.joined[rank]
+                self.lost[rank] = NodeOutcome(
+                    node_rank=rank, host=node.host, state=LOST, error_id="node-lost",
+                    message=f"node {rank} ({node.host}, {node.address}) stopped responding: no "
+                            f"heartbeat for {HEARTBEAT_LOST_S:g} s", observed_at=now)
+
+    def names(self) -> set[str]:
+        """Every key this job ever writes."""
+        per_node = {f(r) for r in self.workers() for f in (node_key, alive_key, done_key)}
+        return {JOB, GO, STOP, *per_node}
+
+    def sweep(self) -> None:
+        """Delete whatever keys someone else put in the store (it lives in this process's memory)."""
+        with contextlib.suppress(RuntimeError, OSError):
+            self.store.sweep(self.names(), most=len(self.names()))
+
+    def store_report(self) -> dict[str, Any]:
+        """What the store held that this job did not write: values that did not open (per key),
+        and keys someone else put there (deleted)."""
+        self.sweep()
+        return {"rejected": dict(self.store.rejected), "removed_keys": self.store.removed}
+
+    def should_stop(self) -> str | None:
+        """The hook for the master's own node: a reason once any worker failed or was lost."""
+        self.poll()
+        for outcome in sorted([*self.done.values(), *self.lost.values()], key=lambda o: o.observed_at):
+            if outcome.failed:
+                reason = f"node {outcome.node_rank} ({outcome.host}) {outcome.state}: {outcome.how()}"
+                self.stop(reason)
+                return reason
+        return None
+
+    def collect(self, wait: float) -> tuple[NodeOutcome, ...]:
+        """Every worker's outcome, waiting up to ``wait`` seconds for the last ones."""
+        deadline = self.clock() + wait
+        while True:
+            self._last_poll = -1e9
+            self.poll()
+            pending = [r for r in self.joined if r not in self.done and r not in self.lost]
+            if not pending or self.clock() > deadline:
+                break
+            time.sleep(0.2)
+        outcomes = []
+        for rank in self.workers():
+            if rank in self.done:
+                outcomes.append(self.done[rank])
+            elif rank in self.lost:
+                outcomes.append(self.lost[rank])
+            else:
+                node = self.joined.get(rank)
+                host = node.host if node else "?"
+                message = (f"node {rank} ({host}) did not report how it ended within {wait:g} s"
+                           if node else f"node {rank} never joined")
+                outcomes.append(NodeOutcome(node_rank=rank, host=host, state=LOST,
+                                            error_id="node-lost", message=message,
+                                            observed_at=self.clock()))
+        return tuple(outcomes)
+
+
+class WorkerSide:
+    """A joining node's view: fetch the job, take a rank, beat, wait, watch for the stop order."""
+
+    def __init__(self, store: JobStore, clock: Callable[[], float] = time.monotonic) -> None:
+        self.store = store
+        self.clock = clock
+        self.rank: int | None = None
+        self.claim = ""
+        self._last_poll = -1e9
+        self._beating = threading.Event()
+
+    def fetch_job(self) -> JoinJob:
+        record = self.store.read_strict(JOB)
+        if record is None:
+            raise JobFailed("job-not-found",
+                            f"the job store at {self.store.token.endpoint} has no job for run "
+                            f"{self.store.token.run_id}",
+                            "copy the token the master printed for its current run")
+        return JoinJob.from_dict(record)
+
+    def claim_rank(self, spec: JoinJob, host: str, address: str, ifname: str) -> int:
+        """Take the first free node rank with a sealed claim (who, from where, a random id)."""
+        claim = secrets.token_hex(8)
+        body = {"host": host, "address": address, "ifname": ifname, "claim": claim}
+        for rank in range(1, spec.nnodes):
+            if self.store.claim(node_key(rank), body):
+                self.rank, self.claim = rank, claim
+                return rank
+        raise JobFailed("job-full", f"the job already has its {spec.nnodes} nodes",
+                        "start a new job on the master with a larger --nnodes")
+
+    def start_heartbeat(self, on_lost: Callable[[str], None]) -> threading.Thread:
+        """Bump ``alive/<rank>`` every second on a connection of its own until :meth:`stop_beating`."""
+        assert self.rank is not None
+        rank, beats = self.rank, self.store.clone()
+        self._beating.set()
+
+        def beat() -> None:
+            count = 0
+            while self._beating.is_set():
+                count += 1
+                try:
+                    beats.put(alive_key(rank), {"n": count})
+                except (RuntimeError, OSError, DdpkitError) as exc:
+                    on_lost(f"lost the master's job store at {self.store.token.endpoint} "
+                            f"({first_line(exc)})")
+                    return
+                time.sleep(HEARTBEAT_S)
+
+        thread = threading.Thread(target=beat, name="ddpkit-heartbeat", daemon=True)
+        thread.start()
+        return thread
+
+    def stop_beating(self) -> None:
+        self._beating.clear()
+
+    def wait_for_go(self, timeout: float) -> None:
+        deadline = self.clock() + timeout
+        while (go := self.store.read(GO)) is None:
+            reason = self.stop_reason()
+            if reason:
+                raise JobFailed("job-stopped", f"the job was stopped before it started: {reason}",
+                                "see the master's output")
+            if self.clock() > deadline:
+                raise DeadlineExceeded("join-timeout", f"the master did not start the job within "
+                                       f"{timeout:g} s of this node joining",
+                                       "start `ddpkit join` on every other node too")
+            time.sleep(0.2)
+        claims = go.get("claims")
+        if isinstance(claims, dict) and claims.get(str(self.rank)) != self.claim:
+            raise JobFailed("rank-taken", f"the master started the job with another node as node "
+                            f"{self.rank}: this node's claim was displaced before the master saw it",
+                            "run `ddpkit join` again for a new job; if it happens again, someone "
+                            "else is writing to the job store (see the threat model in "
+                            "docs/multi-node.md)")
+
+    def stop_reason(self) -> str | None:
+        record = self.store.read(STOP)
+        return str(record.get("reason", "stopped")) if record else None
+
+    def should_stop(self) -> str | None:
+        """The hook for this node's torchrun: the stop order, or the master's store going away."""
+        now = self.clock()
+        if now - self._last_poll < POLL_S:
+            return None
+        self._last_poll = now
+        try:
+            return self.stop_reason()
+        except (RuntimeError, OSError) as exc:
+            return f"lost the master's job store at {self.store.token.endpoint} ({first_line(exc)})"
+
+    def report(self, outcome: NodeOutcome) -> None:
+        """Put how this node ended; a failure also orders every other node to stop."""
+        self.stop_beating()
+        self.store.put(done_key(outcome.node_rank), outcome.to_dict())
+        if outcome.state not in (OK, STOPPED) and self.stop_reason() is None:
+            self.store.put(STOP, {"reason": f"node {outcome.node_rank} ({outcome.host}) "
+                                            f"{outcome.state}: {outcome.how()}",
+                                  "by": outcome.node_rank})

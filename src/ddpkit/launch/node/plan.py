@@ -1,0 +1,290 @@
+"""Pure planning: launch config + this node's facts -> what to run, with which env, and why."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ddpkit.errors import ConfigError, NetworkProblem, UsageError
+from ddpkit.launch.config import LaunchConfig
+from ddpkit.launch.envpass import shown_env
+from ddpkit.launch.job import JobSpec, node_argv
+from ddpkit.launch.torchrun.command import LOCAL_RANK_MACRO, quote_command, torchrun_argv
+from ddpkit.launch.torchrun.local_rank import AUTO, OWN_WORKER, EntrySource, LocalRankChoice, decide
+from ddpkit.ncclconf.ifname import matching_interfaces
+from ddpkit.net.interfaces import Nic, interface_holding
+from ddpkit.net.route import Route
+from ddpkit.net.select import find_interface, socket_env, traps
+
+DEBUG_ENV = {
+    "NCCL_DEBUG": "INFO",
+    "NCCL_DEBUG_SUBSYS": "INIT,BOOTSTRAP,NET",
+    "TORCH_DISTRIBUTED_DEBUG": "DETAIL",
+}
+LOOPBACK_NAMES = ("127.0.0.1", "localhost", "::1")
+FLIGHT_RECORDER_DIR = "flight-recorder"  # in the run directory
+FLIGHT_RECORDER_ENTRIES = "2000"
+
+
+def flight_recorder_env(run_dir: str, torch_version: str | None) -> dict[str, str]:
+    """torch's flight recorder for the workers while a hang timeout is on: a ring of the last
+    collectives per process group, dumped (on NCCL's watchdog timeout) into the run directory,
+    where `python -m torch.distributed.flight_recorder.fr_trace` reads it. torch >= 2.8 reads the
+    TORCH_FR_* names (and warns that the TORCH_NCCL_* ones are deprecated), earlier ones only the
+    TORCH_NCCL_* names."""
+    prefix = f"{run_dir}/{FLIGHT_RECORDER_DIR}/rank_"
+    # the watchdog writes the dump on a collective timeout only with DUMP_ON_TIMEOUT (its default
+    # has changed across releases; the name has not)
+    dump = {"TORCH_NCCL_DUMP_ON_TIMEOUT": "1"}
+    if _older_than(torch_version, (2, 8)):
+        return {"TORCH_NCCL_TRACE_BUFFER_SIZE": FLIGHT_RECORDER_ENTRIES,
+                "TORCH_NCCL_DEBUG_INFO_TEMP_FILE": prefix, **dump}
+    return {"TORCH_FR_BUFFER_SIZE": FLIGHT_RECORDER_ENTRIES, "TORCH_FR_DUMP_TEMP_FILE": prefix,
+            **dump}
+
+
+def _older_than(version: str | None, wanted: tuple[int, int]) -> bool:
+    parts = (version or "").split(".")
+    try:
+        return (int(parts[0]), int(parts[1])) < wanted
+    except (IndexError, ValueError):
+        return False  # unknown: assume a current torch
+
+
+@dataclass(frozen=True)
+class NodeFacts:
+    """What was observed on this node (gathered by :mod:`ddpkit.launch.node.facts`)."""
+
+    hostname: str
+    nics: tuple[Nic, ...]
+    master_addresses: tuple[str, ...]  # what --master-addr resolved to
+    route: Route | None  # this node's route to the master (None when not looked up)
+    nccl_file_settings: Mapping[str, tuple[str, str]] = field(default_factory=dict)
+    # ^ NCCL_* name -> (value, file path) for settings that come from nccl.conf files
+    entry_source: EntrySource | None = None  # the script's source, when auto decides from it
+    torch_version: str | None = None  # the installed torch's, e.g. "2.13.0+cpu"
+
+
+@dataclass(frozen=True)
+class InterfaceChoice:
+    ifname: str
+    address: str
+    source: str  # "flag" | "env" | "route" | "master-address" | "loopback"
+    reason: str
+
+
+@dataclass(frozen=True)
+class NodePlan:
+    config: LaunchConfig
+    hostname: str
+    interface: InterfaceChoice
+    argv: tuple[str, ...]
+    env: Mapping[str, str]  # the complete env of torchrun and its workers
+    env_set: Mapping[str, str]  # what ddpkit set or changed, for display
+    warnings: tuple[str, ...]
+    peer_commands: tuple[str, ...]  # on the master: what to run on every other node
+    run_dir: str
+    local_rank: LocalRankChoice = field(
+        default_factory=lambda: LocalRankChoice(OWN_WORKER, None, "not decided"))
+    log_dir: str = ""  # torchrun's --log-dir (ddpkit's <run dir>/torchrun unless the user gave one)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "node_rank": self.config.node_rank,
+            "nnodes": self.config.nnodes,
+            "hostname": self.hostname,
+            "master": f"{self.config.master_addr}:{self.config.master_port}",
+            "interface": {
+                "name": self.interface.ifname,
+                "address": self.interface.address,
+                "source": self.interface.source,
+                "reason": self.interface.reason,
+            },
+            "argv": list(self.argv),
+            "env_set": shown_env(self.env_set),
+            "warnings": list(self.warnings),
+            "peer_commands": list(self.peer_commands),
+            "run_dir": self.run_dir,
+            "log_dir": self.log_dir,
+            "local_rank_arg": self.local_rank.to_dict(),
+            "notes": list(self.config.notes),
+            "cluster_sources": dict(self.config.cluster_sources),
+        }
+
+
+def choose_interface(config: LaunchConfig, facts: NodeFacts) -> InterfaceChoice:
+    """The interface this node uses to talk to its peers, and why."""
+    if config.ifname:
+        nic = find_interface(config.ifname, facts.nics)
+        return InterfaceChoice(nic.name, _first_address(nic), "flag", f"--ifname {nic.name}")
+    if not config.multi_node:
+        return InterfaceChoice("lo", "127.0.0.1", "loopback", "single node: peers are local")
+    if config.master_addr in LOOPBACK_NAMES:
+        return InterfaceChoice("lo", "127.0.0.1", "loopback",
+                               f"the master address {config.master_addr} is loopback: every node "
+                               "must be on this machine")
+    if config.is_master:
+        for address in facts.master_addresses:
+            holder = interface_holding(address, facts.nics)
+            if holder is not None:
+                return InterfaceChoice(holder.name, address, "master-address",
+                                       f"{holder.name} holds the master address {address}")
+        shown = ", ".join(facts.master_addresses) or config.master_addr
+        raise ConfigError(
+            "master-not-local",
+            f"this is node 0 (the master) but --master-addr {config.master_addr} ({shown}) is not an "
+            "address of this machine",
+            "on the master, pass its own private address (see `ddpkit nics`), e.g. --master-addr "
+            "10.0.0.2; or run this command with --node-rank 1.. on a worker",
+        )
+    if facts.route is None:
+        raise NetworkProblem("no-route", f"no route to the master {config.master_addr} was looked up",
+                          f"check `ddpkit nics --to {config.master_addr}`")
+    route = facts.route
+    return InterfaceChoice(route.ifname, route.source, "route",
+                           f"the routing table reaches {route.address} via {route.ifname} "
+                           f"(source {route.source})")
+
+
+def plan_node(
+    config: LaunchConfig,
+    facts: NodeFacts,
+    base_env: Mapping[str, str],
+    *,
+    python: str,
+    run_dir: str,
+    peer_command: tuple[str, ...] | None = None,
+) -> NodePlan:
+    """The full plan for this node: interface, torchrun argv, the explicit worker env, warnings.
+
+    ``peer_command`` is the ddpkit command other nodes run (``("test", "--quick")``); by default
+    ``launch`` with this node's entry and arguments.
+    """
+    choice = choose_interface(config, facts)
+    warnings = list(_interface_warnings(choice, facts))
+    if config.multi_node and config.master_addr in LOOPBACK_NAMES:
+        warnings.append(
+            f"--nnodes {config.nnodes} with master {config.master_addr}: a loopback address reaches "
+            "only this machine, so nodes on other machines cannot join; pass the master's private "
+            "address (see `ddpkit nics`), or leave --master-addr out for a join token")
+    env_set: dict[str, str] = {}
+    if choice.source != "loopback":
+        wanted = socket_env(choice.ifname)
+        for key, value in wanted.items():
+            user_value = base_env.get(key)
+            if choice.source != "flag" and user_value is not None:
+                warnings.extend(_user_setting_warnings(key, user_value, choice, facts))
+                continue
+            if (choice.source != "flag" and key in facts.nccl_file_settings
+                    and key.startswith("NCCL_")):
+                file_value, path = facts.nccl_file_settings[key]
+                warnings.extend(_user_setting_warnings(key, file_value, choice, facts, path))
+                continue
+            env_set[key] = value
+    if config.debug:
+        env_set.update(DEBUG_ENV)
+    if config.hang_timeout > 0:  # the user's own settings win
+        recorder = flight_recorder_env(run_dir, facts.torch_version)
+        env_set.update({k: v for k, v in recorder.items() if k not in base_env})
+    env_set.update(dict(config.extra_env))
+    env = {**dict(base_env), **env_set}
+    local_addr = choice.address if choice.source != "loopback" else None
+    local_rank = local_rank_choice(config, facts)
+    if local_rank.warning:
+        warnings.append(local_rank.warning)
+    log_dir = config.torchrun_option("--log-dir") or f"{run_dir}/torchrun"
+    argv = torchrun_argv(python, config, local_addr=local_addr, log_dir=log_dir,
+                         local_rank_arg=local_rank.argument(LOCAL_RANK_MACRO))
+    return NodePlan(
+        config=config,
+        hostname=facts.hostname,
+        interface=choice,
+        argv=tuple(argv),
+        env=env,
+        env_set=env_set,
+        warnings=tuple(warnings),
+        peer_commands=peer_commands(config, peer_command),
+        run_dir=run_dir,
+        local_rank=local_rank,
+        log_dir=log_dir,
+    )
+
+
+def local_rank_choice(config: LaunchConfig, facts: NodeFacts) -> LocalRankChoice:
+    """The legacy local-rank argument for this node's ranks; UsageError when it cannot work."""
+    choice = decide(config.local_rank_arg, facts.entry_source, config.entry_args,
+                    use_env=config.use_env)
+    if choice.flag and config.has_torchrun_option("--virtual-local-rank"):
+        raise UsageError(
+            "virtual-local-rank-conflict",
+            f"--virtual-local-rank gives every rank LOCAL_RANK=0 and one visible GPU, but the "
+            f"script gets {choice.flag}=<its real local rank> ({choice.reason}), which names a GPU "
+            "it cannot see",
+            "drop --virtual-local-rank, or make the script read os.environ['LOCAL_RANK'] and "
+            "pass --local-rank-arg none")
+    return choice
+
+
+def option_flags(local_rank_arg: str, use_env: bool,
+                 torchrun_options: Sequence[tuple[str, str | None]]) -> list[str]:
+    """The launch-only flags every node repeats: the local-rank argument and torchrun's flags
+    (not --local-addr: each node has its own address)."""
+    flags = [] if local_rank_arg in (AUTO, OWN_WORKER) else ["--local-rank-arg", local_rank_arg]
+    if use_env:
+        flags.append("--use-env")
+    for flag, value in torchrun_options:
+        if flag != "--local-addr":
+            flags.append(flag if value is None else f"{flag}={value}")
+    return flags
+
+
+def peer_commands(config: LaunchConfig, command: tuple[str, ...] | None = None) -> tuple[str, ...]:
+    """On the master: the command every other node runs (each picks its own interface). The job
+    goes through :func:`ddpkit.launch.job.node_argv`, like the ssh fan-out and the join token."""
+    if not config.is_master or not config.multi_node:
+        return ()
+    if command is None:
+        tail = ["-m"] if config.is_module else []
+        flags = option_flags(config.local_rank_arg, config.use_env, config.torchrun_options)
+        command = ("launch", *flags, *tail, config.entry, *config.entry_args)
+    spec = JobSpec.from_config(command[0], config, entry=command[1:])
+    return tuple(quote_command(["ddpkit", *node_argv(spec, rank, config.master_addr)])
+                 for rank in range(1, config.nnodes))
+
+
+def _first_address(nic: Nic) -> str:
+    for address in (*nic.ipv4, *nic.ipv6):
+        return address.address
+    raise ConfigError("interface-has-no-address", f"interface {nic.name} has no IP address",
+                      "bring it up with an address, or pick another with --ifname (see `ddpkit nics`)")
+
+
+def _interface_warnings(choice: InterfaceChoice, facts: NodeFacts) -> list[str]:
+    nic = next((n for n in facts.nics if n.name == choice.ifname), None)
+    if nic is None or choice.source == "loopback":
+        return []
+    return [f"{nic.name}: {trap.message}" for trap in traps(nic, facts.nics)]
+
+
+def _user_setting_warnings(
+    key: str, value: str, choice: InterfaceChoice, facts: NodeFacts, path: str | None = None
+) -> list[str]:
+    where = f"{key}={value} (from {path})" if path else f"{key}={value} (from your environment)"
+    names = [n.name for n in facts.nics]
+    if key.startswith("NCCL_"):
+        selected: Sequence[str] = matching_interfaces(value, names)
+    else:
+        selected = [v for v in value.split(",") if v in names]
+    if not selected:
+        return [f"{where} matches no interface on this machine ({', '.join(names)}); "
+                f"ddpkit would use {choice.ifname} ({choice.reason})"]
+    if choice.ifname not in selected:
+        return [f"{where} selects {', '.join(selected)}, but {choice.reason}: peers may be "
+                f"unreachable; unset it or set it to {choice.ifname}"]
+    if len(selected) > 1:
+        return [f"{where} matches several interfaces ({', '.join(selected)}); NCCL bootstraps on "
+                f"the first one only: prefer the exact form {key}=={choice.ifname}"
+                if key.startswith("NCCL_") else
+                f"{where} names several interfaces; every node must name the same count"]
+    return []

@@ -1,0 +1,311 @@
+"""One node's whole launch: facts -> plan -> preflight -> torchrun -> result. Used by `launch` and
+`test` alike, so the test program takes exactly the path a user's script takes."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Mapping
+from pathlib import Path
+
+from ddpkit.errors import (
+    DdpkitError,
+    DeadlineExceeded,
+    EnvironmentProblem,
+    Interrupted,
+    JobFailed,
+    NetworkProblem,
+)
+from ddpkit.launch.config import LaunchConfig
+from ddpkit.launch.events import LaunchEvents
+from ddpkit.launch.hang.model import HangPolicy
+from ddpkit.launch.hang.watcher import HANG_STOPPED, HangWatcher
+from ddpkit.launch.node import facts as node_facts
+from ddpkit.launch.node.plan import FLIGHT_RECORDER_DIR, NodePlan, plan_node
+from ddpkit.launch.node.preflight import check_port_free, wait_for_master
+from ddpkit.launch.node.result import NodeResult
+from ddpkit.launch.torchrun.command import (
+    AgentTracebackFilter,
+    follows_rank_output,
+    parse_failures,
+    rank_output_role,
+)
+from ddpkit.launch.torchrun.processes import StartDeadline, run_process
+from ddpkit.launch.torchrun.rank_output import RankOutputTail
+from ddpkit.launch.torchrun.tracebacks import known_fix
+
+RESTART_COUNT_ENV = "DDPKIT_RESTART_COUNT"  # which restart of the whole job a start is (0 first)
+LAUNCHER_LOG = "torchrun.log"  # everything torchrun and the ranks printed, unfiltered
+RENDEZVOUS_STOPPED = "the rendezvous did not complete"
+RENDEZVOUS_GRACE_S = 2.0  # torchrun's own start-up before its rendezvous clock starts
+
+
+def _rendezvous_deadline(plan: NodePlan, probe: MasterProbe | None) -> StartDeadline | None:
+    """torchrun starts no worker until every node has met; past --rdzv-timeout it never will.
+
+    torchrun's own timeout does not cover a master port that accepts and never answers (torch's
+    store client waits on its handshake for good), so ddpkit bounds it from outside.
+    """
+    if not plan.config.multi_node:
+        return None
+    return StartDeadline(plan.config.rdzv_timeout + RENDEZVOUS_GRACE_S, RENDEZVOUS_STOPPED,
+                         None if probe is None else probe.answered_at)
+
+
+def _rendezvous_message(plan: NodePlan) -> str:
+    config = plan.config
+    where = f"node {config.node_rank} ({plan.hostname})"
+    if config.is_master:
+        return (f"{where}: not every node joined the job within --rdzv-timeout "
+                f"{config.rdzv_timeout} s, so no rank was started")
+    return (f"{where}: the master {config.master_addr}:{config.master_port} accepted the connection "
+            f"but the rendezvous did not complete within --rdzv-timeout {config.rdzv_timeout} s")
+
+
+def _rendezvous_hint(plan: NodePlan) -> str:
+    config = plan.config
+    if config.is_master:
+        return (f"start the same job on every other node (node ranks 1..{config.nnodes - 1}), or "
+                "raise --rdzv-timeout; `ddpkit doctor --nnodes N ...` checks that the nodes can "
+                "reach each other")
+    return (f"check that {config.master_addr}:{config.master_port} is this job's master (another "
+            "program may hold that port, or the master runs a different --nnodes), and that the "
+            "master was started; then rerun")
+
+
+def default_run_dir(config: LaunchConfig, cwd: Path) -> Path:
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    return cwd / "ddpkit-runs" / f"{stamp}-node{config.node_rank}"
+
+
+def prepare(config: LaunchConfig, env: Mapping[str, str], *, home: Path, cwd: Path,
+            python: str, peer_command: tuple[str, ...] | None = None) -> NodePlan:
+    """Facts and plan for this node; nothing is started and nothing is written."""
+    facts = node_facts.gather(config, env, home, cwd=cwd)
+    run_dir = Path(config.run_dir) if config.run_dir else default_run_dir(config, cwd)
+    return plan_node(config, facts, env, python=python, run_dir=str(run_dir),
+                     peer_command=peer_command)
+
+
+class MasterProbe:
+    """A worker's check that the master's port answers, run while torchrun starts (torch's import
+    alone takes seconds, and waiting for the master first put that after the master's start).
+    ``failure`` is the ``master-unreachable`` error once the probe gave up."""
+
+    def __init__(self, plan: NodePlan) -> None:
+        self.plan = plan
+        self.failure: DdpkitError | None = None
+        self.answered: float | None = None  # monotonic time the master's port accepted
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="ddpkit-master-probe", daemon=True)
+
+    def start(self) -> MasterProbe:
+        self._thread.start()
+        return self
+
+    def _run(self) -> None:
+        config = self.plan.config
+        try:
+            wait_for_master(config.master_addr, config.master_port,
+                            source=self.plan.interface.address, ifname=self.plan.interface.ifname,
+                            timeout=config.connect_timeout, cancelled=self._done.is_set)
+            self.answered = time.monotonic()
+        except DdpkitError as exc:
+            self.failure = exc
+        finally:
+            self._done.set()
+
+    def answered_at(self) -> float | None:
+        return self.answered
+
+    def stop_reason(self) -> str | None:
+        return "the master did not answer" if self.failure is not None else None
+
+    def finish(self) -> None:
+        """Stop probing (torchrun has ended) and wait for the probe thread."""
+        self._done.set()
+        self._thread.join(timeout=5)
+
+
+def preflight(plan: NodePlan, events: LaunchEvents) -> MasterProbe | None:
+    """The master checks its port is free; a worker probes the master.
+
+    The probe runs while torchrun starts (returned) when torchrun's own wait for the master's
+    store, --rdzv-timeout, is at least the probe's --connect-timeout; with a shorter rendezvous
+    timeout torchrun would give up first, so the worker waits for the master before starting it.
+    """
+    config = plan.config
+    if config.is_master and not config.has_torchrun_option("--standalone"):
+        check_port_free(config.master_port)
+    elif config.multi_node:
+        events.waiting(f"waiting for the master {config.master_addr}:{config.master_port} "
+                       f"(via {plan.interface.ifname}, up to {config.connect_timeout:g} s)")
+        if config.rdzv_timeout >= config.connect_timeout:
+            return MasterProbe(plan).start()
+        wait_for_master(config.master_addr, config.master_port, source=plan.interface.address,
+                        ifname=plan.interface.ifname, timeout=config.connect_timeout)
+    return None
+
+
+def watcher(plan: NodePlan, events: LaunchEvents,
+            stack_request: threading.Event | None = None) -> HangWatcher:
+    """This node's hang watcher (``--hang-timeout``, ``--hang-action``; py-spy found on the
+    workers' PATH or next to their python)."""
+    from ddpkit.launch.hang.progress_exchange import ProgressExchange
+    from ddpkit.launch.hang.pyspy import find_py_spy
+
+    config = plan.config
+    def exchange() -> ProgressExchange:
+        return ProgressExchange(config.master_addr, config.master_port)
+
+    return HangWatcher(run_dir=Path(plan.run_dir), log_dir=plan.log_dir, node_rank=config.node_rank,
+                       host=plan.hostname, policy=HangPolicy(config.hang_timeout),
+                       action=config.hang_action, py_spy=find_py_spy(plan.env, plan.argv[0]),
+                       say=events.waiting, request=stack_request,
+                       exchange_factory=exchange if config.multi_node and config.hang_timeout > 0
+                       else None)
+
+
+def execute(plan: NodePlan, events: LaunchEvents, *,
+            should_stop: Callable[[], str | None] | None = None,
+            stack_request: threading.Event | None = None) -> NodeResult:
+    """Preflight, then run torchrun for this node; raise on failure with a one-paragraph summary.
+
+    ``should_stop`` lets a job-level supervisor (ssh fan-out, join) stop this node early: it is
+    polled while torchrun runs and its answer becomes the reason in the ``job-stopped`` error.
+    ``stack_request`` (set by the CLI on SIGUSR1) asks for every rank's stack now. A hang (no rank
+    made progress for ``--hang-timeout``) dumps the stacks; with ``--hang-action stop`` the job is
+    then stopped with ``job-hung``.
+    """
+    probe = preflight(plan, events)
+    try:
+        return _run_node(plan, events, probe, should_stop, stack_request)
+    finally:
+        if probe is not None:
+            probe.finish()
+
+
+def _run_node(plan: NodePlan, events: LaunchEvents, probe: MasterProbe | None,
+              should_stop: Callable[[], str | None] | None,
+              stack_request: threading.Event | None) -> NodeResult:
+    try:
+        Path(plan.run_dir).mkdir(parents=True, exist_ok=True)
+        if any(k in plan.env_set for k in ("TORCH_FR_DUMP_TEMP_FILE",
+                                           "TORCH_NCCL_DEBUG_INFO_TEMP_FILE")):
+            (Path(plan.run_dir) / FLIGHT_RECORDER_DIR).mkdir(exist_ok=True)
+    except OSError as exc:
+        raise EnvironmentProblem(
+            "run-dir-unwritable", f"cannot create the run directory {plan.run_dir}: {exc.strerror}",
+            "run from a writable directory or pass --run-dir PATH",
+        ) from exc
+    attempts = 1 + (plan.config.max_restarts if plan.config.multi_node else 0)
+    started = time.monotonic()
+    for attempt in range(attempts):
+        timeout = plan.config.job_timeout
+        if timeout is not None:
+            timeout = max(0.0, timeout - (time.monotonic() - started))
+        result, watch = _attempt(plan, events, probe, should_stop, stack_request, attempt, timeout)
+        if result.ok or attempt + 1 == attempts or not _restartable(result, probe):
+            break
+        events.waiting(f"node {plan.config.node_rank} ({plan.hostname}): this attempt failed: "
+                       f"{result.summary()}")
+        events.waiting(f"restarting torchrun on this node: restart {attempt + 1} of "
+                       f"{plan.config.max_restarts} (--max-restarts counts the whole job: every "
+                       "node restarts once per failure of the job)")
+    return _verdict(plan, probe, result, watch)
+
+
+def _restartable(result: NodeResult, probe: MasterProbe | None) -> bool:
+    """A failure of the job itself, not a stop, a timeout, Ctrl-C or a missing master."""
+    outcome = result.outcome
+    return not (outcome.interrupted or outcome.timed_out or outcome.stopped
+                or (probe is not None and probe.failure is not None))
+
+
+def _attempt(plan: NodePlan, events: LaunchEvents, probe: MasterProbe | None,
+             should_stop: Callable[[], str | None] | None,
+             stack_request: threading.Event | None, attempt: int,
+             timeout: float | None) -> tuple[NodeResult, HangWatcher]:
+    shown = AgentTracebackFilter()
+    watch = watcher(plan, events, stack_request)
+    stop_checks = [check for check in (should_stop, probe and probe.stop_reason, watch.poll)
+                   if check]
+
+    def stop() -> str | None:
+        return next((reason for check in stop_checks if (reason := check())), None)
+
+    with open(Path(plan.run_dir) / LAUNCHER_LOG, "a" if attempt else "w", encoding="utf-8") as log:
+
+        def on_line(line: str) -> None:
+            log.write(line + "\n")
+            for text in shown.feed(line):
+                events.output(text)
+
+        try:
+            ranks = (RankOutputTail(plan.log_dir, rank_output_role(plan.config))
+                     if follows_rank_output(plan.config) else None)
+            outcome = run_process(plan.argv, attempt_env(plan.env, attempt), on_line=on_line,
+                                  timeout=timeout, rank_output=ranks,
+                                  should_stop=stop,
+                                  start_deadline=_rendezvous_deadline(plan, probe),
+                                  started=watch.started)
+        finally:
+            watch.close()
+    for text in shown.finish(stopped=bool(outcome.stopped or outcome.interrupted or
+                                          outcome.timed_out)):
+        events.output(text)
+    root, failures = parse_failures(outcome.tail)
+    return NodeResult(plan=plan, outcome=outcome, root_cause=root, failures=failures,
+                      stack_reports=tuple(watch.reports), restarts=attempt), watch
+
+
+def attempt_env(env: Mapping[str, str], attempt: int) -> dict[str, str]:
+    """The environment of one start of torchrun: the plan's, plus which restart of the job this
+    is. With several nodes torchrun runs with --max-restarts=0, so the TORCHELASTIC_RESTART_COUNT
+    it gives the workers is 0 on every start; a script that resumes from a checkpoint on a restart
+    reads DDPKIT_RESTART_COUNT instead (the same as torchrun's count on one node)."""
+    return {**env, RESTART_COUNT_ENV: str(attempt)}
+
+
+def _verdict(plan: NodePlan, probe: MasterProbe | None, result: NodeResult,
+             watch: HangWatcher) -> NodeResult:
+    """``result`` when the node succeeded; otherwise the error that says why it did not."""
+    outcome = result.outcome
+    if probe is not None and probe.failure is not None and not outcome.interrupted:
+        raise probe.failure  # torchrun was stopped for it (or failed while the master was away)
+    if outcome.interrupted:
+        ranks = outcome.descendants_seen
+        raise Interrupted(f"stopped torchrun and {ranks} rank process{'' if ranks == 1 else 'es'} "
+                          f"on node {plan.config.node_rank} ({plan.hostname})")
+    if outcome.timed_out:
+        raise DeadlineExceeded("job-timeout", result.summary(),
+                               f"per-rank logs are in {plan.run_dir}; raise the timeout or run "
+                               "`ddpkit doctor --log` on them", details=result.to_dict())
+    if outcome.stopped == RENDEZVOUS_STOPPED:
+        raise NetworkProblem("rendezvous-timeout", _rendezvous_message(plan),
+                             _rendezvous_hint(plan), details=result.to_dict())
+    if outcome.stopped == HANG_STOPPED or (not result.ok and watch.hung and not outcome.stopped
+                                           and plan.config.hang_action == "stop"):
+        # (a hung job that another node stopped first ends here too: its ranks lost their peers)
+        hung = [r for r in watch.reports if r.reason == "hang"][-1]
+        raise DeadlineExceeded("job-hung", "; ".join([hung.headline, *hung.lines()]),
+                               f"every rank's stack is in {plan.run_dir}/stacks/; fix the rank named "
+                               "as the likely cause, or raise --hang-timeout (0 turns it off) if it "
+                               "only computes without output or CPU use (e.g. waits on a GPU)",
+                               details=result.to_dict())
+    if outcome.stopped:
+        raise JobFailed("job-stopped", f"node {plan.config.node_rank} ({plan.hostname}) was stopped: "
+                        f"{outcome.stopped}", f"per-rank logs are in {plan.run_dir}",
+                        details=result.to_dict())
+    if not result.ok:
+        raised = result.exception()
+        fix = known_fix(raised) if raised is not None else result.exit_fix()
+        tried = (f" (after {result.restarts} restart{'s' if result.restarts > 1 else ''} of the "
+                 f"job, --max-restarts {plan.config.max_restarts})") if result.restarts else ""
+        raise JobFailed("job-failed", result.summary() + tried,
+                        (f"{fix}; " if fix else "") +
+                        f"all output is in {plan.run_dir}; `ddpkit doctor --log {plan.run_dir}/"
+                        f"{LAUNCHER_LOG} {plan.log_dir}/*/attempt_*/*/*.log` explains "
+                        "common causes",
+                        details=result.to_dict())
+    return result

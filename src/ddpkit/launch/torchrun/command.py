@@ -1,0 +1,246 @@
+"""The only module that knows torchrun's flags and the shape of its failure report."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from ddpkit.launch.config import LaunchConfig
+
+LOCAL_RANK_MACRO = "${local_rank}"
+# ^ torch.distributed.elastic.utils.macros.local_rank: the agent substitutes each worker's local
+#   rank for it in the script's arguments (torch.distributed.launch passes --local-rank with it).
+
+# torchrun's flags ddpkit sets itself whose value the user may give instead (the user's wins).
+OVERRIDABLE = ("--log-dir", "--redirects", "--tee", "--local-addr")
+
+
+@dataclass(frozen=True)
+class TorchrunFlag:
+    """One of torchrun's own flags that ``ddpkit launch`` accepts and passes on verbatim."""
+
+    name: str  # canonical (kebab) spelling; the underscore one is accepted too
+    takes_value: bool
+    short: str | None = None
+    help: str = ""
+
+
+# Every flag of torch.distributed.run's parser that ddpkit does not handle itself (--nnodes,
+# --nproc-per-node, --node-rank, --master-addr, --master-port, --max-restarts, -m, --rdzv-backend,
+# --rdzv-endpoint are its own); tests/unit/test_launch_torch_flags.py checks the list against
+# torch's parsers.
+PASSED_ON: tuple[TorchrunFlag, ...] = (
+    TorchrunFlag("--rdzv-id", True, help="rendezvous run id (names torchrun's log directory)"),
+    TorchrunFlag("--rdzv-conf", True, help="K=V,... for the rendezvous (ddpkit adds its timeout "
+                 "unless you give one)"),
+    TorchrunFlag("--standalone", False, help="one node only: a local rendezvous on a free port"),
+    TorchrunFlag("--monitor-interval", True),
+    TorchrunFlag("--start-method", True),
+    TorchrunFlag("--event-log-handler", True),
+    TorchrunFlag("--role", True),
+    TorchrunFlag("--no-python", False, help="run the entry as an executable, not with python"),
+    TorchrunFlag("--run-path", False, help="run the script with runpy.run_path in the agent's "
+                 "interpreter"),
+    TorchrunFlag("--log-dir", True, help="torchrun's per-rank log directory (default "
+                 "<run dir>/torchrun)"),
+    TorchrunFlag("--redirects", True, short="-r", help="default 3 (both streams to files)"),
+    TorchrunFlag("--tee", True, short="-t", help="default 3 (both streams to files and console)"),
+    TorchrunFlag("--local-ranks-filter", True),
+    TorchrunFlag("--duplicate-stdout-filters", True),
+    TorchrunFlag("--duplicate-stderr-filters", True),
+    TorchrunFlag("--local-addr", True, help="this node's address (default: the chosen "
+                 "interface's)"),
+    TorchrunFlag("--logs-specs", True),
+    TorchrunFlag("--numa-binding", True),
+    TorchrunFlag("--signals-to-handle", True),
+    TorchrunFlag("--shutdown-timeout", True),
+    TorchrunFlag("--virtual-local-rank", False),
+)
+
+
+SHOW_FLAGS = ("--tee", "--redirects", "--local-ranks-filter")  # how torchrun shows rank output
+
+
+def follows_rank_output(config: LaunchConfig) -> bool:
+    """ddpkit shows the ranks' output itself, from the files torchrun writes, unless one of
+    torchrun's ``SHOW_FLAGS`` says how torchrun should."""
+    return not any(config.has_torchrun_option(flag) for flag in SHOW_FLAGS)
+
+
+def rank_output_role(config: LaunchConfig) -> str:
+    """The role torchrun names the workers with (``[default0]:``), ``--role`` when given."""
+    return config.torchrun_option("--role") or "default"
+
+
+def torchrun_argv(python: str, config: LaunchConfig, *, local_addr: str | None,
+                  log_dir: str, local_rank_arg: str | None = None) -> list[str]:
+    """``python -m torch.distributed.run ...`` for this node (static rendezvous on the master).
+
+    ``config.torchrun_options`` (the user's torchrun flags, canonical spelling) follow ddpkit's
+    own; one of ``OVERRIDABLE`` replaces ddpkit's value, ``--rdzv-conf`` is merged with ddpkit's
+    ``timeout``. ``local_rank_arg`` (``--local_rank=${local_rank}``) goes right after the script,
+    before its own arguments, where torch.distributed.launch put it.
+    """
+    given = dict(config.torchrun_options)
+    # the ranks' output goes to files; ddpkit shows it from there (launch/torchrun/rank_output.py) unless
+    # the user chose how torchrun shows it, in which case torchrun's own tee does
+    tee = "" if follows_rank_output(config) else "3"
+    ours = {"--log-dir": log_dir, "--redirects": "3", "--tee": tee, "--local-addr": local_addr}
+    rdzv_conf = given.get("--rdzv-conf") or ""
+    if not any(item.split("=", 1)[0].strip() == "timeout" for item in rdzv_conf.split(",")):
+        rdzv_conf = ",".join(p for p in (f"timeout={config.rdzv_timeout}", rdzv_conf) if p)
+    argv = [
+        python, "-m", "torch.distributed.run",
+        f"--nnodes={config.nnodes}",
+        f"--nproc-per-node={config.nproc_per_node}",
+        f"--node-rank={config.node_rank}",
+        f"--master-addr={config.master_addr}",
+        f"--master-port={config.master_port}",
+        "--rdzv-backend=static",
+        f"--rdzv-conf={rdzv_conf}",
+        # several nodes: torchrun's restarts count per node and, with the static rendezvous,
+        # restart one node's ranks alone; ddpkit restarts every node's torchrun instead
+        f"--max-restarts={0 if config.multi_node else config.max_restarts}",
+    ]
+    for flag in OVERRIDABLE:
+        value = given[flag] if flag in given else ours[flag]
+        if value:
+            argv.append(f"{flag}={value}")
+    for flag, option_value in config.torchrun_options:
+        if flag in OVERRIDABLE or flag == "--rdzv-conf":
+            continue
+        argv.append(flag if option_value is None else f"{flag}={option_value}")
+    if config.is_module:
+        argv.append("-m")
+    argv.append(config.entry)
+    if local_rank_arg:
+        argv.append(local_rank_arg)
+    argv.extend(config.entry_args)
+    return argv
+
+
+@dataclass(frozen=True)
+class RankFailure:
+    """One failed worker as torchrun's agent reported it."""
+
+    host: str
+    rank: int
+    local_rank: int
+    exitcode: int
+    pid: int | None
+    signal: str | None
+    message: str
+
+
+_FIELD = re.compile(r"^\s*(time|host|rank|exitcode|error_file|traceback)\s*:\s?(.*)$")
+
+
+def parse_failures(lines: Iterable[str]) -> tuple[RankFailure | None, tuple[RankFailure, ...]]:
+    """The root cause and every failure from torchrun's ``ChildFailedError`` report.
+
+    Returns ``(root_cause, all_failures)``; the root cause is the entry under "Root Cause (first
+    observed failure)".
+    """
+    failures: list[RankFailure] = []
+    root: RankFailure | None = None
+    in_root = False
+    current: dict[str, str] = {}
+
+    def flush() -> None:
+        nonlocal root
+        if "rank" in current and "exitcode" in current:
+            failure = _to_failure(current)
+            if failure is not None:
+                if in_root and root is None:
+                    root = failure
+                else:
+                    failures.append(failure)
+        current.clear()
+
+    for raw in lines:
+        text = _strip_prefix(raw.rstrip("\n"))
+        if text.startswith("Root Cause"):
+            flush()
+            in_root = True
+            continue
+        if re.match(r"^\s*\[\d+\]:\s*$", text):
+            flush()
+            continue
+        match = _FIELD.match(text)
+        if match:
+            current[match.group(1)] = match.group(2).strip()
+        elif text.startswith("=====") or text.startswith("-----"):
+            flush()
+    flush()
+    everything = tuple(sorted(([root] if root else []) + failures, key=lambda f: f.rank))
+    return root, everything
+
+
+def _strip_prefix(text: str) -> str:
+    # torchrun's own lines come unprefixed, but a launcher may prefix "[host:rank] ".
+    return re.sub(r"^\[[^\]]*\]\s?", "", text) if text.startswith("[") and "]:" not in text[:6] \
+        else text
+
+
+def _to_failure(fields: dict[str, str]) -> RankFailure | None:
+    rank_match = re.match(r"(\d+)\s*\(local_rank:\s*(\d+)\)", fields["rank"])
+    code_match = re.match(r"(-?\d+)\s*\(pid:\s*(\d+)\)\s*(\S+)?", fields["exitcode"])
+    if not rank_match or not code_match:
+        return None
+    signal = (code_match.group(3) or "").strip("()") or None
+    return RankFailure(
+        host=fields.get("host", "?"),
+        rank=int(rank_match.group(1)),
+        local_rank=int(rank_match.group(2)),
+        exitcode=int(code_match.group(1)),
+        pid=int(code_match.group(2)),
+        signal=signal if signal and signal != "<N/A>" else None,
+        message=fields.get("traceback", ""),
+    )
+
+
+def describe_exit(exitcode: int, signal: str | None = None) -> str:
+    """'exit code 3' or 'killed by SIGKILL' (negative codes are deaths by signal)."""
+    if exitcode < 0:
+        import signal as signal_module
+
+        try:
+            name = signal or signal_module.Signals(-exitcode).name
+        except ValueError:
+            name = signal or f"signal {-exitcode}"
+        return f"killed by {name}"
+    return f"exit code {exitcode}"
+
+
+def quote_command(argv: Sequence[str]) -> str:
+    import shlex
+
+    return " ".join(shlex.quote(a) for a in argv)
+
+
+class AgentTracebackFilter:
+    """Holds back torchrun's own traceback (its agent's, never a worker's: those come prefixed
+    ``[defaultN]:``) and drops it when it is only the ``ChildFailedError`` report, which ddpkit's
+    one-paragraph summary replaces, or, when ddpkit stopped torchrun itself (``stopped``), the
+    ``SignalException`` its SIGTERM raised. Anything else is released unchanged at :meth:`finish`."""
+
+    def __init__(self) -> None:
+        self._held: list[str] | None = None
+
+    def feed(self, line: str) -> list[str]:
+        if self._held is not None:
+            self._held.append(line)
+            return []
+        if line.startswith("Traceback (most recent call last):"):
+            self._held = [line]
+            return []
+        return [line]
+
+    def finish(self, *, stopped: bool = False) -> list[str]:
+        held, self._held = self._held or [], None
+        if any("ChildFailedError" in line for line in held):
+            return []
+        if stopped and any("SignalException" in line for line in held):
+            return []
+        return held
