@@ -1,6 +1,6 @@
 """A whole job (ssh fan-out or join token) on a terminal: what its driver reports, rendered.
 
-Implements :class:`~ddpkit.launch.events.HostsEvents` and :class:`~ddpkit.launch.events.JoinEvents`:
+Implements :class:`~ddpkit.launch.ssh.driver.HostsEvents` and :class:`~ddpkit.launch.join.driver.JoinEvents`:
 progress and warnings on stderr, each node's lines prefixed with ``[host:rank]`` (on stderr too
 when stdout is kept for one document).
 """

@@ -18,8 +18,14 @@ from typing import Any
 from ddpkit.cli.console import Console
 from ddpkit.cli.options import add_flag
 from ddpkit.errors import UsageError
-from ddpkit.launch.config import DEFAULT_CONNECT_TIMEOUT, DEFAULT_RDZV_TIMEOUT, LaunchConfig
-from ddpkit.launch.hang.model import DEFAULT_HANG_TIMEOUT, HANG_ACTIONS, REPORT
+from ddpkit.launch.config import (
+    DEFAULT_CONNECT_TIMEOUT,
+    DEFAULT_HANG_TIMEOUT,
+    DEFAULT_RDZV_TIMEOUT,
+    HANG_ACTIONS,
+    REPORT,
+    LaunchConfig,
+)
 from ddpkit.launch.node.plan import NodePlan
 from ddpkit.launch.outcomes import NodeOutcome
 from ddpkit.net.ports import DEFAULT_MASTER_PORT

@@ -8,11 +8,13 @@ import argparse
 from dataclasses import dataclass
 from typing import Any
 
+from ddpkit.choices import parse_choice
 from ddpkit.cli.options import add_flag
 from ddpkit.errors import UsageError
+from ddpkit.launch.config import LocalRankMode
 from ddpkit.launch.node.plan import option_flags
 from ddpkit.launch.torchrun.command import PASSED_ON
-from ddpkit.launch.torchrun.local_rank import AUTO, MODES, check_use_env
+from ddpkit.launch.torchrun.local_rank import AUTO, MODES, OWN_WORKER, check_use_env
 from ddpkit.net.ports import DEFAULT_MASTER_PORT
 
 _DEST = "torchrun_flag_"
@@ -49,7 +51,7 @@ def add_torch_options(parser: argparse.ArgumentParser) -> None:
 class TorchOptions:
     """What the torch-vocabulary flags amount to, for LaunchConfig and the other nodes."""
 
-    local_rank_arg: str
+    local_rank_arg: LocalRankMode
     use_env: bool
     torchrun_options: tuple[tuple[str, str | None], ...]
     notes: tuple[str, ...]
@@ -126,7 +128,8 @@ def resolve(args: argparse.Namespace) -> TorchOptions:
     check_use_env(args.local_rank_arg, bool(args.use_env))
     if args.use_env:
         notes.append("--use-env: always on (torchrun sets LOCAL_RANK for every rank)")
-    return TorchOptions(args.local_rank_arg, bool(args.use_env), tuple(given), tuple(notes))
+    mode = parse_choice(args.local_rank_arg, (*MODES, OWN_WORKER), "--local-rank-arg")
+    return TorchOptions(mode, bool(args.use_env), tuple(given), tuple(notes))
 
 
 def _endpoint(text: str) -> tuple[str, int | None]:

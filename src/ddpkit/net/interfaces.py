@@ -53,6 +53,7 @@ TUNNEL_DRIVERS = {
     "ip6_tunnel", "ip6tnl", "vxlan", "geneve", "ip_vti", "ip6_vti", "vti", "ppp",
 }  # fmt: skip
 TUNNEL_DEVTYPES = {"wireguard", "vxlan", "geneve", "ppp"}
+AddressFamily = Literal["ipv4", "ipv6"]
 
 
 class NicKind(str, Enum):
@@ -72,7 +73,7 @@ class NicKind(str, Enum):
 class Address:
     """One address on an interface, without its zone (``fe80::1``, not ``fe80::1%eth0``)."""
 
-    family: Literal["ipv4", "ipv6"]
+    family: AddressFamily
     address: str
     prefixlen: int
 
@@ -246,7 +247,7 @@ def _addresses(raw: Sequence[Mapping[str, Any]]) -> tuple[Address, ...]:
     for item in raw:
         text = str(item["address"]).split("%", 1)[0]
         ip = ipaddress.ip_address(text)
-        family: Literal["ipv4", "ipv6"] = "ipv4" if ip.version == 4 else "ipv6"
+        family: AddressFamily = "ipv4" if ip.version == 4 else "ipv6"
         prefixlen = int(item.get("prefixlen", ip.max_prefixlen))
         key = (ip.compressed, prefixlen)
         if key in seen:

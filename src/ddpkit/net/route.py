@@ -12,12 +12,14 @@ import json
 import socket
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from ddpkit.errors import ConfigError, NetworkProblem
-from ddpkit.net.interfaces import Nic, NicKind, interface_holding
+from ddpkit.net.interfaces import AddressFamily, Nic, NicKind, interface_holding
 
 IP_ROUTE_TIMEOUT_S = 5.0
+# What a master address may be given as that always means this machine itself.
+LOOPBACK_NAMES = ("127.0.0.1", "localhost", "::1")
 # Route types `ip route get` can answer with that mean "no way there".
 UNROUTABLE_TYPES = {"unreachable", "blackhole", "prohibit", "throw"}
 
@@ -49,12 +51,12 @@ class Route:
 
     host: str  # what the user asked about (name or address, without port)
     address: str  # the peer address the lookup used
-    family: str  # "ipv4" or "ipv6"
+    family: AddressFamily
     ifname: str  # the local interface traffic leaves through
     source: str  # the local source address the kernel picks
     gateway: str | None = None  # next hop, None when the peer is on a connected network
     local: bool = False  # the address is this machine's own
-    method: str = "ip-route-get"  # or "udp-connect" (the fallback)
+    method: Literal["ip-route-get", "udp-connect"] = "ip-route-get"  # or the fallback
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -169,7 +171,7 @@ def route_to(
     name, port = split_host_port(host)
     address = resolve(name, lookup=lookup)[0]
     plain, _, zone = address.partition("%")
-    family = "ipv4" if ipaddress.ip_address(plain).version == 4 else "ipv6"
+    family: AddressFamily = "ipv4" if ipaddress.ip_address(plain).version == 4 else "ipv6"
     argv = ["ip", "-j"] + (["-6"] if family == "ipv6" else []) + ["route", "get", plain]
     if zone:
         argv += ["oif", zone]
@@ -220,7 +222,7 @@ def parse_route_get(output: str) -> dict[str, Any]:
 def _route_from_answer(
     host: str,
     address: str,
-    family: str,
+    family: AddressFamily,
     answer: dict[str, Any],
     interfaces: Callable[[], list[Nic]],
 ) -> Route:
@@ -262,7 +264,7 @@ def udp_source_address(address: str, port: int | None, zone: str = "") -> str:
 
 
 def _route_from_source(
-    host: str, address: str, family: str, source: str, nics: Sequence[Nic]
+    host: str, address: str, family: AddressFamily, source: str, nics: Sequence[Nic]
 ) -> Route:
     holder = _holder(source, nics)
     if holder is None:

@@ -30,7 +30,7 @@ from ddpkit.doctor.catalogue import entry
 from ddpkit.doctor.findings import Evidence, Finding
 from ddpkit.doctor.log.diagnose import unreadable
 from ddpkit.errors import ConfigError
-from ddpkit.launch.node.plan import FLIGHT_RECORDER_DIR
+from ddpkit.launch.config import FLIGHT_RECORDER_DIR
 
 MAX_DUMP_BYTES = 256 * 1024 * 1024  # 2000 entries with their frames are a few MB
 MAX_DUMPS = 4096

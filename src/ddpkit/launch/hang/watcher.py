@@ -18,17 +18,20 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import psutil
 
 from ddpkit.atomic_file import replace_file
 from ddpkit.errors import ConfigError
+from ddpkit.launch.config import STOP
 from ddpkit.launch.hang import model as hang
 from ddpkit.launch.hang.progress_exchange import ProgressExchange
 from ddpkit.launch.hang.pyspy import DUMP_TIMEOUT_S, Target, dump_all
 from ddpkit.launch.hang.stacks import RankStack, render_stack, summary_lines
 from ddpkit.report import document
+
+StackReason = Literal["hang", "asked"]  # a hang was detected, or SIGUSR1 asked for the stacks
 
 RANKS_FILE = "ranks.json"
 STACKS_DIR = "stacks"
@@ -43,7 +46,7 @@ HANG_STOPPED = "the job was hung"
 class StackReport:
     """One dump of every local rank: why, the stacks, the grouped summary."""
 
-    reason: str  # "hang" | "asked"
+    reason: StackReason
     node_rank: int | None
     host: str
     stacks: tuple[RankStack, ...]
@@ -152,13 +155,13 @@ class HangWatcher:
         headline = (f"node {self.node_rank} ({self.host}): the job looks hung: "
                     f"{found.describe(self.policy.timeout_s)}")
         self.dump("hang", headline, found)
-        if self.action == hang.STOP:
+        if self.action == STOP:
             # Every node's ranks went idle together; stopping this node's ranks at once would make
             # the others fail ("connection closed") before they dump their own stacks.
             self._stop_at = self.clock() + self.stop_grace
         return None
 
-    def dump(self, reason: str, headline: str, found: hang.HangVerdict | None = None) -> StackReport:
+    def dump(self, reason: StackReason, headline: str, found: hang.HangVerdict | None = None) -> StackReport:
         start = self.clock()
         stacks = dump_all(sorted(self._targets.values(), key=lambda t: t.local_rank), self.py_spy,
                           timeout=self.dump_timeout)

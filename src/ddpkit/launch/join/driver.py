@@ -5,7 +5,7 @@ other node to join (:class:`~ddpkit.launch.join.sides.MasterSide`), then runs no
 watching every worker; one failure anywhere stops all. The front end builds a
 :class:`JoinMasterJob`, supplies node 0's share as a callable (:data:`OwnPart`: it renders that
 node's own command) and gets a :class:`~ddpkit.launch.outcomes.JobResult` back, having been told
-what happens meanwhile through :class:`~ddpkit.launch.events.JoinEvents`.
+what happens meanwhile through :class:`JoinEvents`.
 """
 
 from __future__ import annotations
@@ -18,17 +18,32 @@ from collections.abc import Callable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from ddpkit import __version__
 from ddpkit.errors import ConfigError, DdpkitError, EnvironmentProblem
 from ddpkit.launch.envpass import PassedEnv
-from ddpkit.launch.events import JoinEvents
+from ddpkit.launch.events import Progress
 from ddpkit.launch.job import JobSpec
 from ddpkit.launch.join.sides import JoinedNode, JoinJob, MasterSide
 from ddpkit.launch.join.tokens import JoinToken
 from ddpkit.launch.outcomes import OK, JobResult, NodeOutcome, outcome_from_error
 from ddpkit.net.ports import DEFAULT_JOIN_PORT
+
+
+class JoinEvents(Progress, Protocol):
+    """Token mode on the master (``join_driver.run``). Node 0's own share reports through the
+    front end's own events (the driver only calls it)."""
+
+    def warning(self, message: str) -> None:
+        """Something the user should know that does not stop the job."""
+
+    def token_ready(self, token: JoinToken, others: int) -> None:
+        """The job store runs: the ``others`` other machines each run ``ddpkit join TOKEN``."""
+
+    def joined(self, node: JoinedNode, count: int, expected: int) -> None:
+        """A node joined; ``count`` of the ``expected`` workers have now."""
+
 
 STOP_WAIT_S = 20.0  # for the workers to report after a stop order (their own cleanup takes <= 10 s)
 SUCCESS_WAIT_S = 60.0  # for the workers to report after node 0 finished well

@@ -4,17 +4,17 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from ddpkit.errors import ConfigError, NetworkProblem, UsageError
-from ddpkit.launch.config import LaunchConfig
+from ddpkit.launch.config import FLIGHT_RECORDER_DIR, LaunchConfig, LocalRankMode
 from ddpkit.launch.envpass import shown_env
 from ddpkit.launch.job import JobSpec, node_argv
 from ddpkit.launch.torchrun.command import LOCAL_RANK_MACRO, quote_command, torchrun_argv
 from ddpkit.launch.torchrun.local_rank import AUTO, OWN_WORKER, EntrySource, LocalRankChoice, decide
 from ddpkit.ncclconf.ifname import matching_interfaces
 from ddpkit.net.interfaces import Nic, interface_holding
-from ddpkit.net.route import Route
+from ddpkit.net.route import LOOPBACK_NAMES, Route
 from ddpkit.net.select import find_interface, socket_env, traps
 
 DEBUG_ENV = {
@@ -22,8 +22,6 @@ DEBUG_ENV = {
     "NCCL_DEBUG_SUBSYS": "INIT,BOOTSTRAP,NET",
     "TORCH_DISTRIBUTED_DEBUG": "DETAIL",
 }
-LOOPBACK_NAMES = ("127.0.0.1", "localhost", "::1")
-FLIGHT_RECORDER_DIR = "flight-recorder"  # in the run directory
 FLIGHT_RECORDER_ENTRIES = "2000"
 
 
@@ -66,11 +64,16 @@ class NodeFacts:
     torch_version: str | None = None  # the installed torch's, e.g. "2.13.0+cpu"
 
 
+# Where the inter-node interface came from: --ifname, the environment, the route to the master,
+# the interface holding the master address (on the master), or loopback (one node).
+ChoiceSource = Literal["flag", "env", "route", "master-address", "loopback"]
+
+
 @dataclass(frozen=True)
 class InterfaceChoice:
     ifname: str
     address: str
-    source: str  # "flag" | "env" | "route" | "master-address" | "loopback"
+    source: ChoiceSource
     reason: str
 
 
@@ -226,7 +229,7 @@ def local_rank_choice(config: LaunchConfig, facts: NodeFacts) -> LocalRankChoice
     return choice
 
 
-def option_flags(local_rank_arg: str, use_env: bool,
+def option_flags(local_rank_arg: LocalRankMode, use_env: bool,
                  torchrun_options: Sequence[tuple[str, str | None]]) -> list[str]:
     """The launch-only flags every node repeats: the local-rank argument and torchrun's flags
     (not --local-addr: each node has its own address)."""

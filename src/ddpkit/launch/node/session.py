@@ -7,6 +7,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import Protocol
 
 from ddpkit.errors import (
     DdpkitError,
@@ -16,12 +17,12 @@ from ddpkit.errors import (
     JobFailed,
     NetworkProblem,
 )
-from ddpkit.launch.config import LaunchConfig
-from ddpkit.launch.events import LaunchEvents
+from ddpkit.launch.config import FLIGHT_RECORDER_DIR, LaunchConfig
+from ddpkit.launch.events import Progress
 from ddpkit.launch.hang.model import HangPolicy
 from ddpkit.launch.hang.watcher import HANG_STOPPED, HangWatcher
 from ddpkit.launch.node import facts as node_facts
-from ddpkit.launch.node.plan import FLIGHT_RECORDER_DIR, NodePlan, plan_node
+from ddpkit.launch.node.plan import NodePlan, plan_node
 from ddpkit.launch.node.preflight import check_port_free, wait_for_master
 from ddpkit.launch.node.result import NodeResult
 from ddpkit.launch.torchrun.command import (
@@ -33,6 +34,16 @@ from ddpkit.launch.torchrun.command import (
 from ddpkit.launch.torchrun.processes import StartDeadline, run_process
 from ddpkit.launch.torchrun.rank_output import RankOutputTail
 from ddpkit.launch.torchrun.tracebacks import known_fix
+
+
+class LaunchEvents(Progress, Protocol):
+    """One node's launch (``session.execute``)."""
+
+    def planned(self, plan: NodePlan) -> None: ...
+
+    def output(self, line: str) -> None:
+        """One line torchrun or a rank printed."""
+
 
 RESTART_COUNT_ENV = "DDPKIT_RESTART_COUNT"  # which restart of the whole job a start is (0 first)
 LAUNCHER_LOG = "torchrun.log"  # everything torchrun and the ranks printed, unfiltered
