@@ -1,5 +1,6 @@
-"""The layering rules of DEVELOPERS.md, checked on the source: the library never reaches into the
-CLI or terminal libraries, and the programs that run inside ranks stay light."""
+"""House rules checked on the source: the library never reaches into the CLI or terminal
+libraries, and the programs that run inside ranks stay light. The layers themselves are in
+docs/architecture.md, and import-linter checks them (tests/unit/test_import_contract.py)."""
 
 from __future__ import annotations
 

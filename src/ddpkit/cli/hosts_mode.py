@@ -1,93 +1,60 @@
-"""`ddpkit launch|test|bench|doctor --hosts/--hostfile`: the flags become a
-:class:`~ddpkit.launch.ssh.driver.HostsJob`, :mod:`ddpkit.launch.ssh.driver` runs it, and this
-module renders what it reports and how the job went."""
+"""`ddpkit launch|test|bench|doctor --hosts/--hostfile`: the command's
+:class:`~ddpkit.cli.job_command.JobRequest` becomes a :class:`~ddpkit.launch.ssh.driver.HostsJob`,
+:mod:`ddpkit.launch.ssh.driver` runs it, and this module renders what it reports and how the job
+went."""
 
 from __future__ import annotations
 
-import argparse
 from collections.abc import Sequence
 from pathlib import Path
 
 from ddpkit.cli import render
 from ddpkit.cli.console import Console
-from ddpkit.cli.job_events import JobConsoleEvents, show_job_stacks
-from ddpkit.cli.launch_options import (
+from ddpkit.cli.job_command import (
+    JobCommandName,
+    JobRequest,
     ResultRenderer,
-    env_overrides,
-    process_context,
-    sigterm_as_interrupt,
+    job_env,
+    load_hosts,
+    whole_job,
 )
-from ddpkit.errors import JobFailed, UsageError
-from ddpkit.launch.envpass import (
-    ENV_FILE_NAME,
-    PassedEnv,
-    load_env_file,
-    passed_env,
-    shown,
-    shown_env,
-)
-from ddpkit.launch.job import Deadlines, JobSpec
+from ddpkit.cli.job_events import JobConsoleEvents, show_job_stacks
+from ddpkit.cli.launch_options import process_context, sigterm_as_interrupt
+from ddpkit.errors import JobFailed
+from ddpkit.launch.envpass import PassedEnv, shown, shown_env
 from ddpkit.launch.outcomes import job_summary
 from ddpkit.launch.ssh import driver as hosts_driver
 from ddpkit.launch.ssh.fanout import NodeCommand
-from ddpkit.launch.ssh.hostfile import Host, duplicate_warnings, load_hostfile, parse_hosts
-from ddpkit.launch.ssh.remote import SshSettings
+from ddpkit.launch.ssh.hostfile import duplicate_warnings
 from ddpkit.report import document
 
 
-def load_hosts(args: argparse.Namespace) -> tuple[Host, ...]:
-    hosts = load_hostfile(Path(args.hostfile)) if args.hostfile else parse_hosts(args.hosts)
-    if args.nnodes not in (1, len(hosts)):
-        raise UsageError("nnodes-mismatch",
-                         f"--nnodes {args.nnodes} but {len(hosts)} hosts are listed",
-                         "drop --nnodes (the host list decides) or list that many hosts")
-    return hosts
-
-
-def whole_job(args: argparse.Namespace, subcommand: str, nnodes: int,
-              tail: Sequence[str]) -> JobSpec:
-    """The job every host runs, from the flags given here (``tail``: the command's own flags and
-    its entry, e.g. ``[-m] script args...``)."""
-    return JobSpec(
-        command=subcommand, nnodes=nnodes, master_port=args.master_port,
-        nproc_per_node=str(args.nproc_per_node),
-        deadlines=Deadlines(args.connect_timeout, args.rdzv_timeout, args.max_restarts,
-                            args.job_timeout, args.hang_timeout, args.hang_action),
-        debug=bool(args.debug), ifname=args.ifname, entry=tuple(tail))
-
-
-def job_env(args: argparse.Namespace, env: dict[str, str], cwd: Path) -> PassedEnv:
-    path = Path(args.env_file) if args.env_file else cwd / ENV_FILE_NAME
-    values = load_env_file(path, required=bool(args.env_file))
-    return passed_env(env, file_values=values, file_path=str(path) if values is not None else None,
-                      overrides=env_overrides(args.env))
-
-
-def run(args: argparse.Namespace, console: Console, *, subcommand: str, tail: list[str],
+def run(request: JobRequest, console: Console, *, command: JobCommandName, tail: list[str],
         render_result: ResultRenderer | None = None) -> int:
+    """``tail``: what every node's command ends with (the command's own flags, the entry)."""
     with sigterm_as_interrupt():  # SIGTERM stops the job exactly like Ctrl-C, preflight included
-        return _run(args, console, subcommand=subcommand, tail=tail, render_result=render_result)
+        return _run(request, console, command=command, tail=tail, render_result=render_result)
 
 
-def _run(args: argparse.Namespace, console: Console, *, subcommand: str, tail: list[str],
+def _run(request: JobRequest, console: Console, *, command: JobCommandName, tail: list[str],
          render_result: ResultRenderer | None) -> int:
-    hosts = load_hosts(args)
+    hosts = load_hosts(request)
     env, _home, cwd, python = process_context()
-    settings = SshSettings(args.ssh_connect_timeout, tuple(args.ssh_option), args.ssh_config)
-    passed = job_env(args, env, cwd)
+    passed = job_env(request, env, cwd)
     for warning in duplicate_warnings(hosts):
         render.log(console, f"warning: {warning}")
     job = hosts_driver.HostsJob(
         hosts=hosts, local=hosts_driver.this_machine_flags(hosts),
-        job=whole_job(args, subcommand, len(hosts), tail), python=args.remote_python or python,
-        cwd=str(cwd), passed=passed, base_env=env, ssh=settings, run_dir_base=args.run_dir,
-        output_dir=Path(args.output_dir) if args.output_dir else None, master_addr=args.master_addr)
-    if args.dry_run:
-        nodes = hosts_driver.plan(job, args.master_addr or hosts_driver.MASTER_PLACEHOLDER)
-        _print_dry_run(console, nodes, passed, as_json=args.json)
+        job=whole_job(request, command, len(hosts), tail), python=request.remote_python or python,
+        cwd=str(cwd), passed=passed, base_env=env, ssh=request.ssh, run_dir_base=request.run_dir,
+        output_dir=Path(request.output_dir) if request.output_dir else None,
+        master_addr=request.master_addr)
+    if request.dry_run:
+        nodes = hosts_driver.plan(job, request.master_addr or hosts_driver.MASTER_PLACEHOLDER)
+        _print_dry_run(console, nodes, passed, as_json=request.as_json)
         return 0
     result = hosts_driver.run(job, JobConsoleEvents(console, node_lines_to_stderr=(
-        args.json or subcommand == "test")))
+        request.as_json or command == "test")))
     show_job_stacks(console, result)
     if render_result is not None:
         return render_result(console, result.outcomes, result.payload())
@@ -95,7 +62,7 @@ def _run(args: argparse.Namespace, console: Console, *, subcommand: str, tail: l
         raise JobFailed("job-failed", job_summary(result.outcomes),
                         "each node's full output is above (or in --output-dir); its per-rank logs "
                         "are in its run directory on that machine", details=result.payload())
-    if args.json:
+    if request.as_json:
         render.emit_json(console, document("launch-job", 1, result.payload()))
     render.log(console, f"ddpkit: all {len(result.outcomes)} nodes finished successfully")
     return 0

@@ -9,20 +9,17 @@ from __future__ import annotations
 
 import argparse
 import os
-from typing import Any
 
 from ddpkit.cli import render
 from ddpkit.cli.console import Console
+from ddpkit.cli.job_command import HOSTS, JOIN, JobCommand, job_request, run_this_node
 from ddpkit.cli.launch_options import (
-    HOSTS,
-    JOIN,
     ShareContext,
     add_cluster_options,
     add_launch_options,
-    apply_scheduler_layout,
     config_from_args,
-    job_mode,
-    run_this_node,
+    with_master,
+    with_scheduler_layout,
     without_peer_commands,
 )
 from ddpkit.cli.node_events import ConsoleEvents, show_plan
@@ -52,41 +49,38 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, console: Console) -> int:
-    args.torch_options = torch = resolve(args)
-    for note in apply_scheduler_layout(args, dict(os.environ)):
+    torch = resolve(args)  # before the job mode: --rdzv-endpoint may give the master's address
+    args, notes = with_scheduler_layout(args, dict(os.environ))
+    for note in notes:
         render.log(console, f"ddpkit: note: {note}")
-    mode = job_mode(args)
+    request = job_request(args)
+    mode = request.mode()
+    tail = [*torch.node_flags(), *(["-m"] if args.module else []), args.script, *args.script_args]
+    # ^ what every node's command ends with: torch's flags, then ``[-m] script args...``
     if mode == HOSTS:
         from ddpkit.cli import hosts_mode
 
         torch.check_whole_job()  # each node decides the local-rank argument from its own copy
         _preview_local_rank(args, console)
-        return hosts_mode.run(args, console, subcommand="launch", tail=job_tail(args))
+        return hosts_mode.run(request, console, command=JOB.name, tail=tail)
     if mode == JOIN:
         from ddpkit.cli import join_mode
 
         torch.check_whole_job()
         _preview_local_rank(args, console)
-        return join_mode.run_master(args, console, command="launch", tail=job_tail(args),
-                                    share=share)
+        return join_mode.run_master(request, console, JOB, tail=tail,
+                                    own_config=lambda address: node_config(
+                                        with_master(args, address)))
     config, options = node_config(args)
-    return run_this_node(args, console, config, share, options)
+    return run_this_node(request, console, JOB, config, options)
 
 
-def job_tail(args: argparse.Namespace) -> list[str]:
-    """What every node's command ends with: torch's flags, then ``[-m] script args...``."""
-    return [*args.torch_options.node_flags(), *(["-m"] if args.module else []), args.script,
-            *args.script_args]
-
-
-def node_config(args: argparse.Namespace) -> tuple[LaunchConfig, dict[str, Any]]:
-    """This node's configuration and share options from its parsed command line (also how a
-    joining node reads the master's job)."""
-    if getattr(args, "torch_options", None) is None:
-        args.torch_options = resolve(args)
+def node_config(args: argparse.Namespace) -> tuple[LaunchConfig, None]:
+    """This node's configuration from its parsed command line (also how a joining node reads the
+    master's job). launch has no options of its own beyond the config."""
     config = config_from_args(args, entry=args.script, entry_args=args.script_args,
-                              is_module=args.module)
-    return config, {}
+                              is_module=args.module, **resolve(args).config_fields())
+    return config, None
 
 
 def _preview_local_rank(args: argparse.Namespace, console: Console) -> None:
@@ -108,7 +102,7 @@ def _preview_local_rank(args: argparse.Namespace, console: Console) -> None:
 
 
 def share(console: Console, config: LaunchConfig, context: ShareContext,
-          options: dict[str, Any]) -> tuple[int, NodeOutcome]:
+          options: None) -> tuple[int, NodeOutcome]:
     """This node's share of the job; raises the launch's DdpkitError when it fails."""
     from ddpkit.launch.node import session
 
@@ -129,3 +123,6 @@ def share(console: Console, config: LaunchConfig, context: ShareContext,
     render.log(console, f"ddpkit: node {config.node_rank} finished in "
                         f"{result.outcome.duration_s:.1f} s; logs in {plan.run_dir}")
     return 0, outcome
+
+
+JOB: JobCommand[None] = JobCommand("launch", node_config, share)

@@ -1,0 +1,68 @@
+"""The layer contracts of pyproject.toml (docs/architecture.md), checked with import-linter: they hold
+on the tree, and they fail when a back-edge comes back, also one hidden in a function body (the
+way cli/'s old cycle was hidden from Python and from tests/unit/test_import_rules.py)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+LINT_IMPORTS = shutil.which("lint-imports", path=os.path.dirname(sys.executable)) or \
+    shutil.which("lint-imports")
+
+pytestmark = pytest.mark.skipif(LINT_IMPORTS is None, reason="import-linter is not installed "
+                                "(pip install -e '.[test]')")
+
+
+def _lint(tree: Path) -> subprocess.CompletedProcess[str]:
+    """lint-imports on the copy of the package under ``tree``/src, found first on sys.path."""
+    env = {**os.environ, "PYTHONPATH": str(tree / "src")}
+    return subprocess.run([str(LINT_IMPORTS), "--no-cache"], cwd=tree, env=env,
+                          capture_output=True, text=True, timeout=120, check=False)
+
+
+def _copy(tmp_path: Path) -> Path:
+    shutil.copytree(ROOT / "src" / "ddpkit", tmp_path / "src" / "ddpkit",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
+    return tmp_path
+
+
+def _add_function_import(path: Path, module: str) -> None:
+    with path.open("a", encoding="utf-8") as handle:
+        handle.write(f"\n\ndef _back_edge() -> None:\n    import {module}  # noqa: F401\n")
+
+
+def test_the_tree_keeps_every_contract(tmp_path: Path) -> None:
+    done = _lint(_copy(tmp_path))
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "0 broken" in done.stdout
+
+
+@pytest.mark.parametrize(("importer", "imported", "contract"), [
+    # a shared value reaching up into a driver, inside a function
+    ("launch/config.py", "ddpkit.launch.join.driver", "cli -> drivers"),
+    # torchrun's edge reaching into hang detection
+    ("launch/torchrun/command.py", "ddpkit.launch.hang.watcher", "cli -> drivers"),
+    # the old cli cycle: a whole-job front end importing a command, a command importing the entry
+    ("cli/join_mode.py", "ddpkit.cli.commands.test", "cli: the entry"),
+    ("cli/commands/join.py", "ddpkit.cli.main", "cli: the entry"),
+    # one command borrowing from another
+    ("cli/commands/bench.py", "ddpkit.cli.commands.launch", "no command imports another"),
+    # a rank program importing the launcher
+    ("workers/ddp_test.py", "ddpkit.launch.node.session", "the programs that run inside ranks"),
+])
+def test_a_back_edge_breaks_its_contract(tmp_path: Path, importer: str, imported: str,
+                                          contract: str) -> None:
+    tree = _copy(tmp_path)
+    _add_function_import(tree / "src" / "ddpkit" / importer, imported)
+    done = _lint(tree)
+    assert done.returncode != 0, done.stdout
+    broken = done.stdout.split("Broken contracts", 1)[-1]
+    assert contract in broken and imported in broken, done.stdout
