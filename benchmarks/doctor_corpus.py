@@ -5,10 +5,11 @@ the cause the log's thread confirmed. Prints the accuracy on the dev split (rule
 it) and on the eval split (set aside before any rule change, never tuned on), the confusion list of
 misses (expected -> got), and the false alarms: no-failure logs that got an error or warning.
 
-Issue 24's figures, printed too: the share of logs whose own lines show the confirmed cause and the
-accuracy on those (``cause_in_log``, recorded from batch 7 on), and how many logs of a failed run got
-``no-failure`` (every log whose cause is not no-failure; and those marked ``visibly_failed``: an
-error line, traceback, errno, non-zero exit, signal, watchdog or retry loop in the log itself).
+Issue 24's figures, printed too: the share of logs whose own lines show the confirmed cause and
+the accuracy on those (``cause_in_log``, recorded from batch 7 on), and how many logs of a failed
+run got ``no-failure`` (every log whose cause is not no-failure; and those marked
+``visibly_failed``: an error line, traceback, errno, non-zero exit, signal, watchdog or retry loop
+in the log itself).
 
     python benchmarks/doctor_corpus.py [--quick] [--split dev|eval|all] [--verbose]
 

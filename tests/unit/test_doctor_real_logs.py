@@ -52,7 +52,7 @@ def test_corpus_entries_are_complete_and_consistent() -> None:
 
 
 def test_issue24_fields_are_recorded_from_batch_7_on() -> None:
-    """Batch 7 on records whether the log's own lines show the cause, and whether it visibly failed."""
+    """From batch 7 on: whether the log's lines show the cause, and whether it visibly failed."""
     for entry in LOGS:
         if entry.get("batch", 1) < 7:
             continue
