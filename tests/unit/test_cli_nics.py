@@ -16,7 +16,8 @@ import pytest
 import ddpkit.cli.commands.nics as nics_command
 from ddpkit.errors import ExitCode
 from ddpkit.net.interfaces import nics_from_facts
-from ddpkit.net.route import IpCommandError, route_to
+from ddpkit.net.iproute import IpCommandError
+from ddpkit.net.route import route_to
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "net"
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import sys
-import traceback
 from collections.abc import Sequence
 
 from ddpkit import __version__
@@ -87,6 +86,8 @@ def main(argv: Sequence[str] | None = None, console: Console | None = None) -> i
 
 
 def log_traceback(console: Console) -> None:
+    import traceback  # only on a crash: start-up does not pay for it
+
     render.log(console, traceback.format_exc().rstrip())
 
 

@@ -16,16 +16,12 @@ from typing import Any, Literal
 
 from ddpkit.errors import ConfigError, NetworkProblem
 from ddpkit.net.interfaces import AddressFamily, Nic, NicKind, interface_holding
+from ddpkit.net.iproute import IpCommandError, RunIp, run_ip_command
 
-IP_ROUTE_TIMEOUT_S = 5.0
 # What a master address may be given as that always means this machine itself.
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "::1")
 # Route types `ip route get` can answer with that mean "no way there".
 UNROUTABLE_TYPES = {"unreachable", "blackhole", "prohibit", "throw"}
-
-RunIp = Callable[[Sequence[str]], str]
-"""Runs an ``ip`` argv and returns its stdout; raises OSError (e.g. IpCommandError) on failure."""
-
 
 Lookup = Callable[..., Sequence[tuple[Any, ...]]]
 """``socket.getaddrinfo``-shaped: (host, port, family, type) -> [(af, type, proto, name, addr)]."""
@@ -33,16 +29,6 @@ Lookup = Callable[..., Sequence[tuple[Any, ...]]]
 
 UdpSource = Callable[[str, "int | None", str], str]
 """(address, port, zone) -> the local source address; OSError when there is no route."""
-
-
-class IpCommandError(OSError):
-    """``ip`` ran and failed; ``stderr`` holds what it said (e.g. "Network is unreachable")."""
-
-    def __init__(self, argv: Sequence[str], returncode: int, stderr: str) -> None:
-        super().__init__(f"`{' '.join(argv)}` exited {returncode}: {stderr.strip()}")
-        self.argv = list(argv)
-        self.returncode = returncode
-        self.stderr = stderr
 
 
 @dataclass(frozen=True)
@@ -295,18 +281,3 @@ def _describe(exc: BaseException) -> str:
     if stderr:
         return str(stderr).strip().splitlines()[-1]
     return str(exc) or type(exc).__name__
-
-
-def run_ip_command(argv: Sequence[str]) -> str:
-    """Run ``ip`` (iproute2) and return its stdout; OSError (IpCommandError) when it fails."""
-    import subprocess
-
-    try:
-        proc = subprocess.run(
-            list(argv), capture_output=True, text=True, timeout=IP_ROUTE_TIMEOUT_S, check=False
-        )
-    except subprocess.TimeoutExpired as exc:
-        raise IpCommandError(argv, -1, f"timed out after {IP_ROUTE_TIMEOUT_S:g} s") from exc
-    if proc.returncode != 0:
-        raise IpCommandError(argv, proc.returncode, proc.stderr)
-    return proc.stdout
