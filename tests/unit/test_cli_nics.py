@@ -127,7 +127,7 @@ def test_bad_to_is_a_config_error(run_cli, spec: str, error_id: str) -> None:  #
 def test_nics_does_not_import_torch_or_rich() -> None:
     code = (
         "import sys, io\n"
-        "from ddpkit.cli.console import Console\n"
+        "from ddpkit.cli.output.console import Console\n"
         "from ddpkit.cli.main import main\n"
         "rc = main(['nics', '--json'], Console(out=io.StringIO(), err=io.StringIO(), color=False))\n"
         "bad = sorted(m for m in sys.modules if m.split('.')[0] in ('torch', 'rich', 'numpy'))\n"

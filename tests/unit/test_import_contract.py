@@ -51,8 +51,10 @@ def test_the_tree_keeps_every_contract(tmp_path: Path) -> None:
     # torchrun's edge reaching into hang detection
     ("launch/torchrun/command.py", "ddpkit.launch.hang.watcher", "cli -> drivers"),
     # the old cli cycle: a whole-job front end importing a command, a command importing the entry
-    ("cli/join_mode.py", "ddpkit.cli.commands.test", "cli: the entry"),
+    ("cli/job/join_mode.py", "ddpkit.cli.commands.test", "cli: the entry"),
     ("cli/commands/join.py", "ddpkit.cli.main", "cli: the entry"),
+    # the token front end borrowing from the ssh one
+    ("cli/job/join_mode.py", "ddpkit.cli.job.hosts_mode", "cli.job:"),
     # one command borrowing from another
     ("cli/commands/bench.py", "ddpkit.cli.commands.launch", "no command imports another"),
     # a rank program importing the launcher

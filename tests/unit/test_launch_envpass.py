@@ -83,7 +83,7 @@ def test_load_env_file(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("item", ["A B=1", "1X=1", "X-Y=1", "=1", "NOEQUALS", "Ü=1"])
 def test_env_flag_names_are_validated(item: str) -> None:
-    from ddpkit.cli.launch_options import env_overrides
+    from ddpkit.cli.node.launch_options import env_overrides
     from ddpkit.errors import UsageError
 
     with pytest.raises(UsageError) as info:
@@ -92,7 +92,7 @@ def test_env_flag_names_are_validated(item: str) -> None:
 
 
 def test_env_flag_values_pass_as_written() -> None:
-    from ddpkit.cli.launch_options import env_overrides
+    from ddpkit.cli.node.launch_options import env_overrides
 
     assert env_overrides(["OMP_NUM_THREADS=4", "_X=a=b c", "EMPTY="]) == [
         ("OMP_NUM_THREADS", "4"), ("_X", "a=b c"), ("EMPTY", "")]

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from ddpkit.cli.command_table import build_parser
-from ddpkit.cli.launch_options import config_from_args
+from ddpkit.cli.node.launch_options import config_from_args
 from ddpkit.errors import ConfigError
 from ddpkit.launch.config import LaunchConfig
 from ddpkit.launch.job import Deadlines, JobSpec, node_argv
@@ -119,7 +119,7 @@ def test_the_printed_peer_command_carries_the_whole_job() -> None:
 
 
 def test_the_ssh_fan_out_carries_the_whole_job() -> None:
-    from ddpkit.cli.job_command import job_request, whole_job
+    from ddpkit.cli.job.job_command import job_request, whole_job
     from ddpkit.launch.envpass import PassedEnv
     from ddpkit.launch.ssh.fanout import plan_nodes
     from ddpkit.launch.ssh.hostfile import Host

@@ -100,7 +100,7 @@ def test_plan_does_not_import_torch() -> None:
     code = (
         "import sys, io\n"
         "from ddpkit.cli.main import main\n"
-        "from ddpkit.cli.console import Console\n"
+        "from ddpkit.cli.output.console import Console\n"
         "rc = main(['plan', '--params', '7B', '--inter-node', '25Gbit', '--json'],"
         " Console(out=io.StringIO(), err=io.StringIO(), color=False))\n"
         "assert rc == 0, rc\n"

@@ -7,7 +7,7 @@ Each subcommand lives in ``ddpkit.cli.commands.<name>`` and has the same shape::
     def run(args: argparse.Namespace, console: Console) -> int: ...
 
 and a whole-job command (launch, test, bench, doctor) also has ``JOB``, its
-:class:`~ddpkit.cli.job_command.JobCommand`. A module is found by name through :data:`COMMANDS`
+:class:`~ddpkit.cli.job.job_command.JobCommand`. A module is found by name through :data:`COMMANDS`
 (``importlib``), never imported here: only the chosen command's module is loaded, so a command
 that does not need torch never pays for importing it, and code that needs "the command named X"
 (the entry, a joining node) depends on this table, not on every command.
@@ -20,8 +20,8 @@ import importlib
 import sys
 from typing import Any, Protocol, cast
 
-from ddpkit.cli.console import Console
-from ddpkit.cli.help_format import HelpFormatter
+from ddpkit.cli.output.console import Console
+from ddpkit.cli.output.help_format import HelpFormatter
 from ddpkit.errors import UsageError
 
 # name -> (module, one-line summary). Order is the order `ddpkit --help` shows.

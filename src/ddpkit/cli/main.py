@@ -8,9 +8,9 @@ import sys
 from collections.abc import Sequence
 
 from ddpkit import __version__
-from ddpkit.cli import render
 from ddpkit.cli.command_table import COMMANDS, build_parser
-from ddpkit.cli.console import Console
+from ddpkit.cli.output import render
+from ddpkit.cli.output.console import Console
 from ddpkit.errors import DdpkitError, ExitCode, UsageError
 
 

@@ -26,12 +26,10 @@ from ddpkit.bench.run import (
     socket_sweep_skip_reason,
 )
 from ddpkit.bench.units import parse_count, parse_duration, parse_size
-from ddpkit.cli import render
-from ddpkit.cli.bench_job import bench_flags
-from ddpkit.cli.bench_stages import BenchEvents, load_doc, run_jobs
-from ddpkit.cli.console import Console
-from ddpkit.cli.job_command import HOSTS, JOIN, JobCommand, job_request, run_this_node
-from ddpkit.cli.launch_options import (
+from ddpkit.cli.job.bench_job import bench_flags
+from ddpkit.cli.job.job_command import HOSTS, JOIN, JobCommand, job_request, run_this_node
+from ddpkit.cli.node.bench_stages import BenchEvents, load_doc, run_jobs
+from ddpkit.cli.node.launch_options import (
     ShareContext,
     add_cluster_options,
     add_launch_options,
@@ -39,8 +37,10 @@ from ddpkit.cli.launch_options import (
     with_master,
     without_peer_commands,
 )
-from ddpkit.cli.node_events import print_plan
+from ddpkit.cli.node.node_events import print_plan
 from ddpkit.cli.options import add_flag, add_json_flag
+from ddpkit.cli.output import render
+from ddpkit.cli.output.console import Console
 from ddpkit.errors import (
     EnvironmentProblem,
     ExitCode,
@@ -221,12 +221,12 @@ def run(args: argparse.Namespace, console: Console) -> int:
         return _render_job(c, outcomes, options, as_json=request.as_json)
 
     if mode == HOSTS:
-        from ddpkit.cli import hosts_mode
+        from ddpkit.cli.job import hosts_mode
 
         return hosts_mode.run(request, console, command=JOB.name, tail=bench_flags(args),
                               render_result=render_job)
     if mode == JOIN:
-        from ddpkit.cli import join_mode
+        from ddpkit.cli.job import join_mode
 
         return join_mode.run_master(request, console, JOB, tail=bench_flags(args),
                                     own_config=lambda address: node_config(

@@ -13,11 +13,11 @@ import textwrap
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from ddpkit.cli import render
-from ddpkit.cli.console import Console
-from ddpkit.cli.job_command import JobCommand
-from ddpkit.cli.launch_options import ShareContext, add_cluster_options
+from ddpkit.cli.job.job_command import JobCommand
+from ddpkit.cli.node.launch_options import ShareContext, add_cluster_options
 from ddpkit.cli.options import add_flag, add_json_flag
+from ddpkit.cli.output import render
+from ddpkit.cli.output.console import Console
 from ddpkit.errors import ExitCode, UsageError
 from ddpkit.launch.config import LaunchConfig
 from ddpkit.launch.outcomes import OK, NodeOutcome
@@ -69,9 +69,9 @@ def run(args: argparse.Namespace, console: Console) -> int:
         if args.log:
             raise UsageError("bad-usage", "--log cannot be combined with --nnodes/--node-rank",
                              "diagnose logs with `ddpkit doctor --log FILE...` alone")
-        from ddpkit.cli import doctor_job
-        from ddpkit.cli.job_command import NODE, job_request
-        from ddpkit.cli.launch_options import with_master
+        from ddpkit.cli.job import doctor_job
+        from ddpkit.cli.job.job_command import NODE, job_request
+        from ddpkit.cli.node.launch_options import with_master
 
         request = job_request(args)
         mode = request.mode()
@@ -152,7 +152,7 @@ def _run_preflight(console: Console, master_addr: str | None, master_port: int, 
 
 
 def _run_cluster(args: argparse.Namespace, console: Console) -> int:
-    from ddpkit.cli.job_command import job_request, run_this_node
+    from ddpkit.cli.job.job_command import job_request, run_this_node
 
     if args.nnodes is None:
         raise UsageError("bad-usage", "--node-rank needs --nnodes",

@@ -16,12 +16,12 @@ from pathlib import Path
 from typing import Any
 
 from ddpkit import __version__
-from ddpkit.cli import render
 from ddpkit.cli.command_table import COMMANDS, build_parser, load_command
-from ddpkit.cli.console import Console
-from ddpkit.cli.job_command import JobCommand
-from ddpkit.cli.launch_options import ShareContext, process_context, sigterm_as_interrupt
+from ddpkit.cli.job.job_command import JobCommand
+from ddpkit.cli.node.launch_options import ShareContext, process_context, sigterm_as_interrupt
 from ddpkit.cli.options import add_flag, add_json_flag
+from ddpkit.cli.output import render
+from ddpkit.cli.output.console import Console
 from ddpkit.errors import ConfigError, DdpkitError, EnvironmentProblem, UsageError
 from ddpkit.launch.config import DEFAULT_CONNECT_TIMEOUT
 from ddpkit.launch.outcomes import INTERRUPTED, STOPPED, NodeOutcome, outcome_from_error

@@ -10,10 +10,8 @@ from __future__ import annotations
 import argparse
 import os
 
-from ddpkit.cli import render
-from ddpkit.cli.console import Console
-from ddpkit.cli.job_command import HOSTS, JOIN, JobCommand, job_request, run_this_node
-from ddpkit.cli.launch_options import (
+from ddpkit.cli.job.job_command import HOSTS, JOIN, JobCommand, job_request, run_this_node
+from ddpkit.cli.node.launch_options import (
     ShareContext,
     add_cluster_options,
     add_launch_options,
@@ -22,9 +20,11 @@ from ddpkit.cli.launch_options import (
     with_scheduler_layout,
     without_peer_commands,
 )
-from ddpkit.cli.node_events import ConsoleEvents, show_plan
+from ddpkit.cli.node.node_events import ConsoleEvents, show_plan
+from ddpkit.cli.node.torch_options import add_torch_options, resolve
 from ddpkit.cli.options import add_json_flag
-from ddpkit.cli.torch_options import add_torch_options, resolve
+from ddpkit.cli.output import render
+from ddpkit.cli.output.console import Console
 from ddpkit.launch.config import LaunchConfig
 from ddpkit.launch.outcomes import OK, NodeOutcome
 from ddpkit.report import document
@@ -58,13 +58,13 @@ def run(args: argparse.Namespace, console: Console) -> int:
     tail = [*torch.node_flags(), *(["-m"] if args.module else []), args.script, *args.script_args]
     # ^ what every node's command ends with: torch's flags, then ``[-m] script args...``
     if mode == HOSTS:
-        from ddpkit.cli import hosts_mode
+        from ddpkit.cli.job import hosts_mode
 
         torch.check_whole_job()  # each node decides the local-rank argument from its own copy
         _preview_local_rank(args, console)
         return hosts_mode.run(request, console, command=JOB.name, tail=tail)
     if mode == JOIN:
-        from ddpkit.cli import join_mode
+        from ddpkit.cli.job import join_mode
 
         torch.check_whole_job()
         _preview_local_rank(args, console)

@@ -24,9 +24,9 @@ from ddpkit.bench.units import (
     parse_rate,
     parse_size,
 )
-from ddpkit.cli import render
-from ddpkit.cli.console import Console
 from ddpkit.cli.options import add_flag, add_json_flag
+from ddpkit.cli.output import render
+from ddpkit.cli.output.console import Console
 from ddpkit.errors import UsageError
 from ddpkit.report import document
 

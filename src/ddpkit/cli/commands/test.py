@@ -14,10 +14,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ddpkit.cli import render
-from ddpkit.cli.console import Console
-from ddpkit.cli.job_command import HOSTS, JOIN, JobCommand, job_request, run_this_node
-from ddpkit.cli.launch_options import (
+from ddpkit.cli.job.job_command import HOSTS, JOIN, JobCommand, job_request, run_this_node
+from ddpkit.cli.node.launch_options import (
     ShareContext,
     add_cluster_options,
     add_launch_options,
@@ -26,8 +24,10 @@ from ddpkit.cli.launch_options import (
     with_scheduler_layout,
     without_peer_commands,
 )
-from ddpkit.cli.node_events import ConsoleEvents, show_plan
+from ddpkit.cli.node.node_events import ConsoleEvents, show_plan
 from ddpkit.cli.options import add_flag, add_json_flag
+from ddpkit.cli.output import render
+from ddpkit.cli.output.console import Console
 from ddpkit.clustertest import WORKER_MODULE
 from ddpkit.error_ids import JOB_FAILED, JOB_HUNG, JOB_STOPPED, JOB_TIMEOUT
 from ddpkit.errors import DdpkitError, ExitCode
@@ -72,13 +72,13 @@ def run(args: argparse.Namespace, console: Console) -> int:
     options = test_options(args)
     render_job = functools.partial(_render_job, as_json=request.as_json)
     if mode == HOSTS:
-        from ddpkit.cli import hosts_mode
+        from ddpkit.cli.job import hosts_mode
 
         tail = [*job_tail(options), *(["--show-output"] if options.show_output else [])]
         return hosts_mode.run(request, console, command=JOB.name, tail=tail,
                               render_result=render_job)
     if mode == JOIN:
-        from ddpkit.cli import join_mode
+        from ddpkit.cli.job import join_mode
 
         return join_mode.run_master(request, console, JOB, tail=job_tail(options),
                                     own_config=lambda address: node_config(

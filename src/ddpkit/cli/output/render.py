@@ -6,7 +6,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from ddpkit.cli.console import Console
+from ddpkit.cli.output.console import Console
 from ddpkit.errors import DdpkitError
 
 _STYLES = {"error": "31;1", "warn": "33", "ok": "32", "dim": "2", "bold": "1"}

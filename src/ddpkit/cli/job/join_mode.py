@@ -1,5 +1,5 @@
 """Token mode on the master: `ddpkit launch|test|bench|doctor --nnodes N ...` without
---master-addr. The command's :class:`~ddpkit.cli.job_command.JobRequest` becomes a
+--master-addr. The command's :class:`~ddpkit.cli.job.job_command.JobRequest` becomes a
 :class:`~ddpkit.launch.join.driver.JoinMasterJob`,
 :mod:`ddpkit.launch.join.driver` runs it (the store, the token, the joins, every node's outcome),
 and this module supplies node 0's own share, renders what the driver reports and how the job went.
@@ -15,9 +15,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import FrameType
 
-from ddpkit.cli import render
-from ddpkit.cli.console import Console
-from ddpkit.cli.job_command import (
+from ddpkit.cli.job.job_command import (
     JobCommand,
     JobRequest,
     Options,
@@ -25,8 +23,10 @@ from ddpkit.cli.job_command import (
     job_env,
     whole_job,
 )
-from ddpkit.cli.job_events import JobConsoleEvents, show_job_stacks
-from ddpkit.cli.launch_options import ShareContext, process_context
+from ddpkit.cli.job.job_events import JobConsoleEvents, show_job_stacks
+from ddpkit.cli.node.launch_options import ShareContext, process_context
+from ddpkit.cli.output import render
+from ddpkit.cli.output.console import Console
 from ddpkit.errors import ExitCode, JobFailed
 from ddpkit.launch.config import LaunchConfig
 from ddpkit.launch.join import driver as join_driver

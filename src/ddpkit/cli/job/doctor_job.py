@@ -12,9 +12,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ddpkit.cli import render
-from ddpkit.cli.console import Console
-from ddpkit.cli.job_command import HOSTS, JobCommand, JobMode, JobRequest, Options
+from ddpkit.cli.job.job_command import HOSTS, JobCommand, JobMode, JobRequest, Options
+from ddpkit.cli.output import render
+from ddpkit.cli.output.console import Console
 from ddpkit.errors import ExitCode
 from ddpkit.launch.config import LaunchConfig
 from ddpkit.launch.outcomes import NodeOutcome, job_summary
@@ -34,11 +34,11 @@ def run_whole_job(request: JobRequest, console: Console, mode: JobMode,
         return render_job(c, outcomes, payload, as_json=request.as_json)
 
     if mode == HOSTS:
-        from ddpkit.cli import hosts_mode
+        from ddpkit.cli.job import hosts_mode
 
         return hosts_mode.run(request, console, command=job.name, tail=tail(timeout_s),
                               render_result=render_result)
-    from ddpkit.cli import join_mode
+    from ddpkit.cli.job import join_mode
 
     return join_mode.run_master(request, console, job, own_config=own_config,
                                 tail=tail(timeout_s), render_result=render_result)

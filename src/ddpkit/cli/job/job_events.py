@@ -7,8 +7,8 @@ when stdout is kept for one document).
 
 from __future__ import annotations
 
-from ddpkit.cli import render
-from ddpkit.cli.console import Console
+from ddpkit.cli.output import render
+from ddpkit.cli.output.console import Console
 from ddpkit.launch.join.sides import JoinedNode
 from ddpkit.launch.join.tokens import JoinToken
 from ddpkit.launch.outcomes import OK, JobResult, NodeOutcome

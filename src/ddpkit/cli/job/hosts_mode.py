@@ -1,5 +1,5 @@
 """`ddpkit launch|test|bench|doctor --hosts/--hostfile`: the command's
-:class:`~ddpkit.cli.job_command.JobRequest` becomes a :class:`~ddpkit.launch.ssh.driver.HostsJob`,
+:class:`~ddpkit.cli.job.job_command.JobRequest` becomes a :class:`~ddpkit.launch.ssh.driver.HostsJob`,
 :mod:`ddpkit.launch.ssh.driver` runs it, and this module renders what it reports and how the job
 went."""
 
@@ -8,9 +8,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from ddpkit.cli import render
-from ddpkit.cli.console import Console
-from ddpkit.cli.job_command import (
+from ddpkit.cli.job.job_command import (
     JobCommandName,
     JobRequest,
     ResultRenderer,
@@ -18,8 +16,10 @@ from ddpkit.cli.job_command import (
     load_hosts,
     whole_job,
 )
-from ddpkit.cli.job_events import JobConsoleEvents, show_job_stacks
-from ddpkit.cli.launch_options import process_context, sigterm_as_interrupt
+from ddpkit.cli.job.job_events import JobConsoleEvents, show_job_stacks
+from ddpkit.cli.node.launch_options import process_context, sigterm_as_interrupt
+from ddpkit.cli.output import render
+from ddpkit.cli.output.console import Console
 from ddpkit.errors import JobFailed
 from ddpkit.launch.envpass import PassedEnv, shown, shown_env
 from ddpkit.launch.outcomes import job_summary

@@ -1,8 +1,8 @@
 """A whole-job command as the ssh and token front ends need it, and the whole-job flags as values.
 
 `launch`, `test`, `bench` and `doctor` (its cluster check) each run as one node's share, or as a
-whole job from one machine: over ssh (:mod:`ddpkit.cli.hosts_mode`) or with a join token
-(:mod:`ddpkit.cli.join_mode`). Each of those commands hands its :class:`JobCommand` (its name, how
+whole job from one machine: over ssh (:mod:`ddpkit.cli.job.hosts_mode`) or with a join token
+(:mod:`ddpkit.cli.job.join_mode`). Each of those commands hands its :class:`JobCommand` (its name, how
 a node's share is configured from that node's command line, and how it runs) and a
 :class:`JobRequest` (the whole-job flags, typed) to the front end; the front ends never import a
 command, and a joining node finds the command by name in :mod:`ddpkit.cli.command_table`.
@@ -22,13 +22,13 @@ from pathlib import Path
 from typing import Any, Generic, Literal, TypeVar
 
 from ddpkit.choices import parse_choice
-from ddpkit.cli.console import Console
-from ddpkit.cli.launch_options import (
+from ddpkit.cli.node.launch_options import (
     ShareContext,
     env_overrides,
     sigterm_as_interrupt,
     stacks_on_signal,
 )
+from ddpkit.cli.output.console import Console
 from ddpkit.errors import UsageError
 from ddpkit.launch.config import (
     DEFAULT_CONNECT_TIMEOUT,
