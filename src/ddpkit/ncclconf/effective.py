@@ -10,6 +10,7 @@ within one file the first line of a name wins. NCCL finds ``~`` through the pass
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import stat
 from collections.abc import Mapping, Sequence
@@ -45,7 +46,7 @@ class Shadowed:
     line: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {"value": self.value, "source": self.source, "path": self.path, "line": self.line}
+        return dataclasses.asdict(self)
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,7 @@ Two layers, so that every decision can be tested from recorded data:
 
 from __future__ import annotations
 
+import dataclasses
 import ipaddress
 import re
 from collections.abc import Mapping, Sequence
@@ -113,7 +114,7 @@ class Address:
         return f"{self.address}/{self.prefixlen}"
 
     def to_dict(self) -> dict[str, Any]:
-        return {"family": self.family, "address": self.address, "prefixlen": self.prefixlen}
+        return dataclasses.asdict(self)
 
 
 @dataclass(frozen=True)

@@ -7,6 +7,7 @@ chose (``connect`` on a datagram socket sends no packet), mapped back to the int
 
 from __future__ import annotations
 
+import dataclasses
 import ipaddress
 import json
 import socket
@@ -45,16 +46,7 @@ class Route:
     method: Literal["ip-route-get", "udp-connect"] = "ip-route-get"  # or the fallback
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "host": self.host,
-            "address": self.address,
-            "family": self.family,
-            "ifname": self.ifname,
-            "source": self.source,
-            "gateway": self.gateway,
-            "local": self.local,
-            "method": self.method,
-        }
+        return dataclasses.asdict(self)
 
 
 def split_host_port(spec: str) -> tuple[str, int | None]:

@@ -12,6 +12,7 @@ or running it) and passes the spelling it declares, per rank, through torchrun's
 from __future__ import annotations
 
 import ast
+import dataclasses
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -69,8 +70,7 @@ class LocalRankChoice:
         return f"{passed} ({self.reason})"
 
     def to_dict(self) -> dict[str, Any]:
-        return {"mode": self.mode, "flag": self.flag, "reason": self.reason, "file": self.file,
-                "line": self.line, "warning": self.warning}
+        return dataclasses.asdict(self)
 
 
 def check_use_env(mode: LocalRankMode, use_env: bool) -> None:
