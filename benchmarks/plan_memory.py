@@ -7,7 +7,9 @@ Two parts:
    ``torchrun --standalone --nproc-per-node 4``. Measured per rank: the bytes of the local
    parameter, gradient and optimizer-state tensors after a step (DTensors by their local shard,
    storages counted once), and the peak resident memory over build + steps minus the resident
-   memory before the model existed (Linux VmHWM after resetting it through /proc/self/clear_refs).
+   memory before the model existed (Linux VmHWM after resetting it through /proc/self/clear_refs;
+   glibc's mmap threshold fixed at 64 KiB so that freed tensors leave the resident set), minus the
+   same for a 64-wide model (the process's own growth: Gloo, FSDP set-up, lazily loaded code).
    Compared with :func:`ddpkit.bench.memory.memory` for 2 nodes x 2 GPUs (the same shard groups).
 2. Activations: the bytes autograd saves for backward (``saved_tensors_hooks``, storages counted
    once, parameters excluded) in a GPT-style block stack, bf16 and fp32, with and without
@@ -87,8 +89,8 @@ def worker(strategy: str, width: int, depth: int, steps: int, out: Path) -> None
         model.to_empty(device="cpu")
         for layer in model:
             layer.reset_parameters()
-    params = sum(p.numel() for p in build().parameters()) if strategy != "ddp" else sum(
-        p.numel() for p in model.parameters())
+    with torch.device("meta"):  # count without allocating
+        params = sum(p.numel() for p in build().parameters())
     opt = torch.optim.Adam(model.parameters(), lr=1e-3)
     x = torch.randn(8, width)
     for _ in range(steps):
@@ -117,7 +119,9 @@ def run_strategy(strategy: str, width: int, depth: int, steps: int) -> list[dict
         argv = [sys.executable, "-m", "torch.distributed.run", "--standalone",
                 "--nproc-per-node", "4", __file__, "--worker", strategy, "--width", str(width),
                 "--depth", str(depth), "--steps", str(steps), "--out", str(out)]
-        env = {**os.environ, "OMP_NUM_THREADS": "1"}
+        # A fixed mmap threshold (which also turns off glibc's dynamic one) returns every freed
+        # buffer over 64 KiB to the kernel at once, so resident memory follows live tensors.
+        env = {**os.environ, "OMP_NUM_THREADS": "1", "MALLOC_MMAP_THRESHOLD_": "65536"}
         proc = subprocess.run(argv, capture_output=True, text=True, timeout=900, env=env)
         if proc.returncode != 0:
             raise SystemExit(f"{strategy} {width}x{depth} failed:\n{proc.stderr[-3000:]}")
