@@ -6,11 +6,11 @@ DDP does not fit the GPU, returns the verdict that replaces the DDP-settings ver
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ddpkit.bench.gpus import RESERVE_BYTES, Gpu, usable_bytes
-from ddpkit.bench.memory import Memory, MemoryInput, Strategy
+from ddpkit.bench.memory import Memory, MemoryInput, Strategy, activation_bytes
 from ddpkit.bench.strategies import Link, StrategyResult, evaluate_strategies, fastest
 from ddpkit.bench.units import format_bytes, format_seconds
 
@@ -105,6 +105,11 @@ def fit_plan(inp: MemoryInput, link: Link, compute_s: float | None, gpu: Gpu | N
     else:
         notes.append(f"activations: transformer estimate for {inp.layers} layers x {inp.hidden} "
                      "wide, fused attention" + (", checkpointed" if inp.checkpointing else ""))
+        if not inp.checkpointing:
+            now = activation_bytes(inp) or 0.0
+            then = activation_bytes(replace(inp, checkpointing=True)) or 0.0
+            notes.append(f"--checkpointing would cut activations from {format_bytes(now)} to "
+                         f"{format_bytes(then)} per GPU (one more forward per step)")
     notes.append("sharded all-gathers/reduce-scatters cross nodes as rings over all ranks")
     verdict = decide_fit(inp, results, usable, compute_s, threshold)
     return FitPlan(inp, gpu, memory_bytes, usable, link, results, verdict, tuple(notes))
