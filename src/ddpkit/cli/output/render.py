@@ -26,6 +26,16 @@ def line(console: Console, text: str = "") -> None:
     console.out.flush()
 
 
+def wrapped(console: Console, text: str, *, indent: str = "  ", name: str | None = None,
+            width: int = 100) -> None:
+    """A paragraph on stdout, wrapped to ``width`` columns; continuation lines get ``indent``."""
+    import textwrap
+
+    for part in textwrap.wrap(text, width, subsequent_indent=indent,
+                              break_long_words=False, break_on_hyphens=False):
+        line(console, style(console, part, name) if name else part)
+
+
 def log(console: Console, text: str) -> None:
     """A log or progress line on stderr (never mixed into a JSON document)."""
     console.err.write(text + "\n")
