@@ -10,10 +10,10 @@ Two parts:
    memory before the model existed (Linux VmHWM after resetting it through /proc/self/clear_refs;
    glibc's mmap threshold fixed at 64 KiB so that freed tensors leave the resident set), minus the
    same for a 64-wide model (the process's own growth: Gloo, FSDP set-up, lazily loaded code).
-   Compared with :func:`ddpkit.bench.memory.memory` for 2 nodes x 2 GPUs (the same shard groups).
+   Compared with :func:`ddpkit.bench.planning.memory.memory` for 2 nodes x 2 GPUs (the same shard groups).
 2. Activations: the bytes autograd saves for backward (``saved_tensors_hooks``, storages counted
    once, parameters excluded) in a GPT-style block stack, bf16 and fp32, with and without
-   activation checkpointing, against :func:`ddpkit.bench.memory.activation_bytes`.
+   activation checkpointing, against :func:`ddpkit.bench.planning.memory.activation_bytes`.
 
     python benchmarks/plan_memory.py            # 3 sizes (full)
     python benchmarks/plan_memory.py --quick    # 2 small sizes, fewer steps
@@ -133,7 +133,7 @@ def _err(measured: float, estimate: float) -> float:
 
 
 def model_state(sizes: tuple[tuple[int, int], ...], steps: int) -> bool:
-    from ddpkit.bench.memory import MemoryInput, memory
+    from ddpkit.bench.planning.memory import MemoryInput, memory
 
     ok = True
     print("model state per rank, 4 ranks (2 nodes x 2), Adam, fp32; estimate vs measured "
@@ -191,7 +191,7 @@ def activations(quick: bool) -> None:
     from torch.nn import functional as F
     from torch.utils.checkpoint import checkpoint
 
-    from ddpkit.bench.memory import MemoryInput, activation_bytes
+    from ddpkit.bench.planning.memory import MemoryInput, activation_bytes
 
     class Block(nn.Module):
         def __init__(self, h: int, heads: int) -> None:

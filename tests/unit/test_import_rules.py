@@ -145,9 +145,9 @@ def test_net_has_no_import_circle() -> None:
 
 
 def test_the_setting_grammar_has_one_home() -> None:
-    """bench/model.py, workers/scaling.py and ddp.py read settings through ddpkit.bench.setting;
+    """bench/planning/model.py, workers/scaling.py and ddp.py read settings through ddpkit.bench.setting;
     none of them spells the names of the hooks itself."""
-    for relative in ("bench/model.py", "workers/scaling.py", "ddp.py"):
+    for relative in ("bench/planning/model.py", "workers/scaling.py", "ddp.py"):
         text = (SRC / relative).read_text()
         assert "ddpkit.bench.setting" in text or "from ddpkit.bench import setting" in text, relative
         assert '"bf16", "fp16"' not in text and "none|bf16|fp16" not in text, relative

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import pytest
 
-from ddpkit.bench.gpus import GIB, MIB, find_gpu, usable_bytes
-from ddpkit.bench.memory import MemoryInput, activation_bytes, lora_params, memory
-from ddpkit.bench.strategies import Link, evaluate_strategies, fastest, traffic
+from ddpkit.bench.planning.gpus import GIB, MIB, find_gpu, usable_bytes
+from ddpkit.bench.planning.memory import MemoryInput, activation_bytes, lora_params, memory
+from ddpkit.bench.planning.strategies import Link, evaluate_strategies, fastest, traffic
 from ddpkit.errors import DdpkitError
 
 ZERO_FIG1 = MemoryInput(params=7_500_000_000, nodes=8, gpus_per_node=8, grad_bytes=2,

@@ -14,7 +14,7 @@ from pathlib import PurePath
 from typing import Any
 
 from ddpkit.bench.formulas import sweep_sizes
-from ddpkit.bench.model import parse_setting
+from ddpkit.bench.planning.model import parse_setting
 from ddpkit.errors import UsageError
 from ddpkit.launch.config import LaunchConfig
 

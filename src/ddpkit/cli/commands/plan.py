@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import argparse
 
-from ddpkit.bench import gpus
-from ddpkit.bench.bench_results import BenchFacts, read_bench
-from ddpkit.bench.memory import OPTIMIZERS
-from ddpkit.bench.model import ALGORITHMS, GRAD_DTYPE_BYTES, parse_setting
-from ddpkit.bench.plan import (
+from ddpkit.bench.planning import gpus
+from ddpkit.bench.planning.bench_results import BenchFacts, read_bench
+from ddpkit.bench.planning.memory import OPTIMIZERS
+from ddpkit.bench.planning.model import ALGORITHMS, GRAD_DTYPE_BYTES, parse_setting
+from ddpkit.bench.planning.plan import (
     DEFAULT_SETTINGS,
     Plan,
     PlanRequest,

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from ddpkit.bench.gpus import GPUS
-from ddpkit.bench.plan import Plan
-from ddpkit.bench.strategies import StrategyResult
+from ddpkit.bench.planning.gpus import GPUS
+from ddpkit.bench.planning.plan import Plan
+from ddpkit.bench.planning.strategies import StrategyResult
 from ddpkit.bench.units import format_bytes, format_seconds
 from ddpkit.cli.output import render
 from ddpkit.cli.output.console import Console

@@ -1,6 +1,6 @@
 """`ddpkit plan`, memory first: does plain DDP fit, and if not, which strategy to run and how.
 
-Pure. :func:`fit_plan` evaluates every strategy (:mod:`ddpkit.bench.strategies`) and, when plain
+Pure. :func:`fit_plan` evaluates every strategy (:mod:`ddpkit.bench.planning.strategies`) and, when plain
 DDP does not fit the GPU, returns the verdict that replaces the DDP-settings verdict.
 """
 
@@ -9,9 +9,9 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
-from ddpkit.bench.gpus import RESERVE_BYTES, Gpu, usable_bytes
-from ddpkit.bench.memory import Memory, MemoryInput, Strategy, activation_bytes
-from ddpkit.bench.strategies import Link, StrategyResult, evaluate_strategies, fastest
+from ddpkit.bench.planning.gpus import RESERVE_BYTES, Gpu, usable_bytes
+from ddpkit.bench.planning.memory import Memory, MemoryInput, Strategy, activation_bytes
+from ddpkit.bench.planning.strategies import Link, StrategyResult, evaluate_strategies, fastest
 from ddpkit.bench.units import format_bytes, format_seconds
 
 

@@ -8,11 +8,11 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
-from ddpkit.bench.bench_results import BenchFacts
-from ddpkit.bench.fit import FitPlan, fit_plan, fit_to_dict
-from ddpkit.bench.gpus import Gpu, find_gpu
-from ddpkit.bench.memory import MemoryInput, Optimizer
-from ddpkit.bench.model import (
+from ddpkit.bench.planning.bench_results import BenchFacts
+from ddpkit.bench.planning.fit import FitPlan, fit_plan, fit_to_dict
+from ddpkit.bench.planning.gpus import Gpu, find_gpu
+from ddpkit.bench.planning.memory import MemoryInput, Optimizer
+from ddpkit.bench.planning.model import (
     ALGORITHMS,
     GRAD_DTYPE_BYTES,
     OneNode,
@@ -23,7 +23,7 @@ from ddpkit.bench.model import (
     default_hidden,
     evaluate,
 )
-from ddpkit.bench.strategies import Link
+from ddpkit.bench.planning.strategies import Link
 from ddpkit.bench.units import format_bytes, format_count, format_rate, format_seconds
 from ddpkit.errors import UsageError
 

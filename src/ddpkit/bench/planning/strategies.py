@@ -1,7 +1,7 @@
 """Which training strategy fits in GPU memory, what it sends across nodes, and which to run.
 
-Pure: builds on :mod:`ddpkit.bench.memory` (bytes per GPU) and the plan's bandwidth and overlap
-model (:mod:`ddpkit.bench.model`). Per step and per node, through the node's network link
+Pure: builds on :mod:`ddpkit.bench.planning.memory` (bytes per GPU) and the plan's bandwidth and overlap
+model (:mod:`ddpkit.bench.planning.model`). Per step and per node, through the node's network link
 (docs/plan.md, "Traffic per strategy"):
 
 * DDP (and LoRA, over its adapters): one all-reduce of the gradients, the plan's all-reduce model.
@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from ddpkit.bench.memory import (
+from ddpkit.bench.planning.memory import (
     ADAPTER_STRATEGIES,
     STRATEGIES,
     Memory,
@@ -29,7 +29,7 @@ from ddpkit.bench.memory import (
     lora_params,
     memory,
 )
-from ddpkit.bench.model import allreduce_seconds, exposed_seconds
+from ddpkit.bench.planning.model import allreduce_seconds, exposed_seconds
 
 
 @dataclass(frozen=True)
