@@ -10,22 +10,12 @@ from typing import BinaryIO
 
 from ddpkit.doctor.findings import Finding
 from ddpkit.doctor.log import run_dir
+from ddpkit.doctor.log.refusal import unreadable
 from ddpkit.doctor.log.rules.table import Diagnosis
 from ddpkit.doctor.log.scan import scan
-from ddpkit.errors import ConfigError
 
 STDIN_NAME = "<stdin>"
 FIFO_WAIT_S = 10  # how long a FIFO given as a log may stay without a writer
-
-
-LOG_FIX = "pass a readable file (or - for stdin); check the path and its permissions"
-
-
-def unreadable(path: str, reason: str, *, what: str = "log file",
-               fix: str = LOG_FIX) -> ConfigError:
-    """The ``log-unreadable`` error for one input of ``doctor --log``."""
-    return ConfigError("log-unreadable", f"cannot read {what} {path}: {reason}", fix,
-                       details={"path": path})
 
 
 def check_readable(path: str) -> None:

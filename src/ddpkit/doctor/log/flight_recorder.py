@@ -28,7 +28,7 @@ from typing import Any
 
 from ddpkit.doctor.catalogue import entry
 from ddpkit.doctor.findings import Evidence, Finding
-from ddpkit.doctor.log.diagnose import unreadable
+from ddpkit.doctor.log.refusal import unreadable
 from ddpkit.errors import ConfigError
 from ddpkit.launch.config import FLIGHT_RECORDER_DIR
 
