@@ -64,14 +64,15 @@ class StackReport:
 
 
 def write_stacks(directory: Path, report: StackReport) -> None:
+    """Every file whole or not at all, through the atomic writer (no other user's symbolic link
+    followed): a reader (``doctor --log``) never sees half a stacks.json."""
     directory.mkdir(parents=True, exist_ok=True)
     for stack in report.stacks:
         name = f"rank{stack.rank}" if stack.rank is not None else f"local-rank{stack.local_rank}"
-        (directory / f"{name}.txt").write_text(render_stack(stack), encoding="utf-8")
-    (directory / "summary.txt").write_text(
-        "\n".join([report.headline, *report.lines()]) + "\n", encoding="utf-8")
-    (directory / STACKS_JSON).write_text(json.dumps(document("stacks", 1, report.to_dict()),
-                                                    indent=1) + "\n", encoding="utf-8")
+        replace_file(directory / f"{name}.txt", render_stack(stack))
+    replace_file(directory / "summary.txt", "\n".join([report.headline, *report.lines()]) + "\n")
+    replace_file(directory / STACKS_JSON,
+                 json.dumps(document("stacks", 1, report.to_dict()), indent=1) + "\n")
 
 
 @dataclass
