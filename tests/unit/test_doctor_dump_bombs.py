@@ -63,15 +63,17 @@ def test_the_shared_reference_bomb_is_read_in_seconds_in_little_memory(tmp_path:
     (tmp_path / "rank_0").write_bytes(data)
     _dump(tmp_path, 1, [_entry(1, "nccl:all_reduce")])
     # Measured in a child, capped at 1 GiB of address space so that a reader which expands the
-    # references fails there instead of taking the machine's memory.
+    # references fails there instead of taking the machine's memory. The peak is what Python
+    # allocated while reading (ru_maxrss would carry over this pytest process's own, via fork).
     child = textwrap.dedent(f"""
-        import json, resource, time
+        import json, resource, time, tracemalloc
         resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))
         from ddpkit.doctor.log import flight_recorder as fr
+        tracemalloc.start()
         start = time.monotonic()
         found = fr.findings(fr.dump_files({str(tmp_path)!r}))
         took = time.monotonic() - start
-        peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        peak_mb = tracemalloc.get_traced_memory()[1] / 2**20
         print(json.dumps({{"took": took, "peak_mb": peak_mb,
                           "found": [f.to_dict() for f in found]}}))
     """)

@@ -139,10 +139,13 @@ def read_dump(path: str) -> RankTrace:
         if size > MAX_DUMP_BYTES:
             raise _unreadable(path, f"it is {size} bytes, more than the {MAX_DUMP_BYTES} a dump "
                                     "of the last collectives can be")
-        with open(path, "rb") as handle:
-            data = handle.read(MAX_DUMP_BYTES + 1)
+        with open(path, "rb") as handle:  # read(n) allocates n bytes first: the size, not the cap
+            data = handle.read(size + 1)
     except OSError as exc:
         raise _unreadable(path, exc.strerror or str(exc)) from exc
+    if len(data) > MAX_DUMP_BYTES:  # it grew since
+        raise _unreadable(path, f"it is more than the {MAX_DUMP_BYTES} bytes a dump of the last "
+                                "collectives can be")
     try:
         doc = _PlainValues(io.BytesIO(data)).load()
     except Exception as exc:  # corrupt bytes can fail in any of the unpickler's opcodes
