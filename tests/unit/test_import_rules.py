@@ -14,7 +14,7 @@ SRC = Path(__file__).resolve().parents[2] / "src" / "ddpkit"
 # What a worker may import from ddpkit itself: modules that need only the stdlib (and torch).
 WORKER_DDPKIT_ALLOWED = ("ddpkit.atomic_file", "ddpkit.bench.formulas", "ddpkit.bench.setting",
                          "ddpkit.bench.tcp",
-                         "ddpkit.ddp", "ddpkit.workers", "ddpkit.errors")
+                         "ddpkit.ddp", "ddpkit.workers", "ddpkit.errors", "ddpkit.file_safety")
 
 
 def _imports(path: Path) -> list[str]:

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from ddpkit.errors import ConfigError
+from ddpkit.file_safety import NotRegularFile, read_regular
 
 ALLOWED_PREFIXES = ("NCCL_", "GLOO_", "TORCH_", "PYTHON")
 ALLOWED_NAMES = frozenset({"CUDA_VISIBLE_DEVICES", "OMP_NUM_THREADS"})
@@ -33,6 +34,7 @@ _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH", re.IGNORECASE)
 MASK = "<hidden>"
 MAX_WIRE_BYTES = 1 << 20
+MAX_ENV_FILE_BYTES = 1 << 20
 WIRE_TIMEOUT_S = 30.0
 
 
@@ -151,15 +153,25 @@ def parse_env_file(text: str, path: str) -> dict[str, str]:
 
 
 def load_env_file(path: Path, *, required: bool) -> dict[str, str] | None:
-    """The parsed file, or None when it is absent and not ``required``."""
+    """The parsed file, or None when it is absent and not ``required``. A FIFO or a device is
+    refused at once (reading one would wait for a writer until Ctrl-C)."""
     try:
-        text = path.read_text(encoding="utf-8")
+        data = read_regular(path, MAX_ENV_FILE_BYTES + 1)
+        if len(data) > MAX_ENV_FILE_BYTES:
+            raise ConfigError("env-file-unreadable", f"env file {path} is larger than "
+                              f"{MAX_ENV_FILE_BYTES} bytes", "keep KEY=VALUE lines only in it")
+        text = data.decode("utf-8")
+    except NotRegularFile as exc:
+        raise ConfigError("env-file-unreadable", f"cannot read env file {exc.strerror}",
+                          f"make {path} a regular file of KEY=VALUE lines (or remove it; "
+                          "--env KEY=VALUE passes one value)") from None
     except FileNotFoundError:
         if required:
             raise ConfigError("env-file-not-found", f"env file {path} does not exist",
                               "check the path given to --env-file") from None
         return None
     except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError("env-file-unreadable", f"cannot read env file {path}: {exc}",
+        raise ConfigError("env-file-unreadable", f"cannot read env file {path}: "
+                          f"{getattr(exc, 'strerror', None) or exc}",
                           "check the file's permissions") from None
     return parse_env_file(text, str(path))

@@ -23,6 +23,7 @@ from ddpkit.cli.options import add_flag, add_json_flag
 from ddpkit.cli.output import render
 from ddpkit.cli.output.console import Console
 from ddpkit.errors import ConfigError, DdpkitError, EnvironmentProblem, UsageError
+from ddpkit.file_safety import NotRegularFile, read_regular
 from ddpkit.launch.config import DEFAULT_CONNECT_TIMEOUT
 from ddpkit.launch.outcomes import INTERRUPTED, STOPPED, NodeOutcome, outcome_from_error
 
@@ -116,8 +117,11 @@ def token_text(args: argparse.Namespace, env: dict[str, str]) -> str:
     if args.token is not None:
         return str(source)
     try:
-        with open(source, encoding="utf-8") as handle:
-            return handle.read(MAX_TOKEN_BYTES)
+        return read_regular(source, MAX_TOKEN_BYTES).decode("utf-8")
+    except NotRegularFile as exc:  # a FIFO would wait for a writer until Ctrl-C
+        raise ConfigError("token-file-unreadable", f"cannot read the token file {exc.strerror}",
+                          f"pipe the token in instead (`cat {source} | ddpkit join -`), or copy "
+                          "the master's --token-file here (scp) and pass its path") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError("token-file-unreadable", f"cannot read the token file {source}: "
                           f"{getattr(exc, 'strerror', None) or exc}",

@@ -125,15 +125,20 @@ def shown_job(spec: JoinJob) -> dict[str, Any]:
 
 def write_token_file(path: Path, token: JoinToken) -> None:
     """The token, readable by its owner only, written whole or not at all: through the atomic
-    writer (an exclusively created 0600 temporary with an unpredictable name, then a rename)."""
-    from ddpkit.ncclconf.atomic import write_atomic
+    writer (an exclusively created 0600 temporary with an unpredictable name, then a rename),
+    which follows no other user's symbolic link on the way and replaces a link at ``path``
+    itself rather than writing where it points (root's master in a shared directory)."""
+    from ddpkit.atomic_file import replace_file
 
     try:
-        write_atomic(path, f"{token}\n".encode(), mode=0o600, backup=False, keep_owner=False)
-    except DdpkitError as exc:
-        raise EnvironmentProblem("token-file-failed", exc.message,
-                                 "pass a --token-file in a directory you can write (or drop it and "
-                                 "copy the printed line)", details=exc.details) from None
+        replace_file(path, f"{token}\n".encode(), mode=0o600)
+    except OSError as exc:
+        raise EnvironmentProblem("token-file-failed",
+                                 f"cannot write the token file {path}: {exc.strerror or exc}",
+                                 "pass a --token-file that is a new or regular file in a directory "
+                                 "you can write, reached without another user's symbolic link (or "
+                                 "drop it and copy the printed line)",
+                                 details={"path": str(path)}) from None
 
 
 def _unguarded(announce: Callable[[], None]) -> AbstractContextManager[None]:
