@@ -66,6 +66,7 @@ def run(args: argparse.Namespace, console: Console) -> int:
         from ddpkit.cli import join_mode
 
         torch.check_whole_job()
+        _check_own_entry(args)  # node 0 is this machine: before the others are asked to join
         _preview_local_rank(args, console)
         return join_mode.run_master(args, console, command="launch", tail=job_tail(args),
                                     share=share)
@@ -87,6 +88,19 @@ def node_config(args: argparse.Namespace) -> tuple[LaunchConfig, dict[str, Any]]
     config = config_from_args(args, entry=args.script, entry_args=args.script_args,
                               is_module=args.module)
     return config, {}
+
+
+def _check_own_entry(args: argparse.Namespace) -> None:
+    import sys
+    from pathlib import Path
+
+    from ddpkit.launch.node.entry_check import entry_error, entry_problem
+
+    problem = entry_problem(args.script, cwd=Path.cwd(), is_module=args.module,
+                            no_python=bool(args.torchrun_flag_no_python), env=dict(os.environ),
+                            sys_path=sys.path)
+    if problem is not None and not args.dry_run:
+        raise entry_error(problem, entry=args.script, is_module=args.module, node_rank=0)
 
 
 def _preview_local_rank(args: argparse.Namespace, console: Console) -> None:
@@ -120,6 +134,7 @@ def share(console: Console, config: LaunchConfig, context: ShareContext,
     if context.dry_run:
         show_plan(console, plan, as_json=context.as_json)
         return 0, outcome
+    session.check_startable(plan)  # before the plan (and the other nodes' commands) is shown
     events = ConsoleEvents(console, output_to_stderr=context.as_json)
     events.planned(plan)
     result = session.execute(plan, events, should_stop=context.should_stop,

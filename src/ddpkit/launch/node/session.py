@@ -21,6 +21,7 @@ from ddpkit.launch.events import LaunchEvents
 from ddpkit.launch.hang.model import HangPolicy
 from ddpkit.launch.hang.watcher import HANG_STOPPED, HangWatcher
 from ddpkit.launch.node import facts as node_facts
+from ddpkit.launch.node.entry_check import entry_error
 from ddpkit.launch.node.plan import FLIGHT_RECORDER_DIR, NodePlan, plan_node
 from ddpkit.launch.node.preflight import check_port_free, wait_for_master
 from ddpkit.launch.node.result import NodeResult
@@ -127,6 +128,14 @@ class MasterProbe:
         self._thread.join(timeout=5)
 
 
+def check_startable(plan: NodePlan) -> None:
+    """``script-not-found`` when the entry cannot run on this node: raised before any wait (no
+    rank could start anyway, and the other nodes would wait for this one until they time out)."""
+    if plan.entry_problem is not None:
+        raise entry_error(plan.entry_problem, entry=plan.config.entry,
+                          is_module=plan.config.is_module, node_rank=plan.config.node_rank)
+
+
 def preflight(plan: NodePlan, events: LaunchEvents) -> MasterProbe | None:
     """The master checks its port is free; a worker probes the master.
 
@@ -177,6 +186,7 @@ def execute(plan: NodePlan, events: LaunchEvents, *,
     made progress for ``--hang-timeout``) dumps the stacks; with ``--hang-action stop`` the job is
     then stopped with ``job-hung``.
     """
+    check_startable(plan)
     probe = preflight(plan, events)
     try:
         return _run_node(plan, events, probe, should_stop, stack_request)
