@@ -25,6 +25,8 @@ from ddpkit.launch.envpass import (
     passed_env,
     shown,
     shown_env,
+    untravelled,
+    untravelled_warning,
 )
 from ddpkit.launch.job import Deadlines, JobSpec
 from ddpkit.launch.outcomes import job_summary
@@ -56,11 +58,20 @@ def whole_job(args: argparse.Namespace, subcommand: str, nnodes: int,
         debug=bool(args.debug), ifname=args.ifname, entry=tuple(tail))
 
 
-def job_env(args: argparse.Namespace, env: dict[str, str], cwd: Path) -> PassedEnv:
+def job_env(args: argparse.Namespace, env: dict[str, str], cwd: Path,
+            console: Console | None = None) -> PassedEnv:
+    """What travels to the other nodes; with ``console``, one warning naming what frameworks
+    read that will not (envpass.untravelled_warning)."""
     path = Path(args.env_file) if args.env_file else cwd / ENV_FILE_NAME
-    values = load_env_file(path, required=bool(args.env_file))
-    return passed_env(env, file_values=values, file_path=str(path) if values is not None else None,
-                      overrides=env_overrides(args.env))
+    loaded = load_env_file(path, required=bool(args.env_file))
+    passed = passed_env(env, file_values=loaded.values if loaded else None,
+                        file_path=str(path) if loaded is not None else None,
+                        file_prefixes=loaded.prefixes if loaded else (),
+                        overrides=env_overrides(args.env))
+    warning = untravelled_warning(untravelled(env, passed), args.env_file or ENV_FILE_NAME)
+    if console is not None and warning:
+        render.log(console, f"ddpkit: warning: {warning}")
+    return passed
 
 
 def run(args: argparse.Namespace, console: Console, *, subcommand: str, tail: list[str],
@@ -74,7 +85,7 @@ def _run(args: argparse.Namespace, console: Console, *, subcommand: str, tail: l
     hosts = load_hosts(args)
     env, _home, cwd, python = process_context()
     settings = SshSettings(args.ssh_connect_timeout, tuple(args.ssh_option), args.ssh_config)
-    passed = job_env(args, env, cwd)
+    passed = job_env(args, env, cwd, console)
     for warning in duplicate_warnings(hosts):
         render.log(console, f"warning: {warning}")
     job = hosts_driver.HostsJob(

@@ -77,7 +77,7 @@ def run_master(args: argparse.Namespace, console: Console, *, command: str, tail
     where = join_driver.advertised_address(args.ifname)
     env, home, cwd, python = process_context()
     job = join_driver.JoinMasterJob(
-        job=whole_job(args, command, args.nnodes, tail), passed=job_env(args, env, cwd),
+        job=whole_job(args, command, args.nnodes, tail), passed=job_env(args, env, cwd, console),
         cwd=str(cwd), where=where, join_port=args.join_port, join_timeout=args.join_timeout,
         token_file=Path(args.token_file) if args.token_file else None)
     if args.dry_run:

@@ -19,6 +19,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from ddpkit.launch.join.sides import JoinedNode
     from ddpkit.launch.join.tokens import JoinToken
     from ddpkit.launch.node.plan import NodePlan
@@ -63,8 +65,10 @@ class JoinEvents(Progress, Protocol):
     def warning(self, message: str) -> None:
         """Something the user should know that does not stop the job."""
 
-    def token_ready(self, token: JoinToken, others: int) -> None:
-        """The job store runs: the ``others`` other machines each run ``ddpkit join TOKEN``."""
+    def token_ready(self, token: JoinToken, others: int, token_file: Path | None = None) -> None:
+        """The job store runs: the ``others`` other machines each run ``ddpkit join TOKEN``;
+        with ``token_file`` (--token-file, written already) the token, secret included, is
+        there, and what is shown must not hold the secret (it lands in logs)."""
 
     def joined(self, node: JoinedNode, count: int, expected: int) -> None:
         """A node joined; ``count`` of the ``expected`` workers have now."""

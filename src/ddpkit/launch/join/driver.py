@@ -153,9 +153,9 @@ def run(job: JoinMasterJob, events: JoinEvents, own_part: OwnPart, *,
     master.publish()
     events.waiting(f"job store on {where.address}:{job.join_port} ({where.ifname}: {where.reason})")
     others = spec.nnodes - 1
-    events.token_ready(token, others)
-    if job.token_file is not None:
+    if job.token_file is not None:  # written first: the line shown then names the file, no secret
         write_token_file(job.token_file, token)
+    events.token_ready(token, others, job.token_file)
     events.waiting(f"waiting for {others} node{'s' if others > 1 else ''} to join "
                    f"(up to {job.join_timeout:g} s)")
     with interrupt_guard(lambda: master.stop(INTERRUPTED)):
