@@ -25,13 +25,14 @@ from ddpkit.launch.node.entry_check import entry_error
 from ddpkit.launch.node.plan import FLIGHT_RECORDER_DIR, NodePlan, plan_node
 from ddpkit.launch.node.preflight import check_port_free, wait_for_master
 from ddpkit.launch.node.result import NodeResult
+from ddpkit.launch.node.waits import WaitAnnouncer, describe_wait
 from ddpkit.launch.torchrun.command import (
     AgentTracebackFilter,
     follows_rank_output,
     parse_failures,
     rank_output_role,
 )
-from ddpkit.launch.torchrun.processes import StartDeadline, run_process
+from ddpkit.launch.torchrun.processes import ProcessState, StartDeadline, run_process
 from ddpkit.launch.torchrun.rank_output import RankOutputTail
 from ddpkit.launch.torchrun.tracebacks import known_fix
 
@@ -244,6 +245,13 @@ def _attempt(plan: NodePlan, events: LaunchEvents, probe: MasterProbe | None,
     def stop() -> str | None:
         return next((reason for check in stop_checks if (reason := check())), None)
 
+    waits = WaitAnnouncer(describe_wait(plan.config, master_answered=None if probe is None else
+                                        lambda: probe.answered is not None))
+
+    def on_state(state: ProcessState) -> None:
+        if (line := waits.observe(state, time.monotonic())) is not None:
+            events.waiting(line)
+
     with open(Path(plan.run_dir) / LAUNCHER_LOG, "a" if attempt else "w", encoding="utf-8") as log:
 
         def on_line(line: str) -> None:
@@ -258,7 +266,7 @@ def _attempt(plan: NodePlan, events: LaunchEvents, probe: MasterProbe | None,
                                   timeout=timeout, rank_output=ranks,
                                   should_stop=stop,
                                   start_deadline=_rendezvous_deadline(plan, probe),
-                                  started=watch.started)
+                                  started=watch.started, on_state=on_state)
         finally:
             watch.close()
     for text in shown.finish(stopped=bool(outcome.stopped or outcome.interrupted or
@@ -284,9 +292,10 @@ def _verdict(plan: NodePlan, probe: MasterProbe | None, result: NodeResult,
     if probe is not None and probe.failure is not None and not outcome.interrupted:
         raise probe.failure  # torchrun was stopped for it (or failed while the master was away)
     if outcome.interrupted:
-        ranks = outcome.descendants_seen
-        raise Interrupted(f"stopped torchrun and {ranks} rank process{'' if ranks == 1 else 'es'} "
-                          f"on node {plan.config.node_rank} ({plan.hostname})")
+        ranks = outcome.descendants_stopped  # alive when the stop began, not every one seen
+        what = (f"torchrun and {ranks} rank process{'' if ranks == 1 else 'es'}" if ranks else
+                "torchrun (no rank process was running)")
+        raise Interrupted(f"stopped {what} on node {plan.config.node_rank} ({plan.hostname})")
     if outcome.timed_out:
         raise DeadlineExceeded("job-timeout", result.summary(),
                                f"per-rank logs are in {plan.run_dir}; raise the timeout or run "
