@@ -244,3 +244,20 @@ def test_the_stored_job_leaves_the_interface_to_each_node_and_carries_the_env() 
     assert (spec.master_addr, spec.env, spec.cwd) == ("127.0.0.1", {"NCCL_DEBUG": "INFO"}, "/w")
     shown = join_driver.shown_job(spec)
     assert shown["node1_argv"][:2] == ["ddpkit", "test"] and "--env" not in shown["node1_argv"]
+
+
+@pytest.mark.timeout(60)
+def test_the_master_says_every_few_seconds_whom_it_still_waits_for(
+        tcp_port: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(join_driver, "WAIT_LINE_EVERY_S", 0.5)  # 10 s in real use
+    events = Recorder()
+
+    def own_part(should_stop: Callable[[], str | None]) -> tuple[int, NodeOutcome]:
+        raise AssertionError("node 0's share ran although a node never joined")
+
+    with pytest.raises(DdpkitError):
+        join_driver.run(_job(tcp_port, join_timeout=1.6), events, own_part)
+    lines = [p for p in events.progress if p.startswith("still waiting")]
+    assert 2 <= len(lines) <= 4, events.progress
+    assert lines[0].startswith("still waiting for 1 node to join (node rank 1): ")
+    assert lines[0].endswith("s of --join-timeout 1.6 s")

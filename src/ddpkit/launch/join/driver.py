@@ -173,6 +173,9 @@ def run(job: JoinMasterJob, events: JoinEvents, own_part: OwnPart, *,
                      own_code=code)
 
 
+WAIT_LINE_EVERY_S = 10.0
+
+
 def _wait_for_nodes(master: MasterSide, events: JoinEvents, timeout: float) -> None:
     """Every worker joins, or those that did are told to stop and the reason is raised."""
     expected = master.spec.nnodes - 1
@@ -180,8 +183,17 @@ def _wait_for_nodes(master: MasterSide, events: JoinEvents, timeout: float) -> N
     def on_join(node: JoinedNode) -> None:
         events.joined(node, len(master.joined), expected)
 
+    next_line = [WAIT_LINE_EVERY_S]
+
+    def on_wait(waited: float, missing: list[int]) -> None:
+        if waited >= next_line[0]:  # a status line every ~10 s: a wait is not a hang
+            next_line[0] = waited + WAIT_LINE_EVERY_S
+            events.waiting(f"still waiting for {len(missing)} node{'s' if len(missing) > 1 else ''}"
+                           f" to join (node rank {', '.join(map(str, missing))}): {waited:.0f} s "
+                           f"of --join-timeout {timeout:g} s")
+
     try:
-        master.wait_for_nodes(on_join, timeout=timeout)
+        master.wait_for_nodes(on_join, timeout=timeout, on_wait=on_wait)
     except (DdpkitError, KeyboardInterrupt) as exc:
         master.stop(exc.message if isinstance(exc, DdpkitError) else INTERRUPTED)
         master.collect(wait=STOP_WAIT_S if master.joined else 0.0)
