@@ -180,3 +180,18 @@ def test_a_long_list_is_cut_and_counted() -> None:
     shell = {f"HF_V{i:02d}": "1" for i in range(11)}
     warning = untravelled_warning(untravelled(shell, passed_env(shell)))
     assert warning is not None and "HF_V07 and 3 more" in warning and "HF_V08" not in warning
+
+
+@pytest.mark.parametrize("mode", [("--hosts", "10.0.0.2,10.0.0.3"), ("--nnodes", "2", "--ifname", "lo")])
+def test_ssh_and_token_jobs_warn_before_they_start(run_cli, tmp_path: Path, monkeypatch,  # type: ignore[no-untyped-def]
+                                                   mode: tuple[str, ...]) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "train.py").write_text("print(1)\n")
+    (tmp_path / ".ddpkit_env").write_text("WANDB_*\n")
+    monkeypatch.setenv("ACCELERATE_USE_CPU", "true")
+    monkeypatch.setenv("WANDB_MODE", "offline")
+    result = run_cli("launch", *mode, "--dry-run", "train.py")
+    assert result.code == 0, result.err
+    warnings = [line for line in result.err.splitlines() if "not sent to the other nodes" in line]
+    assert len(warnings) == 1 and "ACCELERATE_USE_CPU" in warnings[0]
+    assert "WANDB_MODE" not in warnings[0]  # forwarded by the family line
