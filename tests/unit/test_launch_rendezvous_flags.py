@@ -70,20 +70,20 @@ def test_elastic_ranges_say_why_they_are_refused() -> None:
 def test_the_tutorial_line_runs_with_only_the_launcher_renamed(run_cli, tmp_path: Path,  # type: ignore[no-untyped-def]
                                                                monkeypatch) -> None:
     monkeypatch.chdir(tmp_path)
-    (tmp_path / "multinode.py").write_text("import sys\nprint(sys.argv)\n")
+    (tmp_path / "train_ddp.py").write_text("import sys\nprint(sys.argv)\n")
     # this node is the worker (node 1): the master is another machine
     result = run_cli("launch", "--dry-run", "--json", "--nproc_per_node=1", "--nnodes=2",
                      "--node_rank=1", "--rdzv_id=456", "--rdzv_backend=c10d",
-                     "--rdzv_endpoint=127.0.0.1:29603", "multinode.py", "50", "10")
+                     "--rdzv_endpoint=127.0.0.1:29603", "train_ddp.py", "50", "10")
     assert result.code == 0, result.err
     doc = result.json()
     argv = doc["argv"]
     assert "--rdzv-backend=static" in argv and "--rdzv-id=456" in argv
     assert "--master-addr=127.0.0.1" in argv and "--master-port=29603" in argv
-    assert argv[-3:] == ["multinode.py", "50", "10"]
+    assert argv[-3:] == ["train_ddp.py", "50", "10"]
     assert any("c10d" in note for note in doc["notes"])
     human = run_cli("launch", "--dry-run", "--nnodes=2", "--node_rank=1",
-                    "--rdzv_backend=c10d", "--rdzv_endpoint=127.0.0.1:29603", "multinode.py")
+                    "--rdzv_backend=c10d", "--rdzv_endpoint=127.0.0.1:29603", "train_ddp.py")
     assert human.code == 0 and "c10d" in human.out + human.err
 
 
