@@ -49,7 +49,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, console: Console) -> int:
-    torch = resolve(args)  # before the job mode: --rdzv-endpoint may give the master's address
+    args, torch = resolve(args)  # before the job mode: --rdzv-endpoint may give the master
     args, notes = with_scheduler_layout(args, dict(os.environ))
     for note in notes:
         render.log(console, f"ddpkit: note: {note}")
@@ -67,6 +67,7 @@ def run(args: argparse.Namespace, console: Console) -> int:
         from ddpkit.cli.job import join_mode
 
         torch.check_whole_job()
+        _check_own_entry(args)  # node 0 is this machine: before the others are asked to join
         _preview_local_rank(args, console)
         return join_mode.run_master(request, console, JOB, tail=tail,
                                     own_config=lambda address: node_config(
@@ -78,9 +79,23 @@ def run(args: argparse.Namespace, console: Console) -> int:
 def node_config(args: argparse.Namespace) -> tuple[LaunchConfig, None]:
     """This node's configuration from its parsed command line (also how a joining node reads the
     master's job). launch has no options of its own beyond the config."""
+    args, torch = resolve(args)
     config = config_from_args(args, entry=args.script, entry_args=args.script_args,
-                              is_module=args.module, **resolve(args).config_fields())
+                              is_module=args.module, **torch.config_fields())
     return config, None
+
+
+def _check_own_entry(args: argparse.Namespace) -> None:
+    import sys
+    from pathlib import Path
+
+    from ddpkit.launch.node.entry_check import entry_error, entry_problem
+
+    problem = entry_problem(args.script, cwd=Path.cwd(), is_module=args.module,
+                            no_python=bool(args.torchrun_flag_no_python), env=dict(os.environ),
+                            sys_path=sys.path)
+    if problem is not None and not args.dry_run:
+        raise entry_error(problem, entry=args.script, is_module=args.module, node_rank=0)
 
 
 def _preview_local_rank(args: argparse.Namespace, console: Console) -> None:
@@ -114,6 +129,7 @@ def share(console: Console, config: LaunchConfig, context: ShareContext,
     if context.dry_run:
         show_plan(console, plan, as_json=context.as_json)
         return 0, outcome
+    session.check_startable(plan)  # before the plan (and the other nodes' commands) is shown
     events = ConsoleEvents(console, output_to_stderr=context.as_json)
     events.planned(plan)
     result = session.execute(plan, events, should_stop=context.should_stop,

@@ -40,7 +40,7 @@ def _run(request: JobRequest, console: Console, *, command: JobCommandName, tail
          render_result: ResultRenderer | None) -> int:
     hosts = load_hosts(request)
     env, _home, cwd, python = process_context()
-    passed = job_env(request, env, cwd)
+    passed = job_env(request, env, cwd, console)
     for warning in duplicate_warnings(hosts):
         render.log(console, f"warning: {warning}")
     job = hosts_driver.HostsJob(

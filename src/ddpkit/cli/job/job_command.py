@@ -28,6 +28,7 @@ from ddpkit.cli.node.launch_options import (
     sigterm_as_interrupt,
     stacks_on_signal,
 )
+from ddpkit.cli.output import render
 from ddpkit.cli.output.console import Console
 from ddpkit.errors import UsageError
 from ddpkit.launch.config import (
@@ -38,7 +39,14 @@ from ddpkit.launch.config import (
     REPORT,
     LaunchConfig,
 )
-from ddpkit.launch.envpass import ENV_FILE_NAME, PassedEnv, load_env_file, passed_env
+from ddpkit.launch.envpass import (
+    ENV_FILE_NAME,
+    PassedEnv,
+    load_env_file,
+    passed_env,
+    untravelled,
+    untravelled_warning,
+)
 from ddpkit.launch.job import Deadlines, JobSpec
 from ddpkit.launch.outcomes import NodeOutcome
 from ddpkit.launch.ssh.hostfile import Host, load_hostfile, parse_hosts
@@ -170,13 +178,22 @@ def whole_job(request: JobRequest, command: JobCommandName, nnodes: int,
                    debug=request.debug, ifname=request.ifname, entry=tuple(tail))
 
 
-def job_env(request: JobRequest, env: Mapping[str, str], cwd: Path) -> PassedEnv:
-    """What travels to every node: the allow-list of ``env``, the env file, then --env."""
+def job_env(request: JobRequest, env: Mapping[str, str], cwd: Path,
+            console: Console | None = None) -> PassedEnv:
+    """What travels to every node: the allow-list of ``env``, the env file, then --env; with
+    ``console``, one warning naming what frameworks read that will not travel
+    (envpass.untravelled_warning)."""
     path = Path(request.env_file) if request.env_file else cwd / ENV_FILE_NAME
-    values = load_env_file(path, required=bool(request.env_file))
-    return passed_env(dict(env), file_values=values,
-                      file_path=str(path) if values is not None else None,
-                      overrides=list(request.env_overrides))
+    loaded = load_env_file(path, required=bool(request.env_file))
+    passed = passed_env(dict(env), file_values=loaded.values if loaded else None,
+                        file_path=str(path) if loaded is not None else None,
+                        file_prefixes=loaded.prefixes if loaded else (),
+                        overrides=list(request.env_overrides))
+    warning = untravelled_warning(untravelled(dict(env), passed),
+                                  request.env_file or ENV_FILE_NAME)
+    if console is not None and warning:
+        render.log(console, f"ddpkit: warning: {warning}")
+    return passed
 
 
 @contextlib.contextmanager

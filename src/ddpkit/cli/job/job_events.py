@@ -7,6 +7,8 @@ when stdout is kept for one document).
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from ddpkit.cli.output import render
 from ddpkit.cli.output.console import Console
 from ddpkit.launch.join.sides import JoinedNode
@@ -43,10 +45,16 @@ class JobConsoleEvents:
     def stopping(self, reason: str) -> None:
         render.log(self.console, f"ddpkit: stopping every node: {reason}")
 
-    def token_ready(self, token: JoinToken, others: int) -> None:
+    def token_ready(self, token: JoinToken, others: int, token_file: Path | None = None) -> None:
         where = "the other machine" if others == 1 else f"each of the other {others} machines"
-        render.log(self.console, f"ddpkit: on {where}, run:")
-        render.log(self.console, f"  ddpkit join {token}")
+        if token_file is None:
+            render.log(self.console, f"ddpkit: on {where}, run:")
+            render.log(self.console, f"  ddpkit join {token}")
+            return
+        # the secret stays in the file (mode 0600): this output may go to logs
+        render.log(self.console, f"ddpkit: the join token (job store {token.endpoint}) is in "
+                                 f"{token_file}; copy it to {where} (e.g. scp) and run there:")
+        render.log(self.console, f"  ddpkit join --token-file {token_file}")
 
     def joined(self, node: JoinedNode, count: int, expected: int) -> None:
         render.log(self.console, f"ddpkit: {node.describe()} [{count}/{expected}]")

@@ -65,7 +65,7 @@ def run_master(request: JobRequest, console: Console, job: JobCommand[Options], 
     where = join_driver.advertised_address(request.ifname)
     env, home, cwd, python = process_context()
     master_job = join_driver.JoinMasterJob(
-        job=whole_job(request, job.name, request.nnodes, tail), passed=job_env(request, env, cwd),
+        job=whole_job(request, job.name, request.nnodes, tail), passed=job_env(request, env, cwd, console),
         cwd=str(cwd), where=where, join_port=request.join_port, join_timeout=request.join_timeout,
         token_file=Path(request.token_file) if request.token_file else None)
     if request.dry_run:

@@ -75,17 +75,12 @@ def add_launch_options(parser: argparse.ArgumentParser) -> None:
 
 
 def _nnodes(text: str) -> int:
-    low, sep, high = text.partition(":")
-    if sep and low.strip() == high.strip():  # torchrun's MIN:MAX with MIN == MAX: a fixed count
-        text = low
-    elif sep:
-        raise argparse.ArgumentTypeError(
-            f"elastic ranges ({text}) are not supported: give a fixed node count")
+    from ddpkit.launch.torchrun.rendezvous import fixed_node_count
+
     try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number of machines") from None
-    return value
+        return fixed_node_count(text)  # torchrun's MIN:MAX with MIN == MAX is a fixed count
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")

@@ -38,8 +38,10 @@ class JoinEvents(Progress, Protocol):
     def warning(self, message: str) -> None:
         """Something the user should know that does not stop the job."""
 
-    def token_ready(self, token: JoinToken, others: int) -> None:
-        """The job store runs: the ``others`` other machines each run ``ddpkit join TOKEN``."""
+    def token_ready(self, token: JoinToken, others: int, token_file: Path | None = None) -> None:
+        """The job store runs: the ``others`` other machines each run ``ddpkit join TOKEN``;
+        with ``token_file`` (--token-file, written already) the token, secret included, is
+        there, and what is shown must not hold the secret (it lands in logs)."""
 
     def joined(self, node: JoinedNode, count: int, expected: int) -> None:
         """A node joined; ``count`` of the ``expected`` workers have now."""
@@ -173,9 +175,9 @@ def run(job: JoinMasterJob, events: JoinEvents, own_part: OwnPart, *,
     master.publish()
     events.waiting(f"job store on {where.address}:{job.join_port} ({where.ifname}: {where.reason})")
     others = spec.nnodes - 1
-    events.token_ready(token, others)
-    if job.token_file is not None:
+    if job.token_file is not None:  # written first: the line shown then names the file, no secret
         write_token_file(job.token_file, token)
+    events.token_ready(token, others, job.token_file)
     events.waiting(f"waiting for {others} node{'s' if others > 1 else ''} to join "
                    f"(up to {job.join_timeout:g} s)")
     with interrupt_guard(lambda: master.stop(INTERRUPTED)):
@@ -193,6 +195,9 @@ def run(job: JoinMasterJob, events: JoinEvents, own_part: OwnPart, *,
                      own_code=code)
 
 
+WAIT_LINE_EVERY_S = 10.0
+
+
 def _wait_for_nodes(master: MasterSide, events: JoinEvents, timeout: float) -> None:
     """Every worker joins, or those that did are told to stop and the reason is raised."""
     expected = master.spec.nnodes - 1
@@ -200,8 +205,17 @@ def _wait_for_nodes(master: MasterSide, events: JoinEvents, timeout: float) -> N
     def on_join(node: JoinedNode) -> None:
         events.joined(node, len(master.joined), expected)
 
+    next_line = [WAIT_LINE_EVERY_S]
+
+    def on_wait(waited: float, missing: list[int]) -> None:
+        if waited >= next_line[0]:  # a status line every ~10 s: a wait is not a hang
+            next_line[0] = waited + WAIT_LINE_EVERY_S
+            events.waiting(f"still waiting for {len(missing)} node{'s' if len(missing) > 1 else ''}"
+                           f" to join (node rank {', '.join(map(str, missing))}): {waited:.0f} s "
+                           f"of --join-timeout {timeout:g} s")
+
     try:
-        master.wait_for_nodes(on_join, timeout=timeout)
+        master.wait_for_nodes(on_join, timeout=timeout, on_wait=on_wait)
     except (DdpkitError, KeyboardInterrupt) as exc:
         master.stop(exc.message if isinstance(exc, DdpkitError) else INTERRUPTED)
         master.collect(wait=STOP_WAIT_S if master.joined else 0.0)
