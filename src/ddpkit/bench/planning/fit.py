@@ -7,17 +7,20 @@ DDP does not fit the GPU, returns the verdict that replaces the DDP-settings ver
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, Literal
 
 from ddpkit.bench.planning.gpus import RESERVE_BYTES, Gpu, usable_bytes
 from ddpkit.bench.planning.memory import Memory, MemoryInput, Strategy, activation_bytes
 from ddpkit.bench.planning.strategies import Link, StrategyResult, evaluate_strategies, fastest
 from ddpkit.bench.units import format_bytes, format_seconds
 
+# What plan answers: multi-node pays off, stay on one node, too close to call, or nothing fits.
+Decision = Literal["go-multi-node", "stay-on-one-node", "undecided", "does-not-fit"]
+
 
 @dataclass(frozen=True)
 class FitVerdict:
-    decision: str  # go-multi-node | stay-on-one-node | undecided | does-not-fit
+    decision: Decision
     strategy: Strategy | None
     text: str
     apply: tuple[str, ...] = ()

@@ -9,7 +9,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from ddpkit.bench.planning.bench_results import BenchFacts
-from ddpkit.bench.planning.fit import FitPlan, fit_plan, fit_to_dict
+from ddpkit.bench.planning.fit import Decision, FitPlan, fit_plan, fit_to_dict
 from ddpkit.bench.planning.gpus import Gpu, find_gpu
 from ddpkit.bench.planning.memory import MemoryInput, Optimizer
 from ddpkit.bench.planning.model import (
@@ -63,7 +63,7 @@ class PlanRequest:
 
 @dataclass(frozen=True)
 class Verdict:
-    decision: str  # go-multi-node | stay-on-one-node | undecided | does-not-fit
+    decision: Decision
     setting: str | None
     text: str
     cost: str | None = None
