@@ -99,10 +99,11 @@ def entry() -> None:
     interpreter shutdown around torch's C++ store client aborts the process instead of exiting
     with the code ddpkit chose (seen in CI: exit -6 instead of 130 after Ctrl-C)."""
     code = main()
-    from ddpkit.launch.store_client import handshakes_in_flight
+    if "torch" in sys.modules:  # only then can a store client have been started
+        from ddpkit.launch.store_client import handshakes_in_flight
 
-    if "torch" in sys.modules and handshakes_in_flight():
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(code)
+        if handshakes_in_flight():
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(code)
     sys.exit(code)
