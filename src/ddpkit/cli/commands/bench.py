@@ -27,7 +27,7 @@ from ddpkit.bench.run import (
 )
 from ddpkit.bench.units import parse_count, parse_duration, parse_size
 from ddpkit.cli.job.bench_job import bench_flags
-from ddpkit.cli.job.job_command import HOSTS, JOIN, JobCommand, job_request, run_this_node
+from ddpkit.cli.job.job_command import NODE, JobCommand, job_request, run_this_node
 from ddpkit.cli.node.bench_stages import BenchEvents, load_doc, run_jobs
 from ddpkit.cli.node.launch_options import (
     ShareContext,
@@ -220,18 +220,12 @@ def run(args: argparse.Namespace, console: Console) -> int:
     def render_job(c: Console, outcomes: Sequence[NodeOutcome], payload: dict[str, Any]) -> int:
         return _render_job(c, outcomes, options, as_json=request.as_json)
 
-    if mode == HOSTS:
-        from ddpkit.cli.job import hosts_mode
+    if mode != NODE:
+        from ddpkit.cli.job.whole_job import run_whole_job
 
-        return hosts_mode.run(request, console, command=JOB.name, tail=bench_flags(args),
-                              render_result=render_job)
-    if mode == JOIN:
-        from ddpkit.cli.job import join_mode
-
-        return join_mode.run_master(request, console, JOB, tail=bench_flags(args),
-                                    own_config=lambda address: node_config(
-                                        with_master(args, address)),
-                                    render_result=render_job)
+        return run_whole_job(request, console, JOB, tail=bench_flags(args),
+                             own_config=lambda address: node_config(with_master(args, address)),
+                             render_result=render_job)
     config, node_options = node_config(args)
     return run_this_node(request, console, JOB, config, node_options)
 

@@ -76,9 +76,13 @@ def run(args: argparse.Namespace, console: Console) -> int:
         request = job_request(args)
         mode = request.mode()
         if mode != NODE:
-            return doctor_job.run_whole_job(
-                request, console, mode, JOB, timeout_s=args.timeout,
-                own_config=lambda address: node_config(with_master(args, address)))
+            from ddpkit.cli.job.whole_job import run_whole_job
+
+            return run_whole_job(
+                request, console, JOB, tail=doctor_job.tail(args.timeout),
+                own_config=lambda address: node_config(with_master(args, address)),
+                render_result=lambda c, outcomes, payload: doctor_job.render_job(
+                    c, outcomes, payload, as_json=request.as_json))
         return _run_cluster(args, console)
     if args.log:
         return _run_logs(args.log, console, as_json=args.json)

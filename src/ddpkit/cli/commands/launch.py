@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import os
 
-from ddpkit.cli.job.job_command import HOSTS, JOIN, JobCommand, job_request, run_this_node
+from ddpkit.cli.job.job_command import JOIN, NODE, JobCommand, job_request, run_this_node
 from ddpkit.cli.node.launch_options import (
     ShareContext,
     add_cluster_options,
@@ -57,21 +57,15 @@ def run(args: argparse.Namespace, console: Console) -> int:
     mode = request.mode()
     tail = [*torch.node_flags(), *(["-m"] if args.module else []), args.script, *args.script_args]
     # ^ what every node's command ends with: torch's flags, then ``[-m] script args...``
-    if mode == HOSTS:
-        from ddpkit.cli.job import hosts_mode
+    if mode != NODE:
+        from ddpkit.cli.job.whole_job import run_whole_job
 
         torch.check_whole_job()  # each node decides the local-rank argument from its own copy
+        if mode == JOIN:
+            _check_own_entry(args)  # node 0 is this machine: before the others are asked to join
         _preview_local_rank(args, console)
-        return hosts_mode.run(request, console, command=JOB.name, tail=tail)
-    if mode == JOIN:
-        from ddpkit.cli.job import join_mode
-
-        torch.check_whole_job()
-        _check_own_entry(args)  # node 0 is this machine: before the others are asked to join
-        _preview_local_rank(args, console)
-        return join_mode.run_master(request, console, JOB, tail=tail,
-                                    own_config=lambda address: node_config(
-                                        with_master(args, address)))
+        return run_whole_job(request, console, JOB, tail=tail,
+                             own_config=lambda address: node_config(with_master(args, address)))
     config, options = node_config(args)
     return run_this_node(request, console, JOB, config, options)
 

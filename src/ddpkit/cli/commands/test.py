@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ddpkit.cli.job.job_command import HOSTS, JOIN, JobCommand, job_request, run_this_node
+from ddpkit.cli.job.job_command import NODE, JobCommand, job_request, run_this_node
 from ddpkit.cli.node.launch_options import (
     ShareContext,
     add_cluster_options,
@@ -71,19 +71,14 @@ def run(args: argparse.Namespace, console: Console) -> int:
     mode = request.mode()
     options = test_options(args)
     render_job = functools.partial(_render_job, as_json=request.as_json)
-    if mode == HOSTS:
-        from ddpkit.cli.job import hosts_mode
+    if mode != NODE:
+        from ddpkit.cli.job.whole_job import run_whole_job
 
-        tail = [*job_tail(options), *(["--show-output"] if options.show_output else [])]
-        return hosts_mode.run(request, console, command=JOB.name, tail=tail,
-                              render_result=render_job)
-    if mode == JOIN:
-        from ddpkit.cli.job import join_mode
-
-        return join_mode.run_master(request, console, JOB, tail=job_tail(options),
-                                    own_config=lambda address: node_config(
-                                        with_master(args, address)),
-                                    render_result=render_job)
+        return run_whole_job(request, console, JOB, tail=job_tail(options),
+                             hosts_tail=[*job_tail(options),
+                                         *(["--show-output"] if options.show_output else [])],
+                             own_config=lambda address: node_config(with_master(args, address)),
+                             render_result=render_job)
     config, options = node_config(args)
     return run_this_node(request, console, JOB, config, options)
 

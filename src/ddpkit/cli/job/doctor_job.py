@@ -1,5 +1,5 @@
-"""`ddpkit doctor`'s cluster check as a whole job from the master: over ssh (``--hosts`` /
-``--hostfile``) or with a join token (``--nnodes N`` without ``--master-addr``).
+"""`ddpkit doctor`'s cluster check as a whole job from the master (over ssh or with a join token,
+:mod:`ddpkit.cli.job.whole_job`): the flags every node repeats, and the report.
 
 Every node runs ``ddpkit doctor --nnodes N --node-rank R --master-addr A --timeout T`` (the job's
 ``node_argv``), they meet on the master port as in per-node cluster mode, and the machine the job
@@ -9,14 +9,12 @@ use.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
-from ddpkit.cli.job.job_command import HOSTS, JobCommand, JobMode, JobRequest, Options
 from ddpkit.cli.output import render
 from ddpkit.cli.output.console import Console
 from ddpkit.errors import ExitCode
-from ddpkit.launch.config import LaunchConfig
 from ddpkit.launch.outcomes import NodeOutcome, job_summary
 
 CHECK_FAILED = "checks-failed"  # a node's report says not ok: the check's answer, not a crash
@@ -24,24 +22,6 @@ CHECK_FAILED = "checks-failed"  # a node's report says not ok: the check's answe
 
 def tail(timeout_s: float) -> list[str]:
     return ["--timeout", f"{timeout_s:g}"]
-
-
-def run_whole_job(request: JobRequest, console: Console, mode: JobMode,
-                  job: JobCommand[Options], *, own_config: Callable[[str], tuple[LaunchConfig, Options]],
-                  timeout_s: float) -> int:
-    """``job``: doctor's own :class:`JobCommand`, handed down by the command."""
-    def render_result(c: Console, outcomes: Sequence[NodeOutcome], payload: dict[str, Any]) -> int:
-        return render_job(c, outcomes, payload, as_json=request.as_json)
-
-    if mode == HOSTS:
-        from ddpkit.cli.job import hosts_mode
-
-        return hosts_mode.run(request, console, command=job.name, tail=tail(timeout_s),
-                              render_result=render_result)
-    from ddpkit.cli.job import join_mode
-
-    return join_mode.run_master(request, console, job, own_config=own_config,
-                                tail=tail(timeout_s), render_result=render_result)
 
 
 def render_job(console: Console, outcomes: Sequence[NodeOutcome], payload: dict[str, Any], *,
