@@ -22,13 +22,12 @@ def kind_of(mapping: str) -> str:
 def matcher(template: str) -> str:
     """A regex (searched in a log line) for the template's longest line."""
     line = max(template.split("\n"), key=lambda s: len(s.replace(HOLE, "")))
-    parts = [re.escape(p) for p in line.split(HOLE)]
-    body = ".*?".join(parts).strip()
-    while body.startswith(".*?"):
-        body = body[3:]
-    while body.endswith(".*?"):
-        body = body[:-3]
-    return body
+    parts = line.split(HOLE)
+    while parts and not parts[0].strip():
+        parts.pop(0)
+    while parts and not parts[-1].strip():
+        parts.pop()
+    return ".*?".join(re.escape(p) for p in parts)
 
 
 # (where: a regex on the source file or None, what: a regex on the template, maps to, why).
