@@ -270,16 +270,16 @@ def coverage(entries: list[dict[str, object]], order: dict[str, list[str]]) -> s
         "Releases read:",
         "",
     ]
-    for source, releases in order.items():
+    for source, releases in sorted(order.items()):
         lines.append(f"- {source}: {len(releases)} ({releases[0]} .. {releases[-1]})")
     header = ["", "| file | templates | finding | generic | benign | unmapped | covered "
                   "| finding or benign |",
               "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
     lines += ["", "## By source", *header[1:]]
-    for source in order:
+    for source in sorted(order):
         lines.append(row(source, [e for e in entries if e["source"] == source]))
     lines.append(row("all", entries))
-    for source in order:
+    for source in sorted(order):
         lines += ["", f"## {source}", *header[1:]]
         files = sorted({str(e["file"]) for e in entries if e["source"] == source})
         for name in files:

@@ -174,6 +174,8 @@ def _message(args: list[str], style: str) -> list[str]:
     out: list[str] = []
     formatted = False
     for arg in args:
+        if formatted and style in ("printf", "fmt"):
+            break  # the rest are the format's values
         pieces = _pieces(arg, style)
         if pieces is None:
             out.append(HOLE)

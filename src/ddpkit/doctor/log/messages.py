@@ -20,6 +20,7 @@ from importlib import resources
 
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]{3,}")
 MIN_LITERAL = 10  # a matcher must hold this much literal text to recognise a line
+_LEVELS = {"info": 0, "warning": 1, "error": 2}
 
 
 @dataclass(frozen=True)
@@ -52,14 +53,16 @@ class Catalogue:
     index: dict[str, tuple[int, ...]]  # word -> messages filed under it
 
     def match(self, line: str) -> Message | None:
-        """The catalogued message ``line`` prints (the longest template that matches)."""
+        """The catalogued message ``line`` prints: of the templates that match, the one of the
+        highest level (NCCL prints some texts both as INFO and as WARN), then the longest."""
         best: Message | None = None
+        best_key = (-1, -1)
         for word in set(_WORD.findall(line)):
             for number in self.index.get(word, ()):
                 message = self.messages[number]
-                if (best is None or len(message.template) > len(best.template)) and \
-                        message.regex.search(line):
-                    best = message
+                key = (_LEVELS.get(message.level, 0), len(message.template))
+                if key > best_key and message.regex.search(line):
+                    best, best_key = message, key
         return best
 
 
