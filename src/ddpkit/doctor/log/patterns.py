@@ -69,10 +69,11 @@ ANCHORS: tuple[bytes, ...] = (
     b"Using devices",  # nccl-tests' table of the host each rank runs on follows this line
     # failures no rule may name (issue 24): a traceback, errno, a fatal signal, an exit status,
     # and the launcher or scheduler stopping the job
-    # (tracebacks, errno, "Fatal Python error" and slurm's "error: *** JOB ... CANCELLED" lines
-    # carry "rror"; each anchor costs a pass over the log, so there are few)
-    b"ERROR", b"core dumped", b"terminate called", b"Segmentation fault",
-    rb"exit(?:ed with)? (?:code|status)", b"signal", b"WARN ",
+    # (tracebacks, errno, "Fatal Python error: Segmentation fault" and slurm's "error: *** JOB
+    # ... CANCELLED" carry "rror", the shell's "Segmentation fault (core dumped)" its "core
+    # dumped"; each anchor costs a pass over the log, so there are few)
+    b"ERROR", b"core dumped", b"terminate called",
+    b"exit code", b"exit status", b"death signal", b"WARN ",
 )
 
 # Lines after which the next N lines are examined whatever they contain.
@@ -271,25 +272,24 @@ PATTERNS: tuple[LinePattern, ...] = (
     # --- failures no rule may name (read by rules/unexplained.py; never claim) ---
     # torchrun/the elastic agent was told to stop (a scheduler, a user, ddpkit's own teardown)
     _p("death-signal", ("death signal",), r"Received (?P<signal>\S+) death signal"),
-    _p("death-signal", ("got signal",), r"Process (?P<pid>\d+) got signal: (?P<signal>\d+)"),
     _p("death-signal", ("rror",),
        r"(?P<detail>\*\*\* (?:JOB|STEP) [\w.]+ ON \S+ CANCELLED AT \S+(?: DUE TO [A-Z ]+)?)"),
     # NCCL's own failure lines when nothing more specific matched.
     _p("nccl-warn", ("NCCL WARN",), r"NCCL WARN (?P<detail>[^\n]*)", claims=True),
     # --- last: failure lines no pattern above read (rules/unexplained.py) ---
-    _fb("failure-line", ("rror",), r"(?P<detail>[^\n]*(?:\[Errno -?\d+\]|\berrno:? ?-?[1-9]\d*)[^\n]*)"),
+    _fb("failure-line", ("rror",), r"(?P<detail>\[Errno -?\d+\][^\n]*|\berrno:? ?-?[1-9]\d*)"),
     # other error lines: glog's "Check failed: ... unhandled cuda error", "prog: error: ..."
     _fb("failure-line", ("rror",),
-       r"(?P<detail>[^\n]*(?:Check failed:|\bunhandled \w+ error\b|(?:^|[\]:] ?)error: )[^\n]*)",
+       r"(?P<detail>(?:Check failed:|\bunhandled \w+ error\b|(?:^|[\]:] ?)error: )[^\n]*)",
        skip_if=("NCCL INFO",)),
     # NCCL before 2.4 (and some builds) print "include/socket.h:344 WARN ..." without "NCCL"
-    _fb("failure-line", (" WARN ",), r"(?P<detail>[\w/.-]+\.(?:cc|cu|h|cpp):\d+ WARN [^\n]*)"),
+    _fb("failure-line", (" WARN ",), r"(?P<detail>\.(?:cc|cu|h|cpp):\d+ WARN [^\n]*)"),
     _fb("failure-line", ("ERROR",), r"(?P<detail>(?:^|[\s\]:])ERROR[:\]\s][^\n]*)"),
-    _fb("failure-line", ("Segmentation fault", "core dumped", "terminate called", "Fatal Python error"),
-       r"(?P<detail>[^\n]*(?:Segmentation fault|core dumped|terminate called after throwing|"
+    _fb("failure-line", ("core dumped", "terminate called", "Fatal Python error"),
+       r"(?P<detail>(?:Segmentation fault|core dumped|terminate called after throwing|"
        r"Fatal Python error)[^\n]*)"),
-    _fb("failure-line", ("exit code", "exit status", "exited with code", "exited with status"),
-       r"(?P<detail>[^\n]*\bexit(?:ed with)? (?:code|status)[ :=]*(?P<code>-?[1-9]\d*)[^\n]*)"),
+    _fb("failure-line", ("exit code", "exit status"),
+       r"(?P<detail>\bexit (?:code|status)[ :=]*(?P<code>-?[1-9]\d*))"),
 )
 
 
