@@ -44,6 +44,16 @@ RULES: tuple[Rule, ...] = (
     (None, r"pass NULL|is invalid\b|invalid arguments?\b|wrong socket state|unexpected socket state"
      r"|should not be called|must be set|Logic error|already been destroyed|is not ready",
      "unexplained-failure", "an internal check of the library (no setup cause to name)"),
+    (None, r"NCCL_COMM_ID|No valid (?:<IPv4_or_hostname>|\[IPv6\])|Net : (?:unsupported IP family"
+     r"|string is null)|file creation for C10d store|File cannot be created",
+     "rendezvous-config", "the rendezvous address or store settings (NCCL_COMM_ID, a file store)"),
+    (None, r"Message truncated : received", "version-mismatch",
+     "ranks exchanged bootstrap messages of different sizes: usually different NCCL versions"),
+    (None, r"port: <\*> already in use", "port-in-use", "a port is taken"),
+    (None, r"doesn't have \w+ built in", "version-mismatch", "a torch build without that backend"),
+    (None, r"being ignored|Limiting value|cap it to|set both to|, setting to|setting NCCL"
+     r"|using point-to-point network instead|Multi-GPU CC Off|ignoring address",
+     "benign", "NCCL adjusted a setting and went on"),
     (None, r"no (?:socket |usable listening )?interface|No interface found|Unable to find (?:address|"
      r"interface)|no device found (?:after excluding|matching)|IFNAME|interface for",
      "interface-not-found", "no usable network interface"),
