@@ -44,6 +44,7 @@ def main() -> int:
     by_batch: dict[int, list[int]] = {}
     misses: list[str] = []
     false_alarms: list[str] = []
+    silent: list[str] = []
     for entry in corpus["logs"]:
         split = entry["split"]
         if args.split != "all" and split != args.split:
@@ -68,6 +69,8 @@ def main() -> int:
             misses.append(line)
         if expected == "no-failure" and severity != "info":
             false_alarms.append(line)
+        if expected != "no-failure" and got == "no-failure":
+            silent.append(line)  # a failed run (or a hang) answered "no failure" (issue 24)
     elapsed = time.perf_counter() - started
     for split, (hits, count) in totals.items():
         if count:
@@ -82,6 +85,7 @@ def main() -> int:
     print(f"false alarms on no-failure logs: {len(false_alarms)}")
     for line in false_alarms:
         print("  " + line)
+    print(f"failed or hung logs answered no-failure: {len(silent)}")
     print(f"({elapsed:.2f} s)")
     return 0
 
