@@ -100,14 +100,21 @@ def test_an_exception_is_never_no_failure(tmp_path: Path, text: str) -> None:
     assert top.severity == "error"
 
 
-def test_a_catalogued_line_names_the_program_that_prints_it(tmp_path: Path) -> None:
+def test_a_catalogued_line_gets_the_finding_the_catalogue_files_it_under(tmp_path: Path) -> None:
     # NCCL's socket.cc gives up connecting: no rule reads the line, the catalogue says who prints
-    # it and since which release
+    # it, since which release, and what kind of failure it is
     log = write(tmp_path, "h1:10:11 [0] NCCL WARN socketPollConnect: exceeded retries (35)\n")
     (top, *_) = run(log)
-    assert top.id == "unexplained-failure"
+    assert top.id == "peer-unreachable" and top.severity == "error"
     assert "nccl src/misc/socket.cc, v2." in top.explanation
-    assert "peer-unreachable" in top.explanation  # what the catalogue files it under
+    assert [e.line for e in top.evidence] == [1]
+
+
+def test_a_catalogued_line_with_no_cause_of_its_own_stays_unexplained(tmp_path: Path) -> None:
+    log = write(tmp_path, "h1:10:11 [0] NCCL WARN Cuda failure 'invalid device function'\n")
+    (top, *_) = run(log)
+    assert top.id == "unexplained-failure"
+    assert "nccl src/include/checks.h" in top.explanation
 
 
 @pytest.mark.parametrize(

@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from ddpkit.doctor.catalogue import entry
+from ddpkit.doctor.catalogue import CATALOGUE, entry
 from ddpkit.doctor.findings import Evidence, Finding
 from ddpkit.doctor.log.evidence import Bag, merge
 from ddpkit.doctor.log.messages import Message, catalogue
@@ -35,6 +35,8 @@ FAILURE_KINDS = frozenset({
 KEEP = 24  # failure lines remembered per log (the first ones; the decisive ones come early)
 # An exception as a traceback ends: its type first on the line, after any launcher prefix; not
 # an exception's name inside ordinary prose ("no ValueError: seen").
+# Catalogue mappings that name no cause of their own.
+_GENERIC = frozenset({"unexplained-failure", "stopped-while-waiting", "no-failure"})
 _RAISED = re.compile(r"(?:^|[\]>:|]\s?)\s*(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Exit): ")
 
 
@@ -83,7 +85,8 @@ class UnexplainedRule:
                     continue
                 shown.append((event, message))
         if shown:
-            return _unexplained(shown, sum(s.count for s in self.files.values()))
+            count = sum(s.count for s in self.files.values())
+            return _catalogued(shown, count) or _unexplained(shown, count)
         stops = [s.stop for s in self.files.values() if s.stop is not None]
         if stops:
             return _stopped(stops, waited_on)
@@ -102,11 +105,7 @@ def _unexplained(shown: list[tuple[Event, Message | None]], count: int) -> Findi
              f"{first.file}:{first.line}: `{first.text[:160]}`."]
     if known:
         event, message = known[0]
-        filed = ""
-        if message.maps in _IDS and message.maps != "unexplained-failure":
-            filed = (f"; the catalogue files it under `{message.maps}` "
-                     f"({entry(message.maps).title[0].lower()}{entry(message.maps).title[1:]})")
-        parts.append(f"Line {event.line} is printed by {message.where}{filed}.")
+        parts.append(f"Line {event.line} is printed by {message.where}.")
     evidence = Bag(limit=6)
     for event, _ in shown[:3]:
         evidence.add(event)
@@ -114,6 +113,28 @@ def _unexplained(shown: list[tuple[Event, Message | None]], count: int) -> Findi
         evidence.add(event)
     return Finding(e.id, e.severity, e.title, " ".join(parts) + " " + e.explanation, e.fix,
                    merge(evidence.items))
+
+
+def _catalogued(shown: list[tuple[Event, Message | None]], count: int) -> Finding | None:
+    """The finding the message catalogue files the first failure line under, when it names a
+    cause: no rule read the line, but the program that printed it says what kind it is."""
+    for event, message in shown:
+        if (message is None or not message.error or message.maps not in CATALOGUE
+                or message.maps in _GENERIC):
+            continue
+        e = entry(message.maps)
+        others = count - event.repeat
+        text = (f"`{event.text[:200]}` ({event.file}:{event.line}) is {message.where}'s "
+                f"message `{message.template[:160]}`, which ddpkit's message catalogue files "
+                f"under {e.id}; no rule of its own read it"
+                + (f" ({others} more failure line{'s' if others != 1 else ''})" if others > 0
+                   else "") + ". " + e.explanation)
+        evidence = Bag(limit=6)
+        evidence.add(event)
+        for other, _ in shown[:5]:
+            evidence.add(other)
+        return Finding(e.id, "error", e.title, text, e.fix, merge(evidence.items))
+    return None
 
 
 def _stopped(stops: list[Event], waited_on: str) -> Finding:
@@ -126,11 +147,3 @@ def _stopped(stops: list[Event], waited_on: str) -> Finding:
             f"{waited_on}. " + e.explanation)
     return Finding(e.id, e.severity, e.title, text, e.fix, tuple(_quote(s) for s in stops[:6]))
 
-
-def _known_ids() -> frozenset[str]:
-    from ddpkit.doctor.catalogue import CATALOGUE
-
-    return frozenset(CATALOGUE)
-
-
-_IDS = _known_ids()
