@@ -53,14 +53,17 @@ class Catalogue:
     index: dict[str, tuple[int, ...]]  # word -> messages filed under it
 
     def match(self, line: str) -> Message | None:
-        """The catalogued message ``line`` prints: of the templates that match, the one of the
-        highest level (NCCL prints some texts both as INFO and as WARN), then the longest."""
+        """The catalogued message ``line`` prints: of the templates that match, one of the
+        level the line shows (NCCL prints some texts both as INFO and as WARN), else the
+        highest level; then the longest."""
         best: Message | None = None
-        best_key = (-1, -1)
+        best_key = (-1, -1, -1)
+        shown = "info" if " INFO " in line else "error" if "WARN" in line else ""
         for word in set(_WORD.findall(line)):
             for number in self.index.get(word, ()):
                 message = self.messages[number]
-                key = (_LEVELS.get(message.level, 0), len(message.template))
+                key = (message.level == shown, _LEVELS.get(message.level, 0),
+                       len(message.template))
                 if key > best_key and message.regex.search(line):
                     best, best_key = message, key
         return best
