@@ -42,6 +42,7 @@ C_MACROS: dict[str, tuple[str, int, str]] = {
     "C10D_ERROR": ("error", 0, "fmt"),
     "C10D_WARNING": ("warning", 0, "fmt"),
     "C10D_INFO": ("info", 0, "fmt"),
+    "recordError": ("warning", 0, "fmt"),  # c10d socket.cpp: logged as a warning, then raised
     "C10D_NCCL_CHECK": ("error", 1, "concat"),
     "GLOO_ENFORCE": ("error", 1, "concat"),
     "GLOO_ENFORCE_EQ": ("error", 2, "concat"),

@@ -136,3 +136,17 @@ def test_a_scheduler_cancel_after_silence_is_a_wait(tmp_path: Path) -> None:
     (top, *_) = run(log)
     assert top.id == "stopped-while-waiting"
     assert "CANCELLED" in top.explanation
+
+
+def test_warnings_before_the_stop_leave_it_a_wait(tmp_path: Path) -> None:
+    # c10d's hostname and IPv6 warnings (torch prints them on healthy nodes too), then torchrun
+    # is told to stop: the node waited, the warnings are no failure
+    log = write(tmp_path, "[W1202 10:46:16.480878728 socket.cpp:207] [c10d] The hostname of the "
+                "client socket cannot be retrieved. err=-3\n"
+                "[W socket.cpp:464] [c10d] The server socket cannot be initialized on [::]:29500 "
+                "(errno: 97 - Address family not supported by protocol). Error ignored\n"
+                "W1204 09:36:50.110000 27170 torch/distributed/elastic/agent/server/api.py:753] "
+                "Received 15 death signal, shutting down workers\n")
+    (top, *_) = run(log)
+    assert top.id == "stopped-while-waiting"
+    assert [e.line for e in top.evidence] == [3]

@@ -72,6 +72,7 @@ def test_extraction_of_c_macros() -> None:
     C10D_WARNING("The server socket on {} has timed out, will retry.", addr);
     GLOO_THROW_IO_EXCEPTION(GLOO_ERROR_MSG("Connection closed by peer ", peer_.str()));
     LOG(ERROR) << "Heartbeat monitor timed out after " << secs << " seconds";
+    recordError("The server could not listen on port={}, family={}", port_, family);
     '''
     found = {(f.template, f.level) for f in extract(code)}
     assert found == {
@@ -81,6 +82,7 @@ def test_extraction_of_c_macros() -> None:
         ("The server socket on <*> has timed out, will retry.", "warning"),
         ("Connection closed by peer <*>", "error"),
         ("Heartbeat monitor timed out after <*> seconds", "error"),
+        ("The server could not listen on port=<*>, family=<*>", "warning"),
     }
 
 

@@ -35,6 +35,10 @@ FAILURE_KINDS = frozenset({
 KEEP = 24  # failure lines remembered per log (the first ones; the decisive ones come early)
 # An exception as a traceback ends: its type first on the line, after any launcher prefix; not
 # an exception's name inside ordinary prose ("no ValueError: seen").
+# A line printed at warning level (c10's "[W socket.cpp:464]", glog's "W1204 10:00:00.1",
+# Python's "WARNING:" and "UserWarning"): an errno or an error word in it is no failure.
+_WARNING_LINE = re.compile(r"^\s*(?:\[[\w:.,-]+\]:?\s?)*\[?W(?:\d{4} \d\d:\d\d:\d\d\.\d+"
+                           r"| [\w./-]+:\d+\])|^\s*WARNING[:\s]|\bUserWarning\b")
 # Catalogue mappings that name no cause of their own.
 _GENERIC = frozenset({"unexplained-failure", "stopped-while-waiting", "no-failure"})
 _RAISED = re.compile(r"(?:^|[\]>:|]\s?)\s*(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Exit): ")
@@ -58,6 +62,8 @@ class UnexplainedRule:
         if kind != "death-signal" and kind not in FAILURE_KINDS:
             return
         if kind == "exception" and not _RAISED.search(event.text):
+            return
+        if kind in ("failure-line", "exception") and _WARNING_LINE.search(event.text):
             return
         state = self.files.get(event.file)
         if state is None:
