@@ -79,6 +79,8 @@ RULES: tuple[Rule, ...] = (
     (r"rendezvous|launcher|run\.py|launch\.py",
      r"endpoint|port|format|hostname|rdzv|rendezvous|backend|MASTER_|\bnnodes\b|nproc|run id"
      r"|--[a-z]", "rendezvous-config", "launcher or rendezvous settings"),
+    (None, r"(?:Read|Write) timeout", "collective-timeout",
+     "Gloo waited past its timeout for a peer's data: the peer is stuck or gone"),
     (None, r"Watchdog|Timeout at NCCL|collective operation timeout|Timed out waiting <\*> ?ms"
      r"|monitoredBarrier|heartbeat|desync|may be hanging|collective mismatch"
      r"|Work(?:NCCL)?\b.*tim", "collective-timeout",
