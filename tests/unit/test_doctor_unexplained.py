@@ -32,7 +32,7 @@ def test_master_killed_while_waiting_is_stopped_while_waiting() -> None:
     top = findings[0]
     assert top.id == "stopped-while-waiting" and top.severity == "error"
     assert "no-failure" not in {f.id for f in findings}
-    assert "signal 15" in top.explanation and "waiting in the rendezvous" in top.explanation
+    assert "signal 15" in top.explanation and "waited in the rendezvous" in top.explanation
     assert "other nodes' logs" in top.fix and "--debug" in top.fix
     # the decisive line is the death signal (line 2); torchrun's own traceback after it is its
     # consequence, not a failure of its own
@@ -150,3 +150,13 @@ def test_warnings_before_the_stop_leave_it_a_wait(tmp_path: Path) -> None:
     (top, *_) = run(log)
     assert top.id == "stopped-while-waiting"
     assert [e.line for e in top.evidence] == [3]
+
+
+def test_the_hung_node_of_a_sim_run_waited_and_both_logs_name_the_cause() -> None:
+    # 2-node sim capture (tests/integration/test_doctor_sim_capture.py): node 1 is refused and
+    # gives up, node 0 hangs until it is stopped
+    node0 = CAPTURED / "sim_gloo_wrong_interface_node0.log"
+    assert run(node0)[0].id == "stopped-while-waiting"
+    both = run(node0, CAPTURED / "sim_gloo_wrong_interface_node1.log")
+    assert both[0].id == "wrong-interface"
+    assert "stopped-while-waiting" not in {f.id for f in both}

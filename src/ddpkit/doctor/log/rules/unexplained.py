@@ -148,8 +148,7 @@ def _stopped(stops: list[Event], waited_on: str) -> Finding:
     stop = stops[0]
     signal = stop.get("signal") or stop.get("detail")
     how = f"signal {signal}" if signal.isdigit() else signal
-    text = (f"The launcher was stopped ({how}, {stop.file}:{stop.line}) and nothing in this "
-            f"log failed before it. It was waiting in "
+    text = (f"The launcher was stopped ({how}, {stop.file}:{stop.line}) while it waited in "
             f"{waited_on}. " + e.explanation)
     return Finding(e.id, e.severity, e.title, text, e.fix, tuple(_quote(s) for s in stops[:6]))
 
