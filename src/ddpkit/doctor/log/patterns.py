@@ -73,7 +73,7 @@ ANCHORS: tuple[bytes, ...] = (
     # ... CANCELLED" carry "rror", the shell's "Segmentation fault (core dumped)" its "core
     # dumped"; each anchor costs a pass over the log, so there are few)
     b"ERROR", b"core dumped", b"terminate called",
-    b"exit code", b"exit status", b"death signal", b"WARN ",
+    b"exit code", b"exit status", b"death signal",
 )
 
 # Lines after which the next N lines are examined whatever they contain.
@@ -282,8 +282,6 @@ PATTERNS: tuple[LinePattern, ...] = (
     _fb("failure-line", ("rror",),
        r"(?P<detail>(?:Check failed:|\bunhandled \w+ error\b|(?:^|[\]:] ?)error: )[^\n]*)",
        skip_if=("NCCL INFO",)),
-    # NCCL before 2.4 (and some builds) print "include/socket.h:344 WARN ..." without "NCCL"
-    _fb("failure-line", (" WARN ",), r"(?P<detail>\.(?:cc|cu|h|cpp):\d+ WARN [^\n]*)"),
     _fb("failure-line", ("ERROR",), r"(?P<detail>(?:^|[\s\]:])ERROR[:\]\s][^\n]*)"),
     _fb("failure-line", ("core dumped", "terminate called", "Fatal Python error"),
        r"(?P<detail>(?:Segmentation fault|core dumped|terminate called after throwing|"
