@@ -5,6 +5,12 @@ the cause the log's thread confirmed. Prints the accuracy on the dev split (rule
 it) and on the eval split (set aside before any rule change, never tuned on), the confusion list of
 misses (expected -> got), and the false alarms: no-failure logs that got an error or warning.
 
+Issue 24's figures, printed too: the share of logs whose own lines show the confirmed cause and
+the accuracy on those (``cause_in_log``, recorded from batch 7 on), and how many logs of a failed
+run got ``no-failure`` (every log whose cause is not no-failure; and those marked
+``visibly_failed``: an error line, traceback, errno, non-zero exit, signal, watchdog or retry loop
+in the log itself).
+
     python benchmarks/doctor_corpus.py [--quick] [--split dev|eval|all] [--verbose]
 
 The corpus is small, so --quick changes nothing but is accepted like the other benchmarks'.
@@ -44,7 +50,10 @@ def main() -> int:
     by_batch: dict[int, list[int]] = {}
     misses: list[str] = []
     false_alarms: list[str] = []
-    silent: list[str] = []
+    shown: dict[str, list[int]] = {"dev": [0, 0], "eval": [0, 0]}
+    recorded = 0
+    silent_on_failure: list[str] = []
+    visibly_failed = [0, 0]
     for entry in corpus["logs"]:
         split = entry["split"]
         if args.split != "all" and split != args.split:
@@ -69,8 +78,16 @@ def main() -> int:
             misses.append(line)
         if expected == "no-failure" and severity != "info":
             false_alarms.append(line)
+        if "cause_in_log" in entry:
+            recorded += 1
+            if entry["cause_in_log"]:
+                shown[split][0] += hit
+                shown[split][1] += 1
         if expected != "no-failure" and got == "no-failure":
-            silent.append(line)  # a failed run (or a hang) answered "no failure" (issue 24)
+            silent_on_failure.append(line)
+        if entry.get("visibly_failed"):
+            visibly_failed[0] += got == "no-failure"
+            visibly_failed[1] += 1
     elapsed = time.perf_counter() - started
     for split, (hits, count) in totals.items():
         if count:
@@ -85,7 +102,14 @@ def main() -> int:
     print(f"false alarms on no-failure logs: {len(false_alarms)}")
     for line in false_alarms:
         print("  " + line)
-    print(f"failed or hung logs answered no-failure: {len(silent)}")
+    shown_total = shown["dev"][1] + shown["eval"][1]
+    print(f"logs whose lines show the cause: {shown_total}/{recorded} of those with cause_in_log; "
+          "top finding right on them: " + ", ".join(
+              f"{split} {hits}/{count}" for split, (hits, count) in shown.items() if count))
+    print(f"no-failure on a failed run's log: {len(silent_on_failure)}"
+          f" (on visibly failed logs: {visibly_failed[0]}/{visibly_failed[1]})")
+    for line in silent_on_failure:
+        print("  " + line)
     print(f"({elapsed:.2f} s)")
     return 0
 

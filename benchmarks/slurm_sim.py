@@ -39,7 +39,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from ddpkit.cli.launch_options import sigterm_as_interrupt
+from ddpkit.cli.node.launch_options import sigterm_as_interrupt
 from ddpkit.errors import DdpkitError
 from ddpkit.sim import SimCluster, SimSpec, down, node_argv, up
 from ddpkit.sim.topology import hosts_dir

@@ -12,8 +12,8 @@ from dataclasses import dataclass
 
 import pytest
 
-from ddpkit.cli.console import Console
 from ddpkit.cli.main import main
+from ddpkit.cli.output.console import Console
 
 IS_ROOT = hasattr(os, "geteuid") and os.geteuid() == 0
 

@@ -27,7 +27,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from ddpkit.bench.setting import COMPRESSIONS, POWERSGD
+from ddpkit.bench.setting import COMPRESSIONS, POWERSGD, HookName
 from ddpkit.errors import ConfigError, EnvironmentProblem
 
 HOOK_NAMES: tuple[str, ...] = (*COMPRESSIONS, POWERSGD)
@@ -38,7 +38,7 @@ _SPEC_HINT = "use one of: none, bf16, fp16, powersgd:R or powersgd:R:warmup=N (e
 
 @dataclass(frozen=True)
 class CommHookSpec:
-    name: str  # none | bf16 | fp16 | powersgd
+    name: HookName
     rank: int | None = None
     warmup: int | None = None
 
@@ -69,7 +69,7 @@ def parse_comm_hook_spec(spec: str) -> CommHookSpec:
     if match is None:
         raise ConfigError("unknown-comm-hook", f"unknown communication hook {spec!r}", _SPEC_HINT)
     if not text.startswith("powersgd"):
-        return CommHookSpec(text)
+        return CommHookSpec(next(c for c in COMPRESSIONS if c == text))  # _SPEC matched one
     rank = int(match.group(2))
     warmup = TORCH_POWERSGD_WARMUP if match.group(3) is None else int(match.group(3))
     if rank < 1:

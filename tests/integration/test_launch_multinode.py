@@ -122,10 +122,11 @@ def test_ddpkit_test_with_differently_named_private_nics(tmp_path: Path) -> None
 def test_unreachable_master_fails_within_the_connect_timeout(tmp_path: Path) -> None:
     with simulated(2) as cluster:
         nobody = cluster.nodes[0].private_address.rsplit(".", 1)[0] + ".99"
+        (tmp_path / "x.py").write_text("print('never runs')\n")  # the entry is checked first
         started = time.monotonic()
         run = start(cluster, 1, ddpkit("launch", "--nnodes", "2", "--node-rank", "1", "--master-addr",
                                        nobody, "--connect-timeout", "4", "--run-dir",
-                                       str(tmp_path / "r"), "x.py"))
+                                       str(tmp_path / "r"), str(tmp_path / "x.py")))
         assert wait_all([run], timeout=60)
         elapsed = time.monotonic() - started
     assert run.code == ExitCode.NETWORK
@@ -145,9 +146,10 @@ def test_busy_master_port_is_refused_before_any_worker_starts(tmp_path: Path) ->
         """)])
         assert holder.proc.stdout is not None and holder.proc.stdout.readline().strip() == "ready"
         master = cluster.nodes[0].private_address
+        (tmp_path / "x.py").write_text("print('never runs')\n")  # the entry is checked first
         run = start(cluster, 0, ddpkit("launch", "--nnodes", "2", "--node-rank", "0", "--master-addr",
                                        master, "--master-port", str(port), "--run-dir",
-                                       str(tmp_path / "r"), "x.py"))
+                                       str(tmp_path / "r"), str(tmp_path / "x.py")))
         assert wait_all([run], timeout=60)
         holder.proc.kill()
         wait_all([holder], timeout=10)

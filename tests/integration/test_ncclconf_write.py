@@ -267,7 +267,7 @@ def test_nccl_conf_does_not_import_torch(tmp_path: Path) -> None:
     target.write_text("NCCL_DEBUG=WARN\n")
     probe = textwrap.dedent(f"""
         import io, sys
-        from ddpkit.cli.console import Console
+        from ddpkit.cli.output.console import Console
         from ddpkit.cli.main import main
         out = io.StringIO()
         assert main(["nccl-conf", "show", "--json"], Console(out=out, err=io.StringIO())) == 0

@@ -19,8 +19,8 @@ from ddpkit.bench.run import (
     pg_timeout,
     plan_jobs,
 )
+from ddpkit.cli.command_table import build_parser
 from ddpkit.cli.commands.bench import options_from_args
-from ddpkit.cli.main import build_parser
 from ddpkit.errors import DdpkitError, UsageError
 from ddpkit.launch.config import LaunchConfig
 
@@ -243,9 +243,9 @@ def test_bench_flags_travel_to_every_node_unchanged() -> None:
     """Every option of `ddpkit bench` either travels in the job's flags, is a launch/cluster
     option the job carries itself, or is node 0's own output: read back, the flags give the same
     bench (the drift test for bench over --hosts and join tokens)."""
-    from ddpkit.cli import bench_job
+    from ddpkit.cli.command_table import build_parser
     from ddpkit.cli.commands.bench import options_from_args
-    from ddpkit.cli.main import build_parser
+    from ddpkit.cli.job import bench_job
 
     parser, _ = build_parser("bench")
     given = parser.parse_args(["--quick", "-b", "4K", "-e", "1M", "-f", "4", "-n", "3", "--ops",

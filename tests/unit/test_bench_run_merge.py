@@ -7,7 +7,6 @@ from typing import Any
 
 import pytest
 
-from ddpkit.bench.bench_results import parse_bench
 from ddpkit.bench.merge import (
     ClusterInfo,
     JobOutcome,
@@ -16,6 +15,7 @@ from ddpkit.bench.merge import (
     scaling_row,
     wire_rate,
 )
+from ddpkit.bench.planning.bench_results import parse_bench
 from ddpkit.bench.run import BenchOptions, plan_jobs
 from ddpkit.report import document
 

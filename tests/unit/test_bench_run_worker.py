@@ -13,7 +13,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from ddpkit.bench.model import parse_setting as plan_setting
+from ddpkit.bench.planning.model import parse_setting as plan_setting
 from ddpkit.workers.scaling import hook_label, mlp_shape, parse_setting
 
 

@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from ddpkit.cli.main import COMMANDS, build_parser
+from ddpkit.cli.command_table import COMMANDS, build_parser
 from ddpkit.errors import ExitCode
 
 

@@ -189,6 +189,7 @@ def test_a_supervised_node_stops_when_its_stdin_closes(tmp_path: Path) -> None:
 @pytest.mark.slow
 @pytest.mark.timeout(90)
 def test_a_supervised_worker_waiting_for_its_master_stops_too(tmp_path: Path, tcp_port: int) -> None:
+    (tmp_path / "x.py").write_text("print('never runs')\n")  # the entry is checked first
     proc = _start(["launch", "--supervised", "--nnodes", "2", "--node-rank", "1", "--master-addr",
                    "127.0.0.1", "--master-port", str(tcp_port), "--connect-timeout", "60",
                    "--run-dir", str(tmp_path / "run"), "x.py"], tmp_path)

@@ -4,7 +4,7 @@ import subprocess
 import sys
 
 from ddpkit import __version__
-from ddpkit.cli.main import COMMANDS
+from ddpkit.cli.command_table import COMMANDS
 from ddpkit.errors import ExitCode
 
 

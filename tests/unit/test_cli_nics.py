@@ -16,7 +16,8 @@ import pytest
 import ddpkit.cli.commands.nics as nics_command
 from ddpkit.errors import ExitCode
 from ddpkit.net.interfaces import nics_from_facts
-from ddpkit.net.route import IpCommandError, route_to
+from ddpkit.net.iproute import IpCommandError
+from ddpkit.net.route import route_to
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "net"
 
@@ -126,7 +127,7 @@ def test_bad_to_is_a_config_error(run_cli, spec: str, error_id: str) -> None:  #
 def test_nics_does_not_import_torch_or_rich() -> None:
     code = (
         "import sys, io\n"
-        "from ddpkit.cli.console import Console\n"
+        "from ddpkit.cli.output.console import Console\n"
         "from ddpkit.cli.main import main\n"
         "rc = main(['nics', '--json'], Console(out=io.StringIO(), err=io.StringIO(), color=False))\n"
         "bad = sorted(m for m in sys.modules if m.split('.')[0] in ('torch', 'rich', 'numpy'))\n"

@@ -46,9 +46,21 @@ def test_corpus_entries_are_complete_and_consistent() -> None:
         assert entry["split"] in ("dev", "eval"), entry["file"]
         assert entry["url"].startswith("https://github.com/"), entry["file"]
         assert entry["confirmed"], entry["file"]
-        assert entry.get("batch", 1) in (1, 2, 3, 4, 5, 6), entry["file"]
+        assert entry.get("batch", 1) in (1, 2, 3, 4, 5, 6, 7, 8), entry["file"]
         assert set(entry["categories"]) <= {"hang", "pre-2.8", "torch-only",
                                             "multi-node-difference", "no-failure"}
+
+
+def test_issue24_fields_are_recorded_from_batch_7_on() -> None:
+    """From batch 7 on: whether the log's lines show the cause, and whether it visibly failed."""
+    for entry in LOGS:
+        if entry.get("batch", 1) < 7:
+            continue
+        assert isinstance(entry["cause_in_log"], bool), entry["file"]
+        assert entry["cause_in_log_reason"], entry["file"]
+        assert isinstance(entry["visibly_failed"], bool), entry["file"]
+        assert not (entry["visibly_failed"] and entry["cause"] == "no-failure"), entry["file"]
+        assert isinstance(entry.get("cause_fit", ""), str), entry["file"]
 
 
 def test_eval_split_is_the_seeded_third() -> None:

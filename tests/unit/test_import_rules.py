@@ -1,5 +1,6 @@
-"""The layering rules of DEVELOPERS.md, checked on the source: the library never reaches into the
-CLI or terminal libraries, and the programs that run inside ranks stay light."""
+"""House rules checked on the source: the library never reaches into the CLI or terminal
+libraries, and the programs that run inside ranks stay light. The layers themselves are in
+docs/architecture.md, and import-linter checks them (tests/unit/test_import_contract.py)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ SRC = Path(__file__).resolve().parents[2] / "src" / "ddpkit"
 # What a worker may import from ddpkit itself: modules that need only the stdlib (and torch).
 WORKER_DDPKIT_ALLOWED = ("ddpkit.atomic_file", "ddpkit.bench.formulas", "ddpkit.bench.setting",
                          "ddpkit.bench.tcp",
-                         "ddpkit.ddp", "ddpkit.workers", "ddpkit.errors")
+                         "ddpkit.ddp", "ddpkit.workers", "ddpkit.errors", "ddpkit.file_safety")
 
 
 def _imports(path: Path) -> list[str]:
@@ -144,9 +145,9 @@ def test_net_has_no_import_circle() -> None:
 
 
 def test_the_setting_grammar_has_one_home() -> None:
-    """bench/model.py, workers/scaling.py and ddp.py read settings through ddpkit.bench.setting;
+    """bench/planning/model.py, workers/scaling.py and ddp.py read settings through ddpkit.bench.setting;
     none of them spells the names of the hooks itself."""
-    for relative in ("bench/model.py", "workers/scaling.py", "ddp.py"):
+    for relative in ("bench/planning/model.py", "workers/scaling.py", "ddp.py"):
         text = (SRC / relative).read_text()
         assert "ddpkit.bench.setting" in text or "from ddpkit.bench import setting" in text, relative
         assert '"bf16", "fp16"' not in text and "none|bf16|fp16" not in text, relative

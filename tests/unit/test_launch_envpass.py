@@ -61,10 +61,12 @@ def test_env_file_then_overrides_win() -> None:
 
 def test_env_file_syntax() -> None:
     text = ("# comment\n\nexport A=1\nB = 'two words'\nC=\"x=y\"\nD=\nE=it's\n")
-    assert parse_env_file(text, "f") == {"A": "1", "B": "two words", "C": "x=y", "D": "", "E": "it's"}
+    assert parse_env_file(text, "f").values == {"A": "1", "B": "two words", "C": "x=y", "D": "",
+                                                "E": "it's"}
 
 
-@pytest.mark.parametrize("line", ["JUST_A_NAME", "1A=b", "A-B=c", "=v", "export"])
+@pytest.mark.parametrize("line", ["JUST_A_NAME", "1A=b", "A-B=c", "=v", "export", "*", "HF_*=1",
+                                  "1HF_*", "HF-*"])
 def test_a_bad_env_file_line_is_named(line: str) -> None:
     with pytest.raises(ConfigError) as caught:
         parse_env_file(f"A=1\n{line}\n", ".ddpkit_env")
@@ -78,12 +80,13 @@ def test_load_env_file(tmp_path: Path) -> None:
         load_env_file(tmp_path / "given", required=True)
     assert caught.value.error_id == "env-file-not-found"
     (tmp_path / ".ddpkit_env").write_text("X=1\n")
-    assert load_env_file(tmp_path / ".ddpkit_env", required=False) == {"X": "1"}
+    loaded = load_env_file(tmp_path / ".ddpkit_env", required=False)
+    assert loaded is not None and loaded.values == {"X": "1"}
 
 
 @pytest.mark.parametrize("item", ["A B=1", "1X=1", "X-Y=1", "=1", "NOEQUALS", "Ü=1"])
 def test_env_flag_names_are_validated(item: str) -> None:
-    from ddpkit.cli.launch_options import env_overrides
+    from ddpkit.cli.node.launch_options import env_overrides
     from ddpkit.errors import UsageError
 
     with pytest.raises(UsageError) as info:
@@ -92,7 +95,7 @@ def test_env_flag_names_are_validated(item: str) -> None:
 
 
 def test_env_flag_values_pass_as_written() -> None:
-    from ddpkit.cli.launch_options import env_overrides
+    from ddpkit.cli.node.launch_options import env_overrides
 
     assert env_overrides(["OMP_NUM_THREADS=4", "_X=a=b c", "EMPTY="]) == [
         ("OMP_NUM_THREADS", "4"), ("_X", "a=b c"), ("EMPTY", "")]
@@ -127,3 +130,68 @@ def test_the_env_line_round_trips_and_bad_ones_are_clear_errors() -> None:
         with pytest.raises(ConfigError) as caught:
             _wire(bad)
         assert caught.value.error_id == "bad-env-wire"
+
+
+def test_a_prefix_line_forwards_a_family_from_this_shell() -> None:
+    from ddpkit.launch.envpass import EnvFile
+
+    loaded = parse_env_file("# frameworks\nACCELERATE_*\nexport WANDB_*\nX=1\nACCELERATE_*\n", "f")
+    assert loaded == EnvFile({"X": "1"}, ("ACCELERATE_", "WANDB_"))
+    shell = {"ACCELERATE_USE_CPU": "true", "ACCELERATE_MIXED_PRECISION": "no",
+             "WANDB_MODE": "offline", "HF_HOME": "/cache", "PATH": "/usr/bin", "ACCELERATE": "x"}
+    passed = passed_env(shell, file_values={"WANDB_MODE": "disabled"}, file_path="/j/.ddpkit_env",
+                        file_prefixes=loaded.prefixes)
+    assert passed.values == {"ACCELERATE_USE_CPU": "true", "ACCELERATE_MIXED_PRECISION": "no",
+                             "WANDB_MODE": "disabled"}  # the file's own value wins
+    assert passed.sources["ACCELERATE_USE_CPU"] == "environment, ACCELERATE_* in /j/.ddpkit_env"
+
+
+def test_what_frameworks_read_and_will_not_travel_is_named_in_one_warning() -> None:
+    from ddpkit.launch.envpass import untravelled, untravelled_warning
+
+    shell = {"ACCELERATE_USE_CPU": "true", "HF_TOKEN": "hf_secret", "WANDB_PROJECT": "p",
+             "TRANSFORMERS_CACHE": "/c", "LOCAL_RANK": "0", "NODE_RANK": "0", "PATH": "/usr/bin",
+             "NCCL_DEBUG": "INFO", "MLFLOW_TRACKING_URI": "http://127.0.0.1:5000",
+             "DEEPSPEED_X": "1"}
+    passed = passed_env(shell, overrides=[("DEEPSPEED_X", "1")])
+    found = untravelled(shell, passed)
+    assert found.framework == ("ACCELERATE_USE_CPU", "HF_TOKEN", "MLFLOW_TRACKING_URI",
+                               "TRANSFORMERS_CACHE", "WANDB_PROJECT")
+    assert found.launch == ("LOCAL_RANK", "NODE_RANK")
+    warning = untravelled_warning(found)
+    assert warning is not None
+    assert "ACCELERATE_USE_CPU, HF_TOKEN, MLFLOW_TRACKING_URI" in warning
+    assert "hf_secret" not in warning and "NCCL_DEBUG" not in warning and "PATH" not in warning
+    assert "--env NAME=VALUE" in warning and ".ddpkit_env" in warning
+    assert "`ACCELERATE_*` or `HF_*`" in warning
+    assert "LOCAL_RANK, NODE_RANK set here: launch variables are never sent" in warning
+    # once sent (a family line, a value), nothing is left to say
+    sent = passed_env(shell, file_prefixes=FAMILIES, file_values={"TRANSFORMERS_CACHE": "/c"})
+    assert untravelled_warning(untravelled({k: v for k, v in shell.items()
+                                            if not k.endswith("_RANK")}, sent)) is None
+
+
+FAMILIES = ("ACCELERATE_", "HF_", "WANDB_", "MLFLOW_", "DEEPSPEED_")
+
+
+def test_a_long_list_is_cut_and_counted() -> None:
+    from ddpkit.launch.envpass import untravelled, untravelled_warning
+
+    shell = {f"HF_V{i:02d}": "1" for i in range(11)}
+    warning = untravelled_warning(untravelled(shell, passed_env(shell)))
+    assert warning is not None and "HF_V07 and 3 more" in warning and "HF_V08" not in warning
+
+
+@pytest.mark.parametrize("mode", [("--hosts", "10.0.0.2,10.0.0.3"), ("--nnodes", "2", "--ifname", "lo")])
+def test_ssh_and_token_jobs_warn_before_they_start(run_cli, tmp_path: Path, monkeypatch,  # type: ignore[no-untyped-def]
+                                                   mode: tuple[str, ...]) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "train.py").write_text("print(1)\n")
+    (tmp_path / ".ddpkit_env").write_text("WANDB_*\n")
+    monkeypatch.setenv("ACCELERATE_USE_CPU", "true")
+    monkeypatch.setenv("WANDB_MODE", "offline")
+    result = run_cli("launch", *mode, "--dry-run", "train.py")
+    assert result.code == 0, result.err
+    warnings = [line for line in result.err.splitlines() if "not sent to the other nodes" in line]
+    assert len(warnings) == 1 and "ACCELERATE_USE_CPU" in warnings[0]
+    assert "WANDB_MODE" not in warnings[0]  # forwarded by the family line

@@ -11,9 +11,8 @@ from typing import Any
 
 import pytest
 
-from ddpkit.cli.launch_options import config_from_args
-from ddpkit.cli.main import build_parser
-from ddpkit.cli.torch_options import resolve
+from ddpkit.cli.command_table import build_parser
+from ddpkit.cli.node.launch_options import config_from_args
 from ddpkit.errors import ConfigError
 from ddpkit.launch.config import LaunchConfig
 from ddpkit.launch.job import Deadlines, JobSpec, node_argv
@@ -31,9 +30,9 @@ def parsed(argv: list[str]) -> LaunchConfig:
     parser, _ = build_parser(argv[0])
     args = parser.parse_args(argv[1:])
     if argv[0] == "launch":
-        args.torch_options = resolve(args)
-        return config_from_args(args, entry=args.script, entry_args=args.script_args,
-                                is_module=args.module)
+        from ddpkit.cli.commands.launch import node_config
+
+        return node_config(args)[0]
     return config_from_args(args, entry="ddpkit.workers.ddp_test", entry_args=[], is_module=True)
 
 
@@ -120,7 +119,7 @@ def test_the_printed_peer_command_carries_the_whole_job() -> None:
 
 
 def test_the_ssh_fan_out_carries_the_whole_job() -> None:
-    from ddpkit.cli.hosts_mode import whole_job
+    from ddpkit.cli.job.job_command import job_request, whole_job
     from ddpkit.launch.envpass import PassedEnv
     from ddpkit.launch.ssh.fanout import plan_nodes
     from ddpkit.launch.ssh.hostfile import Host
@@ -131,7 +130,7 @@ def test_the_ssh_fan_out_carries_the_whole_job() -> None:
                               "--master-port", "29611", "--connect-timeout", "12.5",
                               "--rdzv-timeout", "77", "--max-restarts", "2", "--job-timeout",
                               "3600", "--debug", "--ifname", "eth1", "train.py", "--lr", "0.1"])
-    job = whole_job(args, "launch", 2, ["train.py", "--lr", "0.1"])
+    job = whole_job(job_request(args), "launch", 2, ["train.py", "--lr", "0.1"])
     nodes = plan_nodes((Host(name="10.0.0.2"), Host(name="10.0.0.3", slots=8)), [True, False],
                        job=job, master_addr="10.0.0.2", python="python", cwd="/w",
                        passed=PassedEnv(values={}, overrides=()), base_env={},
@@ -152,8 +151,7 @@ def test_the_join_token_carries_the_whole_job() -> None:
     import argparse
     import json
 
-    from ddpkit.cli.commands.join import node_args
-    from ddpkit.cli.join_mode import node_config
+    from ddpkit.cli.commands.join import job_command, node_args
     from ddpkit.launch.join.sides import JoinJob
 
     job = dataclasses.replace(FULL, ifname=None, nnodes=2)
@@ -162,7 +160,7 @@ def test_the_join_token_carries_the_whole_job() -> None:
     received = JoinJob.from_dict(json.loads(json.dumps(sent.to_dict())))
     assert received == sent
     own = argparse.Namespace(ifname="eth7", run_dir="/runs/n1", show_output=False)
-    config, _ = node_config("launch", node_args(received, 1, own))
+    config, _ = job_command("launch").node_config(node_args(received, 1, own))
     master = parsed(node_argv(job, 0, "10.0.0.2"))
     per_node = {"node_rank", "notes", "cluster_sources", "ifname", "run_dir"}
     differing = {f.name for f in dataclasses.fields(LaunchConfig)

@@ -35,6 +35,7 @@ class Recorder:
         self.progress: list[str] = []
         self.warnings: list[str] = []
         self.tokens: list[tuple[JoinToken, int]] = []
+        self.token_files: list[Path | None] = []
         self.joins: list[tuple[JoinedNode, int, int]] = []
         self.token_given = threading.Event()
 
@@ -44,8 +45,9 @@ class Recorder:
     def warning(self, message: str) -> None:
         self.warnings.append(message)
 
-    def token_ready(self, token: JoinToken, others: int) -> None:
+    def token_ready(self, token: JoinToken, others: int, token_file: Path | None = None) -> None:
         self.tokens.append((token, others))
+        self.token_files.append(token_file)
         self.token_given.set()
 
     def joined(self, node: JoinedNode, count: int, expected: int) -> None:
@@ -210,6 +212,27 @@ def test_a_node_that_never_joins_is_named_after_the_token_file_is_written(
     assert "missing node rank(s) 1" in raised.value.message
     assert token_file.read_text() == f"{events.tokens[0][0]}\n"
     assert stat.S_IMODE(os.stat(token_file).st_mode) == 0o600
+    assert events.token_files == [token_file]  # written before the front end is told
+
+
+def test_with_a_token_file_the_printed_line_holds_no_secret(tmp_path: Path) -> None:
+    import io
+
+    from ddpkit.cli.job.job_events import JobConsoleEvents
+    from ddpkit.cli.output.console import Console
+    from ddpkit.launch.join.tokens import new_token
+
+    token = new_token("10.0.0.2", 29400)
+    shown = {}
+    for name, file in (("plain", None), ("file", tmp_path / "token")):
+        err = io.StringIO()
+        JobConsoleEvents(Console(out=io.StringIO(), err=err, color=False)).token_ready(
+            token, 1, file)
+        shown[name] = err.getvalue()
+    assert f"ddpkit join {token}" in shown["plain"]  # no file: the line is the only way
+    assert token.secret not in shown["file"] and token.run_id not in shown["file"]
+    assert f"ddpkit join --token-file {tmp_path / 'token'}" in shown["file"]
+    assert "10.0.0.2:29400" in shown["file"]
 
 
 def test_the_stored_job_leaves_the_interface_to_each_node_and_carries_the_env() -> None:
@@ -221,3 +244,20 @@ def test_the_stored_job_leaves_the_interface_to_each_node_and_carries_the_env() 
     assert (spec.master_addr, spec.env, spec.cwd) == ("127.0.0.1", {"NCCL_DEBUG": "INFO"}, "/w")
     shown = join_driver.shown_job(spec)
     assert shown["node1_argv"][:2] == ["ddpkit", "test"] and "--env" not in shown["node1_argv"]
+
+
+@pytest.mark.timeout(60)
+def test_the_master_says_every_few_seconds_whom_it_still_waits_for(
+        tcp_port: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(join_driver, "WAIT_LINE_EVERY_S", 0.5)  # 10 s in real use
+    events = Recorder()
+
+    def own_part(should_stop: Callable[[], str | None]) -> tuple[int, NodeOutcome]:
+        raise AssertionError("node 0's share ran although a node never joined")
+
+    with pytest.raises(DdpkitError):
+        join_driver.run(_job(tcp_port, join_timeout=1.6), events, own_part)
+    lines = [p for p in events.progress if p.startswith("still waiting")]
+    assert 2 <= len(lines) <= 4, events.progress
+    assert lines[0].startswith("still waiting for 1 node to join (node rank 1): ")
+    assert lines[0].endswith("s of --join-timeout 1.6 s")

@@ -7,8 +7,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ddpkit.cli.commands.join import node_args
-from ddpkit.cli.join_mode import node_config
+from ddpkit.cli.commands.join import job_command, node_args
 from ddpkit.launch.join.sides import JoinJob
 
 GUIDE = "import argparse\np = argparse.ArgumentParser()\np.add_argument('--local_rank', type=int)\n"
@@ -73,6 +72,6 @@ def test_join_job_carries_the_mode_and_the_worker_decides_from_its_copy(run_cli,
     spec = JoinJob.from_dict({**doc, "master_addr": doc["address"]})
     assert "--start-method=fork" in spec.job.entry  # torch's flags travel with the job
     args = argparse.Namespace(ifname=None, connect_timeout=5.0, run_dir=None, show_output=False)
-    config, _ = node_config("launch", node_args(spec, 1, args))
+    config, _ = job_command("launch").node_config(node_args(spec, 1, args))
     assert config.node_rank == 1 and config.local_rank_arg == "auto"  # decided on the node
     assert config.torchrun_options == (("--start-method", "fork"),)

@@ -199,7 +199,7 @@ def test_real_slurm_env_recorded_on_the_sim_gives_the_layout() -> None:
 
 def test_dry_run_with_the_real_slurm_env_names_slurm_as_the_source(
         run_cli: RunCli, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    from ddpkit.cli import launch_options
+    from ddpkit.cli.node import launch_options
 
     asked: list[str] = []
 
@@ -234,7 +234,7 @@ def test_scontrol_runs_only_where_it_has_a_config_to_read(
     import shutil
     import subprocess
 
-    from ddpkit.cli import launch_options
+    from ddpkit.cli.node import launch_options
 
     ran: list[list[str]] = []
 

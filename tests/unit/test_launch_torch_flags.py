@@ -137,7 +137,7 @@ def test_every_torch_launcher_option_is_accepted(run_cli, tmp_path: Path, monkey
 
 
 @pytest.mark.parametrize(("argv", "error_id"), [
-    (["--rdzv-backend=c10d"], "rdzv-backend-conflict"),
+    (["--rdzv-backend=etcd-v2"], "rdzv-backend-conflict"),
     (["--rdzv_backend", "etcd"], "rdzv-backend-conflict"),
     (["--standalone", "--nnodes=2", "--master-addr=127.0.0.1"], "standalone-multi-node"),
     (["--rdzv-endpoint=127.0.0.2:29500", "--master-addr=127.0.0.1"], "rdzv-endpoint-conflict"),

@@ -3,7 +3,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from ddpkit.launch.config import LaunchConfig
-from ddpkit.launch.torchrun.command import describe_exit, parse_failures, torchrun_argv
+from ddpkit.launch.outcomes import describe_exit
+from ddpkit.launch.torchrun.command import parse_failures, torchrun_argv
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "torchrun"
 

@@ -17,13 +17,12 @@ import pytest
 
 from ddpkit.errors import ConfigError, ExitCode, NetworkProblem
 from ddpkit.net.interfaces import Nic, discover, nics_from_facts
+from ddpkit.net.iproute import IpCommandError, run_ip_command
 from ddpkit.net.route import (
-    IpCommandError,
     Route,
     parse_route_get,
     resolve,
     route_to,
-    run_ip_command,
     split_host_port,
     udp_source_address,
 )

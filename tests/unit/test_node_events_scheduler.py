@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import io
 
-from ddpkit.cli.console import Console
-from ddpkit.cli.node_events import ConsoleEvents, scheduler_of
+from ddpkit.cli.node.node_events import ConsoleEvents, scheduler_of
+from ddpkit.cli.output.console import Console
 from ddpkit.launch.config import LaunchConfig
 from ddpkit.launch.node.plan import NodeFacts, plan_node
 from ddpkit.net.interfaces import Address, Nic, NicKind

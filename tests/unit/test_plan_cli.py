@@ -31,7 +31,7 @@ def test_json_document(run_cli) -> None:
     result = run_cli(*SIM, "--json", "--settings", "fp16,accumulate:4")
     assert result.code == 0, result.err
     doc = result.json()
-    assert doc["schema"] == "ddpkit.plan/1"
+    assert doc["schema"] == "ddpkit.plan/2"
     assert doc["inputs"]["inter_node_bytes_per_s"] == 125e6
     assert doc["inputs"]["step_compute_s"] == 0.291
     assert [s["setting"] for s in doc["settings"]] == ["none", "fp16", "accumulate:4"]
@@ -100,7 +100,7 @@ def test_plan_does_not_import_torch() -> None:
     code = (
         "import sys, io\n"
         "from ddpkit.cli.main import main\n"
-        "from ddpkit.cli.console import Console\n"
+        "from ddpkit.cli.output.console import Console\n"
         "rc = main(['plan', '--params', '7B', '--inter-node', '25Gbit', '--json'],"
         " Console(out=io.StringIO(), err=io.StringIO(), color=False))\n"
         "assert rc == 0, rc\n"

@@ -6,7 +6,7 @@ from dataclasses import replace
 
 import pytest
 
-from ddpkit.bench.model import (
+from ddpkit.bench.planning.model import (
     PlanInput,
     Setting,
     allreduce_seconds,

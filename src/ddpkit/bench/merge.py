@@ -21,8 +21,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ddpkit.bench.model import parse_setting
-from ddpkit.bench.plan import cost_of
+from ddpkit.bench.planning.model import parse_setting
+from ddpkit.bench.planning.plan import cost_of
 from ddpkit.bench.run import BenchJob, BenchOptions
 from ddpkit.error_ids import JOB_TIMEOUT
 

@@ -11,10 +11,10 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 from pathlib import PurePath
-from typing import Any
+from typing import Any, Literal
 
 from ddpkit.bench.formulas import sweep_sizes
-from ddpkit.bench.model import parse_setting
+from ddpkit.bench.planning.model import parse_setting
 from ddpkit.errors import UsageError
 from ddpkit.launch.config import LaunchConfig
 
@@ -121,7 +121,7 @@ class BenchJob:
     """One torchrun job of the bench: a worker module, its arguments and its output file."""
 
     name: str  # "net", "tcp", "scaling:<setting>", "socket:<threads>x<socks>", "socket:default"
-    kind: str  # net | tcp | scaling | socket
+    kind: Literal["net", "tcp", "scaling", "socket"]
     title: str  # for progress lines
     module: str
     args: tuple[str, ...]

@@ -8,26 +8,31 @@ hook specs all read these names from here. Standard library only (the workers us
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Literal, NamedTuple
 
-COMPRESSIONS = ("none", "bf16", "fp16")  # hooks without a parameter
-POWERSGD, ACCUMULATE = "powersgd", "accumulate"
+HookName = Literal["none", "bf16", "fp16", "powersgd"]  # how gradients travel
+COMPRESSIONS: tuple[HookName, ...] = ("none", "bf16", "fp16")  # hooks without a parameter
+POWERSGD: HookName = "powersgd"
+ACCUMULATE = "accumulate"
+_BY_NAME: dict[str, HookName] = {name: name for name in (*COMPRESSIONS, POWERSGD)}
 HINT = "settings are none, bf16, fp16, powersgd:R, accumulate:K or e.g. bf16+accumulate:4"
 
 
 class SettingParts(NamedTuple):
-    hook: str  # none | bf16 | fp16 | powersgd
+    hook: HookName
     powersgd_rank: int | None
     accumulate: int
 
 
 def parse_setting(text: str) -> SettingParts:
     """The parts of a setting label; ValueError naming the part that is not one."""
-    hook, rank, accumulate = "none", None, 1
+    hook: HookName = "none"
+    rank: int | None = None
+    accumulate = 1
     for part in text.strip().lower().split("+"):
         name, _, value = part.partition(":")
         if name in COMPRESSIONS and not value:
-            hook = name if name != "none" else hook
+            hook = _BY_NAME[name] if name != "none" else hook
         elif name in (POWERSGD, ACCUMULATE) and value.isdigit() and int(value) >= 1:
             if name == POWERSGD:
                 hook, rank = POWERSGD, int(value)
@@ -38,6 +43,6 @@ def parse_setting(text: str) -> SettingParts:
     return SettingParts(hook, rank, accumulate)
 
 
-def hook_label(hook: str, rank: int | None) -> str:
+def hook_label(hook: HookName, rank: int | None) -> str:
     """The setting label of a hook alone: ``powersgd:R`` or the compression's name."""
     return f"{POWERSGD}:{rank}" if hook == POWERSGD else hook

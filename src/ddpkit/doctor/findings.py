@@ -6,6 +6,7 @@ Findings are data, never exceptions. ``to_dict`` gives the shape of one entry of
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -25,7 +26,7 @@ class Evidence:
     text: str
 
     def to_dict(self) -> dict[str, Any]:
-        return {"file": self.file, "line": self.line, "text": self.text}
+        return dataclasses.asdict(self)
 
 
 @dataclass(frozen=True)

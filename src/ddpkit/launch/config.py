@@ -3,13 +3,22 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Literal
 
 from ddpkit.errors import UsageError
-from ddpkit.launch.hang.model import DEFAULT_HANG_TIMEOUT, HANG_ACTIONS, REPORT
 from ddpkit.net.ports import DEFAULT_MASTER_PORT
 
 DEFAULT_CONNECT_TIMEOUT = 60.0
 DEFAULT_RDZV_TIMEOUT = 600  # torch's own default for the static rendezvous
+DEFAULT_HANG_TIMEOUT = 300.0  # seconds without progress before a node's ranks count as hung
+HangAction = Literal["report", "stop"]  # what a hang does: dump the stacks, or also stop the job
+REPORT: HangAction = "report"
+STOP: HangAction = "stop"
+HANG_ACTIONS: tuple[HangAction, ...] = (REPORT, STOP)
+# How a script gets its local rank: decided from its source (auto), --local-rank (dash),
+# --local_rank (underscore) or not at all (none); "" for ddpkit's own workers (LOCAL_RANK).
+LocalRankMode = Literal["auto", "dash", "underscore", "none", ""]
+FLIGHT_RECORDER_DIR = "flight-recorder"  # in the run directory: torch's flight-recorder dumps
 
 
 @dataclass(frozen=True)
@@ -32,7 +41,7 @@ class LaunchConfig:
     run_dir: str | None = None  # None: chosen by the session (./ddpkit-runs/<stamp>-node<R>)
     job_timeout: float | None = None  # kill the job after this many seconds
     extra_env: tuple[tuple[str, str], ...] = field(default=())  # --env K=V, applied last
-    local_rank_arg: str = ""  # auto | dash | underscore | none (ddpkit.launch.torchrun.local_rank);
+    local_rank_arg: LocalRankMode = ""  # see ddpkit.launch.torchrun.local_rank;
     # "" for ddpkit's own workers (`ddpkit test`, bench), which read LOCAL_RANK
     use_env: bool = False  # torch.distributed.launch's --use-env: the script reads LOCAL_RANK
     torchrun_options: tuple[tuple[str, str | None], ...] = field(default=())
@@ -42,7 +51,7 @@ class LaunchConfig:
     # ^ where nnodes, node_rank, master_addr, master_port, nproc_per_node came from (flag,
     #   default, or a scheduler's variable: ddpkit.launch.schedulers), in that order
     hang_timeout: float = DEFAULT_HANG_TIMEOUT  # no progress on any rank for this long: hung; 0 off
-    hang_action: str = REPORT  # report | stop
+    hang_action: HangAction = REPORT
 
     def __post_init__(self) -> None:
         if self.nnodes < 1:

@@ -2,8 +2,12 @@
 
 From the launching shell only variables the engines read are passed on: ``NCCL_*``, ``GLOO_*``,
 ``TORCH_*``, ``PYTHON*``, ``CUDA_VISIBLE_DEVICES`` and ``OMP_NUM_THREADS``. On top of them come a
-``.ddpkit_env`` file (``KEY=VALUE`` lines, any names: the user wrote them down on purpose) and then
-``--env K=V`` flags. Anything else (tokens, credentials, ``PATH``, ``HOME``) stays on this machine.
+``.ddpkit_env`` file (``KEY=VALUE`` lines, any names: the user wrote them down on purpose; a
+``PREFIX*`` line forwards this shell's variables of that family, e.g. ``ACCELERATE_*``) and then
+``--env K=V`` flags. Anything else (tokens, credentials, ``PATH``, ``HOME``) stays on this machine;
+what of it frameworks read (``ACCELERATE_*``, ``HF_*``, ``WANDB_*``...) is named in one warning
+before the job starts (:func:`untravelled_warning`): a node that runs without it takes another
+code path, and the job then fails on a consequence nobody can trace back.
 
 What travels never rides in a command line (``ps`` shows those on both ends of ssh for the whole
 job): the supervisor writes it as one JSON line on the node's stdin (:func:`to_wire`), which the
@@ -25,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from ddpkit.errors import ConfigError
+from ddpkit.file_safety import NotRegularFile, read_regular
 
 ALLOWED_PREFIXES = ("NCCL_", "GLOO_", "TORCH_", "PYTHON")
 ALLOWED_NAMES = frozenset({"CUDA_VISIBLE_DEVICES", "OMP_NUM_THREADS"})
@@ -33,6 +38,7 @@ _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH", re.IGNORECASE)
 MASK = "<hidden>"
 MAX_WIRE_BYTES = 1 << 20
+MAX_ENV_FILE_BYTES = 1 << 20
 WIRE_TIMEOUT_S = 30.0
 
 
@@ -108,58 +114,145 @@ def _bad_wire(why: str) -> ConfigError:
                        "version on every host")
 
 
+@dataclass(frozen=True)
+class EnvFile:
+    """A parsed ``.ddpkit_env``: its ``KEY=VALUE`` lines, and its ``PREFIX*`` lines (families of
+    this shell's variables to forward, e.g. ``ACCELERATE_``)."""
+
+    values: Mapping[str, str] = field(default_factory=dict)
+    prefixes: tuple[str, ...] = ()
+
+
 def passed_env(env: Mapping[str, str], *, file_values: Mapping[str, str] | None = None,
-               file_path: str | None = None,
+               file_path: str | None = None, file_prefixes: Sequence[str] = (),
                overrides: Sequence[tuple[str, str]] = ()) -> PassedEnv:
-    """The allow-listed part of ``env``, then the env file's values, then ``overrides``."""
+    """The allow-listed part of ``env`` and the families the env file names (``file_prefixes``),
+    then the env file's values, then ``overrides``."""
     values: dict[str, str] = {}
     sources: dict[str, str] = {}
     for key in sorted(env):
-        if is_allowed(key) and _NAME.fullmatch(key):
+        if not _NAME.fullmatch(key):
+            continue
+        if is_allowed(key):
             values[key] = env[key]
             sources[key] = "environment"
+        elif key.startswith(tuple(file_prefixes)) and file_prefixes:
+            family = next(p for p in file_prefixes if key.startswith(p))
+            values[key] = env[key]
+            sources[key] = f"environment, {family}* in {file_path or ENV_FILE_NAME}"
     for key, value in (file_values or {}).items():
         values[key] = value
         sources[key] = file_path or ENV_FILE_NAME
     return PassedEnv(values=values, overrides=tuple(overrides), sources=sources)
 
 
-def parse_env_file(text: str, path: str) -> dict[str, str]:
+def parse_env_file(text: str, path: str) -> EnvFile:
     """``KEY=VALUE`` lines (``export`` allowed, ``#`` comments, one level of matching quotes, no
-    expansion); ConfigError ``bad-env-file`` naming ``path:line``."""
+    expansion) and ``PREFIX*`` lines; ConfigError ``bad-env-file`` naming ``path:line``."""
     values: dict[str, str] = {}
+    prefixes: list[str] = []
     for number, raw in enumerate(text.splitlines(), start=1):
         line = raw.strip()
         if not line or line.startswith("#"):
             continue
         if line.startswith("export "):
             line = line[len("export "):].lstrip()
+        if line.endswith("*") and "=" not in line and _NAME.fullmatch(line[:-1]):
+            prefixes.append(line[:-1])
+            continue
         key, sep, value = line.partition("=")
         key = key.strip()
         if not sep or not _NAME.fullmatch(key):
             raise ConfigError(
                 "bad-env-file",
                 f"{path}:{number}: {raw.strip()!r} is not KEY=VALUE",
-                "write one `KEY=VALUE` per line (values may be quoted; `#` starts a comment line)",
+                "write one `KEY=VALUE` per line (values may be quoted; `#` starts a comment "
+                "line), or `PREFIX*` to forward this shell's variables of a family",
                 details={"path": path, "line": number},
             )
         value = value.strip()
         if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
             value = value[1:-1]
         values[key] = value
-    return values
+    return EnvFile(values, tuple(dict.fromkeys(prefixes)))
 
 
-def load_env_file(path: Path, *, required: bool) -> dict[str, str] | None:
-    """The parsed file, or None when it is absent and not ``required``."""
+def load_env_file(path: Path, *, required: bool) -> EnvFile | None:
+    """The parsed file, or None when it is absent and not ``required``. A FIFO or a device is
+    refused at once (reading one would wait for a writer until Ctrl-C)."""
     try:
-        text = path.read_text(encoding="utf-8")
+        data = read_regular(path, MAX_ENV_FILE_BYTES + 1)
+        if len(data) > MAX_ENV_FILE_BYTES:
+            raise ConfigError("env-file-unreadable", f"env file {path} is larger than "
+                              f"{MAX_ENV_FILE_BYTES} bytes", "keep KEY=VALUE lines only in it")
+        text = data.decode("utf-8")
+    except NotRegularFile as exc:
+        raise ConfigError("env-file-unreadable", f"cannot read env file {exc.strerror}",
+                          f"make {path} a regular file of KEY=VALUE lines (or remove it; "
+                          "--env KEY=VALUE passes one value)") from None
     except FileNotFoundError:
         if required:
             raise ConfigError("env-file-not-found", f"env file {path} does not exist",
                               "check the path given to --env-file") from None
         return None
     except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError("env-file-unreadable", f"cannot read env file {path}: {exc}",
+        raise ConfigError("env-file-unreadable", f"cannot read env file {path}: "
+                          f"{getattr(exc, 'strerror', None) or exc}",
                           "check the file's permissions") from None
     return parse_env_file(text, str(path))
+
+
+# Families of variables that training frameworks read as configuration (accelerate's
+# ACCELERATE_USE_CPU/ACCELERATE_MIXED_PRECISION and its FSDP_* plugin settings, Hugging Face's
+# HF_*/TRANSFORMERS_*/DATASETS_*/TOKENIZERS_*, DeepSpeed's, Lightning's PL_*/LIGHTNING_*, the
+# experiment trackers'): set on this machine only, they change what one node's ranks do.
+FRAMEWORK_PREFIXES = ("ACCELERATE_", "FSDP_", "HF_", "HUGGINGFACE_", "TRANSFORMERS_", "DATASETS_",
+                      "TOKENIZERS_", "DEEPSPEED_", "PL_", "LIGHTNING_", "WANDB_", "MLFLOW_",
+                      "COMET_", "NEPTUNE_", "TENSORBOARD_")
+# Launch variables: per node or per rank by nature, never sent (torchrun sets its own on every
+# node; NODE_RANK, read by some frameworks' launchers, is this node's only).
+LAUNCH_NAMES = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "GROUP_RANK", "NODE_RANK",
+                "MASTER_ADDR", "MASTER_PORT")
+SHOWN_NAMES = 8  # names listed in the warning; the rest are counted
+
+
+@dataclass(frozen=True)
+class Untravelled:
+    """What is set on this machine and will not reach the other nodes, of what frameworks read."""
+
+    framework: tuple[str, ...] = ()  # framework configuration, not sent
+    launch: tuple[str, ...] = ()  # launch variables set here (never sent)
+
+    def families(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(p for name in self.framework for p in FRAMEWORK_PREFIXES
+                                   if name.startswith(p)))
+
+
+def untravelled(env: Mapping[str, str], passed: PassedEnv) -> Untravelled:
+    """The names in ``env`` (this machine's) that frameworks or launchers read and that
+    ``passed`` does not send (allow-list, env file, its families, ``--env``)."""
+    sent = set(passed.values) | {key for key, _ in passed.overrides}
+    framework = tuple(sorted(k for k in env if k.startswith(FRAMEWORK_PREFIXES) and k not in sent))
+    launch = tuple(k for k in LAUNCH_NAMES if k in env and k not in sent)
+    return Untravelled(framework, launch)
+
+
+def untravelled_warning(found: Untravelled, env_file: str = ENV_FILE_NAME) -> str | None:
+    """One warning naming every such variable and the fix; None when there is none."""
+    parts: list[str] = []
+    if found.framework:
+        names = ", ".join(found.framework[:SHOWN_NAMES])
+        more = len(found.framework) - SHOWN_NAMES
+        families = " or ".join(f"`{p}*`" for p in found.families())
+        parts.append(
+            f"set here but not sent to the other nodes: {names}"
+            + (f" and {more} more" if more > 0 else "")
+            + " (frameworks read them: a node without them may take another code path); send "
+            f"them with --env NAME=VALUE or a line in {env_file}: `NAME=VALUE`, or {families} "
+            "for the whole family")
+    if found.launch:
+        parts.append(
+            f"{', '.join(found.launch)} set here: launch variables are never sent (every node's "
+            "torchrun sets RANK, LOCAL_RANK, WORLD_SIZE, MASTER_ADDR and MASTER_PORT for its "
+            "ranks; NODE_RANK would be wrong on the others)")
+    return "; ".join(parts) or None

@@ -14,9 +14,17 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ddpkit.choices import parse_choice
 from ddpkit.errors import ConfigError
-from ddpkit.launch.config import DEFAULT_CONNECT_TIMEOUT, DEFAULT_RDZV_TIMEOUT, LaunchConfig
-from ddpkit.launch.hang.model import DEFAULT_HANG_TIMEOUT, REPORT
+from ddpkit.launch.config import (
+    DEFAULT_CONNECT_TIMEOUT,
+    DEFAULT_HANG_TIMEOUT,
+    DEFAULT_RDZV_TIMEOUT,
+    HANG_ACTIONS,
+    REPORT,
+    HangAction,
+    LaunchConfig,
+)
 from ddpkit.net.ports import DEFAULT_MASTER_PORT
 
 JOB_SCHEMA = "ddpkit.job/1"
@@ -34,7 +42,7 @@ class Deadlines:
     max_restarts: int = 0
     job_timeout: float | None = None
     hang_timeout: float = DEFAULT_HANG_TIMEOUT  # no rank progressed this long: hung (0: off)
-    hang_action: str = REPORT  # what a hang does: report | stop
+    hang_action: HangAction = REPORT
 
 
 @dataclass(frozen=True)
@@ -101,7 +109,8 @@ class JobSpec:
                 deadlines=Deadlines(float(d["connect_timeout"]), int(d["rdzv_timeout"]),
                                     int(d["max_restarts"]),
                                     None if job_timeout is None else float(job_timeout),
-                                    float(d["hang_timeout"]), str(d["hang_action"])),
+                                    float(d["hang_timeout"]),
+                                    parse_choice(d["hang_action"], HANG_ACTIONS, "hang action")),
                 debug=bool(data["debug"]),
                 ifname=None if data.get("ifname") is None else str(data["ifname"]),
                 overrides=tuple((str(k), str(v)) for k, v in data["overrides"]),

@@ -18,13 +18,19 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from ddpkit.error_ids import JOB_STOPPED
 from ddpkit.errors import DdpkitError
-from ddpkit.launch.torchrun.command import describe_exit
 
-OK, FAILED, LOST, STOPPED, INTERRUPTED = "ok", "failed", "lost", "stopped", "interrupted"
+NodeState = Literal["ok", "failed", "lost", "stopped", "interrupted"]  # how one node ended
+OK: NodeState = "ok"
+FAILED: NodeState = "failed"
+LOST: NodeState = "lost"
+STOPPED: NodeState = "stopped"
+INTERRUPTED: NodeState = "interrupted"
+NODE_STATES: tuple[NodeState, ...] = (OK, FAILED, LOST, STOPPED, INTERRUPTED)
+JobMode = Literal["hosts", "join"]  # the whole job over ssh, or with a join token
 FAILURE_STATES = (FAILED, LOST)
 STOP_SIGNALS = ("SIGTERM", "SIGINT", "SIGHUP")
 CONSEQUENCE_PATTERNS = (
@@ -43,13 +49,26 @@ CONSEQUENCE_PATTERNS = (
 INTERRUPTED_EXIT = 130
 
 
+def describe_exit(exitcode: int, signal: str | None = None) -> str:
+    """'exit code 3' or 'killed by SIGKILL' (negative codes are deaths by signal)."""
+    if exitcode < 0:
+        import signal as signal_module
+
+        try:
+            name = signal or signal_module.Signals(-exitcode).name
+        except ValueError:
+            name = signal or f"signal {-exitcode}"
+        return f"killed by {name}"
+    return f"exit code {exitcode}"
+
+
 @dataclass(frozen=True)
 class NodeOutcome:
     """How one node's share ended, reduced to what a job summary needs."""
 
     node_rank: int
     host: str
-    state: str  # ok | failed | lost | stopped | interrupted
+    state: NodeState
     message: str = ""
     error_id: str | None = None
     rank: int | None = None  # the failing global rank, when a rank failed
@@ -100,7 +119,7 @@ class NodeOutcome:
         state = str(data.get("state", FAILED))
         return cls(
             node_rank=int(data["node_rank"]), host=str(data.get("host", "?")),
-            state=state if state in (OK, FAILED, LOST, STOPPED, INTERRUPTED) else FAILED,
+            state=next((s for s in NODE_STATES if s == state), FAILED),
             message=str(data.get("message", "")),
             error_id=str(data["error_id"]) if data.get("error_id") else None,
             rank=optional_int("rank"), local_rank=optional_int("local_rank"),
@@ -118,7 +137,7 @@ class JobResult:
     outcome per node in node order, the master it used, and every rank's stacks grouped across
     the nodes (``jobstacks``) when any node dumped them."""
 
-    mode: str  # hosts | join
+    mode: JobMode
     master: Mapping[str, str]  # address and reason (and, in token mode, the interface)
     outcomes: tuple[NodeOutcome, ...]
     stack_lines: tuple[str, ...] = ()

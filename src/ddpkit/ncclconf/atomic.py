@@ -22,6 +22,7 @@ from pathlib import Path
 from ddpkit import atomic_file
 from ddpkit.atomic_file import is_temp_name, temp_prefix
 from ddpkit.errors import ConfigError, EnvironmentProblem
+from ddpkit.file_safety import fsync_directory, special_kind
 
 BACKUP_SUFFIX = ".bak"
 __all__ = ["BACKUP_SUFFIX", "WriteResult", "check_target", "is_temp_name", "remove_stale_temps",
@@ -97,7 +98,7 @@ def write_atomic(
     except BaseException:
         atomic_file.unlink_quietly(tmp)
         raise
-    _fsync_directory(directory)
+    fsync_directory(directory)
     return WriteResult(target, backup_path, created)
 
 
@@ -146,8 +147,6 @@ def _read_existing(target: Path, shown: Path) -> bytes | None:
 
 
 _PSEUDO_FILESYSTEMS = ("/proc", "/sys", "/dev")
-_KINDS = ((stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISCHR, "a character device"),
-          (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"), (stat.S_ISDIR, "a directory"))
 
 
 def check_target(path: Path) -> None:
@@ -170,12 +169,12 @@ def check_target(path: Path) -> None:
         return  # a new file: fine
     except OSError:
         return  # reading or writing will report it with its own cause
-    for is_kind, what in _KINDS:
-        if is_kind(st.st_mode):
-            raise ConfigError(
-                "not-a-file", f"{real}{via} is {what}, not a regular file",
-                "give the path of a regular file (or of a new one) for nccl.conf",
-                details={"path": str(path)})
+    what = special_kind(st.st_mode)
+    if what is not None:
+        raise ConfigError(
+            "not-a-file", f"{real}{via} is {what}, not a regular file",
+            "give the path of a regular file (or of a new one) for nccl.conf",
+            details={"path": str(path)})
 
 
 def _read_backup(backup_target: Path) -> bytes | None:
@@ -214,19 +213,6 @@ def _write_temp(
         return atomic_file.write_temp(target, data, mode, owner)
     except OSError as exc:
         raise _write_error(shown, exc) from exc
-
-
-def _fsync_directory(directory: Path) -> None:
-    try:
-        fd = os.open(directory, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass  # some filesystems refuse fsync on directories; the rename is done either way
-    finally:
-        os.close(fd)
 
 
 def _write_error(path: Path, exc: OSError) -> EnvironmentProblem:

@@ -7,6 +7,7 @@ it is one call to :func:`apply_plan`; ``--dry-run`` simply does not make that ca
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -46,7 +47,7 @@ class Change:
     new: str | None  # None: removed
 
     def to_dict(self) -> dict[str, Any]:
-        return {"key": self.key, "old": self.old, "new": self.new}
+        return dataclasses.asdict(self)
 
 
 @dataclass(frozen=True)

@@ -10,12 +10,13 @@ within one file the first line of a name wins. NCCL finds ``~`` through the pass
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import stat
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from ddpkit.ncclconf.file import ConfFile, line_problems, parse_conf
 from ddpkit.ncclconf.known import important_variables
@@ -24,13 +25,15 @@ from ddpkit.ncclconf.problems import NcclConfWarning
 SYSTEM_CONF = Path("/etc/nccl.conf")
 USER_CONF_NAME = ".nccl.conf"
 
-ENV = "env"
-FILE = "file"
-DEFAULT = "default"
+SettingSource = Literal["env", "file", "default"]
+ENV: SettingSource = "env"
+FILE: SettingSource = "file"
+DEFAULT: SettingSource = "default"
 
-ROLE_CONF_FILE = "NCCL_CONF_FILE"
-ROLE_USER = "user"
-ROLE_SYSTEM = "system"
+ConfRole = Literal["NCCL_CONF_FILE", "user", "system"]
+ROLE_CONF_FILE: ConfRole = "NCCL_CONF_FILE"
+ROLE_USER: ConfRole = "user"
+ROLE_SYSTEM: ConfRole = "system"
 
 
 @dataclass(frozen=True)
@@ -38,19 +41,19 @@ class Shadowed:
     """A value NCCL will not use because a higher-priority source sets the same name."""
 
     value: str
-    source: str  # "env" | "file"
+    source: SettingSource  # env or file: a default shadows nothing
     path: str | None = None
     line: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {"value": self.value, "source": self.source, "path": self.path, "line": self.line}
+        return dataclasses.asdict(self)
 
 
 @dataclass(frozen=True)
 class Setting:
     name: str
     value: str
-    source: str  # "env" | "file" | "default"
+    source: SettingSource
     path: str | None = None  # the file, when source == "file"
     line: int | None = None
     note: str = ""  # for defaults: what "unset" means to NCCL
@@ -79,7 +82,7 @@ class ConfSource:
     """One file NCCL would read (or skip), and what is in it."""
 
     path: str
-    role: str  # "NCCL_CONF_FILE" | "user" | "system"
+    role: ConfRole
     exists: bool
     conf: ConfFile | None = None  # None when missing or unreadable
     error: str | None = None  # why it could not be read
@@ -119,11 +122,11 @@ def conf_files(
     return (first, etc)
 
 
-def conf_roles(env: Mapping[str, str], home: Path, etc: Path = SYSTEM_CONF) -> tuple[str, ...]:
+def conf_roles(env: Mapping[str, str], home: Path, etc: Path = SYSTEM_CONF) -> tuple[ConfRole, ...]:
     return (ROLE_CONF_FILE if conf_file_from_env(env) else ROLE_USER, ROLE_SYSTEM)
 
 
-def read_source(path: Path, role: str) -> ConfSource:
+def read_source(path: Path, role: ConfRole) -> ConfSource:
     """Read one candidate file the way NCCL would (a missing or unreadable file is skipped).
 
     Anything but a regular file is reported, never opened: reading a FIFO would block.

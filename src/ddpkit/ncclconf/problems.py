@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,10 +29,4 @@ class NcclConfWarning:
         return f"{self.path}:{self.line}" if self.line is not None else self.path
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "message": self.message,
-            "hint": self.hint,
-            "path": self.path,
-            "line": self.line,
-        }
+        return dataclasses.asdict(self)

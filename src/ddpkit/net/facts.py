@@ -7,9 +7,12 @@ JSON-able data that :func:`ddpkit.net.interfaces.nics_from_facts` classifies.
 from __future__ import annotations
 
 import ipaddress
+import json
 import os
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
+
+from ddpkit.net.iproute import RunIp, run_ip_command
 
 FACTS_FORMAT = "ddpkit.net-facts/1"
 SYSFS_NET = "/sys/class/net"
@@ -43,14 +46,16 @@ def collect_facts(
     ``sysfs``, ``if_addrs`` (psutil.net_if_addrs-shaped) and ``driver_of`` are injectable so the
     reader itself can be tested against a fake tree.
     """
-    if if_addrs is None:
-        import psutil
-
-        if_addrs = psutil.net_if_addrs
     if driver_of is None:
         driver_of = ethtool_driver
     names = set(_listdir(sysfs))
-    by_name = _addresses_by_interface(if_addrs(), names)
+    by_name = ip_addresses() if if_addrs is None else None
+    if by_name is None:  # no iproute2 here (or injected): psutil's view of the same addresses
+        if if_addrs is None:
+            import psutil
+
+            if_addrs = psutil.net_if_addrs
+        by_name = _addresses_by_interface(if_addrs(), names)
     interfaces: dict[str, dict[str, Any]] = {}
     for name in sorted(names | set(by_name)):
         fact = _sysfs_facts(os.path.join(sysfs, name)) if name in names else _psutil_stats(name)
@@ -100,6 +105,31 @@ def _psutil_stats(name: str) -> dict[str, Any]:
     if stats.isup and "UP" not in flags:
         flags.append("UP")
     return {"flags": flags, "mtu": stats.mtu, "speed": stats.speed or None}
+
+
+def ip_addresses(run_ip: RunIp = run_ip_command) -> dict[str, list[dict[str, Any]]] | None:
+    """Every interface's IPv4 and IPv6 addresses from ``ip -j addr show`` (iproute2, which the
+    route lookup needs anyway, so ``nics`` never pays for importing psutil), or None when ``ip``
+    is missing, fails or answers with something unreadable."""
+    try:
+        rows = json.loads(run_ip(["ip", "-j", "addr", "show"]))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(rows, list):
+        return None
+    out: dict[str, list[dict[str, Any]]] = {}
+    for row in rows:
+        if not isinstance(row, dict) or not isinstance(row.get("ifname"), str):
+            return None
+        entries = out.setdefault(row["ifname"], [])
+        for info in row.get("addr_info") or []:
+            family = {"inet": "ipv4", "inet6": "ipv6"}.get(str(info.get("family")))
+            local, prefixlen = info.get("local"), info.get("prefixlen")
+            if family is None or not isinstance(local, str) or not isinstance(prefixlen, int):
+                continue
+            entries.append({"family": family, "address": local.split("%", 1)[0],
+                            "prefixlen": prefixlen})
+    return out
 
 
 def _addresses_by_interface(

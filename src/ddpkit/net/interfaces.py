@@ -15,6 +15,7 @@ Two layers, so that every decision can be tested from recorded data:
 
 from __future__ import annotations
 
+import dataclasses
 import ipaddress
 import re
 from collections.abc import Mapping, Sequence
@@ -53,6 +54,7 @@ TUNNEL_DRIVERS = {
     "ip6_tunnel", "ip6tnl", "vxlan", "geneve", "ip_vti", "ip6_vti", "vti", "ppp",
 }  # fmt: skip
 TUNNEL_DEVTYPES = {"wireguard", "vxlan", "geneve", "ppp"}
+AddressFamily = Literal["ipv4", "ipv6"]
 
 
 class NicKind(str, Enum):
@@ -72,7 +74,7 @@ class NicKind(str, Enum):
 class Address:
     """One address on an interface, without its zone (``fe80::1``, not ``fe80::1%eth0``)."""
 
-    family: Literal["ipv4", "ipv6"]
+    family: AddressFamily
     address: str
     prefixlen: int
 
@@ -112,7 +114,7 @@ class Address:
         return f"{self.address}/{self.prefixlen}"
 
     def to_dict(self) -> dict[str, Any]:
-        return {"family": self.family, "address": self.address, "prefixlen": self.prefixlen}
+        return dataclasses.asdict(self)
 
 
 @dataclass(frozen=True)
@@ -246,7 +248,7 @@ def _addresses(raw: Sequence[Mapping[str, Any]]) -> tuple[Address, ...]:
     for item in raw:
         text = str(item["address"]).split("%", 1)[0]
         ip = ipaddress.ip_address(text)
-        family: Literal["ipv4", "ipv6"] = "ipv4" if ip.version == 4 else "ipv6"
+        family: AddressFamily = "ipv4" if ip.version == 4 else "ipv6"
         prefixlen = int(item.get("prefixlen", ip.max_prefixlen))
         key = (ip.compressed, prefixlen)
         if key in seen:

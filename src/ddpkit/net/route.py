@@ -7,23 +7,22 @@ chose (``connect`` on a datagram socket sends no packet), mapped back to the int
 
 from __future__ import annotations
 
+import dataclasses
 import ipaddress
 import json
 import socket
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from ddpkit.errors import ConfigError, NetworkProblem
-from ddpkit.net.interfaces import Nic, NicKind, interface_holding
+from ddpkit.net.interfaces import AddressFamily, Nic, NicKind, interface_holding
+from ddpkit.net.iproute import IpCommandError, RunIp, run_ip_command
 
-IP_ROUTE_TIMEOUT_S = 5.0
+# What a master address may be given as that always means this machine itself.
+LOOPBACK_NAMES = ("127.0.0.1", "localhost", "::1")
 # Route types `ip route get` can answer with that mean "no way there".
 UNROUTABLE_TYPES = {"unreachable", "blackhole", "prohibit", "throw"}
-
-RunIp = Callable[[Sequence[str]], str]
-"""Runs an ``ip`` argv and returns its stdout; raises OSError (e.g. IpCommandError) on failure."""
-
 
 Lookup = Callable[..., Sequence[tuple[Any, ...]]]
 """``socket.getaddrinfo``-shaped: (host, port, family, type) -> [(af, type, proto, name, addr)]."""
@@ -33,40 +32,21 @@ UdpSource = Callable[[str, "int | None", str], str]
 """(address, port, zone) -> the local source address; OSError when there is no route."""
 
 
-class IpCommandError(OSError):
-    """``ip`` ran and failed; ``stderr`` holds what it said (e.g. "Network is unreachable")."""
-
-    def __init__(self, argv: Sequence[str], returncode: int, stderr: str) -> None:
-        super().__init__(f"`{' '.join(argv)}` exited {returncode}: {stderr.strip()}")
-        self.argv = list(argv)
-        self.returncode = returncode
-        self.stderr = stderr
-
-
 @dataclass(frozen=True)
 class Route:
     """The kernel's answer for one peer."""
 
     host: str  # what the user asked about (name or address, without port)
     address: str  # the peer address the lookup used
-    family: str  # "ipv4" or "ipv6"
+    family: AddressFamily
     ifname: str  # the local interface traffic leaves through
     source: str  # the local source address the kernel picks
     gateway: str | None = None  # next hop, None when the peer is on a connected network
     local: bool = False  # the address is this machine's own
-    method: str = "ip-route-get"  # or "udp-connect" (the fallback)
+    method: Literal["ip-route-get", "udp-connect"] = "ip-route-get"  # or the fallback
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "host": self.host,
-            "address": self.address,
-            "family": self.family,
-            "ifname": self.ifname,
-            "source": self.source,
-            "gateway": self.gateway,
-            "local": self.local,
-            "method": self.method,
-        }
+        return dataclasses.asdict(self)
 
 
 def split_host_port(spec: str) -> tuple[str, int | None]:
@@ -169,7 +149,7 @@ def route_to(
     name, port = split_host_port(host)
     address = resolve(name, lookup=lookup)[0]
     plain, _, zone = address.partition("%")
-    family = "ipv4" if ipaddress.ip_address(plain).version == 4 else "ipv6"
+    family: AddressFamily = "ipv4" if ipaddress.ip_address(plain).version == 4 else "ipv6"
     argv = ["ip", "-j"] + (["-6"] if family == "ipv6" else []) + ["route", "get", plain]
     if zone:
         argv += ["oif", zone]
@@ -220,7 +200,7 @@ def parse_route_get(output: str) -> dict[str, Any]:
 def _route_from_answer(
     host: str,
     address: str,
-    family: str,
+    family: AddressFamily,
     answer: dict[str, Any],
     interfaces: Callable[[], list[Nic]],
 ) -> Route:
@@ -262,7 +242,7 @@ def udp_source_address(address: str, port: int | None, zone: str = "") -> str:
 
 
 def _route_from_source(
-    host: str, address: str, family: str, source: str, nics: Sequence[Nic]
+    host: str, address: str, family: AddressFamily, source: str, nics: Sequence[Nic]
 ) -> Route:
     holder = _holder(source, nics)
     if holder is None:
@@ -293,18 +273,3 @@ def _describe(exc: BaseException) -> str:
     if stderr:
         return str(stderr).strip().splitlines()[-1]
     return str(exc) or type(exc).__name__
-
-
-def run_ip_command(argv: Sequence[str]) -> str:
-    """Run ``ip`` (iproute2) and return its stdout; OSError (IpCommandError) when it fails."""
-    import subprocess
-
-    try:
-        proc = subprocess.run(
-            list(argv), capture_output=True, text=True, timeout=IP_ROUTE_TIMEOUT_S, check=False
-        )
-    except subprocess.TimeoutExpired as exc:
-        raise IpCommandError(argv, -1, f"timed out after {IP_ROUTE_TIMEOUT_S:g} s") from exc
-    if proc.returncode != 0:
-        raise IpCommandError(argv, proc.returncode, proc.stderr)
-    return proc.stdout

@@ -18,7 +18,7 @@ import subprocess
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from ddpkit.errors import ConfigError, EnvironmentProblem
 from ddpkit.sim.topology import NETNS_DIR
@@ -208,7 +208,7 @@ def _wait_exit(handles: Mapping[int, int], timeout_s: float) -> list[int]:
 class HostNetwork:
     network: ipaddress.IPv4Network
     device: str
-    source: str  # "address" or "route"
+    source: Literal["address", "route"]  # how the network was found
 
 
 def host_networks(tools: Tools) -> list[HostNetwork]:

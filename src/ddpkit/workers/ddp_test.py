@@ -24,6 +24,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from ddpkit.atomic_file import replace_file
+
 SCHEMA = "ddpkit.test-report/1"
 SIOCGIFADDR = 0x8915
 
@@ -46,10 +48,7 @@ class RankRun:
         self.bandwidth: list[dict[str, Any]] = []
 
     def stage(self, name: str) -> None:
-        path = self.report_dir / f"rank{self.rank}.stage"
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(f"{name} {time.time():.3f}\n")
-        tmp.replace(path)
+        replace_file(self.report_dir / f"rank{self.rank}.stage", f"{name} {time.time():.3f}\n")
 
     @contextlib.contextmanager
     def check(self, name: str) -> Iterator[dict[str, Any]]:
@@ -266,9 +265,7 @@ def _sizes(text: str) -> list[int]:
 
 
 def write_json(path: Path, doc: dict[str, Any]) -> None:
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(json.dumps(doc, indent=1))
-    tmp.replace(path)
+    replace_file(path, json.dumps(doc, indent=1))
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -49,7 +49,7 @@ import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel
 
 from ddpkit.atomic_file import replace_file
-from ddpkit.bench.setting import hook_label, parse_setting
+from ddpkit.bench.setting import HookName, hook_label, parse_setting
 from ddpkit.ddp import apply_comm_hook
 from ddpkit.workers.json_collective import all_gather_json
 
@@ -126,7 +126,7 @@ def _reduce(value: float, op: Any, group: Any, device: torch.device) -> float:
     return float(t.item())
 
 
-def time_phase(run: Run, *, hook: str, rank: int | None, accumulate: int, group: Any,
+def time_phase(run: Run, *, hook: HookName, rank: int | None, accumulate: int, group: Any,
                group_size: int, phase: str) -> dict[str, Any]:
     """Warm up, then time micro-steps of DDP with ``hook`` and ``accumulate`` over ``group``."""
     args, device = run.args, run.device
@@ -221,7 +221,7 @@ def run_phases(run: Run) -> None:
     one_node: dict[str, Any] = {}
     run.doc["phases"]["one_node"] = one_node
 
-    def alone(phase_hook: str, phase_rank: int | None, when: str) -> dict[str, Any]:
+    def alone(phase_hook: HookName, phase_rank: int | None, when: str) -> dict[str, Any]:
         label = hook_label(phase_hook, phase_rank)
         result = time_phase(run, hook=phase_hook, rank=phase_rank, accumulate=1, group=group,
                             group_size=len(mine), phase=f"one node, {label}{when}")

@@ -77,7 +77,8 @@ def test_ddpkit_test_through_a_join_token_on_three_nodes(sim_cluster: Callable[.
         node = cluster.nodes[index]
         assert f"joined from {node.private_address} (node{index}, via eth1)" in master.err
         assert json.loads(workers[index - 1].out)["ok"] is True
-    assert f"ddpkit join {token}" in master.err
+    assert f"ddpkit join --token-file {tmp_path / 'token'}" in master.err
+    assert token not in master.err and token.rsplit("/", 1)[1] not in master.err  # no secret
     assert "all 3 nodes finished their part" in master.err
     assert doc["job"]["mode"] == "join" and len(doc["job"]["nodes"]) == 3  # one document, every node
     _census_clean(cluster)
@@ -142,4 +143,39 @@ def test_sigterm_on_the_master_stops_every_process_on_every_node(
     assert "interrupted on the master" in worker.err
     for index, pids in census.items():
         assert alive([psutil.Process(p) for p in pids if psutil.pid_exists(p)]) == [], f"node {index}"
+    _census_clean(cluster)
+
+
+ENV_ECHO = """
+import json, os, pathlib, sys
+names = ("ACCELERATE_USE_CPU", "ACCELERATE_MIXED_PRECISION", "HF_HOME")
+pathlib.Path(sys.argv[1], f"env{os.environ['RANK']}.json").write_text(
+    json.dumps({n: os.environ.get(n) for n in names}))
+"""
+
+
+@pytest.mark.timeout(150)
+def test_a_family_line_forwards_and_what_stays_behind_is_named(
+        sim_cluster: Callable[..., SimCluster], tmp_path: Path) -> None:
+    cluster = sim_cluster(nodes=2)
+    echo = script(tmp_path, "echo_env.py", ENV_ECHO)
+    (tmp_path / ".ddpkit_env").write_text("ACCELERATE_*\n")
+    shell = {"ACCELERATE_USE_CPU": "true", "ACCELERATE_MIXED_PRECISION": "no", "HF_HOME": "/m"}
+    token_file = tmp_path / "token"
+    master = ddpkit_in(cluster, 0, tmp_path, "launch", "--nnodes", "2", "--join-timeout", "60",
+                       "--token-file", str(token_file), "--run-dir", str(tmp_path / "node0"),
+                       str(echo), str(tmp_path), env=shell)
+    wait_for_files([token_file], [master], timeout=60)
+    worker = ddpkit_in(cluster, 1, tmp_path, "join", "--token-file", str(token_file),
+                       "--run-dir", str(tmp_path / "node1"))
+    assert wait_all([master, worker], timeout=120)
+    assert master.code == 0 and worker.code == 0, master.err[-3000:] + worker.err[-3000:]
+    seen = [json.loads((tmp_path / f"env{rank}.json").read_text()) for rank in (0, 1)]
+    assert seen[0] == {"ACCELERATE_USE_CPU": "true", "ACCELERATE_MIXED_PRECISION": "no",
+                       "HF_HOME": "/m"}
+    assert seen[1] == {"ACCELERATE_USE_CPU": "true", "ACCELERATE_MIXED_PRECISION": "no",
+                       "HF_HOME": None}  # the family travelled; HF_HOME did not, and was named:
+    warning = next(line for line in master.err.splitlines() if "not sent to the other" in line)
+    assert "HF_HOME" in warning and "ACCELERATE_" not in warning.split("--env")[0]
+    assert token_file.read_text().strip() not in master.err
     _census_clean(cluster)

@@ -8,7 +8,8 @@ from __future__ import annotations
 import argparse
 import json
 import os
-from dataclasses import fields
+from collections.abc import Sequence
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
@@ -25,22 +26,21 @@ from ddpkit.bench.run import (
     socket_sweep_skip_reason,
 )
 from ddpkit.bench.units import parse_count, parse_duration, parse_size
-from ddpkit.cli import render
-from ddpkit.cli.bench_stages import BenchEvents, load_doc, run_jobs
-from ddpkit.cli.console import Console
-from ddpkit.cli.launch_options import (
-    HOSTS,
-    JOIN,
+from ddpkit.cli.job.bench_job import bench_flags
+from ddpkit.cli.job.job_command import HOSTS, JOIN, JobCommand, job_request, run_this_node
+from ddpkit.cli.node.bench_stages import BenchEvents, load_doc, run_jobs
+from ddpkit.cli.node.launch_options import (
     ShareContext,
     add_cluster_options,
     add_launch_options,
     config_from_args,
-    job_mode,
-    run_this_node,
+    with_master,
     without_peer_commands,
 )
-from ddpkit.cli.node_events import print_plan
+from ddpkit.cli.node.node_events import print_plan
 from ddpkit.cli.options import add_flag, add_json_flag
+from ddpkit.cli.output import render
+from ddpkit.cli.output.console import Console
 from ddpkit.errors import (
     EnvironmentProblem,
     ExitCode,
@@ -48,7 +48,7 @@ from ddpkit.errors import (
 )
 from ddpkit.launch.config import LaunchConfig
 from ddpkit.launch.node.plan import NodePlan
-from ddpkit.launch.outcomes import OK, NodeOutcome
+from ddpkit.launch.outcomes import OK, NodeOutcome, first_failure, job_summary
 from ddpkit.report import document
 
 HELP = "measure raw TCP, collective busbw and DDP scaling across the nodes; is multi-node worth it?"
@@ -199,50 +199,68 @@ def _dry_run(console: Console, as_json: bool, jobs: tuple[BenchJob, ...], plans:
     return 0
 
 
+@dataclass(frozen=True)
+class BenchShareOptions:
+    """A node's bench options, and where node 0 (or the fan-out's supervisor) writes results."""
+
+    bench: BenchOptions
+    out: str | None = None
+    csv: str | None = None
+    plot: str | None = None
+    show_output: bool = False
+
+
 def run(args: argparse.Namespace, console: Console) -> int:
     """Per node (``--node-rank R --master-addr A``), the whole job over ssh (``--hosts``), or
     from the master with a join token (``--nnodes N`` alone)."""
-    options_from_args(args)  # bad bench flags fail here, before any node is started
-    mode = job_mode(args)
+    request = job_request(args)
+    options = share_options(args)  # bad bench flags fail here, before any node is started
+    mode = request.mode()
+
+    def render_job(c: Console, outcomes: Sequence[NodeOutcome], payload: dict[str, Any]) -> int:
+        return _render_job(c, outcomes, options, as_json=request.as_json)
+
     if mode == HOSTS:
-        from ddpkit.cli import bench_job, hosts_mode
+        from ddpkit.cli.job import hosts_mode
 
-        return hosts_mode.run(args, console, subcommand="bench", tail=bench_job.bench_flags(args),
-                              render_result=lambda c, outcomes, payload: bench_job.render_job(
-                                  c, outcomes, payload, args))
+        return hosts_mode.run(request, console, command=JOB.name, tail=bench_flags(args),
+                              render_result=render_job)
     if mode == JOIN:
-        from ddpkit.cli import bench_job, join_mode
+        from ddpkit.cli.job import join_mode
 
-        return join_mode.run_master(args, console, command="bench",
-                                    tail=bench_job.bench_flags(args), share=share,
-                                    render_result=lambda c, outcomes, payload: bench_job.render_job(
-                                        c, outcomes, payload, args))
-    config, options = node_config(args)
-    return run_this_node(args, console, config, share, options)
+        return join_mode.run_master(request, console, JOB, tail=bench_flags(args),
+                                    own_config=lambda address: node_config(
+                                        with_master(args, address)),
+                                    render_result=render_job)
+    config, node_options = node_config(args)
+    return run_this_node(request, console, JOB, config, node_options)
 
 
-def node_config(args: argparse.Namespace) -> tuple[LaunchConfig, dict[str, Any]]:
+def share_options(args: argparse.Namespace) -> BenchShareOptions:
+    return BenchShareOptions(options_from_args(args), out=args.out, csv=args.csv, plot=args.plot,
+                             show_output=bool(args.show_output))
+
+
+def node_config(args: argparse.Namespace) -> tuple[LaunchConfig, BenchShareOptions]:
     """This node's configuration and bench options from its parsed command line (also how a
     joining node reads the master's job)."""
     config = config_from_args(args, entry="ddpkit.workers.scaling", entry_args=[], is_module=True)
-    return config, {"bench": options_from_args(args), "out": args.out, "csv": args.csv,
-                    "plot": args.plot, "show_output": bool(args.show_output)}
+    return config, share_options(args)
 
 
 def share(console: Console, base: LaunchConfig, context: ShareContext,
-          given: dict[str, Any]) -> tuple[int, NodeOutcome]:
+          given: BenchShareOptions) -> tuple[int, NodeOutcome]:
     """This node's share of the bench: every stage in turn; node 0 merges, writes and shows."""
     from ddpkit.launch.node import session
 
-    options: BenchOptions = given["bench"]
+    options = given.bench
     env, home, cwd, python = context.env, context.home, context.cwd, context.python
     run_dir = Path(base.run_dir) if base.run_dir else session.default_run_dir(base, cwd)
     results_dir = run_dir / "results"
     if base.is_master and not context.dry_run:
-        for path, flag in ((given["out"], "--out"), (given["csv"], "--csv"),
-                           (given["plot"], "--plot")):
+        for path, flag in ((given.out, "--out"), (given.csv, "--csv"), (given.plot, "--plot")):
             _check_output(path, flag)
-        if given["plot"]:
+        if given.plot:
             from ddpkit.bench.plot import require_matplotlib
 
             require_matplotlib()  # fail now, not after a long run
@@ -263,7 +281,7 @@ def share(console: Console, base: LaunchConfig, context: ShareContext,
     for note in notes:
         render.log(console, f"ddpkit bench: {note}")
     outcomes = run_jobs(console, jobs, plans, results_dir,
-                        BenchEvents(console, show_output=given["show_output"]),
+                        BenchEvents(console, show_output=given.show_output),
                         should_stop=context.should_stop)
     if not base.is_master:
         return _node_summary(console, context.as_json, base.node_rank, outcomes), outcome
@@ -278,24 +296,24 @@ def share(console: Console, base: LaunchConfig, context: ShareContext,
     doc = document("bench", 1, payload)
     write_text_atomically(run_dir / "bench.json", json.dumps(doc, indent=2) + "\n")
     return report(console, doc, given, as_json=context.as_json,
-                  where=given["out"] or str(run_dir / "bench.json")), outcome
+                  where=given.out or str(run_dir / "bench.json")), outcome
 
 
-def report(console: Console, doc: dict[str, Any], given: dict[str, Any], *, as_json: bool,
+def report(console: Console, doc: dict[str, Any], given: BenchShareOptions, *, as_json: bool,
            where: str) -> int:
     """Node 0's (or a fan-out supervisor's) end of a bench: write --out/--csv/--plot, then show."""
     payload = doc
     text = json.dumps(doc, indent=2) + "\n"
-    if given.get("out"):
-        write_text_atomically(given["out"], text)
-    if given.get("csv"):
+    if given.out:
+        write_text_atomically(given.out, text)
+    if given.csv:
         from ddpkit.bench.report import csv_text
 
-        write_text_atomically(given["csv"], csv_text(payload))
-    if given.get("plot"):
+        write_text_atomically(given.csv, csv_text(payload))
+    if given.plot:
         from ddpkit.bench.plot import write_plot
 
-        write_plot(payload, given["plot"], given["bench"].efficiency_threshold)
+        write_plot(payload, given.plot, given.bench.efficiency_threshold)
     if as_json:
         render.emit_json(console, doc)
     else:
@@ -336,3 +354,26 @@ def show(console: Console, payload: dict[str, Any]) -> None:
         render.line(console, text)
     for text in report.headline(payload):
         render.line(console, text)
+
+
+def _render_job(console: Console, outcomes: Sequence[NodeOutcome], given: BenchShareOptions, *,
+                as_json: bool) -> int:
+    """A whole job's result: node 0's bench document, written and shown here, then the job."""
+    doc = next((o.document for o in outcomes
+                if o.document and str(o.document.get("schema", "")).startswith("ddpkit.bench/")),
+               None)
+    failure = first_failure(outcomes)
+    code = int(ExitCode.OK)
+    if doc is not None:
+        where = given.out or f"{doc.get('run_dir', 'node 0')}/bench.json (on node 0)"
+        code = report(console, dict(doc), given, as_json=as_json, where=where)
+    if failure is not None:
+        render.log(console, f"ddpkit: job failed: {job_summary(outcomes)}")
+        return max(code, int(ExitCode.JOB_FAILED))
+    if doc is None:
+        render.log(console, "ddpkit bench: node 0 printed no bench document")
+        return int(ExitCode.FAILURE)
+    return code
+
+
+JOB: JobCommand[BenchShareOptions] = JobCommand("bench", node_config, share)

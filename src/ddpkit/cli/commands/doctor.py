@@ -11,12 +11,13 @@ import argparse
 import sys
 import textwrap
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from ddpkit.cli import render
-from ddpkit.cli.console import Console
-from ddpkit.cli.launch_options import ShareContext, add_cluster_options
+from ddpkit.cli.job.job_command import JobCommand
+from ddpkit.cli.node.launch_options import ShareContext, add_cluster_options
 from ddpkit.cli.options import add_flag, add_json_flag
+from ddpkit.cli.output import render
+from ddpkit.cli.output.console import Console
 from ddpkit.errors import ExitCode, UsageError
 from ddpkit.launch.config import LaunchConfig
 from ddpkit.launch.outcomes import OK, NodeOutcome
@@ -25,6 +26,7 @@ from ddpkit.report import document
 
 if TYPE_CHECKING:
     from ddpkit.doctor.cluster.report import ClusterReport
+    from ddpkit.doctor.cluster.session import ClusterOptions
 
 HELP = "preflight checks, or diagnose a failed run from its logs"
 SCHEMA_KIND, SCHEMA_VERSION = "doctor", 1
@@ -67,12 +69,16 @@ def run(args: argparse.Namespace, console: Console) -> int:
         if args.log:
             raise UsageError("bad-usage", "--log cannot be combined with --nnodes/--node-rank",
                              "diagnose logs with `ddpkit doctor --log FILE...` alone")
-        from ddpkit.cli import doctor_job
-        from ddpkit.cli.launch_options import NODE, job_mode
+        from ddpkit.cli.job import doctor_job
+        from ddpkit.cli.job.job_command import NODE, job_request
+        from ddpkit.cli.node.launch_options import with_master
 
-        mode = job_mode(doctor_job.job_args(args))
+        request = job_request(args)
+        mode = request.mode()
         if mode != NODE:
-            return doctor_job.run_whole_job(args, console, mode)
+            return doctor_job.run_whole_job(
+                request, console, mode, JOB, timeout_s=args.timeout,
+                own_config=lambda address: node_config(with_master(args, address)))
         return _run_cluster(args, console)
     if args.log:
         return _run_logs(args.log, console, as_json=args.json)
@@ -146,17 +152,16 @@ def _run_preflight(console: Console, master_addr: str | None, master_port: int, 
 
 
 def _run_cluster(args: argparse.Namespace, console: Console) -> int:
-    from ddpkit.cli import doctor_job
-    from ddpkit.cli.launch_options import run_this_node
+    from ddpkit.cli.job.job_command import job_request, run_this_node
 
     if args.nnodes is None:
         raise UsageError("bad-usage", "--node-rank needs --nnodes",
                          "give the number of nodes, e.g. --nnodes 2 --node-rank 1")
     config, options = node_config(args)
-    return run_this_node(doctor_job.job_args(args), console, config, share, options)
+    return run_this_node(job_request(args), console, JOB, config, options)
 
 
-def node_config(args: argparse.Namespace) -> tuple[LaunchConfig, dict[str, Any]]:
+def node_config(args: argparse.Namespace) -> tuple[LaunchConfig, ClusterOptions]:
     """The cluster check's shape as a node configuration (the job drivers pass one around;
     nothing here runs torchrun) and its own options."""
     from ddpkit.doctor.cluster.session import ClusterOptions, validate
@@ -167,11 +172,11 @@ def node_config(args: argparse.Namespace) -> tuple[LaunchConfig, dict[str, Any]]
     config = LaunchConfig(nnodes=options.nnodes, node_rank=options.node_rank,
                           master_addr=options.master_addr, master_port=options.master_port,
                           entry="ddpkit doctor")
-    return config, {"cluster": options}
+    return config, options
 
 
 def share(console: Console, config: LaunchConfig, context: ShareContext,
-          given: dict[str, Any]) -> tuple[int, NodeOutcome]:
+          base: ClusterOptions) -> tuple[int, NodeOutcome]:
     """This node's part of the cluster check: meet the others, probe, report."""
     import socket
     import time
@@ -182,7 +187,6 @@ def share(console: Console, config: LaunchConfig, context: ShareContext,
     from ddpkit.doctor.cluster.session import ClusterOptions, run_node
 
     started = time.monotonic()
-    base: ClusterOptions = given["cluster"]
     options = ClusterOptions(config.nnodes, config.node_rank, config.master_addr,
                              config.master_port, base.timeout_s)
     outcome = run_node(options, dict(context.env), started=started,
@@ -239,3 +243,6 @@ def _render_cluster(console: Console, report: ClusterReport) -> None:
     render.line(console, render.style(console, "verdict", "bold"))
     for text in verdict_lines(report.verdict):
         render.line(console, ("  " + text) if text else "")
+
+
+JOB: JobCommand[ClusterOptions] = JobCommand("doctor", node_config, share)

@@ -16,12 +16,14 @@ from pathlib import Path
 from typing import Any
 
 from ddpkit import __version__
-from ddpkit.cli import render
-from ddpkit.cli.console import Console
-from ddpkit.cli.join_mode import node_config
-from ddpkit.cli.launch_options import Share, ShareContext, process_context, sigterm_as_interrupt
+from ddpkit.cli.command_table import COMMANDS, build_parser, load_command
+from ddpkit.cli.job.job_command import JobCommand
+from ddpkit.cli.node.launch_options import ShareContext, process_context, sigterm_as_interrupt
 from ddpkit.cli.options import add_flag, add_json_flag
+from ddpkit.cli.output import render
+from ddpkit.cli.output.console import Console
 from ddpkit.errors import ConfigError, DdpkitError, EnvironmentProblem, UsageError
+from ddpkit.file_safety import NotRegularFile, read_regular
 from ddpkit.launch.config import DEFAULT_CONNECT_TIMEOUT
 from ddpkit.launch.outcomes import INTERRUPTED, STOPPED, NodeOutcome, outcome_from_error
 
@@ -72,12 +74,13 @@ def run(args: argparse.Namespace, console: Console) -> int:
         worker.start_heartbeat(on_lost=switch.trigger)
         try:
             worker.wait_for_go(spec.join_timeout + 30.0)
-            config, options = node_config(spec.command, node_args(spec, rank, args))
+            job = job_command(spec.command)
+            config, options = job.node_config(node_args(spec, rank, args))
             context = ShareContext(
                 env={**env, **dict(spec.env)}, home=home, cwd=cwd, python=python, as_json=args.json,
                 should_stop=lambda: switch.should_stop() or worker.should_stop(),
                 hide_peer_commands=True)
-            code, outcome = _share_for(spec.command)(console, config, context, options)
+            code, outcome = job.share(console, config, context, options)
         except DdpkitError as exc:
             _report(console, worker, outcome_from_error(exc.to_dict(), node_rank=rank, host=host))
             raise
@@ -114,8 +117,11 @@ def token_text(args: argparse.Namespace, env: dict[str, str]) -> str:
     if args.token is not None:
         return str(source)
     try:
-        with open(source, encoding="utf-8") as handle:
-            return handle.read(MAX_TOKEN_BYTES)
+        return read_regular(source, MAX_TOKEN_BYTES).decode("utf-8")
+    except NotRegularFile as exc:  # a FIFO would wait for a writer until Ctrl-C
+        raise ConfigError("token-file-unreadable", f"cannot read the token file {exc.strerror}",
+                          f"pipe the token in instead (`cat {source} | ddpkit join -`), or copy "
+                          "the master's --token-file here (scp) and pass its path") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError("token-file-unreadable", f"cannot read the token file {source}: "
                           f"{getattr(exc, 'strerror', None) or exc}",
@@ -126,7 +132,6 @@ def node_args(spec: Any, rank: int, args: argparse.Namespace) -> argparse.Namesp
     """This node's share of the master's job, read as its own command line would be: the job's
     node_argv (the same one the printed peer commands and the ssh fan-out use), plus this node's
     own --ifname, --run-dir and --show-output, through the command's own parser."""
-    from ddpkit.cli.main import build_parser
     from ddpkit.launch.job import node_argv
 
     own = [*(["--ifname", args.ifname] if args.ifname else []),
@@ -158,22 +163,13 @@ def _check_script(spec: Any, parsed: argparse.Namespace, cwd: Path) -> None:
             f"run `ddpkit join` from the directory that holds it (on the master: {spec.cwd})")
 
 
-def _share_for(command: str) -> Share:
-    if command == "test":
-        from ddpkit.cli.commands import test
-
-        return test.share
-    if command == "bench":
-        from ddpkit.cli.commands import bench
-
-        return bench.share
-    if command == "doctor":
-        from ddpkit.cli.commands import doctor
-
-        return doctor.share
-    from ddpkit.cli.commands import launch
-
-    return launch.share
+def job_command(name: str) -> JobCommand[Any]:
+    """The whole-job command the master started, found by name in the command table."""
+    job = getattr(load_command(name), "JOB", None) if name in COMMANDS else None
+    if not isinstance(job, JobCommand):
+        raise ConfigError("bad-job", f"the master's job runs `ddpkit {name}`, which this ddpkit "
+                          "cannot join", "install the same ddpkit version on every machine")
+    return job
 
 
 def _report(console: Console, worker: Any, outcome: NodeOutcome) -> None:

@@ -9,25 +9,22 @@ from __future__ import annotations
 
 import argparse
 import os
-from typing import Any
 
-from ddpkit.cli import render
-from ddpkit.cli.console import Console
-from ddpkit.cli.launch_options import (
-    HOSTS,
-    JOIN,
+from ddpkit.cli.job.job_command import HOSTS, JOIN, JobCommand, job_request, run_this_node
+from ddpkit.cli.node.launch_options import (
     ShareContext,
     add_cluster_options,
     add_launch_options,
-    apply_scheduler_layout,
     config_from_args,
-    job_mode,
-    run_this_node,
+    with_master,
+    with_scheduler_layout,
     without_peer_commands,
 )
-from ddpkit.cli.node_events import ConsoleEvents, show_plan
+from ddpkit.cli.node.node_events import ConsoleEvents, show_plan
+from ddpkit.cli.node.torch_options import add_torch_options, resolve
 from ddpkit.cli.options import add_json_flag
-from ddpkit.cli.torch_options import add_torch_options, resolve
+from ddpkit.cli.output import render
+from ddpkit.cli.output.console import Console
 from ddpkit.launch.config import LaunchConfig
 from ddpkit.launch.outcomes import OK, NodeOutcome
 from ddpkit.report import document
@@ -52,41 +49,53 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, console: Console) -> int:
-    args.torch_options = torch = resolve(args)
-    for note in apply_scheduler_layout(args, dict(os.environ)):
+    args, torch = resolve(args)  # before the job mode: --rdzv-endpoint may give the master
+    args, notes = with_scheduler_layout(args, dict(os.environ))
+    for note in notes:
         render.log(console, f"ddpkit: note: {note}")
-    mode = job_mode(args)
+    request = job_request(args)
+    mode = request.mode()
+    tail = [*torch.node_flags(), *(["-m"] if args.module else []), args.script, *args.script_args]
+    # ^ what every node's command ends with: torch's flags, then ``[-m] script args...``
     if mode == HOSTS:
-        from ddpkit.cli import hosts_mode
+        from ddpkit.cli.job import hosts_mode
 
         torch.check_whole_job()  # each node decides the local-rank argument from its own copy
         _preview_local_rank(args, console)
-        return hosts_mode.run(args, console, subcommand="launch", tail=job_tail(args))
+        return hosts_mode.run(request, console, command=JOB.name, tail=tail)
     if mode == JOIN:
-        from ddpkit.cli import join_mode
+        from ddpkit.cli.job import join_mode
 
         torch.check_whole_job()
+        _check_own_entry(args)  # node 0 is this machine: before the others are asked to join
         _preview_local_rank(args, console)
-        return join_mode.run_master(args, console, command="launch", tail=job_tail(args),
-                                    share=share)
+        return join_mode.run_master(request, console, JOB, tail=tail,
+                                    own_config=lambda address: node_config(
+                                        with_master(args, address)))
     config, options = node_config(args)
-    return run_this_node(args, console, config, share, options)
+    return run_this_node(request, console, JOB, config, options)
 
 
-def job_tail(args: argparse.Namespace) -> list[str]:
-    """What every node's command ends with: torch's flags, then ``[-m] script args...``."""
-    return [*args.torch_options.node_flags(), *(["-m"] if args.module else []), args.script,
-            *args.script_args]
-
-
-def node_config(args: argparse.Namespace) -> tuple[LaunchConfig, dict[str, Any]]:
-    """This node's configuration and share options from its parsed command line (also how a
-    joining node reads the master's job)."""
-    if getattr(args, "torch_options", None) is None:
-        args.torch_options = resolve(args)
+def node_config(args: argparse.Namespace) -> tuple[LaunchConfig, None]:
+    """This node's configuration from its parsed command line (also how a joining node reads the
+    master's job). launch has no options of its own beyond the config."""
+    args, torch = resolve(args)
     config = config_from_args(args, entry=args.script, entry_args=args.script_args,
-                              is_module=args.module)
-    return config, {}
+                              is_module=args.module, **torch.config_fields())
+    return config, None
+
+
+def _check_own_entry(args: argparse.Namespace) -> None:
+    import sys
+    from pathlib import Path
+
+    from ddpkit.launch.node.entry_check import entry_error, entry_problem
+
+    problem = entry_problem(args.script, cwd=Path.cwd(), is_module=args.module,
+                            no_python=bool(args.torchrun_flag_no_python), env=dict(os.environ),
+                            sys_path=sys.path)
+    if problem is not None and not args.dry_run:
+        raise entry_error(problem, entry=args.script, is_module=args.module, node_rank=0)
 
 
 def _preview_local_rank(args: argparse.Namespace, console: Console) -> None:
@@ -108,7 +117,7 @@ def _preview_local_rank(args: argparse.Namespace, console: Console) -> None:
 
 
 def share(console: Console, config: LaunchConfig, context: ShareContext,
-          options: dict[str, Any]) -> tuple[int, NodeOutcome]:
+          options: None) -> tuple[int, NodeOutcome]:
     """This node's share of the job; raises the launch's DdpkitError when it fails."""
     from ddpkit.launch.node import session
 
@@ -120,6 +129,7 @@ def share(console: Console, config: LaunchConfig, context: ShareContext,
     if context.dry_run:
         show_plan(console, plan, as_json=context.as_json)
         return 0, outcome
+    session.check_startable(plan)  # before the plan (and the other nodes' commands) is shown
     events = ConsoleEvents(console, output_to_stderr=context.as_json)
     events.planned(plan)
     result = session.execute(plan, events, should_stop=context.should_stop,
@@ -129,3 +139,6 @@ def share(console: Console, config: LaunchConfig, context: ShareContext,
     render.log(console, f"ddpkit: node {config.node_rank} finished in "
                         f"{result.outcome.duration_s:.1f} s; logs in {plan.run_dir}")
     return 0, outcome
+
+
+JOB: JobCommand[None] = JobCommand("launch", node_config, share)

@@ -9,9 +9,9 @@ import argparse
 from collections.abc import Sequence
 from typing import Any
 
-from ddpkit.cli import render
-from ddpkit.cli.console import Console
 from ddpkit.cli.options import add_flag, add_json_flag
+from ddpkit.cli.output import render
+from ddpkit.cli.output.console import Console
 from ddpkit.errors import DdpkitError, UsageError
 from ddpkit.net.interfaces import Nic, discover
 from ddpkit.net.route import Route, route_to

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import argparse
 
-from ddpkit.bench.bench_results import BenchFacts, read_bench
-from ddpkit.bench.model import ALGORITHMS, GRAD_DTYPE_BYTES, parse_setting
-from ddpkit.bench.plan import (
+from ddpkit.bench.planning import gpus
+from ddpkit.bench.planning.bench_results import BenchFacts, read_bench
+from ddpkit.bench.planning.memory import OPTIMIZERS
+from ddpkit.bench.planning.model import ALGORITHMS, GRAD_DTYPE_BYTES, parse_setting
+from ddpkit.bench.planning.plan import (
     DEFAULT_SETTINGS,
     Plan,
     PlanRequest,
@@ -24,13 +26,14 @@ from ddpkit.bench.units import (
     parse_rate,
     parse_size,
 )
-from ddpkit.cli import render
-from ddpkit.cli.console import Console
 from ddpkit.cli.options import add_flag, add_json_flag
+from ddpkit.cli.output import render
+from ddpkit.cli.output.console import Console
+from ddpkit.cli.output.plan_memory import memory_footer, show_memory
 from ddpkit.errors import UsageError
 from ddpkit.report import document
 
-HELP = "predict whether multi-node pays off for a model and network"
+HELP = "predict whether a model fits and whether multi-node pays off for it"
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -60,6 +63,20 @@ def configure(parser: argparse.ArgumentParser) -> None:
              help="efficiency that justifies going multi-node (default 0.7)")
     add_flag(parser, "--from-bench", metavar="FILE",
              help="use measured numbers from a `ddpkit bench --json` file (ddpkit.bench/1)")
+    memory = parser.add_argument_group("memory (does it fit? docs/plan.md)")
+    add_flag(memory, "--gpu", metavar="NAME",
+             help=f"GPU kind: {', '.join(gpus.names())} (memory and intra-node link)")
+    add_flag(memory, "--gpu-memory", metavar="SIZE", help="memory per GPU: 24GiB, 80GB")
+    add_flag(memory, "--optimizer", choices=OPTIMIZERS, default="adamw",
+             help="optimizer (default adamw; sgd = with momentum)")
+    add_flag(memory, "--micro-batch", type=int, metavar="B", help="sequences per GPU per step")
+    add_flag(memory, "--seq-len", type=int, metavar="S", help="tokens per sequence")
+    add_flag(memory, "--layers", type=int, metavar="L",
+             help="transformer blocks (default: from --params and --hidden)")
+    add_flag(memory, "--checkpointing", action="store_true",
+             help="activation checkpointing on every block")
+    add_flag(memory, "--lora-rank", type=int, default=16, metavar="R",
+             help="LoRA/QLoRA adapter rank (default 16, all linear layers)")
     add_json_flag(parser)
 
 
@@ -89,6 +106,15 @@ def request_from_args(args: argparse.Namespace) -> PlanRequest:
         algorithm=args.algorithm,
         efficiency_threshold=args.efficiency_threshold,
         settings=settings,
+        gpu=args.gpu,
+        gpu_memory=None if args.gpu_memory is None
+        else parse_size(args.gpu_memory, flag="--gpu-memory"),
+        optimizer=args.optimizer,
+        micro_batch=args.micro_batch,
+        seq_len=args.seq_len,
+        layers=args.layers,
+        checkpointing=args.checkpointing,
+        lora_rank=args.lora_rank,
     )
 
 
@@ -97,7 +123,7 @@ def run(args: argparse.Namespace, console: Console) -> int:
     bench: BenchFacts | None = read_bench(args.from_bench) if args.from_bench else None
     plan = make_plan(request, bench)
     if args.json:
-        render.emit_json(console, document("plan", 1, plan_to_dict(plan)))
+        render.emit_json(console, document("plan", 2, plan_to_dict(plan)))
     else:
         show(console, plan)
     return 0
@@ -113,13 +139,15 @@ def _secs(value: float | None) -> str:
 
 def show(console: Console, plan: Plan) -> None:
     inp = plan.inputs
-    render.line(console, (
+    render.wrapped(console, (
         f"model {format_count(inp.params)} params, {inp.grad_dtype} gradients "
         f"({format_bytes(inp.params * inp.grad_bytes)} per all-reduce); "
         f"{inp.nodes} nodes x {inp.gpus_per_node} GPU{'' if inp.gpus_per_node == 1 else 's'}; "
         f"network {format_rate(inp.inter_node_bytes_per_s)}"
         + (f"; intra-node {format_rate(inp.intra_node_bytes_per_s)}" if inp.gpus_per_node > 1
            else "")))
+    if show_memory(console, plan):
+        return
     one = plan.one_node
     render.line(console, f"one node: step {_secs(one.step_s)} (compute "
                 f"{_secs(inp.step_compute_s)}, exposed communication {_secs(one.exposed_s)})")
@@ -144,14 +172,19 @@ def show(console: Console, plan: Plan) -> None:
                  title=f"{inp.nodes} nodes vs 1 node (efficiency = 1-node step / "
                        f"{inp.nodes}-node step, same per-GPU batch: weak scaling)")
     render.line(console)
+    dim = "dim" if console.color else None
     for note in plan.assumptions:
-        render.line(console, render.style(console, f"  assumes: {note}", "dim"))
+        render.wrapped(console, f"  assumes: {note}", indent="    ", name=dim)
     notes = sorted({note for r in plan.results for note in r.notes})
     for note in notes:
-        render.line(console, render.style(console, f"  note: {note}", "dim"))
+        render.wrapped(console, f"  note: {note}", indent="    ", name=dim)
     render.line(console)
     decision_style = {"go-multi-node": "ok", "stay-on-one-node": "warn"}.get(
         plan.verdict.decision, "bold")
-    render.line(console, render.style(console, plan.verdict.text, decision_style))
+    render.wrapped(console, plan.verdict.text,
+                   name=decision_style if console.color else None)
     if plan.verdict.cost and plan.verdict.setting != "none":
-        render.line(console, f"  cost: {plan.verdict.cost}")
+        render.wrapped(console, f"  cost: {plan.verdict.cost}", indent="    ")
+    footer = memory_footer(plan)
+    if footer:
+        render.wrapped(console, f"  {footer}", indent="    ")

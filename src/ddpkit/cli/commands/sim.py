@@ -11,9 +11,9 @@ import signal
 import subprocess
 from typing import Any
 
-from ddpkit.cli import render
-from ddpkit.cli.console import Console
 from ddpkit.cli.options import add_flag, add_json_flag
+from ddpkit.cli.output import render
+from ddpkit.cli.output.console import Console
 from ddpkit.errors import ConfigError, ExitCode, UsageError
 from ddpkit.report import document
 from ddpkit.sim import (

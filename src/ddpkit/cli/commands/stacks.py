@@ -12,9 +12,9 @@ import os
 import sys
 from pathlib import Path
 
-from ddpkit.cli import render
-from ddpkit.cli.console import Console
 from ddpkit.cli.options import add_flag, add_json_flag
+from ddpkit.cli.output import render
+from ddpkit.cli.output.console import Console
 from ddpkit.errors import ConfigError, ExitCode
 from ddpkit.launch.hang.pyspy import DUMP_TIMEOUT_S, find_py_spy
 from ddpkit.launch.hang.stacks import render_stack, summary_lines

@@ -8,27 +8,26 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import functools
 import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ddpkit.cli import render
-from ddpkit.cli.console import Console
-from ddpkit.cli.launch_options import (
-    HOSTS,
-    JOIN,
+from ddpkit.cli.job.job_command import HOSTS, JOIN, JobCommand, job_request, run_this_node
+from ddpkit.cli.node.launch_options import (
     ShareContext,
     add_cluster_options,
     add_launch_options,
-    apply_scheduler_layout,
     config_from_args,
-    job_mode,
-    run_this_node,
+    with_master,
+    with_scheduler_layout,
     without_peer_commands,
 )
-from ddpkit.cli.node_events import ConsoleEvents, show_plan
+from ddpkit.cli.node.node_events import ConsoleEvents, show_plan
 from ddpkit.cli.options import add_flag, add_json_flag
+from ddpkit.cli.output import render
+from ddpkit.cli.output.console import Console
 from ddpkit.clustertest import WORKER_MODULE
 from ddpkit.error_ids import JOB_FAILED, JOB_HUNG, JOB_STOPPED, JOB_TIMEOUT
 from ddpkit.errors import DdpkitError, ExitCode
@@ -52,40 +51,56 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="stream the ranks' own output (hidden by default)")
 
 
-def test_options(args: argparse.Namespace) -> dict[str, Any]:
-    return {"backend": args.backend, "quick": bool(args.quick), "pg_timeout": args.pg_timeout,
-            "show_output": bool(args.show_output)}
+@dataclasses.dataclass(frozen=True)
+class TestOptions:
+    """The test's own flags."""
+
+    __test__ = False  # not a pytest class
+
+    backend: str = "auto"  # auto | gloo | nccl (the parser's choices)
+    quick: bool = False
+    pg_timeout: float = 120.0
+    show_output: bool = False
 
 
 def run(args: argparse.Namespace, console: Console) -> int:
-    for note in apply_scheduler_layout(args, dict(os.environ)):
+    args, notes = with_scheduler_layout(args, dict(os.environ))
+    for note in notes:
         render.log(console, f"ddpkit: note: {note}")
-    mode = job_mode(args)
+    request = job_request(args)
+    mode = request.mode()
+    options = test_options(args)
+    render_job = functools.partial(_render_job, as_json=request.as_json)
     if mode == HOSTS:
-        from ddpkit.cli import hosts_mode
+        from ddpkit.cli.job import hosts_mode
 
-        tail = [*job_tail(args), *(["--show-output"] if args.show_output else [])]
-        return hosts_mode.run(args, console, subcommand="test", tail=tail,
-                              render_result=lambda c, outcomes, payload: _render_job(
-                                  c, outcomes, payload, as_json=args.json))
+        tail = [*job_tail(options), *(["--show-output"] if options.show_output else [])]
+        return hosts_mode.run(request, console, command=JOB.name, tail=tail,
+                              render_result=render_job)
     if mode == JOIN:
-        from ddpkit.cli import join_mode
+        from ddpkit.cli.job import join_mode
 
-        return join_mode.run_master(args, console, command="test", tail=job_tail(args),
-                                    share=share, render_result=lambda c, outcomes, payload:
-                                    _render_job(c, outcomes, payload, as_json=args.json))
+        return join_mode.run_master(request, console, JOB, tail=job_tail(options),
+                                    own_config=lambda address: node_config(
+                                        with_master(args, address)),
+                                    render_result=render_job)
     config, options = node_config(args)
-    return run_this_node(args, console, config, share, options)
+    return run_this_node(request, console, JOB, config, options)
 
 
-def job_tail(args: argparse.Namespace) -> list[str]:
+def test_options(args: argparse.Namespace) -> TestOptions:
+    return TestOptions(backend=args.backend, quick=bool(args.quick), pg_timeout=args.pg_timeout,
+                       show_output=bool(args.show_output))
+
+
+def job_tail(options: TestOptions) -> list[str]:
     """The test's own flags, which every node's command repeats (not --show-output: a node's own
     choice)."""
-    return ["--backend", args.backend, "--pg-timeout", f"{args.pg_timeout:g}",
-            *(["--quick"] if args.quick else [])]
+    return ["--backend", options.backend, "--pg-timeout", f"{options.pg_timeout:g}",
+            *(["--quick"] if options.quick else [])]
 
 
-def node_config(args: argparse.Namespace) -> tuple[LaunchConfig, dict[str, Any]]:
+def node_config(args: argparse.Namespace) -> tuple[LaunchConfig, TestOptions]:
     """This node's configuration and test options from its parsed command line (also how a
     joining node reads the master's job)."""
     config = config_from_args(args, entry=WORKER_MODULE, entry_args=[], is_module=True)
@@ -93,7 +108,7 @@ def node_config(args: argparse.Namespace) -> tuple[LaunchConfig, dict[str, Any]]
 
 
 def share(console: Console, config: LaunchConfig, context: ShareContext,
-          options: dict[str, Any]) -> tuple[int, NodeOutcome]:
+          options: TestOptions) -> tuple[int, NodeOutcome]:
     """This node's share of the test: run the checks, print the verdict, return the exit code."""
     from ddpkit import clustertest
     from ddpkit.launch.node import session
@@ -103,15 +118,13 @@ def share(console: Console, config: LaunchConfig, context: ShareContext,
     report_dir = run_dir / "test-report"
     # A rank stuck where the process-group timeout does not reach (Gloo's connect loop) must not
     # hang the test: past this deadline the job is stopped and the stage files name the stuck ranks.
-    job_timeout = config.job_timeout or clustertest.default_job_timeout(options["pg_timeout"])
+    job_timeout = config.job_timeout or clustertest.default_job_timeout(options.pg_timeout)
     config = dataclasses.replace(
         config, run_dir=str(run_dir), entry=WORKER_MODULE, is_module=True, job_timeout=job_timeout,
-        entry_args=tuple(clustertest.worker_args(report_dir, backend=options["backend"],
-                                                 quick=options["quick"],
-                                                 pg_timeout=options["pg_timeout"])))
-    peer = ["test", "--backend", options["backend"], "--pg-timeout", f"{options['pg_timeout']:g}"]
-    if options["quick"]:
-        peer.append("--quick")
+        entry_args=tuple(clustertest.worker_args(report_dir, backend=options.backend,
+                                                 quick=options.quick,
+                                                 pg_timeout=options.pg_timeout)))
+    peer = ["test", *job_tail(options)]
     plan = session.prepare(config, context.env, home=context.home, cwd=context.cwd,
                            python=context.python, peer_command=tuple(peer))
     if context.hide_peer_commands:
@@ -120,7 +133,7 @@ def share(console: Console, config: LaunchConfig, context: ShareContext,
     if context.dry_run:
         show_plan(console, plan, as_json=context.as_json)
         return 0, outcome
-    events = ConsoleEvents(console, output_to_stderr=True, quiet_output=not options["show_output"])
+    events = ConsoleEvents(console, output_to_stderr=True, quiet_output=not options.show_output)
     events.planned(plan)
     launch_error: DdpkitError | None = None
     try:
@@ -183,3 +196,6 @@ def _render_job(console: Console, outcomes: Sequence[NodeOutcome], payload: dict
         render.log(console, f"ddpkit: job failed: {job_summary(outcomes)}")
         return ExitCode.JOB_FAILED
     return ExitCode.OK if doc is not None and doc.get("ok") else ExitCode.FAILURE
+
+
+JOB: JobCommand[TestOptions] = JobCommand("test", node_config, share)

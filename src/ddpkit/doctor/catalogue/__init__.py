@@ -31,6 +31,7 @@ ORDER = (
     "peer-unreachable",
     "rendezvous-timeout",
     "job-hung",
+    "dump-unreadable",
     "collective-timeout",
     "connection-lost",
     "rank-failed",

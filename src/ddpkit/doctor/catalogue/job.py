@@ -81,6 +81,20 @@ ENTRIES = (
         88,
     ),
     Entry(
+        "dump-unreadable", "warning",
+        "A flight-recorder dump could not be read",
+        "One of torch's flight-recorder dumps is not a dump ddpkit can read: cut short (the rank "
+        "died while writing it), not a dump at all, or one that asks for a class or a "
+        "function (refused: nothing in a dump is ever run). The other dumps and the logs are "
+        "still diagnosed without it.",
+        "Diagnose the rest without it (move it aside and rerun `ddpkit doctor --log RUN_DIR`), "
+        "or read it with torch's own analyser, which trusts the file (only on a dump you know "
+        "the origin of):\n  python -m torch.distributed.flight_recorder.fr_trace <dump folder>",
+        "A file named like a dump (`flight-recorder/rank_<R>`, in torch's binary format) that the "
+        "reader refuses.",
+        30,
+    ),
+    Entry(
         "collective-timeout", "error",
         "A collective operation timed out",
         "A collective (all_reduce, broadcast, ...) did not complete within the process-group "
@@ -150,7 +164,7 @@ ENTRIES = (
         "traceback, `errno`, `Segmentation fault`, `core dumped`, `terminate called`, a "
         "non-zero `exit code`/`exit status` or `ERROR` line, when no other error finding "
         "holds.",
-        30,
+        25,
     ),
     Entry(
         "no-failure", "info",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -21,8 +22,7 @@ class CheckRow:
     fix: str = ""
 
     def to_dict(self) -> dict[str, Any]:
-        return {"id": self.id, "title": self.title, "status": self.status,
-                "detail": self.detail, "fix": self.fix}
+        return dataclasses.asdict(self)
 
 
 def worst(rows: Sequence[CheckRow]) -> Status:

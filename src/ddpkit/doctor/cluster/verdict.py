@@ -9,6 +9,7 @@ it bounded anyway.
 
 from __future__ import annotations
 
+import dataclasses
 import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -40,8 +41,7 @@ class NodeCommands:
     export: str
 
     def to_dict(self) -> dict[str, Any]:
-        return {"rank": self.rank, "launch": self.launch, "nccl_conf": self.nccl_conf,
-                "export": self.export}
+        return dataclasses.asdict(self)
 
 
 @dataclass(frozen=True)

@@ -8,24 +8,14 @@ import stat
 from collections.abc import Sequence
 from typing import BinaryIO
 
-from ddpkit.doctor.findings import Finding
+from ddpkit.doctor.findings import Finding, has_errors
 from ddpkit.doctor.log import run_dir
+from ddpkit.doctor.log.refusal import unreadable
 from ddpkit.doctor.log.rules.table import Diagnosis
 from ddpkit.doctor.log.scan import scan
-from ddpkit.errors import ConfigError
 
 STDIN_NAME = "<stdin>"
 FIFO_WAIT_S = 10  # how long a FIFO given as a log may stay without a writer
-
-
-LOG_FIX = "pass a readable file (or - for stdin); check the path and its permissions"
-
-
-def unreadable(path: str, reason: str, *, what: str = "log file",
-               fix: str = LOG_FIX) -> ConfigError:
-    """The ``log-unreadable`` error for one input of ``doctor --log``."""
-    return ConfigError("log-unreadable", f"cannot read {what} {path}: {reason}", fix,
-                       details={"path": path})
 
 
 def check_readable(path: str) -> None:
@@ -80,8 +70,9 @@ def diagnose(paths: Sequence[str], stdin: BinaryIO | None = None) -> list[Findin
     dumps, paths = flight_recorder_input.split(paths)
     # the stacks say where each rank was, the flight recorder which collective it reached: the
     # most direct evidence, ahead of what the logs show
-    hung = [found for found in (stacks_input.finding(stack_files),
-                                flight_recorder_input.finding(dumps)) if found is not None]
+    from_stacks = stacks_input.finding(stack_files)
+    hung = [*([from_stacks] if from_stacks is not None else []),
+            *flight_recorder_input.findings(dumps)]
     if (stack_files or dumps) and not paths:
         return hung
     paths = run_dir.expand(list(paths))
@@ -102,7 +93,7 @@ def diagnose(paths: Sequence[str], stdin: BinaryIO | None = None) -> list[Findin
             raise unreadable(path, exc.strerror or str(exc)) from exc
     found = diagnosis.findings()
     if hung:
-        found = [*hung, *(f for f in found if f.id != "no-failure")]
+        found = [*hung, *(f for f in found if f.id != "no-failure" or not has_errors(hung))]
     return found
 
 

@@ -14,6 +14,13 @@ number at which ranks called different collectives (another operation, or other 
 ranks whose last collective is behind the others' (they never entered the one the others wait in),
 else every rank inside the same unfinished collective. That becomes a ``job-hung`` finding with the
 odd ranks named; dumps that show every collective finished give no finding.
+
+Nothing from a dump is trusted: every field is read through :mod:`ddpkit.doctor.log.bounded`
+(shared references, nesting, long strings and huge integers cost no more than what is shown,
+control characters are removed), only the last ``MAX_ENTRIES`` entries of a dump and the first
+``MAX_FRAMES`` frames of an entry are looked at, and a dump that cannot be read is one
+``dump-unreadable`` finding next to what the other dumps and logs show, never the end of the
+diagnosis.
 """
 
 from __future__ import annotations
@@ -28,12 +35,18 @@ from typing import Any
 
 from ddpkit.doctor.catalogue import entry
 from ddpkit.doctor.findings import Evidence, Finding
-from ddpkit.doctor.log.diagnose import unreadable
+from ddpkit.doctor.log.bounded import small_int, text
+from ddpkit.doctor.log.refusal import unreadable
 from ddpkit.errors import ConfigError
-from ddpkit.launch.node.plan import FLIGHT_RECORDER_DIR
+from ddpkit.launch.config import FLIGHT_RECORDER_DIR
+from ddpkit.plain_text import shown
 
 MAX_DUMP_BYTES = 256 * 1024 * 1024  # 2000 entries with their frames are a few MB
 MAX_DUMPS = 4096
+MAX_ENTRIES = 100_000  # the newest of a dump's entries looked at (torch keeps 2000 by default)
+MAX_FRAMES = 256  # of one entry, innermost first
+MAX_GROUPS_SHOWN = 16  # process groups described in one finding
+_OP_CHARS, _SIZES_CHARS, _PATH_CHARS, _NAME_CHARS, _GROUP_CHARS = 80, 160, 300, 80, 64
 _DUMP_NAME = re.compile(r"(\d+)$")  # TORCH_FR_DUMP_TEMP_FILE + the rank
 _PICKLE_PROTOCOL_2_PLUS = b"\x80"
 _TORCH_FRAME = re.compile(r"[/\\]torch[/\\]")
@@ -126,10 +139,13 @@ def read_dump(path: str) -> RankTrace:
         if size > MAX_DUMP_BYTES:
             raise _unreadable(path, f"it is {size} bytes, more than the {MAX_DUMP_BYTES} a dump "
                                     "of the last collectives can be")
-        with open(path, "rb") as handle:
-            data = handle.read(MAX_DUMP_BYTES + 1)
+        with open(path, "rb") as handle:  # read(n) allocates n bytes first: the size, not the cap
+            data = handle.read(size + 1)
     except OSError as exc:
         raise _unreadable(path, exc.strerror or str(exc)) from exc
+    if len(data) > MAX_DUMP_BYTES:  # it grew since
+        raise _unreadable(path, f"it is more than the {MAX_DUMP_BYTES} bytes a dump of the last "
+                                "collectives can be")
     try:
         doc = _PlainValues(io.BytesIO(data)).load()
     except Exception as exc:  # corrupt bytes can fail in any of the unpickler's opcodes
@@ -143,20 +159,22 @@ def read_dump(path: str) -> RankTrace:
 
 def _calls(doc: Mapping[str, Any]) -> Iterable[Call]:
     found = doc.get("pg_status")
-    status: Mapping[str, Any] = found if isinstance(found, dict) else {}
+    status: Mapping[Any, Any] = found if isinstance(found, dict) else {}
+    entries = doc["entries"]
+    first = max(0, len(entries) - MAX_ENTRIES)
     calls = []
-    for number, item in enumerate(doc["entries"], start=1):
-        if not isinstance(item, dict) or item.get("is_p2p"):
+    for number, item in enumerate(entries[first:], start=first + 1):
+        if not isinstance(item, dict) or item.get("is_p2p") is True:
             continue
-        seq = item.get("collective_seq_id")
+        seq = small_int(item.get("collective_seq_id"))
         group = _group_id(item)
-        if not isinstance(seq, int) or isinstance(seq, bool) or group is None:
+        if seq is None or group is None:
             continue
         group_status = status.get(group)
-        done_upto = (group_status.get("last_completed_collective")
+        done_upto = (small_int(group_status.get("last_completed_collective"))
                      if isinstance(group_status, dict) else None)
-        done = item.get("state") == "completed" or (isinstance(done_upto, int) and seq <= done_upto)
-        calls.append(Call(group, seq, str(item.get("profiling_name") or "?"),
+        done = item.get("state") == "completed" or (done_upto is not None and seq <= done_upto)
+        calls.append(Call(group, seq, text(item.get("profiling_name") or "?", _OP_CHARS),
                           _sizes(item.get("input_sizes")), done, _where(item.get("frames")), number))
     return sorted(calls, key=lambda c: (c.group, c.seq))
 
@@ -164,22 +182,23 @@ def _calls(doc: Mapping[str, Any]) -> Iterable[Call]:
 def _group_id(item: Mapping[str, Any]) -> str | None:
     group = item.get("process_group")
     if isinstance(group, (tuple, list)) and group:
-        return str(group[0])
-    pg_id = item.get("pg_id")
-    return str(pg_id) if isinstance(pg_id, int) else None
+        return text(group[0], _GROUP_CHARS)
+    pg_id = small_int(item.get("pg_id"))
+    return str(pg_id) if pg_id is not None else None
 
 
 def _sizes(sizes: object) -> str:
-    if isinstance(sizes, list) and all(isinstance(s, list) for s in sizes):
-        return "[" + ", ".join("[" + ", ".join(str(d) for d in s) + "]" for s in sizes) + "]"
-    return "[]"
+    return text(sizes, _SIZES_CHARS) if isinstance(sizes, list) else "[]"
 
 
 def _where(frames: object) -> str:
-    for frame in frames if isinstance(frames, list) else ():
-        if isinstance(frame, dict) and not _TORCH_FRAME.search(str(frame.get("filename", ""))):
-            name = os.path.basename(str(frame.get("filename", "?")))
-            return f"{name}:{frame.get('line', '?')} ({frame.get('name', '?')})"
+    for frame in frames[:MAX_FRAMES] if isinstance(frames, list) else ():
+        if not isinstance(frame, dict):
+            continue
+        filename = text(frame.get("filename", "?"), _PATH_CHARS)
+        if not _TORCH_FRAME.search(filename):
+            line, name = text(frame.get("line", "?"), 12), text(frame.get("name", "?"), _NAME_CHARS)
+            return f"{os.path.basename(filename)}:{line} ({name})"
     return ""
 
 
@@ -270,17 +289,56 @@ def _behind(group: str, per_rank: Mapping[int, list[Call]],
     return Verdict(group, tuple(lines), _evidence(traces, last), True)
 
 
+def findings(files: Sequence[str]) -> list[Finding]:
+    """What the dumps in ``files`` show together (several nodes' dumps): a ``job-hung`` finding
+    when a rank is held up, then one ``dump-unreadable`` finding per dump that cannot be read."""
+    traces, bad = _read_all(files)
+    hung = finding_of(traces)
+    return [*([hung] if hung is not None else []), *bad]
+
+
+def _read_all(files: Sequence[str]) -> tuple[list[RankTrace], list[Finding]]:
+    """(the dumps that can be read, a ``dump-unreadable`` finding for each of the others)."""
+    traces: list[RankTrace] = []
+    bad: list[Finding] = []
+    for path in files:
+        try:
+            traces.append(read_dump(path))
+        except ConfigError as exc:
+            bad.append(_unreadable_finding(path, exc.message))
+        except Exception as exc:  # noqa: BLE001 - a crafted dump must not end the diagnosis
+            bad.append(_unreadable_finding(path, f"cannot read flight-recorder dump {path}: "
+                                                 f"{type(exc).__name__}"))
+    return traces, bad
+
+
+def _unreadable_finding(path: str, why: str) -> Finding:
+    e = entry("dump-unreadable")
+    reason = shown(why, 300)
+    return Finding(e.id, e.severity, e.title, f"{reason}. {e.explanation}", e.fix,
+                   (Evidence(path, 0, reason),))
+
+
 def finding(files: Sequence[str]) -> Finding | None:
-    """One ``job-hung`` finding over the dumps in ``files`` (several nodes' dumps together), or
-    None when they show no rank held up."""
-    traces = [read_dump(path) for path in files]
+    """The ``job-hung`` finding over the dumps in ``files`` that can be read, or None."""
+    return finding_of(_read_all(files)[0])
+
+
+def finding_of(traces: Sequence[RankTrace]) -> Finding | None:
+    """One ``job-hung`` finding over these ranks' dumps, or None when they show no rank held
+    up."""
+    if not traces:
+        return None
+    files = [t.path for t in traces]
     verdicts = analyse(traces)
     if not verdicts:
         return None
     e = entry("job-hung")
-    lines = [line for v in verdicts for line in v.lines]
+    lines = [line for v in verdicts[:MAX_GROUPS_SHOWN] for line in v.lines]
+    if len(verdicts) > MAX_GROUPS_SHOWN:
+        lines.append(f"{len(verdicts) - MAX_GROUPS_SHOWN} more process groups differ (not shown)")
     recorded = {t.rank for t in traces}
-    evidence = tuple(item for v in verdicts for item in v.evidence)
+    evidence = tuple(item for v in verdicts[:MAX_GROUPS_SHOWN] for item in v.evidence)
     title = (e.title if any(v.odd_one_out for v in verdicts)
              else "The job hung: every rank waits in the same collective")
     where = os.path.dirname(files[0]) or "."

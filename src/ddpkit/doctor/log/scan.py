@@ -25,6 +25,7 @@ from ddpkit.doctor.log.patterns import (
     LinePattern,
     trigger_strings,
 )
+from ddpkit.plain_text import strip_controls
 
 CHUNK_BYTES = 1 << 20
 LINE_WINDOW = 8192  # bytes of a line examined per trigger hit
@@ -260,15 +261,6 @@ _NODE_TAG = re.compile(r"([A-Za-z][\w.-]*):(\d+)")
 _MPI_TAG = re.compile(r"(\d+),(\d+)")
 # srun --label ("52: ") and pdsh ("node3: " / "10.0.0.3: ") put a bare label before the line.
 _LABEL = re.compile(r"(?P<label>\d+|[A-Za-z0-9][\w.-]*): (?=\S)")
-# Every terminal control sequence: OSC (window titles, hyperlinks) up to BEL or ST, CSI (colours,
-# cursor moves), other two-byte escapes, and any remaining C0/C1 control character but the tab.
-_CONTROL = re.compile(r"\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b\[[0-?]*[ -/]*[@-~]|\x9b[0-?]*[ -/]*[@-~]"
-                      r"|\x1b[ -/]*[0-~]|[\x00-\x08\x0a-\x1f\x7f-\x9f]")
-
-
-def strip_controls(text: str) -> str:
-    """``text`` without terminal control sequences, so evidence lines print as plain text."""
-    return _CONTROL.sub("", text)
 
 
 def parse_prefix(text: str) -> tuple[str | None, str | None, int | None]:

@@ -9,9 +9,11 @@ from collections.abc import Sequence
 
 from ddpkit.doctor.catalogue import entry
 from ddpkit.doctor.findings import Evidence, Finding
+from ddpkit.file_safety import read_regular
 from ddpkit.launch.hang.stacks import RankStack, group, odd_one_out, summary_lines
 
 STACKS_DIR, STACKS_JSON = "stacks", "stacks.json"
+MAX_STACKS_BYTES = 64 * 1024 * 1024  # a node's ranks' stacks are a few hundred kB
 
 
 def stack_files(path: str) -> list[str]:
@@ -42,10 +44,11 @@ def finding(files: Sequence[str]) -> Finding | None:
     """One ``job-hung`` finding over every rank in ``files`` (several nodes' dumps together)."""
     stacks: list[RankStack] = []
     for path in files:
-        try:
-            with open(path, encoding="utf-8") as handle:
-                doc = json.load(handle)
-        except (OSError, ValueError):
+        try:  # written by ddpkit, but anyone who can write the run directory can craft one
+            doc = json.loads(read_regular(path, MAX_STACKS_BYTES).decode("utf-8"))
+        except (OSError, ValueError, RecursionError):
+            continue
+        if not isinstance(doc, dict):
             continue
         stacks += [RankStack.from_dict(s) for s in doc.get("stacks") or () if isinstance(s, dict)]
     if not stacks:

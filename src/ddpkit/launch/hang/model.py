@@ -24,12 +24,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, Literal
 
-DEFAULT_HANG_TIMEOUT = 300.0
+from ddpkit.launch.config import DEFAULT_HANG_TIMEOUT
+
+ProgressSignal = Literal["started", "output", "cpu", "peer"]
+
 BUSY_FRACTION = 0.05  # of one core; a blocked rank measures ~0.2-0.5 % (torch's helper threads)
-REPORT, STOP = "report", "stop"
-HANG_ACTIONS = (REPORT, STOP)
 
 
 @dataclass(frozen=True)
@@ -62,7 +63,7 @@ class RankProgress:
     output_bytes: int
     seen_at: float  # when this rank was last sampled
     progress_at: float  # when it last made progress
-    signal: str  # what the last progress was: "started" | "output" | "cpu" | "peer"
+    signal: ProgressSignal  # what the last progress was
 
 
 @dataclass(frozen=True)
@@ -118,7 +119,7 @@ def observe(state: HangState, sample: Sample, policy: HangPolicy) -> HangState:
 
 
 def _progress(before: RankProgress | None, now: RankSample, at: float,
-              policy: HangPolicy) -> str | None:
+              policy: HangPolicy) -> ProgressSignal | None:
     if before is None or before.pid != now.pid:
         return "started"
     if now.output_bytes > before.output_bytes:

@@ -8,7 +8,6 @@ all ranks are dumped at once, each bounded by ``timeout`` seconds.
 from __future__ import annotations
 
 import contextlib
-import linecache
 import os
 import shutil
 import subprocess
@@ -19,6 +18,7 @@ from pathlib import Path
 
 import psutil
 
+from ddpkit.launch.hang.readable_source import reader_of, source_line
 from ddpkit.launch.hang.stacks import RankStack, is_library, parse_pyspy_json
 
 DUMP_TIMEOUT_S = 5.0
@@ -67,7 +67,7 @@ def dump_all(targets: Sequence[Target], py_spy: str | None, *,
              timeout: float = DUMP_TIMEOUT_S) -> list[RankStack]:
     """Every target's stack, dumped concurrently; at most ``timeout`` seconds (plus a kill)."""
     if py_spy is None:
-        return [_failed(t, "py-spy-missing", "py-spy is not installed", INSTALL_FIX) for t in targets]
+        return [failed(t, "py-spy-missing", "py-spy is not installed", INSTALL_FIX) for t in targets]
     running: list[tuple[Target, subprocess.Popen[str] | None, str]] = []
     for target in targets:
         if not _same_process(target):
@@ -85,7 +85,7 @@ def dump_all(targets: Sequence[Target], py_spy: str | None, *,
     stacks = []
     for target, child, error in running:
         if child is None:
-            stacks.append(_failed(target, "py-spy-missing", error, INSTALL_FIX) if error else
+            stacks.append(failed(target, "py-spy-missing", error, INSTALL_FIX) if error else
                           _exited(target))
             continue
         try:
@@ -93,7 +93,7 @@ def dump_all(targets: Sequence[Target], py_spy: str | None, *,
         except subprocess.TimeoutExpired:
             child.kill()
             child.communicate()
-            stacks.append(_failed(target, "stack-dump-timeout",
+            stacks.append(failed(target, "stack-dump-timeout",
                                   f"py-spy did not answer within {timeout:g} s",
                                   "run `py-spy dump --pid "
                                   f"{target.pid}` by hand; a process in uninterruptible sleep "
@@ -108,7 +108,7 @@ def _result(target: Target, code: int, out: str, err: str) -> RankStack:
         try:
             threads = parse_pyspy_json(out)
         except ValueError as exc:
-            return _failed(target, "stack-dump-unreadable", f"py-spy printed no stack: {exc}",
+            return failed(target, "stack-dump-unreadable", f"py-spy printed no stack: {exc}",
                            "upgrade py-spy (`pip install -U py-spy`)")
         return with_code(RankStack(local_rank=target.local_rank, pid=target.pid, rank=target.rank,
                                    node_rank=target.node_rank, host=target.host, threads=threads))
@@ -117,19 +117,24 @@ def _result(target: Target, code: int, out: str, err: str) -> RankStack:
     first = next((line.strip() for line in err.splitlines() if line.strip()), f"exit {code}")
     low = err.lower()
     if "permission denied" in low or "operation not permitted" in low or "eperm" in low:
-        return _failed(target, "py-spy-not-permitted",
+        return failed(target, "py-spy-not-permitted",
                        f"py-spy may not read pid {target.pid}: {first}", not_permitted_fix())
-    return _failed(target, "stack-dump-failed", f"py-spy failed: {first}",
+    return failed(target, "stack-dump-failed", f"py-spy failed: {first}",
                    f"run `py-spy dump --pid {target.pid}` by hand to see why")
 
 
 def with_code(stack: RankStack) -> RankStack:
-    """The source line of every user-code frame, read from the file (as a traceback shows it)."""
+    """The source line of every user-code frame, read from the file (as a traceback shows it),
+    only where the rank's own user could read it (:func:`ddpkit.launch.hang.readable_source.source_line`:
+    a root ``ddpkit stacks`` must not print a file the rank names but may not read)."""
+    reader = reader_of(stack.pid)
+    if reader is None:
+        return stack
     code = {}
     for thread in stack.threads:
         for frame in thread.frames:
-            if not is_library(frame):
-                text = linecache.getline(frame.filename, frame.line).strip()
+            if not is_library(frame) and frame.at() not in code:
+                text = source_line(frame.filename, frame.line, reader)
                 if text:
                     code[frame.at()] = text
     return replace(stack, code=code)
@@ -145,11 +150,11 @@ def _same_process(target: Target) -> bool:
 
 
 def _exited(target: Target) -> RankStack:
-    return _failed(target, "rank-exited", "the rank exited before or while its stack was read",
+    return failed(target, "rank-exited", "the rank exited before or while its stack was read",
                    "nothing to fix here: its exit status and logs tell how it ended")
 
 
-def _failed(target: Target, error_id: str, error: str, fix: str) -> RankStack:
+def failed(target: Target, error_id: str, error: str, fix: str) -> RankStack:
     return RankStack(local_rank=target.local_rank, pid=target.pid, rank=target.rank,
                      node_rank=target.node_rank, host=target.host, error_id=error_id, error=error,
                      fix=fix)

@@ -4,6 +4,11 @@ Each rank is placed by its main thread: the innermost frame of the user's own co
 site-packages or the standard library) and, inside it, the torch.distributed call it waits in.
 Ranks at the same place form a group; the group that differs from the rest is named as the likely
 cause: one not inside a collective while others are, else the smallest group.
+
+Every name, file name and source line comes from another process (py-spy reads it from the
+rank's memory) or from a file anyone with access to the run directory could rewrite: each is
+bounded and stripped of control characters (:func:`ddpkit.plain_text.shown`) when it is parsed,
+so no escape sequence reaches the terminal or the written reports.
 """
 
 from __future__ import annotations
@@ -14,8 +19,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ddpkit.plain_text import shown
+
 C10D_FILES = ("torch/distributed/distributed_c10d.py",)
 C10D_WRAPPERS = ("torch/distributed/c10d_logger.py",)
+NAME_CHARS, PATH_CHARS, CODE_CHARS = 200, 1000, 300
 _LIBRARY = re.compile(r"/(?:site|dist)-packages/|/lib/python\d\.\d+/|^<frozen |^<string>")
 
 
@@ -86,24 +94,44 @@ class RankStack:
     def from_dict(cls, data: Mapping[str, Any]) -> RankStack:
         """The inverse of :meth:`to_dict` (a node's JSON, read by its job supervisor)."""
         def opt(key: str) -> int | None:
-            value = data.get(key)
-            return int(value) if isinstance(value, int) and not isinstance(value, bool) else None
+            return _int(data.get(key))
 
         threads = tuple(
-            ThreadStack(int(t.get("thread_id") or 0), str(t.get("name") or ""),
-                        int(t["os_thread_id"]) if isinstance(t.get("os_thread_id"), int) else None,
-                        bool(t.get("active")),
-                        tuple(Frame(str(f.get("name", "?")), str(f.get("filename", "?")),
-                                    str(f.get("short", "?")), int(f.get("line") or 0))
-                              for f in t.get("frames") or () if isinstance(f, Mapping)))
-            for t in data.get("threads") or () if isinstance(t, Mapping))
+            ThreadStack(_int(t.get("thread_id")) or 0, _text(t.get("name") or "", NAME_CHARS),
+                        _int(t.get("os_thread_id")), bool(t.get("active")),
+                        tuple(Frame(_text(f.get("name", "?"), NAME_CHARS),
+                                    _text(f.get("filename", "?"), PATH_CHARS),
+                                    _text(f.get("short", "?"), PATH_CHARS), _int(f.get("line")) or 0)
+                              for f in _items(t.get("frames")) if isinstance(f, Mapping)))
+            for t in _items(data.get("threads")) if isinstance(t, Mapping))
         code = data.get("code")
         return cls(local_rank=opt("local_rank") or 0, pid=opt("pid") or 0, rank=opt("rank"),
-                   node_rank=opt("node_rank"), host=str(data.get("host") or ""), threads=threads,
-                   error_id=str(data["error_id"]) if data.get("error_id") else None,
-                   error=str(data.get("error") or ""), fix=str(data.get("fix") or ""),
-                   code={str(k): str(v) for k, v in code.items()} if isinstance(code, Mapping)
-                   else {})
+                   node_rank=opt("node_rank"), host=_text(data.get("host") or "", NAME_CHARS),
+                   threads=threads,
+                   error_id=_text(data["error_id"], NAME_CHARS) if data.get("error_id") else None,
+                   error=_text(data.get("error") or "", CODE_CHARS),
+                   fix=_text(data.get("fix") or "", CODE_CHARS),
+                   code={_text(k, PATH_CHARS): _text(v, CODE_CHARS) for k, v in code.items()}
+                   if isinstance(code, Mapping) else {})
+
+
+def _text(value: object, limit: int) -> str:
+    """A string field as it may be shown: bounded, no control characters (a non-string field of
+    a crafted file is shown as its type, never expanded)."""
+    if isinstance(value, str):
+        return shown(value, limit)
+    number = _int(value)
+    return str(number) if number is not None else f"<{type(value).__name__}>"
+
+
+def _int(value: object) -> int | None:
+    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() <= 64:
+        return value
+    return None
+
+
+def _items(value: object) -> list[Any]:
+    return value if isinstance(value, list) else []
 
 
 def parse_pyspy_json(text: str) -> tuple[ThreadStack, ...]:
@@ -116,13 +144,13 @@ def parse_pyspy_json(text: str) -> tuple[ThreadStack, ...]:
         if not isinstance(item, dict):
             raise ValueError("py-spy's JSON thread is not an object")
         frames = tuple(
-            Frame(str(f.get("name", "?")), str(f.get("filename", "?")),
-                  str(f.get("short_filename") or f.get("filename", "?")), int(f.get("line") or 0))
-            for f in item.get("frames") or () if isinstance(f, dict))
-        os_tid = item.get("os_thread_id")
-        threads.append(ThreadStack(int(item.get("thread_id") or 0), str(item.get("thread_name") or ""),
-                                   int(os_tid) if isinstance(os_tid, int) else None,
-                                   bool(item.get("active")), frames))
+            Frame(_text(f.get("name", "?"), NAME_CHARS), _text(f.get("filename", "?"), PATH_CHARS),
+                  _text(f.get("short_filename") or f.get("filename", "?"), PATH_CHARS),
+                  _int(f.get("line")) or 0)
+            for f in _items(item.get("frames")) if isinstance(f, dict))
+        threads.append(ThreadStack(_int(item.get("thread_id")) or 0,
+                                   _text(item.get("thread_name") or "", NAME_CHARS),
+                                   _int(item.get("os_thread_id")), bool(item.get("active")), frames))
     return tuple(threads)
 
 

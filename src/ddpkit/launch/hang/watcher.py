@@ -18,19 +18,26 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import psutil
 
 from ddpkit.atomic_file import replace_file
 from ddpkit.errors import ConfigError
+from ddpkit.file_safety import read_regular
+from ddpkit.launch.config import STOP
 from ddpkit.launch.hang import model as hang
 from ddpkit.launch.hang.progress_exchange import ProgressExchange
 from ddpkit.launch.hang.pyspy import DUMP_TIMEOUT_S, Target, dump_all
 from ddpkit.launch.hang.stacks import RankStack, render_stack, summary_lines
+from ddpkit.launch.hang.trust import registry_owner, vet
+from ddpkit.plain_text import shown
 from ddpkit.report import document
 
+StackReason = Literal["hang", "asked"]  # a hang was detected, or SIGUSR1 asked for the stacks
+
 RANKS_FILE = "ranks.json"
+MAX_REGISTRY_BYTES = 4 * 1024 * 1024
 STACKS_DIR = "stacks"
 STACKS_JSON = "stacks.json"  # the report as JSON: what `ddpkit doctor --log <stacks dir>` reads
 SAMPLE_INTERVAL_S = 1.0
@@ -43,7 +50,7 @@ HANG_STOPPED = "the job was hung"
 class StackReport:
     """One dump of every local rank: why, the stacks, the grouped summary."""
 
-    reason: str  # "hang" | "asked"
+    reason: StackReason
     node_rank: int | None
     host: str
     stacks: tuple[RankStack, ...]
@@ -64,14 +71,15 @@ class StackReport:
 
 
 def write_stacks(directory: Path, report: StackReport) -> None:
+    """Every file whole or not at all, through the atomic writer (no other user's symbolic link
+    followed): a reader (``doctor --log``) never sees half a stacks.json."""
     directory.mkdir(parents=True, exist_ok=True)
     for stack in report.stacks:
         name = f"rank{stack.rank}" if stack.rank is not None else f"local-rank{stack.local_rank}"
-        (directory / f"{name}.txt").write_text(render_stack(stack), encoding="utf-8")
-    (directory / "summary.txt").write_text(
-        "\n".join([report.headline, *report.lines()]) + "\n", encoding="utf-8")
-    (directory / STACKS_JSON).write_text(json.dumps(document("stacks", 1, report.to_dict()),
-                                                    indent=1) + "\n", encoding="utf-8")
+        replace_file(directory / f"{name}.txt", render_stack(stack))
+    replace_file(directory / "summary.txt", "\n".join([report.headline, *report.lines()]) + "\n")
+    replace_file(directory / STACKS_JSON,
+                 json.dumps(document("stacks", 1, report.to_dict()), indent=1) + "\n")
 
 
 @dataclass
@@ -152,13 +160,13 @@ class HangWatcher:
         headline = (f"node {self.node_rank} ({self.host}): the job looks hung: "
                     f"{found.describe(self.policy.timeout_s)}")
         self.dump("hang", headline, found)
-        if self.action == hang.STOP:
+        if self.action == STOP:
             # Every node's ranks went idle together; stopping this node's ranks at once would make
             # the others fail ("connection closed") before they dump their own stacks.
             self._stop_at = self.clock() + self.stop_grace
         return None
 
-    def dump(self, reason: str, headline: str, found: hang.HangVerdict | None = None) -> StackReport:
+    def dump(self, reason: StackReason, headline: str, found: hang.HangVerdict | None = None) -> StackReport:
         start = self.clock()
         stacks = dump_all(sorted(self._targets.values(), key=lambda t: t.local_rank), self.py_spy,
                           timeout=self.dump_timeout)
@@ -257,10 +265,13 @@ def _log_sizes(log_dir: str) -> dict[int, int]:
 
 
 def read_registry(run_dir: Path) -> tuple[list[Target], dict[str, Any]]:
-    """The ranks a running ``ddpkit launch`` recorded in ``run_dir``; ConfigError when none."""
+    """The ranks a running ``ddpkit launch`` recorded in ``run_dir``; ConfigError when none.
+    The document gets ``owner``: the uid that owns the file (who wrote it)."""
     path = run_dir / RANKS_FILE
     try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
+        owner = registry_owner(path)
+        doc = json.loads(read_regular(path, MAX_REGISTRY_BYTES).decode("utf-8"))
+        doc["owner"] = owner
         ranks = doc["ranks"]
         targets = [Target(int(r["local_rank"]), int(r["pid"]), float(r["create_time"]),
                           int(r["rank"]) if r.get("rank") is not None else None,
@@ -269,14 +280,23 @@ def read_registry(run_dir: Path) -> tuple[list[Target], dict[str, Any]]:
         raise ConfigError("no-rank-list", f"{path} does not exist: no job has started ranks there",
                           "give the run directory of a running `ddpkit launch` (it prints it; "
                           "by default ./ddpkit-runs/<time>-node<R>)") from None
-    except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise ConfigError("bad-rank-list", f"{path} cannot be read: {exc}",
+    except (OSError, ValueError, KeyError, TypeError, RecursionError) as exc:
+        raise ConfigError("bad-rank-list", f"{path} cannot be read: "
+                          f"{shown(getattr(exc, 'strerror', None) or str(exc), 200)}",
                           "give the run directory of a running `ddpkit launch`") from None
     return targets, doc
 
 
 def dump_run_dirs(run_dirs: Sequence[Path], py_spy: str | None,
                   timeout: float = DUMP_TIMEOUT_S) -> list[RankStack]:
-    """``ddpkit stacks``: every rank recorded in these run directories, read where it runs."""
-    targets = [t for d in run_dirs for t in read_registry(d)[0]]
-    return dump_all(targets, py_spy, timeout=timeout)
+    """``ddpkit stacks``: every rank recorded in these run directories, read where it runs; a
+    pid that is not the run's (:func:`ddpkit.launch.hang.trust.vet`) is refused, not dumped."""
+    targets: list[Target] = []
+    refused: list[RankStack] = []
+    for run_dir in run_dirs:
+        found, doc = read_registry(run_dir)
+        root = doc.get("torchrun_pid")
+        allowed, foreign = vet(found, doc["owner"], root if isinstance(root, int) else None)
+        targets += allowed
+        refused += foreign
+    return [*dump_all(targets, py_spy, timeout=timeout), *refused]

@@ -5,7 +5,7 @@ other node to join (:class:`~ddpkit.launch.join.sides.MasterSide`), then runs no
 watching every worker; one failure anywhere stops all. The front end builds a
 :class:`JoinMasterJob`, supplies node 0's share as a callable (:data:`OwnPart`: it renders that
 node's own command) and gets a :class:`~ddpkit.launch.outcomes.JobResult` back, having been told
-what happens meanwhile through :class:`~ddpkit.launch.events.JoinEvents`.
+what happens meanwhile through :class:`JoinEvents`.
 """
 
 from __future__ import annotations
@@ -18,17 +18,34 @@ from collections.abc import Callable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from ddpkit import __version__
 from ddpkit.errors import ConfigError, DdpkitError, EnvironmentProblem
 from ddpkit.launch.envpass import PassedEnv
-from ddpkit.launch.events import JoinEvents
+from ddpkit.launch.events import Progress
 from ddpkit.launch.job import JobSpec
 from ddpkit.launch.join.sides import JoinedNode, JoinJob, MasterSide
 from ddpkit.launch.join.tokens import JoinToken
 from ddpkit.launch.outcomes import OK, JobResult, NodeOutcome, outcome_from_error
 from ddpkit.net.ports import DEFAULT_JOIN_PORT
+
+
+class JoinEvents(Progress, Protocol):
+    """Token mode on the master (``join_driver.run``). Node 0's own share reports through the
+    front end's own events (the driver only calls it)."""
+
+    def warning(self, message: str) -> None:
+        """Something the user should know that does not stop the job."""
+
+    def token_ready(self, token: JoinToken, others: int, token_file: Path | None = None) -> None:
+        """The job store runs: the ``others`` other machines each run ``ddpkit join TOKEN``;
+        with ``token_file`` (--token-file, written already) the token, secret included, is
+        there, and what is shown must not hold the secret (it lands in logs)."""
+
+    def joined(self, node: JoinedNode, count: int, expected: int) -> None:
+        """A node joined; ``count`` of the ``expected`` workers have now."""
+
 
 STOP_WAIT_S = 20.0  # for the workers to report after a stop order (their own cleanup takes <= 10 s)
 SUCCESS_WAIT_S = 60.0  # for the workers to report after node 0 finished well
@@ -110,15 +127,20 @@ def shown_job(spec: JoinJob) -> dict[str, Any]:
 
 def write_token_file(path: Path, token: JoinToken) -> None:
     """The token, readable by its owner only, written whole or not at all: through the atomic
-    writer (an exclusively created 0600 temporary with an unpredictable name, then a rename)."""
-    from ddpkit.ncclconf.atomic import write_atomic
+    writer (an exclusively created 0600 temporary with an unpredictable name, then a rename),
+    which follows no other user's symbolic link on the way and replaces a link at ``path``
+    itself rather than writing where it points (root's master in a shared directory)."""
+    from ddpkit.atomic_file import replace_file
 
     try:
-        write_atomic(path, f"{token}\n".encode(), mode=0o600, backup=False, keep_owner=False)
-    except DdpkitError as exc:
-        raise EnvironmentProblem("token-file-failed", exc.message,
-                                 "pass a --token-file in a directory you can write (or drop it and "
-                                 "copy the printed line)", details=exc.details) from None
+        replace_file(path, f"{token}\n".encode(), mode=0o600)
+    except OSError as exc:
+        raise EnvironmentProblem("token-file-failed",
+                                 f"cannot write the token file {path}: {exc.strerror or exc}",
+                                 "pass a --token-file that is a new or regular file in a directory "
+                                 "you can write, reached without another user's symbolic link (or "
+                                 "drop it and copy the printed line)",
+                                 details={"path": str(path)}) from None
 
 
 def _unguarded(announce: Callable[[], None]) -> AbstractContextManager[None]:
@@ -153,9 +175,9 @@ def run(job: JoinMasterJob, events: JoinEvents, own_part: OwnPart, *,
     master.publish()
     events.waiting(f"job store on {where.address}:{job.join_port} ({where.ifname}: {where.reason})")
     others = spec.nnodes - 1
-    events.token_ready(token, others)
-    if job.token_file is not None:
+    if job.token_file is not None:  # written first: the line shown then names the file, no secret
         write_token_file(job.token_file, token)
+    events.token_ready(token, others, job.token_file)
     events.waiting(f"waiting for {others} node{'s' if others > 1 else ''} to join "
                    f"(up to {job.join_timeout:g} s)")
     with interrupt_guard(lambda: master.stop(INTERRUPTED)):
@@ -173,6 +195,9 @@ def run(job: JoinMasterJob, events: JoinEvents, own_part: OwnPart, *,
                      own_code=code)
 
 
+WAIT_LINE_EVERY_S = 10.0
+
+
 def _wait_for_nodes(master: MasterSide, events: JoinEvents, timeout: float) -> None:
     """Every worker joins, or those that did are told to stop and the reason is raised."""
     expected = master.spec.nnodes - 1
@@ -180,8 +205,17 @@ def _wait_for_nodes(master: MasterSide, events: JoinEvents, timeout: float) -> N
     def on_join(node: JoinedNode) -> None:
         events.joined(node, len(master.joined), expected)
 
+    next_line = [WAIT_LINE_EVERY_S]
+
+    def on_wait(waited: float, missing: list[int]) -> None:
+        if waited >= next_line[0]:  # a status line every ~10 s: a wait is not a hang
+            next_line[0] = waited + WAIT_LINE_EVERY_S
+            events.waiting(f"still waiting for {len(missing)} node{'s' if len(missing) > 1 else ''}"
+                           f" to join (node rank {', '.join(map(str, missing))}): {waited:.0f} s "
+                           f"of --join-timeout {timeout:g} s")
+
     try:
-        master.wait_for_nodes(on_join, timeout=timeout)
+        master.wait_for_nodes(on_join, timeout=timeout, on_wait=on_wait)
     except (DdpkitError, KeyboardInterrupt) as exc:
         master.stop(exc.message if isinstance(exc, DdpkitError) else INTERRUPTED)
         master.collect(wait=STOP_WAIT_S if master.joined else 0.0)

@@ -130,8 +130,11 @@ class MasterSide:
     def workers(self) -> range:
         return range(1, self.spec.nnodes)
 
-    def wait_for_nodes(self, on_join: Callable[[JoinedNode], None], timeout: float) -> None:
-        deadline = self.clock() + timeout
+    def wait_for_nodes(self, on_join: Callable[[JoinedNode], None], timeout: float,
+                       on_wait: Callable[[float, list[int]], None] | None = None) -> None:
+        """Until every worker joined; ``on_wait(seconds waited, missing ranks)`` each round."""
+        start = self.clock()
+        deadline = start + timeout
         while len(self.joined) < self.spec.nnodes - 1:
             for rank in self.workers():
                 if rank not in self.joined:
@@ -147,6 +150,8 @@ class MasterSide:
             if len(self.joined) == self.spec.nnodes - 1:
                 break
             self.sweep()
+            if on_wait is not None:
+                on_wait(self.clock() - start, [r for r in self.workers() if r not in self.joined])
             if self.clock() > deadline:
                 missing = [r for r in self.workers() if r not in self.joined]
                 came = "; ".join(n.describe() for n in sorted(self.joined.values(),

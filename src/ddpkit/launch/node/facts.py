@@ -11,12 +11,13 @@ from pathlib import Path
 
 from ddpkit.errors import ConfigError, DdpkitError, NetworkProblem
 from ddpkit.launch.config import LaunchConfig
-from ddpkit.launch.node.plan import LOOPBACK_NAMES, NodeFacts
+from ddpkit.launch.node.entry_check import config_entry_problem
+from ddpkit.launch.node.plan import NodeFacts
 from ddpkit.launch.torchrun.entry_file import read_entry
 from ddpkit.launch.torchrun.local_rank import AUTO, EntrySource
 from ddpkit.ncclconf.effective import effective_settings
 from ddpkit.net.interfaces import discover
-from ddpkit.net.route import resolve, route_to
+from ddpkit.net.route import LOOPBACK_NAMES, resolve, route_to
 
 
 def gather(config: LaunchConfig, env: Mapping[str, str], home: Path,
@@ -54,6 +55,7 @@ def gather(config: LaunchConfig, env: Mapping[str, str], home: Path,
         nccl_file_settings=file_settings,
         entry_source=entry_source(config, env, cwd or Path.cwd()),
         torch_version=_torch_version(),
+        entry_problem=config_entry_problem(config, env, cwd or Path.cwd(), sys.path),
     )
 
 

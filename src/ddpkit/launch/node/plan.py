@@ -4,17 +4,17 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from ddpkit.errors import ConfigError, NetworkProblem, UsageError
-from ddpkit.launch.config import LaunchConfig
+from ddpkit.launch.config import FLIGHT_RECORDER_DIR, LaunchConfig, LocalRankMode
 from ddpkit.launch.envpass import shown_env
 from ddpkit.launch.job import JobSpec, node_argv
 from ddpkit.launch.torchrun.command import LOCAL_RANK_MACRO, quote_command, torchrun_argv
 from ddpkit.launch.torchrun.local_rank import AUTO, OWN_WORKER, EntrySource, LocalRankChoice, decide
 from ddpkit.ncclconf.ifname import matching_interfaces
 from ddpkit.net.interfaces import Nic, interface_holding
-from ddpkit.net.route import Route
+from ddpkit.net.route import LOOPBACK_NAMES, Route
 from ddpkit.net.select import find_interface, socket_env, traps
 
 DEBUG_ENV = {
@@ -22,8 +22,6 @@ DEBUG_ENV = {
     "NCCL_DEBUG_SUBSYS": "INIT,BOOTSTRAP,NET",
     "TORCH_DISTRIBUTED_DEBUG": "DETAIL",
 }
-LOOPBACK_NAMES = ("127.0.0.1", "localhost", "::1")
-FLIGHT_RECORDER_DIR = "flight-recorder"  # in the run directory
 FLIGHT_RECORDER_ENTRIES = "2000"
 
 
@@ -64,13 +62,19 @@ class NodeFacts:
     # ^ NCCL_* name -> (value, file path) for settings that come from nccl.conf files
     entry_source: EntrySource | None = None  # the script's source, when auto decides from it
     torch_version: str | None = None  # the installed torch's, e.g. "2.13.0+cpu"
+    entry_problem: str | None = None  # why the script or module cannot run here (entry_check)
+
+
+# Where the inter-node interface came from: --ifname, the environment, the route to the master,
+# the interface holding the master address (on the master), or loopback (one node).
+ChoiceSource = Literal["flag", "env", "route", "master-address", "loopback"]
 
 
 @dataclass(frozen=True)
 class InterfaceChoice:
     ifname: str
     address: str
-    source: str  # "flag" | "env" | "route" | "master-address" | "loopback"
+    source: ChoiceSource
     reason: str
 
 
@@ -88,6 +92,7 @@ class NodePlan:
     local_rank: LocalRankChoice = field(
         default_factory=lambda: LocalRankChoice(OWN_WORKER, None, "not decided"))
     log_dir: str = ""  # torchrun's --log-dir (ddpkit's <run dir>/torchrun unless the user gave one)
+    entry_problem: str | None = None  # the entry cannot run here: execute stops before waiting
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -115,6 +120,8 @@ class NodePlan:
 
 def choose_interface(config: LaunchConfig, facts: NodeFacts) -> InterfaceChoice:
     """The interface this node uses to talk to its peers, and why."""
+    if config.multi_node and not config.is_master:
+        check_master_not_own(config, facts)
     if config.ifname:
         nic = find_interface(config.ifname, facts.nics)
         return InterfaceChoice(nic.name, _first_address(nic), "flag", f"--ifname {nic.name}")
@@ -147,6 +154,40 @@ def choose_interface(config: LaunchConfig, facts: NodeFacts) -> InterfaceChoice:
                            f"(source {route.source})")
 
 
+def check_master_not_own(config: LaunchConfig, facts: NodeFacts) -> None:
+    """On a worker: ``--master-addr`` must not be this machine's own (non-loopback) address.
+
+    That is the guide's trap: every instance shows the same container address (172.17.0.4 on
+    eth0), so a worker given "the master's" address from the master's `ifconfig` holds it too,
+    dials itself and is refused until its timeouts end. An address every node shares is one
+    every worker holds, so this check finds it too, at once. ConfigError
+    ``master-address-shared``."""
+    if config.master_addr in LOOPBACK_NAMES:
+        return
+    for address in facts.master_addresses:
+        holder = interface_holding(address, facts.nics)
+        if holder is None or _is_loopback(address):
+            continue
+        raise ConfigError(
+            "master-address-shared",
+            f"--master-addr {config.master_addr} is this machine's own address ({address} on "
+            f"{holder.name}), but this is node {config.node_rank}, not the master: it would "
+            "wait for itself; a container/NAT address that every instance has (such as "
+            "172.17.0.4 on eth0) reaches no other machine",
+            "give the master's private-network address: run `ddpkit nics` on the master (node 0) "
+            "and use the address it recommends, on every node",
+            details={"address": address, "interface": holder.name})
+
+
+def _is_loopback(address: str) -> bool:
+    import ipaddress
+
+    try:
+        return ipaddress.ip_address(address.split("%", 1)[0]).is_loopback
+    except ValueError:
+        return False
+
+
 def plan_node(
     config: LaunchConfig,
     facts: NodeFacts,
@@ -163,6 +204,8 @@ def plan_node(
     """
     choice = choose_interface(config, facts)
     warnings = list(_interface_warnings(choice, facts))
+    if facts.entry_problem:
+        warnings.append(f"the entry cannot run here: {facts.entry_problem}")
     if config.multi_node and config.master_addr in LOOPBACK_NAMES:
         warnings.append(
             f"--nnodes {config.nnodes} with master {config.master_addr}: a loopback address reaches "
@@ -208,6 +251,7 @@ def plan_node(
         run_dir=run_dir,
         local_rank=local_rank,
         log_dir=log_dir,
+        entry_problem=facts.entry_problem,
     )
 
 
@@ -226,7 +270,7 @@ def local_rank_choice(config: LaunchConfig, facts: NodeFacts) -> LocalRankChoice
     return choice
 
 
-def option_flags(local_rank_arg: str, use_env: bool,
+def option_flags(local_rank_arg: LocalRankMode, use_env: bool,
                  torchrun_options: Sequence[tuple[str, str | None]]) -> list[str]:
     """The launch-only flags every node repeats: the local-rank argument and torchrun's flags
     (not --local-addr: each node has its own address)."""

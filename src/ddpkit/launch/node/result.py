@@ -12,7 +12,8 @@ from typing import Any
 
 from ddpkit.launch.hang.watcher import StackReport
 from ddpkit.launch.node.plan import NodePlan
-from ddpkit.launch.torchrun.command import RankFailure, describe_exit
+from ddpkit.launch.outcomes import describe_exit
+from ddpkit.launch.torchrun.command import RankFailure
 from ddpkit.launch.torchrun.processes import ProcessOutcome
 from ddpkit.launch.torchrun.tracebacks import (
     PythonException,

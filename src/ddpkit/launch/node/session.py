@@ -7,6 +7,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import Protocol
 
 from ddpkit.errors import (
     DdpkitError,
@@ -16,23 +17,35 @@ from ddpkit.errors import (
     JobFailed,
     NetworkProblem,
 )
-from ddpkit.launch.config import LaunchConfig
-from ddpkit.launch.events import LaunchEvents
+from ddpkit.launch.config import FLIGHT_RECORDER_DIR, LaunchConfig
+from ddpkit.launch.events import Progress
 from ddpkit.launch.hang.model import HangPolicy
 from ddpkit.launch.hang.watcher import HANG_STOPPED, HangWatcher
 from ddpkit.launch.node import facts as node_facts
-from ddpkit.launch.node.plan import FLIGHT_RECORDER_DIR, NodePlan, plan_node
+from ddpkit.launch.node.entry_check import entry_error
+from ddpkit.launch.node.plan import NodePlan, plan_node
 from ddpkit.launch.node.preflight import check_port_free, wait_for_master
 from ddpkit.launch.node.result import NodeResult
+from ddpkit.launch.node.waits import WaitAnnouncer, describe_wait
 from ddpkit.launch.torchrun.command import (
     AgentTracebackFilter,
     follows_rank_output,
     parse_failures,
     rank_output_role,
 )
-from ddpkit.launch.torchrun.processes import StartDeadline, run_process
+from ddpkit.launch.torchrun.processes import ProcessState, StartDeadline, run_process
 from ddpkit.launch.torchrun.rank_output import RankOutputTail
 from ddpkit.launch.torchrun.tracebacks import known_fix
+
+
+class LaunchEvents(Progress, Protocol):
+    """One node's launch (``session.execute``)."""
+
+    def planned(self, plan: NodePlan) -> None: ...
+
+    def output(self, line: str) -> None:
+        """One line torchrun or a rank printed."""
+
 
 RESTART_COUNT_ENV = "DDPKIT_RESTART_COUNT"  # which restart of the whole job a start is (0 first)
 LAUNCHER_LOG = "torchrun.log"  # everything torchrun and the ranks printed, unfiltered
@@ -127,6 +140,14 @@ class MasterProbe:
         self._thread.join(timeout=5)
 
 
+def check_startable(plan: NodePlan) -> None:
+    """``script-not-found`` when the entry cannot run on this node: raised before any wait (no
+    rank could start anyway, and the other nodes would wait for this one until they time out)."""
+    if plan.entry_problem is not None:
+        raise entry_error(plan.entry_problem, entry=plan.config.entry,
+                          is_module=plan.config.is_module, node_rank=plan.config.node_rank)
+
+
 def preflight(plan: NodePlan, events: LaunchEvents) -> MasterProbe | None:
     """The master checks its port is free; a worker probes the master.
 
@@ -177,6 +198,7 @@ def execute(plan: NodePlan, events: LaunchEvents, *,
     made progress for ``--hang-timeout``) dumps the stacks; with ``--hang-action stop`` the job is
     then stopped with ``job-hung``.
     """
+    check_startable(plan)
     probe = preflight(plan, events)
     try:
         return _run_node(plan, events, probe, should_stop, stack_request)
@@ -234,6 +256,13 @@ def _attempt(plan: NodePlan, events: LaunchEvents, probe: MasterProbe | None,
     def stop() -> str | None:
         return next((reason for check in stop_checks if (reason := check())), None)
 
+    waits = WaitAnnouncer(describe_wait(plan.config, master_answered=None if probe is None else
+                                        lambda: probe.answered is not None))
+
+    def on_state(state: ProcessState) -> None:
+        if (line := waits.observe(state, time.monotonic())) is not None:
+            events.waiting(line)
+
     with open(Path(plan.run_dir) / LAUNCHER_LOG, "a" if attempt else "w", encoding="utf-8") as log:
 
         def on_line(line: str) -> None:
@@ -248,7 +277,7 @@ def _attempt(plan: NodePlan, events: LaunchEvents, probe: MasterProbe | None,
                                   timeout=timeout, rank_output=ranks,
                                   should_stop=stop,
                                   start_deadline=_rendezvous_deadline(plan, probe),
-                                  started=watch.started)
+                                  started=watch.started, on_state=on_state)
         finally:
             watch.close()
     for text in shown.finish(stopped=bool(outcome.stopped or outcome.interrupted or
@@ -274,9 +303,10 @@ def _verdict(plan: NodePlan, probe: MasterProbe | None, result: NodeResult,
     if probe is not None and probe.failure is not None and not outcome.interrupted:
         raise probe.failure  # torchrun was stopped for it (or failed while the master was away)
     if outcome.interrupted:
-        ranks = outcome.descendants_seen
-        raise Interrupted(f"stopped torchrun and {ranks} rank process{'' if ranks == 1 else 'es'} "
-                          f"on node {plan.config.node_rank} ({plan.hostname})")
+        ranks = outcome.descendants_stopped  # alive when the stop began, not every one seen
+        what = (f"torchrun and {ranks} rank process{'' if ranks == 1 else 'es'}" if ranks else
+                "torchrun (no rank process was running)")
+        raise Interrupted(f"stopped {what} on node {plan.config.node_rank} ({plan.hostname})")
     if outcome.timed_out:
         raise DeadlineExceeded("job-timeout", result.summary(),
                                f"per-rank logs are in {plan.run_dir}; raise the timeout or run "

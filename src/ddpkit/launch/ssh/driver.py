@@ -3,7 +3,7 @@ then supervise one ``ddpkit <command> --node-rank I`` per host (:mod:`.fanout`).
 
 The front end builds a :class:`HostsJob` (what to run where, decided from its flags) and gets a
 :class:`~ddpkit.launch.outcomes.JobResult` back; it is told what happens meanwhile through
-:class:`~ddpkit.launch.events.HostsEvents`. Preflight problems raise before any node starts
+:class:`HostsEvents`. Preflight problems raise before any node starts
 (``preflight-failed``, ``master-address-unknown``); Ctrl-C stops every node, then raises
 ``Interrupted``. A node that fails is not an exception: it is in the result, the others stopped.
 """
@@ -20,11 +20,10 @@ from typing import Protocol
 from ddpkit import __version__
 from ddpkit.errors import DdpkitError, NetworkProblem
 from ddpkit.launch.envpass import PassedEnv
-from ddpkit.launch.events import HostsEvents
+from ddpkit.launch.events import Progress
 from ddpkit.launch.job import JobSpec
-from ddpkit.launch.node.plan import LOOPBACK_NAMES
 from ddpkit.launch.outcomes import JobResult
-from ddpkit.launch.ssh.fanout import NodeCommand, plan_nodes, supervise
+from ddpkit.launch.ssh.fanout import NodeCommand, NodeEvents, plan_nodes, supervise
 from ddpkit.launch.ssh.hostfile import Host
 from ddpkit.launch.ssh.probe import (
     HostProbe,
@@ -35,6 +34,12 @@ from ddpkit.launch.ssh.probe import (
     require_fit,
 )
 from ddpkit.launch.ssh.remote import SshSettings, remote_command, ssh_argv
+from ddpkit.net.route import LOOPBACK_NAMES
+
+
+class HostsEvents(Progress, NodeEvents, Protocol):
+    """The ssh fan-out (``hosts_driver.run``): preflight progress, then its nodes."""
+
 
 MASTER_PLACEHOLDER = "<node 0's address, found at run time>"  # a dry run's master address
 

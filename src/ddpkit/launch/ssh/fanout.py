@@ -22,13 +22,12 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, Protocol
 
 import psutil
 
 from ddpkit.errors import Interrupted
 from ddpkit.launch.envpass import PassedEnv, to_wire
-from ddpkit.launch.events import NodeEvents
 from ddpkit.launch.job import TORCHRUN_COMMANDS, JobSpec
 from ddpkit.launch.job import node_argv as job_node_argv
 from ddpkit.launch.outcomes import (
@@ -45,6 +44,19 @@ from ddpkit.launch.ssh.hostfile import Host
 from ddpkit.launch.ssh.remote import SSH_FAILED, SshSettings, describe_ssh_failure, remote_command, ssh_argv
 from ddpkit.launch.torchrun.command import quote_command
 from ddpkit.launch.torchrun.processes import DescendantTracker
+
+
+class NodeEvents(Protocol):
+    """The nodes a job supervisor runs (``fanout.supervise``)."""
+
+    def node_line(self, node: NodeCommand, text: str) -> None:
+        """One line a node printed on its stderr (its log)."""
+
+    def node_finished(self, outcome: NodeOutcome) -> None: ...
+
+    def stopping(self, reason: str) -> None:
+        """Every node still running is being stopped, for ``reason``."""
+
 
 STOP_GRACE_S = 12.0  # a stopped node's own cleanup takes up to 10 s (TERMINATE_GRACE_S)
 KILL_GRACE_S = 3.0

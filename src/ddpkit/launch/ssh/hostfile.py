@@ -15,6 +15,7 @@ nothing a hostfile says can become an ssh option or shell syntax.
 
 from __future__ import annotations
 
+import dataclasses
 import ipaddress
 import re
 import stat
@@ -56,8 +57,7 @@ class Host:
         return f"{self.user}@{self.name}" if self.user else self.name
 
     def to_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "user": self.user, "port": self.port, "slots": self.slots,
-                "origin": self.origin}
+        return dataclasses.asdict(self)
 
 
 class _Bad(ValueError):

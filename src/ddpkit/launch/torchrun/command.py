@@ -200,19 +200,6 @@ def _to_failure(fields: dict[str, str]) -> RankFailure | None:
     )
 
 
-def describe_exit(exitcode: int, signal: str | None = None) -> str:
-    """'exit code 3' or 'killed by SIGKILL' (negative codes are deaths by signal)."""
-    if exitcode < 0:
-        import signal as signal_module
-
-        try:
-            name = signal or signal_module.Signals(-exitcode).name
-        except ValueError:
-            name = signal or f"signal {-exitcode}"
-        return f"killed by {name}"
-    return f"exit code {exitcode}"
-
-
 def quote_command(argv: Sequence[str]) -> str:
     import shlex
 

@@ -12,16 +12,23 @@ or running it) and passes the spelling it declares, per rank, through torchrun's
 from __future__ import annotations
 
 import ast
+import dataclasses
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from ddpkit.errors import UsageError
+from ddpkit.launch.config import LocalRankMode
 
-AUTO, DASH, UNDERSCORE, NONE = "auto", "dash", "underscore", "none"
-OWN_WORKER = ""  # not a user's script: ddpkit's own worker, which reads LOCAL_RANK
-MODES = (AUTO, DASH, UNDERSCORE, NONE)
-SPELLINGS = {DASH: "--local-rank", UNDERSCORE: "--local_rank"}
+LocalRankFlag = Literal["--local-rank", "--local_rank"]
+AUTO: LocalRankMode = "auto"
+DASH: LocalRankMode = "dash"
+UNDERSCORE: LocalRankMode = "underscore"
+NONE: LocalRankMode = "none"
+OWN_WORKER: LocalRankMode = ""  # not a user's script: ddpkit's own worker, which reads LOCAL_RANK
+MODES: tuple[LocalRankMode, ...] = (AUTO, DASH, UNDERSCORE, NONE)
+SPELLINGS: dict[LocalRankMode, LocalRankFlag] = {DASH: "--local-rank", UNDERSCORE: "--local_rank"}
 _BY_SPELLING = {flag: mode for mode, flag in SPELLINGS.items()}
+_BY_SPELLING_FLAG: dict[str, LocalRankFlag] = {flag: flag for flag in SPELLINGS.values()}
 # Calls that declare options: argparse's add_argument (on a parser, group or subparser) and
 # click's option decorator.
 _DECLARING_CALLS = frozenset({"add_argument", "option"})
@@ -39,7 +46,7 @@ class EntrySource:
 
 @dataclass(frozen=True)
 class Declaration:
-    flag: str  # "--local_rank" or "--local-rank"
+    flag: LocalRankFlag
     line: int
 
 
@@ -47,8 +54,8 @@ class Declaration:
 class LocalRankChoice:
     """What ddpkit passes each rank, and why (shown by --dry-run, the summary and --json)."""
 
-    mode: str  # what was asked: auto, dash, underscore or none
-    flag: str | None  # the option passed, None for nothing
+    mode: LocalRankMode  # what was asked
+    flag: LocalRankFlag | None  # the option passed, None for nothing
     reason: str
     file: str | None = None
     line: int | None = None
@@ -63,11 +70,10 @@ class LocalRankChoice:
         return f"{passed} ({self.reason})"
 
     def to_dict(self) -> dict[str, Any]:
-        return {"mode": self.mode, "flag": self.flag, "reason": self.reason, "file": self.file,
-                "line": self.line, "warning": self.warning}
+        return dataclasses.asdict(self)
 
 
-def check_use_env(mode: str, use_env: bool) -> None:
+def check_use_env(mode: LocalRankMode, use_env: bool) -> None:
     """UsageError ``local-rank-arg-conflict`` for --use-env with an explicit spelling."""
     if use_env and mode in SPELLINGS:
         raise UsageError("local-rank-arg-conflict",
@@ -87,7 +93,7 @@ def declarations(source: bytes | str) -> tuple[Declaration, ...]:
             continue
         for arg in node.args:
             if isinstance(arg, ast.Constant) and arg.value in _BY_SPELLING:
-                found.append(Declaration(str(arg.value), arg.lineno))
+                found.append(Declaration(_BY_SPELLING_FLAG[arg.value], arg.lineno))
     return tuple(sorted(found, key=lambda d: (d.line, d.flag)))
 
 
@@ -108,7 +114,7 @@ def passes_its_own(entry_args: tuple[str, ...]) -> str | None:
     return None
 
 
-def decide(mode: str, source: EntrySource | None, entry_args: tuple[str, ...] = (), *,
+def decide(mode: LocalRankMode, source: EntrySource | None, entry_args: tuple[str, ...] = (), *,
            use_env: bool = False) -> LocalRankChoice:
     """What to pass: the explicit mode, or (auto) the spelling the script's source declares."""
     check_use_env(mode, use_env)

@@ -23,6 +23,7 @@ import psutil
 TERMINATE_GRACE_S = 10.0
 TAIL_LINES = 400
 POLL_S = 0.2  # how often a running torchrun is checked (stop requests, deadlines, its ranks)
+STATE_EVERY_S = 1.0  # how often ``on_state`` is told (counting live children reads /proc)
 
 
 @dataclass(frozen=True)
@@ -35,6 +36,17 @@ class ProcessOutcome:
     duration_s: float
     leftovers_killed: tuple[int, ...]  # descendants still alive at the end, killed by pid
     descendants_seen: int = 0  # processes the command started while it ran (torchrun: its ranks)
+    descendants_stopped: int = 0  # of those, the ones alive when ddpkit began to stop the tree
+
+
+@dataclass(frozen=True)
+class ProcessState:
+    """A running command as its poll loop sees it, for a front end's status lines: whether it has
+    started any child yet (torchrun: its ranks, after the rendezvous) and how many still live."""
+
+    elapsed_s: float
+    started_children: bool
+    alive_children: int
 
 
 class RankOutput(Protocol):
@@ -152,6 +164,7 @@ def run_process(
     start_deadline: StartDeadline | None = None,
     started: Callable[[int], None] | None = None,
     rank_output: RankOutput | None = None,
+    on_state: Callable[[ProcessState], None] | None = None,
 ) -> ProcessOutcome:
     """Run ``argv`` to completion, streaming its merged output line by line to ``on_line``.
 
@@ -164,6 +177,7 @@ def run_process(
     is told the process's pid as soon as it runs (a watcher of its ranks). ``rank_output``
     follows output the process writes elsewhere (torchrun's rank log files): its lines join the
     process's own in ``on_line`` and the tail, and it is drained once the process has ended.
+    ``on_state`` is told the run's :class:`ProcessState` about once a second (status lines).
     """
     start = time.monotonic()
     proc = subprocess.Popen(
@@ -194,28 +208,34 @@ def run_process(
         rank_output.start(emit)
     timed_out = interrupted = False
     stopped: str | None = None
+    stopping: list[int] = []  # children alive when the first stop began
+    told = start - STATE_EVERY_S
     try:
         while proc.poll() is None:
             tracker.scan()
             if timeout is not None and time.monotonic() - start > timeout:
                 timed_out = True
-                _terminate(proc, tracker, grace)
+                stopping.append(_terminate(proc, tracker, grace))
                 break
             stopped = should_stop() if should_stop is not None else None
             if not stopped and start_deadline is not None and not tracker.seen \
                     and start_deadline.passed(start, time.monotonic()):
                 stopped = start_deadline.reason
             if stopped:
-                _terminate(proc, tracker, grace)
+                stopping.append(_terminate(proc, tracker, grace))
                 break
+            if on_state is not None and time.monotonic() - told >= STATE_EVERY_S:
+                told = time.monotonic()
+                on_state(ProcessState(told - start, bool(tracker.seen),
+                                      len(tracker.alive()) if tracker.seen else 0))
             with contextlib.suppress(subprocess.TimeoutExpired):
                 proc.wait(timeout=POLL_S)  # returns as soon as torchrun exits, not a tick later
     except KeyboardInterrupt:
         interrupted = True
-        _terminate(proc, tracker, grace)
+        stopping.append(_terminate(proc, tracker, grace))
     finally:
         if proc.poll() is None:
-            _terminate(proc, tracker, grace)
+            stopping.append(_terminate(proc, tracker, grace))
         proc.wait()
         if rank_output is not None:
             rank_output.stop()  # the ranks have ended with torchrun: their last lines, at once
@@ -230,24 +250,28 @@ def run_process(
         duration_s=time.monotonic() - start,
         leftovers_killed=leftovers,
         descendants_seen=len(tracker.seen),
+        descendants_stopped=stopping[0] if stopping else 0,
     )
 
 
-def _terminate(proc: subprocess.Popen[str], tracker: DescendantTracker, grace: float) -> None:
-    """SIGTERM the tree (torchrun forwards it to its workers), then SIGKILL what remains."""
+def _terminate(proc: subprocess.Popen[str], tracker: DescendantTracker, grace: float) -> int:
+    """SIGTERM the tree (torchrun forwards it to its workers), then SIGKILL what remains.
+    Returns how many of its descendants were alive when it began (what was stopped)."""
     tracker.scan()
+    alive = tracker.alive()  # counted before any signal: what this stop ends
     _signal_group(proc.pid, signal.SIGTERM)
-    for child in tracker.alive():
+    for child in alive:
         _signal_pid(child, signal.SIGTERM)
     deadline = time.monotonic() + grace
     while time.monotonic() < deadline:
         tracker.scan()
         if proc.poll() is not None and not tracker.alive():
-            return
+            return len(alive)
         time.sleep(0.1)
     _signal_group(proc.pid, signal.SIGKILL)
     for child in tracker.alive():
         _signal_pid(child, signal.SIGKILL)
+    return len(alive)
 
 
 def _kill_leftovers(tracker: DescendantTracker) -> tuple[int, ...]:

@@ -130,9 +130,9 @@ def _catalogued(shown: list[tuple[Event, Message | None]], count: int) -> Findin
             continue
         e = entry(message.maps)
         others = count - event.repeat
-        text = (f"`{event.text[:200]}` ({event.file}:{event.line}) is {message.where}'s "
-                f"message `{message.template[:160]}`, which ddpkit's message catalogue files "
-                f"under {e.id}; no rule of its own read it"
+        text = (f"`{event.text[:200]}` ({event.file}:{event.line}) is the message "
+                f"`{message.template[:160]}` ({message.where}); ddpkit's message catalogue "
+                f"files it under {e.id}, and no rule of ddpkit's own read it"
                 + (f" ({others} more failure line{'s' if others != 1 else ''})" if others > 0
                    else "") + ". " + e.explanation)
         evidence = Bag(limit=6)

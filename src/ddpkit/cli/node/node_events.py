@@ -3,8 +3,8 @@ events :func:`ddpkit.launch.node.session.execute` reports while it runs."""
 
 from __future__ import annotations
 
-from ddpkit.cli import render
-from ddpkit.cli.console import Console
+from ddpkit.cli.output import render
+from ddpkit.cli.output.console import Console
 from ddpkit.launch.envpass import shown_env
 from ddpkit.launch.node.plan import NodePlan
 from ddpkit.report import document

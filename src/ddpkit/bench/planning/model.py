@@ -33,6 +33,7 @@ import math
 from dataclasses import dataclass, field
 
 from ddpkit.bench import setting as setting_grammar
+from ddpkit.bench.setting import HookName
 from ddpkit.errors import UsageError
 
 HALF_PRECISION = tuple(c for c in setting_grammar.COMPRESSIONS if c != "none")  # bf16, fp16
@@ -48,7 +49,7 @@ POWERSGD_MIN_COMPRESSION_RATE = 2.0
 class Setting:
     """One way of running DDP: a comm hook (``apply_comm_hook`` spec) and an accumulation count."""
 
-    compression: str = "none"  # none | bf16 | fp16 | powersgd
+    compression: HookName = "none"
     powersgd_rank: int | None = None
     accumulate: int = 1  # micro-steps per all-reduce
 

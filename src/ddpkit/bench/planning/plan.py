@@ -8,8 +8,11 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
-from ddpkit.bench.bench_results import BenchFacts
-from ddpkit.bench.model import (
+from ddpkit.bench.planning.bench_results import BenchFacts
+from ddpkit.bench.planning.fit import Decision, FitPlan, fit_plan, fit_to_dict
+from ddpkit.bench.planning.gpus import Gpu, find_gpu
+from ddpkit.bench.planning.memory import MemoryInput, Optimizer
+from ddpkit.bench.planning.model import (
     ALGORITHMS,
     GRAD_DTYPE_BYTES,
     OneNode,
@@ -20,6 +23,7 @@ from ddpkit.bench.model import (
     default_hidden,
     evaluate,
 )
+from ddpkit.bench.planning.strategies import Link
 from ddpkit.bench.units import format_bytes, format_count, format_rate, format_seconds
 from ddpkit.errors import UsageError
 
@@ -46,14 +50,25 @@ class PlanRequest:
     algorithm: str = "hierarchical"
     efficiency_threshold: float = 0.7
     settings: tuple[Setting, ...] = ()
+    # Memory (docs/plan.md, "Memory model"): the GPU by name or its memory per GPU in bytes.
+    gpu: str | None = None
+    gpu_memory: int | None = None
+    optimizer: Optimizer = "adamw"
+    micro_batch: int | None = None
+    seq_len: int | None = None
+    layers: int | None = None
+    checkpointing: bool = False
+    lora_rank: int = 16
 
 
 @dataclass(frozen=True)
 class Verdict:
-    decision: str  # go-multi-node | stay-on-one-node | undecided
+    decision: Decision
     setting: str | None
     text: str
     cost: str | None = None
+    strategy: str | None = None  # the training strategy (ddp, fsdp, hsdp ...) the verdict names
+    apply: tuple[str, ...] = ()  # the lines of code or config that apply it
 
 
 @dataclass(frozen=True)
@@ -64,6 +79,7 @@ class Plan:
     one_node: OneNode
     results: tuple[SettingResult, ...]
     verdict: Verdict
+    fit: FitPlan
 
 
 def _pick(name: str, flag: Any, bench: Any, default: Any, sources: dict[str, str]) -> Any:
@@ -105,7 +121,14 @@ def resolve(req: PlanRequest, bench: BenchFacts | None = None) -> tuple[PlanInpu
                          "pass --inter-node 25Gbit (or --from-bench FILE with a measured busbw)")
     if sources["inter_node"] == "bench":
         notes.append(f"inter-node rate is the measured all_reduce busbw {format_rate(inter)}")
-    intra = _pick("intra_node", req.intra_node, None, DEFAULT_INTRA_NODE, sources)
+    gpu = find_gpu(req.gpu) if req.gpu is not None else None
+    intra = _pick("intra_node", req.intra_node, None if gpu is None else gpu.intra_busbw,
+                  DEFAULT_INTRA_NODE, sources)
+    if gpu is not None and sources["intra_node"] == "bench":
+        sources["intra_node"] = "gpu"
+        if gpus > 1:
+            notes.append(f"intra-node busbw {format_rate(intra)}: typical for {gpu.title} "
+                         f"({gpu.link}); pass --intra-node to change")
     if gpus > 1 and sources["intra_node"] == "default":
         notes.append(f"intra-node busbw assumed {format_rate(intra)} (PCIe, no NVLink); "
                      "pass --intra-node 300GB/s for NVLink")
@@ -222,6 +245,10 @@ def decide(inp: PlanInput, results: tuple[SettingResult, ...]) -> Verdict:
             text = (f"go multi-node with {pick.setting.label}: {eff:.0%} efficiency ({how}) on "
                     f"{n} nodes, {eff * n:.2f}x the throughput of one node (plain DDP: {plain}, "
                     f"threshold {pct})")
+        if eff > 1.0:
+            text += (f"; above 100% because the reference is plain DDP on one node and "
+                     f"{pick.setting.label} would shorten that node's own step too: try it on "
+                     "one node first")
         return Verdict("go-multi-node", pick.setting.label, text, cost_of(pick.setting))
     best = max(rated, key=lambda r: r.best_efficiency or 0.0)
     eff = best.best_efficiency or 0.0
@@ -241,12 +268,38 @@ def make_plan(req: PlanRequest, bench: BenchFacts | None = None) -> Plan:
     if not inp.hook_overhead_s:
         notes.append("cast and PowerSGD compute costs are not modelled (no bench measured them)")
     one, results = evaluate(inp)
-    return Plan(inp, tuple(sorted(sources.items())), tuple(notes), one, results,
-                decide(inp, results))
+    fit = _fit(req, inp)
+    verdict = decide(inp, results)
+    if fit.verdict is not None:  # plain DDP does not fit: memory decides
+        verdict = Verdict(fit.verdict.decision, None, fit.verdict.text, None,
+                          fit.verdict.strategy, fit.verdict.apply)
+    elif fit.usable_bytes is not None:
+        verdict = replace(verdict, strategy="ddp")
+    return Plan(inp, tuple(sorted(sources.items())), tuple(notes), one, results, verdict, fit)
+
+
+def _fit(req: PlanRequest, inp: PlanInput) -> FitPlan:
+    for name in ("micro_batch", "seq_len", "layers", "lora_rank", "gpu_memory"):
+        value = getattr(req, name)
+        if value is not None and value < 1:
+            raise UsageError("bad-memory-input", f"--{name.replace('_', '-')} {value} must be at "
+                             "least 1", f"fix --{name.replace('_', '-')}")
+    gpu: Gpu | None = find_gpu(req.gpu) if req.gpu is not None else None
+    memory_bytes = req.gpu_memory if req.gpu_memory is not None else (
+        None if gpu is None else gpu.memory_bytes)
+    layers = req.layers or max(1, round(inp.params / (12 * inp.hidden**2)))
+    mem = MemoryInput(
+        params=inp.params, nodes=inp.nodes, gpus_per_node=inp.gpus_per_node,
+        grad_bytes=inp.grad_bytes, optimizer=req.optimizer, layers=layers, hidden=inp.hidden,
+        micro_batch=req.micro_batch, seq_len=req.seq_len, checkpointing=req.checkpointing,
+        lora_rank=req.lora_rank)
+    link = Link(inp.inter_node_bytes_per_s, inp.intra_node_bytes_per_s, inp.overlap,
+                inp.algorithm)
+    return fit_plan(mem, link, inp.step_compute_s, gpu, memory_bytes, inp.efficiency_threshold)
 
 
 def plan_to_dict(plan: Plan) -> dict[str, Any]:
-    """The ``ddpkit.plan/1`` payload (units: bytes, bytes/s, seconds, fractions)."""
+    """The ``ddpkit.plan/2`` payload (units: bytes, bytes/s, seconds, fractions)."""
     inp = plan.inputs
     return {
         "inputs": {
@@ -262,8 +315,10 @@ def plan_to_dict(plan: Plan) -> dict[str, Any]:
         "one_node": {"comm_s": plan.one_node.comm_s, "exposed_s": plan.one_node.exposed_s,
                      "step_s": plan.one_node.step_s},
         "settings": [_result_dict(r) for r in plan.results],
+        "memory": fit_to_dict(plan.fit),
         "verdict": {"decision": plan.verdict.decision, "setting": plan.verdict.setting,
-                    "text": plan.verdict.text, "cost": plan.verdict.cost},
+                    "text": plan.verdict.text, "cost": plan.verdict.cost,
+                    "strategy": plan.verdict.strategy, "apply": list(plan.verdict.apply)},
     }
 
 

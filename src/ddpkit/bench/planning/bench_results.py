@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ddpkit.bench.model import GRAD_DTYPE_BYTES, parse_setting
+from ddpkit.bench.planning.model import GRAD_DTYPE_BYTES, parse_setting
 from ddpkit.errors import ConfigError, DdpkitError
 
 SCHEMA = "ddpkit.bench/1"

@@ -6,7 +6,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from ddpkit.cli.console import Console
+from ddpkit.cli.output.console import Console
 from ddpkit.errors import DdpkitError
 
 _STYLES = {"error": "31;1", "warn": "33", "ok": "32", "dim": "2", "bold": "1"}
@@ -24,6 +24,16 @@ def line(console: Console, text: str = "") -> None:
     """A line of human output on stdout."""
     console.out.write(text + "\n")
     console.out.flush()
+
+
+def wrapped(console: Console, text: str, *, indent: str = "  ", name: str | None = None,
+            width: int = 100) -> None:
+    """A paragraph on stdout, wrapped to ``width`` columns; continuation lines get ``indent``."""
+    import textwrap
+
+    for part in textwrap.wrap(text, width, subsequent_indent=indent,
+                              break_long_words=False, break_on_hyphens=False):
+        line(console, style(console, part, name) if name else part)
 
 
 def log(console: Console, text: str) -> None:

@@ -9,49 +9,39 @@ use.
 
 from __future__ import annotations
 
-import argparse
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
-from ddpkit.cli import render
-from ddpkit.cli.console import Console
+from ddpkit.cli.job.job_command import HOSTS, JobCommand, JobMode, JobRequest, Options
+from ddpkit.cli.output import render
+from ddpkit.cli.output.console import Console
 from ddpkit.errors import ExitCode
+from ddpkit.launch.config import LaunchConfig
 from ddpkit.launch.outcomes import NodeOutcome, job_summary
 
 CHECK_FAILED = "checks-failed"  # a node's report says not ok: the check's answer, not a crash
 
 
-def job_args(args: argparse.Namespace) -> argparse.Namespace:
-    """doctor's flags over the launch defaults, which the job drivers read (ports, deadlines,
-    --env, --ifname...): the doctor's own values win."""
-    from ddpkit.cli.main import build_parser
-
-    parser, _ = build_parser("launch")
-    defaults = vars(parser.parse_args(["doctor"]))
-    given = {k: v for k, v in vars(args).items() if v is not None}
-    return argparse.Namespace(**{**defaults, **given})
+def tail(timeout_s: float) -> list[str]:
+    return ["--timeout", f"{timeout_s:g}"]
 
 
-def tail(args: argparse.Namespace) -> list[str]:
-    return ["--timeout", f"{args.timeout:g}"]
+def run_whole_job(request: JobRequest, console: Console, mode: JobMode,
+                  job: JobCommand[Options], *, own_config: Callable[[str], tuple[LaunchConfig, Options]],
+                  timeout_s: float) -> int:
+    """``job``: doctor's own :class:`JobCommand`, handed down by the command."""
+    def render_result(c: Console, outcomes: Sequence[NodeOutcome], payload: dict[str, Any]) -> int:
+        return render_job(c, outcomes, payload, as_json=request.as_json)
 
-
-def run_whole_job(args: argparse.Namespace, console: Console, mode: str) -> int:
-    from ddpkit.cli.commands import doctor
-    from ddpkit.cli.launch_options import HOSTS
-
-    merged = job_args(args)
     if mode == HOSTS:
-        from ddpkit.cli import hosts_mode
+        from ddpkit.cli.job import hosts_mode
 
-        return hosts_mode.run(merged, console, subcommand="doctor", tail=tail(args),
-                              render_result=lambda c, outcomes, payload: render_job(
-                                  c, outcomes, payload, as_json=args.json))
-    from ddpkit.cli import join_mode
+        return hosts_mode.run(request, console, command=job.name, tail=tail(timeout_s),
+                              render_result=render_result)
+    from ddpkit.cli.job import join_mode
 
-    return join_mode.run_master(merged, console, command="doctor", tail=tail(args),
-                                share=doctor.share, render_result=lambda c, outcomes, payload:
-                                render_job(c, outcomes, payload, as_json=args.json))
+    return join_mode.run_master(request, console, job, own_config=own_config,
+                                tail=tail(timeout_s), render_result=render_result)
 
 
 def render_job(console: Console, outcomes: Sequence[NodeOutcome], payload: dict[str, Any], *,

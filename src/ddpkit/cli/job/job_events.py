@@ -1,14 +1,16 @@
 """A whole job (ssh fan-out or join token) on a terminal: what its driver reports, rendered.
 
-Implements :class:`~ddpkit.launch.events.HostsEvents` and :class:`~ddpkit.launch.events.JoinEvents`:
+Implements :class:`~ddpkit.launch.ssh.driver.HostsEvents` and :class:`~ddpkit.launch.join.driver.JoinEvents`:
 progress and warnings on stderr, each node's lines prefixed with ``[host:rank]`` (on stderr too
 when stdout is kept for one document).
 """
 
 from __future__ import annotations
 
-from ddpkit.cli import render
-from ddpkit.cli.console import Console
+from pathlib import Path
+
+from ddpkit.cli.output import render
+from ddpkit.cli.output.console import Console
 from ddpkit.launch.join.sides import JoinedNode
 from ddpkit.launch.join.tokens import JoinToken
 from ddpkit.launch.outcomes import OK, JobResult, NodeOutcome
@@ -43,10 +45,16 @@ class JobConsoleEvents:
     def stopping(self, reason: str) -> None:
         render.log(self.console, f"ddpkit: stopping every node: {reason}")
 
-    def token_ready(self, token: JoinToken, others: int) -> None:
+    def token_ready(self, token: JoinToken, others: int, token_file: Path | None = None) -> None:
         where = "the other machine" if others == 1 else f"each of the other {others} machines"
-        render.log(self.console, f"ddpkit: on {where}, run:")
-        render.log(self.console, f"  ddpkit join {token}")
+        if token_file is None:
+            render.log(self.console, f"ddpkit: on {where}, run:")
+            render.log(self.console, f"  ddpkit join {token}")
+            return
+        # the secret stays in the file (mode 0600): this output may go to logs
+        render.log(self.console, f"ddpkit: the join token (job store {token.endpoint}) is in "
+                                 f"{token_file}; copy it to {where} (e.g. scp) and run there:")
+        render.log(self.console, f"  ddpkit join --token-file {token_file}")
 
     def joined(self, node: JoinedNode, count: int, expected: int) -> None:
         render.log(self.console, f"ddpkit: {node.describe()} [{count}/{expected}]")

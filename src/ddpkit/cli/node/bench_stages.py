@@ -11,9 +11,9 @@ from typing import Any
 
 from ddpkit.bench.merge import JobOutcome
 from ddpkit.bench.run import BenchJob
-from ddpkit.cli import render
-from ddpkit.cli.console import Console
-from ddpkit.cli.node_events import ConsoleEvents
+from ddpkit.cli.node.node_events import ConsoleEvents
+from ddpkit.cli.output import render
+from ddpkit.cli.output.console import Console
 from ddpkit.errors import DeadlineExceeded, JobFailed, NetworkProblem
 from ddpkit.launch.node.plan import NodePlan
 

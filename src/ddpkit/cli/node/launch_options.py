@@ -10,18 +10,22 @@ import re
 import signal
 import sys
 import threading
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from ddpkit.cli.console import Console
 from ddpkit.cli.options import add_flag
 from ddpkit.errors import UsageError
-from ddpkit.launch.config import DEFAULT_CONNECT_TIMEOUT, DEFAULT_RDZV_TIMEOUT, LaunchConfig
-from ddpkit.launch.hang.model import DEFAULT_HANG_TIMEOUT, HANG_ACTIONS, REPORT
+from ddpkit.launch.config import (
+    DEFAULT_CONNECT_TIMEOUT,
+    DEFAULT_HANG_TIMEOUT,
+    DEFAULT_RDZV_TIMEOUT,
+    HANG_ACTIONS,
+    REPORT,
+    LaunchConfig,
+)
 from ddpkit.launch.node.plan import NodePlan
-from ddpkit.launch.outcomes import NodeOutcome
 from ddpkit.net.ports import DEFAULT_MASTER_PORT
 
 # The cluster flags' defaults: a flag still at its default may be filled from a scheduler's
@@ -71,17 +75,12 @@ def add_launch_options(parser: argparse.ArgumentParser) -> None:
 
 
 def _nnodes(text: str) -> int:
-    low, sep, high = text.partition(":")
-    if sep and low.strip() == high.strip():  # torchrun's MIN:MAX with MIN == MAX: a fixed count
-        text = low
-    elif sep:
-        raise argparse.ArgumentTypeError(
-            f"elastic ranges ({text}) are not supported: give a fixed node count")
+    from ddpkit.launch.torchrun.rendezvous import fixed_node_count
+
     try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number of machines") from None
-    return value
+        return fixed_node_count(text)  # torchrun's MIN:MAX with MIN == MAX is a fixed count
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -105,7 +104,7 @@ def env_overrides(items: list[str]) -> list[tuple[str, str]]:
 def config_from_args(args: argparse.Namespace, *, entry: str, entry_args: list[str],
                      is_module: bool, **launch_only: Any) -> LaunchConfig:
     """``launch_only``: LaunchConfig fields only `ddpkit launch` has (the local-rank argument,
-    torchrun's flags); by default those of ``args.torch_options`` when launch's parser set it."""
+    torchrun's flags: ``TorchOptions.config_fields()``)."""
     extra_env = env_overrides(args.env)
     master = args.master_addr
     if master is None:
@@ -124,36 +123,35 @@ def config_from_args(args: argparse.Namespace, *, entry: str, entry_args: list[s
         is_module=is_module, extra_env=tuple(extra_env),
         cluster_sources=tuple(getattr(args, "cluster_sources", ())),
         hang_timeout=args.hang_timeout, hang_action=args.hang_action,
-        **(launch_only or _torch_fields(args)),
+        **launch_only,
     )
 
 
-def apply_scheduler_layout(args: argparse.Namespace, env: dict[str, str]) -> tuple[str, ...]:
-    """Fill the cluster flags the user left at their defaults from the scheduler or platform
-    whose variables ``env`` holds (ddpkit.launch.schedulers); remember each field's source in
-    ``args.cluster_sources``. Returns the notes (traps noticed) to show. With --hosts/--hostfile
-    the host list decides and the environment is not read."""
+def with_scheduler_layout(args: argparse.Namespace,
+                          env: dict[str, str]) -> tuple[argparse.Namespace, tuple[str, ...]]:
+    """A copy of ``args`` whose cluster flags left at their defaults are filled from the scheduler
+    or platform whose variables ``env`` holds (ddpkit.launch.schedulers), with each field's source
+    in ``cluster_sources``; and the notes (traps noticed) to show. With --hosts/--hostfile the
+    host list decides and the environment is not read."""
     given = {name: getattr(args, name) for name, default in CLUSTER_DEFAULTS.items()
              if getattr(args, name) != default}
     sources = {name: ("flag" if name in given else "default") for name in CLUSTER_DEFAULTS}
-    if getattr(args, "hosts", None) or getattr(args, "hostfile", None):
-        args.cluster_sources = tuple(sources.items())
-        return ()
-    from ddpkit.launch import schedulers
+    filled: dict[str, Any] = {}
+    notes: tuple[str, ...] = ()
+    if not (getattr(args, "hosts", None) or getattr(args, "hostfile", None)):
+        from ddpkit.launch import schedulers
 
-    layout = schedulers.detect(env, resolve=_resolve_host,
-                               hostnames=lambda listed: _scontrol_hostnames(listed, env))
-    if layout is None:
-        args.cluster_sources = tuple(sources.items())
-        return ()
-    merged = schedulers.merge_flags(layout, given)
-    for name, value in merged.items():
-        setattr(args, name, int(str(value)) if name in ("nnodes", "node_rank", "master_port")
-                else value)
-        if name not in given:
-            sources[name] = f"{layout.scheduler}: {layout.sources.get(name, '?')}"
-    args.cluster_sources = tuple(sources.items())
-    return layout.notes
+        layout = schedulers.detect(env, resolve=_resolve_host,
+                                   hostnames=lambda listed: _scontrol_hostnames(listed, env))
+        if layout is not None:
+            for name, value in schedulers.merge_flags(layout, given).items():
+                filled[name] = int(str(value)) if name in ("nnodes", "node_rank", "master_port") \
+                    else value
+                if name not in given:
+                    sources[name] = f"{layout.scheduler}: {layout.sources.get(name, '?')}"
+            notes = layout.notes
+    return argparse.Namespace(**{**vars(args), **filled,
+                                 "cluster_sources": tuple(sources.items())}), notes
 
 
 def _resolve_host(name: str) -> str:
@@ -186,11 +184,6 @@ def _scontrol_hostnames(listed: str, env: Mapping[str, str],
     except (OSError, subprocess.TimeoutExpired):
         return None
     return [line.strip() for line in done.stdout.splitlines() if line.strip()] or None
-
-
-def _torch_fields(args: argparse.Namespace) -> dict[str, Any]:
-    options = getattr(args, "torch_options", None)
-    return options.config_fields() if options is not None else {}
 
 
 @contextlib.contextmanager
@@ -235,9 +228,6 @@ def process_context() -> tuple[dict[str, str], Path, Path, str]:
 
 # -- the whole job from one machine: ssh fan-out, or a join token ---------------------------------
 
-HOSTS, JOIN, NODE = "hosts", "join", "node"
-
-
 def add_cluster_options(parser: argparse.ArgumentParser) -> None:
     from ddpkit.launch.ssh.remote import DEFAULT_SSH_CONNECT_TIMEOUT
     from ddpkit.net.ports import DEFAULT_JOIN_PORT
@@ -274,35 +264,9 @@ def add_cluster_options(parser: argparse.ArgumentParser) -> None:
     # ^ the supervisor sends the passed env and --env values as one JSON line on stdin, not argv
 
 
-def job_mode(args: argparse.Namespace) -> str:
-    """``hosts`` (ssh fan-out), ``join`` (print a token and wait) or ``node`` (this node's share)."""
-    if args.hosts and args.hostfile:
-        raise UsageError("bad-usage", "--hosts and --hostfile cannot be combined", "use one of them")
-    if args.hosts or args.hostfile:
-        if args.supervised:
-            raise UsageError("bad-usage", "a supervised node cannot fan out itself",
-                             "drop --hosts/--hostfile")
-        if args.node_rank != 0:
-            raise UsageError("bad-usage", "--node-rank is decided by the host order with --hosts",
-                             "list the master first and drop --node-rank")
-        return HOSTS
-    if args.nnodes > 1 and args.master_addr is None and args.node_rank == 0 and not args.supervised:
-        return JOIN
-    return NODE
-
-
-@contextlib.contextmanager
-def node_supervision(args: argparse.Namespace) -> Iterator[Callable[[], str | None] | None]:
-    """With ``--supervised``: a should_stop hook that fires when stdin (the ssh session) ends."""
-    if not getattr(args, "supervised", False):
-        yield None
-        return
-    from ddpkit.launch.watch import StopSwitch, watch_for_eof
-
-    switch = StopSwitch(interrupt=lambda: os.kill(os.getpid(), signal.SIGTERM))
-    watch_for_eof(sys.stdin.fileno(), switch, "its job supervisor let go (the ssh session ended or "
-                                            "another node failed)")
-    yield switch.should_stop
+def with_master(args: argparse.Namespace, address: str) -> argparse.Namespace:
+    """A copy of ``args`` with the master's address (token mode: the address the master chose)."""
+    return argparse.Namespace(**{**vars(args), "master_addr": address})
 
 
 def without_peer_commands(plan: NodePlan) -> NodePlan:
@@ -328,31 +292,3 @@ class ShareContext:
     def here(cls, **front: Any) -> ShareContext:
         env, home, cwd, python = process_context()
         return cls(env=env, home=home, cwd=cwd, python=python, **front)
-
-
-ResultRenderer = Callable[[Console, "Sequence[NodeOutcome]", "dict[str, Any]"], int]
-"""Renders a whole job's outcomes (with the job payload) and returns the exit code: node 0's
-document is on its outcome (``test``, ``bench``, ``doctor``; for --hosts and join tokens alike)."""
-
-Share = Callable[..., "tuple[int, NodeOutcome]"]
-"""``share(console, config, context, options) -> (exit code, outcome)``: one node's share of a job
-(``launch.share`` and ``test.share``); raises the launch's DdpkitError where the command does."""
-
-
-def run_this_node(args: argparse.Namespace, console: Console, config: LaunchConfig,
-                  share: Share, options: dict[str, Any]) -> int:
-    """The per-node form (``--node-rank R --master-addr A``) of a command that has a share."""
-    with sigterm_as_interrupt():
-        values: dict[str, str] = {}
-        if getattr(args, "env_stdin", False):
-            from ddpkit.launch.envpass import read_wire
-
-            values, overrides = read_wire(sys.stdin.fileno())
-            config = dataclasses.replace(config, extra_env=(*config.extra_env, *overrides))
-        with node_supervision(args) as should_stop, stacks_on_signal() as request:
-            context = ShareContext.here(as_json=args.json, dry_run=args.dry_run,
-                                        should_stop=should_stop, stack_request=request,
-                                        hide_peer_commands=args.supervised)
-            context = dataclasses.replace(context, env={**context.env, **values})
-            code, _ = share(console, config, context, options)
-    return code

@@ -8,15 +8,16 @@ import argparse
 from dataclasses import dataclass
 from typing import Any
 
+from ddpkit.choices import parse_choice
 from ddpkit.cli.options import add_flag
 from ddpkit.errors import UsageError
+from ddpkit.launch.config import LocalRankMode
 from ddpkit.launch.node.plan import option_flags
 from ddpkit.launch.torchrun.command import PASSED_ON
-from ddpkit.launch.torchrun.local_rank import AUTO, MODES, check_use_env
-from ddpkit.net.ports import DEFAULT_MASTER_PORT
+from ddpkit.launch.torchrun.local_rank import AUTO, MODES, OWN_WORKER, check_use_env
+from ddpkit.launch.torchrun.rendezvous import C10D, STATIC, read_rendezvous
 
 _DEST = "torchrun_flag_"
-STATIC = "static"
 
 
 def add_torch_options(parser: argparse.ArgumentParser) -> None:
@@ -31,8 +32,9 @@ def add_torch_options(parser: argparse.ArgumentParser) -> None:
                   "gets no local-rank argument")
     torchrun = parser.add_argument_group(
         "torchrun's own flags (passed on verbatim unless said otherwise; docs/launch.md)")
-    add_flag(torchrun, "--rdzv-backend", default=None, metavar="static",
-             help=f"only '{STATIC}': ddpkit runs torchrun's static rendezvous on the master")
+    add_flag(torchrun, "--rdzv-backend", default=None, metavar="static|c10d",
+             help=f"'{STATIC}', or '{C10D}' with a fixed --nnodes, read as the same job: ddpkit "
+                  "runs torchrun's static rendezvous on the master")
     add_flag(torchrun, "--rdzv-endpoint", default=None, metavar="HOST:PORT",
              help="read as --master-addr HOST --master-port PORT")
     for flag in PASSED_ON:
@@ -49,7 +51,7 @@ def add_torch_options(parser: argparse.ArgumentParser) -> None:
 class TorchOptions:
     """What the torch-vocabulary flags amount to, for LaunchConfig and the other nodes."""
 
-    local_rank_arg: str
+    local_rank_arg: LocalRankMode
     use_env: bool
     torchrun_options: tuple[tuple[str, str | None], ...]
     notes: tuple[str, ...]
@@ -78,34 +80,16 @@ class TorchOptions:
                 "notes": list(self.notes)}
 
 
-def resolve(args: argparse.Namespace) -> TorchOptions:
-    """Check the torch flags against ddpkit's choices; fold --rdzv-endpoint into the master's
-    address and port (on ``args``, before the job mode is decided from them)."""
-    notes: list[str] = []
-    if args.rdzv_backend is not None and args.rdzv_backend != STATIC:
-        raise UsageError(
-            "rdzv-backend-conflict",
-            f"--rdzv-backend {args.rdzv_backend} cannot work with ddpkit: it runs torchrun's "
-            f"{STATIC} rendezvous on the master (fixed node count, node ranks as given)",
-            "drop --rdzv-backend and give --nnodes N --node-rank R --master-addr A; or start "
-            "the job with plain torchrun for an elastic rendezvous")
-    if args.rdzv_endpoint:
-        host, port = _endpoint(args.rdzv_endpoint)
-        if args.master_addr is not None and args.master_addr != host:
-            raise UsageError("rdzv-endpoint-conflict",
-                             f"--rdzv-endpoint {args.rdzv_endpoint} and --master-addr "
-                             f"{args.master_addr} name different masters", "give only one of them")
-        if port is not None and args.master_port not in (port, DEFAULT_MASTER_PORT):
-            raise UsageError("rdzv-endpoint-conflict",
-                             f"--rdzv-endpoint {args.rdzv_endpoint} and --master-port "
-                             f"{args.master_port} name different ports", "give only one of them")
-        args.master_addr = host
-        if port is not None:
-            args.master_port = port
-        notes.append(f"--rdzv-endpoint {args.rdzv_endpoint} read as --master-addr {host}"
-                     + (f" --master-port {port}" if port is not None else ""))
-    if args.rdzv_backend == STATIC:
-        notes.append("--rdzv-backend static: ddpkit's choice too")
+def resolve(args: argparse.Namespace) -> tuple[argparse.Namespace, TorchOptions]:
+    """Check the torch flags against ddpkit's choices. Returns a copy of ``args`` with
+    --rdzv-endpoint (and a fixed-size c10d rendezvous: ddpkit.launch.torchrun.rendezvous) folded
+    into the master's address and port, which the job mode is decided from, and the options."""
+    rendezvous = read_rendezvous(args.rdzv_backend, args.rdzv_endpoint,
+                                 master_addr=args.master_addr, master_port=args.master_port,
+                                 nnodes=args.nnodes)
+    args = argparse.Namespace(**{**vars(args), "master_addr": rendezvous.master_addr,
+                                 "master_port": rendezvous.master_port})
+    notes = list(rendezvous.notes)
     given: list[tuple[str, str | None]] = []
     for flag in PASSED_ON:
         value = getattr(args, _DEST + flag.name[2:].replace("-", "_"))
@@ -113,6 +97,8 @@ def resolve(args: argparse.Namespace) -> TorchOptions:
             given.append((flag.name, str(value)))
         elif not flag.takes_value and value:
             given.append((flag.name, None))
+    if rendezvous.standalone and not any(flag == "--standalone" for flag, _ in given):
+        given.append(("--standalone", None))
     names = {flag for flag, _ in given}
     if "--standalone" in names and args.nnodes > 1:
         raise UsageError("standalone-multi-node",
@@ -126,15 +112,6 @@ def resolve(args: argparse.Namespace) -> TorchOptions:
     check_use_env(args.local_rank_arg, bool(args.use_env))
     if args.use_env:
         notes.append("--use-env: always on (torchrun sets LOCAL_RANK for every rank)")
-    return TorchOptions(args.local_rank_arg, bool(args.use_env), tuple(given), tuple(notes))
+    mode = parse_choice(args.local_rank_arg, (*MODES, OWN_WORKER), "--local-rank-arg")
+    return args, TorchOptions(mode, bool(args.use_env), tuple(given), tuple(notes))
 
-
-def _endpoint(text: str) -> tuple[str, int | None]:
-    host, sep, port = text.rpartition(":")
-    if not sep or "]" in port:
-        host, port = text, ""
-    host = host.strip("[]")
-    if not host or (port and not port.isdigit()):
-        raise UsageError("bad-rdzv-endpoint", f"--rdzv-endpoint {text!r} is not HOST[:PORT]",
-                         "e.g. --rdzv-endpoint 10.0.0.2:29500")
-    return host, int(port) if port else None

@@ -1,0 +1,201 @@
+"""`ddpkit plan`, memory first: does plain DDP fit, and if not, which strategy to run and how.
+
+Pure. :func:`fit_plan` evaluates every strategy (:mod:`ddpkit.bench.planning.strategies`) and, when plain
+DDP does not fit the GPU, returns the verdict that replaces the DDP-settings verdict.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any, Literal
+
+from ddpkit.bench.planning.gpus import RESERVE_BYTES, Gpu, usable_bytes
+from ddpkit.bench.planning.memory import Memory, MemoryInput, Strategy, activation_bytes
+from ddpkit.bench.planning.strategies import Link, StrategyResult, evaluate_strategies, fastest
+from ddpkit.bench.units import format_bytes, format_seconds
+
+# What plan answers: multi-node pays off, stay on one node, too close to call, or nothing fits.
+Decision = Literal["go-multi-node", "stay-on-one-node", "undecided", "does-not-fit"]
+
+
+@dataclass(frozen=True)
+class FitVerdict:
+    decision: Decision
+    strategy: Strategy | None
+    text: str
+    apply: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class FitPlan:
+    inputs: MemoryInput
+    gpu: Gpu | None
+    memory_bytes: int | None  # per GPU; None: not given, fit not checked
+    usable_bytes: int | None
+    link: Link
+    results: tuple[StrategyResult, ...]
+    verdict: FitVerdict | None  # None: plain DDP fits (or fit unknown): the DDP verdict stands
+    notes: tuple[str, ...]
+
+
+_TORCH_DTYPES = {"bf16": "torch.bfloat16", "fp16": "torch.float16"}
+
+
+def _torch_mesh(mesh: str, shard: str, dtype: str) -> tuple[str, ...]:
+    half = _TORCH_DTYPES.get(dtype)
+    policy = ("mp = MixedPrecisionPolicy()  # fp32 gradients: no mixed precision" if half is None
+              else f"mp = MixedPrecisionPolicy(param_dtype={half}, reduce_dtype={half})")
+    return (
+        "from torch.distributed.device_mesh import init_device_mesh",
+        "from torch.distributed.fsdp import fully_shard, MixedPrecisionPolicy",
+        f"mesh = {mesh}",
+        policy,
+        f"for block in model.layers:  # one unit per transformer block{shard}",
+        "    fully_shard(block, mesh=mesh, mp_policy=mp)",
+        "fully_shard(model, mesh=mesh, mp_policy=mp)",
+    )
+
+
+def apply_lines(strategy: Strategy, nodes: int, gpus: int, dtype: str = "bf16") -> tuple[str, ...]:
+    """The few lines of torch, or the DeepSpeed / peft settings, that apply ``strategy``.
+
+    ``dtype`` is the gradient dtype the plan assumed (fp32, bf16, fp16).
+    """
+    if strategy == "fsdp":
+        return _torch_mesh(f'init_device_mesh("cuda", ({nodes * gpus},))', "", dtype)
+    if strategy == "hsdp":
+        return _torch_mesh(f'init_device_mesh("cuda", ({nodes}, {gpus}), '
+                           'mesh_dim_names=("replicate", "shard"))', "; 2-D mesh = HSDP", dtype)
+    if strategy == "fsdp+offload":
+        return (*_torch_mesh(f'init_device_mesh("cuda", ({nodes * gpus},))', "", dtype)[:-2],
+                "    fully_shard(block, mesh=mesh, mp_policy=mp, offload_policy=CPUOffloadPolicy())",
+                "fully_shard(model, mesh=mesh, mp_policy=mp, offload_policy=CPUOffloadPolicy())")
+    if strategy in ("zero1", "zero2", "zero2+offload"):
+        stage = strategy[4]
+        offload = (', "offload_optimizer": {"device": "cpu"}' if strategy.endswith("offload")
+                   else "")
+        precision = {"bf16": "bf16", "fp16": "fp16"}.get(dtype)
+        return ("DeepSpeed config (accelerate: deepspeed_config.zero_stage "
+                f"= {stage}{', offload_optimizer_device = cpu' if offload else ''}):",
+                "{" + (f'"{precision}": {{"enabled": true}},' if precision else ""),
+                f' "zero_optimization": {{"stage": {stage}{offload}}}}}')
+    if strategy in ("lora", "qlora"):
+        lines = ("from peft import LoraConfig, get_peft_model",
+                 'model = get_peft_model(model, LoraConfig(r=16, target_modules="all-linear"))',
+                 "ddp = DistributedDataParallel(model)  # only the adapters get gradients")
+        if strategy == "qlora":
+            return ('quant = BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type="nf4",',
+                    "    bnb_4bit_use_double_quant=True, bnb_4bit_compute_dtype=torch.bfloat16)",
+                    "model = AutoModelForCausalLM.from_pretrained(name, quantization_config=quant)",
+                    *lines)
+        return lines
+    return ("ddp = DistributedDataParallel(model)",)
+
+
+def fit_plan(inp: MemoryInput, link: Link, compute_s: float | None, gpu: Gpu | None,
+             memory_bytes: int | None, threshold: float) -> FitPlan:
+    usable = None if memory_bytes is None else usable_bytes(memory_bytes)
+    results = evaluate_strategies(inp, link, compute_s, usable)
+    notes = [
+        "memory: ZeRO's accounting (16-bit weights and gradients + fp32 master and optimizer "
+        "state); FSDP keeps fp32 shards; DDP adds its gradient buckets",
+        f"fits = model state + activations <= GPU memory - {format_bytes(RESERVE_BYTES)} "
+        "(CUDA context, NCCL buffers, fragmentation)",
+    ]
+    if inp.micro_batch is None or inp.seq_len is None:
+        notes.append("activations not counted: pass --micro-batch and --seq-len (memory shown is "
+                     "model state only, a lower bound)")
+    else:
+        notes.append(f"activations: transformer estimate for {inp.layers} layers x {inp.hidden} "
+                     "wide, fused attention" + (", checkpointed" if inp.checkpointing else ""))
+        if not inp.checkpointing:
+            now = activation_bytes(inp) or 0.0
+            then = activation_bytes(replace(inp, checkpointing=True)) or 0.0
+            notes.append(f"--checkpointing would cut activations from {format_bytes(now)} to "
+                         f"{format_bytes(then)} per GPU (one more forward per step)")
+    notes.append("sharded all-gathers/reduce-scatters cross nodes as rings over all ranks")
+    verdict = decide_fit(inp, results, usable, compute_s, threshold)
+    return FitPlan(inp, gpu, memory_bytes, usable, link, results, verdict, tuple(notes))
+
+
+def _mem(m: Memory) -> str:
+    return format_bytes(m.total)
+
+
+def decide_fit(inp: MemoryInput, results: tuple[StrategyResult, ...], usable: int | None,
+               compute_s: float | None, threshold: float) -> FitVerdict | None:
+    """The memory-first verdict, or None when plain DDP fits (the DDP-settings verdict stands)."""
+    ddp = results[0]
+    if usable is None or ddp.fits:
+        return None
+    n, gpus = inp.nodes, inp.gpus_per_node
+    head = (f"plain DDP does not fit: it needs {_mem(ddp.memory)} per GPU, "
+            f"{format_bytes(usable)} usable")
+    best_n, best_1 = fastest(results, one_node=False), fastest(results, one_node=True)
+    if best_n is None:
+        closest = min(results, key=lambda r: r.memory.total)
+        return FitVerdict("does-not-fit", None, (
+            f"{head}; nothing fits on {n} nodes x {gpus} GPUs: the smallest, "
+            f"{closest.strategy}, needs {_mem(closest.memory)} per GPU "
+            f"({format_bytes(closest.shortfall)} short). Add nodes, turn on "
+            "--checkpointing, cut --micro-batch, or rent GPUs with more memory"))
+    multi = (f"{best_n.strategy} ({_mem(best_n.memory)} per GPU, "
+             f"{format_bytes(best_n.inter_node_bytes)} across each node's link per step)")
+    dtype = {4: "fp32"}.get(inp.grad_bytes, "bf16")
+    apply_n = apply_lines(best_n.strategy, n, gpus, dtype)
+    if best_1 is None:
+        return FitVerdict("go-multi-node", best_n.strategy, (
+            f"{head}; nothing fits on one node. Run {multi} on {n} nodes"
+            + (f", step {format_seconds(best_n.step_s)}" if best_n.step_s is not None else "")
+            + ("" if not best_n.adapters_only else " (trains adapters only)")), apply_n)
+    one = (f"one node is enough: {best_1.strategy} fits there "
+           f"({_mem(best_1.memory_one_node)} per GPU)")
+    apply_1 = apply_lines(best_1.strategy, 1, gpus, dtype)
+    if compute_s is None or best_1.step_one_node_s is None or best_n.step_s is None:
+        return FitVerdict("undecided", best_1.strategy, (
+            f"{head}; {one}; on {n} nodes: {multi}. Pass --step-compute to say whether {n} "
+            "nodes pay off"),
+            apply_1)
+    speedup = n * best_1.step_one_node_s / best_n.step_s
+    same = (f"{best_n.efficiency:.0%} efficiency against {best_n.strategy} on one node"
+            if best_n.fits_one_node and best_n.efficiency is not None else
+            f"{best_n.strategy} does not fit on one node")
+    gain = f"{speedup:.2f}x the throughput of one node running {best_1.strategy}"
+    if speedup > n:
+        gain += (f" (more than {n}x: {best_n.strategy} needs {n} nodes' memory and is faster "
+                 f"than {best_1.strategy})")
+    if speedup / n >= threshold:
+        return FitVerdict("go-multi-node", best_n.strategy, f"{head}; go multi-node with {multi}: "
+                          f"{same}, {gain} (threshold {threshold:.0%})", apply_n)
+    return FitVerdict("stay-on-one-node", best_1.strategy, (
+        f"{head}; stay on one node: {one[len('one node is enough: '):]}, step "
+        f"{format_seconds(best_1.step_one_node_s)}. The fastest on {n} nodes is {multi}: {same}, "
+        f"{gain}, under the {threshold:.0%} threshold"), apply_1)
+
+
+def _memory_dict(m: Memory) -> dict[str, Any]:
+    return {"shard_group": m.shard_group, "weights": m.weights, "gradients": m.gradients,
+            "optimizer": m.optimizer, "buffers": m.buffers, "activations": m.activations,
+            "host": m.host, "total": m.total, "trainable_params": m.trainable}
+
+
+def fit_to_dict(fit: FitPlan) -> dict[str, Any]:
+    inp = fit.inputs
+    return {
+        "gpu": None if fit.gpu is None else fit.gpu.name,
+        "gpu_memory_bytes": fit.memory_bytes, "usable_bytes": fit.usable_bytes,
+        "reserve_bytes": RESERVE_BYTES,
+        "optimizer": inp.optimizer, "layers": inp.layers, "hidden": inp.hidden,
+        "micro_batch": inp.micro_batch, "seq_len": inp.seq_len,
+        "checkpointing": inp.checkpointing, "lora_rank": inp.lora_rank,
+        "notes": list(fit.notes),
+        "strategies": [{
+            "strategy": r.strategy, "adapters_only": r.adapters_only,
+            "memory_per_gpu": _memory_dict(r.memory),
+            "memory_per_gpu_one_node": _memory_dict(r.memory_one_node),
+            "fits": r.fits, "fits_one_node": r.fits_one_node, "shortfall_bytes": r.shortfall,
+            "inter_node_bytes_per_step": r.inter_node_bytes, "comm_s": r.comm_s,
+            "comm_one_node_s": r.comm_one_node_s, "step_s": r.step_s,
+            "step_one_node_s": r.step_one_node_s, "efficiency": r.efficiency,
+        } for r in fit.results],
+    }

@@ -1,0 +1,148 @@
+"""Which training strategy fits in GPU memory, what it sends across nodes, and which to run.
+
+Pure: builds on :mod:`ddpkit.bench.planning.memory` (bytes per GPU) and the plan's bandwidth and overlap
+model (:mod:`ddpkit.bench.planning.model`). Per step and per node, through the node's network link
+(docs/plan.md, "Traffic per strategy"):
+
+* DDP (and LoRA, over its adapters): one all-reduce of the gradients, the plan's all-reduce model.
+* ZeRO-1/2: reduce-scatter of the gradients + all-gather of the updated weights (ZeRO paper: the
+  same 2 x Psi volume as DDP's all-reduce).
+* FSDP / ZeRO-3: all-gather of the weights in forward and again in backward + reduce-scatter of the
+  gradients (1.5 x DDP's volume in the ZeRO paper's units).
+* These all-gathers and reduce-scatters span all N x G ranks; NCCL runs them as rings, so each
+  node's link carries ``(k-1)/k`` of the buffer per collective (k = N x G), at the slower of the
+  two links.
+* HSDP: all-gathers and reduce-scatters stay inside a node; across nodes, each GPU all-reduces its
+  1/G shard of the gradients with its peers: ``2(N-1)/N x gradients`` per node, DDP's volume.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from ddpkit.bench.planning.memory import (
+    ADAPTER_STRATEGIES,
+    STRATEGIES,
+    Memory,
+    MemoryInput,
+    Strategy,
+    lora_params,
+    memory,
+)
+from ddpkit.bench.planning.model import allreduce_seconds, exposed_seconds
+
+
+@dataclass(frozen=True)
+class Link:
+    """The network the plan assumes (bytes/s) and how much of the communication can hide."""
+
+    inter_node: float
+    intra_node: float
+    overlap: float
+    algorithm: str = "hierarchical"  # the all-reduce model for DDP, LoRA and HSDP's cross-node step
+
+
+@dataclass(frozen=True)
+class StrategyResult:
+    strategy: Strategy
+    memory: Memory  # on N nodes
+    memory_one_node: Memory
+    fits: bool | None  # None: GPU memory unknown
+    fits_one_node: bool | None
+    shortfall: float  # bytes over the usable memory per GPU on N nodes (0 when it fits)
+    inter_node_bytes: float  # per step, through one node's link (one direction)
+    comm_s: float  # on N nodes
+    comm_one_node_s: float
+    step_s: float | None
+    step_one_node_s: float | None
+    efficiency: float | None  # same strategy: 1-node step / N-node step (weak scaling), <= 1
+
+    @property
+    def adapters_only(self) -> bool:
+        return self.strategy in ADAPTER_STRATEGIES
+
+
+def _ring(buffer: float, ranks: int) -> float:
+    """Bytes one rank's link carries for an all-gather or reduce-scatter of ``buffer`` bytes."""
+    return (ranks - 1) / ranks * buffer if ranks > 1 else 0.0
+
+
+def traffic(inp: MemoryInput, strategy: Strategy, link: Link, nodes: int) -> tuple[float, float]:
+    """(bytes through one node's link per step, communication seconds per step) on ``nodes``."""
+    n, gpus = nodes, inp.gpus_per_node
+    k = n * gpus
+    p, g = float(inp.params), float(inp.grad_bytes)
+    w = g  # weights are gathered in the compute dtype
+    slowest = min(link.inter_node, link.intra_node) if (n > 1 and gpus > 1) else (
+        link.inter_node if n > 1 else link.intra_node)
+
+    def allreduce(size: float) -> tuple[float, float]:
+        seconds = allreduce_seconds(size, n, gpus, link.inter_node, link.intra_node,
+                                    link.algorithm)
+        if n == 1:
+            return 0.0, seconds
+        ranks = k if link.algorithm == "flat-ring" else n
+        return 2 * (ranks - 1) / ranks * size, seconds
+
+    if strategy == "ddp":
+        return allreduce(p * g)
+    if strategy in ("lora", "qlora"):
+        return allreduce(float(lora_params(inp)) * 4)
+    if strategy == "hsdp":
+        intra = _ring(p * (2 * w + g), gpus) / link.intra_node
+        if n == 1:
+            return 0.0, intra
+        across = 2 * (n - 1) / n * p * g
+        return across, intra + across / link.inter_node
+    gathered = p * (g + w) if strategy in ("zero1", "zero2", "zero2+offload") else p * (2 * w + g)
+    moved = _ring(gathered, k)
+    return (moved if n > 1 else 0.0), moved / slowest if moved else 0.0
+
+
+def _step(comm: float, compute: float | None, overlap: float) -> float | None:
+    return None if compute is None else compute + exposed_seconds(comm, compute, overlap)
+
+
+def evaluate_strategies(inp: MemoryInput, link: Link, compute_s: float | None,
+                        usable_bytes: int | None) -> tuple[StrategyResult, ...]:
+    """Every strategy on ``inp.nodes`` nodes and on one node, with whether it fits."""
+    one = replace(inp, nodes=1)
+    results = []
+    for strategy in STRATEGIES:
+        mem, mem_one = memory(inp, strategy), memory(one, strategy)
+        fits = None if usable_bytes is None else mem.total <= usable_bytes
+        fits_one = None if usable_bytes is None else mem_one.total <= usable_bytes
+        moved, comm = traffic(inp, strategy, link, inp.nodes)
+        _, comm_one = traffic(inp, strategy, link, 1)
+        step, step_one = _step(comm, compute_s, link.overlap), _step(comm_one, compute_s,
+                                                                     link.overlap)
+        efficiency = None if step is None or step_one is None else step_one / step
+        results.append(StrategyResult(
+            strategy=strategy, memory=mem, memory_one_node=mem_one, fits=fits,
+            fits_one_node=fits_one,
+            shortfall=0.0 if usable_bytes is None else max(0.0, mem.total - usable_bytes),
+            inter_node_bytes=moved, comm_s=comm, comm_one_node_s=comm_one, step_s=step,
+            step_one_node_s=step_one, efficiency=efficiency))
+    return tuple(results)
+
+
+def _speed(r: StrategyResult, one_node: bool) -> float:
+    step = r.step_one_node_s if one_node else r.step_s
+    comm = r.comm_one_node_s if one_node else r.comm_s
+    return step if step is not None else comm
+
+
+def tier(r: StrategyResult) -> int:
+    """0: trains the whole model on the GPUs; 1: with CPU offload (its CPU optimizer step and PCIe
+    copies are not modelled, so it is never preferred to a fit without it); 2: adapters only."""
+    return 2 if r.adapters_only else 1 if r.strategy.endswith("+offload") else 0
+
+
+def fastest(results: tuple[StrategyResult, ...], *, one_node: bool) -> StrategyResult | None:
+    """The fastest strategy that fits, from the first tier (:func:`tier`) where any fits."""
+    for level in (0, 1, 2):
+        pool = [r for r in results if tier(r) == level]
+        fitting = [r for r in pool if (r.fits_one_node if one_node else r.fits)]
+        if fitting:
+            return min(fitting, key=lambda r: (_speed(r, one_node), r.memory.total))
+    return None

@@ -1,0 +1,100 @@
+"""The command table and each command's parser: the one place a command name becomes its module.
+
+Each subcommand lives in ``ddpkit.cli.commands.<name>`` and has the same shape::
+
+    HELP = "one line"
+    def configure(parser: argparse.ArgumentParser) -> None: ...
+    def run(args: argparse.Namespace, console: Console) -> int: ...
+
+and a whole-job command (launch, test, bench, doctor) also has ``JOB``, its
+:class:`~ddpkit.cli.job.job_command.JobCommand`. A module is found by name through :data:`COMMANDS`
+(``importlib``), never imported here: only the chosen command's module is loaded, so a command
+that does not need torch never pays for importing it, and code that needs "the command named X"
+(the entry, a joining node) depends on this table, not on every command.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from typing import Any, Protocol, cast
+
+from ddpkit.cli.output.console import Console
+from ddpkit.cli.output.help_format import HelpFormatter
+from ddpkit.errors import UsageError
+
+# name -> (module, one-line summary). Order is the order `ddpkit --help` shows.
+COMMANDS: dict[str, tuple[str, str]] = {
+    "nics": ("ddpkit.cli.commands.nics", "list network interfaces and pick the one for inter-node traffic"),
+    "nccl-conf": ("ddpkit.cli.commands.nccl_conf", "show or persist NCCL settings (nccl.conf)"),
+    "launch": ("ddpkit.cli.commands.launch", "run this node's share of a multi-node job via torchrun"),
+    "test": ("ddpkit.cli.commands.test", "check a cluster end to end with a shipped DDP test program"),
+    "doctor": ("ddpkit.cli.commands.doctor", "preflight checks, or diagnose a failed run from its logs"),
+    "bench": ("ddpkit.cli.commands.bench", "measure collectives, raw TCP and DDP scaling on this cluster"),
+    "plan": ("ddpkit.cli.commands.plan", "predict whether multi-node pays off for a model and network"),
+    "stacks": ("ddpkit.cli.commands.stacks", "every rank's Python stack of a running job (py-spy)"),
+    "join": ("ddpkit.cli.commands.join", "join a job started on the master with a ddpk:// token"),
+    "sim": ("ddpkit.cli.commands.sim", "a simulated multi-node cluster in network namespaces (root)"),
+}
+
+
+class CommandModule(Protocol):
+    HELP: str
+
+    def configure(self, parser: argparse.ArgumentParser) -> None: ...
+
+    def run(self, args: argparse.Namespace, console: Console) -> int: ...
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse that raises instead of exiting, so usage errors go through the one error path."""
+
+    console: Console | None = None
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("formatter_class", HelpFormatter)
+        super().__init__(*args, **kwargs)
+
+    def _print_message(self, message: str, file: object = None) -> None:
+        # Help and usage go to stdout: the command's console, or (for subcommand parsers made by
+        # add_subparsers, which have none) the process's stdout.
+        if message:
+            (self.console.out if self.console is not None else sys.stdout).write(message)
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise UsageError("bad-usage", f"{self.prog}: {self._plain(message)}", f"see `{self.prog} --help`")
+
+    def _plain(self, message: str) -> str:
+        """argparse's "required: script, script_args" in the words of the help: what is missing."""
+        prefix = "the following arguments are required: "
+        if not message.startswith(prefix):
+            return message
+        positionals = {a.dest: a for a in self._actions if not a.option_strings}
+        missing = []
+        for name in (n.strip() for n in message[len(prefix):].split(",")):
+            action = positionals.get(name)
+            if action is not None and action.nargs == argparse.REMAINDER:
+                continue  # "the rest of the line" is never what a user forgot
+            missing.append(f"{name} ({action.help})" if action is not None and action.help else name)
+        example = f"; e.g. `{self.prog} train.py`" if "script" in positionals else ""
+        verb = "is" if len(missing) == 1 else "are"
+        return f"{' and '.join(missing)} {verb} required{example}"
+
+
+def load_command(name: str) -> CommandModule:
+    module_name, _ = COMMANDS[name]
+    return cast(CommandModule, importlib.import_module(module_name))
+
+
+def build_parser(
+    name: str, console: Console | None = None
+) -> tuple[argparse.ArgumentParser, CommandModule]:
+    module = load_command(name)
+    parser = Parser(prog=f"ddpkit {name}", description=module.HELP,
+                     epilog=getattr(module, "EXAMPLES", None))
+    parser.console = console
+    module.configure(parser)
+    return parser, module
+
+

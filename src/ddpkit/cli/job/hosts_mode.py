@@ -1,0 +1,89 @@
+"""`ddpkit launch|test|bench|doctor --hosts/--hostfile`: the command's
+:class:`~ddpkit.cli.job.job_command.JobRequest` becomes a :class:`~ddpkit.launch.ssh.driver.HostsJob`,
+:mod:`ddpkit.launch.ssh.driver` runs it, and this module renders what it reports and how the job
+went."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from ddpkit.cli.job.job_command import (
+    JobCommandName,
+    JobRequest,
+    ResultRenderer,
+    job_env,
+    load_hosts,
+    whole_job,
+)
+from ddpkit.cli.job.job_events import JobConsoleEvents, show_job_stacks
+from ddpkit.cli.node.launch_options import process_context, sigterm_as_interrupt
+from ddpkit.cli.output import render
+from ddpkit.cli.output.console import Console
+from ddpkit.errors import JobFailed
+from ddpkit.launch.envpass import PassedEnv, shown, shown_env
+from ddpkit.launch.outcomes import job_summary
+from ddpkit.launch.ssh import driver as hosts_driver
+from ddpkit.launch.ssh.fanout import NodeCommand
+from ddpkit.launch.ssh.hostfile import duplicate_warnings
+from ddpkit.report import document
+
+
+def run(request: JobRequest, console: Console, *, command: JobCommandName, tail: list[str],
+        render_result: ResultRenderer | None = None) -> int:
+    """``tail``: what every node's command ends with (the command's own flags, the entry)."""
+    with sigterm_as_interrupt():  # SIGTERM stops the job exactly like Ctrl-C, preflight included
+        return _run(request, console, command=command, tail=tail, render_result=render_result)
+
+
+def _run(request: JobRequest, console: Console, *, command: JobCommandName, tail: list[str],
+         render_result: ResultRenderer | None) -> int:
+    hosts = load_hosts(request)
+    env, _home, cwd, python = process_context()
+    passed = job_env(request, env, cwd, console)
+    for warning in duplicate_warnings(hosts):
+        render.log(console, f"warning: {warning}")
+    job = hosts_driver.HostsJob(
+        hosts=hosts, local=hosts_driver.this_machine_flags(hosts),
+        job=whole_job(request, command, len(hosts), tail), python=request.remote_python or python,
+        cwd=str(cwd), passed=passed, base_env=env, ssh=request.ssh, run_dir_base=request.run_dir,
+        output_dir=Path(request.output_dir) if request.output_dir else None,
+        master_addr=request.master_addr)
+    if request.dry_run:
+        nodes = hosts_driver.plan(job, request.master_addr or hosts_driver.MASTER_PLACEHOLDER)
+        _print_dry_run(console, nodes, passed, as_json=request.as_json)
+        return 0
+    result = hosts_driver.run(job, JobConsoleEvents(console, node_lines_to_stderr=(
+        request.as_json or command == "test")))
+    show_job_stacks(console, result)
+    if render_result is not None:
+        return render_result(console, result.outcomes, result.payload())
+    if not result.ok:
+        raise JobFailed("job-failed", job_summary(result.outcomes),
+                        "each node's full output is above (or in --output-dir); its per-rank logs "
+                        "are in its run directory on that machine", details=result.payload())
+    if request.as_json:
+        render.emit_json(console, document("launch-job", 1, result.payload()))
+    render.log(console, f"ddpkit: all {len(result.outcomes)} nodes finished successfully")
+    return 0
+
+
+def _print_dry_run(console: Console, nodes: Sequence[NodeCommand], passed: PassedEnv, *,
+                   as_json: bool) -> None:
+    if as_json:
+        render.emit_json(console, document("launch-job-plan", 1, {
+            "nodes": [n.to_dict() for n in nodes], "env": passed.to_dict()}))
+        return
+    render.line(console, f"{len(nodes)} nodes; each checked first (ssh, python, ddpkit, torch), "
+                         "then started in parallel:")
+    for node in nodes:
+        where = "here" if node.local else f"on {node.host.ssh_target}"
+        render.line(console, f"node {node.node_rank} ({where}):")
+        render.line(console, "  " + node.display())
+    if passed.values or passed.overrides:
+        render.line(console, "environment passed on over each node's stdin, never in a command line "
+                             "(allow-list, env file, --env):")
+        for key, value in shown_env(passed.values).items():
+            render.line(console, f"  {key}={value}  ({passed.sources.get(key, '')})")
+        for key, value in passed.overrides:
+            render.line(console, f"  {key}={shown(key, value)}  (--env)")

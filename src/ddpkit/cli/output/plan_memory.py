@@ -1,0 +1,75 @@
+"""`ddpkit plan`'s memory-first output: the strategies table, the verdict and how to apply it."""
+
+from __future__ import annotations
+
+from ddpkit.bench.planning.gpus import GPUS
+from ddpkit.bench.planning.plan import Plan
+from ddpkit.bench.planning.strategies import StrategyResult
+from ddpkit.bench.units import format_bytes, format_seconds
+from ddpkit.cli.output import render
+from ddpkit.cli.output.console import Console
+
+
+def _fits(fits: bool | None, total: float, usable: int | None) -> str:
+    if fits is None or usable is None:
+        return "?"
+    return "yes" if fits else f"-{format_bytes(total - usable)}"
+
+
+def _row(r: StrategyResult, usable: int | None) -> list[str]:
+    eff = "-" if r.efficiency is None or not r.fits_one_node else f"{r.efficiency:.0%}"
+    return [r.strategy + (" *" if r.adapters_only else ""), format_bytes(r.memory.total),
+            _fits(r.fits, r.memory.total, usable),
+            format_bytes(r.memory_one_node.total),
+            _fits(r.fits_one_node, r.memory_one_node.total, usable),
+            format_bytes(r.inter_node_bytes), format_seconds(r.comm_s),
+            "-" if r.step_s is None else format_seconds(r.step_s), eff]
+
+
+def show_memory(console: Console, plan: Plan) -> bool:
+    """Print the memory-first plan when plain DDP does not fit; False leaves the DDP output."""
+    fit = plan.fit
+    if fit.verdict is None:
+        return False
+    inp, mem = plan.inputs, fit.inputs
+    gpu = fit.gpu.title if fit.gpu is not None else "GPU"
+    compute = ("" if inp.step_compute_s is None else
+               f"; compute {format_seconds(inp.step_compute_s)}/step, overlap {inp.overlap:g}")
+    render.wrapped(console, (
+        f"{gpu}: {format_bytes(fit.usable_bytes or 0)} usable per GPU; {mem.optimizer}, "
+        f"{mem.layers} layers x {mem.hidden}{compute}"))
+    render.line(console)
+    n = inp.nodes
+    headers = ["strategy", f"{n} nodes", "fits", "1 node", "fits", "link/step", "comm", "step",
+               "vs 1 node"]
+    render.table(console, headers, [_row(r, fit.usable_bytes) for r in fit.results],
+                 title="memory per GPU, traffic through each node's link per step, step time")
+    render.line(console, render.style(console, (
+        f"  vs 1 node: same strategy's step on 1 node / on {n} nodes (weak scaling); "
+        "*: adapters only"), "dim"))
+    for note in fit.notes:
+        render.wrapped(console, f"  assumes: {note}", indent="    ",
+                       name="dim" if console.color else None)
+    render.line(console)
+    style = {"go-multi-node": "ok", "stay-on-one-node": "warn"}.get(plan.verdict.decision, "bold")
+    render.wrapped(console, plan.verdict.text, name=style if console.color else None)
+    if plan.verdict.apply:
+        render.line(console, f"  apply {plan.verdict.strategy}:")
+        for text in plan.verdict.apply:
+            render.line(console, f"    {text}")
+    return True
+
+
+def memory_footer(plan: Plan) -> str | None:
+    """One line for the DDP output: what plain DDP needs per GPU, and against which GPU."""
+    fit = plan.fit
+    ddp = fit.results[0].memory
+    what = "" if ddp.activations is not None else " (model state, no activations)"
+    if fit.usable_bytes is not None:
+        return (f"memory: plain DDP fits, {format_bytes(ddp.total)} per GPU{what} of "
+                f"{format_bytes(fit.usable_bytes)} usable")
+    largest = max(GPUS, key=lambda g: g.memory_bytes)
+    more = (f", more than any GPU in ddpkit's table ({largest.title})"
+            if ddp.total > largest.memory_bytes else "")
+    return (f"memory: plain DDP needs {format_bytes(ddp.total)} per GPU{what}{more}; pass --gpu "
+            "or --gpu-memory to check which strategies fit")

@@ -1,0 +1,29 @@
+"""Text from files or processes other people control, made safe to print on a terminal (pure).
+
+Log lines, frame names read from another process, values in a dump: any of them can carry escape
+sequences that retitle the window, move the cursor or hide what follows. :func:`strip_controls`
+is the one place that removes them; :func:`shown` also bounds the length first, so a field of
+hundreds of megabytes costs no more than the part that is shown.
+"""
+
+from __future__ import annotations
+
+import re
+
+# Every terminal control sequence: OSC (window titles, hyperlinks) up to BEL or ST, CSI (colours,
+# cursor moves), other two-byte escapes, and any remaining C0/C1 control character but the tab.
+_CONTROL = re.compile(r"\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b\[[0-?]*[ -/]*[@-~]|\x9b[0-?]*[ -/]*[@-~]"
+                      r"|\x1b[ -/]*[0-~]|[\x00-\x08\x0a-\x1f\x7f-\x9f]")
+CUT = "…"
+
+
+def strip_controls(text: str) -> str:
+    """``text`` without terminal control sequences, so it prints as plain text."""
+    return _CONTROL.sub("", text)
+
+
+def shown(text: str, limit: int) -> str:
+    """At most ``limit`` characters of ``text`` without control sequences, a cut marked with
+    an ellipsis; only the start of ``text`` is ever looked at."""
+    clean = strip_controls(text[:limit + 1])
+    return clean if len(clean) <= limit else clean[:max(0, limit - 1)] + CUT
