@@ -162,7 +162,7 @@ ENTRIES = (
         "An error-level line of NCCL, Gloo or torch.distributed (the message catalogue, "
         "`src/ddpkit/doctor/log/messages.json`, built from their sources), an exception, a "
         "traceback, `errno`, `Segmentation fault`, `core dumped`, `terminate called`, a "
-        "non-zero `exit code`/`exit status` or `ERROR` line, when no other error finding "
+        "non-zero `exit code` or `ERROR` line, when no other error finding "
         "holds.",
         25,
     ),

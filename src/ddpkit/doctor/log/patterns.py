@@ -67,13 +67,13 @@ ANCHORS: tuple[bytes, ...] = (
     b"Ring ",  # pre-2.5 ring lines (before 2.4 also without the NCCL word)
     b"PyTorch version: ", b"torch==",  # collect_env / pip: the torch build a node runs
     b"Using devices",  # nccl-tests' table of the host each rank runs on follows this line
-    # failures no rule may name (issue 24): a traceback, errno, a fatal signal, an exit status,
+    # failures no rule may name (issue 24): a traceback, errno, a fatal signal, an exit code,
     # and the launcher or scheduler stopping the job
     # (tracebacks, errno, "Fatal Python error: Segmentation fault" and slurm's "error: *** JOB
     # ... CANCELLED" carry "rror", the shell's "Segmentation fault (core dumped)" its "core
     # dumped"; each anchor costs a pass over the log, so there are few)
     b"ERROR", b"core dumped", b"terminate called",
-    b"exit code", b"exit status", b"death signal",
+    b"exit code", b"death signal",
 )
 
 # Lines after which the next N lines are examined whatever they contain.
@@ -286,8 +286,7 @@ PATTERNS: tuple[LinePattern, ...] = (
     _fb("failure-line", ("core dumped", "terminate called", "Fatal Python error"),
        r"(?P<detail>(?:Segmentation fault|core dumped|terminate called after throwing|"
        r"Fatal Python error)[^\n]*)"),
-    _fb("failure-line", ("exit code", "exit status"),
-       r"(?P<detail>\bexit (?:code|status)[ :=]*(?P<code>-?[1-9]\d*))"),
+    _fb("failure-line", ("exit code",), r"(?P<detail>\bexit code[ :=]*(?P<code>-?[1-9]\d*))"),
 )
 
 

@@ -19,7 +19,7 @@ from ddpkit.doctor.log.rules.local_rank import LocalRankRule
 from ddpkit.doctor.log.rules.network import SOCKET_ITEM, NetworkRules
 from ddpkit.doctor.log.rules.nodes import node_mismatch, versions
 from ddpkit.doctor.log.rules.simple import Facts, simple_finding
-from ddpkit.doctor.log.rules.unexplained import UnexplainedRule
+from ddpkit.doctor.log.rules.unexplained import UNEXPLAINED_KINDS, UnexplainedRule
 from ddpkit.doctor.log.scan import Event
 
 # Variables whose value may rightly differ per node (interface names do).
@@ -65,8 +65,9 @@ class Diagnosis:
         self.local_rank.feed(event)
         self.init.feed(event)
         self.shared_devices.feed(event)
-        self.unexplained.feed(event)
         kind = event.kind
+        if kind in UNEXPLAINED_KINDS:
+            self.unexplained.feed(event)
         if kind in _SIMPLE:
             self.simple.setdefault(_SIMPLE[kind], Facts()).add(event)
         elif kind == "nccl-env":

@@ -32,6 +32,7 @@ FAILURE_KINDS = frozenset({
     "ib-error", "shm-error", "p2p-error", "oom", "rdzv-timeout", "rdzv-config",
     "rdzv-connection", "resolve-failed", "port-in-use", "no-interface", "gloo-mesh-failed",
 })
+UNEXPLAINED_KINDS = FAILURE_KINDS | {"death-signal"}  # what :meth:`UnexplainedRule.feed` reads
 KEEP = 24  # failure lines remembered per log (the first ones; the decisive ones come early)
 # An exception as a traceback ends: its type first on the line, after any launcher prefix; not
 # an exception's name inside ordinary prose ("no ValueError: seen").
@@ -52,14 +53,15 @@ class _File:
 
 
 class UnexplainedRule:
-    """Feed it every event; ask for a finding once no rule named an error."""
+    """Feed it the events (those of ``UNEXPLAINED_KINDS`` count); ask for a finding once no
+    rule named an error."""
 
     def __init__(self) -> None:
         self.files: dict[str, _File] = {}
 
     def feed(self, event: Event) -> None:
         kind = event.kind
-        if kind != "death-signal" and kind not in FAILURE_KINDS:
+        if kind not in UNEXPLAINED_KINDS:
             return
         if kind == "exception" and not _RAISED.search(event.text):
             return
