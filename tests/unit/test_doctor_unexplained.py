@@ -1,7 +1,7 @@
 """Never "no failure" on a failed run (issue 24): unexplained-failure and stopped-while-waiting.
 
-The i24_torchrun_* fixtures are real torchrun output produced on this machine by
-``tools/capture_torchrun_logs.py`` (torch 2.13, Gloo, two "nodes" on 127.0.0.1).
+The i24_torchrun_* fixtures are real torchrun output (torch 2.13, Gloo, two "nodes" on 127.0.0.1),
+produced by tests/integration/test_doctor_two_node_capture.py (REFRESH_DOCTOR_CAPTURES=1).
 """
 
 from __future__ import annotations
