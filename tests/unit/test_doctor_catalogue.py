@@ -14,7 +14,8 @@ REQUIRED = {
     "shm", "port-in-use", "rendezvous-config", "rendezvous-timeout", "duplicate-gpu",
     "rank-assignment", "node-mismatch", "version-mismatch", "ib-error", "p2p",
     "collective-timeout", "rank-failed", "out-of-memory", "connection-lost", "no-failure",
-    "local-rank-argument", "job-hung", "dump-unreadable",
+    "local-rank-argument", "job-hung", "dump-unreadable", "stopped-while-waiting",
+    "unexplained-failure",
 }
 
 

@@ -76,6 +76,8 @@ def test_every_catalogue_id_is_covered_by_a_fixture_case() -> None:
     covered |= {"local-rank-argument"}  # tests/unit/test_doctor_local_rank.py
     covered |= {"job-hung"}  # a stacks directory, not a log: tests/unit/test_doctor_stacks.py
     covered |= {"dump-unreadable"}  # a flight-recorder dump: tests/unit/test_doctor_dump_bombs.py
+    # real torchrun logs: tests/unit/test_doctor_unexplained.py
+    covered |= {"stopped-while-waiting", "unexplained-failure"}
     assert covered == set(CATALOGUE)
 
 

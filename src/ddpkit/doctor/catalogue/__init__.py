@@ -35,6 +35,8 @@ ORDER = (
     "collective-timeout",
     "connection-lost",
     "rank-failed",
+    "stopped-while-waiting",
+    "unexplained-failure",
     "no-failure",
 )
 _BY_ID = {item.id: item for item in (*network.ENTRIES, *node.ENTRIES, *job.ENTRIES)}

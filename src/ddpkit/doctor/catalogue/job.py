@@ -133,6 +133,40 @@ ENTRIES = (
         40,
     ),
     Entry(
+        "stopped-while-waiting", "error",
+        "This node was stopped while it waited for its peers",
+        "Nothing failed on this node before the launcher or the scheduler stopped it: it was "
+        "healthy and waiting for the other nodes (at the rendezvous, in process-group or NCCL "
+        "init, or in a collective). The cause is on another node, which failed, hung or never "
+        "started: its log says which.",
+        "Read the other nodes' logs from the same run, all together:\n"
+        "  ddpkit doctor --log node0.log node1.log ...   (or the run directories)\n"
+        "If a node shows nothing either, check the cluster while it is up: ddpkit doctor "
+        "--nnodes <N> ...; rerun with ddpkit launch --debug to see where each rank waits.",
+        "torchrun's `Received 15 death signal, shutting down workers` (or `SignalException: "
+        "Process N got signal: 15`), slurm's `*** JOB N ON host CANCELLED AT ...`, with no "
+        "failure line before it in the same log.",
+        35,
+    ),
+    Entry(
+        "unexplained-failure", "error",
+        "The run failed, and no rule names the cause",
+        "The log shows a failure (an error line, a traceback, an errno, a fatal signal, a "
+        "non-zero exit, a watchdog or a retry loop) that none of ddpkit's rules explains. The "
+        "quoted lines are the decisive ones; the cause is often in another node's log, which "
+        "failed first.",
+        "Read the other nodes' logs from the same run together: ddpkit doctor --log node0.log "
+        "node1.log ... (or the run directories); check the cluster while it is up: ddpkit "
+        "doctor --nnodes <N> ...; rerun with ddpkit launch --debug (NCCL_DEBUG=INFO, "
+        "TORCH_DISTRIBUTED_DEBUG=DETAIL) to see the step that fails.",
+        "An error-level line of NCCL, Gloo or torch.distributed (the message catalogue, "
+        "`src/ddpkit/doctor/log/messages.json`, built from their sources), an exception, a "
+        "traceback, `errno`, `Segmentation fault`, `core dumped`, `terminate called`, a "
+        "non-zero `exit code` or `ERROR` line, when no other error finding "
+        "holds.",
+        25,
+    ),
+    Entry(
         "no-failure", "info",
         "No failure found in the log",
         "Nothing in the log indicates a failure. Lines such as `NET/Plugin : No plugin found`, "

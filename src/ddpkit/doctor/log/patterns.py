@@ -30,6 +30,7 @@ class LinePattern:
     skip_if: tuple[str, ...] = ()  # substrings that make the line not this pattern's
     claims: bool = False
     multi: bool = False
+    fallback: bool = False  # read only when no earlier pattern matched the line
 
 
 def _p(
@@ -48,6 +49,12 @@ def _p(
     )
 
 
+def _fb(kind: str, triggers: tuple[str, ...], regex: str, *,
+        skip_if: tuple[str, ...] = ()) -> LinePattern:
+    """A fallback pattern: it reads a line only when no pattern before it matched."""
+    return LinePattern(kind, triggers, re.compile(regex), skip_if=skip_if, fallback=True)
+
+
 ANCHORS: tuple[bytes, ...] = (
     rb"NCCL(?: (?:INFO (?:Bootstrap|bootstrap\.cc|NET/|Using network|Using internal|Plugin Path"
     rb"|NCCL_|Failed to open|comm 0x|ncclCommInit|Trees)|WARN|version|error|failure|work)|\()",
@@ -60,6 +67,13 @@ ANCHORS: tuple[bytes, ...] = (
     b"Ring ",  # pre-2.5 ring lines (before 2.4 also without the NCCL word)
     b"PyTorch version: ", b"torch==",  # collect_env / pip: the torch build a node runs
     b"Using devices",  # nccl-tests' table of the host each rank runs on follows this line
+    # failures no rule may name (issue 24): a traceback, errno, a fatal signal, an exit code,
+    # and the launcher or scheduler stopping the job
+    # (tracebacks, errno, "Fatal Python error: Segmentation fault" and slurm's "error: *** JOB
+    # ... CANCELLED" carry "rror", the shell's "Segmentation fault (core dumped)" its "core
+    # dumped"; each anchor costs a pass over the log, so there are few)
+    b"ERROR", b"core dumped", b"terminate called",
+    b"exit code", b"death signal",
 )
 
 # Lines after which the next N lines are examined whatever they contain.
@@ -255,8 +269,24 @@ PATTERNS: tuple[LinePattern, ...] = (
        r"failed \(exitcode: (?P<code>-?\d+)\) local_rank: (?P<local_rank>\d+) \(pid: "
        r"(?P<pid>\d+)\)", claims=True),
     _p("child-failed", ("ChildFailedError",), r"(?P<detail>ChildFailedError)"),
+    # --- failures no rule may name (read by rules/unexplained.py; never claim) ---
+    # torchrun/the elastic agent was told to stop (a scheduler, a user, ddpkit's own teardown)
+    _p("death-signal", ("death signal",), r"Received (?P<signal>\S+) death signal"),
+    _p("death-signal", ("rror",),
+       r"(?P<detail>\*\*\* (?:JOB|STEP) [\w.]+ ON \S+ CANCELLED AT \S+(?: DUE TO [A-Z ]+)?)"),
     # NCCL's own failure lines when nothing more specific matched.
     _p("nccl-warn", ("NCCL WARN",), r"NCCL WARN (?P<detail>[^\n]*)", claims=True),
+    # --- last: failure lines no pattern above read (rules/unexplained.py) ---
+    _fb("failure-line", ("rror",), r"(?P<detail>\[Errno -?\d+\][^\n]*|\berrno:? ?-?[1-9]\d*)"),
+    # other error lines: glog's "Check failed: ... unhandled cuda error", "prog: error: ..."
+    _fb("failure-line", ("rror",),
+       r"(?P<detail>(?:Check failed:|\bunhandled \w+ error\b|(?:^|[\]:] ?)error: )[^\n]*)",
+       skip_if=("NCCL INFO",)),
+    _fb("failure-line", ("ERROR",), r"(?P<detail>(?:^|[\s\]:])ERROR[:\]\s][^\n]*)"),
+    _fb("failure-line", ("core dumped", "terminate called", "Fatal Python error"),
+       r"(?P<detail>(?:Segmentation fault|core dumped|terminate called after throwing|"
+       r"Fatal Python error)[^\n]*)"),
+    _fb("failure-line", ("exit code",), r"(?P<detail>\bexit code[ :=]*(?P<code>-?[1-9]\d*))"),
 )
 
 

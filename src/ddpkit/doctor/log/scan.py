@@ -325,6 +325,8 @@ def _parse_line(raw: bytes, follow: bool) -> _Parsed:
             continue
         if pattern.skip_if and any(s in text for s in pattern.skip_if):
             continue
+        if pattern.fallback and found:
+            continue
         if pattern.multi:
             matches = list(pattern.regex.finditer(text))
         else:

@@ -19,6 +19,7 @@ from ddpkit.doctor.log.rules.local_rank import LocalRankRule
 from ddpkit.doctor.log.rules.network import SOCKET_ITEM, NetworkRules
 from ddpkit.doctor.log.rules.nodes import node_mismatch, versions
 from ddpkit.doctor.log.rules.simple import Facts, simple_finding
+from ddpkit.doctor.log.rules.unexplained import UNEXPLAINED_KINDS, UnexplainedRule
 from ddpkit.doctor.log.scan import Event
 
 # Variables whose value may rightly differ per node (interface names do).
@@ -40,6 +41,7 @@ class Diagnosis:
         self.local_rank = LocalRankRule()
         self.init = InitModel()
         self.shared_devices = SharedDevices()
+        self.unexplained = UnexplainedRule()
         self.simple: dict[str, Facts] = {}
         self.machines: set[str] = set()
         self.env: Capped[str, dict[str, str]] = Capped()
@@ -64,6 +66,8 @@ class Diagnosis:
         self.init.feed(event)
         self.shared_devices.feed(event)
         kind = event.kind
+        if kind in UNEXPLAINED_KINDS:
+            self.unexplained.feed(event)
         if kind in _SIMPLE:
             self.simple.setdefault(_SIMPLE[kind], Facts()).add(event)
         elif kind == "nccl-env":
@@ -158,6 +162,8 @@ class Diagnosis:
             if not any(f.id == "out-of-memory" for f, _ in scored):
                 add(self._killed_without_a_word())
         add(self._init_hang(scored))
+        if not any(f.severity == "error" for f, _ in scored):
+            add(self.unexplained.finding(self._waited_on()))
         if not scored:
             e = entry("no-failure")
             benign = self.simple.get("benign")
@@ -243,6 +249,17 @@ class Diagnosis:
                "load the checkpoint on one rank, or give the job more RAM (--mem for Slurm).")
         return Finding(e.id, e.severity, e.title, text + e.explanation, fix,
                        merge(*(r.bag.items for r in killed)))
+
+    def _waited_on(self) -> str:
+        """What the job was doing when it was last heard of, as far as the log tells."""
+        if self.comm_completed:
+            return ("a collective or a later NCCL communicator: the first communicators had "
+                    "been set up (Init COMPLETE)")
+        if self._init_started():
+            return ("NCCL init (ncclCommInitRank), which waits until every rank of the "
+                    "communicator joins")
+        return ("the rendezvous, process-group init or a collective: this log does not say "
+                "which (no NCCL INFO lines; ddpkit launch --debug records them)")
 
     def _init_started(self) -> bool:
         """A communicator's init started: its ``Init START`` line, or (releases 2.4 to 2.11) the

@@ -1,0 +1,156 @@
+"""Never "no failure" on a failed run (issue 24).
+
+When no rule named an error, this rule looks at what the log still shows:
+
+- failure lines (an exception, a traceback's last line, NCCL WARN, errno, a fatal signal, a
+  non-zero exit, a watchdog, a refused/lost connection, any line the message catalogue files as
+  an error) -> ``unexplained-failure``: a failure was seen, here are the decisive lines, here is
+  how to find the cause;
+- none of those before the launcher (or the scheduler) stopped the job -> ``stopped-while-waiting``:
+  this node was healthy and waited for its peers; what it waited on, and the other nodes' logs.
+
+Lines after the stop in the same file are its consequences (torchrun's own traceback, the
+workers' SIGTERM), not failures of their own.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from ddpkit.doctor.catalogue import CATALOGUE, entry
+from ddpkit.doctor.findings import Evidence, Finding
+from ddpkit.doctor.log.evidence import Bag, merge
+from ddpkit.doctor.log.messages import Message, catalogue
+from ddpkit.doctor.log.scan import Event
+
+# Event kinds that show something failed (whatever the rule that reads them made of it).
+FAILURE_KINDS = frozenset({
+    "failure-line", "exception", "nccl-warn", "nccl-error", "connect-error", "connection-lost",
+    "watchdog", "watchdog-frame", "work-progress", "gloo-timeout", "barrier-failed",
+    "agent-failed", "summary-exit", "summary-signal", "child-failed", "bootstrap-retcode",
+    "ib-error", "shm-error", "p2p-error", "oom", "rdzv-timeout", "rdzv-config",
+    "rdzv-connection", "resolve-failed", "port-in-use", "no-interface", "gloo-mesh-failed",
+})
+UNEXPLAINED_KINDS = FAILURE_KINDS | {"death-signal"}  # what :meth:`UnexplainedRule.feed` reads
+KEEP = 24  # failure lines remembered per log (the first ones; the decisive ones come early)
+# An exception as a traceback ends: its type first on the line, after any launcher prefix; not
+# an exception's name inside ordinary prose ("no ValueError: seen").
+# A line printed at warning level (c10's "[W socket.cpp:464]", glog's "W1204 10:00:00.1",
+# Python's "WARNING:" and "UserWarning"): an errno or an error word in it is no failure.
+_WARNING_LINE = re.compile(r"^\s*(?:\[[\w:.,-]+\]:?\s?)*\[?W(?:\d{4} \d\d:\d\d:\d\d\.\d+"
+                           r"| [\w./-]+:\d+\])|^\s*WARNING[:\s]|\bUserWarning\b")
+# Catalogue mappings that name no cause of their own.
+_GENERIC = frozenset({"unexplained-failure", "stopped-while-waiting", "no-failure"})
+_RAISED = re.compile(r"(?:^|[\]>:|]\s?)\s*(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Exit): ")
+
+
+@dataclass
+class _File:
+    failures: list[Event] = field(default_factory=list)
+    count: int = 0
+    stop: Event | None = None  # the first death-signal/cancel line
+
+
+class UnexplainedRule:
+    """Feed it the events (those of ``UNEXPLAINED_KINDS`` count); ask for a finding once no
+    rule named an error."""
+
+    def __init__(self) -> None:
+        self.files: dict[str, _File] = {}
+
+    def feed(self, event: Event) -> None:
+        kind = event.kind
+        if kind not in UNEXPLAINED_KINDS:
+            return
+        if kind == "exception" and not _RAISED.search(event.text):
+            return
+        if kind in ("failure-line", "exception") and _WARNING_LINE.search(event.text):
+            return
+        state = self.files.get(event.file)
+        if state is None:
+            if len(self.files) >= 256:
+                return
+            state = self.files[event.file] = _File()
+        if kind == "death-signal":
+            if state.stop is None:
+                state.stop = event
+            return
+        if state.stop is not None:
+            return  # after the stop: its consequences
+        state.count += event.repeat
+        if len(state.failures) < KEEP and all(e.text != event.text for e in state.failures):
+            state.failures.append(event)
+
+    def finding(self, waited_on: str) -> Finding | None:
+        """``unexplained-failure`` or ``stopped-while-waiting``, or None when the log shows
+        neither. ``waited_on`` says what the job was doing when last heard of."""
+        shown: list[tuple[Event, Message | None]] = []
+        for state in self.files.values():
+            for event in state.failures:
+                message = catalogue().match(event.text)
+                if message is not None and message.maps == "benign":
+                    continue
+                shown.append((event, message))
+        if shown:
+            count = sum(s.count for s in self.files.values())
+            return _catalogued(shown, count) or _unexplained(shown, count)
+        stops = [s.stop for s in self.files.values() if s.stop is not None]
+        if stops:
+            return _stopped(stops, waited_on)
+        return None
+
+
+def _quote(event: Event) -> Evidence:
+    return Evidence(event.file, event.line, event.text)
+
+
+def _unexplained(shown: list[tuple[Event, Message | None]], count: int) -> Finding:
+    e = entry("unexplained-failure")
+    first = shown[0][0]
+    known = [(ev, m) for ev, m in shown if m is not None and m.error]
+    parts = [f"{count} failure line{'s' if count != 1 else ''}, the first at "
+             f"{first.file}:{first.line}: `{first.text[:160]}`."]
+    if known:
+        event, message = known[0]
+        parts.append(f"Line {event.line} is printed by {message.where}.")
+    evidence = Bag(limit=6)
+    for event, _ in shown[:3]:
+        evidence.add(event)
+    for event, _ in shown[-3:]:
+        evidence.add(event)
+    return Finding(e.id, e.severity, e.title, " ".join(parts) + " " + e.explanation, e.fix,
+                   merge(evidence.items))
+
+
+def _catalogued(shown: list[tuple[Event, Message | None]], count: int) -> Finding | None:
+    """The finding the message catalogue files the first failure line under, when it names a
+    cause: no rule read the line, but the program that printed it says what kind it is."""
+    for event, message in shown:
+        if (message is None or not message.error or message.maps not in CATALOGUE
+                or message.maps in _GENERIC):
+            continue
+        e = entry(message.maps)
+        others = count - event.repeat
+        text = (f"`{event.text[:200]}` ({event.file}:{event.line}) is the message "
+                f"`{message.template[:160]}` ({message.where}); ddpkit's message catalogue "
+                f"files it under {e.id}, and no rule of ddpkit's own read it"
+                + (f" ({others} more failure line{'s' if others != 1 else ''})" if others > 0
+                   else "") + ". " + e.explanation)
+        evidence = Bag(limit=6)
+        evidence.add(event)
+        for other, _ in shown[:5]:
+            evidence.add(other)
+        return Finding(e.id, "error", e.title, text, e.fix, merge(evidence.items))
+    return None
+
+
+def _stopped(stops: list[Event], waited_on: str) -> Finding:
+    e = entry("stopped-while-waiting")
+    stop = stops[0]
+    signal = stop.get("signal") or stop.get("detail")
+    how = f"signal {signal}" if signal.isdigit() else signal
+    text = (f"The launcher was stopped ({how}, {stop.file}:{stop.line}) while it waited in "
+            f"{waited_on}. " + e.explanation)
+    return Finding(e.id, e.severity, e.title, text, e.fix, tuple(_quote(s) for s in stops[:6]))
+

@@ -1,0 +1,162 @@
+"""Never "no failure" on a failed run (issue 24): unexplained-failure and stopped-while-waiting.
+
+The i24_torchrun_* fixtures are real torchrun output (torch 2.13, Gloo, two "nodes" on 127.0.0.1),
+produced by tests/integration/test_doctor_two_node_capture.py (REFRESH_DOCTOR_CAPTURES=1).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from ddpkit.doctor.findings import Finding
+from ddpkit.doctor.log.diagnose import diagnose
+
+CAPTURED = Path(__file__).resolve().parents[1] / "fixtures" / "logs" / "captured"
+
+
+def run(*paths: Path) -> list[Finding]:
+    return diagnose([str(p) for p in paths])
+
+
+def write(tmp_path: Path, text: str) -> Path:
+    log = tmp_path / "node.log"
+    log.write_text(text)
+    return log
+
+
+def test_master_killed_while_waiting_is_stopped_while_waiting() -> None:
+    log = CAPTURED / "i24_torchrun_master_killed_waiting.log"
+    findings = run(log)
+    top = findings[0]
+    assert top.id == "stopped-while-waiting" and top.severity == "error"
+    assert "no-failure" not in {f.id for f in findings}
+    assert "signal 15" in top.explanation and "waited in the rendezvous" in top.explanation
+    assert "other nodes' logs" in top.fix and "--debug" in top.fix
+    # the decisive line is the death signal (line 2); torchrun's own traceback after it is its
+    # consequence, not a failure of its own
+    assert [e.line for e in top.evidence] == [2]
+    assert "Received 15 death signal" in top.evidence[0].text
+
+
+def test_a_failure_before_the_stop_is_not_a_wait(tmp_path: Path) -> None:
+    text = (CAPTURED / "i24_torchrun_master_killed_waiting.log").read_text()
+    first, rest = text.split("\n", 1)
+    log = write(tmp_path, first + "\nterminate called after throwing an instance of "
+                "'c10::Error'\n" + rest)
+    (top, *_) = run(log)
+    assert top.id == "unexplained-failure"
+    assert [e.line for e in top.evidence] == [2]
+
+
+def test_a_failed_job_keeps_its_specific_finding() -> None:
+    findings = run(CAPTURED / "i24_torchrun_rank_fails_node1.log")
+    assert findings[0].id == "rank-failed"
+    assert "ValueError: bad value in batch 3" in findings[0].explanation
+    both = run(CAPTURED / "i24_torchrun_rank_fails_node0.log",
+               CAPTURED / "i24_torchrun_rank_fails_node1.log")
+    assert {f.id for f in both} >= {"rank-failed"}
+    assert "unexplained-failure" not in {f.id for f in both}
+
+
+def test_a_successful_job_is_no_failure() -> None:
+    findings = run(CAPTURED / "i24_torchrun_ok_node0.log", CAPTURED / "i24_torchrun_ok_node1.log")
+    assert [f.id for f in findings] == ["no-failure"]
+
+
+@pytest.mark.parametrize(
+    ("text", "quoted"),
+    [
+        ("step 10 loss 0.3\nSegmentation fault (core dumped)\n", "Segmentation fault"),
+        ("step 10\nterminate called after throwing an instance of 'std::runtime_error'\n",
+         "terminate called"),
+        ("h1:10:11 [0] NCCL WARN Cuda failure 'invalid device function'\n", "Cuda failure"),
+        ("srun: error: node7: task 3: Exited with exit code 1\n", "exit code 1"),
+        ("2024-01-01 ERROR:root:worker 3 lost its data shard\n", "worker 3 lost"),
+        ("glog: Check failed: result == ncclSuccess (1 vs. 0)  unhandled cuda error\n",
+         "Check failed"),
+    ],
+)
+def test_failure_lines_no_rule_names_are_unexplained_failure(
+        tmp_path: Path, text: str, quoted: str) -> None:
+    (top, *_) = run(write(tmp_path, text))
+    assert top.id == "unexplained-failure" and top.severity == "error"
+    assert any(quoted in e.text for e in top.evidence)
+    assert "other nodes' logs" in top.fix and "ddpkit doctor --nnodes" in top.fix
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "[rank1]: Traceback (most recent call last):\n[rank1]: KeyError: 'labels'\n",
+        "OSError: [Errno 28] No space left on device: '/ckpt/step10.pt'\n",
+        "[rank0]: RuntimeError: [/pytorch/third_party/gloo/gloo/transport/tcp/pair.cc:444] "
+        "Write timeout [10.0.0.2]:7001\n",
+    ],
+)
+def test_an_exception_is_never_no_failure(tmp_path: Path, text: str) -> None:
+    (top, *_) = run(write(tmp_path, text))
+    assert top.severity == "error"
+
+
+def test_a_catalogued_line_gets_the_finding_the_catalogue_files_it_under(tmp_path: Path) -> None:
+    # NCCL's socket.cc gives up connecting: no rule reads the line, the catalogue says who prints
+    # it, since which release, and what kind of failure it is
+    log = write(tmp_path, "h1:10:11 [0] NCCL WARN socketPollConnect: exceeded retries (35)\n")
+    (top, *_) = run(log)
+    assert top.id == "peer-unreachable" and top.severity == "error"
+    assert "nccl src/misc/socket.cc, v2." in top.explanation
+    assert [e.line for e in top.evidence] == [1]
+
+
+def test_a_catalogued_line_with_no_cause_of_its_own_stays_unexplained(tmp_path: Path) -> None:
+    log = write(tmp_path, "h1:10:11 [0] NCCL WARN Cuda failure 'invalid device function'\n")
+    (top, *_) = run(log)
+    assert top.id == "unexplained-failure"
+    assert "nccl src/include/checks.h" in top.explanation
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "epoch 3 validation error 0.12 (no ValueError: seen)\n",
+        "exit code 0\nall ranks finished\n",
+        "W1204 09:36:50.110000 1 torch/distributed/run.py:766] Setting OMP_NUM_THREADS "
+        "environment variable for each process to be 1 in default\n",
+    ],
+)
+def test_ordinary_output_stays_no_failure(tmp_path: Path, text: str) -> None:
+    assert [f.id for f in run(write(tmp_path, text))] == ["no-failure"]
+
+
+def test_a_scheduler_cancel_after_silence_is_a_wait(tmp_path: Path) -> None:
+    log = write(tmp_path, "rank 0 initialised\nslurmstepd: error: *** JOB 4242 ON gpu3 CANCELLED AT "
+                          "2024-05-01T10:00:00 DUE TO TIME LIMIT ***\n")
+    (top, *_) = run(log)
+    assert top.id == "stopped-while-waiting"
+    assert "CANCELLED" in top.explanation
+
+
+def test_warnings_before_the_stop_leave_it_a_wait(tmp_path: Path) -> None:
+    # c10d's hostname and IPv6 warnings (torch prints them on healthy nodes too), then torchrun
+    # is told to stop: the node waited, the warnings are no failure
+    log = write(tmp_path, "[W1202 10:46:16.480878728 socket.cpp:207] [c10d] The hostname of the "
+                "client socket cannot be retrieved. err=-3\n"
+                "[W socket.cpp:464] [c10d] The server socket cannot be initialized on [::]:29500 "
+                "(errno: 97 - Address family not supported by protocol). Error ignored\n"
+                "W1204 09:36:50.110000 27170 torch/distributed/elastic/agent/server/api.py:753] "
+                "Received 15 death signal, shutting down workers\n")
+    (top, *_) = run(log)
+    assert top.id == "stopped-while-waiting"
+    assert [e.line for e in top.evidence] == [3]
+
+
+def test_the_hung_node_of_a_sim_run_waited_and_both_logs_name_the_cause() -> None:
+    # 2-node sim capture (tests/integration/test_doctor_sim_capture.py): node 1 is refused and
+    # gives up, node 0 hangs until it is stopped
+    node0 = CAPTURED / "sim_gloo_wrong_interface_node0.log"
+    assert run(node0)[0].id == "stopped-while-waiting"
+    both = run(node0, CAPTURED / "sim_gloo_wrong_interface_node1.log")
+    assert both[0].id == "wrong-interface"
+    assert "stopped-while-waiting" not in {f.id for f in both}

@@ -1,0 +1,128 @@
+"""The message catalogue (issue 24): templates read from the sources, their mapping, coverage."""
+
+from __future__ import annotations
+
+import importlib
+import json
+import subprocess
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+from ddpkit.doctor.catalogue import CATALOGUE
+from ddpkit.doctor.log.messages import catalogue
+
+ROOT = Path(__file__).resolve().parents[2]
+DATA = ROOT / "src" / "ddpkit" / "doctor" / "log" / "messages.json"
+REPORT = ROOT / "docs" / "message-coverage.md"
+CAPTURED = ROOT / "tests" / "fixtures" / "logs" / "captured"
+
+
+def tool(name: str) -> ModuleType:
+    sys.path.insert(0, str(ROOT / "tools"))
+    try:
+        return importlib.import_module(name)
+    finally:
+        sys.path.remove(str(ROOT / "tools"))
+
+
+def document() -> dict[str, object]:
+    loaded = json.loads(DATA.read_text())
+    assert isinstance(loaded, dict)
+    return loaded
+
+
+def test_every_entry_is_complete_and_mapped() -> None:
+    doc = document()
+    releases = doc["releases"]
+    assert isinstance(releases, dict) and set(releases) == {"nccl", "gloo", "torch"}
+    messages = doc["messages"]
+    assert isinstance(messages, list) and len(messages) > 1000
+    allowed = set(CATALOGUE) | {"benign", "unmapped"}
+    for item in messages:
+        assert item["maps"] in allowed, item
+        assert item["reason"], item
+        order = releases[item["source"]]
+        assert order.index(item["first"]) <= order.index(item["last"]), item
+        assert item["level"] in ("error", "warning", "info")
+    covered = sum(m["maps"] != "unmapped" for m in messages)
+    assert covered / len(messages) >= 0.95
+
+
+def test_nccl_is_read_from_2_4_to_the_newest_release() -> None:
+    nccl = document()["releases"]["nccl"]  # type: ignore[index]
+    assert nccl[0].startswith("v2.4.") and len(nccl) >= 60
+
+
+def test_the_coverage_report_is_regenerated_from_the_data() -> None:
+    doc = document()
+    report = tool("catalogue_messages").coverage(doc["messages"], doc["releases"])
+    assert REPORT.read_text() == report
+
+
+def test_extraction_of_c_macros() -> None:
+    extract = tool("msgextract").extract_c
+    code = r'''
+    // WARN("commented out %d", x);
+    WARN("Net : Connect to %s failed : %s", socketToString(&addr, line), strerror(errno));
+    INFO(NCCL_INIT|NCCL_NET, "Call to " name " returned %s, retrying", strerror(errno));
+    TORCH_CHECK(ok, "The client socket has failed to connect to ", host, ":", port, ".");
+    C10D_WARNING("The server socket on {} has timed out, will retry.", addr);
+    GLOO_THROW_IO_EXCEPTION(GLOO_ERROR_MSG("Connection closed by peer ", peer_.str()));
+    LOG(ERROR) << "Heartbeat monitor timed out after " << secs << " seconds";
+    recordError("The server could not listen on port={}, family={}", port_, family);
+    '''
+    found = {(f.template, f.level) for f in extract(code)}
+    assert found == {
+        ("Net : Connect to <*> failed : <*>", "error"),
+        ("Call to <*> returned <*>, retrying", "info"),
+        ("The client socket has failed to connect to <*>:<*>.", "error"),
+        ("The server socket on <*> has timed out, will retry.", "warning"),
+        ("Connection closed by peer <*>", "error"),
+        ("Heartbeat monitor timed out after <*> seconds", "error"),
+        ("The server could not listen on port=<*>, family=<*>", "warning"),
+    }
+
+
+def test_extraction_of_python_calls() -> None:
+    extract = tool("msgextract").extract_python
+    code = '''
+logger.warning("Received %s death signal, shutting down workers", sig)
+raise RendezvousTimeoutError(f"The node '{node}' has timed out after {t} seconds.")
+log.info("[%s] Rendezvous complete for workers.", role)
+logger.debug("not catalogued: debug level")
+'''
+    found = {(f.template, f.level) for f in extract(code)}
+    assert found == {
+        ("Received <*> death signal, shutting down workers", "warning"),
+        ("The node '<*>' has timed out after <*> seconds.", "error"),
+        ("[<*>] Rendezvous complete for workers.", "info"),
+    }
+
+
+@pytest.mark.parametrize(
+    ("fixture", "line", "source", "maps"),
+    [
+        ("i24_torchrun_master_killed_waiting.log", 2, "torch", "stopped-while-waiting"),
+        ("i24_torchrun_rank_fails_node0.log", 10, "gloo", "connection-lost"),
+    ],
+)
+def test_real_lines_are_recognised(fixture: str, line: int, source: str, maps: str) -> None:
+    text = (CAPTURED / fixture).read_text().splitlines()[line - 1]
+    message = catalogue().match(text)
+    assert message is not None and message.source == source and message.maps == maps
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not Path("/work/.mirror/NVIDIA+nccl/repo").is_dir(),
+                    reason="needs the fetched NCCL git dir")
+def test_the_script_regenerates_the_nccl_part(tmp_path: Path) -> None:
+    out, report = tmp_path / "m.json", tmp_path / "c.md"
+    subprocess.run([sys.executable, str(ROOT / "tools" / "catalogue_messages.py"), "--nccl",
+                    "/work/.mirror/NVIDIA+nccl/repo", "--out", str(out), "--report", str(report)],
+                   check=True, capture_output=True, timeout=300)
+    fresh = [m for m in json.loads(out.read_text())["messages"]]
+    shipped = [m for m in document()["messages"] if m["source"] == "nccl"]  # type: ignore[union-attr]
+    assert fresh == shipped
