@@ -19,9 +19,10 @@ from ddpkit.errors import DdpkitError, JobFailed
 from ddpkit.launch.envpass import PassedEnv
 from ddpkit.launch.job import JobSpec
 from ddpkit.launch.join import driver as join_driver
-from ddpkit.launch.join.sides import JoinedNode, WorkerSide
+from ddpkit.launch.join.sides import JoinedNode
 from ddpkit.launch.join.store import connect_store
 from ddpkit.launch.join.tokens import JoinToken
+from ddpkit.launch.join.worker import WorkerSide
 from ddpkit.launch.outcomes import FAILED, OK, STOPPED, NodeOutcome
 
 pytest.importorskip("torch")

@@ -14,6 +14,7 @@ from ddpkit.launch.job import Deadlines, JobSpec
 from ddpkit.launch.join import sides as join
 from ddpkit.launch.join.store import JobStore, connect_store, host_store
 from ddpkit.launch.join.tokens import JoinToken, new_token
+from ddpkit.launch.join.worker import WorkerSide
 from ddpkit.launch.outcomes import FAILED, LOST, OK, NodeOutcome
 
 pytest.importorskip("torch")
@@ -41,8 +42,8 @@ def master_store(tcp_port: int) -> Iterator[JobStore]:
     del store
 
 
-def _worker(token: JoinToken) -> join.WorkerSide:
-    return join.WorkerSide(connect_store(token, timeout=10))
+def _worker(token: JoinToken) -> WorkerSide:
+    return WorkerSide(connect_store(token, timeout=10))
 
 
 @pytest.mark.timeout(60)
@@ -54,7 +55,7 @@ def test_a_worker_fetches_the_job_and_ranks_are_handed_out_once(master_store: Jo
     ranks: list[int] = []
     errors: list[str] = []
 
-    def claim(worker: join.WorkerSide) -> None:
+    def claim(worker: WorkerSide) -> None:
         try:
             ranks.append(worker.claim_rank(_spec(nnodes=4), "h", "10.0.0.9", "eth1"))
         except JobFailed as exc:

@@ -26,7 +26,8 @@ from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.ciphers.aead import ChaCha20Poly1305
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
-from ddpkit.errors import ConfigError, JobFailed
+from ddpkit.errors import ConfigError
+from ddpkit.launch.store_value import MAX_VALUE_BYTES, NotOurs, parse_object
 
 SCHEME = "ddpk://"
 TOKEN_ENV = "DDPKIT_JOIN_TOKEN"  # where `ddpkit join` finds the token when none is given
@@ -99,7 +100,6 @@ def _redacted(text: str) -> str:
     return f"<{len(text)} characters>"
 
 
-MAX_VALUE_BYTES = 1 << 20  # no value ddpkit writes comes near this; anything larger is refused
 _FORMAT = 2  # the sealed envelope's version
 
 
@@ -122,36 +122,27 @@ def seal(token: JoinToken, key: str, body: Mapping[str, Any]) -> bytes:
 
 
 def unseal(token: JoinToken, key: str, raw: bytes) -> dict[str, Any]:
-    """The body of a sealed value; JobFailed ``token-rejected`` when it was not sealed with this
-    token's secret under this key and run (or is not ddpkit's JSON at all, or is too large)."""
-    if len(raw) > MAX_VALUE_BYTES:
-        raise _rejected(token, key, f"it is {len(raw)} bytes, over ddpkit's {MAX_VALUE_BYTES}")
+    """The body of a sealed value; :class:`~ddpkit.launch.store_value.NotOurs` (and nothing else)
+    when it was not sealed with this token's secret under this key and run, or is not ddpkit's
+    sealed JSON at all (too large, too deep, not JSON, not an envelope): what it says never
+    includes the run id or the secret."""
+    envelope = parse_object(raw)
     try:
-        envelope = json.loads(raw.decode("utf-8"))
-        if not isinstance(envelope, dict) or envelope.get("v") != _FORMAT:
+        if envelope.get("v") != _FORMAT:
             raise TypeError("not a sealed ddpkit value")
         nonce = base64.b64decode(envelope["n"], validate=True)
         sealed = base64.b64decode(envelope["c"], validate=True)
-        if len(nonce) != 12:
+        if len(nonce) != 12 or len(sealed) > MAX_VALUE_BYTES:
             raise ValueError("bad nonce")
-    except (ValueError, TypeError, KeyError, UnicodeDecodeError, binascii.Error) as exc:
-        raise _rejected(token, key, f"the value is not ddpkit's sealed JSON ({exc})") from None
+    except (ValueError, TypeError, KeyError, binascii.Error) as exc:
+        raise NotOurs(f"it is not ddpkit's sealed JSON ({type(exc).__name__})") from None
     try:
         text = _aead(token).decrypt(nonce, sealed, token.key(key).encode())
     except InvalidTag:
-        raise _rejected(token, key, "it was not sealed with this token's secret for this key") \
-            from None
-    body = json.loads(text)
-    if not isinstance(body, dict):
-        raise _rejected(token, key, "the sealed value is not a JSON object")
-    return body
+        raise Unopened("it was not sealed with this token's secret for this key") from None
+    return parse_object(text)
 
 
-def _rejected(token: JoinToken, key: str, why: str) -> JobFailed:
-    return JobFailed(
-        "token-rejected",
-        f"the job store at {token.endpoint} holds a {key!r} for run {token.run_id} that ddpkit "
-        f"cannot trust: {why}",
-        "copy the token again from the master's current run (an old or mistyped token, or "
-        "someone else writing to that port)",
-    )
+class Unopened(NotOurs):
+    """A well-formed sealed value that does not open with this token: another secret (an old or
+    mistyped token) or a forgery; the only case where blaming the token is plausible."""
