@@ -26,7 +26,6 @@ T = TypeVar("T")
 
 STORE_TIMEOUT_S = 10.0
 CALL_TIMEOUT_S = 10.0  # any one store call, whatever the network does (store_client.within)
-LOST = "join-store-lost"
 SWEEP_BATCH = 2000  # foreign keys deleted per sweep (two a second while the master watches)
 
 
@@ -61,7 +60,7 @@ class JobStore:
                 return store_client.within(lambda: action(self.store), self.call_timeout)
             except (RuntimeError, OSError) as exc:  # torch's DistError is a RuntimeError
                 self.lost = first_line(exc)
-        raise NetworkProblem(LOST, f"lost the job store at {self.token.endpoint} ({self.lost})",
+        raise NetworkProblem("join-store-lost", f"lost the job store at {self.token.endpoint} ({self.lost})",
                              "check that the master still runs and that this machine reaches "
                              f"{self.token.address} (`ddpkit nics --to {self.token.address}`)")
 
@@ -100,8 +99,7 @@ class JobStore:
                     return False
             except NotOurs as exc:
                 self._count(name, str(exc))
-            seen = current
-            current = bytes(self.call(lambda s, was=seen: s.compare_set(key, was, sealed)))
+            current = bytes(self.call(_compare_set(key, current, sealed)))
         return current == sealed
 
     def key_count(self) -> int:
@@ -115,7 +113,7 @@ class JobStore:
             return 0
         mine = {self.token.key(name) for name in names}
         foreign = [k for k in self.call(lambda s: s.list_keys()) if k not in mine][:most]
-        removed = sum(1 for key in foreign if self.call(lambda s, k=key: s.delete_key(k)))
+        removed = sum(1 for key in foreign if self.call(_delete(key)))
         self.removed += removed
         return removed
 
@@ -145,6 +143,14 @@ class JobStore:
         self.rejected[name] = self.rejected.get(name, 0) + 1
         if self.rejected[name] == 1 and self.on_reject is not None:
             self.on_reject(name, why)
+
+
+def _compare_set(key: str, expected: bytes, desired: bytes) -> Callable[[Any], Any]:
+    return lambda store: store.compare_set(key, expected, desired)
+
+
+def _delete(key: str) -> Callable[[Any], bool]:
+    return lambda store: bool(store.delete_key(key))
 
 
 def host_store(token: JoinToken, timeout: float = STORE_TIMEOUT_S,
