@@ -222,3 +222,21 @@ def test_the_stored_job_leaves_the_interface_to_each_node_and_carries_the_env() 
     assert (spec.master_addr, spec.env, spec.cwd) == ("127.0.0.1", {"NCCL_DEBUG": "INFO"}, "/w")
     shown = join_driver.shown_job(spec)
     assert shown["node1_argv"][:2] == ["ddpkit", "test"] and "--env" not in shown["node1_argv"]
+
+
+def test_node_0s_ranks_get_the_ddpkit_env_values_every_worker_gets(tmp_path: Path) -> None:
+    """Issue 22: in token mode node 0 ran with its shell's environment only."""
+    from ddpkit.launch.envpass import load_env_file, passed_env
+
+    (tmp_path / ".ddpkit_env").write_text("WANDB_PROJECT=demo\nNCCL_DEBUG=WARN\n")
+    shell = {"PATH": "/usr/bin", "NCCL_DEBUG": "INFO"}
+    values = load_env_file(tmp_path / ".ddpkit_env", required=True)
+    passed = passed_env(shell, file_values=values, file_path=str(tmp_path / ".ddpkit_env"),
+                        overrides=())
+    job = join_driver.JoinMasterJob(job=JobSpec(command="launch", nnodes=2, entry=("t.py",)),
+                                    passed=passed, cwd=str(tmp_path), where=WHERE)
+    node0 = join_driver.own_env(job, shell)
+    worker = {"PATH": "/bin", **join_driver.join_job(job).env}  # what `ddpkit join` runs with
+    assert node0["WANDB_PROJECT"] == worker["WANDB_PROJECT"] == "demo"
+    assert node0["NCCL_DEBUG"] == worker["NCCL_DEBUG"]
+    assert node0["PATH"] == "/usr/bin"

@@ -88,8 +88,9 @@ def run_master(args: argparse.Namespace, console: Console, *, command: str, tail
                                                                  "master_addr": where.address}))
 
     def own_part(should_stop: Callable[[], str | None]) -> tuple[int, NodeOutcome]:
-        context = ShareContext(env=env, home=home, cwd=cwd, python=python, as_json=args.json,
-                               should_stop=should_stop, hide_peer_commands=True)
+        context = ShareContext(env=join_driver.own_env(job, env), home=home, cwd=cwd,
+                               python=python, as_json=args.json, should_stop=should_stop,
+                               hide_peer_commands=True)
         captured = io.StringIO()  # with --json, node 0's document joins the job's one document
         node0_console = Console(out=captured, err=console.err, color=False) if args.json \
             else console

@@ -14,7 +14,7 @@ import contextlib
 import dataclasses
 import socket
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
@@ -93,6 +93,12 @@ def join_job(job: JoinMasterJob) -> JoinJob:
     spec = dataclasses.replace(job.job, ifname=None, overrides=tuple(job.passed.overrides))
     return JoinJob(job=spec, master_addr=job.where.address, env=job.passed.values,
                    join_timeout=job.join_timeout, ddpkit_version=__version__, cwd=job.cwd)
+
+
+def own_env(job: JoinMasterJob, env: Mapping[str, str]) -> dict[str, str]:
+    """Pure: node 0's environment for its own share, with what every worker gets on top of its
+    own (the allow-listed variables and ``.ddpkit_env``): the same job on every node."""
+    return {**env, **job.passed.values}
 
 
 def shown_job(spec: JoinJob) -> dict[str, Any]:
