@@ -10,24 +10,17 @@ values that open. The secret itself never enters the store. Values are JSON, not
 
 from __future__ import annotations
 
-import base64
-import binascii
 import ipaddress
-import json
-import os
 import re
 import secrets
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from cryptography.exceptions import InvalidTag
-from cryptography.hazmat.primitives import hashes
-from cryptography.hazmat.primitives.ciphers.aead import ChaCha20Poly1305
-from cryptography.hazmat.primitives.kdf.hkdf import HKDF
-
 from ddpkit.errors import ConfigError
-from ddpkit.launch.store_value import MAX_VALUE_BYTES, NotOurs, parse_object
+from ddpkit.launch.sealed import Sealer, Unopened
+
+__all__ = ["JoinToken", "Unopened", "new_token", "parse_token", "seal", "sealer", "unseal"]
 
 SCHEME = "ddpk://"
 TOKEN_ENV = "DDPKIT_JOIN_TOKEN"  # where `ddpkit join` finds the token when none is given
@@ -100,49 +93,21 @@ def _redacted(text: str) -> str:
     return f"<{len(text)} characters>"
 
 
-_FORMAT = 2  # the sealed envelope's version
-
-
-def _aead(token: JoinToken) -> ChaCha20Poly1305:
-    """The job's AEAD key: HKDF-SHA256 of the token's secret, salted with its run id."""
-    key = HKDF(algorithm=hashes.SHA256(), length=32, salt=token.run_id.encode(),
-               info=b"ddpkit join-store v2").derive(token.secret.encode())
-    return ChaCha20Poly1305(key)
+def sealer(token: JoinToken) -> Sealer:
+    """The job's sealer: HKDF-SHA256 of the token's secret, salted with its run id."""
+    return Sealer(token.secret, token.run_id)
 
 
 def seal(token: JoinToken, key: str, body: Mapping[str, Any]) -> bytes:
-    """The stored bytes for ``body`` under ``key``: JSON encrypted and authenticated with the
-    token's key (ChaCha20-Poly1305), bound to the full store key (run id included) as associated
-    data, so it reads as noise without the secret and cannot be replayed under another key or run."""
-    text = json.dumps(dict(body), sort_keys=True, separators=(",", ":")).encode()
-    nonce = os.urandom(12)
-    sealed = _aead(token).encrypt(nonce, text, token.key(key).encode())
-    return json.dumps({"v": _FORMAT, "n": base64.b64encode(nonce).decode(),
-                       "c": base64.b64encode(sealed).decode()}).encode()
+    """The stored bytes for ``body`` under ``key`` (:mod:`ddpkit.launch.sealed`), bound to the
+    full store key (run id included), so it reads as noise without the secret and cannot be
+    replayed under another key or run."""
+    return sealer(token).seal(token.key(key), body)
 
 
 def unseal(token: JoinToken, key: str, raw: bytes) -> dict[str, Any]:
-    """The body of a sealed value; :class:`~ddpkit.launch.store_value.NotOurs` (and nothing else)
-    when it was not sealed with this token's secret under this key and run, or is not ddpkit's
-    sealed JSON at all (too large, too deep, not JSON, not an envelope): what it says never
-    includes the run id or the secret."""
-    envelope = parse_object(raw)
-    try:
-        if envelope.get("v") != _FORMAT:
-            raise TypeError("not a sealed ddpkit value")
-        nonce = base64.b64decode(envelope["n"], validate=True)
-        sealed = base64.b64decode(envelope["c"], validate=True)
-        if len(nonce) != 12 or len(sealed) > MAX_VALUE_BYTES:
-            raise ValueError("bad nonce")
-    except (ValueError, TypeError, KeyError, binascii.Error) as exc:
-        raise NotOurs(f"it is not ddpkit's sealed JSON ({type(exc).__name__})") from None
-    try:
-        text = _aead(token).decrypt(nonce, sealed, token.key(key).encode())
-    except InvalidTag:
-        raise Unopened("it was not sealed with this token's secret for this key") from None
-    return parse_object(text)
-
-
-class Unopened(NotOurs):
-    """A well-formed sealed value that does not open with this token: another secret (an old or
-    mistyped token) or a forgery; the only case where blaming the token is plausible."""
+    """The body of a sealed value; :class:`~ddpkit.launch.store_value.NotOurs` (and nothing else,
+    :class:`~ddpkit.launch.sealed.Unopened` for a sealed value that does not open with this token)
+    when it is not this run's value under this key; what it says never includes the run id or
+    the secret."""
+    return sealer(token).unseal(token.key(key), raw)
