@@ -240,3 +240,15 @@ def test_node_0s_ranks_get_the_ddpkit_env_values_every_worker_gets(tmp_path: Pat
     assert node0["WANDB_PROJECT"] == worker["WANDB_PROJECT"] == "demo"
     assert node0["NCCL_DEBUG"] == worker["NCCL_DEBUG"]
     assert node0["PATH"] == "/usr/bin"
+
+
+def test_the_progress_key_travels_in_the_sealed_job_and_is_never_shown() -> None:
+    import json
+
+    job = _job(29400)
+    spec = join_driver.join_job(job)
+    assert len(job.progress_key) == 32 and spec.progress_key == job.progress_key
+    assert type(spec).from_dict(spec.to_dict()).progress_key == job.progress_key
+    assert job.progress_key not in json.dumps(join_driver.shown_job(spec))
+    assert job.progress_key not in repr(spec) + repr(job)
+    assert _job(29400).progress_key != job.progress_key  # one per job

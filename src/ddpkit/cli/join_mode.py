@@ -86,6 +86,7 @@ def run_master(args: argparse.Namespace, console: Console, *, command: str, tail
     # node 0's own configuration: a bad value fails here, before the job store starts
     config, options = node_config(command, argparse.Namespace(**{**vars(args),
                                                                  "master_addr": where.address}))
+    config = dataclasses.replace(config, progress_key=job.progress_key)
 
     def own_part(should_stop: Callable[[], str | None]) -> tuple[int, NodeOutcome]:
         context = ShareContext(env=join_driver.own_env(job, env), home=home, cwd=cwd,

@@ -8,6 +8,7 @@ and runs its share (`launch` or `test`, whichever the master started). No ssh ne
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import signal
 import socket
@@ -74,6 +75,7 @@ def run(args: argparse.Namespace, console: Console) -> int:
             worker.wait_for_go(spec.join_timeout + 30.0)
             rank = worker.rank or rank  # the go's, for this node's claim (it may have moved)
             config, options = node_config(spec.command, node_args(spec, rank, args))
+            config = dataclasses.replace(config, progress_key=spec.progress_key)
             context = ShareContext(
                 env={**env, **dict(spec.env)}, home=home, cwd=cwd, python=python, as_json=args.json,
                 should_stop=lambda: switch.should_stop() or worker.should_stop(),

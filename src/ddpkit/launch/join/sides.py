@@ -50,6 +50,7 @@ class JoinJob:
     join_timeout: float = 600.0
     ddpkit_version: str = ""
     cwd: str = ""
+    progress_key: str = field(default="", repr=False)  # seals the hang watch's progress counters
 
     @property
     def nnodes(self) -> int:
@@ -62,7 +63,8 @@ class JoinJob:
     def to_dict(self) -> dict[str, Any]:
         return {"job": self.job.to_dict(), "master_addr": self.master_addr,
                 "env": dict(sorted(self.env.items())), "join_timeout": self.join_timeout,
-                "ddpkit_version": self.ddpkit_version, "cwd": self.cwd}
+                "ddpkit_version": self.ddpkit_version, "cwd": self.cwd,
+                "progress_key": self.progress_key}
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> JoinJob:
@@ -71,7 +73,8 @@ class JoinJob:
                 job=JobSpec.from_dict(data["job"]), master_addr=str(data["master_addr"]),
                 env={str(k): str(v) for k, v in dict(data.get("env", {})).items()},
                 join_timeout=float(data.get("join_timeout", 600.0)),
-                ddpkit_version=str(data.get("ddpkit_version", "")), cwd=str(data.get("cwd", "")))
+                ddpkit_version=str(data.get("ddpkit_version", "")), cwd=str(data.get("cwd", "")),
+                progress_key=str(data.get("progress_key", "")))
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise ConfigError("bad-job", f"the master's job description is incomplete ({exc})",
                               "run the same ddpkit version on the master and this node") from None
