@@ -61,6 +61,14 @@ class FakeStore:
         self.counters[key] = self.counters.get(key, 0) + amount
         return self.counters[key]
 
+    def compare_set(self, key: str, expected: bytes, desired: bytes) -> bytes:
+        self._alive()  # c10d's semantics: an absent key is set only when expected is empty
+        current = self.values.get(key)
+        if (current is None and expected == b"") or current == expected:
+            self.values[key] = desired
+            return desired
+        return expected if current is None else current
+
 
 def test_store_values_are_json_under_the_doctor_prefix() -> None:
     fake = FakeStore()
@@ -100,3 +108,23 @@ def test_malformed_record_in_the_store_names_the_node() -> None:
         _read(MeetingStore(fake, "x:1"), "node/1", NodeRecord.from_dict)
     assert caught.value.error_id == "doctor-version-mismatch"
     assert caught.value.message.startswith("node 1 sent a record")
+
+
+def test_a_claim_is_taken_once_and_junk_under_it_is_taken_over() -> None:
+    """Issue 22: the claim was a counter anyone could bump to lock a node out."""
+    fake = FakeStore()
+    meeting = MeetingStore(fake, "x:1")
+    fake.values["doctor/claim/1"] = b"[" * 200_000  # someone else's junk
+    fake.counters["doctor/claim/1"] = 5  # ... and the old counter, bumped
+    assert meeting.claim("claim/1", {"nonce": "aa", "hostname": "node1"}) is None
+    assert meeting.claim("claim/1", {"nonce": "bb", "hostname": "node2"}) == \
+        {"nonce": "aa", "hostname": "node1"}  # a real second claimant is refused, and told who
+
+
+def test_a_deeply_nested_record_is_a_clean_error_not_a_recursion_error() -> None:
+    fake = FakeStore()
+    fake.values["doctor/node/1"] = b"[" * 200_000
+    with pytest.raises(ConfigError) as caught:
+        _read(MeetingStore(fake, "x:1"), "node/1", NodeRecord.from_dict)
+    assert caught.value.error_id == "doctor-version-mismatch" and "nests deeper" in \
+        caught.value.message

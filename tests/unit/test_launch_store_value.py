@@ -68,3 +68,20 @@ def test_a_call_past_its_deadline_raises_and_a_failing_call_raises_its_error() -
     assert within(lambda: 7, 5) == 7
     with pytest.raises(RuntimeError, match="gone"):
         within(lambda: (_ for _ in ()).throw(RuntimeError("gone")), 5)
+
+
+@pytest.mark.timeout(60)
+def test_a_served_store_listens_on_its_address_only(tcp_port: int) -> None:
+    """The join store and the cluster doctor's store both start through serve()."""
+    import socket
+
+    pytest.importorskip("torch")
+    from ddpkit.launch.store_client import serve
+
+    store = serve("127.0.0.1", tcp_port, 10)
+    try:
+        socket.create_connection(("127.0.0.1", tcp_port), timeout=5).close()
+        with pytest.raises(ConnectionRefusedError):
+            socket.create_connection(("127.0.0.2", tcp_port), timeout=5).close()
+    finally:
+        del store

@@ -120,3 +120,23 @@ def within(action: Callable[[], T], seconds: float) -> T:
     if "value" not in found:
         raise CallTimedOut(f"no answer within {seconds:g} s")
     return found["value"]  # type: ignore[no-any-return]
+
+
+def serve(address: str, port: int, timeout: float) -> Any:
+    """A TCPStore server listening on ``address`` only (torch's own binds every interface): a
+    socket bound here is handed over as ``master_listen_fd``. RuntimeError or OSError as torch
+    and the socket raise them."""
+    from torch.distributed import TCPStore  # type: ignore[attr-defined]
+
+    family = socket.AF_INET6 if ":" in address else socket.AF_INET
+    listener = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        listener.bind((address, port))
+        listener.listen(128)
+        fd = listener.detach()  # the store owns the socket from here on (and closes it)
+        return TCPStore(address, port, None, True, datetime.timedelta(seconds=timeout),
+                        wait_for_workers=False, master_listen_fd=fd)
+    except (RuntimeError, OSError):
+        listener.close()
+        raise

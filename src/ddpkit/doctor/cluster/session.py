@@ -4,7 +4,9 @@ Every node runs the same steps; node 0 also hosts the store (the engine's own ``
 home-made server). Values are JSON bytes (:mod:`.model`), nothing else. Keys::
 
     doctor/meeting        the master's nnodes (a worker started with another --nnodes stops)
-    doctor/claim/<r>      a counter: a second node claiming rank r is refused and recorded
+    doctor/claim/<r>      node r's claim (its nonce and hostname), taken with compare_set: a
+                          second node claiming rank r is refused and recorded (not a counter)
+    doctor/duplicates/<r> how many were refused
     doctor/duplicate/<r>/<n>  the hostname of the n-th claimant of rank r
     doctor/node/<r>       node r's record: candidates, echo listener ports, fingerprint
     doctor/probes/<r>     node r's probe results (or why it probed nothing)
@@ -32,7 +34,7 @@ from ddpkit.doctor.cluster.model import Candidate, Fingerprint, NodeRecord, Prob
 from ddpkit.doctor.cluster.report import MeetingOutcome
 from ddpkit.doctor.cluster.sockets import PROBE_PHASE_S, EchoListener, probe_all
 from ddpkit.errors import ConfigError, NetworkProblem, UsageError
-from ddpkit.launch.store_client import first_line
+from ddpkit.launch.store_client import first_line, within
 from ddpkit.net.ports import DEFAULT_MASTER_PORT
 
 if TYPE_CHECKING:
@@ -150,8 +152,8 @@ class MeetingStore:
         self.endpoint = endpoint
 
     def _call(self, action: Callable[[], Any]) -> Any:
-        try:
-            return action()
+        try:  # under a deadline: on a dead link torch's client waits for TCP's retries (minutes)
+            return within(action, STORE_OP_TIMEOUT_S + 2.0)
         except (RuntimeError, OSError) as exc:  # torch's DistError is a RuntimeError
             raise NetworkProblem(
                 "store-lost", f"lost the master's store at {self.endpoint}: {first_line(exc)}",
@@ -169,6 +171,24 @@ class MeetingStore:
 
     def add(self, key: str, amount: int) -> int:
         return int(self._call(lambda: self.store.add(PREFIX + key, amount)))
+
+    def claim(self, key: str, mine: Mapping[str, Any]) -> dict[str, Any] | None:
+        """Take ``key`` with ``mine`` (atomic ``compare_set``), taking it over from a value that is
+        not a claim (junk someone wrote there); None when taken, else the claim holding it."""
+        ours, current = model.encode(mine), b""
+        for _ in range(3):
+            found = bytes(self._call(lambda was=current: self.store.compare_set(  # type: ignore[misc]
+                PREFIX + key, was, ours)))
+            if found == ours:
+                return None
+            try:
+                held = model.decode_record(found)
+                if isinstance(held.get("nonce"), str) and isinstance(held.get("hostname"), str):
+                    return held
+            except ValueError:
+                pass
+            current = found
+        return {"hostname": "?", "nonce": ""}
 
 
 def _check_master_side(options: ClusterOptions, nics: Sequence[Nic]) -> str:
@@ -202,10 +222,9 @@ def _check_master_side(options: ClusterOptions, nics: Sequence[Nic]) -> str:
 
 
 def _open_store(options: ClusterOptions, ifname: str, deadline: float) -> Any:
-    from torch.distributed import TCPStore  # type: ignore[attr-defined]
-
     from ddpkit.launch import store_client
     from ddpkit.launch.node.preflight import wait_for_master
+    from ddpkit.net.route import resolve
 
     remaining = max(1.0, deadline - time.monotonic())
     is_master = options.node_rank == 0
@@ -222,9 +241,8 @@ def _open_store(options: ClusterOptions, ifname: str, deadline: float) -> Any:
                 "--node-rank 0` runs on the master") from None
         connected.store.set_timeout(datetime.timedelta(seconds=STORE_OP_TIMEOUT_S))
         return connected.store
-    try:
-        store = TCPStore(options.master_addr, options.master_port, options.nnodes, is_master,
-                         datetime.timedelta(seconds=remaining), wait_for_workers=False)
+    try:  # listening on the master address only, like the join store
+        store = store_client.serve(resolve(options.master_addr)[0], options.master_port, remaining)
     except (RuntimeError, OSError) as exc:
         what = "start the store" if is_master else "connect to the master's store"
         raise NetworkProblem(
@@ -252,9 +270,11 @@ def _join(meeting: MeetingStore, options: ClusterOptions, record: NodeRecord,
                 "nodes-disagree",
                 f"this node was started with --nnodes {options.nnodes}, the master with "
                 f"--nnodes {expected}", "give every node the same --nnodes")
-    claims = meeting.add(f"claim/{options.node_rank}", 1)
-    if claims > 1:
-        meeting.put(f"duplicate/{options.node_rank}/{claims}",
+    held = meeting.claim(f"claim/{options.node_rank}",
+                         {"nonce": record.nonce, "hostname": record.hostname})
+    if held is not None:
+        count = meeting.add(f"duplicates/{options.node_rank}", 1)
+        meeting.put(f"duplicate/{options.node_rank}/{count + 1}",
                     {"hostname": record.hostname})
         raise ConfigError(
             "duplicate-node-rank",
@@ -292,7 +312,7 @@ def _read(meeting: MeetingStore, key: str, parse: Callable[[dict[str, Any]], Any
 def _duplicates(meeting: MeetingStore, nnodes: int) -> tuple[tuple[int, str], ...]:
     found = []
     for rank in range(nnodes):
-        claims = meeting.add(f"claim/{rank}", 0)
+        claims = 1 + min(meeting.add(f"duplicates/{rank}", 0), 16)  # someone may bump it
         for n in range(2, claims + 1):
             key = f"duplicate/{rank}/{n}"
             if meeting.has(key):

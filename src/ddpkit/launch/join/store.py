@@ -11,7 +11,6 @@ from __future__ import annotations
 import contextlib
 import datetime
 import secrets
-import socket
 import time
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
@@ -160,19 +159,9 @@ def host_store(token: JoinToken, timeout: float = STORE_TIMEOUT_S,
     TCPStore itself binds every interface; it also takes a listening socket (``master_listen_fd``),
     so ddpkit binds one to the chosen interface's address and hands it over.
     """
-    from torch.distributed import TCPStore  # type: ignore[attr-defined]
-
-    family = socket.AF_INET6 if ":" in token.address else socket.AF_INET
-    listener = socket.socket(family, socket.SOCK_STREAM)
     try:
-        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        listener.bind((token.address, token.port))
-        listener.listen(128)
-        fd = listener.detach()  # the store owns the socket from here on (and closes it)
-        store = TCPStore(token.address, token.port, None, True, datetime.timedelta(seconds=timeout),
-                         wait_for_workers=False, master_listen_fd=fd)
+        store = store_client.serve(token.address, token.port, timeout)
     except (RuntimeError, OSError) as exc:
-        listener.close()
         raise NetworkProblem("join-store-failed",
                              f"cannot start the job store on {token.endpoint}: {first_line(exc)}",
                              f"free port {token.port} or pick another with --join-port") from None
