@@ -9,12 +9,12 @@ import time
 import pytest
 
 from ddpkit.launch.store_client import CallTimedOut, within
-from ddpkit.launch.store_value import MAX_DEPTH, NotOurs, nesting_within, parse_object, text_field
+from ddpkit.launch.store_value import MAX_DEPTH, NotOurs, nesting_within, parse_json_dict, text_field
 
 
 def test_a_real_value_parses() -> None:
     raw = b'{"host": "node1", "stack_reports": [{"stacks": [{"frames": [["f", 1]]}]}], "s": "[[["}'
-    assert parse_object(raw)["host"] == "node1"
+    assert parse_json_dict(raw)["host"] == "node1"
 
 
 @pytest.mark.parametrize("raw", [
@@ -29,14 +29,14 @@ def test_a_real_value_parses() -> None:
 def test_anything_else_is_not_ours_and_nothing_else_escapes(raw: bytes) -> None:
     started = time.monotonic()
     with pytest.raises(NotOurs):
-        parse_object(raw)
+        parse_json_dict(raw)
     assert time.monotonic() - started < 5  # 2 loaded cores: generous; typically milliseconds
 
 
 @pytest.mark.parametrize("raw", [None, 5, "text", {"a": 1}])
 def test_a_value_that_is_not_bytes_is_not_ours(raw: object) -> None:
     with pytest.raises(NotOurs):
-        parse_object(raw)
+        parse_json_dict(raw)
 
 
 def test_the_depth_check_never_undercounts() -> None:

@@ -6,7 +6,7 @@ public id, the run id), with the value's full store key as associated data: with
 reads as noise, and a forged, altered, or moved value (another key, another run) does not open.
 Used by the join store (:mod:`ddpkit.launch.join.tokens`, the token's secret), the hang watch's
 progress exchange and the cluster doctor's store. Parsing goes through
-:func:`ddpkit.launch.store_value.parse_object` (bounded), and every failure is
+:func:`ddpkit.launch.store_value.parse_json_dict` (bounded), and every failure is
 :class:`~ddpkit.launch.store_value.NotOurs`.
 """
 
@@ -24,7 +24,7 @@ from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.ciphers.aead import ChaCha20Poly1305
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
-from ddpkit.launch.store_value import MAX_VALUE_BYTES, NotOurs, parse_object
+from ddpkit.launch.store_value import MAX_VALUE_BYTES, NotOurs, parse_json_dict
 
 _FORMAT = 2  # the sealed envelope's version
 JOIN_STORE = b"ddpkit join-store v2"  # HKDF info: one derived key per use of a secret
@@ -53,7 +53,7 @@ class Sealer:
 
     def unseal(self, key: str, raw: object) -> dict[str, Any]:
         """The body under store key ``key``; NotOurs (Unopened: sealed, not with this key)."""
-        envelope = parse_object(raw)
+        envelope = parse_json_dict(raw)
         try:
             if envelope.get("v") != _FORMAT:
                 raise TypeError("not a sealed ddpkit value")
@@ -67,4 +67,4 @@ class Sealer:
             text = self._aead.decrypt(nonce, sealed, key.encode())
         except InvalidTag:
             raise Unopened("it was not sealed with this job's secret for this key") from None
-        return parse_object(text)
+        return parse_json_dict(text)

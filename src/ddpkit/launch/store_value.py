@@ -2,7 +2,7 @@
 
 torch's c10d ``TCPStore`` has no authentication, so every value a ddpkit node reads from one (the
 join store, torchrun's rendezvous store, the cluster doctor's store) may have been written by
-someone else. :func:`parse_object` is the one place such bytes become a Python value: the size,
+someone else. :func:`parse_json_dict` is the one place such bytes become a Python value: the size,
 the nesting depth, the encoding and the type are checked before (and while) parsing, and every way
 the bytes can fail is the one exception :class:`NotOurs`, which callers treat as "this value is
 not ours: ignore it and warn once", never as a crash. (Python's own ``json`` parser recurses per
@@ -42,7 +42,7 @@ def _no_constant(name: str) -> Any:
     raise NotOurs(f"it holds {name}, which ddpkit never writes")
 
 
-def parse_object(raw: object, *, most_bytes: int = MAX_VALUE_BYTES,
+def parse_json_dict(raw: object, *, most_bytes: int = MAX_VALUE_BYTES,
                  most_depth: int = MAX_DEPTH) -> dict[str, Any]:
     """The JSON object in ``raw`` (bytes from a store); NotOurs when it is not bytes, is over
     ``most_bytes``, not UTF-8, nested deeper than ``most_depth``, not JSON (NaN and Infinity

@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from ddpkit.launch.store_value import parse_object
+from ddpkit.launch.store_value import parse_json_dict
 
 WIRE_VERSION = 1  # bumped whenever a record's shape changes
 
@@ -259,4 +259,4 @@ def encode(value: NodeRecord | ProbeReport | Mapping[str, Any]) -> bytes:
 def decode_record(raw: bytes | bytearray | Sequence[int]) -> dict[str, Any]:
     """JSON bytes from the store -> a dict; ``ValueError`` (NotOurs) when they are not a JSON
     object within the bounds every store value is held to (:mod:`ddpkit.launch.store_value`)."""
-    return parse_object(bytes(raw))
+    return parse_json_dict(bytes(raw))

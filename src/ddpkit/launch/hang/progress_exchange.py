@@ -12,7 +12,7 @@ That store has no authentication, so what is read there is held to the job's own
 - without one (per-node and ``--hosts`` modes, whose nodes share no secret), the watcher lets
   peer progress hold a verdict off only for a bounded time (``HangPolicy.peer_hold_s``), so
   whoever bumps the counters can delay a hang report, never silence it;
-- every value is parsed by :func:`ddpkit.launch.store_value.parse_object` (bounded), every store
+- every value is parsed by :func:`ddpkit.launch.store_value.parse_json_dict` (bounded), every store
   call runs under a deadline (:func:`ddpkit.launch.store_client.within`).
 
 All store traffic runs in a daemon thread; the watcher only reads the last value. Any failure (the
@@ -28,7 +28,7 @@ from typing import Any
 
 from ddpkit.launch.sealed import Sealer
 from ddpkit.launch.store_client import connect, within
-from ddpkit.launch.store_value import NotOurs, parse_object
+from ddpkit.launch.store_value import NotOurs, parse_json_dict
 
 PREFIX = "ddpkit/hang/progress/"
 CONNECT_TIMEOUT_S = 5.0
@@ -59,7 +59,7 @@ class PeerCounters:
     def seen(self, node_rank: int, raw: bytes) -> None:
         try:
             value = (self.sealer.unseal(progress_key(node_rank), raw) if self.sealer is not None
-                     else parse_object(raw, most_bytes=256))
+                     else parse_json_dict(raw, most_bytes=256))
         except NotOurs:
             self.rejected += 1
             return
