@@ -8,7 +8,8 @@ import time
 import pytest
 
 from ddpkit.doctor.cluster.model import NodeRecord
-from ddpkit.doctor.cluster.session import MeetingStore, _read, _wait_for, local_candidates
+from ddpkit.doctor.cluster.meeting import MeetingStore
+from ddpkit.doctor.cluster.session import _read, _wait_for, local_candidates
 from ddpkit.errors import ConfigError, NetworkProblem
 from ddpkit.net.interfaces import Address, Nic, NicKind
 
@@ -128,3 +129,20 @@ def test_a_deeply_nested_record_is_a_clean_error_not_a_recursion_error() -> None
         _read(MeetingStore(fake, "x:1"), "node/1", NodeRecord.from_dict)
     assert caught.value.error_id == "doctor-version-mismatch" and "nests deeper" in \
         caught.value.message
+
+
+def test_with_the_jobs_key_values_and_claims_are_sealed_and_a_forgery_is_not_a_claim() -> None:
+    """A doctor run as a token-mode job seals with the job's key (the join store's scheme)."""
+    fake = FakeStore()
+    meeting = MeetingStore(fake, "x:1", key="k" * 32)
+    meeting.put("node/1", {"hostname": "node1"})
+    assert b"node1" not in fake.values["doctor/node/1"] and meeting.get("node/1") == \
+        {"hostname": "node1"}
+    fake.values["doctor/node/2"] = b'{"hostname": "forged"}'
+    with pytest.raises(ValueError):
+        meeting.get("node/2")
+    fake.values["doctor/claim/1"] = b'{"nonce": "zz", "hostname": "forged"}'  # a plain claim
+    assert meeting.claim("claim/1", {"nonce": "aa", "hostname": "node1"}) is None  # taken over
+    other = MeetingStore(fake, "x:1", key="k" * 32)
+    assert other.claim("claim/1", {"nonce": "bb", "hostname": "node2"}) == \
+        {"nonce": "aa", "hostname": "node1"}

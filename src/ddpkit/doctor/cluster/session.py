@@ -24,17 +24,18 @@ import platform
 import secrets
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ddpkit import nvidia_smi
 from ddpkit.doctor.cluster import model
 from ddpkit.doctor.cluster.matrix import plan_probes
+from ddpkit.doctor.cluster.meeting import STORE_OP_TIMEOUT_S, MeetingStore
 from ddpkit.doctor.cluster.model import Candidate, Fingerprint, NodeRecord, ProbeReport
 from ddpkit.doctor.cluster.report import MeetingOutcome
 from ddpkit.doctor.cluster.sockets import PROBE_PHASE_S, EchoListener, probe_all
 from ddpkit.errors import ConfigError, NetworkProblem, UsageError
-from ddpkit.launch.store_client import first_line, within
+from ddpkit.launch.store_client import first_line
 from ddpkit.net.ports import DEFAULT_MASTER_PORT
 
 if TYPE_CHECKING:
@@ -43,9 +44,7 @@ if TYPE_CHECKING:
 PROBE_RESERVE_S = 7.0  # of --timeout, kept for probing (at most PROBE_PHASE_S) and gathering
 MIN_TIMEOUT_S = 15.0
 POLL_S = 0.1
-STORE_OP_TIMEOUT_S = 10.0
 NVIDIA_SMI_TIMEOUT_S = 5.0
-PREFIX = "doctor/"
 Progress = Callable[[str], None]
 
 
@@ -57,6 +56,7 @@ class ClusterOptions:
     master_port: int = DEFAULT_MASTER_PORT
     timeout_s: float = 30.0
     listen_host: str | None = None  # bind the echo listener to one address (loopback tests)
+    key: str = field(default="", repr=False)  # seals the store's values (token mode's job key)
 
 
 def validate(options: ClusterOptions) -> None:
@@ -142,53 +142,6 @@ def collect_fingerprint(env: Mapping[str, str], *, hostname: str | None = None) 
     return Fingerprint(hostname or socket.gethostname(), platform.python_version(), torch_version,
                        cuda, nccl, driver, gpus, __version__, tuple(sorted(settings.items())),
                        tuple(sorted(origins.items())))
-
-
-class MeetingStore:
-    """JSON values under ``doctor/`` in a TCPStore; a store that goes away is ``store-lost``."""
-
-    def __init__(self, store: Any, endpoint: str) -> None:
-        self.store = store
-        self.endpoint = endpoint
-
-    def _call(self, action: Callable[[], Any]) -> Any:
-        try:  # under a deadline: on a dead link torch's client waits for TCP's retries (minutes)
-            return within(action, STORE_OP_TIMEOUT_S + 2.0)
-        except (RuntimeError, OSError) as exc:  # torch's DistError is a RuntimeError
-            raise NetworkProblem(
-                "store-lost", f"lost the master's store at {self.endpoint}: {first_line(exc)}",
-                "node 0 ended before this node was done: start every node within --timeout of "
-                "the others, and keep node 0 running until they finish") from None
-
-    def put(self, key: str, value: NodeRecord | ProbeReport | Mapping[str, Any]) -> None:
-        self._call(lambda: self.store.set(PREFIX + key, model.encode(value)))
-
-    def has(self, key: str) -> bool:
-        return bool(self._call(lambda: self.store.check([PREFIX + key])))
-
-    def get(self, key: str) -> dict[str, Any]:
-        return model.decode_record(self._call(lambda: self.store.get(PREFIX + key)))
-
-    def add(self, key: str, amount: int) -> int:
-        return int(self._call(lambda: self.store.add(PREFIX + key, amount)))
-
-    def claim(self, key: str, mine: Mapping[str, Any]) -> dict[str, Any] | None:
-        """Take ``key`` with ``mine`` (atomic ``compare_set``), taking it over from a value that is
-        not a claim (junk someone wrote there); None when taken, else the claim holding it."""
-        ours, current = model.encode(mine), b""
-        for _ in range(3):
-            found = bytes(self._call(lambda was=current: self.store.compare_set(  # type: ignore[misc]
-                PREFIX + key, was, ours)))
-            if found == ours:
-                return None
-            try:
-                held = model.decode_record(found)
-                if isinstance(held.get("nonce"), str) and isinstance(held.get("hostname"), str):
-                    return held
-            except ValueError:
-                pass
-            current = found
-        return {"hostname": "?", "nonce": ""}
 
 
 def _check_master_side(options: ClusterOptions, nics: Sequence[Nic]) -> str:
@@ -354,7 +307,7 @@ def run_node(
         ports = listener.start()
         record = NodeRecord(options.node_rank, options.nnodes, nonce, ports, own, fp)
         store = _open_store(options, ifname, meet_deadline)
-        meeting = MeetingStore(store, f"{options.master_addr}:{options.master_port}")
+        meeting = MeetingStore(store, f"{options.master_addr}:{options.master_port}", options.key)
         _join(meeting, options, record, meet_deadline)
         note(f"node {options.node_rank} ({fp.hostname}) joined at {options.master_addr}:"
              f"{options.master_port}; waiting for the other nodes")
