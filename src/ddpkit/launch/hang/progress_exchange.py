@@ -24,6 +24,7 @@ from __future__ import annotations
 import secrets
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 from ddpkit.launch.sealed import Sealer
@@ -72,6 +73,11 @@ class PeerCounters:
             self.changes += 1
 
 
+def _read(store: Any, key: str, absent: bytes) -> Callable[[], Any]:
+    """One round trip that never waits for an absent key: ``absent`` comes back instead."""
+    return lambda: store.compare_set(key, absent, absent)
+
+
 class ProgressExchange:
     def __init__(self, address: str, port: int, *, node_rank: int, nnodes: int,
                  key: str = "", interval: float = 1.0) -> None:
@@ -115,9 +121,7 @@ class ProgressExchange:
         for node in range(self.nnodes):
             if node == self.node_rank:
                 continue
-            key = progress_key(node)
-            found = bytes(within(lambda k=key: store.compare_set(k, absent, absent),  # type: ignore[misc]
-                                 CALL_TIMEOUT_S))
+            found = bytes(within(_read(store, progress_key(node), absent), CALL_TIMEOUT_S))
             if found != absent:
                 self.counters.seen(node, found)
         with self._lock:
