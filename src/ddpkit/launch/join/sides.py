@@ -20,6 +20,7 @@ Keys, all under ``ddpkit/<run-id>/``:
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -228,8 +229,9 @@ class MasterSide:
 
     def sweep(self) -> None:
         """Delete whatever keys someone else put in the store (it lives in this process's memory),
-        however few."""
-        self.store.sweep(self.names())
+        however few. Best effort: a sweep that fails is tried again at the next poll."""
+        with contextlib.suppress(DdpkitError):
+            self.store.sweep(self.names())
 
     def store_report(self) -> dict[str, Any]:
         """What the store held that this job did not write: values that did not open (per key),
