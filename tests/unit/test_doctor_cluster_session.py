@@ -7,8 +7,8 @@ import time
 
 import pytest
 
-from ddpkit.doctor.cluster.model import NodeRecord
 from ddpkit.doctor.cluster.meeting import MeetingStore
+from ddpkit.doctor.cluster.model import NodeRecord
 from ddpkit.doctor.cluster.session import _read, _wait_for, local_candidates
 from ddpkit.errors import ConfigError, NetworkProblem
 from ddpkit.net.interfaces import Address, Nic, NicKind
