@@ -62,10 +62,11 @@ _BY_KIND: dict[type[DdpkitError], tuple[str, ...]] = {
     NetworkProblem: (
         "join-master-unreachable", "join-store-failed", "master-address-unknown",
         "master-unreachable", "no-route", "port-in-use", "remote-route-failed",
-        "rendezvous-timeout", "store-failed", "store-lost",
+        "rendezvous-timeout", "store-failed", "store-lost", "join-store-lost",
     ),
     JobFailed: (
         "job-failed", "job-full", "job-not-found", "job-stopped", "rank-taken", "token-rejected",
+        "job-store-tampered",
     ),
     DeadlineExceeded: (
         "job-hung", "job-timeout", "join-timeout", "nodes-missing", "sim-busy", "sim-links-down",

@@ -7,8 +7,9 @@ import time
 
 import pytest
 
+from ddpkit.doctor.cluster.meeting import MeetingStore
 from ddpkit.doctor.cluster.model import NodeRecord
-from ddpkit.doctor.cluster.session import MeetingStore, _read, _wait_for, local_candidates
+from ddpkit.doctor.cluster.session import _read, _wait_for, local_candidates
 from ddpkit.errors import ConfigError, NetworkProblem
 from ddpkit.net.interfaces import Address, Nic, NicKind
 
@@ -61,6 +62,14 @@ class FakeStore:
         self.counters[key] = self.counters.get(key, 0) + amount
         return self.counters[key]
 
+    def compare_set(self, key: str, expected: bytes, desired: bytes) -> bytes:
+        self._alive()  # c10d's semantics: an absent key is set only when expected is empty
+        current = self.values.get(key)
+        if (current is None and expected == b"") or current == expected:
+            self.values[key] = desired
+            return desired
+        return expected if current is None else current
+
 
 def test_store_values_are_json_under_the_doctor_prefix() -> None:
     fake = FakeStore()
@@ -100,3 +109,40 @@ def test_malformed_record_in_the_store_names_the_node() -> None:
         _read(MeetingStore(fake, "x:1"), "node/1", NodeRecord.from_dict)
     assert caught.value.error_id == "doctor-version-mismatch"
     assert caught.value.message.startswith("node 1 sent a record")
+
+
+def test_a_claim_is_taken_once_and_junk_under_it_is_taken_over() -> None:
+    """Issue 22: the claim was a counter anyone could bump to lock a node out."""
+    fake = FakeStore()
+    meeting = MeetingStore(fake, "x:1")
+    fake.values["doctor/claim/1"] = b"[" * 200_000  # someone else's junk
+    fake.counters["doctor/claim/1"] = 5  # ... and the old counter, bumped
+    assert meeting.claim("claim/1", {"nonce": "aa", "hostname": "node1"}) is None
+    assert meeting.claim("claim/1", {"nonce": "bb", "hostname": "node2"}) == \
+        {"nonce": "aa", "hostname": "node1"}  # a real second claimant is refused, and told who
+
+
+def test_a_deeply_nested_record_is_a_clean_error_not_a_recursion_error() -> None:
+    fake = FakeStore()
+    fake.values["doctor/node/1"] = b"[" * 200_000
+    with pytest.raises(ConfigError) as caught:
+        _read(MeetingStore(fake, "x:1"), "node/1", NodeRecord.from_dict)
+    assert caught.value.error_id == "doctor-version-mismatch" and "nests deeper" in \
+        caught.value.message
+
+
+def test_with_the_jobs_key_values_and_claims_are_sealed_and_a_forgery_is_not_a_claim() -> None:
+    """A doctor run as a token-mode job seals with the job's key (the join store's scheme)."""
+    fake = FakeStore()
+    meeting = MeetingStore(fake, "x:1", key="k" * 32)
+    meeting.put("node/1", {"hostname": "node1"})
+    assert b"node1" not in fake.values["doctor/node/1"] and meeting.get("node/1") == \
+        {"hostname": "node1"}
+    fake.values["doctor/node/2"] = b'{"hostname": "forged"}'
+    with pytest.raises(ValueError):
+        meeting.get("node/2")
+    fake.values["doctor/claim/1"] = b'{"nonce": "zz", "hostname": "forged"}'  # a plain claim
+    assert meeting.claim("claim/1", {"nonce": "aa", "hostname": "node1"}) is None  # taken over
+    other = MeetingStore(fake, "x:1", key="k" * 32)
+    assert other.claim("claim/1", {"nonce": "bb", "hostname": "node2"}) == \
+        {"nonce": "aa", "hostname": "node1"}

@@ -75,3 +75,14 @@ def test_local_progress_is_flagged_for_the_exchange_but_peer_progress_is_not() -
     assert not state.local_progress and state.ranks[0].signal == "peer"
     state = observe(state, Sample(2.0, (RankSample(0, 100, 1.0, 300),), 4), POLICY)
     assert state.local_progress and state.ranks[0].signal == "output"
+
+
+def test_an_unsealed_counter_bumped_for_ever_delays_a_hang_report_but_cannot_silence_it() -> None:
+    """Issue 22: anyone who reaches torchrun's store could keep the counter moving."""
+    bumped = [Sample(float(t), (RankSample(0, 100, 1.0, 100),), job_counter=t) for t in range(200)]
+    _, seen = replay(bumped, POLICY)
+    assert seen == []  # the unbounded (sealed) policy: peer progress is trusted
+    held = HangPolicy(timeout_s=POLICY.timeout_s, peer_hold_s=4 * POLICY.timeout_s)
+    _, seen = replay(bumped, held)
+    # local progress last at 0 s: peer progress counts until 59 s (< 60 s), reported 15 s later
+    assert seen == [4 * POLICY.timeout_s - 1 + POLICY.timeout_s]

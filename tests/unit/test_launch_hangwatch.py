@@ -117,3 +117,30 @@ def test_the_job_counter_is_joined_only_after_the_ranks_ran_a_while(agent, tmp_p
     assert made == [110.0]  # ranks first seen at 100: joined 10 s later, once
     short = _watcher(tmp_path, "report", clock, said)
     assert short.exchange_after() == 5 / 4  # a quarter of a short --hang-timeout
+
+
+def test_a_sigstopped_rank_is_named_as_the_likely_cause(agent, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """Issue 22: a stopped rank (state T) looked like every waiting rank; now it is named."""
+    import signal
+
+    clock, said = Clock(), []
+    watch = _watcher(tmp_path, "report", clock, said)
+    watch.started(agent.pid)
+    rank1 = next(p for p in psutil.Process(agent.pid).children()
+                 if p.environ().get("LOCAL_RANK") == "1")
+    rank1.send_signal(signal.SIGSTOP)
+    try:
+        deadline = time.monotonic() + 10
+        while rank1.status() != psutil.STATUS_STOPPED:
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        for step in range(8):
+            clock.now = float(step)
+            watch.poll()
+    finally:
+        rank1.send_signal(signal.SIGCONT)
+    [report] = watch.reports
+    cause = f"likely cause: rank 3 (pid {rank1.pid}) is stopped (state T: SIGSTOP or a debugger)"
+    assert report.lines()[0].startswith(cause)
+    assert any(line.strip().startswith(cause) for line in said)
+    assert not any("likely cause: rank 2" in line for line in report.lines())

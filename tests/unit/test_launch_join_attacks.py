@@ -18,6 +18,7 @@ from ddpkit.launch.job import JobSpec
 from ddpkit.launch.join import sides as join
 from ddpkit.launch.join.store import JobStore, connect_store, host_store
 from ddpkit.launch.join.tokens import new_token
+from ddpkit.launch.join.worker import WorkerSide
 
 pytest.importorskip("torch")
 
@@ -48,8 +49,8 @@ def _attacker(store: JobStore) -> Any:
     return TCPStore("127.0.0.1", store.token.port, None, False, datetime.timedelta(seconds=10))
 
 
-def _worker(store: JobStore) -> join.WorkerSide:
-    return join.WorkerSide(connect_store(store.token, timeout=10))
+def _worker(store: JobStore) -> WorkerSide:
+    return WorkerSide(connect_store(store.token, timeout=10))
 
 
 @pytest.mark.timeout(60)
@@ -156,3 +157,79 @@ def test_flooding_the_store_is_swept_and_a_huge_value_is_refused(
     report = side.store_report()
     assert report["removed_keys"] >= 24 and report["rejected"][join.node_key(1)] == 1
     assert side.store.read(join.JOB) is not None  # the job itself survived the sweep
+
+
+DEEP = b"[" * 200_000  # issue 22: under the size cap, and RecursionError in json.loads
+
+
+@pytest.mark.timeout(60)
+def test_a_deeply_nested_value_under_every_key_the_master_reads_is_ignored(
+        master: tuple[join.MasterSide, list[str]]) -> None:
+    side, reported = master
+    attacker = _attacker(side.store)
+    worker = _worker(side.store)
+    assert worker.claim_rank(worker.fetch_job(), "node1", "10.0.0.3", "eth1") == 1
+    with pytest.raises(DeadlineExceeded):
+        side.wait_for_nodes(lambda node: None, timeout=0.3)
+    for name in (join.node_key(1), join.node_key(2), join.alive_key(1), join.done_key(1),
+                 join.STOP, join.JOB):
+        attacker.set(side.store.token.key(name), DEEP)
+    with pytest.raises(DeadlineExceeded):  # the master goes on waiting for node 2
+        side.wait_for_nodes(lambda node: None, timeout=1.0)
+    assert side.should_stop() is None and side.store.read(join.STOP) is None
+    assert {join.node_key(1), join.node_key(2), join.JOB} <= set(reported)
+    assert sorted(side.joined) == [1]  # the joined node kept its place
+    worker.keep_claim()
+    assert side.store.read(join.node_key(1)) is not None and worker.rank == 1
+    assert side.store.read(join.JOB) is not None  # the master put the spoiled job back
+    later = _worker(side.store)
+    assert later.claim_rank(later.fetch_job(), "node2", "10.0.0.4", "eth1") == 2
+
+
+@pytest.mark.timeout(60)
+def test_rewriting_a_claim_cannot_lock_its_node_out(master: tuple[join.MasterSide, list[str]]
+                                                    ) -> None:
+    side, _ = master
+    first = _worker(side.store)
+    assert first.claim_rank(first.fetch_job(), "node1", "10.0.0.3", "eth1") == 1
+    _attacker(side.store).set(side.store.token.key(join.node_key(1)), b"junk")
+    first.keep_claim()  # what its wait for the go does every 0.2 s: the same claim goes back
+    assert first.rank == 1
+    _attacker(side.store).set(side.store.token.key(join.node_key(1)), b"junk")
+    second = _worker(side.store)  # ... and if a real worker took the emptied slot meanwhile
+    assert second.claim_rank(second.fetch_job(), "node2", "10.0.0.4", "eth1") == 1
+    first.keep_claim()
+    assert first.rank == 2
+    side.wait_for_nodes(lambda node: None, timeout=5)
+    side.release()
+    first.wait_for_go(timeout=5)
+    second.wait_for_go(timeout=5)
+    assert (first.rank, second.rank) == (2, 1)
+    assert {n.claim for n in side.joined.values()} == {first.claim, second.claim}
+
+
+@pytest.mark.timeout(60)
+def test_a_few_foreign_keys_are_swept_too(master: tuple[join.MasterSide, list[str]]) -> None:
+    side, _ = master
+    attacker = _attacker(side.store)
+    attacker.set("flood/0", b"x" * (4 << 20))  # one key: far under the old threshold
+    with pytest.raises(DeadlineExceeded):
+        side.wait_for_nodes(lambda node: None, timeout=0.5)
+    assert not attacker.check(["flood/0"]) and side.store.removed >= 1
+
+
+@pytest.mark.timeout(60)
+def test_a_tampered_job_is_repaired_or_named_as_tampering_without_the_run_id(
+        master: tuple[join.MasterSide, list[str]], monkeypatch: pytest.MonkeyPatch) -> None:
+    from ddpkit.launch.join import worker as worker_module
+
+    side, _ = master
+    monkeypatch.setattr(worker_module, "SPOILED_RETRY_S", 0.5)
+    _attacker(side.store).set(side.store.token.key(join.JOB), b"[[[[ not ours")
+    with pytest.raises(JobFailed) as caught:  # nobody repairs it: the master is not polling
+        _worker(side.store).fetch_job()
+    assert caught.value.error_id == "job-store-tampered"
+    shown = caught.value.message + caught.value.hint
+    assert side.store.token.run_id not in shown and side.store.token.secret not in shown
+    side.publish()  # what the master's wait does when it finds the job spoiled
+    assert _worker(side.store).fetch_job().nnodes == 3

@@ -19,9 +19,10 @@ from ddpkit.errors import DdpkitError, JobFailed
 from ddpkit.launch.envpass import PassedEnv
 from ddpkit.launch.job import JobSpec
 from ddpkit.launch.join import driver as join_driver
-from ddpkit.launch.join.sides import JoinedNode, WorkerSide
+from ddpkit.launch.join.sides import JoinedNode
 from ddpkit.launch.join.store import connect_store
 from ddpkit.launch.join.tokens import JoinToken
+from ddpkit.launch.join.worker import WorkerSide
 from ddpkit.launch.outcomes import FAILED, OK, STOPPED, NodeOutcome
 
 pytest.importorskip("torch")
@@ -261,3 +262,34 @@ def test_the_master_says_every_few_seconds_whom_it_still_waits_for(
     assert 2 <= len(lines) <= 4, events.progress
     assert lines[0].startswith("still waiting for 1 node to join (node rank 1): ")
     assert lines[0].endswith("s of --join-timeout 1.6 s")
+
+
+def test_node_0s_ranks_get_the_ddpkit_env_values_every_worker_gets(tmp_path: Path) -> None:
+    """Issue 22: in token mode node 0 ran with its shell's environment only."""
+    from ddpkit.launch.envpass import load_env_file, passed_env
+
+    (tmp_path / ".ddpkit_env").write_text("WANDB_PROJECT=demo\nNCCL_DEBUG=WARN\n")
+    shell = {"PATH": "/usr/bin", "NCCL_DEBUG": "INFO"}
+    loaded = load_env_file(tmp_path / ".ddpkit_env", required=True)
+    assert loaded is not None
+    passed = passed_env(shell, file_values=loaded.values, file_path=str(tmp_path / ".ddpkit_env"),
+                        overrides=())
+    job = join_driver.JoinMasterJob(job=JobSpec(command="launch", nnodes=2, entry=("t.py",)),
+                                    passed=passed, cwd=str(tmp_path), where=WHERE)
+    node0 = join_driver.own_env(job, shell)
+    worker = {"PATH": "/bin", **join_driver.join_job(job).env}  # what `ddpkit join` runs with
+    assert node0["WANDB_PROJECT"] == worker["WANDB_PROJECT"] == "demo"
+    assert node0["NCCL_DEBUG"] == worker["NCCL_DEBUG"]
+    assert node0["PATH"] == "/usr/bin"
+
+
+def test_the_progress_key_travels_in_the_sealed_job_and_is_never_shown() -> None:
+    import json
+
+    job = _job(29400)
+    spec = join_driver.join_job(job)
+    assert len(job.progress_key) == 32 and spec.progress_key == job.progress_key
+    assert type(spec).from_dict(spec.to_dict()).progress_key == job.progress_key
+    assert job.progress_key not in json.dumps(join_driver.shown_job(spec))
+    assert job.progress_key not in repr(spec) + repr(job)
+    assert _job(29400).progress_key != job.progress_key  # one per job

@@ -9,11 +9,12 @@ from collections.abc import Iterator
 
 import pytest
 
-from ddpkit.errors import DeadlineExceeded, JobFailed
+from ddpkit.errors import DeadlineExceeded, JobFailed, NetworkProblem
 from ddpkit.launch.job import Deadlines, JobSpec
 from ddpkit.launch.join import sides as join
 from ddpkit.launch.join.store import JobStore, connect_store, host_store
 from ddpkit.launch.join.tokens import JoinToken, new_token
+from ddpkit.launch.join.worker import WorkerSide
 from ddpkit.launch.outcomes import FAILED, LOST, OK, NodeOutcome
 
 pytest.importorskip("torch")
@@ -41,8 +42,8 @@ def master_store(tcp_port: int) -> Iterator[JobStore]:
     del store
 
 
-def _worker(token: JoinToken) -> join.WorkerSide:
-    return join.WorkerSide(connect_store(token, timeout=10))
+def _worker(token: JoinToken) -> WorkerSide:
+    return WorkerSide(connect_store(token, timeout=10))
 
 
 @pytest.mark.timeout(60)
@@ -54,7 +55,7 @@ def test_a_worker_fetches_the_job_and_ranks_are_handed_out_once(master_store: Jo
     ranks: list[int] = []
     errors: list[str] = []
 
-    def claim(worker: join.WorkerSide) -> None:
+    def claim(worker: WorkerSide) -> None:
         try:
             ranks.append(worker.claim_rank(_spec(nnodes=4), "h", "10.0.0.9", "eth1"))
         except JobFailed as exc:
@@ -163,3 +164,54 @@ def test_the_heartbeat_thread_beats_and_a_clean_finish_is_ok(master_store: JobSt
     (outcome,) = master.collect(wait=5)
     assert outcome.state == OK and lost == []
     assert worker.stop_reason() is None, "a clean finish must not order a stop"
+
+
+class _CutOff:
+    """A store client on a dead link: writes "succeed" into the send buffer, round trips never
+    come back (what torch's client does until the kernel's TCP retries give up, ~15 min)."""
+
+    def __init__(self) -> None:
+        self.release = threading.Event()
+
+    def set(self, key: str, value: bytes) -> None:
+        pass
+
+    def compare_set(self, key: str, expected: bytes, desired: bytes) -> bytes:
+        self.release.wait(60)
+        raise RuntimeError("Connection reset by peer")
+
+    def clone(self) -> _CutOff:
+        return self
+
+
+@pytest.mark.timeout(60)
+def test_a_worker_cut_off_from_the_master_says_so_within_the_deadline(
+        master_store: JobStore) -> None:
+    cut = _CutOff()
+    store = JobStore(cut, master_store.token, call_timeout=1.0)
+    worker = WorkerSide(store)
+    worker.rank = 1
+    lost: list[str] = []
+    started = time.monotonic()
+    worker.start_heartbeat(lost.append)
+    while not lost:
+        assert time.monotonic() - started < 10, "the heartbeat never noticed the dead link"
+        time.sleep(0.05)
+    assert "lost the job store" in lost[0] and "no answer within 1 s" in lost[0]
+    assert worker.should_stop() == lost[0]  # answered from memory: no call on the dead link
+    with pytest.raises(NetworkProblem) as caught:  # and every later call fails at once
+        worker.report(NodeOutcome(node_rank=1, host="node1", state=FAILED))
+    assert caught.value.error_id == "join-store-lost" and time.monotonic() - started < 10
+    cut.release.set()
+
+
+@pytest.mark.timeout(60)
+def test_a_worker_whose_master_vanishes_before_the_go_fails_cleanly(tcp_port: int) -> None:
+    store = host_store(new_token("127.0.0.1", tcp_port))
+    join.MasterSide(store, _spec(nnodes=2)).publish()
+    worker = WorkerSide(connect_store(store.token, timeout=10))
+    worker.claim_rank(worker.fetch_job(), "node1", "10.0.0.3", "eth1")
+    del store  # the master's process ends: its store server goes with it
+    with pytest.raises(NetworkProblem) as caught:  # not an internal error
+        worker.wait_for_go(timeout=20)
+    assert caught.value.error_id == "join-store-lost"

@@ -152,3 +152,17 @@ def test_peer_commands_repeat_the_env_overrides() -> None:
                  _facts(nics=nics, route=None))
     assert "--env OMP_NUM_THREADS=1" in plan.peer_commands[0]
     assert plan.env_set["OMP_NUM_THREADS"] == "1"
+
+
+def test_peer_commands_mask_secret_looking_env_values() -> None:
+    """Issue 22: the printed peer command, --dry-run and the JSON plan never show a secret."""
+    import json
+
+    nics = (_nic("eth1", NicKind.VETH, ("10.0.0.2", 24)),)
+    secret = "hf_Sup3rS3cretApiKeyValue"
+    plan = _plan(_config(node_rank=0, extra_env=(("HF_TOKEN", secret), ("OMP_NUM_THREADS", "1"))),
+                 _facts(nics=nics, route=None))
+    assert "--env 'HF_TOKEN=<hidden>'" in plan.peer_commands[0]
+    assert "--env OMP_NUM_THREADS=1" in plan.peer_commands[0]
+    assert secret not in json.dumps(plan.to_dict())
+    assert plan.env_set["HF_TOKEN"] == secret  # this node's own ranks still get the value

@@ -52,6 +52,8 @@ class LaunchConfig:
     #   default, or a scheduler's variable: ddpkit.launch.schedulers), in that order
     hang_timeout: float = DEFAULT_HANG_TIMEOUT  # no progress on any rank for this long: hung; 0 off
     hang_action: HangAction = REPORT
+    progress_key: str = field(default="", repr=False)  # seals the hang watch's job-wide progress
+    # counters (token mode: it travels inside the sealed job); "" = unsealed (see hang.model)
 
     def __post_init__(self) -> None:
         if self.nnodes < 1:

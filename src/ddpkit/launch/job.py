@@ -25,6 +25,7 @@ from ddpkit.launch.config import (
     HangAction,
     LaunchConfig,
 )
+from ddpkit.launch.envpass import shown
 from ddpkit.net.ports import DEFAULT_MASTER_PORT
 
 JOB_SCHEMA = "ddpkit.job/1"
@@ -123,7 +124,7 @@ class JobSpec:
 
 def node_argv(spec: JobSpec, node_rank: int, master_addr: str, *,
               nproc_per_node: str | None = None, env_in_argv: bool = True,
-              node_flags: Sequence[str] = ()) -> list[str]:
+              node_flags: Sequence[str] = (), for_display: bool = False) -> list[str]:
     """The ``ddpkit`` arguments (after the program name) that run node ``node_rank``'s share.
 
     A deadline at its default is left out (the node's default is the same, and the printed
@@ -131,7 +132,9 @@ def node_argv(spec: JobSpec, node_rank: int, master_addr: str, *,
     slots). ``env_in_argv=False`` leaves the ``--env`` values out, for a transport that carries
     them off the command line (the ssh fan-out sends them on stdin). ``node_flags`` are this
     node's own (its run directory, ``--supervised``), placed before the command's flags and the
-    entry (after the script, a flag would be the script's).
+    entry (after the script, a flag would be the script's). ``for_display``: a command ddpkit
+    prints (or puts in a JSON plan), whose ``--env`` values with secret-looking names are masked
+    (:func:`ddpkit.launch.envpass.shown`).
     """
     argv = [spec.command, "--nnodes", str(spec.nnodes), "--node-rank", str(node_rank),
             "--master-addr", master_addr, "--master-port", str(spec.master_port)]
@@ -157,5 +160,5 @@ def node_argv(spec: JobSpec, node_rank: int, master_addr: str, *,
         argv.append("--debug")
     if env_in_argv:
         for key, value in spec.overrides:
-            argv += ["--env", f"{key}={value}"]
+            argv += ["--env", f"{key}={shown(key, value) if for_display else value}"]
     return [*argv, *node_flags, *spec.command_flags, *spec.entry]

@@ -14,8 +14,11 @@ import datetime
 import socket
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
+
+T = TypeVar("T")
 
 SILENT = ("it accepts connections but never answered like a torch store: is something else "
           "listening on that port?")
@@ -24,7 +27,8 @@ HANDSHAKE_THREAD = "ddpkit-store-connect"
 
 
 def handshakes_in_flight() -> int:
-    """Store handshakes still running in their daemon threads (a deadline passed first). Such a
+    """Store handshakes and calls (:func:`within`) still running in their daemon threads (a
+    deadline passed first). Such a
     thread is inside torch's C++ store client: if the interpreter shuts down around it, the C++
     runtime aborts the process ("terminate called without an active exception"), so the CLI
     ends the process without that shutdown when this is not zero."""
@@ -86,3 +90,53 @@ def connect(address: str, port: int, deadline: float, *, world_size: int | None 
     if "store" in found:
         return Connected(found["store"], None)
     return Connected(None, first_line(found["error"]) if "error" in found else SILENT)
+
+
+class CallTimedOut(TimeoutError):
+    """A store call did not return within the caller's deadline (the peer is gone or cut off:
+    torch's client then waits for the kernel's TCP retries, minutes, whatever its own timeout)."""
+
+
+def within(action: Callable[[], T], seconds: float) -> T:
+    """``action()`` (one blocking store call) under a deadline the caller owns: run in a daemon
+    thread that this thread waits for in short slices, so Ctrl-C and SIGTERM still work; its
+    exception is raised here; CallTimedOut once ``seconds`` pass. The client is then in an unknown
+    state (a call still inside it): the caller must not use it again."""
+    found: dict[str, Any] = {}
+
+    def call() -> None:
+        try:
+            found["value"] = action()
+        except BaseException as exc:  # noqa: BLE001 - handed to the caller's thread as is
+            found["error"] = exc
+
+    thread = threading.Thread(target=call, daemon=True, name=HANDSHAKE_THREAD)
+    thread.start()
+    deadline = time.monotonic() + seconds
+    while thread.is_alive() and time.monotonic() < deadline:
+        thread.join(min(0.2, max(0.0, deadline - time.monotonic())))
+    if "error" in found:
+        raise found["error"]
+    if "value" not in found:
+        raise CallTimedOut(f"no answer within {seconds:g} s")
+    return found["value"]  # type: ignore[no-any-return]
+
+
+def serve(address: str, port: int, timeout: float) -> Any:
+    """A TCPStore server listening on ``address`` only (torch's own binds every interface): a
+    socket bound here is handed over as ``master_listen_fd``. RuntimeError or OSError as torch
+    and the socket raise them."""
+    from torch.distributed import TCPStore  # type: ignore[attr-defined]
+
+    family = socket.AF_INET6 if ":" in address else socket.AF_INET
+    listener = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        listener.bind((address, port))
+        listener.listen(128)
+        fd = listener.detach()  # the store owns the socket from here on (and closes it)
+        return TCPStore(address, port, None, True, datetime.timedelta(seconds=timeout),
+                        wait_for_workers=False, master_listen_fd=fd)
+    except (RuntimeError, OSError):
+        listener.close()
+        raise

@@ -192,7 +192,7 @@ def share(console: Console, config: LaunchConfig, context: ShareContext,
 
     started = time.monotonic()
     options = ClusterOptions(config.nnodes, config.node_rank, config.master_addr,
-                             config.master_port, base.timeout_s)
+                             config.master_port, base.timeout_s, key=config.progress_key)
     outcome = run_node(options, dict(context.env), started=started,
                        progress=lambda text: render.log(console, f"doctor: {text}"))
     report = build_report(outcome)

@@ -8,6 +8,7 @@ and runs its share (`launch` or `test`, whichever the master started). No ssh ne
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import signal
 import socket
@@ -49,9 +50,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, console: Console) -> int:
-    from ddpkit.launch.join import sides as join
     from ddpkit.launch.join.store import connect_store
     from ddpkit.launch.join.tokens import TOKEN_ENV, parse_token
+    from ddpkit.launch.join.worker import WorkerSide
     from ddpkit.launch.watch import StopSwitch
     from ddpkit.net.route import route_to
 
@@ -62,7 +63,7 @@ def run(args: argparse.Namespace, console: Console) -> int:
     render.log(console, f"ddpkit: joining the job at {token.endpoint} via {route.ifname} "
                         f"(source {route.source})")
     with sigterm_as_interrupt():
-        worker = join.WorkerSide(connect_store(token, timeout=args.connect_timeout))
+        worker = WorkerSide(connect_store(token, timeout=args.connect_timeout))
         spec = worker.fetch_job()
         _check_version(spec)
         _check_script(spec, node_args(spec, 1, args), cwd)  # before a rank is taken
@@ -74,8 +75,10 @@ def run(args: argparse.Namespace, console: Console) -> int:
         worker.start_heartbeat(on_lost=switch.trigger)
         try:
             worker.wait_for_go(spec.join_timeout + 30.0)
+            rank = worker.rank or rank  # the go's, for this node's claim (it may have moved)
             job = job_command(spec.command)
             config, options = job.node_config(node_args(spec, rank, args))
+            config = dataclasses.replace(config, progress_key=spec.progress_key)
             context = ShareContext(
                 env={**env, **dict(spec.env)}, home=home, cwd=cwd, python=python, as_json=args.json,
                 should_stop=lambda: switch.should_stop() or worker.should_stop(),

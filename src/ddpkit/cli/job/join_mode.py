@@ -72,10 +72,11 @@ def run_master(request: JobRequest, console: Console, job: JobCommand[Options], 
         _print_dry_run(console, master_job, job.name, tail, as_json=request.as_json)
         return 0
     config, options = own_config(where.address)  # a bad value fails here, before the store starts
+    config = dataclasses.replace(config, progress_key=master_job.progress_key)
 
     def own_part(should_stop: Callable[[], str | None]) -> tuple[int, NodeOutcome]:
-        context = ShareContext(env=env, home=home, cwd=cwd, python=python,
-                               as_json=request.as_json, should_stop=should_stop,
+        context = ShareContext(env=join_driver.own_env(master_job, env), home=home, cwd=cwd,
+                               python=python, as_json=request.as_json, should_stop=should_stop,
                                hide_peer_commands=True)
         captured = io.StringIO()  # with --json, node 0's document joins the job's one document
         node0_console = Console(out=captured, err=console.err, color=False) if request.as_json \

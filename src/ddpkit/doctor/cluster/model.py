@@ -13,6 +13,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from ddpkit.launch.store_value import parse_json_dict
+
 WIRE_VERSION = 1  # bumped whenever a record's shape changes
 
 PathStatus = Literal[
@@ -255,11 +257,6 @@ def encode(value: NodeRecord | ProbeReport | Mapping[str, Any]) -> bytes:
 
 
 def decode_record(raw: bytes | bytearray | Sequence[int]) -> dict[str, Any]:
-    """JSON bytes from the store -> a dict; ``ValueError`` when they are not a JSON object."""
-    try:
-        data = json.loads(bytes(raw).decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ValueError(f"not a JSON document: {exc}") from exc
-    if not isinstance(data, dict):
-        raise ValueError("not a JSON object")
-    return data
+    """JSON bytes from the store -> a dict; ``ValueError`` (NotOurs) when they are not a JSON
+    object within the bounds every store value is held to (:mod:`ddpkit.launch.store_value`)."""
+    return parse_json_dict(bytes(raw))

@@ -4,7 +4,9 @@ Every node runs the same steps; node 0 also hosts the store (the engine's own ``
 home-made server). Values are JSON bytes (:mod:`.model`), nothing else. Keys::
 
     doctor/meeting        the master's nnodes (a worker started with another --nnodes stops)
-    doctor/claim/<r>      a counter: a second node claiming rank r is refused and recorded
+    doctor/claim/<r>      node r's claim (its nonce and hostname), taken with compare_set: a
+                          second node claiming rank r is refused and recorded (not a counter)
+    doctor/duplicates/<r> how many were refused
     doctor/duplicate/<r>/<n>  the hostname of the n-th claimant of rank r
     doctor/node/<r>       node r's record: candidates, echo listener ports, fingerprint
     doctor/probes/<r>     node r's probe results (or why it probed nothing)
@@ -22,12 +24,13 @@ import platform
 import secrets
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ddpkit import nvidia_smi
 from ddpkit.doctor.cluster import model
 from ddpkit.doctor.cluster.matrix import plan_probes
+from ddpkit.doctor.cluster.meeting import STORE_OP_TIMEOUT_S, MeetingStore
 from ddpkit.doctor.cluster.model import Candidate, Fingerprint, NodeRecord, ProbeReport
 from ddpkit.doctor.cluster.report import MeetingOutcome
 from ddpkit.doctor.cluster.sockets import PROBE_PHASE_S, EchoListener, probe_all
@@ -41,9 +44,7 @@ if TYPE_CHECKING:
 PROBE_RESERVE_S = 7.0  # of --timeout, kept for probing (at most PROBE_PHASE_S) and gathering
 MIN_TIMEOUT_S = 15.0
 POLL_S = 0.1
-STORE_OP_TIMEOUT_S = 10.0
 NVIDIA_SMI_TIMEOUT_S = 5.0
-PREFIX = "doctor/"
 Progress = Callable[[str], None]
 
 
@@ -55,6 +56,7 @@ class ClusterOptions:
     master_port: int = DEFAULT_MASTER_PORT
     timeout_s: float = 30.0
     listen_host: str | None = None  # bind the echo listener to one address (loopback tests)
+    key: str = field(default="", repr=False)  # seals the store's values (token mode's job key)
 
 
 def validate(options: ClusterOptions) -> None:
@@ -142,35 +144,6 @@ def collect_fingerprint(env: Mapping[str, str], *, hostname: str | None = None) 
                        tuple(sorted(origins.items())))
 
 
-class MeetingStore:
-    """JSON values under ``doctor/`` in a TCPStore; a store that goes away is ``store-lost``."""
-
-    def __init__(self, store: Any, endpoint: str) -> None:
-        self.store = store
-        self.endpoint = endpoint
-
-    def _call(self, action: Callable[[], Any]) -> Any:
-        try:
-            return action()
-        except (RuntimeError, OSError) as exc:  # torch's DistError is a RuntimeError
-            raise NetworkProblem(
-                "store-lost", f"lost the master's store at {self.endpoint}: {first_line(exc)}",
-                "node 0 ended before this node was done: start every node within --timeout of "
-                "the others, and keep node 0 running until they finish") from None
-
-    def put(self, key: str, value: NodeRecord | ProbeReport | Mapping[str, Any]) -> None:
-        self._call(lambda: self.store.set(PREFIX + key, model.encode(value)))
-
-    def has(self, key: str) -> bool:
-        return bool(self._call(lambda: self.store.check([PREFIX + key])))
-
-    def get(self, key: str) -> dict[str, Any]:
-        return model.decode_record(self._call(lambda: self.store.get(PREFIX + key)))
-
-    def add(self, key: str, amount: int) -> int:
-        return int(self._call(lambda: self.store.add(PREFIX + key, amount)))
-
-
 def _check_master_side(options: ClusterOptions, nics: Sequence[Nic]) -> str:
     """On node 0: the master address is this node's own and the port is free. Returns the
     interface holding it; on a worker: the interface the route to the master leaves by."""
@@ -202,10 +175,9 @@ def _check_master_side(options: ClusterOptions, nics: Sequence[Nic]) -> str:
 
 
 def _open_store(options: ClusterOptions, ifname: str, deadline: float) -> Any:
-    from torch.distributed import TCPStore  # type: ignore[attr-defined]
-
     from ddpkit.launch import store_client
     from ddpkit.launch.node.preflight import wait_for_master
+    from ddpkit.net.route import resolve
 
     remaining = max(1.0, deadline - time.monotonic())
     is_master = options.node_rank == 0
@@ -222,9 +194,8 @@ def _open_store(options: ClusterOptions, ifname: str, deadline: float) -> Any:
                 "--node-rank 0` runs on the master") from None
         connected.store.set_timeout(datetime.timedelta(seconds=STORE_OP_TIMEOUT_S))
         return connected.store
-    try:
-        store = TCPStore(options.master_addr, options.master_port, options.nnodes, is_master,
-                         datetime.timedelta(seconds=remaining), wait_for_workers=False)
+    try:  # listening on the master address only, like the join store
+        store = store_client.serve(resolve(options.master_addr)[0], options.master_port, remaining)
     except (RuntimeError, OSError) as exc:
         what = "start the store" if is_master else "connect to the master's store"
         raise NetworkProblem(
@@ -252,9 +223,11 @@ def _join(meeting: MeetingStore, options: ClusterOptions, record: NodeRecord,
                 "nodes-disagree",
                 f"this node was started with --nnodes {options.nnodes}, the master with "
                 f"--nnodes {expected}", "give every node the same --nnodes")
-    claims = meeting.add(f"claim/{options.node_rank}", 1)
-    if claims > 1:
-        meeting.put(f"duplicate/{options.node_rank}/{claims}",
+    held = meeting.claim(f"claim/{options.node_rank}",
+                         {"nonce": record.nonce, "hostname": record.hostname})
+    if held is not None:
+        count = meeting.add(f"duplicates/{options.node_rank}", 1)
+        meeting.put(f"duplicate/{options.node_rank}/{count + 1}",
                     {"hostname": record.hostname})
         raise ConfigError(
             "duplicate-node-rank",
@@ -292,7 +265,7 @@ def _read(meeting: MeetingStore, key: str, parse: Callable[[dict[str, Any]], Any
 def _duplicates(meeting: MeetingStore, nnodes: int) -> tuple[tuple[int, str], ...]:
     found = []
     for rank in range(nnodes):
-        claims = meeting.add(f"claim/{rank}", 0)
+        claims = 1 + min(meeting.add(f"duplicates/{rank}", 0), 16)  # someone may bump it
         for n in range(2, claims + 1):
             key = f"duplicate/{rank}/{n}"
             if meeting.has(key):
@@ -334,7 +307,7 @@ def run_node(
         ports = listener.start()
         record = NodeRecord(options.node_rank, options.nnodes, nonce, ports, own, fp)
         store = _open_store(options, ifname, meet_deadline)
-        meeting = MeetingStore(store, f"{options.master_addr}:{options.master_port}")
+        meeting = MeetingStore(store, f"{options.master_addr}:{options.master_port}", options.key)
         _join(meeting, options, record, meet_deadline)
         note(f"node {options.node_rank} ({fp.hostname}) joined at {options.master_addr}:"
              f"{options.master_port}; waiting for the other nodes")

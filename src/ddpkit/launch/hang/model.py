@@ -17,7 +17,9 @@ With several nodes, "every rank" means every rank of the job: each node's watche
 counter in the job's rendezvous store whenever its own ranks progress, and a change of that
 counter (``Sample.job_counter``) is progress for every node. So ranks that wait in a barrier while
 a rank on another node computes alone (an evaluation on rank 0) are not reported either. Without
-the counter (not reachable yet, or the store is gone) each node decides from its own ranks.
+the counter (not reachable yet, or the store is gone) each node decides from its own ranks. Where
+the counters are not sealed (:mod:`ddpkit.launch.hang.progress_exchange`), peer progress holds a
+verdict off for at most ``HangPolicy.peer_hold_s`` after this node's own last progress.
 """
 
 from __future__ import annotations
@@ -54,6 +56,9 @@ class Sample:
 class HangPolicy:
     timeout_s: float = DEFAULT_HANG_TIMEOUT  # 0 = never hung
     busy_fraction: float = BUSY_FRACTION
+    peer_hold_s: float | None = None  # peer progress counts only this long after local progress
+    # ^ set where the job counter is not sealed (anyone who reaches the store can bump it): a hang
+    #   report can then be delayed by that long, never silenced
 
 
 @dataclass(frozen=True)
@@ -72,6 +77,7 @@ class HangState:
     reported: bool = False  # this idle spell was reported already (cleared by any progress)
     job_counter: int | None = None  # its last value seen
     local_progress: bool = False  # this node's own ranks progressed in the last sample
+    local_at: float | None = None  # when this node's own ranks last progressed
 
 
 @dataclass(frozen=True)
@@ -109,13 +115,16 @@ def observe(state: HangState, sample: Sample, policy: HangPolicy) -> HangState:
     if set(ranks) != set(state.ranks):
         progressed = True  # a rank came or went: a new worker group, or one ending
     local = progressed
+    local_at = sample.at if local else state.local_at
     counter = sample.job_counter if sample.job_counter is not None else state.job_counter
-    if not progressed and sample.job_counter is not None and state.job_counter is not None \
-            and sample.job_counter != state.job_counter:
+    held = policy.peer_hold_s is None or local_at is None or \
+        sample.at - local_at < policy.peer_hold_s
+    if not progressed and held and sample.job_counter is not None \
+            and state.job_counter is not None and sample.job_counter != state.job_counter:
         progressed = True  # a rank on another node progressed
         ranks = {k: replace(r, progress_at=sample.at, signal="peer") for k, r in ranks.items()}
     return HangState(ranks=ranks, reported=state.reported and not progressed, job_counter=counter,
-                     local_progress=local)
+                     local_progress=local, local_at=local_at)
 
 
 def _progress(before: RankProgress | None, now: RankSample, at: float,

@@ -30,6 +30,7 @@ from ddpkit.launch.hang import model as hang
 from ddpkit.launch.hang.progress_exchange import ProgressExchange
 from ddpkit.launch.hang.pyspy import DUMP_TIMEOUT_S, Target, dump_all
 from ddpkit.launch.hang.stacks import RankStack, render_stack, summary_lines
+from ddpkit.launch.hang.suspects import cause_lines
 from ddpkit.launch.hang.trust import registry_owner, vet
 from ddpkit.plain_text import shown
 from ddpkit.report import document
@@ -58,9 +59,10 @@ class StackReport:
     dump_s: float = 0.0  # how long the dump took
     directory: str | None = None  # where stacks/rank<N>.txt went
     headline: str = ""
+    causes: tuple[str, ...] = ()  # what the ranks' process states tell (.suspects)
 
     def lines(self) -> list[str]:
-        return summary_lines(self.stacks)
+        return [*self.causes, *summary_lines(self.stacks)]
 
     def to_dict(self) -> dict[str, Any]:
         return {"reason": self.reason, "node_rank": self.node_rank, "host": self.host,
@@ -168,11 +170,13 @@ class HangWatcher:
 
     def dump(self, reason: StackReason, headline: str, found: hang.HangVerdict | None = None) -> StackReport:
         start = self.clock()
-        stacks = dump_all(sorted(self._targets.values(), key=lambda t: t.local_rank), self.py_spy,
-                          timeout=self.dump_timeout)
+        targets = sorted(self._targets.values(), key=lambda t: t.local_rank)
+        states = _states(targets)  # before py-spy touches them
+        stacks = dump_all(targets, self.py_spy, timeout=self.dump_timeout)
         directory = self.run_dir / STACKS_DIR
         report = StackReport(reason, self.node_rank, self.host, tuple(stacks), found,
-                             self.clock() - start, str(directory), headline)
+                             self.clock() - start, str(directory), headline,
+                             tuple(cause_lines(stacks, states)))
         with contextlib.suppress(OSError):
             write_stacks(directory, report)
         self.reports.append(report)
@@ -240,6 +244,15 @@ def _target(proc: psutil.Process, node_rank: int, host: str) -> Target | None:
     rank = env.get("RANK", "")
     return Target(int(local), proc.pid, created, int(rank) if rank.isdigit() else None,
                   node_rank, host)
+
+
+def _states(targets: Sequence[Target]) -> dict[int, str]:
+    """pid -> psutil status (``stopped`` is state T) of every rank that is still there."""
+    states = {}
+    for target in targets:
+        with contextlib.suppress(psutil.Error):
+            states[target.pid] = str(psutil.Process(target.pid).status())
+    return states
 
 
 def _cpu_seconds(pid: int) -> float | None:

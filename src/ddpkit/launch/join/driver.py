@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import secrets
 import socket
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -85,6 +86,8 @@ class JoinMasterJob:
     join_port: int = DEFAULT_JOIN_PORT
     join_timeout: float = 600.0  # for every node to join
     token_file: Path | None = None  # the token is also written there (mode 0600)
+    progress_key: str = field(default_factory=lambda: secrets.token_hex(16), repr=False)
+    # ^ seals the hang watch's progress counters on every node (travels inside the sealed job)
 
 
 def advertised_address(ifname: str | None) -> StoreAddress:
@@ -109,7 +112,14 @@ def join_job(job: JoinMasterJob) -> JoinJob:
     """Pure: the job as the store holds it for the joining nodes."""
     spec = dataclasses.replace(job.job, ifname=None, overrides=tuple(job.passed.overrides))
     return JoinJob(job=spec, master_addr=job.where.address, env=job.passed.values,
-                   join_timeout=job.join_timeout, ddpkit_version=__version__, cwd=job.cwd)
+                   join_timeout=job.join_timeout, ddpkit_version=__version__, cwd=job.cwd,
+                   progress_key=job.progress_key)
+
+
+def own_env(job: JoinMasterJob, env: Mapping[str, str]) -> dict[str, str]:
+    """Pure: node 0's environment for its own share, with what every worker gets on top of its
+    own (the allow-listed variables and ``.ddpkit_env``): the same job on every node."""
+    return {**env, **job.passed.values}
 
 
 def shown_job(spec: JoinJob) -> dict[str, Any]:

@@ -21,18 +21,16 @@ Keys, all under ``ddpkit/<run-id>/``:
 from __future__ import annotations
 
 import contextlib
-import secrets
-import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ddpkit.errors import ConfigError, DdpkitError, DeadlineExceeded, JobFailed
+from ddpkit.errors import ConfigError, DdpkitError, DeadlineExceeded
 from ddpkit.launch.job import JobSpec
 from ddpkit.launch.join.store import JobStore
-from ddpkit.launch.outcomes import LOST, OK, STOPPED, NodeOutcome
-from ddpkit.launch.store_client import first_line
+from ddpkit.launch.outcomes import LOST, NodeOutcome
+from ddpkit.launch.store_value import text_field
 
 JOB, GO, STOP = "job", "go", "stop"
 POLL_S = 0.5
@@ -53,6 +51,7 @@ class JoinJob:
     join_timeout: float = 600.0
     ddpkit_version: str = ""
     cwd: str = ""
+    progress_key: str = field(default="", repr=False)  # seals the hang watch's progress counters
 
     @property
     def nnodes(self) -> int:
@@ -65,7 +64,8 @@ class JoinJob:
     def to_dict(self) -> dict[str, Any]:
         return {"job": self.job.to_dict(), "master_addr": self.master_addr,
                 "env": dict(sorted(self.env.items())), "join_timeout": self.join_timeout,
-                "ddpkit_version": self.ddpkit_version, "cwd": self.cwd}
+                "ddpkit_version": self.ddpkit_version, "cwd": self.cwd,
+                "progress_key": self.progress_key}
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> JoinJob:
@@ -74,7 +74,8 @@ class JoinJob:
                 job=JobSpec.from_dict(data["job"]), master_addr=str(data["master_addr"]),
                 env={str(k): str(v) for k, v in dict(data.get("env", {})).items()},
                 join_timeout=float(data.get("join_timeout", 600.0)),
-                ddpkit_version=str(data.get("ddpkit_version", "")), cwd=str(data.get("cwd", "")))
+                ddpkit_version=str(data.get("ddpkit_version", "")), cwd=str(data.get("cwd", "")),
+                progress_key=str(data.get("progress_key", "")))
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise ConfigError("bad-job", f"the master's job description is incomplete ({exc})",
                               "run the same ddpkit version on the master and this node") from None
@@ -132,23 +133,18 @@ class MasterSide:
 
     def wait_for_nodes(self, on_join: Callable[[JoinedNode], None], timeout: float,
                        on_wait: Callable[[float, list[int]], None] | None = None) -> None:
-        """Until every worker joined; ``on_wait(seconds waited, missing ranks)`` each round."""
+        """Until every worker rank holds a real claim; ``on_wait(seconds waited, missing ranks)``
+        each round. Slots are re-read every round (a claim displaced by junk is re-asserted by
+        its worker, one displaced by another worker moves), and the job is put back when someone
+        spoiled it."""
         start = self.clock()
         deadline = start + timeout
-        while len(self.joined) < self.spec.nnodes - 1:
-            for rank in self.workers():
-                if rank not in self.joined:
-                    record = self.store.read(node_key(rank))
-                    if record is not None:
-                        node = JoinedNode(rank, str(record.get("host", "?")),
-                                          str(record.get("address", "?")),
-                                          str(record.get("ifname", "?")),
-                                          str(record.get("claim", "")))
-                        self.joined[rank] = node
-                        self._beats[rank] = (None, self.clock())
-                        on_join(node)
+        while True:
+            self._read_claims(on_join)
             if len(self.joined) == self.spec.nnodes - 1:
                 break
+            if self.store.read(JOB) is None:  # emptied or overwritten: workers need it
+                self.publish()
             self.sweep()
             if on_wait is not None:
                 on_wait(self.clock() - start, [r for r in self.workers() if r not in self.joined])
@@ -167,6 +163,25 @@ class MasterSide:
                     details={"missing": missing},
                 )
             time.sleep(0.2)
+
+    def _read_claims(self, on_join: Callable[[JoinedNode], None]) -> None:
+        """Every rank's current claim; a claim id seen under two ranks counts under the latest."""
+        for rank in self.workers():
+            record = self.store.read(node_key(rank))
+            if record is None or not text_field(record, "claim"):
+                continue  # empty, or junk (emptied by read): a joined node keeps its place
+            node = JoinedNode(rank, text_field(record, "host", "?"),
+                              text_field(record, "address", "?"), text_field(record, "ifname", "?"),
+                              text_field(record, "claim"))
+            known = self.joined.get(rank)
+            if known is not None and known.claim == node.claim:
+                continue
+            for other, held in list(self.joined.items()):
+                if held.claim == node.claim:
+                    del self.joined[other]  # the same node, moved to this rank
+            self.joined[rank] = node
+            self._beats[rank] = (None, self.clock())
+            on_join(node)
 
     def release(self) -> None:
         self.store.put(GO, {"nodes": self.spec.nnodes,
@@ -193,9 +208,13 @@ class MasterSide:
                 continue
             record = self.store.read(done_key(rank))
             if record is not None:
-                self.done[rank] = NodeOutcome.from_dict({**record, "node_rank": rank},
-                                                        observed_at=now)
-                continue
+                try:
+                    self.done[rank] = NodeOutcome.from_dict({**record, "node_rank": rank},
+                                                            observed_at=now)
+                    continue
+                except (TypeError, ValueError, KeyError, AttributeError):
+                    self.store.rejected[done_key(rank)] = 1 + self.store.rejected.get(
+                        done_key(rank), 0)
             beat = self.store.read(alive_key(rank))
             value = beat.get("n") if beat else None
             previous, since = self._beats.get(rank, (None, now))
@@ -214,9 +233,10 @@ class MasterSide:
         return {JOB, GO, STOP, *per_node}
 
     def sweep(self) -> None:
-        """Delete whatever keys someone else put in the store (it lives in this process's memory)."""
-        with contextlib.suppress(RuntimeError, OSError):
-            self.store.sweep(self.names(), most=len(self.names()))
+        """Delete whatever keys someone else put in the store (it lives in this process's memory),
+        however few. Best effort: a sweep that fails is tried again at the next poll."""
+        with contextlib.suppress(DdpkitError):
+            self.store.sweep(self.names())
 
     def store_report(self) -> dict[str, Any]:
         """What the store held that this job did not write: values that did not open (per key),
@@ -259,104 +279,3 @@ class MasterSide:
                                             error_id="node-lost", message=message,
                                             observed_at=self.clock()))
         return tuple(outcomes)
-
-
-class WorkerSide:
-    """A joining node's view: fetch the job, take a rank, beat, wait, watch for the stop order."""
-
-    def __init__(self, store: JobStore, clock: Callable[[], float] = time.monotonic) -> None:
-        self.store = store
-        self.clock = clock
-        self.rank: int | None = None
-        self.claim = ""
-        self._last_poll = -1e9
-        self._beating = threading.Event()
-
-    def fetch_job(self) -> JoinJob:
-        record = self.store.read_strict(JOB)
-        if record is None:
-            raise JobFailed("job-not-found",
-                            f"the job store at {self.store.token.endpoint} has no job for run "
-                            f"{self.store.token.run_id}",
-                            "copy the token the master printed for its current run")
-        return JoinJob.from_dict(record)
-
-    def claim_rank(self, spec: JoinJob, host: str, address: str, ifname: str) -> int:
-        """Take the first free node rank with a sealed claim (who, from where, a random id)."""
-        claim = secrets.token_hex(8)
-        body = {"host": host, "address": address, "ifname": ifname, "claim": claim}
-        for rank in range(1, spec.nnodes):
-            if self.store.claim(node_key(rank), body):
-                self.rank, self.claim = rank, claim
-                return rank
-        raise JobFailed("job-full", f"the job already has its {spec.nnodes} nodes",
-                        "start a new job on the master with a larger --nnodes")
-
-    def start_heartbeat(self, on_lost: Callable[[str], None]) -> threading.Thread:
-        """Bump ``alive/<rank>`` every second on a connection of its own until :meth:`stop_beating`."""
-        assert self.rank is not None
-        rank, beats = self.rank, self.store.clone()
-        self._beating.set()
-
-        def beat() -> None:
-            count = 0
-            while self._beating.is_set():
-                count += 1
-                try:
-                    beats.put(alive_key(rank), {"n": count})
-                except (RuntimeError, OSError, DdpkitError) as exc:
-                    on_lost(f"lost the master's job store at {self.store.token.endpoint} "
-                            f"({first_line(exc)})")
-                    return
-                time.sleep(HEARTBEAT_S)
-
-        thread = threading.Thread(target=beat, name="ddpkit-heartbeat", daemon=True)
-        thread.start()
-        return thread
-
-    def stop_beating(self) -> None:
-        self._beating.clear()
-
-    def wait_for_go(self, timeout: float) -> None:
-        deadline = self.clock() + timeout
-        while (go := self.store.read(GO)) is None:
-            reason = self.stop_reason()
-            if reason:
-                raise JobFailed("job-stopped", f"the job was stopped before it started: {reason}",
-                                "see the master's output")
-            if self.clock() > deadline:
-                raise DeadlineExceeded("join-timeout", f"the master did not start the job within "
-                                       f"{timeout:g} s of this node joining",
-                                       "start `ddpkit join` on every other node too")
-            time.sleep(0.2)
-        claims = go.get("claims")
-        if isinstance(claims, dict) and claims.get(str(self.rank)) != self.claim:
-            raise JobFailed("rank-taken", f"the master started the job with another node as node "
-                            f"{self.rank}: this node's claim was displaced before the master saw it",
-                            "run `ddpkit join` again for a new job; if it happens again, someone "
-                            "else is writing to the job store (see the threat model in "
-                            "docs/multi-node.md)")
-
-    def stop_reason(self) -> str | None:
-        record = self.store.read(STOP)
-        return str(record.get("reason", "stopped")) if record else None
-
-    def should_stop(self) -> str | None:
-        """The hook for this node's torchrun: the stop order, or the master's store going away."""
-        now = self.clock()
-        if now - self._last_poll < POLL_S:
-            return None
-        self._last_poll = now
-        try:
-            return self.stop_reason()
-        except (RuntimeError, OSError) as exc:
-            return f"lost the master's job store at {self.store.token.endpoint} ({first_line(exc)})"
-
-    def report(self, outcome: NodeOutcome) -> None:
-        """Put how this node ended; a failure also orders every other node to stop."""
-        self.stop_beating()
-        self.store.put(done_key(outcome.node_rank), outcome.to_dict())
-        if outcome.state not in (OK, STOPPED) and self.stop_reason() is None:
-            self.store.put(STOP, {"reason": f"node {outcome.node_rank} ({outcome.host}) "
-                                            f"{outcome.state}: {outcome.how()}",
-                                  "by": outcome.node_rank})

@@ -10,23 +10,17 @@ values that open. The secret itself never enters the store. Values are JSON, not
 
 from __future__ import annotations
 
-import base64
-import binascii
 import ipaddress
-import json
-import os
 import re
 import secrets
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from cryptography.exceptions import InvalidTag
-from cryptography.hazmat.primitives import hashes
-from cryptography.hazmat.primitives.ciphers.aead import ChaCha20Poly1305
-from cryptography.hazmat.primitives.kdf.hkdf import HKDF
+from ddpkit.errors import ConfigError
+from ddpkit.launch.sealed import Sealer, Unopened
 
-from ddpkit.errors import ConfigError, JobFailed
+__all__ = ["JoinToken", "Unopened", "new_token", "parse_token", "seal", "sealer", "unseal"]
 
 SCHEME = "ddpk://"
 TOKEN_ENV = "DDPKIT_JOIN_TOKEN"  # where `ddpkit join` finds the token when none is given
@@ -99,59 +93,21 @@ def _redacted(text: str) -> str:
     return f"<{len(text)} characters>"
 
 
-MAX_VALUE_BYTES = 1 << 20  # no value ddpkit writes comes near this; anything larger is refused
-_FORMAT = 2  # the sealed envelope's version
-
-
-def _aead(token: JoinToken) -> ChaCha20Poly1305:
-    """The job's AEAD key: HKDF-SHA256 of the token's secret, salted with its run id."""
-    key = HKDF(algorithm=hashes.SHA256(), length=32, salt=token.run_id.encode(),
-               info=b"ddpkit join-store v2").derive(token.secret.encode())
-    return ChaCha20Poly1305(key)
+def sealer(token: JoinToken) -> Sealer:
+    """The job's sealer: HKDF-SHA256 of the token's secret, salted with its run id."""
+    return Sealer(token.secret, token.run_id)
 
 
 def seal(token: JoinToken, key: str, body: Mapping[str, Any]) -> bytes:
-    """The stored bytes for ``body`` under ``key``: JSON encrypted and authenticated with the
-    token's key (ChaCha20-Poly1305), bound to the full store key (run id included) as associated
-    data, so it reads as noise without the secret and cannot be replayed under another key or run."""
-    text = json.dumps(dict(body), sort_keys=True, separators=(",", ":")).encode()
-    nonce = os.urandom(12)
-    sealed = _aead(token).encrypt(nonce, text, token.key(key).encode())
-    return json.dumps({"v": _FORMAT, "n": base64.b64encode(nonce).decode(),
-                       "c": base64.b64encode(sealed).decode()}).encode()
+    """The stored bytes for ``body`` under ``key`` (:mod:`ddpkit.launch.sealed`), bound to the
+    full store key (run id included), so it reads as noise without the secret and cannot be
+    replayed under another key or run."""
+    return sealer(token).seal(token.key(key), body)
 
 
 def unseal(token: JoinToken, key: str, raw: bytes) -> dict[str, Any]:
-    """The body of a sealed value; JobFailed ``token-rejected`` when it was not sealed with this
-    token's secret under this key and run (or is not ddpkit's JSON at all, or is too large)."""
-    if len(raw) > MAX_VALUE_BYTES:
-        raise _rejected(token, key, f"it is {len(raw)} bytes, over ddpkit's {MAX_VALUE_BYTES}")
-    try:
-        envelope = json.loads(raw.decode("utf-8"))
-        if not isinstance(envelope, dict) or envelope.get("v") != _FORMAT:
-            raise TypeError("not a sealed ddpkit value")
-        nonce = base64.b64decode(envelope["n"], validate=True)
-        sealed = base64.b64decode(envelope["c"], validate=True)
-        if len(nonce) != 12:
-            raise ValueError("bad nonce")
-    except (ValueError, TypeError, KeyError, UnicodeDecodeError, binascii.Error) as exc:
-        raise _rejected(token, key, f"the value is not ddpkit's sealed JSON ({exc})") from None
-    try:
-        text = _aead(token).decrypt(nonce, sealed, token.key(key).encode())
-    except InvalidTag:
-        raise _rejected(token, key, "it was not sealed with this token's secret for this key") \
-            from None
-    body = json.loads(text)
-    if not isinstance(body, dict):
-        raise _rejected(token, key, "the sealed value is not a JSON object")
-    return body
-
-
-def _rejected(token: JoinToken, key: str, why: str) -> JobFailed:
-    return JobFailed(
-        "token-rejected",
-        f"the job store at {token.endpoint} holds a {key!r} for run {token.run_id} that ddpkit "
-        f"cannot trust: {why}",
-        "copy the token again from the master's current run (an old or mistyped token, or "
-        "someone else writing to that port)",
-    )
+    """The body of a sealed value; :class:`~ddpkit.launch.store_value.NotOurs` (and nothing else,
+    :class:`~ddpkit.launch.sealed.Unopened` for a sealed value that does not open with this token)
+    when it is not this run's value under this key; what it says never includes the run id or
+    the secret."""
+    return sealer(token).unseal(token.key(key), raw)

@@ -285,7 +285,8 @@ def option_flags(local_rank_arg: LocalRankMode, use_env: bool,
 
 def peer_commands(config: LaunchConfig, command: tuple[str, ...] | None = None) -> tuple[str, ...]:
     """On the master: the command every other node runs (each picks its own interface). The job
-    goes through :func:`ddpkit.launch.job.node_argv`, like the ssh fan-out and the join token."""
+    goes through :func:`ddpkit.launch.job.node_argv`, like the ssh fan-out and the join token;
+    secret-looking ``--env`` values are masked (the user fills them in on each node)."""
     if not config.is_master or not config.multi_node:
         return ()
     if command is None:
@@ -293,7 +294,8 @@ def peer_commands(config: LaunchConfig, command: tuple[str, ...] | None = None) 
         flags = option_flags(config.local_rank_arg, config.use_env, config.torchrun_options)
         command = ("launch", *flags, *tail, config.entry, *config.entry_args)
     spec = JobSpec.from_config(command[0], config, entry=command[1:])
-    return tuple(quote_command(["ddpkit", *node_argv(spec, rank, config.master_addr)])
+    return tuple(quote_command(["ddpkit", *node_argv(spec, rank, config.master_addr,
+                                                     for_display=True)])
                  for rank in range(1, config.nnodes))
 
 

@@ -168,6 +168,9 @@ def preflight(plan: NodePlan, events: LaunchEvents) -> MasterProbe | None:
     return None
 
 
+PEER_HOLD_TIMEOUTS = 4  # unsealed peer progress delays a hang report by at most 4 timeouts
+
+
 def watcher(plan: NodePlan, events: LaunchEvents,
             stack_request: threading.Event | None = None) -> HangWatcher:
     """This node's hang watcher (``--hang-timeout``, ``--hang-action``; py-spy found on the
@@ -177,10 +180,12 @@ def watcher(plan: NodePlan, events: LaunchEvents,
 
     config = plan.config
     def exchange() -> ProgressExchange:
-        return ProgressExchange(config.master_addr, config.master_port)
+        return ProgressExchange(config.master_addr, config.master_port, node_rank=config.node_rank,
+                                nnodes=config.nnodes, key=config.progress_key)
 
+    hold = None if config.progress_key else PEER_HOLD_TIMEOUTS * config.hang_timeout
     return HangWatcher(run_dir=Path(plan.run_dir), log_dir=plan.log_dir, node_rank=config.node_rank,
-                       host=plan.hostname, policy=HangPolicy(config.hang_timeout),
+                       host=plan.hostname, policy=HangPolicy(config.hang_timeout, peer_hold_s=hold),
                        action=config.hang_action, py_spy=find_py_spy(plan.env, plan.argv[0]),
                        say=events.waiting, request=stack_request,
                        exchange_factory=exchange if config.multi_node and config.hang_timeout > 0
