@@ -160,3 +160,14 @@ def test_the_hung_node_of_a_sim_run_waited_and_both_logs_name_the_cause() -> Non
     both = run(node0, CAPTURED / "sim_gloo_wrong_interface_node1.log")
     assert both[0].id == "wrong-interface"
     assert "stopped-while-waiting" not in {f.id for f in both}
+
+
+def test_the_message_of_a_cpp_terminate_is_read(tmp_path: Path) -> None:
+    # std::terminate prints the exception's message on the line after "terminate called"
+    log = write(tmp_path, "terminate called after throwing an instance of 'gloo::IoException'\n"
+                          "  what():  [/pytorch/third_party/gloo/gloo/transport/tcp/pair.cc:598] "
+                          "Read timeout [10.0.0.2]:7001\nAborted (core dumped)\n")
+    (top, *_) = run(log)
+    assert top.id == "collective-timeout" and top.severity == "error"
+    assert "gloo gloo/transport/tcp/" in top.explanation
+    assert 2 in [e.line for e in top.evidence]

@@ -78,7 +78,10 @@ ANCHORS: tuple[bytes, ...] = (
 
 # Lines after which the next N lines are examined whatever they contain.
 FOLLOW: dict[str, int] = {"Root Cause": 8, "Last error:": 2, "ChildFailedError": 5,
-                          "Using devices": 64}
+                          "Using devices": 64,
+                          # C++'s std::terminate: the exception's message is on the next line,
+                          # "  what():  [enforce fail at gloo/.../device.cc:88] ... Unable to find"
+                          "terminate called": 2}
 # A "NET/Socket : Using" line that ends there: its interfaces follow, one per line.
 SOCKET_LIST_HEAD, SOCKET_LIST_LINES = "NET/Socket : Using", 16
 
@@ -286,6 +289,7 @@ PATTERNS: tuple[LinePattern, ...] = (
     _fb("failure-line", ("core dumped", "terminate called", "Fatal Python error"),
        r"(?P<detail>(?:Segmentation fault|core dumped|terminate called after throwing|"
        r"Fatal Python error)[^\n]*)"),
+    _fb("failure-line", (), r"(?P<detail>\bwhat\(\): +\S[^\n]*)"),  # after "terminate called"
     _fb("failure-line", ("exit code",), r"(?P<detail>\bexit code[ :=]*(?P<code>-?[1-9]\d*))"),
 )
 
