@@ -54,6 +54,10 @@ RULES: tuple[Rule, ...] = (
     (None, r"being ignored|Limiting value|cap it to|set both to|, setting to|setting NCCL"
      r"|using point-to-point network instead|Multi-GPU CC Off|ignoring address",
      "benign", "NCCL adjusted a setting and went on"),
+    # Gloo's device.cc: "Unable to find interface for: ADDR" is raised when the address the device
+    # took (from the hostname, when no interface name was given) is held by no interface here
+    (r"gloo/transport/tcp/device", r"Unable to find interface for", "wrong-interface",
+     "Gloo took this machine's address from its hostname, and no interface holds it"),
     (None, r"no (?:socket |usable listening )?interface|No interface found|Unable to find (?:address|"
      r"interface)|no device found (?:after excluding|matching)|IFNAME|interface for",
      "interface-not-found", "no usable network interface"),
