@@ -6,9 +6,11 @@ Imports no torch: it only drives ``ip``, ``tc`` and friends through ``ddpkit.sim
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import signal
 import subprocess
+from types import FrameType
 from typing import Any
 
 from ddpkit.cli.options import add_flag, add_json_flag
@@ -178,10 +180,48 @@ def _exec(args: argparse.Namespace) -> int:
         )
     argv = node_argv(found.cluster, args.index, command)
     argv[0] = find_tools({"ip", "nsenter"}).paths["ip"]
-    proc = subprocess.run(argv, env=dict(os.environ), check=False)
-    if proc.returncode < 0:
-        return 128 + int(signal.Signals(-proc.returncode))
-    return proc.returncode
+    returncode = _run_passing_signals(argv)
+    if returncode < 0:
+        return 128 + int(signal.Signals(-returncode))
+    return returncode
+
+
+# What `kill`, `timeout`, a closed terminal and Ctrl-C send. `ip netns exec` and `nsenter` exec the
+# command in place, so the child is the command itself.
+_PASSED_ON = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
+def _run_passing_signals(argv: list[str]) -> int:
+    """Run ``argv`` (in this terminal's process group) and hand it every stop signal this process
+    gets, then wait for it: a ``sim exec`` that died on SIGTERM would leave its command running
+    inside the node (a ``ddpkit launch`` holding the master port). Ctrl-C at a terminal whose
+    foreground group is ours already reached the command, so it is not sent twice; and if this
+    process is killed outright, the command gets SIGTERM from the kernel (``die_with_parent``)."""
+    from ddpkit.launch.torchrun.processes import die_with_parent
+
+    proc = subprocess.Popen(argv, env=dict(os.environ), preexec_fn=die_with_parent(os.getpid()))
+
+    def pass_on(signum: int, frame: FrameType | None) -> None:
+        if signum == signal.SIGINT and _terminal_sent_it():
+            return
+        with contextlib.suppress(ProcessLookupError):
+            proc.send_signal(signum)
+
+    previous = {sig: signal.signal(sig, pass_on) for sig in _PASSED_ON}
+    try:
+        return proc.wait()  # a handled signal does not interrupt the wait (PEP 475)
+    finally:
+        for sig, old in previous.items():
+            signal.signal(sig, old)
+
+
+def _terminal_sent_it() -> bool:
+    """Whether our process group is the foreground of the terminal on stdin (then a SIGINT came
+    from its Ctrl-C and went to the whole group, the command included)."""
+    try:
+        return os.isatty(0) and os.tcgetpgrp(0) == os.getpgrp()
+    except OSError:
+        return False
 
 
 def _down(args: argparse.Namespace, console: Console) -> int:

@@ -204,9 +204,15 @@ def stacks_on_signal() -> Iterator[threading.Event]:
 
 @contextlib.contextmanager
 def sigterm_as_interrupt() -> Iterator[None]:
-    """SIGTERM stops a launch exactly like Ctrl-C does (the whole process tree goes)."""
+    """SIGTERM stops a launch exactly like Ctrl-C does (the whole process tree goes). Only the
+    first one: a second (``timeout`` signals the process and its group, ``sim exec`` passes it
+    on) would otherwise break into the stop it started, whose own end is bounded anyway."""
+    stopping = threading.Event()
 
     def handler(signum: int, frame: FrameType | None) -> None:
+        if stopping.is_set():
+            return
+        stopping.set()
         raise KeyboardInterrupt
 
     previous = signal.signal(signal.SIGTERM, handler)
