@@ -57,3 +57,17 @@ def test_the_words_name_what_is_awaited_and_the_limit() -> None:
     assert "answered; waiting for every node to join" in str(words(RENDEZVOUS, 15))
     one = LaunchConfig(nnodes=1, node_rank=0, master_addr="127.0.0.1", entry="t.py")
     assert describe_wait(one)(RENDEZVOUS, 5) is None and describe_wait(one)(EXIT_BARRIER, 5) is None
+
+
+def test_a_rank_log_file_counts_as_ranks_started(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """A rank that started and ended between two scans of the process tree left its log file:
+    the tail has found it, so the node is in the exit barrier, not still at the rendezvous."""
+    from ddpkit.launch.torchrun.rank_output import RankOutputTail
+
+    tail = RankOutputTail(str(tmp_path))
+    assert not tail.found_any
+    rank_dir = tmp_path / "run-id" / "attempt_0" / "0"
+    rank_dir.mkdir(parents=True)
+    (rank_dir / "stdout.log").write_text("done\n")
+    tail.poll()
+    assert tail.found_any

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -264,7 +265,11 @@ def _attempt(plan: NodePlan, events: LaunchEvents, probe: MasterProbe | None,
     waits = WaitAnnouncer(describe_wait(plan.config, master_answered=None if probe is None else
                                         lambda: probe.answered is not None))
 
+    ranks: RankOutputTail | None = None
+
     def on_state(state: ProcessState) -> None:
+        if ranks is not None and ranks.found_any and not state.started_children:
+            state = dataclasses.replace(state, started_children=True)  # ranks came and went
         if (line := waits.observe(state, time.monotonic())) is not None:
             events.waiting(line)
 

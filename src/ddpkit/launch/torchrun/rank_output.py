@@ -62,6 +62,12 @@ class RankOutputTail:
         self._thread: threading.Thread | None = None
         self._emit: Callable[[str], None] = lambda _line: None
 
+    @property
+    def found_any(self) -> bool:
+        """A rank's log file of this start has appeared: its ranks have started (one that lived
+        between two scans of the process tree leaves at least this)."""
+        return bool(self._followed)
+
     def start(self, emit: Callable[[str], None]) -> None:
         """Hand every new complete line to ``emit`` from a thread of its own until :meth:`stop`."""
         self._emit = emit
