@@ -82,14 +82,12 @@ CASES = [
                            "torch-distributed-gpu-test.py"),
          ("is OK (global rank: 0/2)", "is OK (global rank: 1/2)")),
     # pytorch/tutorials ddp_tutorial.rst: the c10d line, with no --node_rank (c10d hands ranks out
-    # in arrival order; ddpkit's static job needs each node's rank).
+    # in arrival order; with 2 nodes ddpkit takes each node's rank from the endpoint: the node
+    # holding it is node 0).
     Case("elastic_ddp_tutorial", ("--nnodes=2", "--nproc_per_node=1", "--rdzv_id=100",
                                   "--rdzv_backend=c10d", "--rdzv_endpoint={master}:29400",
                                   "elastic_ddp.py"),
-         ("Start running basic DDP example on rank 0.", "Start running basic DDP example on rank 1."),
-         marks=(pytest.mark.xfail(strict=True, reason=(
-             "ddpkit needs --node-rank on every node of a c10d line; the tutorial's line has none, "
-             "so node 1 stops with master-not-local (reported to the lead, issue 21)")),)),
+         ("Start running basic DDP example on rank 0.", "Start running basic DDP example on rank 1.")),
     # pytorch/examples distributed/ddp README: `torchrun --nnodes=1 --nproc_per_node=8 example.py`.
     Case("ddp_example_token", ("--nnodes=2", "--nproc_per_node=1", "example.py"),
          ("training completed in rank 0!", "training completed in rank 1!"), token=True),

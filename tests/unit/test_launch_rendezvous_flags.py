@@ -95,3 +95,48 @@ def test_an_elastic_range_is_a_usage_error_with_the_reason(run_cli, tmp_path: Pa
                      "--rdzv_endpoint=127.0.0.1:29603", "x.py")
     assert result.code == 2
     assert "fixed-size job" in result.err
+
+
+def test_a_c10d_line_without_node_rank_on_two_nodes_takes_its_rank_from_the_endpoint() -> None:
+    """pytorch/tutorials' elastic DDP line gives --rdzv_backend=c10d --rdzv_endpoint=HOST:29400
+    and no --node_rank: the machine holding HOST is node 0, the other of 2 nodes node 1."""
+    from ddpkit.launch.torchrun.rendezvous import implied_node_rank
+
+    rank, note = implied_node_rank(2, "10.0.0.2", lambda host: host == "10.0.0.2")
+    assert rank == 0 and "node 0" in note
+    rank, note = implied_node_rank(2, "10.0.0.2", lambda host: False)
+    assert rank == 1 and "node 1" in note
+
+
+@pytest.mark.parametrize(("nnodes", "host", "why"), [
+    (3, "10.0.0.2", "only the master's rank follows"),
+    (2, "127.0.0.1", "loopback"),
+    (2, "localhost", "loopback"),
+])
+def test_a_c10d_line_without_node_rank_that_cannot_say_which_node_is_refused(
+        nnodes: int, host: str, why: str) -> None:
+    from ddpkit.errors import UsageError
+    from ddpkit.launch.torchrun.rendezvous import implied_node_rank
+
+    with pytest.raises(UsageError) as info:
+        implied_node_rank(nnodes, host, lambda _host: True)
+    assert info.value.error_id == "c10d-node-rank" and why in info.value.message
+    assert "--node-rank" in info.value.hint
+
+
+def test_launch_reads_the_implied_rank_from_this_machines_interfaces() -> None:
+    """The CLI's edge: with no --node-rank, an endpoint on an address no interface here holds
+    makes this machine node 1 (TEST-NET-3, never assigned), and the note says why."""
+    from ddpkit.cli.command_table import build_parser
+    from ddpkit.cli.node.torch_options import resolve
+
+    parser, _ = build_parser("launch")
+    args = parser.parse_args(["--nnodes", "2", "--rdzv-backend", "c10d", "--rdzv-endpoint",
+                              "203.0.113.7:29400", "train.py"])
+    assert args.node_rank is None
+    resolved, options = resolve(args)
+    assert resolved.node_rank == 1 and resolved.master_addr == "203.0.113.7"
+    assert any("node 1" in note for note in options.notes)
+    given = parser.parse_args(["--nnodes", "2", "--node-rank", "0", "--rdzv-backend", "c10d",
+                               "--rdzv-endpoint", "203.0.113.7:29400", "train.py"])
+    assert resolve(given)[0].node_rank == 0  # a rank given is kept

@@ -30,7 +30,7 @@ from ddpkit.net.ports import DEFAULT_MASTER_PORT
 
 # The cluster flags' defaults: a flag still at its default may be filled from a scheduler's
 # environment (apply_scheduler_layout).
-CLUSTER_DEFAULTS: dict[str, Any] = {"nnodes": 1, "node_rank": 0, "master_addr": None,
+CLUSTER_DEFAULTS: dict[str, Any] = {"nnodes": 1, "node_rank": None, "master_addr": None,
                                     "master_port": DEFAULT_MASTER_PORT, "nproc_per_node": "1"}
 
 
@@ -115,7 +115,7 @@ def config_from_args(args: argparse.Namespace, *, entry: str, entry_args: list[s
                              "TOKEN` line it prints here")
         master = "127.0.0.1"
     return LaunchConfig(
-        nnodes=args.nnodes, node_rank=args.node_rank, master_addr=master,
+        nnodes=args.nnodes, node_rank=args.node_rank or 0, master_addr=master,
         master_port=args.master_port, nproc_per_node=str(args.nproc_per_node),
         ifname=args.ifname, debug=args.debug, connect_timeout=args.connect_timeout,
         rdzv_timeout=args.rdzv_timeout, max_restarts=args.max_restarts, run_dir=args.run_dir,

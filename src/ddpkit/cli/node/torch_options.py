@@ -15,7 +15,7 @@ from ddpkit.launch.config import LocalRankMode
 from ddpkit.launch.node.plan import option_flags
 from ddpkit.launch.torchrun.command import PASSED_ON
 from ddpkit.launch.torchrun.local_rank import AUTO, MODES, OWN_WORKER, check_use_env
-from ddpkit.launch.torchrun.rendezvous import C10D, STATIC, read_rendezvous
+from ddpkit.launch.torchrun.rendezvous import C10D, STATIC, implied_node_rank, read_rendezvous
 
 _DEST = "torchrun_flag_"
 
@@ -87,9 +87,14 @@ def resolve(args: argparse.Namespace) -> tuple[argparse.Namespace, TorchOptions]
     rendezvous = read_rendezvous(args.rdzv_backend, args.rdzv_endpoint,
                                  master_addr=args.master_addr, master_port=args.master_port,
                                  nnodes=args.nnodes)
-    args = argparse.Namespace(**{**vars(args), "master_addr": rendezvous.master_addr,
-                                 "master_port": rendezvous.master_port})
     notes = list(rendezvous.notes)
+    node_rank = args.node_rank
+    if node_rank is None and args.rdzv_backend == C10D and args.nnodes > 1 \
+            and rendezvous.master_addr is not None:
+        node_rank, note = implied_node_rank(args.nnodes, rendezvous.master_addr, _holds_locally)
+        notes.append(note)
+    args = argparse.Namespace(**{**vars(args), "master_addr": rendezvous.master_addr,
+                                 "master_port": rendezvous.master_port, "node_rank": node_rank})
     given: list[tuple[str, str | None]] = []
     for flag in PASSED_ON:
         value = getattr(args, _DEST + flag.name[2:].replace("-", "_"))
@@ -115,3 +120,11 @@ def resolve(args: argparse.Namespace) -> tuple[argparse.Namespace, TorchOptions]
     mode = parse_choice(args.local_rank_arg, (*MODES, OWN_WORKER), "--local-rank-arg")
     return args, TorchOptions(mode, bool(args.use_env), tuple(given), tuple(notes))
 
+
+def _holds_locally(host: str) -> bool:
+    """Whether an interface of this machine holds an address ``host`` resolves to."""
+    from ddpkit.net.interfaces import discover, interface_holding
+    from ddpkit.net.route import resolve as resolve_host
+
+    nics = discover()
+    return any(interface_holding(address, nics) is not None for address in resolve_host(host))

@@ -14,6 +14,7 @@ Pure: the CLI passes the flags in and applies the answer.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from ddpkit.errors import UsageError
@@ -90,6 +91,29 @@ def read_rendezvous(backend: str | None, endpoint: str | None, *, master_addr: s
     elif backend == STATIC:
         notes.append(f"--rdzv-backend {STATIC}: ddpkit's choice too")
     return Rendezvous(master_addr, master_port, standalone, tuple(notes))
+
+
+def implied_node_rank(nnodes: int, host: str, holds: Callable[[str], bool]) -> tuple[int, str]:
+    """The node rank a c10d line without --node-rank implies, and the note saying so.
+
+    c10d hands out node ranks in arrival order; ddpkit's static job needs each node's rank. With
+    2 nodes it follows from the endpoint: the machine that ``holds`` the endpoint's ``host`` is
+    the master (node 0), the other node is node 1 (pytorch/tutorials' elastic DDP line gives no
+    --node_rank). With more nodes, or a loopback endpoint every node would hold, it does not:
+    UsageError ``c10d-node-rank``."""
+    fix = f"give --node-rank R on every node (0 on the machine that holds {host})"
+    if host in LOOPBACK_HOSTS:
+        raise UsageError("c10d-node-rank", f"--rdzv-endpoint {host} is loopback: every node "
+                         "would hold it, so it cannot tell which node is the master", fix)
+    if nnodes != 2:
+        raise UsageError("c10d-node-rank", f"c10d hands out node ranks in arrival order, and "
+                         f"with {nnodes} nodes only the master's rank follows from the endpoint; "
+                         "ddpkit's fixed-size job needs every node's rank", fix)
+    if holds(host):
+        return 0, (f"no --node-rank: this machine holds the rendezvous endpoint {host}, so it is "
+                   "node 0 (the master)")
+    return 1, (f"no --node-rank: this machine does not hold the rendezvous endpoint {host}, so "
+               "it is the other of the 2 nodes, node 1")
 
 
 def parse_endpoint(text: str) -> tuple[str, int | None]:
