@@ -112,7 +112,8 @@ def strategy_doc(strategy: str, one: float, multi: float, state: float,
             "backend": "gloo", "device": "cpu", "world_size": 4, "nodes": 2, "ranks_per_node": 2,
             "model": {"kind": "mlp", "width": WIDTH, "depth": DEPTH, "params": PARAMS,
                       "dtype": "fp32", "optimizer": "adam", "batch_per_rank": 32},
-            "phases": {"one_node": phase(one, 2, None), "all_nodes": phase(multi, 4, link)}}
+            "phases": {"one_node": phase(one, 2, None), "all_nodes": phase(multi, 4, link),
+                       "one_node_again": phase(one + 0.1, 2, None)}}
 
 
 def outcome(strategy: str, ok: bool = True, **more: Any) -> JobOutcome:
@@ -150,6 +151,13 @@ def test_rows_put_the_measurement_beside_plans_traffic_and_memory() -> None:
         assert plan["step_s"] == pytest.approx(got["one_node_step_s"] - plan["one_node_comm_s"]
                                                + plan["comm_s"])
     assert rows["ddp"]["measured"]["link_bytes_per_step"] == pytest.approx(1.5 * 4 * p)  # node 1 rx
+    # the 1-node reference is the mean of before and after the all-nodes phase
+    assert rows["ddp"]["measured"]["one_node_step_s"] == pytest.approx(0.25)
+    # with the bytes the link carried, plan's step grows by their extra time on the measured rate
+    ddp = rows["ddp"]["predicted"]
+    assert ddp["step_s_at_measured_bytes"] - ddp["step_s"] == pytest.approx(0.5 * 4 * p / RATE)
+    assert rows["hsdp"]["ratio"]["step_at_measured_bytes"] == pytest.approx(
+        rows["hsdp"]["ratio"]["step"])  # it carried exactly plan's count
     assert rows["fsdp"]["predicted"]["comm_s"] > rows["hsdp"]["predicted"]["comm_s"]
     tables = strategy_tables({"strategies": block})
     assert [len(t.rows) for t in tables] == [3, 3]

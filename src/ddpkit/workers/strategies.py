@@ -13,7 +13,8 @@ first"):
   within one.
 
 Phases, each a fresh model on the same ranks: **one node** (every node alone, all at once, over its
-own ranks: the mesh's node-local dimension; FSDP and HSDP are both FSDP there) and **all nodes**.
+own ranks: the mesh's node-local dimension; FSDP and HSDP are both FSDP there), **all nodes**, and
+**one node again** (the reference is the mean of the two, which brackets the all-nodes phase).
 Measured per rank: the median step (forward, backward, optimizer step) of the timed steps after the
 warm-up; the bytes of the local parameter, gradient and optimizer-state tensors after the last step
 (DTensors by their local shard, storages counted once); the peak resident memory over build and
@@ -253,14 +254,17 @@ def run(args: argparse.Namespace, doc: dict[str, Any], device: torch.device,
     mesh = init_device_mesh(device.type, (nodes, per_node), mesh_dim_names=("node", "local"))
     local = mesh["local"]
     leader = rank % per_node == 0
-    phases: list[tuple[str, Any, Any, int]] = [("one_node", local, local.get_group(), per_node)]
+    one_node = ("one_node", local, local.get_group(), per_node)
+    phases: list[tuple[str, Any, Any, int]] = [one_node]
     if nodes > 1:
         whole = (mesh if args.strategy == "hsdp" else
                  init_device_mesh(device.type, (world,), mesh_dim_names=("all",)))
-        phases.append(("all_nodes", whole, None, world))
+        # the 1-node reference again after: the mean of both brackets the all-nodes phase, so a
+        # machine that got slower or faster meanwhile (other load) biases the comparison less
+        phases += [("all_nodes", whole, None, world), ("one_node_again", *one_node[1:])]
     for name, phase_mesh, group, ranks in phases:
         stage(f"{name}: {args.warmup} warm-up + {args.steps} timed steps")
-        strategy = "fsdp" if (name == "one_node" and args.strategy == "hsdp") else args.strategy
+        strategy = "fsdp" if (name != "all_nodes" and args.strategy == "hsdp") else args.strategy
 
         def model_of(s: str = strategy, m: Any = phase_mesh, g: Any = group) -> nn.Module:
             return build(s, width, depth, device, m, g)
