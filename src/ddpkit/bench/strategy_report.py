@@ -34,9 +34,11 @@ def strategy_tables(payload: Mapping[str, Any]) -> list[Table]:
         m = first["model"]
         what = (f"{first['nodes']} nodes x {first['ranks_per_node']} ranks, "
                 f"{m['params'] / 1e6:.1f}M-param MLP ({m['depth']}x{m['width']}), batch "
-                f"{m['batch_per_rank']} per rank, Adam fp32")
-    footer = [f"plan: {format_rate(link['inter_node_bytes_per_s'])} inter-node ({link['basis']}),"
-              f" overlap {link['overlap']:g}, compute from each strategy's measured 1-node step"
+                f"{m['batch_per_rank']}/rank")
+    footer = [f"plan: {format_rate(link['inter_node_bytes_per_s'])} inter-node ({link['basis']}), "
+              f"overlap {link['overlap']:g}",
+              "compute from each strategy's measured 1-node step",
+              "at bytes: measured / plan's step with the link bytes measured in place of its count",
               ] if link else list(block.get("notes", []))
     steps, memory = [], []
     for r in rows:
@@ -44,17 +46,18 @@ def strategy_tables(payload: Mapping[str, Any]) -> list[Table]:
         got, plan, ratio = r.get("measured") or {}, r.get("predicted") or {}, r.get("ratio") or {}
         steps.append((r["strategy"], _ms(got.get("one_node_step_s")), _ms(got.get("step_s")),
                       _ms(plan.get("step_s")), _x(ratio.get("step")),
+                      _x(ratio.get("step_at_measured_bytes")),
                       _mb(got.get("link_bytes_per_step")), _mb(plan.get("link_bytes_per_step")),
                       status))
         memory.append((r["strategy"], _mb(got.get("state_bytes")), _mb(plan.get("state_bytes")),
                        _x(ratio.get("state")), _mb(got.get("peak_rss_delta")),
                        _mb(plan.get("model_state_bytes")), _mb(got.get("cuda_peak"))))
     return [
-        Table(f"strategies: step measured vs plan ({what})",
-              ("strategy", "1-node step", "step", "plan", "meas/plan", "link/step", "plan link",
-               "status"), tuple(steps),
+        Table(f"strategies: measured vs plan, {what}",
+              ("strategy", "1-node step", "step", "plan", "meas/plan", "at bytes", "link/step",
+               "plan link", "status"), tuple(steps),
               (*footer, "link/step: the busiest node's interface bytes per step, one direction")),
-        Table("strategies: memory per rank (largest rank) vs plan",
+        Table("strategies: memory per rank (the largest rank) vs plan, Adam fp32",
               ("strategy", "params+grads+opt", "plan", "meas/plan", "peak RSS", "plan+buffers",
                "CUDA peak"), tuple(memory),
               ("peak RSS: resident memory over build and steps above the start of the phase",)),
