@@ -156,6 +156,10 @@ def test_rows_put_the_measurement_beside_plans_traffic_and_memory() -> None:
     # with the bytes the link carried, plan's step grows by their extra time on the measured rate
     ddp = rows["ddp"]["predicted"]
     assert ddp["step_s_at_measured_bytes"] - ddp["step_s"] == pytest.approx(0.5 * 4 * p / RATE)
+    # ddp measured 0.4 s, 0.25 s of compute and 1.5 x 4P bytes at RATE: what was hidden of them
+    comm = 1.5 * 4 * p / RATE + (ddp["comm_s"] - 4 * p / RATE)
+    assert rows["ddp"]["measured"]["implied_overlap"] == pytest.approx(
+        (ddp["compute_s"] + comm - 0.4) / min(comm, ddp["compute_s"]))
     assert rows["hsdp"]["ratio"]["step_at_measured_bytes"] == pytest.approx(
         rows["hsdp"]["ratio"]["step"])  # it carried exactly plan's count
     assert rows["fsdp"]["predicted"]["comm_s"] > rows["hsdp"]["predicted"]["comm_s"]

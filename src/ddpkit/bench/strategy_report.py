@@ -39,6 +39,7 @@ def strategy_tables(payload: Mapping[str, Any]) -> list[Table]:
               f"overlap {link['overlap']:g}",
               "compute from each strategy's measured 1-node step",
               "at bytes: measured / plan's step with the link bytes measured in place of its count",
+              "overlap: the fraction of that communication the run hid (plan's overlap that fits)",
               ] if link else list(block.get("notes", []))
     steps, memory = [], []
     for r in rows:
@@ -46,7 +47,7 @@ def strategy_tables(payload: Mapping[str, Any]) -> list[Table]:
         got, plan, ratio = r.get("measured") or {}, r.get("predicted") or {}, r.get("ratio") or {}
         steps.append((r["strategy"], _ms(got.get("one_node_step_s")), _ms(got.get("step_s")),
                       _ms(plan.get("step_s")), _x(ratio.get("step")),
-                      _x(ratio.get("step_at_measured_bytes")),
+                      _x(ratio.get("step_at_measured_bytes")), _x(got.get("implied_overlap")),
                       _mb(got.get("link_bytes_per_step")), _mb(plan.get("link_bytes_per_step")),
                       status))
         memory.append((r["strategy"], _mb(got.get("state_bytes")), _mb(plan.get("state_bytes")),
@@ -54,7 +55,7 @@ def strategy_tables(payload: Mapping[str, Any]) -> list[Table]:
                        _mb(plan.get("model_state_bytes")), _mb(got.get("cuda_peak"))))
     return [
         Table(f"strategies: measured vs plan, {what}",
-              ("strategy", "1-node step", "step", "plan", "meas/plan", "at bytes", "link/step",
+              ("strategy", "1-node step", "step", "plan", "meas/plan", "at bytes", "overlap", "link/step",
                "plan link", "status"), tuple(steps),
               (*footer, "link/step: the busiest node's interface bytes per step, one direction")),
         Table("strategies: memory per rank (the largest rank) vs plan, Adam fp32",

@@ -136,6 +136,11 @@ def strategy_row(strategy: str, outcome: _Outcome | None, doc: Mapping[str, Any]
         comm = predicted["comm_s"] + (moved - predicted["link_bytes_per_step"]) / link.inter_node
         predicted["step_s_at_measured_bytes"] = compute + exposed_seconds(comm, compute,
                                                                           link.overlap)
+        hidden = compute + comm - measured["step_s"]
+        # the overlap that would make plan's step (at the measured bytes) the measured one: 0
+        # nothing hidden, 1 all of it; outside 0..1 the step moved for other reasons (noise)
+        measured["implied_overlap"] = (hidden / min(comm, compute)
+                                       if multi and min(comm, compute) > 0 else None)
     row["predicted"] = predicted
     row["ratio"] = {"step": _ratio(measured["step_s"], predicted["step_s"]) if multi else None,
                     "state": _ratio(measured["state_bytes"], predicted["state_bytes"]),
