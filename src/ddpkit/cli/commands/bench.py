@@ -152,8 +152,8 @@ def options_from_args(args: argparse.Namespace) -> BenchOptions:
                                                                    flag="--setting-timeout"),
         "net_timeout": args.net_timeout and parse_duration(args.net_timeout, flag="--net-timeout"),
         "efficiency_threshold": args.efficiency_threshold,
-        "strategies": args.strategies and tuple(s.strip() for s in args.strategies.split(",")
-                                                if s.strip()),
+        "strategies": None if args.strategies is None else tuple(
+            s.strip() for s in args.strategies.split(",") if s.strip()),
     }
     values.update({k: v for k, v in given.items() if v is not None})
     return BenchOptions(**values)
