@@ -24,6 +24,7 @@ from typing import Any
 from ddpkit.bench.planning.model import parse_setting
 from ddpkit.bench.planning.plan import cost_of
 from ddpkit.bench.run import BenchJob, BenchOptions
+from ddpkit.bench.strategy_rows import strategies_block
 from ddpkit.error_ids import JOB_TIMEOUT
 
 
@@ -321,6 +322,8 @@ def build_payload(options: BenchOptions, cluster: ClusterInfo, outcomes: Sequenc
         "notes": list(notes),
         "jobs": [o.to_dict() for o in outcomes],
     }
+    payload["strategies"] = strategies_block(outcomes, docs, payload["inter_node"],
+                                             wire_rate_value, device)
     payload["ok"] = bench_ok(payload, outcomes)
     return {k: v for k, v in payload.items() if v is not None}
 

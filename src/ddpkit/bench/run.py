@@ -14,6 +14,7 @@ from pathlib import PurePath
 from typing import Any, Literal
 
 from ddpkit.bench.formulas import sweep_sizes
+from ddpkit.bench.planning.memory import Strategy
 from ddpkit.bench.planning.model import parse_setting
 from ddpkit.errors import UsageError
 from ddpkit.launch.config import LaunchConfig
@@ -21,6 +22,12 @@ from ddpkit.launch.config import LaunchConfig
 COLLECTIVES_MODULE = "ddpkit.workers.collectives"
 TCP_MODULE = "ddpkit.workers.tcp_baseline"
 SCALING_MODULE = "ddpkit.workers.scaling"
+STRATEGIES_MODULE = "ddpkit.workers.strategies"
+# The training strategies the bench can run beside plan's model of them (--strategies).
+BENCH_STRATEGIES: tuple[Strategy, ...] = ("ddp", "fsdp", "hsdp")
+# glibc returns every freed block over 64 KiB to the kernel at once, so a phase's peak resident
+# memory follows its live tensors, not what an earlier phase left in the heap.
+STRATEGY_ENV = (("MALLOC_MMAP_THRESHOLD_", "65536"),)
 OPS = ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "all_to_all")
 DEFAULT_SETTINGS = ("none", "bf16", "fp16", "powersgd:1", "powersgd:2", "powersgd:4",
                     "accumulate:4", "bf16+accumulate:4")
@@ -55,6 +62,7 @@ class BenchOptions:
     warmup_steps: int = 3
     powersgd_warmup: int = 2
     settings: tuple[str, ...] = DEFAULT_SETTINGS
+    strategies: tuple[str, ...] = ()  # off unless asked: DDP / FSDP / HSDP steps (docs/bench.md)
     backend: str = "auto"
     setting_timeout: float = 300.0
     net_timeout: float = 900.0
@@ -78,8 +86,13 @@ def _bad(message: str, hint: str) -> UsageError:
 
 def check_options(o: BenchOptions) -> None:
     """UsageError ``bad-bench-option`` / ``bad-setting`` before anything starts."""
-    if not (o.collectives or o.tcp or o.scaling or o.socket_sweep):
-        raise _bad("nothing to measure", "give --collectives, --tcp, --scaling or --socket-sweep")
+    if not (o.collectives or o.tcp or o.scaling or o.socket_sweep or o.strategies):
+        raise _bad("nothing to measure", "give --collectives, --tcp, --scaling, --socket-sweep "
+                   "or --strategies")
+    unknown_strategies = sorted(set(o.strategies) - set(BENCH_STRATEGIES))
+    if unknown_strategies:
+        raise _bad(f"unknown strateg{'y' if len(unknown_strategies) == 1 else 'ies'}: "
+                   f"{', '.join(unknown_strategies)}", f"choose from {','.join(BENCH_STRATEGIES)}")
     try:
         sweep_sizes(o.min_bytes, o.max_bytes, o.step_factor)
     except ValueError as exc:
@@ -121,7 +134,7 @@ class BenchJob:
     """One torchrun job of the bench: a worker module, its arguments and its output file."""
 
     name: str  # "net", "tcp", "scaling:<setting>", "socket:<threads>x<socks>", "socket:default"
-    kind: Literal["net", "tcp", "scaling", "socket"]
+    kind: Literal["net", "tcp", "scaling", "socket", "strategy"]
     title: str  # for progress lines
     module: str
     args: tuple[str, ...]
@@ -131,6 +144,7 @@ class BenchJob:
     setting: str | None = None
     socket: tuple[int, int] | None = None  # (NCCL_SOCKET_NTHREADS, NCCL_NSOCKS_PERTHREAD)
     tcp_output: str | None = None
+    strategy: str | None = None  # kind "strategy": ddp, fsdp or hsdp
 
     @property
     def slug(self) -> str:
@@ -193,6 +207,9 @@ def plan_jobs(o: BenchOptions, results_dir: str, *, nnodes: int,
                  str(o.powersgd_warmup), "--backend", o.backend, "--timeout",
                  f"{pg_timeout(o.setting_timeout):g}", "--out", str(out / f"{slug}.json")),
                 f"{slug}.json", o.setting_timeout, setting=setting))
+    jobs.extend(_strategy_jobs(o, out))
+    if o.strategies and nnodes == 1:
+        notes.append("strategies: one node, so only the 1-node steps are measured")
     if o.socket_sweep:
         reason = socket_sweep_skip_reason(backend, nnodes)
         if reason:
@@ -209,6 +226,20 @@ def socket_sweep_skip_reason(backend: str, nnodes: int) -> str | None:
     if nnodes < 2:
         return "NCCL's socket transport carries only inter-node traffic: run it on 2+ nodes"
     return None
+
+
+def _strategy_jobs(o: BenchOptions, out: PurePath) -> list[BenchJob]:
+    """One job per strategy (a hang or crash costs that strategy only), in BENCH_STRATEGIES order."""
+    jobs = []
+    for strategy in (s for s in BENCH_STRATEGIES if s in o.strategies):
+        jobs.append(BenchJob(
+            f"strategy:{strategy}", "strategy", f"{strategy.upper()} steps", STRATEGIES_MODULE,
+            ("--strategy", strategy, "--params", str(o.params), "--batch", str(o.batch),
+             "--steps", str(o.steps), "--warmup", str(o.warmup_steps), "--backend", o.backend,
+             "--timeout", f"{pg_timeout(o.setting_timeout):g}",
+             "--out", str(out / f"strategy-{strategy}.json")),
+            f"strategy-{strategy}.json", o.setting_timeout, env=STRATEGY_ENV, strategy=strategy))
+    return jobs
 
 
 def _socket_jobs(o: BenchOptions, out: PurePath) -> list[BenchJob]:
@@ -262,6 +293,7 @@ def peer_argv(o: BenchOptions) -> tuple[str, ...]:
     argv += ["--tcp"] if o.tcp else []
     argv += ["--scaling"] if o.scaling else []
     argv += ["--socket-sweep"] if o.socket_sweep else []
+    argv += ["--strategies", ",".join(o.strategies)] if o.strategies else []
     argv += ["-b", str(o.min_bytes), "-e", str(o.max_bytes), "-f", str(o.step_factor),
              "-w", str(o.warmup_iters), "-n", str(o.iters), "--ops", ",".join(o.ops),
              "--tcp-seconds", f"{o.tcp_seconds:g}", "--tcp-streams", ",".join(map(str, o.tcp_streams)),

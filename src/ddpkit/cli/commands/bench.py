@@ -64,6 +64,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
                        ("--scaling", "DDP step time on 1 node vs all nodes, per setting"),
                        ("--socket-sweep", "NCCL only: NCCL_SOCKET_NTHREADS x NCCL_NSOCKS_PERTHREAD")):
         what.add_argument(flag, action="store_true", default=False, help=text)
+    add_flag(what, "--strategies", default=None,
+             help="comma list of ddp, fsdp, hsdp: their steps (same MLP, Adam) beside plan's "
+                  "prediction (off unless given)")
     sweep = parser.add_argument_group("collective sweep (nccl-tests' flags)")
     sweep.add_argument("-b", "--min-bytes", "--minbytes", dest="min_bytes", default=None,
                        help="smallest size, binary suffixes: 1K = 1024 (default 1K)")
@@ -128,7 +131,7 @@ def options_from_args(args: argparse.Namespace) -> BenchOptions:
         values.update(QUICK, quick=True)
     phases = {name: getattr(args, name) for name in ("tcp", "collectives", "scaling",
                                                      "socket_sweep")}
-    if any(phases.values()):
+    if any(phases.values()) or args.strategies:
         values.update(phases)
     given: dict[str, Any] = {
         "min_bytes": args.min_bytes and _sweep_size(args.min_bytes, "-b"),
@@ -149,6 +152,8 @@ def options_from_args(args: argparse.Namespace) -> BenchOptions:
                                                                    flag="--setting-timeout"),
         "net_timeout": args.net_timeout and parse_duration(args.net_timeout, flag="--net-timeout"),
         "efficiency_threshold": args.efficiency_threshold,
+        "strategies": None if args.strategies is None else tuple(
+            s.strip() for s in args.strategies.split(",") if s.strip()),
     }
     values.update({k: v for k, v in given.items() if v is not None})
     return BenchOptions(**values)
@@ -332,9 +337,11 @@ def _node_summary(console: Console, as_json: bool, node_rank: int,
 
 def show(console: Console, payload: dict[str, Any]) -> None:
     from ddpkit.bench import report
+    from ddpkit.bench.strategy_report import strategy_tables
 
     tables = [report.tcp_table(payload), *report.collective_tables(payload),
-              report.scaling_table(payload), report.socket_table(payload)]
+              report.scaling_table(payload), *strategy_tables(payload),
+              report.socket_table(payload)]
     for table in tables:
         if table is None:
             continue

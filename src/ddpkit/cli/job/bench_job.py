@@ -19,7 +19,7 @@ VALUE_FLAGS = {
     "steps": "--steps", "warmup": "--warmup", "powersgd_warmup": "--powersgd-warmup",
     "settings": "--settings", "setting_timeout": "--setting-timeout",
     "efficiency_threshold": "--efficiency-threshold", "backend": "--backend",
-    "net_timeout": "--net-timeout",
+    "net_timeout": "--net-timeout", "strategies": "--strategies",
 }
 SWITCHES = {"tcp": "--tcp", "collectives": "--collectives", "scaling": "--scaling",
             "socket_sweep": "--socket-sweep", "quick": "--quick"}

@@ -1,0 +1,65 @@
+"""The bench's strategies block for people: step time and memory per rank, measured beside plan's
+prediction (tables as data; :mod:`ddpkit.cli.commands.bench` prints them). Pure."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from ddpkit.bench.report import Table
+from ddpkit.bench.units import format_rate, format_seconds
+
+
+def _ms(seconds: float | None) -> str:
+    return "-" if seconds is None else format_seconds(seconds)
+
+
+def _mb(count: float | None) -> str:
+    return "-" if count is None else f"{count / 1e6:.1f} MB"
+
+
+def _x(ratio: float | None) -> str:
+    return "-" if ratio is None else f"{ratio:.2f}"
+
+
+def strategy_tables(payload: Mapping[str, Any]) -> list[Table]:
+    block = payload.get("strategies")
+    if not block or not block.get("rows"):
+        return []
+    rows = block["rows"]
+    first = next((r for r in rows if r.get("model")), None)
+    link = block.get("link")
+    what = ""
+    if first:
+        m = first["model"]
+        what = (f"{first['nodes']} nodes x {first['ranks_per_node']} ranks, "
+                f"{m['params'] / 1e6:.1f}M-param MLP ({m['depth']}x{m['width']}), batch "
+                f"{m['batch_per_rank']}/rank")
+    footer = [f"plan: {format_rate(link['inter_node_bytes_per_s'])} inter-node ({link['basis']}), "
+              f"overlap {link['overlap']:g}",
+              "compute from each strategy's measured 1-node step",
+              "at bytes: measured / plan's step with the link bytes measured in place of its count",
+              "overlap: the fraction of that communication the run hid (plan's overlap that fits)",
+              ] if link else list(block.get("notes", []))
+    steps, memory = [], []
+    for r in rows:
+        status = "ok" if r.get("ok") else f"FAILED: {r.get('error', '')}"
+        got, plan, ratio = r.get("measured") or {}, r.get("predicted") or {}, r.get("ratio") or {}
+        steps.append((r["strategy"], _ms(got.get("one_node_step_s")), _ms(got.get("step_s")),
+                      _ms(plan.get("step_s")), _x(ratio.get("step")),
+                      _x(ratio.get("step_at_measured_bytes")), _x(got.get("implied_overlap")),
+                      _mb(got.get("link_bytes_per_step")), _mb(plan.get("link_bytes_per_step")),
+                      status))
+        memory.append((r["strategy"], _mb(got.get("state_bytes")), _mb(plan.get("state_bytes")),
+                       _x(ratio.get("state")), _mb(got.get("peak_rss_delta")),
+                       _mb(plan.get("model_state_bytes")), _mb(got.get("cuda_peak"))))
+    return [
+        Table(f"strategies: measured vs plan, {what}",
+              ("strategy", "1-node step", "step", "plan", "meas/plan", "at bytes", "overlap", "link/step",
+               "plan link", "status"), tuple(steps),
+              (*footer, "link/step: the busiest node's interface bytes per step, one direction")),
+        Table("strategies: memory per rank (the largest rank) vs plan, Adam fp32",
+              ("strategy", "params+grads+opt", "plan", "meas/plan", "peak RSS", "plan+buffers",
+               "CUDA peak"), tuple(memory),
+              ("peak RSS: resident memory over build and steps above the start of the phase",)),
+    ]

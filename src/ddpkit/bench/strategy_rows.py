@@ -1,0 +1,181 @@
+"""The bench's DDP / FSDP / HSDP rows beside `ddpkit plan`'s prediction for the same run.
+
+Pure: the ``ddpkit.strategy-run/1`` documents (``ddpkit.workers.strategies``), how their jobs ended
+and the link the bench measured go in; the ``strategies`` block of ``ddpkit.bench/1`` comes out.
+
+The prediction is plan's own model (:mod:`ddpkit.bench.planning.strategies` and
+:mod:`ddpkit.bench.planning.memory`) for the model, nodes and ranks per node that ran:
+
+* link: the measured inter-node all_reduce busbw (what ``plan --from-bench`` reads), else the raw
+  TCP wire rate; intra-node plan's default; overlap plan's (0 for a CPU run, else 0.7); the
+  ``hierarchical`` all-reduce model, plan's default;
+* compute: solved from the strategy's own measured 1-node step (the step = compute + exposed
+  1-node communication, as plan models it), so the comparison checks the inter-node traffic terms,
+  not a guess of the compute;
+* memory: parameters + gradients + optimizer state per rank (Adam, fp32, one FSDP unit per layer),
+  against the bytes of those tensors on the largest rank; plan's model state (with DDP's buckets or
+  FSDP's working set) beside the peak resident memory.
+
+Ratios are measured / predicted. ``step_s_at_measured_bytes`` is plan's step with the bytes the
+link really carried in place of its traffic count (Gloo runs DDP's all-reduce as one ring over all
+ranks and FSDP's reduce-scatter as a whole all-reduce: docs/bench.md), so the two ratios tell a
+counting error from a timing one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol
+
+from ddpkit.bench.planning.memory import MemoryInput, Strategy, memory
+from ddpkit.bench.planning.model import exposed_seconds
+from ddpkit.bench.planning.plan import CPU_OVERLAP, DEFAULT_INTRA_NODE, DEFAULT_OVERLAP
+from ddpkit.bench.planning.strategies import Link, evaluate_strategies, traffic
+from ddpkit.bench.run import BENCH_STRATEGIES
+from ddpkit.choices import parse_choice
+from ddpkit.error_ids import JOB_TIMEOUT
+
+
+class _Outcome(Protocol):  # ddpkit.bench.merge.JobOutcome (merge imports this module)
+    @property
+    def ok(self) -> bool: ...
+    @property
+    def error_id(self) -> str | None: ...
+    @property
+    def message(self) -> str | None: ...
+    @property
+    def cause(self) -> str | None: ...
+    @property
+    def stage(self) -> str | None: ...
+    @property
+    def job(self) -> Any: ...
+
+
+def compute_from_step(one_node_step_s: float, comm_s: float, overlap: float) -> float:
+    """The compute time for which plan's step (``compute + exposed``) equals a measured step."""
+    low, high = 0.0, one_node_step_s
+    for _ in range(200):
+        middle = (low + high) / 2
+        step = middle + exposed_seconds(comm_s, middle, overlap)
+        low, high = (middle, high) if step < one_node_step_s else (low, middle)
+    return (low + high) / 2
+
+
+def predict(strategy: Strategy, *, params: int, width: int, depth: int, nodes: int,
+            ranks_per_node: int, one_node_step_s: float | None, link: Link) -> dict[str, Any]:
+    """Plan's step time, traffic and memory per rank for ``strategy`` on this run's layout."""
+    inp = MemoryInput(params=params, nodes=nodes, gpus_per_node=ranks_per_node, grad_bytes=4,
+                      optimizer="adam", layers=depth, hidden=width)
+    _, comm_one = traffic(inp, strategy, link, 1)
+    compute = (None if one_node_step_s is None else
+               compute_from_step(one_node_step_s, comm_one, link.overlap))
+    result = next(r for r in evaluate_strategies(inp, link, compute, None)
+                  if r.strategy == strategy)
+    mem = memory(inp, strategy)
+    return {"compute_s": compute, "comm_s": result.comm_s, "one_node_comm_s": comm_one,
+            "step_s": result.step_s, "link_bytes_per_step": result.inter_node_bytes,
+            "state_bytes": mem.weights + mem.gradients + mem.optimizer,
+            "model_state_bytes": mem.model_states, "shard_group": mem.shard_group}
+
+
+def _ratio(measured: float | None, predicted: float | None) -> float | None:
+    return measured / predicted if measured is not None and predicted else None
+
+
+def _failure(outcome: _Outcome | None, doc: Mapping[str, Any] | None) -> str:
+    if doc and doc.get("error"):
+        return str(doc["error"])
+    problems = [p for phase in (doc or {}).get("phases", {}).values()
+                for p in phase.get("problems", [])]
+    if problems:
+        return "; ".join(problems)
+    if outcome is not None and not outcome.ok:
+        if outcome.error_id == JOB_TIMEOUT:
+            return f"timed out after {outcome.job.timeout_s:g} s" + (
+                f" in {outcome.stage}" if outcome.stage else "")
+        return outcome.cause or f"{outcome.error_id}: {outcome.message}"
+    return "no result was written"
+
+
+def _link_bytes(phase: Mapping[str, Any]) -> float | None:
+    """The busiest node's bytes per step, the larger direction (plan counts one direction)."""
+    counts = [max(n["rx_bytes_per_step"], n["tx_bytes_per_step"]) for n in phase.get("link", [])]
+    return max(counts) if counts else None
+
+
+def strategy_row(strategy: str, outcome: _Outcome | None, doc: Mapping[str, Any] | None,
+                 link: Link | None) -> dict[str, Any]:
+    phases = (doc or {}).get("phases", {})
+    one, multi, again = (phases.get(k) for k in ("one_node", "all_nodes", "one_node_again"))
+    nodes = int((doc or {}).get("nodes") or 0)
+    ok = bool(doc and doc.get("ok") and (multi or nodes == 1) and (outcome is None or outcome.ok))
+    row: dict[str, Any] = {"strategy": strategy, "ok": ok}
+    if not ok:
+        row["error"] = _failure(outcome, doc)
+    if not doc or not one:
+        return row
+    model, ranks = doc["model"], int(doc["ranks_per_node"])
+    ran = multi or one
+    reference = (one["step_s"] + again["step_s"]) / 2 if again else one["step_s"]
+    measured = {"one_node_step_s": reference, "one_node_steps_s": [
+                    p["step_s"] for p in (one, again) if p], "step_s": ran["step_s"],
+                "state_bytes": ran["state_bytes"], "peak_rss_delta": ran["peak_rss_delta"],
+                "cuda_peak": ran["cuda_peak"],
+                "link_bytes_per_step": _link_bytes(multi) if multi else None}
+    row.update(nodes=nodes, ranks_per_node=ranks, model=model, measured=measured)
+    if link is None:
+        return row
+    predicted = predict(parse_choice(strategy, BENCH_STRATEGIES, "strategy"),
+                        params=int(model["params"]),
+                        width=int(model["width"]), depth=int(model["depth"]), nodes=nodes,
+                        ranks_per_node=ranks, one_node_step_s=reference, link=link)
+    moved, compute = measured["link_bytes_per_step"], predicted["compute_s"]
+    if moved is not None and compute is not None:
+        # plan's time with the bytes the link really carried in place of its traffic count: what
+        # is left of the error is timing (bandwidth, overlap, compute), not counting
+        comm = predicted["comm_s"] + (moved - predicted["link_bytes_per_step"]) / link.inter_node
+        predicted["step_s_at_measured_bytes"] = compute + exposed_seconds(comm, compute,
+                                                                          link.overlap)
+        hidden = compute + comm - measured["step_s"]
+        # the overlap that would make plan's step (at the measured bytes) the measured one: 0
+        # nothing hidden, 1 all of it; outside 0..1 the step moved for other reasons (noise)
+        measured["implied_overlap"] = (hidden / min(comm, compute)
+                                       if multi and min(comm, compute) > 0 else None)
+    row["predicted"] = predicted
+    row["ratio"] = {"step": _ratio(measured["step_s"], predicted["step_s"]) if multi else None,
+                    "state": _ratio(measured["state_bytes"], predicted["state_bytes"]),
+                    "link_bytes": _ratio(measured["link_bytes_per_step"],
+                                         predicted["link_bytes_per_step"]),
+                    "step_at_measured_bytes": _ratio(measured["step_s"],
+                                                     predicted.get("step_s_at_measured_bytes"))}
+    return row
+
+
+def strategies_block(outcomes: Sequence[_Outcome], docs: Mapping[str, Any],
+                     inter_node: Mapping[str, Any] | None, wire_bytes_per_s: float | None,
+                     device: str | None) -> dict[str, Any] | None:
+    """The ``strategies`` block: the link plan was given and one row per strategy job."""
+    jobs = [o for o in outcomes if o.job.kind == "strategy"]
+    if not jobs:
+        return None
+    ran = [docs.get(o.job.output) or {} for o in jobs]
+    device = next((str(d["device"]) for d in ran if d.get("device")), device)
+    overlap = CPU_OVERLAP if device == "cpu" else DEFAULT_OVERLAP
+    notes = []
+    if inter_node and inter_node.get("busbw_bytes_per_s"):
+        rate, basis = float(inter_node["busbw_bytes_per_s"]), "all_reduce busbw (collective sweep)"
+    elif wire_bytes_per_s:
+        rate, basis = float(wire_bytes_per_s), "raw TCP wire rate"
+    else:
+        rate, basis = None, None
+        notes.append("no inter-node rate was measured: add --collectives (or --tcp) for plan's "
+                     "prediction")
+    link = None if rate is None else Link(rate, DEFAULT_INTRA_NODE, overlap)
+    order = {s: i for i, s in enumerate(BENCH_STRATEGIES)}
+    rows = [strategy_row(str(o.job.strategy), o, docs.get(o.job.output), link)
+            for o in sorted(jobs, key=lambda o: order.get(o.job.strategy, len(order)))]
+    return {"link": None if link is None else {
+                "inter_node_bytes_per_s": rate, "basis": basis,
+                "intra_node_bytes_per_s": DEFAULT_INTRA_NODE, "overlap": overlap,
+                "algorithm": link.algorithm},
+            "rows": rows, "notes": notes}

@@ -1,0 +1,332 @@
+"""Training steps of one strategy (DDP, FSDP or HSDP), on one node and on all nodes, in one job.
+
+    torchrun ... -m ddpkit.workers.strategies --strategy hsdp --params 4000000 --batch 32 \\
+        --steps 6 --warmup 2 --out strategy-hsdp.json
+
+The model is the scaling bench's MLP (:func:`ddpkit.workers.scaling.mlp_shape`), Adam, fp32,
+synthetic data per rank. The strategies, as ``ddpkit plan`` models them (docs/plan.md, "Memory
+first"):
+
+* ``ddp``: ``DistributedDataParallel`` over the ranks;
+* ``fsdp``: ``fully_shard`` per layer and on the whole model, over a 1-D mesh of the ranks;
+* ``hsdp``: the same on a 2-D mesh ``(nodes, ranks per node)``: replicated across nodes, sharded
+  within one.
+
+Phases, each a fresh model on the same ranks: **one node** (every node alone, all at once, over its
+own ranks: the mesh's node-local dimension; FSDP and HSDP are both FSDP there), **all nodes**, and
+**one node again** (the reference is the mean of the two, which brackets the all-nodes phase).
+Measured per rank: the median step (forward, backward, optimizer step) of the timed steps after the
+warm-up; the bytes of the local parameter, gradient and optimizer-state tensors after the last step
+(DTensors by their local shard, storages counted once); the peak resident memory over build and
+steps above the resident memory before the build (Linux VmHWM, reset through /proc/self/clear_refs;
+None where that is not allowed); the peak CUDA memory on GPUs. Per node (its first rank): the bytes
+its network interface (``GLOO_SOCKET_IFNAME``, which ``ddpkit launch`` sets; else every one but
+``lo``) sent and received during the timed steps, from /proc/net/dev: what crossed the node's link,
+plus any other traffic of the machine meanwhile (ranks of one node talk over ``lo``).
+
+Rank 0 writes a ``ddpkit.strategy-run/1`` document after each phase and its stage to
+``<out>.stage``. Ranks must be numbered node by node (torchrun does so): the worker checks.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import os
+import statistics
+import sys
+import time
+import traceback
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import torch
+import torch.distributed as dist
+from torch import nn
+
+from ddpkit.atomic_file import replace_file
+from ddpkit.workers.json_collective import all_gather_json
+from ddpkit.workers.scaling import mlp_shape, process_group
+
+SCHEMA = "ddpkit.strategy-run/1"
+STRATEGIES = ("ddp", "fsdp", "hsdp")  # ddpkit.bench.run.BENCH_STRATEGIES (a unit test checks)
+
+
+def _status_kib(field: str) -> int | None:
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
+    except OSError:
+        return None
+    return None
+
+
+def reset_peak_rss() -> bool:
+    """Set VmHWM to the current resident set (Linux: ``5`` to /proc/self/clear_refs)."""
+    try:
+        Path("/proc/self/clear_refs").write_text("5")
+    except OSError:
+        return False
+    return True
+
+
+def interface_bytes(text: str) -> dict[str, tuple[int, int]]:
+    """(received, sent) bytes of every interface but ``lo`` in a /proc/net/dev text."""
+    counters = {}
+    for line in text.splitlines()[2:]:
+        name, _, rest = line.partition(":")
+        fields = rest.split()
+        if name.strip() != "lo" and len(fields) >= 9:
+            counters[name.strip()] = (int(fields[0]), int(fields[8]))
+    return counters
+
+
+def _net_counters() -> dict[str, tuple[int, int]]:
+    try:
+        return interface_bytes(Path("/proc/net/dev").read_text())
+    except (OSError, ValueError):
+        return {}
+
+
+def link_bytes(before: dict[str, tuple[int, int]], after: dict[str, tuple[int, int]],
+               only: str | None) -> tuple[list[str], int, int]:
+    """(interfaces counted, bytes received, bytes sent) between two readings: those ``only`` (a
+    comma list, as GLOO_SOCKET_IFNAME) names, else all, in both readings and not reset."""
+    names = sorted(set(before) & set(after))
+    if only:
+        wanted = {n.strip() for n in only.split(",") if n.strip()}
+        names = [n for n in names if n in wanted]
+    names = [n for n in names if after[n][0] >= before[n][0] and after[n][1] >= before[n][1]]
+    return (names, sum(after[n][0] - before[n][0] for n in names),
+            sum(after[n][1] - before[n][1] for n in names))
+
+
+def storage_bytes(tensors: Iterable[Any]) -> int:
+    """Bytes of the distinct storages behind ``tensors`` (a DTensor by its local shard)."""
+    seen: dict[int, int] = {}
+    for t in tensors:
+        local = t.to_local() if hasattr(t, "to_local") else t
+        storage = local.untyped_storage()
+        seen[storage.data_ptr()] = storage.nbytes()
+    return sum(seen.values())
+
+
+def _layers(width: int, depth: int) -> list[nn.Module]:
+    layers: list[nn.Module] = []
+    for index in range(depth):
+        layers.append(nn.Linear(width, width))
+        if index < depth - 1:
+            layers.append(nn.ReLU())
+    return layers
+
+
+def build(strategy: str, width: int, depth: int, device: torch.device, mesh: Any,
+          group: Any) -> nn.Module:
+    """The MLP under ``strategy``: DDP over ``group``, or ``fully_shard`` on ``mesh`` (built on the
+    meta device and materialised shard by shard, so no rank ever holds the whole model)."""
+    torch.manual_seed(1234)
+    if strategy == "ddp":
+        model = nn.Sequential(*_layers(width, depth)).to(device)
+        ids = [device.index] if device.type == "cuda" else None
+        return nn.parallel.DistributedDataParallel(model, process_group=group, device_ids=ids)
+    from torch.distributed.fsdp import fully_shard
+
+    with torch.device("meta"):
+        model = nn.Sequential(*_layers(width, depth))
+    for layer in model:
+        if isinstance(layer, nn.Linear):
+            fully_shard(layer, mesh=mesh)
+    fully_shard(model, mesh=mesh)
+    model.to_empty(device=device)
+    for layer in model:
+        if isinstance(layer, nn.Linear):
+            layer.reset_parameters()
+    return model
+
+
+def time_phase(args: argparse.Namespace, model_of: Any, device: torch.device, width: int,
+               leader: bool) -> dict[str, Any]:
+    """This rank's measurements of one phase; ``model_of()`` builds the model."""
+    gc.collect()
+    dist.barrier()
+    reset = reset_peak_rss()
+    base_kib = _status_kib("VmRSS")
+    if device.type == "cuda":
+        torch.cuda.reset_peak_memory_stats(device)
+    model = model_of()
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-4)
+    generator = torch.Generator().manual_seed(1000 + dist.get_rank())
+    x = torch.randn(args.batch, width, generator=generator).to(device)
+    y = torch.randn(args.batch, width, generator=generator).to(device)
+    losses: list[torch.Tensor] = []
+
+    def step() -> None:
+        loss = nn.functional.mse_loss(model(x), y)
+        loss.backward()  # type: ignore[no-untyped-call]
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=False)  # gradients stay allocated, as between real steps
+        losses[:] = [loss.detach()]
+
+    for _ in range(args.warmup):
+        step()
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+    dist.barrier()
+    before = _net_counters() if leader else {}
+    times = []
+    for _ in range(args.steps):
+        start = time.perf_counter()
+        step()
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
+        times.append(time.perf_counter() - start)
+    after = _net_counters() if leader else {}
+    peak_kib = _status_kib("VmHWM")
+    state = [t for s in optimizer.state.values() for t in s.values() if torch.is_tensor(t)]
+    loss = float(losses[0]) if losses else float("nan")
+    link = None
+    names, rx, tx = link_bytes(before, after, os.environ.get("GLOO_SOCKET_IFNAME"))
+    if names:
+        link = {"interfaces": names, "rx_bytes_per_step": rx / args.steps,
+                "tx_bytes_per_step": tx / args.steps}
+    result = {
+        "rank": dist.get_rank(), "step_s": statistics.median(times), "steps_s": times,
+        "weights": storage_bytes(model.parameters()),
+        "gradients": storage_bytes(p.grad for p in model.parameters() if p.grad is not None),
+        "optimizer": storage_bytes(state),
+        "peak_rss_delta": (peak_kib - base_kib) * 1024 if reset and peak_kib and base_kib else None,
+        "cuda_peak": torch.cuda.max_memory_allocated(device) if device.type == "cuda" else None,
+        "final_loss": loss, "link": link,
+    }
+    return result
+
+
+def summarise(per_rank: list[dict[str, Any]], node_of: list[int], ranks: int) -> dict[str, Any]:
+    """One phase over every rank (of every node running it at once)."""
+    problems = sorted({f"rank {r['rank']}: loss is not finite" for r in per_rank
+                       if r["final_loss"] != r["final_loss"] or abs(r["final_loss"]) == float("inf")})
+    states = [r["weights"] + r["gradients"] + r["optimizer"] for r in per_rank]
+    peaks = [r["peak_rss_delta"] for r in per_rank if r["peak_rss_delta"] is not None]
+    cuda = [r["cuda_peak"] for r in per_rank if r["cuda_peak"] is not None]
+    links = {node_of[r["rank"]]: r["link"] for r in per_rank if r["link"] is not None}
+    return {
+        "ranks": ranks, "step_s": max(r["step_s"] for r in per_rank),
+        "state_bytes": max(states), "peak_rss_delta": max(peaks) if peaks else None,
+        "cuda_peak": max(cuda) if cuda else None,
+        "link": [{"node": node, **links[node]} for node in sorted(links)],
+        "per_rank": per_rank, "ok": not problems, "problems": problems,
+    }
+
+
+class Stage:
+    def __init__(self, out: Path | None) -> None:
+        self.out = out if dist.get_rank() == 0 else None
+
+    def __call__(self, text: str) -> None:
+        if self.out is not None:
+            replace_file(f"{self.out}.stage", f"{text}\n")
+
+    def save(self, doc: dict[str, Any]) -> None:
+        if self.out is not None:
+            replace_file(self.out, json.dumps(doc, indent=2) + "\n")
+
+
+def run(args: argparse.Namespace, doc: dict[str, Any], device: torch.device,
+        stage: Stage) -> None:
+    """Every phase, filling ``doc`` (saved after each, so a failure later keeps what was measured)."""
+    from torch.distributed.device_mesh import init_device_mesh
+
+    rank, world = dist.get_rank(), dist.get_world_size()
+    width, depth = mlp_shape(args.params)
+    doc["model"] = {"kind": "mlp", "width": width, "depth": depth,
+                    "params": depth * (width * width + width), "dtype": "fp32",
+                    "optimizer": "adam", "batch_per_rank": args.batch}
+    node_of = [int(n) for n in all_gather_json(int(os.environ.get("GROUP_RANK", "0")))]
+    nodes = len(set(node_of))
+    per_node = world // nodes
+    if world % nodes or node_of != [r // per_node for r in range(world)]:
+        raise RuntimeError(f"ranks are not numbered node by node with equal counts: {node_of}")
+    doc.update(nodes=nodes, ranks_per_node=per_node)
+    stage.save(doc)
+    mesh = init_device_mesh(device.type, (nodes, per_node), mesh_dim_names=("node", "local"))
+    local = mesh["local"]
+    leader = rank % per_node == 0
+    one_node = ("one_node", local, local.get_group(), per_node)
+    phases: list[tuple[str, Any, Any, int]] = [one_node]
+    if nodes > 1:
+        whole = (mesh if args.strategy == "hsdp" else
+                 init_device_mesh(device.type, (world,), mesh_dim_names=("all",)))
+        # the 1-node reference again after: the mean of both brackets the all-nodes phase, so a
+        # machine that got slower or faster meanwhile (other load) biases the comparison less
+        phases += [("all_nodes", whole, None, world), ("one_node_again", *one_node[1:])]
+    for name, phase_mesh, group, ranks in phases:
+        stage(f"{name}: {args.warmup} warm-up + {args.steps} timed steps")
+        strategy = "fsdp" if (name != "all_nodes" and args.strategy == "hsdp") else args.strategy
+
+        def model_of(s: str = strategy, m: Any = phase_mesh, g: Any = group) -> nn.Module:
+            return build(s, width, depth, device, m, g)
+
+        mine = time_phase(args, model_of, device, width, leader)
+        doc["phases"][name] = summarise(all_gather_json(mine), node_of, ranks)
+        stage.save(doc)
+    doc["ok"] = all(p["ok"] for p in doc["phases"].values())
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m ddpkit.workers.strategies",
+                                description="DDP / FSDP / HSDP steps: one node vs all nodes")
+    p.add_argument("--strategy", choices=STRATEGIES, required=True)
+    p.add_argument("--params", type=int, default=25_000_000)
+    p.add_argument("--batch", type=int, default=64, help="samples per rank per step")
+    p.add_argument("--steps", type=int, default=10, help="timed steps")
+    p.add_argument("--warmup", type=int, default=3, help="untimed steps first")
+    p.add_argument("--backend", choices=("auto", "gloo", "nccl"), default="auto")
+    p.add_argument("--timeout", type=float, default=120.0, help="process group timeout (s)")
+    p.add_argument("--out", type=Path, default=None, help="JSON results (written by rank 0)")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.params < 1 or args.batch < 1 or args.steps < 1 or args.warmup < 0:
+        parser.error("need --params, --batch, --steps >= 1 and --warmup >= 0")
+    backend = args.backend
+    if backend == "auto":
+        backend = "nccl" if torch.cuda.is_available() and dist.is_nccl_available() else "gloo"
+    device = torch.device("cpu")
+    if backend == "nccl":
+        device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0")))
+        torch.cuda.set_device(device)
+    with process_group(backend, args.timeout):
+        stage = Stage(args.out)
+        doc: dict[str, Any] = {
+            "schema": SCHEMA, "strategy": args.strategy, "ok": False, "backend": backend,
+            "device": device.type, "world_size": dist.get_world_size(),
+            "torch_version": torch.__version__, "warmup_steps": args.warmup,
+            "timed_steps": args.steps, "phases": {}}
+        try:
+            run(args, doc, device, stage)
+        except Exception as exc:
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+            doc.update(ok=False, error=f"{type(exc).__name__}: {first}")
+            stage.save(doc)
+            stage("failed")
+            sys.stderr.write(traceback.format_exc())
+            return 1
+        stage.save(doc)
+        stage("done")
+        if dist.get_rank() == 0:
+            lines = [f"# {args.strategy}, {name.replace('_', ' ')}: {p['step_s'] * 1e3:.1f} ms/step, "
+                     f"state {p['state_bytes'] / 1e6:.1f} MB/rank"
+                     for name, p in doc["phases"].items()]
+            sys.stdout.write("\n".join(lines) + "\n")
+            sys.stdout.flush()
+    return 0 if doc["ok"] else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
