@@ -117,3 +117,31 @@ def test_the_job_counter_is_joined_only_after_the_ranks_ran_a_while(agent, tmp_p
     assert made == [110.0]  # ranks first seen at 100: joined 10 s later, once
     short = _watcher(tmp_path, "report", clock, said)
     assert short.exchange_after() == 5 / 4  # a quarter of a short --hang-timeout
+
+
+def test_the_job_counter_stops_once_this_nodes_ranks_have_ended(agent, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    clock, said, stopped = Clock(), [], []
+
+    class Exchange:
+        def progressed(self) -> None: ...
+        def value(self) -> int | None:
+            return 7
+        def stop(self) -> None:
+            stopped.append(clock.now)
+        def close(self) -> None: ...
+
+    watch = _watcher(tmp_path, "report", clock, said)
+    watch.policy = HangPolicy(timeout_s=60)
+    watch.exchange_factory = Exchange  # type: ignore[assignment]
+    watch.started(agent.pid)
+    for step in range(12):
+        clock.now = 100.0 + step
+        watch.poll()
+    assert watch.exchange is not None and stopped == []
+    kids = psutil.Process(agent.pid).children()
+    for kid in kids:
+        kid.kill()
+    psutil.wait_procs(kids, timeout=10)
+    clock.now = 120.0
+    watch.poll()
+    assert stopped == [120.0]  # before torchrun's exit barrier can take the job's store away
