@@ -304,7 +304,7 @@ def _attempt(plan: NodePlan, events: LaunchEvents, probe: MasterProbe | None,
                                           outcome.timed_out)):
         events.output(text)
     if (folded := torch_log.folded_summary()) is not None:
-        events.waiting(f"{folded}; torch's lines are in {Path(plan.run_dir) / LAUNCHER_LOG}")
+        events.waiting(folded)
     root, failures = parse_failures(outcome.tail)
     return NodeResult(plan=plan, outcome=outcome, root_cause=root, failures=failures,
                       stack_reports=tuple(watch.reports), restarts=attempt), watch

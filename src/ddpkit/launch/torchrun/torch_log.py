@@ -31,8 +31,9 @@ BACKTRACE = re.compile(r"^(?:Exception raised from .* \(most recent call first\)
 
 # Known-harmless C++ warnings: (what it means, a pattern of its message).
 HARMLESS: tuple[tuple[str, re.Pattern[str]], ...] = (
-    ("c10d could not look up a peer's host name (no reverse DNS for its address; only the log "
-     "line needs it)", re.compile(r"The hostname of the client socket cannot be retrieved")),
+    # c10d names a peer in its log lines by reverse DNS; an address without a name is harmless
+    ("a peer address without reverse DNS",
+     re.compile(r"The hostname of the client socket cannot be retrieved")),
 )
 
 _TARGET = re.compile(r"(?:to host |network address of \(|while trying to connect to \()"
@@ -90,8 +91,8 @@ class TorchLog:
         if not self.folded:
             return None
         parts = [f"{meaning} ×{count}" for meaning, count in self.folded.items()]
-        return f"folded {sum(self.folded.values())} known-harmless torch warnings: " + \
-            "; ".join(parts)
+        return (f"folded {sum(self.folded.values())} harmless torch warnings ({'; '.join(parts)}); "
+                "torchrun.log has them")
 
     def _connect_failed(self, message: str) -> None:
         found = _ERRNO.search(message)
