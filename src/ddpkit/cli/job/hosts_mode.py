@@ -39,6 +39,9 @@ def run(request: JobRequest, console: Console, *, command: JobCommandName, tail:
 def _run(request: JobRequest, console: Console, *, command: JobCommandName, tail: list[str],
          render_result: ResultRenderer | None) -> int:
     hosts = load_hosts(request)
+    # every node shows as much as this console does: -q and -v travel (node lines are shown as
+    # each node rendered them)
+    tail = [*{"quiet": ["-q"], "verbose": ["-v"]}.get(console.verbosity, []), *tail]
     env, _home, cwd, python = process_context()
     passed = job_env(request, env, cwd, console)
     for warning in duplicate_warnings(hosts):

@@ -33,8 +33,8 @@ class JobConsoleEvents:
 
     def node_line(self, node: NodeCommand, text: str) -> None:
         prefixed = f"[{node.label}] {text}"
-        if self.node_lines_to_stderr:
-            render.log(self.console, prefixed)
+        if self.node_lines_to_stderr:  # (a node already left out what -q leaves out)
+            render.result(self.console, prefixed)
         else:
             render.line(self.console, prefixed)
 
