@@ -28,3 +28,10 @@ def test_it_passes_ddpkits_own_lines() -> None:
                            "[default1]:torch warning (ProcessGroupGloo.cpp): odd") == []
     assert torch_internals("W1204 12:00:00.000000 123 file.cpp:12] glog\n[I socket.cpp:9] x") \
         == ["W1204 12:00:00.000000 123 file.cpp:12] glog", "[I socket.cpp:9] x"]
+
+
+def test_it_finds_torchruns_python_log_records_too() -> None:
+    text = (CAPTURED / "torchrun_exit_barrier_race_node1.log").read_text()
+    found = torch_internals(text)
+    assert sum("api.py:1008]" in line for line in found) == 7
+    assert "[default0]:rank 1 all_reduce ok" not in found

@@ -35,6 +35,31 @@ def test_a_successful_run_shows_the_ranks_output_and_folds_the_rest() -> None:
     assert "×2" in (log.folded_summary() or "")
 
 
+def test_the_exit_barrier_race_after_a_successful_job_is_folded() -> None:
+    # node 1 of a job that passed: the master's agent closed the job's store while this agent
+    # still waited in its exit barrier (a C++ warning with a backtrace, then torchelastic's own
+    # Python traceback, one glog prefix per line)
+    lines = (CAPTURED / "torchrun_exit_barrier_race_node1.log").read_text().splitlines()
+    log, shown = _shown(lines)
+    assert shown == ["[default0]:rank 1 all_reduce ok"]
+    assert log.folded == {"a peer address without reverse DNS": 2,
+                          "the job's store closed under a waiting client": 1,
+                          "torchrun's exit barrier ended as the master's store closed": 1}
+
+
+def test_a_python_logger_record_is_one_line_and_its_banner_is_folded() -> None:
+    prefix = "W1204 10:00:00.123000 4242 torch/distributed/run.py:874] "
+    banner = ["", "*****", "Setting OMP_NUM_THREADS environment variable for each process to be "
+              "1 in default, to avoid ...", "*****"]
+    odd = "E1204 10:00:01.000000 4242 torch/distributed/elastic/agent/server/api.py:99] "
+    log, shown = _shown([prefix + text for text in banner] +
+                        [odd + "Something else went wrong", odd + "Traceback (most recent call "
+                         "last):", odd + "  File x.py"])
+    assert shown == ["torch error (api.py): Something else went wrong"]
+    assert log.folded == {"torchrun's OMP_NUM_THREADS=1 default for the ranks": 1}
+    assert log.records == 2
+
+
 def test_an_unknown_record_is_condensed_to_one_line_without_its_backtrace() -> None:
     lines = [
         "[default1]:[W1204 10:02:00.000000000 ProcessGroupGloo.cpp:123] Warning: something odd",

@@ -24,8 +24,10 @@ from dataclasses import dataclass, field
 
 RANK_PREFIX = re.compile(r"^(\[[A-Za-z_][\w-]*\d+\]:)")  # torchrun's "[default0]:"
 CPP_RECORD = re.compile(
-    r"^\[?(?P<level>[IWEF])(?:\d{4} \d\d:\d\d:\d\d\.\d+)?(?: +\d+)? +"
-    r"(?P<file>[\w.+-]+\.(?:cpp|cc|h|hpp|cu)):(?P<line>\d+)\] ?(?P<message>.*)$")
+    r"^(?P<key>\[?(?P<level>[IWEF])(?:\d{4} \d\d:\d\d:\d\d\.\d+)?(?: +\d+)? +"
+    r"(?:[\w.+-]+/)*(?P<file>[\w.+-]+\.(?:cpp|cc|h|hpp|cu|py)):(?P<line>\d+)\]) ?(?P<message>.*)$")
+# ^ torchelastic's own Python loggers (torchrun's agent: ``W1204 10:22:33.984000 21088
+#   torch/distributed/run.py:874] ...``) use the same glog shape, one prefix per line of a message
 BACKTRACE = re.compile(r"^(?:Exception raised from .* \(most recent call first\):|frame #\d+: |"
                        r"<omitting python frames>$)")
 
@@ -34,7 +36,20 @@ HARMLESS: tuple[tuple[str, re.Pattern[str]], ...] = (
     # c10d names a peer in its log lines by reverse DNS; an address without a name is harmless
     ("a peer address without reverse DNS",
      re.compile(r"The hostname of the client socket cannot be retrieved")),
+    # torchrun's agents leave their exit barrier once every node arrived; the master's agent
+    # then exits and closes the job's store, sometimes before another agent has read the last
+    # arrival: that agent logs the closed connection (C++) and the barrier's error (Python),
+    # and exits 0 all the same. A store that closes during a job fails the job, which ddpkit's
+    # own summary explains.
+    ("the job's store closed under a waiting client",
+     re.compile(r"recvValue(?:WithTimeout)? failed on SocketImpl")),
+    ("torchrun's exit barrier ended as the master's store closed",
+     re.compile(r"Error waiting on exit barrier")),
+    # torchrun's own banner with more than one rank per node and no OMP_NUM_THREADS
+    ("torchrun's OMP_NUM_THREADS=1 default for the ranks",
+     re.compile(r"Setting OMP_NUM_THREADS environment variable for each process")),
 )
+_DECORATION = re.compile(r"^[\s*=-]*$")  # a message's blank or ***** lines
 
 _TARGET = re.compile(r"(?:to host |network address of \(|while trying to connect to \()"
                      r"(?P<host>[^,\s)]+?)(?:, |:)(?P<port>\d+)")
@@ -59,8 +74,11 @@ class TorchLog:
     folded: dict[str, int] = field(default_factory=dict)  # HARMLESS meaning -> times seen
     connect_problem: str | None = None  # the last store connect failure, e.g. "refused"
     connect_target: str | None = None  # its "host:port"
-    records: int = 0  # C++ log records seen
-    _in_record: set[str] = field(default_factory=set)  # rank prefixes inside a record
+    records: int = 0  # log records seen
+    _in_record: set[str] = field(default_factory=set)  # rank prefixes inside a C++ backtrace
+    _record: dict[str, tuple[str, bool]] = field(default_factory=dict)
+    # ^ per rank prefix: the record being read (its prefix) and whether it was decided (shown
+    #   condensed, folded or taken as a connect failure): its later lines are hidden
 
     def feed(self, line: str) -> Shown:
         prefix, text = _split(line)
@@ -73,9 +91,17 @@ class TorchLog:
                 if not text.strip():  # the blank line that ends a backtrace
                     return Shown(None, True)
             return Shown(line, False)
-        self.records += 1
         self._in_record.add(prefix)
-        message = record.group("message")
+        key, message = record.group("key"), record.group("message")
+        current = self._record.get(prefix)
+        if current is not None and current[0] == key and current[1]:
+            return Shown(None, True)  # a later line of a message already decided
+        if current is None or current[0] != key:
+            self.records += 1
+        if _DECORATION.match(message):
+            self._record[prefix] = (key, False)
+            return Shown(None, True)
+        self._record[prefix] = (key, True)
         for meaning, pattern in HARMLESS:
             if pattern.search(message):
                 self.folded[meaning] = self.folded.get(meaning, 0) + 1
