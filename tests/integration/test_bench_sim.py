@@ -8,6 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from console_noise import assert_quiet_console
 from multinode import ddpkit, start, wait_all
 
 from ddpkit.sim import SimCluster, inspect
@@ -35,6 +36,7 @@ def test_quick_bench_on_two_shaped_nodes(sim_cluster: Callable[..., SimCluster],
     assert dict(inspect(cluster.name).processes) == {0: 0, 1: 0}
     for run in runs:
         assert run.code == 0, run.err[-3000:]
+        assert_quiet_console(run.out, run.err)
     worker = json.loads(runs[1].out)
     assert worker["schema"] == "ddpkit.bench-node/1" and worker["results_on"] == "node 0"
     assert all(job["ok"] for job in worker["jobs"])

@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 
 import pytest
+from console_noise import assert_quiet_console
 from multinode import NodeRun, alive, ddpkit, descendants, simulated, start, wait_all
 
 from ddpkit.errors import ExitCode
@@ -70,6 +71,7 @@ def test_seed_failure_plain_torchrun_does_not_complete_but_ddpkit_launch_does(tm
             assert run.code == 0, run.err[-3000:]
             assert "GLOO_SOCKET_IFNAME=eth1" in run.err
         assert "all_reduce ok" in fixed[0].out and "all_reduce ok" in fixed[1].out
+        assert_quiet_console(*(run.out + run.err for run in fixed))
 
 
 def _run_test(cluster, tmp_path: Path, nproc: int = 1, extra: tuple[str, ...] = ()) -> list[NodeRun]:  # type: ignore[no-untyped-def]
@@ -93,6 +95,7 @@ def test_ddpkit_test_passes_across_nodes(tmp_path: Path, nodes: int, nproc: int)
         runs = _run_test(cluster, tmp_path, nproc)
     for run in runs:
         assert run.code == 0, run.err[-3000:]
+        assert_quiet_console(run.out, run.err)
         doc = _test_json(run)
         assert doc["schema"] == "ddpkit.test/1"
         assert doc["ok"] is True and doc["complete"] is True

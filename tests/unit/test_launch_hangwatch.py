@@ -144,3 +144,31 @@ def test_a_sigstopped_rank_is_named_as_the_likely_cause(agent, tmp_path: Path) -
     assert report.lines()[0].startswith(cause)
     assert any(line.strip().startswith(cause) for line in said)
     assert not any("likely cause: rank 2" in line for line in report.lines())
+
+
+def test_the_job_counter_stops_once_this_nodes_ranks_have_ended(agent, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    clock, said, stopped = Clock(), [], []
+
+    class Exchange:
+        def progressed(self) -> None: ...
+        def value(self) -> int | None:
+            return 7
+        def stop(self) -> None:
+            stopped.append(clock.now)
+        def close(self) -> None: ...
+
+    watch = _watcher(tmp_path, "report", clock, said)
+    watch.policy = HangPolicy(timeout_s=60)
+    watch.exchange_factory = Exchange  # type: ignore[assignment]
+    watch.started(agent.pid)
+    for step in range(12):
+        clock.now = 100.0 + step
+        watch.poll()
+    assert watch.exchange is not None and stopped == []
+    kids = psutil.Process(agent.pid).children()
+    for kid in kids:
+        kid.kill()
+    psutil.wait_procs(kids, timeout=10)
+    clock.now = 120.0
+    watch.poll()
+    assert stopped == [120.0]  # before torchrun's exit barrier can take the job's store away

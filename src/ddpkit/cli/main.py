@@ -62,6 +62,8 @@ def main(argv: Sequence[str] | None = None, console: Console | None = None) -> i
         except SystemExit as exit_request:  # --help inside a subcommand
             return int(exit_request.code or 0)
         as_json = bool(getattr(args, "json", False))
+        console.verbosity = ("verbose" if getattr(args, "verbose", False) else
+                             "quiet" if getattr(args, "quiet", False) else "normal")
         return int(module.run(args, console))
     except DdpkitError as exc:
         if show_traceback:

@@ -21,6 +21,16 @@ def add_flag(parser: argparse._ActionsContainer, name: str, *more: str, **kwargs
         parser.add_argument(*extra, dest=action.dest, help=argparse.SUPPRESS, **hidden)
 
 
+def add_verbosity_flags(parser: argparse.ArgumentParser) -> None:
+    """-v/--verbose and -q/--quiet, the same on every command that runs torch."""
+    group = parser.add_mutually_exclusive_group()
+    group.add_argument("-v", "--verbose", action="store_true",
+                       help="also show torch's own C++ log lines as torch prints them (all of "
+                            "them are in the run directory's torchrun.log either way)")
+    group.add_argument("-q", "--quiet", action="store_true",
+                       help="show only results and errors (and the job's own output)")
+
+
 def add_json_flag(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--json",

@@ -9,6 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from console_noise import assert_quiet_console
 from jobs import ddpkit_in, wait_for_files
 from multinode import wait_all
 from sshnodes import SshCluster
@@ -40,6 +41,7 @@ def test_bench_over_ssh_from_the_master(ssh_cluster: Callable[[int], SshCluster]
     _check_report(json.loads(run.out))
     _check_report(json.loads(out.read_text()))  # --out written where the job was started
     assert f"[{b}:1]" in run.err  # node 1's output came back, labelled
+    assert_quiet_console(run.out, run.err)
     cluster.assert_nodes_clean()
 
 
@@ -55,5 +57,6 @@ def test_bench_with_a_join_token(sim_cluster: Callable[..., SimCluster], tmp_pat
     assert wait_all([master, worker], timeout=380)
     report = f"master:\n{master.err[-3000:]}\nworker:\n{worker.err[-3000:]}"
     assert master.code == 0 and worker.code == 0, report
+    assert_quiet_console(master.out, master.err, worker.out, worker.err)
     _check_report(json.loads(master.out))
     assert "joined as node 1 of 2 (bench" in worker.err, report

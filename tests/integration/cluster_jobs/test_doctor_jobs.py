@@ -9,6 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from console_noise import assert_quiet_console
 from jobs import ddpkit_in, wait_for_files
 from multinode import wait_all
 from sshnodes import SshCluster
@@ -42,6 +43,7 @@ def test_doctor_over_ssh_from_the_master(ssh_cluster: Callable[[int], SshCluster
     assert wait_all([human], timeout=150)
     assert human.code == 0, human.err[-4000:]
     assert "verdict: node0: eth1" in human.out and "node1: eth1" in human.out, human.out
+    assert_quiet_console(run.out, run.err, human.out, human.err)
     cluster.assert_nodes_clean()
 
 

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import psutil
 import pytest
+from console_noise import assert_quiet_console
 from jobs import ECHO, KILLER, SLEEPER, ddpkit_in, script, wait_for_files
 from multinode import alive, wait_all
 from sshnodes import SshCluster
@@ -40,6 +41,7 @@ def test_ddpkit_test_on_two_nodes_from_outside_the_job(ssh_cluster: Callable[[in
     assert doc["job"]["master"]["address"] == a and "on its route to node 1" in \
         doc["job"]["master"]["reason"]
     assert f"[{b}:1] ddpkit: node 1/2 on node1: inter-node interface eth1" in run.err
+    assert_quiet_console(run.out, run.err)
     cluster.assert_nodes_clean()
 
 

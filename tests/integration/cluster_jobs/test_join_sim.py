@@ -11,6 +11,7 @@ from pathlib import Path
 
 import psutil
 import pytest
+from console_noise import assert_quiet_console
 from jobs import KILLER, SLEEPER, ddpkit_in, script, wait_for_files
 from multinode import NodeRun, alive, wait_all
 
@@ -69,6 +70,7 @@ def test_ddpkit_test_through_a_join_token_on_three_nodes(sim_cluster: Callable[.
     assert wait_all([master, *workers], timeout=150)
     for run in (master, *workers):
         assert run.code == 0, run.err[-4000:]
+        assert_quiet_console(run.out, run.err)
     doc = json.loads(master.out)
     assert doc["ok"] is True and doc["nodes"] == 3 and doc["complete"] is True
     assert {r["host"] for r in doc["ranks"]} == {"node0", "node1", "node2"}
@@ -170,6 +172,7 @@ def test_a_family_line_forwards_and_what_stays_behind_is_named(
                        "--run-dir", str(tmp_path / "node1"))
     assert wait_all([master, worker], timeout=120)
     assert master.code == 0 and worker.code == 0, master.err[-3000:] + worker.err[-3000:]
+    assert_quiet_console(master.out, master.err, worker.out, worker.err)
     seen = [json.loads((tmp_path / f"env{rank}.json").read_text()) for rank in (0, 1)]
     assert seen[0] == {"ACCELERATE_USE_CPU": "true", "ACCELERATE_MIXED_PRECISION": "no",
                        "HF_HOME": "/m"}

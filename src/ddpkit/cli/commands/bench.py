@@ -38,7 +38,7 @@ from ddpkit.cli.node.launch_options import (
     without_peer_commands,
 )
 from ddpkit.cli.node.node_events import print_plan
-from ddpkit.cli.options import add_flag, add_json_flag
+from ddpkit.cli.options import add_flag, add_json_flag, add_verbosity_flags
 from ddpkit.cli.output import render
 from ddpkit.cli.output.console import Console
 from ddpkit.errors import (
@@ -58,6 +58,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     add_launch_options(parser)
     add_cluster_options(parser)
     add_json_flag(parser)
+    add_verbosity_flags(parser)
     what = parser.add_argument_group("what to measure (default: --tcp --collectives --scaling)")
     for flag, text in (("--tcp", "raw TCP between every node pair, 1 and several streams"),
                        ("--collectives", "nccl-tests-style collective sweep"),
@@ -263,6 +264,10 @@ def share(console: Console, base: LaunchConfig, context: ShareContext,
             from ddpkit.bench.plot import require_matplotlib
 
             require_matplotlib()  # fail now, not after a long run
+    if options.socket_sweep and options.backend == "auto":
+        from ddpkit.cli.torch_import import import_torch
+
+        import_torch(console.verbosity)  # the environment is read (context.env): see its note
     backend = resolve_backend(options.backend) if options.socket_sweep else options.backend
     jobs, notes = plan_jobs(options, str(results_dir), nnodes=base.nnodes, backend=backend)
     if not jobs:
@@ -317,7 +322,7 @@ def report(console: Console, doc: dict[str, Any], given: BenchShareOptions, *, a
         render.emit_json(console, doc)
     else:
         show(console, payload)
-    render.log(console, f"ddpkit bench: results in {where}; next: ddpkit plan --from-bench {where}")
+    render.result(console, f"ddpkit bench: results in {where}; next: ddpkit plan --from-bench {where}")
     return ExitCode.OK if payload["ok"] else ExitCode.FAILURE
 
 
@@ -369,10 +374,10 @@ def _render_job(console: Console, outcomes: Sequence[NodeOutcome], given: BenchS
         where = given.out or f"{doc.get('run_dir', 'node 0')}/bench.json (on node 0)"
         code = report(console, dict(doc), given, as_json=as_json, where=where)
     if failure is not None:
-        render.log(console, f"ddpkit: job failed: {job_summary(outcomes)}")
+        render.result(console, f"ddpkit: job failed: {job_summary(outcomes)}")
         return max(code, int(ExitCode.JOB_FAILED))
     if doc is None:
-        render.log(console, "ddpkit bench: node 0 printed no bench document")
+        render.result(console, "ddpkit bench: node 0 printed no bench document")
         return int(ExitCode.FAILURE)
     return code
 

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from ddpkit.cli.job.job_command import JobCommand
 from ddpkit.cli.node.launch_options import ShareContext, add_cluster_options
-from ddpkit.cli.options import add_flag, add_json_flag
+from ddpkit.cli.options import add_flag, add_json_flag, add_verbosity_flags
 from ddpkit.cli.output import render
 from ddpkit.cli.output.console import Console
 from ddpkit.errors import ExitCode, UsageError
@@ -61,6 +61,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
              "up in the first TIMEOUT-7 (default 30)")
     add_cluster_options(parser)
     add_json_flag(parser)
+    add_verbosity_flags(parser)
 
 
 def run(args: argparse.Namespace, console: Console) -> int:
@@ -115,7 +116,7 @@ def _run_logs(paths: Sequence[str], console: Console, *, as_json: bool) -> int:
         errors = sum(1 for f in findings if f.severity == "error")
         warnings = sum(1 for f in findings if f.severity == "warning")
         top = findings[0].id if findings else "no-failure"
-        render.log(console, f"doctor: {errors} error(s), {warnings} warning(s) in "
+        render.result(console, f"doctor: {errors} error(s), {warnings} warning(s) in "
                    f"{len(paths)} log(s); most likely cause: {top}")
     return int(ExitCode.FAILURE if has_errors(findings) else ExitCode.OK)
 
@@ -149,7 +150,7 @@ def _run_preflight(console: Console, master_addr: str | None, master_port: int, 
             render.line(console, "fixes:")
             for row in fixes:
                 render.line(console, f"  {row.id}: {row.fix}")
-        render.log(console, f"doctor: {worst(rows)} ({sum(r.status == 'fail' for r in rows)} "
+        render.result(console, f"doctor: {worst(rows)} ({sum(r.status == 'fail' for r in rows)} "
                    f"failed, {sum(r.status == 'warn' for r in rows)} warnings); diagnose a failed "
                    "run with: ddpkit doctor --log FILE...")
     return int(ExitCode.FAILURE if worst(rows) == "fail" else ExitCode.OK)
@@ -185,11 +186,13 @@ def share(console: Console, config: LaunchConfig, context: ShareContext,
     import socket
     import time
 
+    from ddpkit.cli.torch_import import import_torch
     from ddpkit.doctor.cluster.report import SCHEMA_KIND as CLUSTER_KIND
     from ddpkit.doctor.cluster.report import SCHEMA_VERSION as CLUSTER_VERSION
     from ddpkit.doctor.cluster.report import build_report, summary_line
     from ddpkit.doctor.cluster.session import ClusterOptions, run_node
 
+    import_torch(console.verbosity)  # the meeting's store; after the environment was read
     started = time.monotonic()
     options = ClusterOptions(config.nnodes, config.node_rank, config.master_addr,
                              config.master_port, base.timeout_s, key=config.progress_key)
@@ -200,7 +203,7 @@ def share(console: Console, config: LaunchConfig, context: ShareContext,
         render.emit_json(console, document(CLUSTER_KIND, CLUSTER_VERSION, report.to_dict()))
     else:
         _render_cluster(console, report)
-    render.log(console, summary_line(report))
+    render.result(console, summary_line(report))
     # The check's answer is the report (and the exit code), not a failure of the job: a node
     # that found a problem still finished its part.
     state = NodeOutcome(node_rank=config.node_rank, host=socket.gethostname(), state=OK)

@@ -20,7 +20,7 @@ from ddpkit import __version__
 from ddpkit.cli.command_table import COMMANDS, build_parser, load_command
 from ddpkit.cli.job.job_command import JobCommand
 from ddpkit.cli.node.launch_options import ShareContext, process_context, sigterm_as_interrupt
-from ddpkit.cli.options import add_flag, add_json_flag
+from ddpkit.cli.options import add_flag, add_json_flag, add_verbosity_flags
 from ddpkit.cli.output import render
 from ddpkit.cli.output.console import Console
 from ddpkit.errors import ConfigError, DdpkitError, EnvironmentProblem, UsageError
@@ -47,9 +47,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--show-output", action="store_true",
                         help="ddpkit test jobs: stream the ranks' own output")
     add_json_flag(parser)
+    add_verbosity_flags(parser)
 
 
 def run(args: argparse.Namespace, console: Console) -> int:
+    from ddpkit.cli.torch_import import import_torch
     from ddpkit.launch.join.store import connect_store
     from ddpkit.launch.join.tokens import TOKEN_ENV, parse_token
     from ddpkit.launch.join.worker import WorkerSide
@@ -62,6 +64,7 @@ def run(args: argparse.Namespace, console: Console) -> int:
     route = route_to(token.address)
     render.log(console, f"ddpkit: joining the job at {token.endpoint} via {route.ifname} "
                         f"(source {route.source})")
+    import_torch(console.verbosity)  # after the environment was read: see cli/torch_import.py
     with sigterm_as_interrupt():
         worker = WorkerSide(connect_store(token, timeout=args.connect_timeout))
         spec = worker.fetch_job()

@@ -22,7 +22,7 @@ from ddpkit.cli.node.launch_options import (
 )
 from ddpkit.cli.node.node_events import ConsoleEvents, show_plan
 from ddpkit.cli.node.torch_options import add_torch_options, resolve
-from ddpkit.cli.options import add_json_flag
+from ddpkit.cli.options import add_json_flag, add_verbosity_flags
 from ddpkit.cli.output import render
 from ddpkit.cli.output.console import Console
 from ddpkit.launch.config import LaunchConfig
@@ -41,6 +41,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     add_launch_options(parser)
     add_cluster_options(parser)
     add_json_flag(parser)
+    add_verbosity_flags(parser)
     add_torch_options(parser)
     parser.add_argument("-m", "--module", action="store_true",
                         help="run the entry as a Python module (python -m)")
@@ -113,6 +114,7 @@ def _preview_local_rank(args: argparse.Namespace, console: Console) -> None:
 def share(console: Console, config: LaunchConfig, context: ShareContext,
           options: None) -> tuple[int, NodeOutcome]:
     """This node's share of the job; raises the launch's DdpkitError when it fails."""
+    from ddpkit.cli.torch_import import quiet_store_connector
     from ddpkit.launch.node import session
 
     plan = session.prepare(config, context.env, home=context.home, cwd=context.cwd,
@@ -127,10 +129,11 @@ def share(console: Console, config: LaunchConfig, context: ShareContext,
     events = ConsoleEvents(console, output_to_stderr=context.as_json)
     events.planned(plan)
     result = session.execute(plan, events, should_stop=context.should_stop,
-                                 stack_request=context.stack_request)
+                             stack_request=context.stack_request,
+                             store_connector=quiet_store_connector(console.verbosity))
     if context.as_json:
         render.emit_json(console, document("launch", 1, result.to_dict()))
-    render.log(console, f"ddpkit: node {config.node_rank} finished in "
+    render.result(console, f"ddpkit: node {config.node_rank} finished in "
                         f"{result.outcome.duration_s:.1f} s; logs in {plan.run_dir}")
     return 0, outcome
 

@@ -25,7 +25,7 @@ from ddpkit.cli.node.launch_options import (
     without_peer_commands,
 )
 from ddpkit.cli.node.node_events import ConsoleEvents, show_plan
-from ddpkit.cli.options import add_flag, add_json_flag
+from ddpkit.cli.options import add_flag, add_json_flag, add_verbosity_flags
 from ddpkit.cli.output import render
 from ddpkit.cli.output.console import Console
 from ddpkit.clustertest import WORKER_MODULE
@@ -42,6 +42,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     add_launch_options(parser)
     add_cluster_options(parser)
     add_json_flag(parser)
+    add_verbosity_flags(parser)
     parser.add_argument("--backend", choices=["auto", "gloo", "nccl"], default="auto",
                         help="auto: NCCL when CUDA is present, Gloo otherwise")
     parser.add_argument("--quick", action="store_true", help="small bandwidth sweep")
@@ -106,6 +107,7 @@ def share(console: Console, config: LaunchConfig, context: ShareContext,
           options: TestOptions) -> tuple[int, NodeOutcome]:
     """This node's share of the test: run the checks, print the verdict, return the exit code."""
     from ddpkit import clustertest
+    from ddpkit.cli.torch_import import quiet_store_connector
     from ddpkit.launch.node import session
 
     # The run dir is decided first so the report directory can be passed to the worker.
@@ -133,7 +135,8 @@ def share(console: Console, config: LaunchConfig, context: ShareContext,
     launch_error: DdpkitError | None = None
     try:
         session.execute(plan, events, should_stop=context.should_stop,
-                        stack_request=context.stack_request)
+                        stack_request=context.stack_request,
+                        store_connector=quiet_store_connector(console.verbosity))
     except DdpkitError as exc:
         if exc.error_id not in (JOB_FAILED, JOB_TIMEOUT, JOB_STOPPED, JOB_HUNG):
             raise
@@ -149,8 +152,8 @@ def share(console: Console, config: LaunchConfig, context: ShareContext,
     else:
         _print_verdict(console, verdict)
     if launch_error is not None:
-        render.log(console, f"ddpkit: {launch_error.message}")
-        render.log(console, f"  fix: {launch_error.hint}")
+        render.result(console, f"ddpkit: {launch_error.message}")
+        render.result(console, f"  fix: {launch_error.hint}")
         failed = outcome_from_error(launch_error.to_dict(), node_rank=config.node_rank,
                                     host=plan.hostname)
         return int(launch_error.exit_code), failed
@@ -188,7 +191,7 @@ def _render_job(console: Console, outcomes: Sequence[NodeOutcome], payload: dict
                               complete=bool(doc.get("complete")))
         _print_verdict(console, verdict)
     if failure is not None:
-        render.log(console, f"ddpkit: job failed: {job_summary(outcomes)}")
+        render.result(console, f"ddpkit: job failed: {job_summary(outcomes)}")
         return ExitCode.JOB_FAILED
     return ExitCode.OK if doc is not None and doc.get("ok") else ExitCode.FAILURE
 

@@ -39,7 +39,7 @@ def render_job(console: Console, outcomes: Sequence[NodeOutcome], payload: dict[
     elif doc is not None:
         show_report(console, dict(doc))
     if crashed:
-        render.log(console, f"ddpkit: job failed: {job_summary(outcomes)}")
+        render.result(console, f"ddpkit: job failed: {job_summary(outcomes)}")
         return int(ExitCode.JOB_FAILED)
     return int(ExitCode.OK if doc is not None and doc.get("ok") else ExitCode.FAILURE)
 

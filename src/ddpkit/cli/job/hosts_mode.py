@@ -39,6 +39,9 @@ def run(request: JobRequest, console: Console, *, command: JobCommandName, tail:
 def _run(request: JobRequest, console: Console, *, command: JobCommandName, tail: list[str],
          render_result: ResultRenderer | None) -> int:
     hosts = load_hosts(request)
+    # every node shows as much as this console does: -q and -v travel (node lines are shown as
+    # each node rendered them)
+    tail = [*{"quiet": ["-q"], "verbose": ["-v"]}.get(console.verbosity, []), *tail]
     env, _home, cwd, python = process_context()
     passed = job_env(request, env, cwd, console)
     for warning in duplicate_warnings(hosts):
@@ -64,7 +67,7 @@ def _run(request: JobRequest, console: Console, *, command: JobCommandName, tail
                         "are in its run directory on that machine", details=result.payload())
     if request.as_json:
         render.emit_json(console, document("launch-job", 1, result.payload()))
-    render.log(console, f"ddpkit: all {len(result.outcomes)} nodes finished successfully")
+    render.result(console, f"ddpkit: all {len(result.outcomes)} nodes finished successfully")
     return 0
 
 

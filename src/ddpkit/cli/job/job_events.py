@@ -33,8 +33,8 @@ class JobConsoleEvents:
 
     def node_line(self, node: NodeCommand, text: str) -> None:
         prefixed = f"[{node.label}] {text}"
-        if self.node_lines_to_stderr:
-            render.log(self.console, prefixed)
+        if self.node_lines_to_stderr:  # (a node already left out what -q leaves out)
+            render.result(self.console, prefixed)
         else:
             render.line(self.console, prefixed)
 
@@ -48,13 +48,13 @@ class JobConsoleEvents:
     def token_ready(self, token: JoinToken, others: int, token_file: Path | None = None) -> None:
         where = "the other machine" if others == 1 else f"each of the other {others} machines"
         if token_file is None:
-            render.log(self.console, f"ddpkit: on {where}, run:")
-            render.log(self.console, f"  ddpkit join {token}")
+            render.result(self.console, f"ddpkit: on {where}, run:")
+            render.result(self.console, f"  ddpkit join {token}")
             return
         # the secret stays in the file (mode 0600): this output may go to logs
-        render.log(self.console, f"ddpkit: the join token (job store {token.endpoint}) is in "
+        render.result(self.console, f"ddpkit: the join token (job store {token.endpoint}) is in "
                                  f"{token_file}; copy it to {where} (e.g. scp) and run there:")
-        render.log(self.console, f"  ddpkit join --token-file {token_file}")
+        render.result(self.console, f"  ddpkit join --token-file {token_file}")
 
     def joined(self, node: JoinedNode, count: int, expected: int) -> None:
         render.log(self.console, f"ddpkit: {node.describe()} [{count}/{expected}]")

@@ -27,6 +27,7 @@ from ddpkit.cli.job.job_events import JobConsoleEvents, show_job_stacks
 from ddpkit.cli.node.launch_options import ShareContext, process_context
 from ddpkit.cli.output import render
 from ddpkit.cli.output.console import Console
+from ddpkit.cli.torch_import import import_torch
 from ddpkit.errors import ExitCode, JobFailed
 from ddpkit.launch.config import LaunchConfig
 from ddpkit.launch.join import driver as join_driver
@@ -72,6 +73,7 @@ def run_master(request: JobRequest, console: Console, job: JobCommand[Options], 
         _print_dry_run(console, master_job, job.name, tail, as_json=request.as_json)
         return 0
     config, options = own_config(where.address)  # a bad value fails here, before the store starts
+    import_torch(console.verbosity)  # the job store's; after the environment was read
     config = dataclasses.replace(config, progress_key=master_job.progress_key)
 
     def own_part(should_stop: Callable[[], str | None]) -> tuple[int, NodeOutcome]:
@@ -79,7 +81,8 @@ def run_master(request: JobRequest, console: Console, job: JobCommand[Options], 
                                python=python, as_json=request.as_json, should_stop=should_stop,
                                hide_peer_commands=True)
         captured = io.StringIO()  # with --json, node 0's document joins the job's one document
-        node0_console = Console(out=captured, err=console.err, color=False) if request.as_json \
+        node0_console = Console(out=captured, err=console.err, color=False,
+                                verbosity=console.verbosity) if request.as_json \
             else console
         code, own = job.share(node0_console, config, context, options)
         return code, dataclasses.replace(own, document=parse_document(captured.getvalue())
@@ -91,13 +94,13 @@ def run_master(request: JobRequest, console: Console, job: JobCommand[Options], 
     failure, payload = result.first_failure, result.payload()
     if request.as_json and render_result is not None and result.own_error is None:
         if failure is None:
-            render.log(console, f"ddpkit: all {len(result.outcomes)} nodes finished their part")
+            render.result(console, f"ddpkit: all {len(result.outcomes)} nodes finished their part")
         return render_result(console, result.outcomes, payload)
     if result.ok:
         if request.as_json:
             render.emit_json(console, document(f"{job.name}-job", 1, payload))
         if result.own_code == 0:
-            render.log(console, f"ddpkit: all {len(result.outcomes)} nodes finished successfully")
+            render.result(console, f"ddpkit: all {len(result.outcomes)} nodes finished successfully")
         return result.own_code
     if failure is None and result.own_error is not None:
         raise result.own_error
@@ -105,7 +108,7 @@ def run_master(request: JobRequest, console: Console, job: JobCommand[Options], 
     if result.own_error is not None or job.name == "launch":
         raise JobFailed("job-failed", summary, "each node's output and run directory has the "
                         "details; `ddpkit doctor --log` explains common causes", details=payload)
-    render.log(console, f"ddpkit: job failed: {summary}")
+    render.result(console, f"ddpkit: job failed: {summary}")
     return max(result.own_code, int(ExitCode.JOB_FAILED))
 
 

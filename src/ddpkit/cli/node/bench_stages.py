@@ -48,6 +48,7 @@ def run_jobs(console: Console, jobs: tuple[BenchJob, ...], plans: list[NodePlan]
              should_stop: Callable[[], str | None] | None = None) -> list[JobOutcome]:
     """Each stage in turn; a failed stage is recorded and the next one runs. ``should_stop`` (a
     job supervisor's) reaches every stage's torchrun."""
+    from ddpkit.cli.torch_import import quiet_store_connector
     from ddpkit.launch.node import session
 
     outcomes = []
@@ -57,7 +58,8 @@ def run_jobs(console: Console, jobs: tuple[BenchJob, ...], plans: list[NodePlan]
         events.planned(plan)
         start = time.monotonic()
         try:
-            session.execute(plan, events, should_stop=should_stop)
+            session.execute(plan, events, should_stop=should_stop,
+                            store_connector=quiet_store_connector(console.verbosity))
             outcome = JobOutcome(job, True, time.monotonic() - start, run_dir=plan.run_dir)
         except CONTINUE_AFTER as exc:
             stage = read_stage(results_dir / f"{job.output}.stage")

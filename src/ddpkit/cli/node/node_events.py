@@ -53,6 +53,13 @@ class ConsoleEvents:
     def waiting(self, message: str) -> None:
         render.log(self.console, f"ddpkit: {message}")
 
+    def torch_internal(self, line: str, condensed: str | None) -> None:
+        """torch's C++ log: raw with -v, else as ddpkit condensed it (or not at all)."""
+        if self.console.verbosity == "verbose":
+            self.output(line)
+        elif condensed is not None:
+            self.output(condensed)
+
     def output(self, line: str) -> None:
         if self.quiet_output:
             return

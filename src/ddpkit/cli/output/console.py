@@ -5,7 +5,12 @@ from __future__ import annotations
 import os
 import sys
 from dataclasses import dataclass, field
-from typing import TextIO
+from typing import Literal, TextIO
+
+Verbosity = Literal["quiet", "normal", "verbose"]
+QUIET: Verbosity = "quiet"  # -q: results and errors only
+NORMAL: Verbosity = "normal"  # ddpkit's own progress; torch's internals folded or condensed
+VERBOSE: Verbosity = "verbose"  # -v: torch's C++ log lines raw as well
 
 
 @dataclass
@@ -15,6 +20,7 @@ class Console:
     out: TextIO = field(default_factory=lambda: sys.stdout)
     err: TextIO = field(default_factory=lambda: sys.stderr)
     color: bool | None = None  # None: decide from the stream (a TTY without NO_COLOR)
+    verbosity: Verbosity = NORMAL  # set once from -q/-v by the entry
 
     def __post_init__(self) -> None:
         if self.color is None:

@@ -37,7 +37,13 @@ def wrapped(console: Console, text: str, *, indent: str = "  ", name: str | None
 
 
 def log(console: Console, text: str) -> None:
-    """A log or progress line on stderr (never mixed into a JSON document)."""
+    """A log or progress line on stderr (never mixed into a JSON document); not with -q."""
+    if console.verbosity != "quiet":
+        result(console, text)
+
+
+def result(console: Console, text: str) -> None:
+    """A line on stderr that -q keeps: a command's outcome, or what the user must act on."""
     console.err.write(text + "\n")
     console.err.flush()
 
@@ -76,6 +82,6 @@ def error(console: Console, exc: DdpkitError, *, as_json: bool) -> None:
 
         emit_json(console, document("error", 1, {"error": exc.to_dict()}))
     head = style(console, f"error [{exc.error_id}]:", "error")
-    log(console, f"{head} {exc.message}")
+    result(console, f"{head} {exc.message}")
     if exc.hint:
-        log(console, f"  fix: {exc.hint}")
+        result(console, f"  fix: {exc.hint}")

@@ -15,8 +15,15 @@ That store has no authentication, so what is read there is held to the job's own
 - every value is parsed by :func:`ddpkit.launch.store_value.parse_json_dict` (bounded), every store
   call runs under a deadline (:func:`ddpkit.launch.store_client.within`).
 
-All store traffic runs in a daemon thread; the watcher only reads the last value. Any failure (the
-store not up yet, or gone at the end) leaves the last value in place.
+All store traffic runs in a daemon thread; the watcher only reads the last value. Until the first
+connection, a failure (the store not up yet) is retried. Once connected, the store lives exactly
+as long as the job: torchrun's agent on the master hosts it and closes it when every node has
+passed its exit barrier. So a call that fails after that means the job ended (or the master's
+agent died): the exchange stops for good and never reconnects, and the watcher decides from its
+own ranks, as on one node. The watcher also stops it (:meth:`ProgressExchange.stop`) as soon as
+this node's ranks have ended, before the store can go away under a call in flight: each such
+failure made torch's C++ client log a warning with a backtrace (``recvValue failed``), and each
+reconnection to a closed port a retry block.
 """
 
 from __future__ import annotations
@@ -28,13 +35,21 @@ from collections.abc import Callable
 from typing import Any
 
 from ddpkit.launch.sealed import Sealer
-from ddpkit.launch.store_client import connect, within
+from ddpkit.launch.store_client import Connected, connect, within
 from ddpkit.launch.store_value import NotOurs, parse_json_dict
 
 PREFIX = "ddpkit/hang/progress/"
 CONNECT_TIMEOUT_S = 5.0
 CALL_TIMEOUT_S = 5.0
 PURPOSE = b"ddpkit hang-progress v1"
+
+
+Connector = Callable[[str, int, float], Connected]
+
+
+def bystander(address: str, port: int, deadline: float) -> Connected:
+    """A client of torchrun's store that is never counted as a node (``wait_for_workers``)."""
+    return connect(address, port, deadline, wait_for_workers=False)
 
 
 def progress_key(node_rank: int) -> str:
@@ -80,7 +95,10 @@ def _read(store: Any, key: str, absent: bytes) -> Callable[[], Any]:
 
 class ProgressExchange:
     def __init__(self, address: str, port: int, *, node_rank: int, nnodes: int,
-                 key: str = "", interval: float = 1.0) -> None:
+                 key: str = "", interval: float = 1.0, connector: Connector = bystander) -> None:
+        self._connect = connector
+        self.connections = 0  # clients made (one per job: never a reconnection)
+        self.ended: str | None = None  # why the exchange stopped for good, once it has
         self.address, self.port, self.interval = address, port, interval
         self.node_rank, self.nnodes = node_rank, nnodes
         self.sealed = bool(key)
@@ -104,11 +122,16 @@ class ProgressExchange:
         with self._lock:
             return self._value
 
-    def close(self) -> None:
-        """Stop, and wait for an exchange in flight (every call in it is bounded)."""
+    def stop(self) -> None:
+        """No store call after the exchange in flight (if any); returns at once."""
         self._stop.set()
-        if self._in_call.is_set():
-            self._thread.join(timeout=CALL_TIMEOUT_S + 2)
+
+    def close(self) -> None:
+        """Stop, and wait for the thread to drop its client (an exchange in flight is bounded:
+        every call in it runs under a deadline): a thread left inside torch's C++ store client
+        while the interpreter exits can block the exit."""
+        self._stop.set()
+        self._thread.join(timeout=CALL_TIMEOUT_S + 2 if self._in_call.is_set() else 1.0)
 
     def _exchange(self, store: Any) -> None:
         with self._lock:
@@ -128,18 +151,21 @@ class ProgressExchange:
             self._value = self.counters.changes
 
     def _run(self) -> None:
-        store = None
+        store: Any | None = None
         while not self._stop.is_set():
             if store is None:
-                store = connect(self.address, self.port, time.monotonic() + CONNECT_TIMEOUT_S,
-                                wait_for_workers=False).store  # never counted as a node
-            if store is not None:
+                store = self._connect(self.address, self.port,
+                                      time.monotonic() + CONNECT_TIMEOUT_S).store
+                self.connections += store is not None
+            if store is not None and not self._stop.is_set():
                 self._in_call.set()
                 try:
                     self._exchange(store)
-                except Exception:  # noqa: BLE001 - any store failure: reconnect next time
-                    store = None
+                except Exception as exc:  # noqa: BLE001 - the store is gone: so is the job
+                    self.ended = f"the job's store went away: {type(exc).__name__}"
+                    break
                 finally:
                     self._in_call.clear()
             self._stop.wait(self.interval)
         store = None  # closed here, in this thread, not at interpreter exit
+        self._stop.set()

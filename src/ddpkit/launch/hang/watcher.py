@@ -190,6 +190,12 @@ class HangWatcher:
         ranks = self._discover()
         if ranks and self._ranks_since is None:
             self._ranks_since = now
+        if not ranks and self._ranks_since is not None:
+            # this node's ranks have ended: the job's store may close at any moment (once every
+            # node's agent passed its exit barrier), so no store call from here on
+            self.exchange_factory = None
+            if self.exchange is not None:
+                self.exchange.stop()
         if self.exchange is None and self.exchange_factory is not None \
                 and self._ranks_since is not None and now - self._ranks_since >= self.exchange_after():
             self.exchange, self.exchange_factory = self.exchange_factory(), None
@@ -212,6 +218,9 @@ class HangWatcher:
             children = []
         live: dict[int, Target] = {}
         for child in children:
+            with contextlib.suppress(psutil.Error):
+                if child.status() == psutil.STATUS_ZOMBIE:  # ended, not yet reaped by torchrun
+                    continue
             target = self._targets.get(child.pid) or _target(child, self.node_rank, self.host)
             if target is not None:
                 live[child.pid] = target

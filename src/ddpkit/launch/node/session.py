@@ -21,6 +21,7 @@ from ddpkit.errors import (
 from ddpkit.launch.config import FLIGHT_RECORDER_DIR, LaunchConfig
 from ddpkit.launch.events import Progress
 from ddpkit.launch.hang.model import HangPolicy
+from ddpkit.launch.hang.progress_exchange import Connector
 from ddpkit.launch.hang.watcher import HANG_STOPPED, HangWatcher
 from ddpkit.launch.node import facts as node_facts
 from ddpkit.launch.node.entry_check import entry_error
@@ -36,6 +37,7 @@ from ddpkit.launch.torchrun.command import (
 )
 from ddpkit.launch.torchrun.processes import ProcessState, StartDeadline, run_process
 from ddpkit.launch.torchrun.rank_output import RankOutputTail
+from ddpkit.launch.torchrun.torch_log import TorchLog
 from ddpkit.launch.torchrun.tracebacks import known_fix
 
 
@@ -46,6 +48,11 @@ class LaunchEvents(Progress, Protocol):
 
     def output(self, line: str) -> None:
         """One line torchrun or a rank printed."""
+
+    def torch_internal(self, line: str, condensed: str | None) -> None:
+        """One line of torch's C++ log (``torch_log``) as torch printed it, and what ddpkit
+        condensed it to (None: folded, or part of a wait's status line): shown raw only when
+        asked."""
 
 
 RESTART_COUNT_ENV = "DDPKIT_RESTART_COUNT"  # which restart of the whole job a start is (0 first)
@@ -173,16 +180,19 @@ PEER_HOLD_TIMEOUTS = 4  # unsealed peer progress delays a hang report by at most
 
 
 def watcher(plan: NodePlan, events: LaunchEvents,
-            stack_request: threading.Event | None = None) -> HangWatcher:
+            stack_request: threading.Event | None = None,
+            store_connector: Connector | None = None) -> HangWatcher:
     """This node's hang watcher (``--hang-timeout``, ``--hang-action``; py-spy found on the
-    workers' PATH or next to their python)."""
-    from ddpkit.launch.hang.progress_exchange import ProgressExchange
+    workers' PATH or next to their python). ``store_connector``: how the progress counter
+    reaches the job's store (the CLI's imports torch with its C++ log quiet first)."""
+    from ddpkit.launch.hang.progress_exchange import ProgressExchange, bystander
     from ddpkit.launch.hang.pyspy import find_py_spy
 
     config = plan.config
     def exchange() -> ProgressExchange:
         return ProgressExchange(config.master_addr, config.master_port, node_rank=config.node_rank,
-                                nnodes=config.nnodes, key=config.progress_key)
+                                nnodes=config.nnodes, key=config.progress_key,
+                                connector=store_connector or bystander)
 
     hold = None if config.progress_key else PEER_HOLD_TIMEOUTS * config.hang_timeout
     return HangWatcher(run_dir=Path(plan.run_dir), log_dir=plan.log_dir, node_rank=config.node_rank,
@@ -195,7 +205,8 @@ def watcher(plan: NodePlan, events: LaunchEvents,
 
 def execute(plan: NodePlan, events: LaunchEvents, *,
             should_stop: Callable[[], str | None] | None = None,
-            stack_request: threading.Event | None = None) -> NodeResult:
+            stack_request: threading.Event | None = None,
+            store_connector: Connector | None = None) -> NodeResult:
     """Preflight, then run torchrun for this node; raise on failure with a one-paragraph summary.
 
     ``should_stop`` lets a job-level supervisor (ssh fan-out, join) stop this node early: it is
@@ -207,7 +218,7 @@ def execute(plan: NodePlan, events: LaunchEvents, *,
     check_startable(plan)
     probe = preflight(plan, events)
     try:
-        return _run_node(plan, events, probe, should_stop, stack_request)
+        return _run_node(plan, events, probe, should_stop, stack_request, store_connector)
     finally:
         if probe is not None:
             probe.finish()
@@ -215,7 +226,8 @@ def execute(plan: NodePlan, events: LaunchEvents, *,
 
 def _run_node(plan: NodePlan, events: LaunchEvents, probe: MasterProbe | None,
               should_stop: Callable[[], str | None] | None,
-              stack_request: threading.Event | None) -> NodeResult:
+              stack_request: threading.Event | None,
+              store_connector: Connector | None = None) -> NodeResult:
     try:
         Path(plan.run_dir).mkdir(parents=True, exist_ok=True)
         if any(k in plan.env_set for k in ("TORCH_FR_DUMP_TEMP_FILE",
@@ -232,7 +244,8 @@ def _run_node(plan: NodePlan, events: LaunchEvents, probe: MasterProbe | None,
         timeout = plan.config.job_timeout
         if timeout is not None:
             timeout = max(0.0, timeout - (time.monotonic() - started))
-        result, watch = _attempt(plan, events, probe, should_stop, stack_request, attempt, timeout)
+        result, watch = _attempt(plan, events, probe, should_stop, stack_request, attempt, timeout,
+                                 store_connector)
         if result.ok or attempt + 1 == attempts or not _restartable(result, probe):
             break
         events.waiting(f"node {plan.config.node_rank} ({plan.hostname}): this attempt failed: "
@@ -253,9 +266,11 @@ def _restartable(result: NodeResult, probe: MasterProbe | None) -> bool:
 def _attempt(plan: NodePlan, events: LaunchEvents, probe: MasterProbe | None,
              should_stop: Callable[[], str | None] | None,
              stack_request: threading.Event | None, attempt: int,
-             timeout: float | None) -> tuple[NodeResult, HangWatcher]:
+             timeout: float | None,
+             store_connector: Connector | None = None) -> tuple[NodeResult, HangWatcher]:
     shown = AgentTracebackFilter()
-    watch = watcher(plan, events, stack_request)
+    torch_log = TorchLog()
+    watch = watcher(plan, events, stack_request, store_connector)
     stop_checks = [check for check in (should_stop, probe and probe.stop_reason, watch.poll)
                    if check]
 
@@ -263,7 +278,8 @@ def _attempt(plan: NodePlan, events: LaunchEvents, probe: MasterProbe | None,
         return next((reason for check in stop_checks if (reason := check())), None)
 
     waits = WaitAnnouncer(describe_wait(plan.config, master_answered=None if probe is None else
-                                        lambda: probe.answered is not None))
+                                        lambda: probe.answered is not None,
+                                        torch_saw=lambda: torch_log.connect_problem))
 
     ranks: RankOutputTail | None = None
 
@@ -277,8 +293,12 @@ def _attempt(plan: NodePlan, events: LaunchEvents, probe: MasterProbe | None,
 
         def on_line(line: str) -> None:
             log.write(line + "\n")
-            for text in shown.feed(line):
-                events.output(text)
+            seen = torch_log.feed(line)
+            if seen.internal:
+                events.torch_internal(line, seen.text)
+            elif seen.text is not None:
+                for text in shown.feed(seen.text):
+                    events.output(text)
 
         try:
             ranks = (RankOutputTail(plan.log_dir, rank_output_role(plan.config))
@@ -293,6 +313,8 @@ def _attempt(plan: NodePlan, events: LaunchEvents, probe: MasterProbe | None,
     for text in shown.finish(stopped=bool(outcome.stopped or outcome.interrupted or
                                           outcome.timed_out)):
         events.output(text)
+    if (folded := torch_log.folded_summary()) is not None:
+        events.waiting(folded)
     root, failures = parse_failures(outcome.tail)
     return NodeResult(plan=plan, outcome=outcome, root_cause=root, failures=failures,
                       stack_reports=tuple(watch.reports), restarts=attempt), watch

@@ -63,10 +63,13 @@ class WaitAnnouncer:
         return self.describe(phase, now - self._since)
 
 
-def describe_wait(config: LaunchConfig, *, master_answered: Callable[[], bool] | None = None
+def describe_wait(config: LaunchConfig, *, master_answered: Callable[[], bool] | None = None,
+                  torch_saw: Callable[[], str | None] | None = None
                   ) -> Callable[[WaitPhase, float], str | None]:
     """The words for one node's waits. ``master_answered`` (a worker's probe): until it is true
-    a worker waits for the master itself, which its probe reports already."""
+    a worker waits for the master itself, which its probe reports already. ``torch_saw``: what
+    torchrun's own store client last met trying the master (``refused``, ``no route to host``;
+    read from its log lines, which the console no longer shows)."""
     where = f"{config.master_addr}:{config.master_port}"
     others = config.nnodes - 1
 
@@ -80,8 +83,10 @@ def describe_wait(config: LaunchConfig, *, master_answered: Callable[[], bool] |
         if not config.multi_node:
             return None
         if master_answered is not None and not master_answered():
-            return (f"still waiting for the master {where} to answer: {seconds:.0f} s of "
-                    f"--connect-timeout {config.connect_timeout:g} s")
+            why = torch_saw() if torch_saw is not None else None
+            return (f"still waiting for the master {where} to answer: "
+                    f"{f'{why}, ' if why else ''}{seconds:.0f} s of --connect-timeout "
+                    f"{config.connect_timeout:g} s")
         if config.is_master:
             ranks = "1" if others == 1 else f"1..{others}"
             return (f"waiting for the other {'node' if others == 1 else f'{others} nodes'} "
