@@ -328,7 +328,10 @@ def _verdict(plan: NodePlan, probe: MasterProbe | None, result: NodeResult,
                                "as the likely cause, or raise --hang-timeout (0 turns it off) if it "
                                "only computes without output or CPU use (e.g. waits on a GPU)",
                                details=result.to_dict())
-    if outcome.stopped:
+    own = result.root_end()
+    if outcome.stopped and (own is None or not own.is_cause or own.raised is None):
+        # (a rank that raised an exception of its own before the stop came is this node's
+        # failure: the job was stopped because of it, whichever node's end the master saw first)
         raise JobFailed("job-stopped", f"node {plan.config.node_rank} ({plan.hostname}) was stopped: "
                         f"{outcome.stopped}", f"per-rank logs are in {plan.run_dir}",
                         details=result.to_dict())
