@@ -122,17 +122,47 @@ def read_end(failure: RankFailure, lines: Sequence[str], *, order: float = 0.0,
                    order=order, stderr=stderr)
 
 
-def root_end(ends: Sequence[RankEnd], first: RankFailure | None = None) -> RankEnd | None:
+def root_end(ends: Sequence[RankEnd], first: RankFailure | Sequence[RankFailure] | None = None
+             ) -> RankEnd | None:
     """The end that started it: a cause before any consequence, then torchrun's own first
-    observed failure (``first``), then the earliest."""
+    observed failure (``first``: one per node read), then the earliest."""
     if not ends:
         return None
+    firsts = {(f.rank, f.host) for f in ([] if first is None else
+                                         [first] if isinstance(first, RankFailure) else first)}
 
     def key(end: RankEnd) -> tuple[bool, bool, float, int]:
-        torchrun_first = first is not None and (end.rank, end.host) == (first.rank, first.host)
-        return (not end.is_cause, not torchrun_first, end.order, end.rank)
+        return (not end.is_cause, (end.rank, end.host) not in firsts, end.order, end.rank)
 
     return min(ends, key=key)
+
+
+def where(end: RankEnd) -> str:
+    return f"Rank {end.rank} (local rank {end.local_rank}, on {end.host})"
+
+
+def explain(ends: Sequence[RankEnd], first: RankFailure | Sequence[RankFailure] | None = None
+            ) -> str:
+    """Which rank's end is the cause and what it said, then how the others followed: the
+    sentence both ``doctor --log RUN_DIR`` and ``launch``'s summary rest on."""
+    root = root_end(ends, first)
+    if root is None:
+        return ""
+    if root.is_cause:
+        text = f"{where(root)} failed first, on its own account: {root.how()}."
+    else:
+        text = (f"{where(root)} failed ({root.how()}), but {root.consequence}: it followed "
+                "another rank's failure, which none of these logs shows. Read the other nodes' "
+                "logs (ddpkit doctor --log on each node's run directory).")
+    words = root.sentence()
+    if words:
+        text += f" {words}" + ("" if words[-1:] in ".!?" else ".")
+    after = [e for e in ends if e is not root]
+    if after:
+        text += " Then: " + "; ".join(
+            f"rank {e.rank} ({e.host}) {e.how()}" + (f", {e.consequence}" if e.consequence else "")
+            for e in sorted(after, key=lambda e: (e.order, e.rank))[:4]) + "."
+    return text
 
 
 # --- the file edge -------------------------------------------------------------------------------

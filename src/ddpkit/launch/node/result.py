@@ -75,6 +75,9 @@ class NodeResult:
                 common_exception([e.raised for e in ends]) == raised:
             text += f". Every failed rank raised {raised}"
             return text
+        if end is not None and not end.is_cause:
+            text += (f" ({end.consequence}: it followed a failure elsewhere; look for the cause in "
+                     "the other nodes' output)")
         words = end.sentence() if end is not None else ""
         return text + (f". {words}" if words else "")
 

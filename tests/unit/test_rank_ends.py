@@ -1,0 +1,98 @@
+"""Cause before consequence, on the recorded run of tests/fixtures/logs/captured/i24_value_error/
+(node 1's rank raised ValueError at train.py:8; node 0's rank then lost it and aborted, SIGABRT,
+and ended first): ``doctor --log`` on the run directories and launch's job summary, built from
+the same reading (doctor/log/rank_ends.py), name node 1's rank and its exception."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+from ddpkit.doctor.log.diagnose import diagnose
+from ddpkit.doctor.log.rank_ends import consequence_of, last_words, read_end, root_end, run_ends
+from ddpkit.launch.outcomes import FAILED, NodeOutcome, first_failure, job_summary, outcome_from_error
+from ddpkit.launch.torchrun.command import RankFailure
+from ddpkit.launch.torchrun.tracebacks import last_exception
+
+RUN = Path(__file__).parents[1] / "fixtures" / "logs" / "captured" / "i24_value_error"
+NODE0, NODE1 = str(RUN / "node0"), str(RUN / "node1")
+RAISED = "ValueError: batch 7 has 3 labels, expected 4"
+
+
+def test_each_node_reads_its_own_rank_as_cause_or_consequence() -> None:
+    (zero,), first0 = run_ends(NODE0)
+    (one,), first1 = run_ends(NODE1)
+    assert (zero.rank, zero.host, zero.how()) == (0, "node0", "killed by SIGABRT")
+    assert not zero.is_cause and "connection closed by peer" in zero.consequence
+    assert one.is_cause and (one.rank, one.host, one.exitcode) == (1, "node1", 1)
+    assert one.raised is not None and f"{one.raised.type}: {one.raised.message}" == RAISED
+    assert one.raised.where() == "train.py:8 in <module>"
+    assert one.last_lines == ("rank 1: bad batch ahead",)  # not the traceback, no c10d warning
+    assert first0 is not None and first1 is not None
+    # node 0's end is torchrun's first observed failure on its node and the earlier one: still
+    # the cause wins
+    ended_first = dataclasses.replace(zero, order=0.0)
+    assert root_end([ended_first, dataclasses.replace(one, order=1.0)], [first0, first1]).rank == 1
+
+
+def test_doctor_log_on_both_run_directories_names_the_raising_rank_first() -> None:
+    findings = diagnose([NODE0, NODE1])
+    top = findings[0]
+    assert top.id == "rank-failed", [f.id for f in findings]
+    assert top.explanation.startswith("Rank 1 (local rank 0, on node1) failed first, on its own "
+                                      "account: exit code 1. It raised " + RAISED +
+                                      " (at train.py:8 in <module>)."), top.explanation
+    assert "rank 0 (node0) killed by SIGABRT, its exception reports a peer gone" in top.explanation
+    lost = next(f for f in findings if f.id == "connection-lost")
+    assert "Rank 1 failed on its own account first" in lost.explanation
+
+
+def test_doctor_log_on_the_aborted_node_alone_sends_the_reader_to_the_other_nodes() -> None:
+    findings = diagnose([NODE0])
+    assert findings[0].id == "connection-lost", [f.id for f in findings]
+    failed = next(f for f in findings if f.id == "rank-failed")
+    assert "followed another rank's failure, which none of these logs shows" in \
+        failed.explanation
+    assert "killed just before" not in findings[0].explanation
+
+
+def _outcome(run_dir: str, node_rank: int, observed_at: float) -> NodeOutcome:
+    """A node's outcome as the master gets it: from the launch error's details (what
+    launch/node/result.py puts there) through outcome_from_error and the JSON of the store."""
+    (end,), _ = run_ends(run_dir)
+    root = {"rank": end.rank, "local_rank": end.local_rank, "exitcode": end.exitcode,
+            "signal": end.signal}
+    error = {"id": "job-failed", "message": f"node {node_rank}: rank {end.rank} failed first",
+             "details": {"root_cause": root, "root_end": end.to_dict()}}
+    outcome = outcome_from_error(error, node_rank=node_rank, host=end.host)
+    return NodeOutcome.from_dict(outcome.to_dict(), observed_at=observed_at)  # the store's trip
+
+
+def test_the_master_names_node_1_and_its_exception_although_node_0_ended_first() -> None:
+    outcomes = [_outcome(NODE0, 0, observed_at=1.0), _outcome(NODE1, 1, observed_at=2.0)]
+    assert [o.state for o in outcomes] == [FAILED, FAILED]
+    assert first_failure(outcomes) is outcomes[1]
+    summary = job_summary(outcomes)
+    assert summary.startswith("node 1 (node1, rank 1, local rank 0) failed first: exit code 1. "
+                              f"It raised {RAISED} (at train.py:8 in <module>)"), summary
+    assert "node 0 (node0) failed too (killed by SIGABRT)" in summary
+
+
+def test_the_recorded_master_output_agrees() -> None:
+    error_line = next(line for line in (RUN / "master_output.txt").read_text().splitlines()
+                      if line.startswith("error [job-failed]"))
+    assert "node 1 (node1, rank 1" in error_line and f"{RAISED} (at train.py:8" in error_line
+
+
+def test_an_abort_after_a_peer_gone_line_is_a_consequence_and_a_silent_one_a_cause() -> None:
+    gloo = ("terminate called after throwing an instance of 'gloo::IoException'",
+            "  what():  [gloo/transport/tcp/pair.cc:598] Connection closed by peer [10.0.0.2]:1")
+    assert "connection closed by peer" in consequence_of(gloo, -6, "SIGABRT", None)
+    assert consequence_of(("step 3",), -6, "SIGABRT", None) == ""
+    assert consequence_of(("step 3",), -15, None, None).startswith("stopped by SIGTERM")
+    own = ["Traceback (most recent call last):", '  File "/w/train.py", line 3, in <module>',
+           "KeyError: 'label'"]
+    raised = last_exception(own)
+    assert consequence_of([*gloo, *own], 1, None, raised) == ""  # its own exception decides
+    end = read_end(RankFailure("h", 2, 0, 1, None, None, ""), ["loading", *own])
+    assert end.is_cause and last_words(["loading", *own], end.raised) == ("loading",)
