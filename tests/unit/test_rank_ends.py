@@ -9,7 +9,14 @@ import dataclasses
 from pathlib import Path
 
 from ddpkit.doctor.log.diagnose import diagnose
-from ddpkit.doctor.log.rank_ends import consequence_of, last_words, read_end, root_end, run_ends
+from ddpkit.doctor.log.rank_ends import (
+    consequence_of,
+    last_words,
+    read_end,
+    root_end,
+    run_ends,
+    unreported_ends,
+)
 from ddpkit.launch.outcomes import FAILED, NodeOutcome, first_failure, job_summary, outcome_from_error
 from ddpkit.launch.torchrun.command import RankFailure
 from ddpkit.launch.torchrun.tracebacks import last_exception
@@ -96,3 +103,61 @@ def test_an_abort_after_a_peer_gone_line_is_a_consequence_and_a_silent_one_a_cau
     assert consequence_of([*gloo, *own], 1, None, raised) == ""  # its own exception decides
     end = read_end(RankFailure("h", 2, 0, 1, None, None, ""), ["loading", *own])
     assert end.is_cause and last_words(["loading", *own], end.raised) == ("loading",)
+
+
+def test_a_node_stopped_before_torchrun_reported_still_names_its_raising_rank(
+        tmp_path: Path) -> None:
+    """torchrun stopped before its failure report: the ranks' own stderr is read; a rank that
+    only lost a peer is no cause and is left out."""
+    one = (RUN / "node1" / "torchrun" / "none_0gy30ghp" / "attempt_0" / "0" / "stderr.log")
+    zero = (RUN / "node0" / "torchrun" / "none_jgmidzem" / "attempt_0" / "0" / "stderr.log")
+    for local_rank, source in ((0, zero), (1, one)):
+        target = tmp_path / "none_abc" / "attempt_0" / str(local_rank) / "stderr.log"
+        target.parent.mkdir(parents=True)
+        target.write_bytes(source.read_bytes())
+    (end,) = unreported_ends(str(tmp_path), "node1")
+    assert (end.rank, end.local_rank, end.exitcode, end.is_cause) == (1, 1, 1, True)
+    assert end.raised is not None and end.raised.type == "ValueError"
+
+
+def _node_result(node_rank: int):  # type: ignore[no-untyped-def]
+    """launch's NodeResult for a recorded node, as session builds it from torchrun's output."""
+    from ddpkit.launch.config import LaunchConfig
+    from ddpkit.launch.node.plan import NodeFacts, plan_node
+    from ddpkit.launch.node.result import NodeResult
+    from ddpkit.launch.torchrun.command import parse_failures
+    from ddpkit.launch.torchrun.processes import ProcessOutcome
+    from ddpkit.net.route import Route
+
+    host, run_dir = f"node{node_rank}", RUN / f"node{node_rank}"
+    route = Route(host="127.0.0.1", address="127.0.0.1", family="ipv4", ifname="lo",
+                  source="127.0.0.1", local=True)
+    facts = NodeFacts(hostname=host, nics=(), master_addresses=("127.0.0.1",), route=route)
+    config = LaunchConfig(nnodes=2, node_rank=node_rank, master_addr="127.0.0.1", entry="train.py")
+    plan = plan_node(config, facts, {}, python="py", run_dir=str(run_dir))
+    tail = tuple((run_dir / "torchrun.log").read_text().splitlines())
+    root, failures = parse_failures(tail)
+    outcome = ProcessOutcome(returncode=1, tail=tail, timed_out=False, interrupted=False,
+                             stopped=None, duration_s=1.0, leftovers_killed=())
+    return NodeResult(plan=plan, outcome=outcome, root_cause=root, failures=failures)
+
+
+def test_launch_node_summaries_and_the_job_summary_from_the_same_reading() -> None:
+    zero, one = _node_result(0), _node_result(1)
+    assert one.summary() == ("node 1 (node1): rank 1 (local rank 0, host node1) failed first: "
+                             f"exit code 1. It raised {RAISED} (at train.py:8 in <module>). Its "
+                             "last output: rank 1: bad batch ahead")
+    assert zero.summary().startswith("node 0 (node0): rank 0 (local rank 0, host node0) failed "
+                                     "first: killed by SIGABRT (its exception reports a peer gone "
+                                     "(connection closed by peer): it followed a failure "
+                                     "elsewhere"), zero.summary()
+    outcomes = []
+    for node_rank, result in enumerate((zero, one)):
+        error = {"id": "job-failed", "message": result.summary(), "details": result.to_dict()}
+        outcome = outcome_from_error(error, node_rank=node_rank, host=f"node{node_rank}",
+                                     observed_at=float(node_rank))  # node 0 heard of first
+        outcomes.append(NodeOutcome.from_dict(outcome.to_dict(), observed_at=float(node_rank)))
+    assert job_summary(outcomes).startswith(
+        f"node 1 (node1, rank 1, local rank 0) failed first: exit code 1. It raised {RAISED} (at "
+        "train.py:8 in <module>). Its last output: rank 1: bad batch ahead. Then: node 0 (node0) "
+        "failed too (killed by SIGABRT)")

@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 from jobs import ddpkit_in, script, wait_for_files
 from multinode import wait_all
+from sshnodes import SshCluster
 
 from ddpkit.errors import ExitCode
 from ddpkit.sim.topology import SimCluster
@@ -87,3 +88,45 @@ def test_the_raising_rank_is_named_on_the_master_every_time(
         node0_failed_too += "node 0 (node0) failed too (killed by SIGABRT)" in summary
     assert not wrong, f"{len(wrong)} of {RUNS} runs named another cause:\n" + "\n".join(wrong)
     assert node0_failed_too, "node 0 never failed of its own: the case under test did not arise"
+
+
+def _error_line(err: str) -> str:
+    return next((line for line in err.splitlines() if line.startswith("error [")), err[-2000:])
+
+
+@pytest.mark.timeout(180)
+def test_over_ssh_the_master_names_the_raising_rank(ssh_cluster: Callable[[int], SshCluster],
+                                                    tmp_path: Path) -> None:
+    cluster = ssh_cluster(2)
+    entry = script(tmp_path, "train.py", RAISER)
+    run = ddpkit_in(cluster.sim, 0, tmp_path, "launch", "--hosts", ",".join(cluster.addresses),
+                    "--run-dir", str(tmp_path / "runs"), *cluster.ssh_flags(), str(entry))
+    assert wait_all([run], timeout=160)
+    assert run.code == ExitCode.JOB_FAILED, run.err[-4000:]
+    summary = _error_line(run.err)
+    assert summary.startswith(f"error [job-failed]: node 1 ({cluster.addresses[1]}, rank 1"), \
+        summary
+    assert f"It raised ValueError: batch 7 has 3 labels, expected 4 (at train.py:{RAISE_LINE}" \
+        in summary, summary
+    cluster.assert_nodes_clean()
+
+
+@pytest.mark.timeout(180)
+def test_per_node_each_node_says_what_it_saw(sim_cluster: Callable[..., SimCluster],
+                                            tmp_path: Path) -> None:
+    """Without a master that hears every node, node 1 names its ValueError and node 0 says its
+    rank only followed a failure elsewhere (it lost its peer)."""
+    cluster = sim_cluster(nodes=2)
+    entry = script(tmp_path, "train.py", RAISER)
+    master = cluster.nodes[0].private_address
+    common = ("launch", "--nnodes", "2", "--master-addr", master, "--master-port", "29533")
+    runs = [ddpkit_in(cluster, i, tmp_path, *common, "--node-rank", str(i), "--run-dir",
+                      str(tmp_path / f"node{i}"), str(entry)) for i in (0, 1)]
+    assert wait_all(runs, timeout=160)
+    zero, one = (_error_line(run.err) for run in runs)
+    assert one.startswith("error [job-failed]: node 1 (node1): rank 1"), one
+    assert f"It raised ValueError: batch 7 has 3 labels, expected 4 (at train.py:{RAISE_LINE}" \
+        in one, one
+    assert zero.startswith("error [job-failed]: node 0 (node0): rank 0"), zero
+    assert "it followed a failure elsewhere; look for the cause in the other nodes' output" \
+        in zero, zero

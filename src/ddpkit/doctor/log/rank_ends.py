@@ -30,6 +30,7 @@ PEER_GONE = CONSEQUENCE_PATTERNS  # one list: launch.outcomes orders nodes by th
 LAST_LINES = 3
 MAX_LOG_BYTES = 4 << 20  # of a rank's stderr read (its end): a rank that printed more is cut
 _TRACEBACK = "Traceback (most recent call last):"
+_RANK_PREFIX = re.compile(r"^\[rank(\d+)\]:")  # torch's prefix on a rank's stderr lines
 _GLOG_WARNING = re.compile(r"^(?:\[rank\d+\]:\s?)?\[?W\d{4} \d\d:\d\d:\d\d\.\d+")  # c10d's [W1204 ...]
 
 
@@ -208,6 +209,23 @@ def ends_of(failures: Sequence[RankFailure], log_dir: str) -> list[RankEnd]:
         path = stderr_path(logs, failure.local_rank)
         ends.append(read_end(failure, read_lines(path), order=_mtime(path) if path else 0.0,
                              stderr=path or ""))
+    return ends
+
+
+def unreported_ends(log_dir: str, host: str) -> list[RankEnd]:
+    """Ranks of a node stopped before torchrun reported them (no failure report) whose stderr
+    ends in an uncaught exception of their own: Python exits with code 1 on one. A rank whose
+    exception reports a peer gone is left out: it is no cause, and a stop explains it."""
+    ends = []
+    for local_rank in sorted(logs := newest_rank_logs(log_dir)):
+        path = stderr_path(logs, local_rank)
+        lines = read_lines(path)
+        raised = last_exception(lines)
+        rank = next((int(m[1]) for line in lines if (m := _RANK_PREFIX.match(line))), None)
+        if raised is None or rank is None or _peer_gone(f"{raised.type}: {raised.message}"):
+            continue
+        failure = RankFailure(host, rank, local_rank, 1, None, None, "")
+        ends.append(read_end(failure, lines, order=_mtime(path or ""), stderr=path or ""))
     return ends
 
 

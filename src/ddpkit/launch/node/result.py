@@ -5,9 +5,17 @@ hangs and restarts seen. Data with its own rendering (summary, to_dict); read on
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
-from ddpkit.doctor.log.rank_ends import RankEnd, ends_of, newest_rank_logs, read_lines, root_end
+from ddpkit.doctor.log.rank_ends import (
+    RankEnd,
+    ends_of,
+    newest_rank_logs,
+    read_lines,
+    root_end,
+    unreported_ends,
+)
 from ddpkit.launch.hang.watcher import StackReport
 from ddpkit.launch.node.plan import NodePlan
 from ddpkit.launch.outcomes import describe_exit
@@ -35,13 +43,21 @@ class NodeResult:
 
     def ends(self) -> list[RankEnd]:
         """Every failed rank's end, as ``doctor --log`` reads it (doctor/log/rank_ends.py)."""
-        return ends_of(self.failures or ((self.root_cause,) if self.root_cause else ()),
-                       self.plan.log_dir)
+        return list(self._ends)
+
+    @cached_property
+    def _ends(self) -> tuple[RankEnd, ...]:
+        failures = self.failures or ((self.root_cause,) if self.root_cause else ())
+        if failures:
+            return tuple(ends_of(failures, self.plan.log_dir))
+        if self.outcome.stopped:  # torchrun stopped before it reported: the ranks' own logs
+            return tuple(unreported_ends(self.plan.log_dir, self.plan.hostname))
+        return ()
 
     def root_end(self) -> RankEnd | None:
         """The failed rank that is the cause: one that failed on its own account before those
         that lost a peer, whichever exited first; then torchrun's first observed failure."""
-        return root_end(self.ends(), self.root_cause)
+        return root_end(self._ends, self.root_cause)
 
     def first(self) -> RankFailure | None:
         """The failed rank the summary names (:meth:`root_end`'s, else torchrun's first)."""
@@ -49,7 +65,8 @@ class NodeResult:
         candidates = [*([self.root_cause] if self.root_cause else []), *self.failures]
         if end is not None:
             return next((f for f in candidates if (f.rank, f.host) == (end.rank, end.host)),
-                        candidates[0])
+                        RankFailure(end.host, end.rank, end.local_rank, end.exitcode, None,
+                                    end.signal, ""))
         return candidates[0] if candidates else None
 
     def summary(self) -> str:
@@ -66,7 +83,7 @@ class NodeResult:
         text = (f"{where}: rank {failure.rank} (local rank {failure.local_rank}, host "
                 f"{failure.host}) failed first: {describe_exit(failure.exitcode, failure.signal)}")
         ends = self.ends()
-        end = root_end(ends, self.root_cause)
+        end = self.root_end()
         others = [f for f in self.failures if f.rank != failure.rank]
         if others:
             text += f"; {len(others)} more rank(s) on this node stopped after it"
