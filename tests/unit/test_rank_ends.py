@@ -161,3 +161,17 @@ def test_launch_node_summaries_and_the_job_summary_from_the_same_reading() -> No
         f"node 1 (node1, rank 1, local rank 0) failed first: exit code 1. It raised {RAISED} (at "
         "train.py:8 in <module>). Its last output: rank 1: bad batch ahead. Then: node 0 (node0) "
         "failed too (killed by SIGABRT)")
+
+
+def test_the_nodes_verdict_decides_over_the_words_and_survives_the_trip() -> None:
+    from ddpkit.launch.outcomes import is_consequence
+
+    said_timeout = NodeOutcome(0, "a", FAILED, message="the data loader timed out", exitcode=1,
+                               cause=True, raised="ValueError: timed out reading shard 3")
+    quiet_abort = NodeOutcome(1, "b", FAILED, message="killed", exitcode=-6, cause=False)
+    unknown = NodeOutcome(2, "c", FAILED, message="connection reset by peer", exitcode=1)
+    assert not is_consequence(said_timeout) and is_consequence(quiet_abort)
+    assert is_consequence(unknown)  # no verdict (an older ddpkit): the words decide
+    back = NodeOutcome.from_dict(said_timeout.to_dict())
+    assert (back.cause, back.raised) == (True, "ValueError: timed out reading shard 3")
+    assert NodeOutcome.from_dict(unknown.to_dict()).cause is None

@@ -4,7 +4,9 @@ torchrun names the first failure on its own node only. With several nodes, a ran
 its peers down with it a moment later ("Connection reset by peer" on every other node), and the
 order in which the nodes' reports arrive is a race. So the first failure is chosen in two steps:
 
-1. a failure that is a *consequence* of another loses to one that is not: a rank stopped by
+1. a failure that is a *consequence* of another loses to one that is not. A node that read its
+   failed rank's end (doctor/log/rank_ends.py, through launch.node.result) says so in ``cause``,
+   and that verdict decides; otherwise the words decide: a rank stopped by
    SIGTERM/SIGINT/SIGHUP, or one whose last words are a peer's connection going away or a
    collective timing out (:data:`CONSEQUENCE_PATTERNS`); a node lost altogether (its ssh session
    or its heartbeat died) is never a consequence, and a rank killed by any other signal only when
