@@ -52,6 +52,9 @@ def test_doctor_log_on_both_run_directories_names_the_raising_rank_first() -> No
     assert "rank 0 (node0) killed by SIGABRT, its exception reports a peer gone" in top.explanation
     lost = next(f for f in findings if f.id == "connection-lost")
     assert "Rank 1 failed on its own account first" in lost.explanation
+    # the launcher logs alone stand for their run directories (the fix line of older launches)
+    alone = diagnose([f"{NODE0}/torchrun.log", f"{NODE1}/torchrun.log"])
+    assert (alone[0].id, alone[0].explanation[:40]) == ("rank-failed", top.explanation[:40])
 
 
 def test_doctor_log_on_the_aborted_node_alone_sends_the_reader_to_the_other_nodes() -> None:

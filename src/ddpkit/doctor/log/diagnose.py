@@ -77,6 +77,10 @@ def diagnose(paths: Sequence[str], stdin: BinaryIO | None = None) -> list[Findin
     if (stack_files or dumps) and not paths:
         return hung
     run_dirs = [p for p in paths if p != "-" and run_dir.is_run_dir(p)]
+    run_dirs += [os.path.dirname(p) or "." for p in paths if p != "-" and os.path.basename(p) ==
+                 run_dir.LAUNCHER_LOG and run_dir.is_run_dir(os.path.dirname(p) or ".")]
+    run_dirs = list(dict.fromkeys(os.path.realpath(d) for d in run_dirs))  # a run's launcher log
+    # given alone stands for its run directory: its ranks' ends are read all the same
     paths = run_dir.expand(list(paths))
     for path in paths:
         if path != "-":

@@ -301,6 +301,16 @@ def attempt_env(env: Mapping[str, str], attempt: int) -> dict[str, str]:
     return {**env, RESTART_COUNT_ENV: str(attempt)}
 
 
+def _doctor_hint(plan: NodePlan) -> str:
+    """How to read this run with ``doctor --log``: its run directory, which it reads as this
+    summary does (the ranks' own ends), unless torchrun's logs were sent elsewhere."""
+    if plan.log_dir == f"{plan.run_dir}/torchrun":
+        return (f"`ddpkit doctor --log {plan.run_dir}` (with the other nodes' run directories: "
+                "the whole job) explains common causes")
+    return (f"`ddpkit doctor --log {plan.run_dir}/{LAUNCHER_LOG} {plan.log_dir}/*/attempt_*/*/"
+            "*.log` explains common causes")
+
+
 def _verdict(plan: NodePlan, probe: MasterProbe | None, result: NodeResult,
              watch: HangWatcher) -> NodeResult:
     """``result`` when the node succeeded; otherwise the error that says why it did not."""
@@ -342,8 +352,6 @@ def _verdict(plan: NodePlan, probe: MasterProbe | None, result: NodeResult,
                  f"job, --max-restarts {plan.config.max_restarts})") if result.restarts else ""
         raise JobFailed("job-failed", result.summary() + tried,
                         (f"{fix}; " if fix else "") +
-                        f"all output is in {plan.run_dir}; `ddpkit doctor --log {plan.run_dir}/"
-                        f"{LAUNCHER_LOG} {plan.log_dir}/*/attempt_*/*/*.log` explains "
-                        "common causes",
+                        f"all output is in {plan.run_dir}; {_doctor_hint(plan)}",
                         details=result.to_dict())
     return result
