@@ -4,7 +4,9 @@ torchrun names the first failure on its own node only. With several nodes, a ran
 its peers down with it a moment later ("Connection reset by peer" on every other node), and the
 order in which the nodes' reports arrive is a race. So the first failure is chosen in two steps:
 
-1. a failure that is a *consequence* of another loses to one that is not: a rank stopped by
+1. a failure that is a *consequence* of another loses to one that is not. A node that read its
+   failed rank's end (doctor/log/rank_ends.py, through launch.node.result) says so in ``cause``,
+   and that verdict decides; otherwise the words decide: a rank stopped by
    SIGTERM/SIGINT/SIGHUP, or one whose last words are a peer's connection going away or a
    collective timing out (:data:`CONSEQUENCE_PATTERNS`); a node lost altogether (its ssh session
    or its heartbeat died) is never a consequence, and a rank killed by any other signal only when
@@ -78,6 +80,8 @@ class NodeOutcome:
     last_lines: tuple[str, ...] = ()
     observed_at: float = 0.0  # the supervisor's clock when it learned of this end
     returncode: int | None = None
+    cause: bool | None = None  # the node's own reading of its failed rank's end (None: unknown)
+    raised: str = ""  # what that rank raised: "ValueError: x (at train.py:8 in <module>)"
     document: Mapping[str, Any] | None = field(default=None, compare=False)
     stack_reports: tuple[Mapping[str, Any], ...] = field(default=(), compare=False)
     # ^ the node's hang reports (every local rank's stack), carried to a join master as JSON
@@ -105,7 +109,7 @@ class NodeOutcome:
             "message": self.message, "error_id": self.error_id, "rank": self.rank,
             "local_rank": self.local_rank, "exitcode": self.exitcode, "signal": self.signal,
             "how": self.how() if self.failed else None, "last_lines": list(self.last_lines),
-            "returncode": self.returncode,
+            "returncode": self.returncode, "cause": self.cause, "raised": self.raised or None,
             **({"stack_reports": [dict(r) for r in self.stack_reports]} if self.stack_reports else {}),
         }
 
@@ -127,6 +131,8 @@ class NodeOutcome:
             signal=str(data["signal"]) if data.get("signal") else None,
             last_lines=tuple(str(x) for x in data.get("last_lines", ()) or ()),
             observed_at=observed_at, returncode=optional_int("returncode"),
+            cause=data["cause"] if isinstance(data.get("cause"), bool) else None,
+            raised=str(data.get("raised") or ""),
             stack_reports=tuple(r for r in data.get("stack_reports") or () if isinstance(r, Mapping)),
         )
 
@@ -169,6 +175,8 @@ def is_consequence(outcome: NodeOutcome) -> bool:
     """True when this failure looks caused by another one (see the module docstring)."""
     if outcome.state == LOST:
         return False
+    if outcome.cause is not None:  # the node read its rank's end: doctor/log/rank_ends.py
+        return not outcome.cause
     if outcome.signal in STOP_SIGNALS:
         return True
     if outcome.exitcode is not None and -outcome.exitcode in (1, 2, 15):
@@ -197,6 +205,8 @@ def job_summary(outcomes: Sequence[NodeOutcome]) -> str:
     text = f"{first.where()} failed first: {first.how()}"
     if first.exitcode is None and first.error_id:
         text += f" [{first.error_id}]"
+    if first.raised:
+        text += f". It raised {first.raised}"
     if first.last_lines:
         text += ". Its last output: " + " | ".join(first.last_lines)
     others = [o for o in sorted(outcomes, key=_order) if o is not first and o.state != OK]
@@ -239,6 +249,11 @@ def outcome_from_error(error: Mapping[str, Any], *, node_rank: int, host: str,
     if root is not None:
         fields = {"rank": root.get("rank"), "local_rank": root.get("local_rank"),
                   "exitcode": root.get("exitcode"), "signal": root.get("signal")}
+    end = details.get("root_end") if isinstance(details, Mapping) else None
+    if isinstance(end, Mapping) and state == FAILED:
+        exception = end.get("exception")
+        fields["cause"] = end.get("cause")
+        fields["raised"] = exception.get("text") if isinstance(exception, Mapping) else None
     return NodeOutcome.from_dict({
         "node_rank": node_rank, "host": host, "state": state, "message": message,
         "error_id": error_id, "last_lines": last_output_lines(message), "returncode": returncode,

@@ -10,6 +10,7 @@ from typing import BinaryIO
 
 from ddpkit.doctor.findings import Finding, has_errors
 from ddpkit.doctor.log import run_dir
+from ddpkit.doctor.log.rank_ends import run_ends
 from ddpkit.doctor.log.refusal import unreadable
 from ddpkit.doctor.log.rules.table import Diagnosis
 from ddpkit.doctor.log.scan import scan
@@ -75,11 +76,23 @@ def diagnose(paths: Sequence[str], stdin: BinaryIO | None = None) -> list[Findin
             *flight_recorder_input.findings(dumps)]
     if (stack_files or dumps) and not paths:
         return hung
+    run_dirs = [p for p in paths if p != "-" and run_dir.is_run_dir(p)]
+    run_dirs += [os.path.dirname(p) or "." for p in paths if p != "-" and os.path.basename(p) ==
+                 run_dir.LAUNCHER_LOG and run_dir.is_run_dir(os.path.dirname(p) or ".")]
+    run_dirs = list(dict.fromkeys(os.path.realpath(d) for d in run_dirs))  # a run's launcher log
+    # given alone stands for its run directory: its ranks' ends are read all the same
     paths = run_dir.expand(list(paths))
     for path in paths:
         if path != "-":
             check_readable(path)
     diagnosis = Diagnosis()
+    if run_dirs:  # each failed rank's end, read as launch's summary reads it (rank_ends)
+        ends, firsts = [], []
+        for directory in run_dirs:
+            read, first = run_ends(directory)
+            ends += read
+            firsts += [first] if first is not None else []
+        diagnosis.job.use_ends(ends, firsts)
     for path in paths:
         if path == "-":
             if stdin is None:

@@ -4,24 +4,24 @@ hangs and restarts seen. Data with its own rendering (summary, to_dict); read on
 
 from __future__ import annotations
 
-import glob
-import os
 from dataclasses import dataclass
-from pathlib import Path
+from functools import cached_property
 from typing import Any
 
+from ddpkit.doctor.log.rank_ends import (
+    RankEnd,
+    ends_of,
+    newest_rank_logs,
+    read_lines,
+    root_end,
+    unreported_ends,
+)
 from ddpkit.launch.hang.watcher import StackReport
 from ddpkit.launch.node.plan import NodePlan
 from ddpkit.launch.outcomes import describe_exit
 from ddpkit.launch.torchrun.command import RankFailure
 from ddpkit.launch.torchrun.processes import ProcessOutcome
-from ddpkit.launch.torchrun.tracebacks import (
-    PythonException,
-    common_exception,
-    exit_abort_fix,
-    last_exception,
-    without_warnings,
-)
+from ddpkit.launch.torchrun.tracebacks import PythonException, common_exception, exit_abort_fix
 
 
 @dataclass(frozen=True)
@@ -38,75 +38,77 @@ class NodeResult:
         return self.outcome.returncode == 0 and not self.outcome.timed_out
 
     def rank_logs(self) -> dict[int, list[str]]:
-        """Per local rank: the log files torchrun wrote for it in its last start on this node
-        (each start, a job-wide restart included, makes its own directory under the log dir)."""
-        found: dict[int, list[str]] = {}
-        runs = [d for d in glob.glob(os.path.join(glob.escape(self.plan.log_dir), "*"))
-                if os.path.isdir(d)]
-        if not runs:
-            return found
-        newest = max(runs, key=_created)  # torchrun's own directory of this node's last start
-        pattern = os.path.join(glob.escape(newest), "attempt_*", "*", "*.log")
-        for path in sorted(glob.glob(pattern)):
-            local_rank = Path(path).parent.name
-            if local_rank.isdigit():
-                found.setdefault(int(local_rank), []).append(path)
-        return found
+        """Per local rank: the log files torchrun wrote for it in its last start on this node."""
+        return newest_rank_logs(self.plan.log_dir)
+
+    def ends(self) -> list[RankEnd]:
+        """Every failed rank's end, as ``doctor --log`` reads it (doctor/log/rank_ends.py)."""
+        return list(self._ends)
+
+    @cached_property
+    def _ends(self) -> tuple[RankEnd, ...]:
+        failures = self.failures or ((self.root_cause,) if self.root_cause else ())
+        if failures:
+            return tuple(ends_of(failures, self.plan.log_dir))
+        if self.outcome.stopped:  # torchrun stopped before it reported: the ranks' own logs
+            return tuple(unreported_ends(self.plan.log_dir, self.plan.hostname))
+        return ()
+
+    def root_end(self) -> RankEnd | None:
+        """The failed rank that is the cause: one that failed on its own account before those
+        that lost a peer, whichever exited first; then torchrun's first observed failure."""
+        return root_end(self._ends, self.root_cause)
+
+    def first(self) -> RankFailure | None:
+        """The failed rank the summary names (:meth:`root_end`'s, else torchrun's first)."""
+        end = self.root_end()
+        candidates = [*([self.root_cause] if self.root_cause else []), *self.failures]
+        if end is not None:
+            return next((f for f in candidates if (f.rank, f.host) == (end.rank, end.host)),
+                        RankFailure(end.host, end.rank, end.local_rank, end.exitcode, None,
+                                    end.signal, ""))
+        return candidates[0] if candidates else None
 
     def summary(self) -> str:
-        """One paragraph: what failed, where, how, and the last words of the failing rank."""
+        """One paragraph: what failed, where, how, what the failing rank raised and its last
+        words: the rank the engine of ``doctor --log`` names as the cause (doctor/log/rank_ends)."""
         plan = self.plan
         where = f"node {plan.config.node_rank} ({plan.hostname})"
         if self.outcome.timed_out:
             return (f"{where}: the job did not finish within {plan.config.job_timeout:g} s and was "
                     "stopped")
-        failure = self.root_cause or (self.failures[0] if self.failures else None)
+        failure = self.first()
         if failure is None:
             return f"{where}: torchrun exited with {describe_exit(self.outcome.returncode)}"
         text = (f"{where}: rank {failure.rank} (local rank {failure.local_rank}, host "
                 f"{failure.host}) failed first: {describe_exit(failure.exitcode, failure.signal)}")
+        ends = self.ends()
+        end = self.root_end()
         others = [f for f in self.failures if f.rank != failure.rank]
         if others:
             text += f"; {len(others)} more rank(s) on this node stopped after it"
-        raised = self.exception()
-        if raised is not None:
-            every = len(self.failures) > 1 and self._raised_by_every_failed_rank(raised)
-            text += f". {'Every failed rank' if every else 'It'} raised {raised}"
+        raised = end.raised if end is not None else None
+        if raised is not None and len(ends) > 1 and \
+                common_exception([e.raised for e in ends]) == raised:
+            text += f". Every failed rank raised {raised}"
             return text
-        last = self._last_error_lines(failure.local_rank)
-        if last:
-            text += ". Its last output: " + " | ".join(last)
-        return text
+        if end is not None and not end.is_cause:
+            text += (f" ({end.consequence}: it followed a failure elsewhere; look for the cause in "
+                     "the other nodes' output)")
+        words = end.sentence() if end is not None else ""
+        return text + (f". {words}" if words else "")
 
     def exception(self) -> PythonException | None:
         """The Python exception the first failed rank died of, from its stderr log."""
-        failure = self.root_cause or (self.failures[0] if self.failures else None)
-        return None if failure is None else last_exception(self._stderr_lines(failure.local_rank))
+        end = self.root_end()
+        return None if end is None else end.raised
 
     def exit_fix(self) -> str | None:
         """The fix for a first failure that is a known crash at interpreter exit, if it is one."""
-        failure = self.root_cause or (self.failures[0] if self.failures else None)
-        if failure is None:
+        end = self.root_end()
+        if end is None:
             return None
-        return exit_abort_fix(self._stderr_lines(failure.local_rank), failure.exitcode)
-
-    def _raised_by_every_failed_rank(self, raised: PythonException) -> bool:
-        per_rank = [last_exception(self._stderr_lines(f.local_rank)) for f in self.failures]
-        return common_exception(per_rank) == raised
-
-    def _stderr_lines(self, local_rank: int) -> list[str]:
-        for path in self.rank_logs().get(local_rank, []):
-            if path.endswith("stderr.log"):
-                try:
-                    return Path(path).read_text(errors="replace").splitlines()
-                except OSError:
-                    return []
-        return []
-
-    def _last_error_lines(self, local_rank: int, count: int = 3) -> list[str]:
-        meaningful = [line.strip() for line in without_warnings(self._stderr_lines(local_rank))
-                      if line.strip()]
-        return meaningful[-count:]
+        return exit_abort_fix(read_lines(end.stderr or None), end.exitcode)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -116,8 +118,10 @@ class NodeResult:
             "timed_out": self.outcome.timed_out,
             "interrupted": self.outcome.interrupted,
             "stopped": self.outcome.stopped,
-            "root_cause": _failure_dict(self.root_cause),
+            "root_cause": _failure_dict(self.first()),
+            "torchrun_root_cause": _failure_dict(self.root_cause),
             "exception": (raised.to_dict() if (raised := self.exception()) is not None else None),
+            "root_end": end.to_dict() if (end := self.root_end()) is not None else None,
             "failures": [_failure_dict(f) for f in self.failures],
             "run_dir": self.plan.run_dir,
             "plan": self.plan.to_dict(),
@@ -133,9 +137,3 @@ def _failure_dict(failure: RankFailure | None) -> dict[str, Any] | None:
             "exitcode": failure.exitcode, "signal": failure.signal,
             "how": describe_exit(failure.exitcode, failure.signal)}
 
-
-def _created(path: str) -> float:
-    try:
-        return os.stat(path).st_mtime
-    except OSError:
-        return 0.0

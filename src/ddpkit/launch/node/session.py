@@ -328,6 +328,16 @@ def attempt_env(env: Mapping[str, str], attempt: int) -> dict[str, str]:
     return {**env, RESTART_COUNT_ENV: str(attempt)}
 
 
+def _doctor_hint(plan: NodePlan) -> str:
+    """How to read this run with ``doctor --log``: its run directory, which it reads as this
+    summary does (the ranks' own ends), unless torchrun's logs were sent elsewhere."""
+    if plan.log_dir == f"{plan.run_dir}/torchrun":
+        return (f"`ddpkit doctor --log {plan.run_dir}` (with the other nodes' run directories: "
+                "the whole job) explains common causes")
+    return (f"`ddpkit doctor --log {plan.run_dir}/{LAUNCHER_LOG} {plan.log_dir}/*/attempt_*/*/"
+            "*.log` explains common causes")
+
+
 def _verdict(plan: NodePlan, probe: MasterProbe | None, result: NodeResult,
              watch: HangWatcher) -> NodeResult:
     """``result`` when the node succeeded; otherwise the error that says why it did not."""
@@ -355,7 +365,10 @@ def _verdict(plan: NodePlan, probe: MasterProbe | None, result: NodeResult,
                                "as the likely cause, or raise --hang-timeout (0 turns it off) if it "
                                "only computes without output or CPU use (e.g. waits on a GPU)",
                                details=result.to_dict())
-    if outcome.stopped:
+    own = result.root_end()
+    if outcome.stopped and (own is None or not own.is_cause or own.raised is None):
+        # (a rank that raised an exception of its own before the stop came is this node's
+        # failure: the job was stopped because of it, whichever node's end the master saw first)
         raise JobFailed("job-stopped", f"node {plan.config.node_rank} ({plan.hostname}) was stopped: "
                         f"{outcome.stopped}", f"per-rank logs are in {plan.run_dir}",
                         details=result.to_dict())
@@ -366,8 +379,6 @@ def _verdict(plan: NodePlan, probe: MasterProbe | None, result: NodeResult,
                  f"job, --max-restarts {plan.config.max_restarts})") if result.restarts else ""
         raise JobFailed("job-failed", result.summary() + tried,
                         (f"{fix}; " if fix else "") +
-                        f"all output is in {plan.run_dir}; `ddpkit doctor --log {plan.run_dir}/"
-                        f"{LAUNCHER_LOG} {plan.log_dir}/*/attempt_*/*/*.log` explains "
-                        "common causes",
+                        f"all output is in {plan.run_dir}; {_doctor_hint(plan)}",
                         details=result.to_dict())
     return result

@@ -14,7 +14,9 @@ from dataclasses import dataclass, field
 from ddpkit.doctor.catalogue import entry
 from ddpkit.doctor.findings import Finding
 from ddpkit.doctor.log.evidence import Bag, Capped, merge
+from ddpkit.doctor.log.rank_ends import RankEnd, explain, root_end
 from ddpkit.doctor.log.scan import Event
+from ddpkit.launch.torchrun.command import RankFailure
 
 MAX_RECORDS = 32
 _LINE_START = re.compile(r"^(?:\[[^\]]*\]:?\s*)*[A-Za-z_][\w.]*(?:Error|Exception): ")
@@ -95,6 +97,15 @@ class JobRules:
         self.nccl_errors: set[str] = set()
         self.nccl_error_bag = Bag()
         self.nccl_warn = Bag(3)
+        self.ends: list[RankEnd] = []  # each failed rank's end, read from run directories
+        self.end_firsts: list[RankFailure] = []  # torchrun's first observed failure per node
+
+    def use_ends(self, ends: list[RankEnd], firsts: list[RankFailure]) -> None:
+        """Run directories were read: name the cause from the ranks' own ends (rank_ends)."""
+        self.ends, self.end_firsts = ends, firsts
+
+    def _root_end(self) -> RankEnd | None:
+        return root_end(self.ends, self.end_firsts)
 
     def note_rank(self, rank: int | None) -> None:
         if rank is not None and len(self.ranks_seen) < 4096:
@@ -215,6 +226,9 @@ class JobRules:
         return roots
 
     def killed_by_signal(self) -> bool:
+        end = self._root_end()
+        if end is not None:  # killed of its own accord, not after losing a peer
+            return end.is_cause and end.exitcode < 0 and end.signal != "SIGTERM"
         return any(r.killed for r in self.root_causes())
 
     def silent_sigkills(self) -> list[FailureRecord]:
@@ -229,6 +243,8 @@ class JobRules:
 
     def rank_failed(self, other_errors: bool) -> tuple[Finding, int] | None:
         """The finding and its priority (a kill by signal outranks its network consequences)."""
+        if self.ends:
+            return self._from_ends()
         e = entry("rank-failed")
         roots = self.root_causes()
         parts, bags = [], []
@@ -265,6 +281,28 @@ class JobRules:
         evidence = merge(*(b.items for b in bags), self.child_failed.items)
         return Finding(e.id, e.severity, e.title, " ".join(parts) + " " + e.explanation, fix,
                        evidence), priority
+
+    def _from_ends(self) -> tuple[Finding, int] | None:
+        """rank-failed from the ranks' ends: the cause named first, ahead of the lost
+        connections and timeouts it brought (priority 85); a consequence alone (the cause is on
+        a node whose logs were not given) stays below them."""
+        e = entry("rank-failed")
+        root = self._root_end()
+        if root is None:
+            return None
+        text = explain(self.ends, self.end_firsts)
+        bags = [r.bag for r in self.records]
+        if root.rank in self.exceptions.data:
+            bags.insert(0, self.exceptions.data[root.rank][1])
+        fix = e.fix
+        if root.is_cause and root.signal == "SIGKILL":
+            fix = ("A SIGKILL comes from outside the program: most often the kernel's OOM killer "
+                   "(dmesg -T | grep -i -E 'killed process|oom'), or a scheduler/user kill.\n"
+                   + fix)
+        return (Finding(e.id, e.severity, e.title,
+                        text + (" " + e.explanation if root.is_cause else ""), fix,
+                        merge(*(b.items for b in bags), self.child_failed.items)),
+                85 if root.is_cause else e.priority)
 
     def collective_timeout(self, world_size: int | None) -> Finding | None:
         if not self.timeout_bag:
@@ -327,7 +365,13 @@ class JobRules:
         if self.lost_peers:
             text += f" (peer {', '.join(sorted(self.lost_peers))})"
         text = text[:1].upper() + text[1:] + "."
-        if self.killed_by_signal():
+        end = self._root_end()
+        if end is not None and end.is_cause:
+            text += f" Rank {end.rank} failed on its own account first, which explains it: see " \
+                    "rank-failed."
+        elif end is not None:
+            text += " The rank that reported it failed after it: the cause is on the peer."
+        elif self.killed_by_signal():
             text += " A rank was killed just before, which explains it: see rank-failed."
         elif other_errors:
             text += " It is most likely a consequence of the failure reported above."
