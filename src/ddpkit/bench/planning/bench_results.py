@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import json
 import math
+import os
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from ddpkit.bench.planning.model import GRAD_DTYPE_BYTES, parse_setting
@@ -39,11 +39,12 @@ class BenchFacts:
     scaling: tuple[tuple[str, int, float | None], ...] = ()  # (setting, nodes, step_s or None=failed)
 
 
-def read_bench(path: str | Path) -> BenchFacts:
+def read_bench(path: str | os.PathLike[str]) -> BenchFacts:
     """Load and check a bench results file."""
     hint = "pass the JSON file `ddpkit bench --json` wrote (schema ddpkit.bench/1)"
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        with open(path, encoding="utf-8") as handle:  # not pathlib: plan starts without it
+            text = handle.read()
     except OSError as exc:
         raise ConfigError("bench-unreadable", f"cannot read {path}: {exc.strerror}", hint) from exc
     try:
