@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-import textwrap
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -30,7 +29,6 @@ if TYPE_CHECKING:
 
 HELP = "preflight checks, or diagnose a failed run from its logs"
 SCHEMA_KIND, SCHEMA_VERSION = "doctor", 1
-_WIDTH = 100
 _SEVERITY_STYLE = {"error": "error", "warning": "warn", "info": "ok", "pass": "ok", "warn": "warn",
                    "fail": "error"}
 
@@ -98,12 +96,11 @@ def _run_logs(paths: Sequence[str], console: Console, *, as_json: bool) -> int:
             head = render.style(console, f"{finding.severity:<8}", _SEVERITY_STYLE[finding.severity])
             render.line(console, f"{head} {render.style(console, finding.id, 'bold')}  "
                         f"{finding.title}")
-            for text in textwrap.wrap(finding.explanation, _WIDTH - 2):
-                render.line(console, "  " + text)
+            render.wrapped(console, finding.explanation, first="  ")
             if finding.evidence:
                 render.line(console, "  evidence:")
                 for item in finding.evidence:
-                    render.line(console, f"    {item.file}:{item.line}: {item.text}")
+                    render.clipped(console, f"    {item.file}:{item.line}: {item.text}")
             render.line(console, "  fix:")
             for text in finding.fix.splitlines():
                 render.line(console, "    " + text)
@@ -235,10 +232,8 @@ def _render_cluster(console: Console, report: ClusterReport) -> None:
             head = render.style(console, f"{problem.severity:<8}",
                                 _SEVERITY_STYLE[problem.severity])
             render.line(console, f"{head} {render.style(console, problem.id, 'bold')}")
-            for text in textwrap.wrap(problem.message, _WIDTH - 2):
-                render.line(console, "  " + text)
-            for text in textwrap.wrap("fix: " + problem.fix, _WIDTH - 2):
-                render.line(console, "  " + text)
+            render.wrapped(console, problem.message, first="  ")
+            render.wrapped(console, "fix: " + problem.fix, first="  ")
     render.line(console)
     render.line(console, render.style(console, "verdict", "bold"))
     for text in verdict_lines(report.verdict):

@@ -1,0 +1,164 @@
+"""Display width of console text: how many terminal columns a string takes, and cutting or wrapping
+it to a number of columns.
+
+A terminal shows East Asian wide and fullwidth characters (``unicodedata.east_asian_width`` W or
+F: CJK ideographs, kana, hangul, fullwidth punctuation) in two columns, combining marks and other
+zero-width characters in none, and ANSI escape sequences (colours) not at all, so ``len()`` is
+wrong for all three. Ambiguous-width characters count one column, as terminals outside CJK locales
+show them. Standard library only; no I/O.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Iterator
+
+MARKER = "…"
+RESET = "\x1b[0m"
+
+# CSI (colours, cursor moves), OSC (titles, hyperlinks; ended by BEL or ST) and two-byte escapes.
+_ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]")
+_ZERO_WIDTH_CATEGORIES = frozenset({"Mn", "Me", "Cf", "Cc"})
+_WIDE = frozenset({"W", "F"})
+# No line starts with these (closing brackets and punctuation) and none ends with the openers.
+_NO_BREAK_BEFORE = frozenset("、。，．：；！？）］｝〕〉》」』】〙〗〟’”｠»ー…‥々ゝゞ・,.;:!?)]}%")
+_NO_BREAK_AFTER = frozenset("（［｛〔〈《「『【〘〖〝‘“｟«([{")
+
+
+def strip_ansi(text: str) -> str:
+    """``text`` without its ANSI escape sequences."""
+    return _ANSI.sub("", text) if "\x1b" in text else text
+
+
+def char_width(char: str) -> int:
+    """Columns one character takes: 2 for wide and fullwidth, 0 for combining and control."""
+    if " " <= char < "\x7f":
+        return 1
+    if unicodedata.category(char) in _ZERO_WIDTH_CATEGORIES or unicodedata.combining(char):
+        return 0
+    return 2 if unicodedata.east_asian_width(char) in _WIDE else 1
+
+
+def display_width(text: str) -> int:
+    """Columns ``text`` takes on a terminal (ANSI escape sequences take none)."""
+    if text.isascii() and "\x1b" not in text and text.isprintable():
+        return len(text)
+    return sum(char_width(c) for c in strip_ansi(text))
+
+
+def _pieces(text: str) -> Iterator[tuple[str, int]]:
+    """``text`` as (piece, columns): escape sequences whole (0 columns), other characters one by
+    one."""
+    pos = 0
+    for match in _ANSI.finditer(text):
+        for char in text[pos:match.start()]:
+            yield char, char_width(char)
+        yield match.group(), 0
+        pos = match.end()
+    for char in text[pos:]:
+        yield char, char_width(char)
+
+
+def pad(text: str, columns: int) -> str:
+    """``text`` followed by spaces up to ``columns`` display columns (``str.ljust`` by width)."""
+    return text + " " * max(0, columns - display_width(text))
+
+
+def truncate(text: str, columns: int, marker: str = MARKER) -> str:
+    """``text`` cut to at most ``columns`` display columns, ending in ``marker`` when cut.
+
+    Escape sequences before the cut are kept, and a reset follows when any were, so a cut
+    coloured cell does not colour what comes after it.
+    """
+    if display_width(text) <= columns:
+        return text
+    room = columns - display_width(marker)
+    if room < 0:
+        return truncate(marker, columns, "")
+    kept: list[str] = []
+    used, styled = 0, False
+    for piece, width in _pieces(text):
+        if piece.startswith("\x1b"):
+            kept.append(piece)
+            styled = True
+        elif used + width > room:
+            break
+        else:
+            kept.append(piece)
+            used += width
+    return "".join(kept) + marker + (RESET if styled else "")
+
+
+def _can_break(before: str, after: str) -> bool:
+    """A line may break between two adjacent characters of one word: next to a wide character
+    (CJK text has no spaces), never before closing or after opening punctuation."""
+    if not before or not after or char_width(after) == 0:
+        return False
+    if after in _NO_BREAK_BEFORE or before in _NO_BREAK_AFTER:
+        return False
+    return char_width(before) == 2 or char_width(after) == 2
+
+
+def _chunks(word: str) -> list[str]:
+    """A word cut where a line may break inside it (only next to wide characters)."""
+    if word.isascii():
+        return [word]
+    chunks: list[str] = []
+    current, last = "", ""
+    for piece, _ in _pieces(word):
+        if piece.startswith("\x1b"):
+            current += piece
+            continue
+        if current and _can_break(last, piece):
+            chunks.append(current)
+            current = ""
+        current += piece
+        last = piece
+    if current:
+        chunks.append(current)
+    return chunks
+
+
+def _cut(chunk: str, columns: int) -> tuple[str, str]:
+    """``chunk`` cut after at most ``columns`` display columns (at least one character)."""
+    used, end = 0, 0
+    for piece, width in _pieces(chunk):
+        if used and used + width > columns:
+            break
+        used += width
+        end += len(piece)
+    return chunk[:end], chunk[end:]
+
+
+def wrap(text: str, columns: int, *, initial_indent: str = "", subsequent_indent: str = "",
+         break_long_words: bool = False) -> list[str]:
+    """``text`` as lines of at most ``columns`` display columns (``textwrap.wrap`` by width).
+
+    Runs of whitespace become one space. Lines break at spaces and between CJK characters; a word
+    wider than a line (a path, a URL) stays whole unless ``break_long_words``. Empty text gives no
+    lines.
+    """
+    lines: list[str] = []
+    current, used, empty = initial_indent, display_width(initial_indent), True
+    for word in text.split():
+        for index, chunk in enumerate(_chunks(word)):
+            sep = " " if index == 0 and not empty else ""
+            width = display_width(chunk)
+            if not empty and used + len(sep) + width > columns:
+                lines.append(current)
+                current, used, empty = subsequent_indent, display_width(subsequent_indent), True
+                sep = ""
+            while empty and break_long_words and used + width > columns:
+                head, rest = _cut(chunk, max(1, columns - used))
+                if not rest:
+                    break
+                lines.append(current + head)
+                current, used = subsequent_indent, display_width(subsequent_indent)
+                chunk, width = rest, display_width(rest)
+            current += sep + chunk
+            used += len(sep) + width
+            empty = False
+    if not empty:
+        lines.append(current)
+    return lines
