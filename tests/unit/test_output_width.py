@@ -10,7 +10,7 @@ import pytest
 from ddpkit.cli.output import render
 from ddpkit.cli.output.console import Console, terminal_width
 from ddpkit.cli.output.help_format import HelpFormatter
-from ddpkit.cli.output.width import display_width, pad, strip_ansi, truncate, wrap
+from ddpkit.cli.output.width import display_width, elide, pad, strip_ansi, truncate, wrap
 
 RED, RESET = "\x1b[31;1m", "\x1b[0m"
 # 46 characters, the length of the sentence the help formatter printed as one 92-column line
@@ -35,7 +35,8 @@ def test_strip_ansi_leaves_the_text() -> None:
 @pytest.mark.parametrize("columns", range(1, 16))
 def test_truncate_fits_and_marks_the_cut(columns: int) -> None:
     for text in ("NCCL WARN socketStartConnect: Connect to 10.0.0.3<43210> failed",
-                 "主节点无法连接：连接被拒绝", f"{RED}失败 failed{RESET}", "cafe\u0301 cafe\u0301 cafe\u0301"):
+                 "主节点无法连接：连接被拒绝", f"{RED}失败 failed{RESET}",
+                 "cafe\u0301 cafe\u0301 cafe\u0301"):
         cut = truncate(text, columns)
         assert display_width(cut) <= columns
         if display_width(text) > columns:
@@ -113,7 +114,9 @@ def test_a_table_wider_than_the_width_shrinks_its_widest_columns() -> None:
         assert len(lines) > len(rows) + 1  # the detail wrapped onto continuation lines
         assert any("…" in line for line in lines[:1])  # a long header is cut with the marker
         text = " ".join(line.strip() for line in lines)
-        assert "FAIL" in text and "interface-used" in text  # short columns keep their cells
+        assert "FAIL" in text and "mismatched" in text
+        if columns >= 80:  # the prose column wraps before a short column's word is broken
+            assert "interface-used" in text
 
 
 def test_a_table_that_fits_is_unchanged() -> None:
@@ -138,3 +141,36 @@ def test_help_wraps_a_chinese_sentence_at_60_columns() -> None:
     assert lines and all(display_width(line) <= 58 for line in lines)
     assert "".join(lines).replace(" ", "").startswith(CHINESE)
     assert "一行接着一行" in lines
+
+
+def test_a_long_command_is_split_with_continuations_and_pastes_back() -> None:
+    import shlex
+
+    argv = ["/usr/bin/python3", "-m", "torch.distributed.run", "--nnodes=2", "--node-rank=0",
+            "--master-addr=10.0.0.2", "--log-dir=/root/my project/ddpkit-runs/x/torchrun",
+            "train.py", "--lr", "0.1", "--name", "实验 一"] * 3
+    lines = render.command_lines(shlex.join(argv), 60)
+    assert len(lines) > 3 and all(display_width(line) <= 60 for line in lines)
+    assert all(line.endswith(" \\") for line in lines[:-1]) and lines[1].startswith("      ")
+    assert shlex.split(" ".join(line.removesuffix(" \\") for line in lines)) == argv
+    assert render.command_lines("ddpkit test", 60) == ["  ddpkit test"]
+
+
+def test_elide_keeps_both_ends_of_a_path() -> None:
+    text = "  TORCH_FR_DUMP_TEMP_FILE=/root/project/ddpkit-runs/20261204-101828-node0/flight-recorder/rank_"
+    cut = elide(text, 60)
+    assert display_width(cut) == 60 and cut.startswith("  TORCH_FR_DUMP_TEMP_FILE=/r")
+    assert cut.endswith("flight-recorder/rank_") and "…" in cut
+    assert elide("短路径", 10) == "短路径" and display_width(elide("网卡" * 20, 11)) <= 11
+
+
+def test_a_squeezed_column_wraps_its_cells_and_loses_nothing() -> None:
+    path = "/tmp/pytest-of-root/pytest-157/test_show_text_is_a_table_with0/etc/nccl.conf:1"
+    rows = [("NCCL_SOCKET_IFNAME", "eth1  # private network", path, "set in a file " * 6)]
+    lines = render.table_lines(("NAME", "VALUE", "SOURCE", "NOTE"), rows, 80)
+    assert all(display_width(line) <= 80 for line in lines) and len(lines) > 2
+    start = lines[0].index("SOURCE")
+    source = "".join(line[start:].split("  ")[0] for line in lines[1:])
+    assert source == path  # broken after its slashes, every character kept
+    assert all(piece.strip()[-1] in "/-_" for piece in
+               [line[start:].split("  ")[0] for line in lines[1:]][:-1] if piece.strip())

@@ -191,9 +191,16 @@ def _dry_run(console: Console, as_json: bool, jobs: tuple[BenchJob, ...], plans:
     if plans:
         print_plan(console, plans[0])
     render.line(console, f"the bench runs {len(jobs)} jobs, one after another:")
+    # the files the workers write, relative to their common directory, so the table stays narrow
+    paths = [a for j in jobs for a in j.args if os.path.isabs(a)]
+    base = os.path.commonpath(paths) if len(paths) > 1 else ""
     render.table(console, ["#", "job", "port", "limit", "worker"],
                  [[str(i), j.name, str(p.config.master_port), f"{p.config.job_timeout:g} s",
-                   f"-m {j.module} {' '.join(j.args)}"] for i, (j, p) in enumerate(zip(jobs, plans))])
+                   " ".join(["-m", j.module] + [os.path.relpath(a, base) if base and
+                                                os.path.isabs(a) else a for a in j.args])]
+                  for i, (j, p) in enumerate(zip(jobs, plans))])
+    if base:
+        render.wrapped(console, f"(the workers' files are relative to {base})")
     for note in notes:
         render.line(console, f"note: {note}")
     return 0

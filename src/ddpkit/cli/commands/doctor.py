@@ -103,7 +103,10 @@ def _run_logs(paths: Sequence[str], console: Console, *, as_json: bool) -> int:
                     render.clipped(console, f"    {item.file}:{item.line}: {item.text}")
             render.line(console, "  fix:")
             for text in finding.fix.splitlines():
-                render.line(console, "    " + text)
+                if text.startswith(" "):  # a command to paste: kept whole
+                    render.command(console, text.strip(), indent="    " + text[:-len(text.lstrip())])
+                else:
+                    render.wrapped(console, text, first="    ", indent="      ")
             render.line(console)
         errors = sum(1 for f in findings if f.severity == "error")
         warnings = sum(1 for f in findings if f.severity == "warning")
@@ -141,7 +144,7 @@ def _run_preflight(console: Console, master_addr: str | None, master_port: int, 
             render.line(console)
             render.line(console, "fixes:")
             for row in fixes:
-                render.line(console, f"  {row.id}: {row.fix}")
+                render.wrapped(console, f"{row.id}: {row.fix}", first="  ", indent="    ")
         render.log(console, f"doctor: {worst(rows)} ({sum(r.status == 'fail' for r in rows)} "
                    f"failed, {sum(r.status == 'warn' for r in rows)} warnings); diagnose a failed "
                    "run with: ddpkit doctor --log FILE...")

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import json
+import shlex
 from collections.abc import Sequence
 from typing import Any
 
 from ddpkit.cli.output.console import Console
-from ddpkit.cli.output.width import display_width, pad, truncate, wrap
+from ddpkit.cli.output.width import display_width, elide, pad, truncate, wrap
 from ddpkit.errors import DdpkitError
 
 _STYLES = {"error": "31;1", "warn": "33", "ok": "32", "dim": "2", "bold": "1"}
@@ -28,17 +29,56 @@ def line(console: Console, text: str = "") -> None:
 
 
 def wrapped(console: Console, text: str, *, indent: str = "  ", first: str = "",
-            name: str | None = None, width: int | None = None) -> None:
-    """A paragraph on stdout, wrapped to ``width`` display columns (the console's width when not
-    given); the first line starts with ``first``, continuation lines with ``indent``."""
+            name: str | None = None, width: int | None = None, to_err: bool = False) -> None:
+    """A paragraph on stdout (stderr with ``to_err``), wrapped to ``width`` display columns (the
+    console's width when not given); the first line starts with ``first``, continuation lines
+    with ``indent``."""
     for part in wrap(text, width or console.width, initial_indent=first, subsequent_indent=indent):
-        line(console, style(console, part, name) if name else part)
+        text = style(console, part, name) if name else part
+        if to_err:
+            log(console, text)
+        else:
+            line(console, text)
 
 
-def clipped(console: Console, text: str) -> None:
+def clipped(console: Console, text: str, *, middle: bool = False, to_err: bool = False) -> None:
     """A line of quoted material (a log line as evidence) cut to the console's width with an
-    ellipsis."""
-    line(console, truncate(text, console.width))
+    ellipsis at its end, or in its ``middle`` (a setting whose value is a long path)."""
+    fitted = elide(text, console.width) if middle else truncate(text, console.width)
+    (log if to_err else line)(console, fitted)
+
+
+def command_lines(text: str, columns: int, indent: str = "  ") -> list[str]:
+    """A shell command (as quoted text) on lines of at most ``columns`` display columns, each but
+    the last ending in `` \\`` so the whole still pastes into a shell; continuation lines are
+    indented four more. A single argument wider than a line stays whole."""
+    try:
+        args = shlex.split(text)
+    except ValueError:  # not shell syntax after all: show it as it is
+        return [indent + text]
+    words: list[str] = []  # an option and its value stay on one line: "--lr 0.1", "-m pkg"
+    for index, arg in enumerate(args):
+        joined = (index > 0 and args[index - 1].startswith("-") and "=" not in args[index - 1]
+                  and not arg.startswith("-") and bool(words))
+        if joined:
+            words[-1] += " " + shlex.quote(arg)
+        else:
+            words.append(shlex.quote(arg))
+    lines: list[str] = []
+    current, more = indent, indent + "    "
+    for word in words:
+        if current.strip() and display_width(current) + 1 + display_width(word) + 2 > columns:
+            lines.append(current + " \\")
+            current = more + word
+        else:
+            current += (" " if current.strip() else "") + word
+    return lines + [current]
+
+
+def command(console: Console, text: str, *, indent: str = "  ", to_err: bool = False) -> None:
+    """A shell command to read or paste, fitted to the console's width (:func:`command_lines`)."""
+    for part in command_lines(text, console.width, indent):
+        (log if to_err else line)(console, part)
 
 
 def log(console: Console, text: str) -> None:
@@ -48,7 +88,8 @@ def log(console: Console, text: str) -> None:
 
 
 def warn(console: Console, text: str) -> None:
-    log(console, style(console, "warning: ", "warn") + text)
+    """A warning paragraph on stderr, wrapped to the console's width."""
+    wrapped(console, style(console, "warning:", "warn") + " " + text, indent="  ", to_err=True)
 
 
 def emit_json(console: Console, doc: dict[str, Any]) -> None:
@@ -59,20 +100,27 @@ def emit_json(console: Console, doc: dict[str, Any]) -> None:
 
 _GAP = 2  # spaces between columns
 _MIN_COLUMN = 8  # in the last resort a column is squeezed to this (or its own natural width)
-_MIN_WRAPPED = 24  # the last column wraps, down to this width before the others give up space
-_MIN_HEADING = 4  # a heading longer than its column's cells is cut down to this
+_MIN_WRAPPED = 24  # the last column (often prose) down to this width before the others shrink
+_SHORT_CELL = 12  # a cell this narrow is never wrapped while others can give up space
+_MIN_HEADING = 4  # a heading longer than its column's words is cut down to this
 
 
-def fit_columns(natural: Sequence[int], body: Sequence[int], columns: int) -> list[int]:
-    """Column widths that fit ``columns`` display columns, widest first: the last column (it
-    wraps) down to ``_MIN_WRAPPED`` and headings down to their cells' width (``body``) first; then
-    any column down to ``_MIN_COLUMN``. A very narrow width may still be exceeded."""
+def fit_columns(natural: Sequence[int], words: Sequence[int], columns: int) -> list[int]:
+    """Column widths that fit ``columns`` display columns, widest first: first no column below
+    its longest word (``words``: cells wrap between words; headings are cut) and the last column
+    (often prose) not below ``_MIN_WRAPPED``; then the other columns down to ``_MIN_COLUMN``,
+    their long words (paths, addresses) broken; then the last column too. A very narrow width
+    may still be exceeded."""
     widths = list(natural)
     excess = sum(widths) + _GAP * (len(widths) - 1) - columns
     last = len(widths) - 1
-    first_floors = [min(w, _MIN_WRAPPED if i == last else max(body[i], _MIN_HEADING))
-                    for i, w in enumerate(widths)]
-    for floors in (first_floors, [min(w, _MIN_COLUMN) for w in widths]):
+    least = [min(w, _MIN_COLUMN) for w in widths]
+    by_words = [min(w, max(words[i], _MIN_HEADING)) for i, w in enumerate(widths)]
+    for floors in ([max(f, min(widths[i], _MIN_WRAPPED)) if i == last else f
+                    for i, f in enumerate(by_words)],
+                   [max(by_words[i], min(widths[i], _MIN_WRAPPED)) if i == last else f
+                    for i, f in enumerate(least)],
+                   least):
         while excess > 0:
             shrinkable = [i for i, w in enumerate(widths) if w > floors[i]]
             if not shrinkable:
@@ -83,25 +131,30 @@ def fit_columns(natural: Sequence[int], body: Sequence[int], columns: int) -> li
     return widths
 
 
+def _unbreakable(cell: str) -> int:
+    """The narrowest a cell wraps to without breaking a word; a short cell ("10 Gb/s") whole."""
+    width = display_width(cell)
+    return width if width <= _SHORT_CELL else max((display_width(w) for w in cell.split()),
+                                                  default=0)
+
+
 def table_lines(headers: Sequence[str], rows: Sequence[Sequence[Any]],
                 columns: int) -> list[str]:
     """An aligned text table in at most ``columns`` display columns: the widest columns shrink
-    first; the last column wraps onto continuation lines, the others are cut with ``…``."""
+    first (:func:`fit_columns`); a cell wider than its column wraps onto more lines, nothing of it
+    lost, and a heading wider than its column is cut with ``…``."""
     cells = [[str(h) for h in headers]] + [["" if c is None else str(c) for c in r] for r in rows]
-    body = [max((display_width(r[i]) for r in cells[1:]), default=0) for i in range(len(headers))]
-    natural = [max(display_width(cells[0][i]), body[i]) for i in range(len(headers))]
-    widths = fit_columns(natural, body, columns)
-    last = len(widths) - 1
-    indent = " " * (sum(widths[:last]) + _GAP * last)
+    natural = [max(display_width(r[i]) for r in cells) for i in range(len(headers))]
+    words = [max((_unbreakable(r[i]) for r in cells[1:]), default=0) for i in range(len(headers))]
+    widths = fit_columns(natural, words, columns)
     out: list[str] = []
     for index, row in enumerate(cells):
-        tail = [row[last]]
-        if display_width(row[last]) > widths[last]:
-            tail = (wrap(row[last], widths[last], break_long_words=True) or [""]) if index else \
-                [truncate(row[last], widths[last])]
-        head = [pad(truncate(cell, widths[i]), widths[i]) for i, cell in enumerate(row[:last])]
-        out.append((" " * _GAP).join(head + [tail[0]]).rstrip())
-        out.extend((indent + more).rstrip() for more in tail[1:])
+        parts = [[truncate(cell, widths[i])] if index == 0 or display_width(cell) <= widths[i]
+                 else wrap(cell, widths[i], break_long_words=True) or [""]
+                 for i, cell in enumerate(row)]
+        for depth in range(max(len(p) for p in parts)):
+            texts = [p[depth] if depth < len(p) else "" for p in parts]
+            out.append((" " * _GAP).join(pad(t, widths[i]) for i, t in enumerate(texts)).rstrip())
     return out
 
 
@@ -127,6 +180,6 @@ def error(console: Console, exc: DdpkitError, *, as_json: bool) -> None:
 
         emit_json(console, document("error", 1, {"error": exc.to_dict()}))
     head = style(console, f"error [{exc.error_id}]:", "error")
-    log(console, f"{head} {exc.message}")
+    wrapped(console, f"{head} {exc.message}", indent="  ", to_err=True)
     if exc.hint:
-        log(console, f"  fix: {exc.hint}")
+        wrapped(console, f"fix: {exc.hint}", first="  ", indent="       ", to_err=True)

@@ -24,6 +24,7 @@ _WIDE = frozenset({"W", "F"})
 # No line starts with these (closing brackets and punctuation) and none ends with the openers.
 _NO_BREAK_BEFORE = frozenset("、。，．：；！？）］｝〕〉》」』】〙〗〟’”｠»ー…‥々ゝゞ・,.;:!?)]}%")
 _NO_BREAK_AFTER = frozenset("（［｛〔〈《「『【〘〖〝‘“｟«([{")
+_SEPARATORS = "/,:=-_."  # where a word too long for a line is broken, when it must be
 
 
 def strip_ansi(text: str) -> str:
@@ -90,6 +91,34 @@ def truncate(text: str, columns: int, marker: str = MARKER) -> str:
     return "".join(kept) + marker + (RESET if styled else "")
 
 
+def elide(text: str, columns: int, marker: str = MARKER) -> str:
+    """``text`` in at most ``columns`` display columns with its middle replaced by ``marker``
+    when too wide: both ends of a path stay readable. Text with escape sequences is cut at its
+    end instead (:func:`truncate`)."""
+    if display_width(text) <= columns or "\x1b" in text:
+        return truncate(text, columns, marker)
+    room = columns - display_width(marker)
+    if room < 2:
+        return truncate(text, columns, marker)
+    head, _ = _cut(text, (room + 1) // 2)
+    tail_room, start = room - display_width(head), len(text)
+    while start > len(head) and display_width(text[start - 1:]) <= tail_room:
+        start -= 1
+    return head + marker + text[start:]
+
+
+def _cut_at_separator(chunk: str, columns: int) -> tuple[str, str]:
+    """:func:`_cut`, moved back to just after a ``/``, ``,`` or the like in its second half, so a
+    broken path or list breaks between its parts."""
+    head, rest = _cut(chunk, columns)
+    if not rest:
+        return head, rest
+    at = max(head.rfind(sep) for sep in _SEPARATORS)
+    if at + 1 > len(head) // 2 and "\x1b" not in head:
+        return chunk[:at + 1], chunk[at + 1:]
+    return head, rest
+
+
 def _can_break(before: str, after: str) -> bool:
     """A line may break between two adjacent characters of one word: next to a wide character
     (CJK text has no spaces), never before closing or after opening punctuation."""
@@ -150,7 +179,7 @@ def wrap(text: str, columns: int, *, initial_indent: str = "", subsequent_indent
                 current, used, empty = subsequent_indent, display_width(subsequent_indent), True
                 sep = ""
             while empty and break_long_words and used + width > columns:
-                head, rest = _cut(chunk, max(1, columns - used))
+                head, rest = _cut_at_separator(chunk, max(1, columns - used))
                 if not rest:
                     break
                 lines.append(current + head)
