@@ -347,7 +347,7 @@ def test_non_root_gets_needs_root_but_dry_run_works(monkeypatch: pytest.MonkeyPa
                  ["up", "2", "--name", "dksnr", "--json"]):
         result = run_cli("sim", *argv)
         assert result.code == ExitCode.ENVIRONMENT, (argv, result.err)
-        assert "error [needs-root]" in result.err and "euid is 1000" in result.err
+        assert "error [needs-root]" in result.err and "euid is 1000" in " ".join(result.err.split())
         assert "fix: run it as root" in result.err
     assert run_cli("sim", "up", "2", "--name", "dksnr", "--json").json()["error"]["id"] == "needs-root"
     plan = run_cli("sim", "up", "2", "--name", "dksnr", "--rate", "1gbit", "--dry-run")
