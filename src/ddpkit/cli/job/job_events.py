@@ -26,10 +26,10 @@ class JobConsoleEvents:
         self.node_lines_to_stderr = node_lines_to_stderr
 
     def waiting(self, message: str) -> None:
-        render.log(self.console, f"ddpkit: {message}")
+        render.status(self.console, message)
 
     def warning(self, message: str) -> None:
-        render.log(self.console, f"ddpkit: warning: {message}")
+        render.status(self.console, f"warning: {message}")
 
     def node_line(self, node: NodeCommand, text: str) -> None:
         prefixed = f"[{node.label}] {text}"
@@ -40,10 +40,10 @@ class JobConsoleEvents:
 
     def node_finished(self, outcome: NodeOutcome) -> None:
         how = "finished" if outcome.state == OK else f"{outcome.state}: {outcome.how()}"
-        render.log(self.console, f"ddpkit: node {outcome.node_rank} ({outcome.host}) {how}")
+        render.status(self.console, f"node {outcome.node_rank} ({outcome.host}) {how}")
 
     def stopping(self, reason: str) -> None:
-        render.log(self.console, f"ddpkit: stopping every node: {reason}")
+        render.status(self.console, f"stopping every node: {reason}")
 
     def token_ready(self, token: JoinToken, others: int, token_file: Path | None = None) -> None:
         where = "the other machine" if others == 1 else f"each of the other {others} machines"

@@ -53,7 +53,7 @@ class ConsoleEvents:
             render.log(c, f"ddpkit: debug logs go to {plan.run_dir}")
 
     def waiting(self, message: str) -> None:
-        render.log(self.console, f"ddpkit: {message}")
+        render.status(self.console, message)
 
     def output(self, line: str) -> None:
         if self.quiet_output:

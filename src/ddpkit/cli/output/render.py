@@ -48,10 +48,10 @@ def clipped(console: Console, text: str, *, middle: bool = False, to_err: bool =
     (log if to_err else line)(console, fitted)
 
 
-def command_lines(text: str, columns: int, indent: str = "  ") -> list[str]:
+def command_lines(text: str, columns: int, indent: str = "  ", more: str | None = None) -> list[str]:
     """A shell command (as quoted text) on lines of at most ``columns`` display columns, each but
-    the last ending in `` \\`` so the whole still pastes into a shell; continuation lines are
-    indented four more. A single argument wider than a line stays whole."""
+    the last ending in `` \\`` so the whole still pastes into a shell; continuation lines start
+    with ``more`` (``indent`` and four spaces). An argument wider than a line stays whole."""
     try:
         args = shlex.split(text)
     except ValueError:  # not shell syntax after all: show it as it is
@@ -65,7 +65,7 @@ def command_lines(text: str, columns: int, indent: str = "  ") -> list[str]:
         else:
             words.append(shlex.quote(arg))
     lines: list[str] = []
-    current, more = indent, indent + "    "
+    current, more = indent, indent + "    " if more is None else more
     for word in words:
         if current.strip() and display_width(current) + 1 + display_width(word) + 2 > columns:
             lines.append(current + " \\")
@@ -75,9 +75,10 @@ def command_lines(text: str, columns: int, indent: str = "  ") -> list[str]:
     return lines + [current]
 
 
-def command(console: Console, text: str, *, indent: str = "  ", to_err: bool = False) -> None:
+def command(console: Console, text: str, *, indent: str = "  ", more: str | None = None,
+            to_err: bool = False) -> None:
     """A shell command to read or paste, fitted to the console's width (:func:`command_lines`)."""
-    for part in command_lines(text, console.width, indent):
+    for part in command_lines(text, console.width, indent, more):
         (log if to_err else line)(console, part)
 
 
@@ -85,6 +86,12 @@ def log(console: Console, text: str) -> None:
     """A log or progress line on stderr (never mixed into a JSON document)."""
     console.err.write(text + "\n")
     console.err.flush()
+
+
+def status(console: Console, text: str, *, prefix: str = "ddpkit: ") -> None:
+    """A progress or status line of ddpkit's own on stderr, wrapped to the console's width;
+    continuation lines keep the prefix, indented."""
+    wrapped(console, text, first=prefix, indent=prefix + "  " if prefix else "  ", to_err=True)
 
 
 def warn(console: Console, text: str) -> None:

@@ -5,20 +5,20 @@ A terminal shows East Asian wide and fullwidth characters (``unicodedata.east_as
 F: CJK ideographs, kana, hangul, fullwidth punctuation) in two columns, combining marks and other
 zero-width characters in none, and ANSI escape sequences (colours) not at all, so ``len()`` is
 wrong for all three. Ambiguous-width characters count one column, as terminals outside CJK locales
-show them. Standard library only; no I/O.
+show them. Standard library only (no wcwidth); no I/O. The escape sequences are those
+:mod:`ddpkit.plain_text` removes from other people's text.
 """
 
 from __future__ import annotations
 
-import re
 import unicodedata
 from collections.abc import Iterator
 
-MARKER = "…"
+from ddpkit.plain_text import CONTROL_SEQUENCE as _ANSI
+from ddpkit.plain_text import CUT as MARKER
+
 RESET = "\x1b[0m"
 
-# CSI (colours, cursor moves), OSC (titles, hyperlinks; ended by BEL or ST) and two-byte escapes.
-_ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]")
 _ZERO_WIDTH_CATEGORIES = frozenset({"Mn", "Me", "Cf", "Cc"})
 _WIDE = frozenset({"W", "F"})
 # No line starts with these (closing brackets and punctuation) and none ends with the openers.
