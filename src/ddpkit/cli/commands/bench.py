@@ -325,7 +325,7 @@ def report(console: Console, doc: dict[str, Any], given: BenchShareOptions, *, a
         render.emit_json(console, doc)
     else:
         show(console, payload)
-    render.log(console, f"ddpkit bench: results in {where}")
+    render.status(console, f"results in {where}", prefix="ddpkit bench: ")
     render.command(console, f"ddpkit plan --from-bench {where}", indent="  next: ",
                    more="        ", to_err=True)
     return ExitCode.OK if payload["ok"] else ExitCode.FAILURE
