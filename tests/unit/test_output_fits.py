@@ -129,3 +129,14 @@ def test_colour_does_not_count_as_width(assert_fits) -> None:  # type: ignore[no
     lines = out.getvalue().splitlines()
     assert_fits(out.getvalue(), columns=60)
     assert len({len(line) for line in lines[1:]}) == 1  # same escapes in every row: aligned
+
+
+def test_bench_report_fits(assert_fits) -> None:  # type: ignore[no-untyped-def]
+    from test_bench_run_merge import GOOD_DOCS, _payload
+
+    from ddpkit.cli.commands.bench import show
+
+    out = io.StringIO()
+    show(Console(out=out, err=io.StringIO(), color=False), _payload(GOOD_DOCS))
+    assert "busbw" in out.getvalue()
+    assert_fits(out.getvalue())

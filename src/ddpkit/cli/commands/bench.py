@@ -355,14 +355,13 @@ def show(console: Console, payload: dict[str, Any]) -> None:
             continue
         render.table(console, table.headers, table.rows, title=table.title)
         for text in table.footer:
-            render.line(console, f"  {text}")
+            render.wrapped(console, text, first="  ", indent="    ")
         render.line(console)
     for note in payload.get("notes", []):
-        render.line(console, render.style(console, f"note: {note}", "dim"))
-    for text in report.failed_stages(payload):
-        render.line(console, text)
-    for text in report.headline(payload):
-        render.line(console, text)
+        render.wrapped(console, f"note: {note}", name="dim")
+    for text in [*report.failed_stages(payload), *report.headline(payload)]:
+        lead = text[:len(text) - len(text.lstrip())]
+        render.wrapped(console, text, first=lead, indent=lead + "  ")
 
 
 def _render_job(console: Console, outcomes: Sequence[NodeOutcome], given: BenchShareOptions, *,
