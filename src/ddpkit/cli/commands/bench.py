@@ -376,7 +376,7 @@ def _render_job(console: Console, outcomes: Sequence[NodeOutcome], given: BenchS
         where = given.out or f"{doc.get('run_dir', 'node 0')}/bench.json (on node 0)"
         code = report(console, dict(doc), given, as_json=as_json, where=where)
     if failure is not None:
-        render.log(console, f"ddpkit: job failed: {job_summary(outcomes)}")
+        render.status(console, f"job failed: {job_summary(outcomes)}")
         return max(code, int(ExitCode.JOB_FAILED))
     if doc is None:
         render.log(console, "ddpkit bench: node 0 printed no bench document")

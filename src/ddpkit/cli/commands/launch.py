@@ -52,7 +52,7 @@ def run(args: argparse.Namespace, console: Console) -> int:
     args, torch = resolve(args)  # before the job mode: --rdzv-endpoint may give the master
     args, notes = with_scheduler_layout(args, dict(os.environ))
     for note in notes:
-        render.log(console, f"ddpkit: note: {note}")
+        render.status(console, f"note: {note}")
     request = job_request(args)
     mode = request.mode()
     tail = [*torch.node_flags(), *(["-m"] if args.module else []), args.script, *args.script_args]
@@ -136,8 +136,8 @@ def share(console: Console, config: LaunchConfig, context: ShareContext,
                                  stack_request=context.stack_request)
     if context.as_json:
         render.emit_json(console, document("launch", 1, result.to_dict()))
-    render.log(console, f"ddpkit: node {config.node_rank} finished in "
-                        f"{result.outcome.duration_s:.1f} s; logs in {plan.run_dir}")
+    render.status(console, f"node {config.node_rank} finished in "
+                           f"{result.outcome.duration_s:.1f} s; logs in {plan.run_dir}")
     return 0, outcome
 
 

@@ -59,7 +59,7 @@ def render_job(console: Console, outcomes: Sequence[NodeOutcome], payload: dict[
     elif doc is not None:
         show_report(console, dict(doc))
     if crashed:
-        render.log(console, f"ddpkit: job failed: {job_summary(outcomes)}")
+        render.status(console, f"job failed: {job_summary(outcomes)}")
         return int(ExitCode.JOB_FAILED)
     return int(ExitCode.OK if doc is not None and doc.get("ok") else ExitCode.FAILURE)
 

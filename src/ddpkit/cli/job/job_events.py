@@ -7,6 +7,7 @@ when stdout is kept for one document).
 
 from __future__ import annotations
 
+import shlex
 from pathlib import Path
 
 from ddpkit.cli.output import render
@@ -48,16 +49,17 @@ class JobConsoleEvents:
     def token_ready(self, token: JoinToken, others: int, token_file: Path | None = None) -> None:
         where = "the other machine" if others == 1 else f"each of the other {others} machines"
         if token_file is None:
-            render.log(self.console, f"ddpkit: on {where}, run:")
+            render.status(self.console, f"on {where}, run:")
             render.log(self.console, f"  ddpkit join {token}")
             return
         # the secret stays in the file (mode 0600): this output may go to logs
-        render.log(self.console, f"ddpkit: the join token (job store {token.endpoint}) is in "
-                                 f"{token_file}; copy it to {where} (e.g. scp) and run there:")
-        render.log(self.console, f"  ddpkit join --token-file {token_file}")
+        render.status(self.console, f"the join token (job store {token.endpoint}) is in "
+                                    f"{token_file}; copy it to {where} (e.g. scp) and run there:")
+        render.command(self.console, shlex.join(["ddpkit", "join", "--token-file",
+                                                 str(token_file)]), to_err=True)
 
     def joined(self, node: JoinedNode, count: int, expected: int) -> None:
-        render.log(self.console, f"ddpkit: {node.describe()} [{count}/{expected}]")
+        render.status(self.console, f"{node.describe()} [{count}/{expected}]")
 
 
 def show_job_stacks(console: Console, result: JobResult) -> None:

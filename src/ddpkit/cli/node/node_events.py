@@ -44,13 +44,13 @@ class ConsoleEvents:
         started_by = scheduler_of(plan.config.cluster_sources)
         if plan.peer_commands and started_by:
             # srun (or the PyTorchJob, RunPod, SkyPilot) starts every node: nothing to type.
-            render.log(c, f"ddpkit: the other nodes are started by {started_by}, as this one was")
+            render.status(c, f"the other nodes are started by {started_by}, as this one was")
         elif plan.peer_commands:
             render.log(c, "ddpkit: now run on every other node:")
             for command in plan.peer_commands:
                 render.command(c, command, to_err=True)
         if plan.config.debug:
-            render.log(c, f"ddpkit: debug logs go to {plan.run_dir}")
+            render.status(c, f"debug logs go to {plan.run_dir}")
 
     def waiting(self, message: str) -> None:
         render.status(self.console, message)
