@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import shlex
 from collections.abc import Sequence
 from typing import Any
 
@@ -48,22 +47,47 @@ def clipped(console: Console, text: str, *, middle: bool = False, to_err: bool =
     (log if to_err else line)(console, fitted)
 
 
+def _shell_words(text: str) -> list[str] | None:
+    """``text`` split at the blanks a shell splits it at, each word as written (quotes, escapes
+    and operators kept); None when its quotes do not close."""
+    words: list[str] = []
+    current, quote, escaped = "", "", False
+    for char in text:
+        if escaped:
+            current, escaped = current + char, False
+        elif char == "\\" and quote != "'":
+            current, escaped = current + char, True
+        elif quote:
+            current += char
+            quote = "" if char == quote else quote
+        elif char in "'\"":
+            current, quote = current + char, char
+        elif char in " \t":
+            if current:
+                words.append(current)
+            current = ""
+        else:
+            current += char
+    if quote or escaped:
+        return None
+    return words + [current] if current else words
+
+
 def command_lines(text: str, columns: int, indent: str = "  ", more: str | None = None) -> list[str]:
     """A shell command (as quoted text) on lines of at most ``columns`` display columns, each but
     the last ending in `` \\`` so the whole still pastes into a shell; continuation lines start
     with ``more`` (``indent`` and four spaces). An argument wider than a line stays whole."""
-    try:
-        args = shlex.split(text)
-    except ValueError:  # not shell syntax after all: show it as it is
+    args = _shell_words(text)
+    if args is None:  # not shell syntax after all: show it as it is
         return [indent + text]
     words: list[str] = []  # an option and its value stay on one line: "--lr 0.1", "-m pkg"
     for index, arg in enumerate(args):
         joined = (index > 0 and args[index - 1].startswith("-") and "=" not in args[index - 1]
                   and not arg.startswith("-") and bool(words))
         if joined:
-            words[-1] += " " + shlex.quote(arg)
+            words[-1] += " " + arg
         else:
-            words.append(shlex.quote(arg))
+            words.append(arg)
     lines: list[str] = []
     current, more = indent, indent + "    " if more is None else more
     for word in words:
