@@ -174,3 +174,12 @@ def test_a_squeezed_column_wraps_its_cells_and_loses_nothing() -> None:
     assert source == path  # broken after its slashes, every character kept
     assert all(piece.strip()[-1] in "/-_" for piece in
                [line[start:].split("  ")[0] for line in lines[1:]][:-1] if piece.strip())
+
+
+def test_wrap_keeps_the_spaces_inside_a_line_as_textwrap_does() -> None:
+    # a quoted source line keeps its "  # comment"; a line break drops the spaces it falls on
+    text = "  rank 1 is at late.py:7 `time.sleep(1)  # late, not dead`"
+    assert wrap(text, 100, initial_indent="ddpkit:") == [f"ddpkit:{text}"]
+    lines = wrap(text, 30, initial_indent="ddpkit: ", subsequent_indent="ddpkit:   ")
+    assert "`time.sleep(1)  #" in "\n".join(lines)
+    assert not any(line.endswith(" ") for line in lines)

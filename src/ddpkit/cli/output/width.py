@@ -11,6 +11,7 @@ show them. Standard library only (no wcwidth); no I/O. The escape sequences are 
 
 from __future__ import annotations
 
+import re
 import unicodedata
 from collections.abc import Iterator
 
@@ -24,7 +25,8 @@ _WIDE = frozenset({"W", "F"})
 # No line starts with these (closing brackets and punctuation) and none ends with the openers.
 _NO_BREAK_BEFORE = frozenset("、。，．：；！？）］｝〕〉》」』】〙〗〟’”｠»ー…‥々ゝゞ・,.;:!?)]}%")
 _NO_BREAK_AFTER = frozenset("（［｛〔〈《「『【〘〖〝‘“｟«([{")
-_SEPARATORS = "/,:=-_."  # where a word too long for a line is broken, when it must be
+_SEPARATORS = "/,:=-_."
+_WHITESPACE = re.compile(r"(\s+)")  # where a word too long for a line is broken, when it must be
 
 
 def strip_ansi(text: str) -> str:
@@ -164,30 +166,39 @@ def wrap(text: str, columns: int, *, initial_indent: str = "", subsequent_indent
          break_long_words: bool = False) -> list[str]:
     """``text`` as lines of at most ``columns`` display columns (``textwrap.wrap`` by width).
 
-    Runs of whitespace become one space. Lines break at spaces and between CJK characters; a word
-    wider than a line (a path, a URL) stays whole unless ``break_long_words``. Empty text gives no
-    lines.
+    As with ``textwrap``, every whitespace character becomes a space, the spaces between words
+    stay as they are ("x  # comment" keeps both), the text's own leading spaces stay on its first
+    line, and a line break drops the spaces it falls on. Lines break at spaces and between CJK
+    characters; a word wider than a line (a path, a URL) stays whole unless
+    ``break_long_words``. Blank text gives no lines.
     """
     lines: list[str] = []
     current, used, empty = initial_indent, display_width(initial_indent), True
-    for word in text.split():
-        for index, chunk in enumerate(_chunks(word)):
-            sep = " " if index == 0 and not empty else ""
+    first, gap = True, ""
+    for token in _WHITESPACE.split(text):
+        if not token:
+            continue
+        if token.isspace():
+            gap = " " * len(token)
+            continue
+        for index, chunk in enumerate(_chunks(token)):
+            sep = gap if index == 0 and (not empty or first) else ""
             width = display_width(chunk)
             if not empty and used + len(sep) + width > columns:
                 lines.append(current)
                 current, used, empty = subsequent_indent, display_width(subsequent_indent), True
                 sep = ""
-            while empty and break_long_words and used + width > columns:
-                head, rest = _cut_at_separator(chunk, max(1, columns - used))
+            while empty and break_long_words and used + len(sep) + width > columns:
+                head, rest = _cut_at_separator(chunk, max(1, columns - used - len(sep)))
                 if not rest:
                     break
-                lines.append(current + head)
-                current, used = subsequent_indent, display_width(subsequent_indent)
+                lines.append(current + sep + head)
+                current, used, sep = subsequent_indent, display_width(subsequent_indent), ""
                 chunk, width = rest, display_width(rest)
             current += sep + chunk
             used += len(sep) + width
-            empty = False
+            empty, first = False, False
+        gap = ""
     if not empty:
         lines.append(current)
     return lines
