@@ -1,4 +1,11 @@
-"""The only module that writes to the terminal: text, tables, JSON documents, logs, errors."""
+"""The only module that writes to the terminal: text, tables, JSON documents, logs, errors.
+
+Human output fits the console's width (``Console.width``: the terminal's, or 100 columns when
+not a terminal), measured in display columns (:mod:`ddpkit.cli.output.width`): paragraphs wrap,
+tables shrink their widest columns and wrap cells, commands split with ``\\`` continuations, and
+quoted material is cut with an ellipsis. Lines other programs wrote (a rank's output) pass
+through as they are.
+"""
 
 from __future__ import annotations
 
@@ -33,11 +40,7 @@ def wrapped(console: Console, text: str, *, indent: str = "  ", first: str = "",
     console's width when not given); the first line starts with ``first``, continuation lines
     with ``indent``."""
     for part in wrap(text, width or console.width, initial_indent=first, subsequent_indent=indent):
-        text = style(console, part, name) if name else part
-        if to_err:
-            log(console, text)
-        else:
-            line(console, text)
+        (log if to_err else line)(console, style(console, part, name) if name else part)
 
 
 def clipped(console: Console, text: str, *, middle: bool = False, to_err: bool = False) -> None:
