@@ -78,7 +78,33 @@ def isolated_env(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     for key in list(os.environ):
         if key.startswith(("NCCL_", "GLOO_", "PET_", "DDPKIT_", *SCHEDULER_VARS)):
             monkeypatch.delenv(key, raising=False)
+    monkeypatch.delenv("COLUMNS", raising=False)  # output is laid out for 100 columns in tests
     yield
+
+
+OUTPUT_COLUMNS = 100  # human output when not a terminal (ddpkit.cli.output.console)
+# torch's own C++ log lines and traces: not laid out by ddpkit (keeping them off the console
+# without -v is the other half of issue 21, tested on its own)
+TORCH_LOG_LINES = ("[W", "[I", "[E", "frame #", "Exception raised from")
+
+
+def wide_lines(*texts: str, columns: int = OUTPUT_COLUMNS, skip: tuple[str, ...] = ()) -> list[str]:
+    """Lines of human output wider than ``columns`` display columns, with their width; lines that
+    start with one of ``skip`` (a rank's own output passed through) are not ddpkit's to fit."""
+    from ddpkit.cli.output.width import display_width
+
+    return [f"{display_width(line)}: {line}" for text in texts for line in text.splitlines()
+            if display_width(line) > columns and not line.lstrip().startswith(skip)]
+
+
+@pytest.fixture
+def assert_fits():  # type: ignore[no-untyped-def]
+    """``assert_fits(out, err, ...)``: every line fits 100 display columns (issue 21)."""
+    def check(*texts: str, columns: int = OUTPUT_COLUMNS, skip: tuple[str, ...] = ()) -> None:
+        wide = wide_lines(*texts, columns=columns, skip=skip + TORCH_LOG_LINES)
+        assert not wide, f"{len(wide)} line(s) wider than {columns} columns:\n" + "\n".join(wide)
+
+    return check
 
 
 def free_port() -> int:

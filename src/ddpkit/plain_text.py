@@ -15,6 +15,7 @@ import re
 _CONTROL = re.compile(r"\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b\[[0-?]*[ -/]*[@-~]|\x9b[0-?]*[ -/]*[@-~]"
                       r"|\x1b[ -/]*[0-~]|[\x00-\x08\x0a-\x1f\x7f-\x9f]")
 CUT = "…"
+CONTROL_SEQUENCE = _CONTROL  # also what takes no columns on a terminal (ddpkit.cli.output.width)
 
 
 def strip_controls(text: str) -> str:

@@ -21,7 +21,7 @@ SHAPED = 1e9 / 8  # the sim's tc tbf rate, bytes/s
 
 @pytest.mark.timeout(240)
 def test_quick_bench_on_two_shaped_nodes(sim_cluster: Callable[..., SimCluster], run_cli,  # type: ignore[no-untyped-def]
-                                         tmp_path: Path) -> None:
+                                         tmp_path: Path, assert_fits) -> None:
     cluster = sim_cluster(nodes=2, rate="1gbit")
     master = cluster.nodes[0].private_address
     port = "29500"  # inside the nodes' own network namespaces: nothing else listens there
@@ -37,6 +37,7 @@ def test_quick_bench_on_two_shaped_nodes(sim_cluster: Callable[..., SimCluster],
     for run in runs:
         assert run.code == 0, run.err[-3000:]
         assert_quiet_console(run.out, run.err)
+        assert_fits(run.err)  # stdout is the JSON document
     worker = json.loads(runs[1].out)
     assert worker["schema"] == "ddpkit.bench-node/1" and worker["results_on"] == "node 0"
     assert all(job["ok"] for job in worker["jobs"])

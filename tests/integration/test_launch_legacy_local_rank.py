@@ -52,7 +52,8 @@ def test_the_seed_command_with_ddpkit_launch(tmp_path: Path, script: str, decisi
     seen = set()
     for run in runs:
         assert run.code == 0, report
-        assert f"local-rank argument: {decision}" in run.err, run.err[-3000:]
+        flat = " ".join(run.err.split()).replace(" ddpkit: ", " ")  # the line wraps at 100 columns
+        assert f"local-rank argument: {decision}" in flat, run.err[-3000:]
         for global_rank, local_rank in FINISHED.findall(run.out):
             seen.add((run.index, int(global_rank), int(local_rank)))
     # node 0 holds ranks 0 and 1, node 1 ranks 2 and 3; each rank saw its own local rank

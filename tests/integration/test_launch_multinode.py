@@ -90,12 +90,14 @@ def _run_test(cluster, tmp_path: Path, nproc: int = 1, extra: tuple[str, ...] = 
 
 @pytest.mark.timeout(300)
 @pytest.mark.parametrize("nodes, nproc", [(2, 1), (2, 2), (3, 1)])
-def test_ddpkit_test_passes_across_nodes(tmp_path: Path, nodes: int, nproc: int) -> None:
+def test_ddpkit_test_passes_across_nodes(tmp_path: Path, nodes: int, nproc: int,  # type: ignore[no-untyped-def]
+                                        assert_fits) -> None:
     with simulated(nodes) as cluster:
         runs = _run_test(cluster, tmp_path, nproc)
     for run in runs:
         assert run.code == 0, run.err[-3000:]
         assert_quiet_console(run.out, run.err)
+        assert_fits(run.err)  # stdout is the JSON document
         doc = _test_json(run)
         assert doc["schema"] == "ddpkit.test/1"
         assert doc["ok"] is True and doc["complete"] is True

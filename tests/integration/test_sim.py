@@ -110,7 +110,8 @@ def dead(pid: int) -> bool:
 @pytest.mark.slow
 @pytest.mark.timeout(180)
 def test_three_node_cluster_behaves_like_rented_containers(
-    sim_cluster: Callable[..., SimCluster], sim_leftovers: Callable[..., list[str]]
+    sim_cluster: Callable[..., SimCluster], sim_leftovers: Callable[..., list[str]],
+    assert_fits: Callable[..., None]
 ) -> None:
     cluster = sim_cluster(nodes=3)
     name, node1 = cluster.name, cluster.nodes[1]
@@ -121,6 +122,7 @@ def test_three_node_cluster_behaves_like_rented_containers(
     # status, human and JSON
     human = ddpkit("sim", "status", "--name", name)
     assert human.returncode == 0, human.stderr
+    assert_fits(human.stdout, human.stderr)
     rows = [line.split() for line in human.stdout.splitlines()]
     for node in cluster.nodes:
         assert [str(node.index), node.namespace, node.hostname, "eth1", f"{node.private_address}/24",
@@ -181,7 +183,7 @@ def test_three_node_cluster_behaves_like_rented_containers(
 @pytest.mark.root
 @pytest.mark.slow
 @pytest.mark.timeout(180)
-def test_up_is_idempotent_and_refuses_a_different_spec(sim_reservation, run_cli) -> None:  # type: ignore[no-untyped-def]
+def test_up_is_idempotent_and_refuses_a_different_spec(sim_reservation, run_cli, assert_fits) -> None:  # type: ignore[no-untyped-def]
     res = sim_reservation()
     args = ["sim", "up", "2", "--name", res.name, "--subnet", res.subnet, "--ifname-style", "1=ens5"]
     first = run_cli(*args, "--json")
@@ -193,7 +195,9 @@ def test_up_is_idempotent_and_refuses_a_different_spec(sim_reservation, run_cli)
 
     second = run_cli(*args, "--json")
     assert second.code == 0 and second.json()["changed"] is False
-    assert "already up" in run_cli(*args).out
+    human = run_cli(*args)
+    assert "already up" in human.out
+    assert_fits(human.out, human.err)
     assert sorted(os.listdir("/sys/class/net")) == links_before
 
     different = run_cli("sim", "up", "3", "--name", res.name, "--subnet", res.subnet)
@@ -203,7 +207,7 @@ def test_up_is_idempotent_and_refuses_a_different_spec(sim_reservation, run_cli)
 
     taken = run_cli("sim", "up", "2", "--name", "dksx", "--subnet", res.subnet)
     assert taken.code == ExitCode.CONFIG and "sim-subnet-in-use" in taken.err
-    assert f"sim cluster {res.name}'s bridge" in taken.err
+    assert f"sim cluster {res.name}'s bridge" in " ".join(taken.err.split())
 
 
 @pytest.mark.root
@@ -340,18 +344,19 @@ def test_status_and_exec_of_an_absent_cluster(sim_reservation, run_cli) -> None:
     assert ran.code == ExitCode.CONFIG and "error [sim-not-up]" in ran.err
 
 
-def test_non_root_gets_needs_root_but_dry_run_works(monkeypatch: pytest.MonkeyPatch,
-                                                    run_cli) -> None:  # type: ignore[no-untyped-def]
+def test_non_root_gets_needs_root_but_dry_run_works(monkeypatch: pytest.MonkeyPatch,  # type: ignore[no-untyped-def]
+                                                    run_cli, assert_fits) -> None:
     monkeypatch.setattr(os, "geteuid", lambda: 1000)
     for argv in (["up", "2"], ["down"], ["status"], ["exec", "0", "--", "true"],
                  ["up", "2", "--name", "dksnr", "--json"]):
         result = run_cli("sim", *argv)
         assert result.code == ExitCode.ENVIRONMENT, (argv, result.err)
-        assert "error [needs-root]" in result.err and "euid is 1000" in result.err
+        assert "error [needs-root]" in result.err and "euid is 1000" in " ".join(result.err.split())
         assert "fix: run it as root" in result.err
     assert run_cli("sim", "up", "2", "--name", "dksnr", "--json").json()["error"]["id"] == "needs-root"
     plan = run_cli("sim", "up", "2", "--name", "dksnr", "--rate", "1gbit", "--dry-run")
     assert plan.code == 0
+    assert_fits(plan.out, plan.err)
     assert "ip netns add dksnr-n1" in plan.out
     assert "tc qdisc add dev dksnrh1b root tbf rate 1gbit" in plan.out
     planned = run_cli("sim", "up", "2", "--name", "dksnr", "--dry-run", "--json").json()

@@ -54,6 +54,7 @@ class Node:
             start_new_session=True)
         self.lines: queue.Queue[tuple[float, str]] = queue.Queue()
         self.seen: list[str] = []
+        self.paragraph = ""
         threading.Thread(target=self._read, daemon=True).start()
 
     def _read(self) -> None:
@@ -70,7 +71,11 @@ class Node:
                 raise AssertionError(f"no {text!r} within {timeout} s:\n" +
                                      "\n".join(self.seen[-30:])) from None
             self.seen.append(line)
-            if text in line:
+            # a status wider than 100 columns wraps: its continuation lines start "ddpkit:   "
+            continued = line.startswith("ddpkit:   ") and len(self.seen) > 1
+            self.paragraph = (self.paragraph + " " + line[len("ddpkit:"):]) if continued else line
+            if text in " ".join(self.paragraph.split()):
+                self.paragraph = ""  # found: its own continuation lines cannot match again
                 return when
 
     def stop(self) -> tuple[int, float]:

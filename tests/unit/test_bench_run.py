@@ -196,7 +196,9 @@ def test_socket_jobs_carry_their_nccl_env_after_the_users() -> None:
 
 @pytest.mark.parametrize("argv", [(), ("--quick",), ("--tcp", "--scaling", "--settings",
                                                         "fp16,accumulate:2", "-e", "1M"),
-                                  ("--socket-sweep", "--backend", "nccl", "--tcp-seconds", "1.5")])
+                                  ("--socket-sweep", "--backend", "nccl", "--tcp-seconds", "1.5"),
+                                  ("--quick", "-n", "5", "--params", "25M"), ("--collectives",),
+                                  ("--quick", "--collectives", "--tcp", "--scaling")])
 def test_peer_command_makes_other_nodes_plan_the_same_jobs(argv: tuple[str, ...]) -> None:
     mine = parse(*argv)
     command = peer_argv(mine)
@@ -204,6 +206,16 @@ def test_peer_command_makes_other_nodes_plan_the_same_jobs(argv: tuple[str, ...]
     theirs = parse(*command[1:])
     assert theirs == mine
     assert _jobs(theirs, backend="nccl") == _jobs(mine, backend="nccl")
+
+
+@pytest.mark.parametrize(("argv", "expected"), [
+    ((), ("bench",)), (("--quick",), ("bench", "--quick")),
+    (("--quick", "--iters", "5"), ("bench", "--quick", "-n", "5")),
+    (("--tcp", "--settings", "none,bf16"), ("bench", "--tcp", "--settings", "none,bf16"))])
+def test_peer_command_names_only_what_differs_from_the_defaults(
+        argv: tuple[str, ...], expected: tuple[str, ...]) -> None:
+    # `bench --quick` used to echo every default: a 460-column line to type on every node
+    assert peer_argv(parse(*argv)) == expected
 
 
 def test_dry_run_prints_the_job_list_and_starts_nothing(run_cli, tmp_path) -> None:  # type: ignore[no-untyped-def]

@@ -85,8 +85,10 @@ def test_show_lists_env_files_and_defaults_with_provenance(run_cli, machine: Mac
     assert doc["warnings"] == []
 
 
-def test_show_text_is_a_table_with_warnings_on_stderr(run_cli, machine: Machine) -> None:
+def test_show_text_is_a_table_with_warnings_on_stderr(run_cli, machine: Machine,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     machine.etc.write_text("NCCL_SOCKET_IFNAME=eth1  # private network\n")
+    monkeypatch.setenv("COLUMNS", "300")  # the table's content, not how it wraps at 100 columns
     result = run_cli("nccl-conf", "show")
     assert result.code == 0
     assert result.out.splitlines()[1].split() == ["NAME", "VALUE", "SOURCE", "NOTE"]

@@ -210,6 +210,7 @@ def test_ib_machine_table_shows_kinds_speed_and_rdma(run_cli, monkeypatch: pytes
 
 def test_docker_host_table_tells_no_carrier_from_down(run_cli, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
     use_fixture(monkeypatch, "docker_veth_noise")
+    monkeypatch.setenv("COLUMNS", "160")  # one line per interface (at 100 the notes wrap)
     result = run_cli("nics")
     rows = {line.split()[0]: line.split() for line in result.out.splitlines() if line and line[0] != " "}
     assert rows["br-5e1c0a7d9f21"][1:3] == ["no-carrier", "container-bridge"]

@@ -287,20 +287,41 @@ def job_config(base: LaunchConfig, job: BenchJob, index: int, previous: BenchJob
 
 
 def peer_argv(o: BenchOptions) -> tuple[str, ...]:
-    """``bench`` and the flags that make another node plan exactly the same jobs."""
-    argv = ["bench"]
-    argv += ["--collectives"] if o.collectives else []
-    argv += ["--tcp"] if o.tcp else []
-    argv += ["--scaling"] if o.scaling else []
-    argv += ["--socket-sweep"] if o.socket_sweep else []
+    """``bench`` and the flags that make another node plan exactly the same jobs: only those that
+    differ from what the other node would take anyway (the defaults, or ``--quick``'s), so the
+    line to type stays short."""
+    base = BenchOptions(**QUICK, quick=True) if o.quick else BenchOptions()
+    argv = ["bench"] + (["--quick"] if o.quick else [])
+    phases = (("collectives", o.collectives, base.collectives), ("tcp", o.tcp, base.tcp),
+              ("scaling", o.scaling, base.scaling),
+              ("socket-sweep", o.socket_sweep, base.socket_sweep))
+    if any(mine != theirs for _, mine, theirs in phases):  # naming any phase names them all
+        argv += [f"--{flag}" for flag, mine, _ in phases if mine]
     argv += ["--strategies", ",".join(o.strategies)] if o.strategies else []
-    argv += ["-b", str(o.min_bytes), "-e", str(o.max_bytes), "-f", str(o.step_factor),
-             "-w", str(o.warmup_iters), "-n", str(o.iters), "--ops", ",".join(o.ops),
-             "--tcp-seconds", f"{o.tcp_seconds:g}", "--tcp-streams", ",".join(map(str, o.tcp_streams)),
-             "--tcp-max-bytes", str(o.tcp_max_bytes),
-             "--params", str(o.params), "--batch", str(o.batch), "--steps", str(o.steps),
-             "--warmup", str(o.warmup_steps), "--powersgd-warmup", str(o.powersgd_warmup),
-             "--settings", ",".join(o.settings), "--backend", o.backend,
-             "--setting-timeout", f"{o.setting_timeout:g}", "--net-timeout", f"{o.net_timeout:g}"]
-    argv += ["--quick"] if o.quick else []
+    argv += (_differs("-b", o.min_bytes, base.min_bytes, str(o.min_bytes))
+             + _differs("-e", o.max_bytes, base.max_bytes, str(o.max_bytes))
+             + _differs("-f", o.step_factor, base.step_factor, str(o.step_factor))
+             + _differs("-w", o.warmup_iters, base.warmup_iters, str(o.warmup_iters))
+             + _differs("-n", o.iters, base.iters, str(o.iters))
+             + _differs("--ops", o.ops, base.ops, ",".join(o.ops))
+             + _differs("--tcp-seconds", o.tcp_seconds, base.tcp_seconds, f"{o.tcp_seconds:g}")
+             + _differs("--tcp-streams", o.tcp_streams, base.tcp_streams,
+                        ",".join(map(str, o.tcp_streams)))
+             + _differs("--tcp-max-bytes", o.tcp_max_bytes, base.tcp_max_bytes,
+                        str(o.tcp_max_bytes))
+             + _differs("--params", o.params, base.params, str(o.params))
+             + _differs("--batch", o.batch, base.batch, str(o.batch))
+             + _differs("--steps", o.steps, base.steps, str(o.steps))
+             + _differs("--warmup", o.warmup_steps, base.warmup_steps, str(o.warmup_steps))
+             + _differs("--powersgd-warmup", o.powersgd_warmup, base.powersgd_warmup,
+                        str(o.powersgd_warmup))
+             + _differs("--settings", o.settings, base.settings, ",".join(o.settings))
+             + _differs("--backend", o.backend, base.backend, o.backend)
+             + _differs("--setting-timeout", o.setting_timeout, base.setting_timeout,
+                        f"{o.setting_timeout:g}")
+             + _differs("--net-timeout", o.net_timeout, base.net_timeout, f"{o.net_timeout:g}"))
     return tuple(argv)
+
+
+def _differs(flag: str, mine: object, theirs: object, text: str) -> list[str]:
+    return [flag, text] if mine != theirs else []

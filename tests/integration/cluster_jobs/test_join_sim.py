@@ -61,8 +61,8 @@ def _census_clean(cluster: SimCluster) -> None:
 
 
 @pytest.mark.timeout(180)
-def test_ddpkit_test_through_a_join_token_on_three_nodes(sim_cluster: Callable[..., SimCluster],
-                                                        tmp_path: Path) -> None:
+def test_ddpkit_test_through_a_join_token_on_three_nodes(sim_cluster: Callable[..., SimCluster],  # type: ignore[no-untyped-def]
+                                                        tmp_path: Path, assert_fits) -> None:
     cluster = sim_cluster(nodes=3)
     master, token = _master(cluster, tmp_path, "test", "--quick", "--json", "--nnodes", "3",
                             "--join-timeout", "90")
@@ -71,6 +71,7 @@ def test_ddpkit_test_through_a_join_token_on_three_nodes(sim_cluster: Callable[.
     for run in (master, *workers):
         assert run.code == 0, run.err[-4000:]
         assert_quiet_console(run.out, run.err)
+        assert_fits(run.err)  # stdout is the JSON document
     doc = json.loads(master.out)
     assert doc["ok"] is True and doc["nodes"] == 3 and doc["complete"] is True
     assert {r["host"] for r in doc["ranks"]} == {"node0", "node1", "node2"}

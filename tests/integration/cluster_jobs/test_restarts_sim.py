@@ -95,6 +95,6 @@ def test_the_limit_holds_for_the_job_not_per_node(sim_cluster: Callable[..., Sim
     for run in runs:
         assert run.code == int(ExitCode.JOB_FAILED), run.err[-4000:]
         assert "error [job-failed]" in run.err
-        assert "(after 1 restart of the job, --max-restarts 1)" in run.err
+        assert "(after 1 restart of the job, --max-restarts 1)" in " ".join(run.err.split())
     assert "rank 1 fails at its start 2" in runs[1].err
     assert _starts(tmp_path) == [2, 2]  # two starts on every node, no third anywhere

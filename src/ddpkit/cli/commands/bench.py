@@ -197,9 +197,16 @@ def _dry_run(console: Console, as_json: bool, jobs: tuple[BenchJob, ...], plans:
     if plans:
         print_plan(console, plans[0])
     render.line(console, f"the bench runs {len(jobs)} jobs, one after another:")
+    # the files the workers write, relative to their common directory, so the table stays narrow
+    paths = [a for j in jobs for a in j.args if os.path.isabs(a)]
+    base = os.path.commonpath(paths) if len(paths) > 1 else ""
     render.table(console, ["#", "job", "port", "limit", "worker"],
                  [[str(i), j.name, str(p.config.master_port), f"{p.config.job_timeout:g} s",
-                   f"-m {j.module} {' '.join(j.args)}"] for i, (j, p) in enumerate(zip(jobs, plans))])
+                   " ".join(["-m", j.module] + [os.path.relpath(a, base) if base and
+                                                os.path.isabs(a) else a for a in j.args])]
+                  for i, (j, p) in enumerate(zip(jobs, plans))])
+    if base:
+        render.wrapped(console, f"(the workers' files are relative to {base})")
     for note in notes:
         render.line(console, f"note: {note}")
     return 0
@@ -322,7 +329,9 @@ def report(console: Console, doc: dict[str, Any], given: BenchShareOptions, *, a
         render.emit_json(console, doc)
     else:
         show(console, payload)
-    render.result(console, f"ddpkit bench: results in {where}; next: ddpkit plan --from-bench {where}")
+    render.status(console, f"results in {where}", prefix="ddpkit bench: ", keep=True)
+    render.command(console, f"ddpkit plan --from-bench {where}", indent="  next: ",
+                   more="        ", to_err=True, keep=True)
     return ExitCode.OK if payload["ok"] else ExitCode.FAILURE
 
 
@@ -352,14 +361,13 @@ def show(console: Console, payload: dict[str, Any]) -> None:
             continue
         render.table(console, table.headers, table.rows, title=table.title)
         for text in table.footer:
-            render.line(console, f"  {text}")
+            render.wrapped(console, text, first="  ", indent="    ")
         render.line(console)
     for note in payload.get("notes", []):
-        render.line(console, render.style(console, f"note: {note}", "dim"))
-    for text in report.failed_stages(payload):
-        render.line(console, text)
-    for text in report.headline(payload):
-        render.line(console, text)
+        render.wrapped(console, f"note: {note}", name="dim")
+    for text in [*report.failed_stages(payload), *report.headline(payload)]:
+        lead = text[:len(text) - len(text.lstrip())]
+        render.wrapped(console, text, first=lead, indent=lead + "  ")
 
 
 def _render_job(console: Console, outcomes: Sequence[NodeOutcome], given: BenchShareOptions, *,
@@ -374,7 +382,7 @@ def _render_job(console: Console, outcomes: Sequence[NodeOutcome], given: BenchS
         where = given.out or f"{doc.get('run_dir', 'node 0')}/bench.json (on node 0)"
         code = report(console, dict(doc), given, as_json=as_json, where=where)
     if failure is not None:
-        render.result(console, f"ddpkit: job failed: {job_summary(outcomes)}")
+        render.status(console, f"job failed: {job_summary(outcomes)}", keep=True)
         return max(code, int(ExitCode.JOB_FAILED))
     if doc is None:
         render.result(console, "ddpkit bench: node 0 printed no bench document")

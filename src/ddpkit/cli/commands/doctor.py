@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-import textwrap
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -30,7 +29,6 @@ if TYPE_CHECKING:
 
 HELP = "preflight checks, or diagnose a failed run from its logs"
 SCHEMA_KIND, SCHEMA_VERSION = "doctor", 1
-_WIDTH = 100
 _SEVERITY_STYLE = {"error": "error", "warning": "warn", "info": "ok", "pass": "ok", "warn": "warn",
                    "fail": "error"}
 
@@ -103,15 +101,17 @@ def _run_logs(paths: Sequence[str], console: Console, *, as_json: bool) -> int:
             head = render.style(console, f"{finding.severity:<8}", _SEVERITY_STYLE[finding.severity])
             render.line(console, f"{head} {render.style(console, finding.id, 'bold')}  "
                         f"{finding.title}")
-            for text in textwrap.wrap(finding.explanation, _WIDTH - 2):
-                render.line(console, "  " + text)
+            render.wrapped(console, finding.explanation, first="  ")
             if finding.evidence:
                 render.line(console, "  evidence:")
                 for item in finding.evidence:
-                    render.line(console, f"    {item.file}:{item.line}: {item.text}")
+                    render.clipped(console, f"    {item.file}:{item.line}: {item.text}")
             render.line(console, "  fix:")
             for text in finding.fix.splitlines():
-                render.line(console, "    " + text)
+                if text.startswith(" "):  # a command to paste: kept whole
+                    render.command(console, text.strip(), indent="    " + text[:-len(text.lstrip())])
+                else:
+                    render.wrapped(console, text, first="    ", indent="      ")
             render.line(console)
         errors = sum(1 for f in findings if f.severity == "error")
         warnings = sum(1 for f in findings if f.severity == "warning")
@@ -149,7 +149,7 @@ def _run_preflight(console: Console, master_addr: str | None, master_port: int, 
             render.line(console)
             render.line(console, "fixes:")
             for row in fixes:
-                render.line(console, f"  {row.id}: {row.fix}")
+                render.wrapped(console, f"{row.id}: {row.fix}", first="  ", indent="    ")
         render.result(console, f"doctor: {worst(rows)} ({sum(r.status == 'fail' for r in rows)} "
                    f"failed, {sum(r.status == 'warn' for r in rows)} warnings); diagnose a failed "
                    "run with: ddpkit doctor --log FILE...")
@@ -242,10 +242,8 @@ def _render_cluster(console: Console, report: ClusterReport) -> None:
             head = render.style(console, f"{problem.severity:<8}",
                                 _SEVERITY_STYLE[problem.severity])
             render.line(console, f"{head} {render.style(console, problem.id, 'bold')}")
-            for text in textwrap.wrap(problem.message, _WIDTH - 2):
-                render.line(console, "  " + text)
-            for text in textwrap.wrap("fix: " + problem.fix, _WIDTH - 2):
-                render.line(console, "  " + text)
+            render.wrapped(console, problem.message, first="  ")
+            render.wrapped(console, "fix: " + problem.fix, first="  ")
     render.line(console)
     render.line(console, render.style(console, "verdict", "bold"))
     for text in verdict_lines(report.verdict):

@@ -62,8 +62,8 @@ def run(args: argparse.Namespace, console: Console) -> int:
     token = parse_token(token_text(args, env))
     env.pop(TOKEN_ENV, None)  # the secret stays with ddpkit, never in the job's environment
     route = route_to(token.address)
-    render.log(console, f"ddpkit: joining the job at {token.endpoint} via {route.ifname} "
-                        f"(source {route.source})")
+    render.status(console, f"joining the job at {token.endpoint} via {route.ifname} "
+                           f"(source {route.source})")
     import_torch(console.verbosity)  # after the environment was read: see cli/torch_import.py
     with sigterm_as_interrupt():
         worker = WorkerSide(connect_store(token, timeout=args.connect_timeout))
@@ -72,8 +72,8 @@ def run(args: argparse.Namespace, console: Console) -> int:
         _check_script(spec, node_args(spec, 1, args), cwd)  # before a rank is taken
         host = socket.gethostname()
         rank = worker.claim_rank(spec, host, route.source, route.ifname)
-        render.log(console, f"ddpkit: joined as node {rank} of {spec.nnodes} ({spec.command} "
-                            f"{' '.join(spec.job.entry)}); waiting for the other nodes")
+        render.status(console, f"joined as node {rank} of {spec.nnodes} ({spec.command} "
+                               f"{' '.join(spec.job.entry)}); waiting for the other nodes")
         switch = StopSwitch(interrupt=lambda: os.kill(os.getpid(), signal.SIGTERM))
         worker.start_heartbeat(on_lost=switch.trigger)
         try:
@@ -182,4 +182,4 @@ def _report(console: Console, worker: Any, outcome: NodeOutcome) -> None:
     try:
         worker.report(outcome)
     except (RuntimeError, OSError, DdpkitError) as exc:
-        render.log(console, f"ddpkit: could not tell the master how this node ended ({exc})")
+        render.status(console, f"could not tell the master how this node ended ({exc})")

@@ -53,7 +53,7 @@ def run(args: argparse.Namespace, console: Console) -> int:
     args, torch = resolve(args)  # before the job mode: --rdzv-endpoint may give the master
     args, notes = with_scheduler_layout(args, dict(os.environ))
     for note in notes:
-        render.log(console, f"ddpkit: note: {note}")
+        render.status(console, f"note: {note}")
     request = job_request(args)
     mode = request.mode()
     tail = [*torch.node_flags(), *(["-m"] if args.module else []), args.script, *args.script_args]
@@ -107,8 +107,8 @@ def _preview_local_rank(args: argparse.Namespace, console: Console) -> None:
         source = read_entry(args.script, cwd=Path.cwd(), is_module=args.module,
                             no_python=bool(args.torchrun_flag_no_python), sys_path=sys.path)
     choice = decide(args.local_rank_arg, source, tuple(args.script_args), use_env=args.use_env)
-    render.log(console, "ddpkit: local-rank argument: decided on every node from its own copy; "
-                        f"this machine's gives {choice.describe()}")
+    render.status(console, "local-rank argument: decided on every node from its own copy; "
+                           f"this machine's gives {choice.describe()}")
 
 
 def share(console: Console, config: LaunchConfig, context: ShareContext,
@@ -133,8 +133,8 @@ def share(console: Console, config: LaunchConfig, context: ShareContext,
                              store_connector=quiet_store_connector(console.verbosity))
     if context.as_json:
         render.emit_json(console, document("launch", 1, result.to_dict()))
-    render.result(console, f"ddpkit: node {config.node_rank} finished in "
-                        f"{result.outcome.duration_s:.1f} s; logs in {plan.run_dir}")
+    render.status(console, f"node {config.node_rank} finished in "
+                           f"{result.outcome.duration_s:.1f} s; logs in {plan.run_dir}", keep=True)
     return 0, outcome
 
 

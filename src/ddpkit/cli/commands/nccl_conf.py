@@ -144,7 +144,7 @@ def _show(args: argparse.Namespace, console: Console, env: dict[str, str], home:
         }))
         return 0
     order = ", then ".join(_describe_source(s.path, s.exists, s.error) for s in effective.sources)
-    render.line(console, f"NCCL reads: the environment, then {order}")
+    render.wrapped(console, f"NCCL reads: the environment, then {order}")
     render.table(console, ["NAME", "VALUE", "SOURCE", "NOTE"],
                  [_row(s) for s in effective.settings])
     _print_warnings(console, warnings)

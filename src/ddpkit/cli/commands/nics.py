@@ -133,7 +133,7 @@ def _print_human(
     if choice is None:
         return
     render.line(console, f"recommended: {choice.nic.name} ({choice.address})")
-    render.line(console, f"  why: {choice.reason}")
+    render.wrapped(console, f"why: {choice.reason}", first="  ", indent="    ")
     render.line(console)
     render.line(console, "set on every process of this node (`ddpkit nics --export` for a shell):")
     for text in env_lines(choice.env):

@@ -113,7 +113,8 @@ def _up(args: argparse.Namespace, console: Console) -> int:
             render.line(console, f"# ddpkit sim up {spec.nodes} --name {spec.name}: "
                                  f"{len(steps)} steps (dry run, nothing was run)")
             for step in steps:
-                render.line(console, f"{step.shell()}  # {step.summary}")
+                render.wrapped(console, f"# {step.summary}", indent="#   ")
+                render.command(console, step.shell(), indent="")
         return ExitCode.OK
     result = bring_up(spec)
     if args.json:

@@ -67,7 +67,7 @@ class TestOptions:
 def run(args: argparse.Namespace, console: Console) -> int:
     args, notes = with_scheduler_layout(args, dict(os.environ))
     for note in notes:
-        render.log(console, f"ddpkit: note: {note}")
+        render.status(console, f"note: {note}")
     request = job_request(args)
     mode = request.mode()
     options = test_options(args)
@@ -152,8 +152,9 @@ def share(console: Console, config: LaunchConfig, context: ShareContext,
     else:
         _print_verdict(console, verdict)
     if launch_error is not None:
-        render.result(console, f"ddpkit: {launch_error.message}")
-        render.result(console, f"  fix: {launch_error.hint}")
+        render.status(console, f"{launch_error.message}", keep=True)
+        render.wrapped(console, f"fix: {launch_error.hint}", first="  ", indent="       ",
+                       to_err=True, keep=True)
         failed = outcome_from_error(launch_error.to_dict(), node_rank=config.node_rank,
                                     host=plan.hostname)
         return int(launch_error.exit_code), failed
@@ -191,7 +192,7 @@ def _render_job(console: Console, outcomes: Sequence[NodeOutcome], payload: dict
                               complete=bool(doc.get("complete")))
         _print_verdict(console, verdict)
     if failure is not None:
-        render.result(console, f"ddpkit: job failed: {job_summary(outcomes)}")
+        render.status(console, f"job failed: {job_summary(outcomes)}", keep=True)
         return ExitCode.JOB_FAILED
     return ExitCode.OK if doc is not None and doc.get("ok") else ExitCode.FAILURE
 

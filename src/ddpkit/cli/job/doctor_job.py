@@ -39,7 +39,7 @@ def render_job(console: Console, outcomes: Sequence[NodeOutcome], payload: dict[
     elif doc is not None:
         show_report(console, dict(doc))
     if crashed:
-        render.result(console, f"ddpkit: job failed: {job_summary(outcomes)}")
+        render.status(console, f"job failed: {job_summary(outcomes)}", keep=True)
         return int(ExitCode.JOB_FAILED)
     return int(ExitCode.OK if doc is not None and doc.get("ok") else ExitCode.FAILURE)
 

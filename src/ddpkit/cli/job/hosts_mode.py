@@ -67,7 +67,7 @@ def _run(request: JobRequest, console: Console, *, command: JobCommandName, tail
                         "are in its run directory on that machine", details=result.payload())
     if request.as_json:
         render.emit_json(console, document("launch-job", 1, result.payload()))
-    render.result(console, f"ddpkit: all {len(result.outcomes)} nodes finished successfully")
+    render.status(console, f"all {len(result.outcomes)} nodes finished successfully", keep=True)
     return 0
 
 

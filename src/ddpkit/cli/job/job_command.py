@@ -192,7 +192,7 @@ def job_env(request: JobRequest, env: Mapping[str, str], cwd: Path,
     warning = untravelled_warning(untravelled(dict(env), passed),
                                   request.env_file or ENV_FILE_NAME)
     if console is not None and warning:
-        render.log(console, f"ddpkit: warning: {warning}")
+        render.status(console, f"warning: {warning}")
     return passed
 
 

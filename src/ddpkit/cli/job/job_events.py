@@ -7,6 +7,7 @@ when stdout is kept for one document).
 
 from __future__ import annotations
 
+import shlex
 from pathlib import Path
 
 from ddpkit.cli.output import render
@@ -26,10 +27,10 @@ class JobConsoleEvents:
         self.node_lines_to_stderr = node_lines_to_stderr
 
     def waiting(self, message: str) -> None:
-        render.log(self.console, f"ddpkit: {message}")
+        render.status(self.console, message)
 
     def warning(self, message: str) -> None:
-        render.log(self.console, f"ddpkit: warning: {message}")
+        render.status(self.console, f"warning: {message}")
 
     def node_line(self, node: NodeCommand, text: str) -> None:
         prefixed = f"[{node.label}] {text}"
@@ -40,24 +41,26 @@ class JobConsoleEvents:
 
     def node_finished(self, outcome: NodeOutcome) -> None:
         how = "finished" if outcome.state == OK else f"{outcome.state}: {outcome.how()}"
-        render.log(self.console, f"ddpkit: node {outcome.node_rank} ({outcome.host}) {how}")
+        render.status(self.console, f"node {outcome.node_rank} ({outcome.host}) {how}")
 
     def stopping(self, reason: str) -> None:
-        render.log(self.console, f"ddpkit: stopping every node: {reason}")
+        render.status(self.console, f"stopping every node: {reason}")
 
     def token_ready(self, token: JoinToken, others: int, token_file: Path | None = None) -> None:
         where = "the other machine" if others == 1 else f"each of the other {others} machines"
         if token_file is None:
-            render.result(self.console, f"ddpkit: on {where}, run:")
+            render.status(self.console, f"on {where}, run:", keep=True)
             render.result(self.console, f"  ddpkit join {token}")
             return
         # the secret stays in the file (mode 0600): this output may go to logs
-        render.result(self.console, f"ddpkit: the join token (job store {token.endpoint}) is in "
-                                 f"{token_file}; copy it to {where} (e.g. scp) and run there:")
-        render.result(self.console, f"  ddpkit join --token-file {token_file}")
+        render.status(self.console, f"the join token (job store {token.endpoint}) is in "
+                                    f"{token_file}; copy it to {where} (e.g. scp) and run there:",
+                      keep=True)
+        render.command(self.console, shlex.join(["ddpkit", "join", "--token-file",
+                                                 str(token_file)]), to_err=True, keep=True)
 
     def joined(self, node: JoinedNode, count: int, expected: int) -> None:
-        render.log(self.console, f"ddpkit: {node.describe()} [{count}/{expected}]")
+        render.status(self.console, f"{node.describe()} [{count}/{expected}]")
 
 
 def show_job_stacks(console: Console, result: JobResult) -> None:

@@ -94,13 +94,13 @@ def run_master(request: JobRequest, console: Console, job: JobCommand[Options], 
     failure, payload = result.first_failure, result.payload()
     if request.as_json and render_result is not None and result.own_error is None:
         if failure is None:
-            render.result(console, f"ddpkit: all {len(result.outcomes)} nodes finished their part")
+            render.status(console, f"all {len(result.outcomes)} nodes finished their part", keep=True)
         return render_result(console, result.outcomes, payload)
     if result.ok:
         if request.as_json:
             render.emit_json(console, document(f"{job.name}-job", 1, payload))
         if result.own_code == 0:
-            render.result(console, f"ddpkit: all {len(result.outcomes)} nodes finished successfully")
+            render.status(console, f"all {len(result.outcomes)} nodes finished successfully", keep=True)
         return result.own_code
     if failure is None and result.own_error is not None:
         raise result.own_error
@@ -108,7 +108,7 @@ def run_master(request: JobRequest, console: Console, job: JobCommand[Options], 
     if result.own_error is not None or job.name == "launch":
         raise JobFailed("job-failed", summary, "each node's output and run directory has the "
                         "details; `ddpkit doctor --log` explains common causes", details=payload)
-    render.result(console, f"ddpkit: job failed: {summary}")
+    render.status(console, f"job failed: {summary}", keep=True)
     return max(result.own_code, int(ExitCode.JOB_FAILED))
 
 

@@ -36,8 +36,10 @@ class BenchEvents(ConsoleEvents):
 
     def output(self, line: str) -> None:
         text = _RANK_PREFIX.sub("", line)
-        if self.show_output or _SUMMARY.match(text):
+        if self.show_output:  # the workers' own lines, as they wrote them
             render.log(self.console, f"  {text}")
+        elif _SUMMARY.match(text):  # their summaries, fitted to the console
+            render.wrapped(self.console, text, first="  ", indent="  #   ", to_err=True)
 
 
 CONTINUE_AFTER = (JobFailed, DeadlineExceeded, NetworkProblem)

@@ -28,30 +28,32 @@ class ConsoleEvents:
 
     def planned(self, plan: NodePlan) -> None:
         c = self.console
-        render.log(c, f"ddpkit: node {plan.config.node_rank}/{plan.config.nnodes} on "
-                      f"{plan.hostname}: inter-node interface {plan.interface.ifname} "
-                      f"({plan.interface.reason})")
+        render.wrapped(c, f"ddpkit: node {plan.config.node_rank}/{plan.config.nnodes} on "
+                          f"{plan.hostname}: inter-node interface {plan.interface.ifname} "
+                          f"({plan.interface.reason})", indent="ddpkit:   ", to_err=True)
         for key, value in shown_env(plan.env_set).items():
-            render.log(c, f"ddpkit:   {key}={value}")
+            render.clipped(c, f"ddpkit:   {key}={value}", middle=True, to_err=True)
         if plan.local_rank.mode:  # a user's script (not ddpkit's own worker)
-            render.log(c, f"ddpkit: local-rank argument: {plan.local_rank.describe()}")
+            render.wrapped(c, f"ddpkit: local-rank argument: {plan.local_rank.describe()}",
+                           indent="ddpkit:   ", to_err=True)
         for text in plan.config.notes:
-            render.log(c, f"ddpkit: note: {text}")
+            render.wrapped(c, f"ddpkit: note: {text}", indent="ddpkit:   ", to_err=True)
         for text in plan.warnings:
-            render.warn(c, text)
+            render.wrapped(c, render.style(c, "warning: ", "warn") + text, indent="  ",
+                           to_err=True)
         started_by = scheduler_of(plan.config.cluster_sources)
         if plan.peer_commands and started_by:
             # srun (or the PyTorchJob, RunPod, SkyPilot) starts every node: nothing to type.
-            render.log(c, f"ddpkit: the other nodes are started by {started_by}, as this one was")
+            render.status(c, f"the other nodes are started by {started_by}, as this one was")
         elif plan.peer_commands:
             render.log(c, "ddpkit: now run on every other node:")
             for command in plan.peer_commands:
-                render.log(c, f"  {command}")
+                render.command(c, command, to_err=True)
         if plan.config.debug:
-            render.log(c, f"ddpkit: debug logs go to {plan.run_dir}")
+            render.status(c, f"debug logs go to {plan.run_dir}")
 
     def waiting(self, message: str) -> None:
-        render.log(self.console, f"ddpkit: {message}")
+        render.status(self.console, message)
 
     def torch_internal(self, line: str, condensed: str | None) -> None:
         """torch's C++ log: raw with -v, else as ddpkit condensed it (or not at all)."""
@@ -73,12 +75,12 @@ def print_plan(console: Console, plan: NodePlan) -> None:
     d = plan.to_dict()
     render.line(console, f"node {d['node_rank']} of {d['nnodes']} on {d['hostname']}, master "
                          f"{d['master']}")
-    render.line(console, f"interface: {plan.interface.ifname} {plan.interface.address} "
-                         f"({plan.interface.reason})")
+    render.wrapped(console, f"interface: {plan.interface.ifname} {plan.interface.address} "
+                            f"({plan.interface.reason})")
     if plan.env_set:
         render.line(console, "environment set for the workers:")
         for key, value in shown_env(plan.env_set).items():
-            render.line(console, f"  {key}={value}")
+            render.clipped(console, f"  {key}={value}", middle=True)
     else:
         render.line(console, "environment set for the workers: nothing (loopback needs no interface "
                              "variable)" if plan.interface.source == "loopback" else
@@ -89,19 +91,19 @@ def print_plan(console: Console, plan: NodePlan) -> None:
             value = getattr(plan.config, name)
             render.line(console, f"  --{name.replace('_', '-')} {value}  ({source})")
     if plan.local_rank.mode:
-        render.line(console, f"local-rank argument: {plan.local_rank.describe()}")
+        render.wrapped(console, f"local-rank argument: {plan.local_rank.describe()}")
     for text in plan.config.notes:
-        render.line(console, f"note: {text}")
+        render.wrapped(console, f"note: {text}")
     for text in plan.warnings:
-        render.line(console, f"warning: {text}")
+        render.wrapped(console, f"warning: {text}")
     render.line(console, "command:")
     from ddpkit.launch.torchrun.command import quote_command
 
-    render.line(console, "  " + quote_command(plan.argv))
+    render.command(console, quote_command(plan.argv))
     if plan.peer_commands:
         render.line(console, "on every other node:")
         for command in plan.peer_commands:
-            render.line(console, "  " + command)
+            render.command(console, command)
 
 
 def show_plan(console: Console, plan: NodePlan, *, as_json: bool) -> None:

@@ -1,26 +1,41 @@
-"""How ``--help`` looks: wrapped at the terminal's width without breaking words or paths, every
-option's default shown, and indented example lines kept as written."""
+"""How ``--help`` looks: wrapped at the terminal's width (in display columns, so CJK text wraps
+too) without breaking words or paths, every option's default shown, and indented example lines kept
+as written."""
 
 from __future__ import annotations
 
 import argparse
 import re
-import shutil
-import textwrap
+import sys
+
+from ddpkit.cli.output.console import terminal_width
+from ddpkit.cli.output.width import char_width, display_width, wrap
 
 _MENTIONS_DEFAULT = re.compile(r"\bdefault\b", re.IGNORECASE)
+
+
+def _join(lines: list[str]) -> str:
+    """Source lines of one paragraph as one text: a space between them, except where both sides
+    are CJK (which has no spaces between words)."""
+    text = ""
+    for part in lines:
+        if text and not (char_width(text[-1]) == 2 and char_width(part[0]) == 2):
+            text += " "
+        text += part
+    return text
 
 
 class HelpFormatter(argparse.HelpFormatter):
     def __init__(self, prog: str, indent_increment: int = 2, max_help_position: int = 28,
                  width: int | None = None) -> None:
         if width is None:
-            width = max(60, min(shutil.get_terminal_size((100, 24)).columns, 120)) - 2
+            isatty = getattr(sys.stdout, "isatty", None)
+            width = max(60, min(terminal_width(bool(isatty and isatty())), 120)) - 2
         super().__init__(prog, indent_increment, max_help_position, width)
 
     def _split_lines(self, text: str, width: int) -> list[str]:
         text = " ".join(text.split())
-        return textwrap.wrap(text, width, break_long_words=False, break_on_hyphens=False) or [""]
+        return wrap(text, width) or [""]
 
     def _fill_text(self, text: str, width: int, indent: str) -> str:
         """Paragraphs are re-wrapped; lines that start with a space (examples) stay as written."""
@@ -29,9 +44,8 @@ class HelpFormatter(argparse.HelpFormatter):
 
         def flush() -> None:
             if paragraph:
-                out.extend(textwrap.wrap(" ".join(paragraph), width, initial_indent=indent,
-                                         subsequent_indent=indent, break_long_words=False,
-                                         break_on_hyphens=False))
+                out.extend(wrap(_join(paragraph), width, initial_indent=indent,
+                                subsequent_indent=indent))
                 paragraph.clear()
 
         for line in text.strip("\n").splitlines():
@@ -66,7 +80,6 @@ class HelpFormatter(argparse.HelpFormatter):
 
     def start_section(self, heading: str | None) -> None:
         """A long group title wraps like any text (argparse prints it on one line)."""
-        if heading and len(heading) > self._width:
-            heading = "\n".join(textwrap.wrap(heading, self._width - 1, break_long_words=False,
-                                              break_on_hyphens=False))
+        if heading and display_width(heading) > self._width:
+            heading = "\n".join(wrap(heading, self._width - 1))
         super().start_section(heading)

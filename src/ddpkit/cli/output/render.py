@@ -1,4 +1,11 @@
-"""The only module that writes to the terminal: text, tables, JSON documents, logs, errors."""
+"""The only module that writes to the terminal: text, tables, JSON documents, logs, errors.
+
+Human output fits the console's width (``Console.width``: the terminal's, or 100 columns when
+not a terminal), measured in display columns (:mod:`ddpkit.cli.output.width`): paragraphs wrap,
+tables shrink their widest columns and wrap cells, commands split with ``\\`` continuations, and
+quoted material is cut with an ellipsis. Lines other programs wrote (a rank's output) pass
+through as they are.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +14,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ddpkit.cli.output.console import Console
+from ddpkit.cli.output.width import display_width, elide, pad, truncate, wrap
 from ddpkit.errors import DdpkitError
 
 _STYLES = {"error": "31;1", "warn": "33", "ok": "32", "dim": "2", "bold": "1"}
@@ -26,14 +34,83 @@ def line(console: Console, text: str = "") -> None:
     console.out.flush()
 
 
-def wrapped(console: Console, text: str, *, indent: str = "  ", name: str | None = None,
-            width: int = 100) -> None:
-    """A paragraph on stdout, wrapped to ``width`` columns; continuation lines get ``indent``."""
-    import textwrap
+def wrapped(console: Console, text: str, *, indent: str = "  ", first: str = "",
+            name: str | None = None, width: int | None = None, to_err: bool = False,
+            keep: bool = False) -> None:
+    """A paragraph on stdout (stderr with ``to_err``), wrapped to ``width`` display columns (the
+    console's width when not given); the first line starts with ``first``, continuation lines
+    with ``indent``. On stderr it is a log line (-q hides it) unless ``keep``: a result."""
+    write = line if not to_err else (result if keep else log)
+    for part in wrap(text, width or console.width, initial_indent=first, subsequent_indent=indent):
+        write(console, style(console, part, name) if name else part)
 
-    for part in textwrap.wrap(text, width, subsequent_indent=indent,
-                              break_long_words=False, break_on_hyphens=False):
-        line(console, style(console, part, name) if name else part)
+
+def clipped(console: Console, text: str, *, middle: bool = False, to_err: bool = False) -> None:
+    """A line of quoted material (a log line as evidence) cut to the console's width with an
+    ellipsis at its end, or in its ``middle`` (a setting whose value is a long path)."""
+    fitted = elide(text, console.width) if middle else truncate(text, console.width)
+    (log if to_err else line)(console, fitted)
+
+
+def _shell_words(text: str) -> list[str] | None:
+    """``text`` split at the blanks a shell splits it at, each word as written (quotes, escapes
+    and operators kept); None when its quotes do not close."""
+    words: list[str] = []
+    current, quote, escaped = "", "", False
+    for char in text:
+        if escaped:
+            current, escaped = current + char, False
+        elif char == "\\" and quote != "'":
+            current, escaped = current + char, True
+        elif quote:
+            current += char
+            quote = "" if char == quote else quote
+        elif char in "'\"":
+            current, quote = current + char, char
+        elif char in " \t":
+            if current:
+                words.append(current)
+            current = ""
+        else:
+            current += char
+    if quote or escaped:
+        return None
+    return words + [current] if current else words
+
+
+def command_lines(text: str, columns: int, indent: str = "  ", more: str | None = None) -> list[str]:
+    """A shell command (as quoted text) on lines of at most ``columns`` display columns, each but
+    the last ending in `` \\`` so the whole still pastes into a shell; continuation lines start
+    with ``more`` (``indent`` and four spaces). An argument wider than a line stays whole."""
+    args = _shell_words(text)
+    if args is None:  # not shell syntax after all: show it as it is
+        return [indent + text]
+    words: list[str] = []  # an option and its value stay on one line: "--lr 0.1", "-m pkg"
+    for index, arg in enumerate(args):
+        joined = (index > 0 and args[index - 1].startswith("-") and "=" not in args[index - 1]
+                  and not arg.startswith("-") and bool(words))
+        if joined:
+            words[-1] += " " + arg
+        else:
+            words.append(arg)
+    lines: list[str] = []
+    current, more = indent, indent + "    " if more is None else more
+    for word in words:
+        if current.strip() and display_width(current) + 1 + display_width(word) + 2 > columns:
+            lines.append(current + " \\")
+            current = more + word
+        else:
+            current += (" " if current.strip() else "") + word
+    return lines + [current]
+
+
+def command(console: Console, text: str, *, indent: str = "  ", more: str | None = None,
+            to_err: bool = False, keep: bool = False) -> None:
+    """A shell command to read or paste, fitted to the console's width (:func:`command_lines`);
+    on stderr a log line unless ``keep`` (a command the user must run)."""
+    write = line if not to_err else (result if keep else log)
+    for part in command_lines(text, console.width, indent, more):
+        write(console, part)
 
 
 def log(console: Console, text: str) -> None:
@@ -48,14 +125,82 @@ def result(console: Console, text: str) -> None:
     console.err.flush()
 
 
+def status(console: Console, text: str, *, prefix: str = "ddpkit: ", keep: bool = False) -> None:
+    """A progress or status line of ddpkit's own on stderr, wrapped to the console's width;
+    continuation lines keep the prefix, indented. -q hides it unless ``keep`` (an outcome)."""
+    wrapped(console, text, first=prefix, indent=prefix + "  " if prefix else "  ", to_err=True,
+            keep=keep)
+
+
 def warn(console: Console, text: str) -> None:
-    log(console, style(console, "warning: ", "warn") + text)
+    """A warning paragraph on stderr, wrapped to the console's width."""
+    wrapped(console, style(console, "warning:", "warn") + " " + text, indent="  ", to_err=True)
 
 
 def emit_json(console: Console, doc: dict[str, Any]) -> None:
     """One JSON document on stdout."""
     console.out.write(json.dumps(doc, indent=2, sort_keys=False, default=str) + "\n")
     console.out.flush()
+
+
+_GAP = 2  # spaces between columns
+_MIN_COLUMN = 8  # in the last resort a column is squeezed to this (or its own natural width)
+_MIN_WRAPPED = 24  # the last column (often prose) down to this width before the others shrink
+_SHORT_CELL = 12  # a cell this narrow is never wrapped while others can give up space
+_MIN_HEADING = 4  # a heading longer than its column's words is cut down to this
+
+
+def fit_columns(natural: Sequence[int], words: Sequence[int], columns: int) -> list[int]:
+    """Column widths that fit ``columns`` display columns, widest first: first no column below
+    its longest word (``words``: cells wrap between words; headings are cut) and the last column
+    (often prose) not below ``_MIN_WRAPPED``; then the other columns down to ``_MIN_COLUMN``,
+    their long words (paths, addresses) broken; then the last column too. A very narrow width
+    may still be exceeded."""
+    widths = list(natural)
+    excess = sum(widths) + _GAP * (len(widths) - 1) - columns
+    last = len(widths) - 1
+    least = [min(w, _MIN_COLUMN) for w in widths]
+    by_words = [min(w, max(words[i], _MIN_HEADING)) for i, w in enumerate(widths)]
+    for floors in ([max(f, min(widths[i], _MIN_WRAPPED)) if i == last else f
+                    for i, f in enumerate(by_words)],
+                   [max(by_words[i], min(widths[i], _MIN_WRAPPED)) if i == last else f
+                    for i, f in enumerate(least)],
+                   least):
+        while excess > 0:
+            shrinkable = [i for i, w in enumerate(widths) if w > floors[i]]
+            if not shrinkable:
+                break
+            widest = max(shrinkable, key=lambda i: widths[i])
+            widths[widest] -= 1
+            excess -= 1
+    return widths
+
+
+def _unbreakable(cell: str) -> int:
+    """The narrowest a cell wraps to without breaking a word; a short cell ("10 Gb/s") whole."""
+    width = display_width(cell)
+    return width if width <= _SHORT_CELL else max((display_width(w) for w in cell.split()),
+                                                  default=0)
+
+
+def table_lines(headers: Sequence[str], rows: Sequence[Sequence[Any]],
+                columns: int) -> list[str]:
+    """An aligned text table in at most ``columns`` display columns: the widest columns shrink
+    first (:func:`fit_columns`); a cell wider than its column wraps onto more lines, nothing of it
+    lost, and a heading wider than its column is cut with ``…``."""
+    cells = [[str(h) for h in headers]] + [["" if c is None else str(c) for c in r] for r in rows]
+    natural = [max(display_width(r[i]) for r in cells) for i in range(len(headers))]
+    words = [max((_unbreakable(r[i]) for r in cells[1:]), default=0) for i in range(len(headers))]
+    widths = fit_columns(natural, words, columns)
+    out: list[str] = []
+    for index, row in enumerate(cells):
+        parts = [[truncate(cell, widths[i])] if index == 0 or display_width(cell) <= widths[i]
+                 else wrap(cell, widths[i], break_long_words=True) or [""]
+                 for i, cell in enumerate(row)]
+        for depth in range(max(len(p) for p in parts)):
+            texts = [p[depth] if depth < len(p) else "" for p in parts]
+            out.append((" " * _GAP).join(pad(t, widths[i]) for i, t in enumerate(texts)).rstrip())
+    return out
 
 
 def table(
@@ -65,13 +210,11 @@ def table(
     *,
     title: str | None = None,
 ) -> None:
-    """A plain, aligned text table (no box drawing, so it pastes into issues and logs)."""
-    cells = [[str(h) for h in headers]] + [["" if c is None else str(c) for c in r] for r in rows]
-    widths = [max(len(r[i]) for r in cells) for i in range(len(headers))]
+    """A plain, aligned text table (no box drawing, so it pastes into issues and logs), fitted to
+    the console's width (:func:`table_lines`)."""
     if title:
-        line(console, style(console, title, "bold"))
-    for index, row in enumerate(cells):
-        text = "  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row)).rstrip()
+        wrapped(console, title, indent="", name="bold")
+    for index, text in enumerate(table_lines(headers, rows, console.width)):
         line(console, style(console, text, "bold") if index == 0 else text)
 
 
@@ -82,6 +225,6 @@ def error(console: Console, exc: DdpkitError, *, as_json: bool) -> None:
 
         emit_json(console, document("error", 1, {"error": exc.to_dict()}))
     head = style(console, f"error [{exc.error_id}]:", "error")
-    result(console, f"{head} {exc.message}")
+    wrapped(console, f"{head} {exc.message}", indent="  ", to_err=True, keep=True)
     if exc.hint:
-        result(console, f"  fix: {exc.hint}")
+        wrapped(console, f"fix: {exc.hint}", first="  ", indent="       ", to_err=True, keep=True)
