@@ -8,6 +8,7 @@ TCPStore is where the nodes meet), once per node.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
@@ -17,10 +18,12 @@ from ddpkit.cli.node.launch_options import ShareContext, add_cluster_options
 from ddpkit.cli.options import add_flag, add_json_flag, add_verbosity_flags
 from ddpkit.cli.output import render
 from ddpkit.cli.output.console import Console
+from ddpkit.cli.output.width import display_width, elide
 from ddpkit.errors import ExitCode, UsageError
 from ddpkit.launch.config import LaunchConfig
 from ddpkit.launch.outcomes import OK, NodeOutcome
 from ddpkit.net.ports import DEFAULT_MASTER_PORT
+from ddpkit.plain_text import CUT as MARKER
 from ddpkit.report import document
 
 if TYPE_CHECKING:
@@ -29,6 +32,7 @@ if TYPE_CHECKING:
 
 HELP = "preflight checks, or diagnose a failed run from its logs"
 SCHEMA_KIND, SCHEMA_VERSION = "doctor", 1
+EVIDENCE_PLACE_COLUMNS = 36  # at most this much of an evidence line for its file:line
 _SEVERITY_STYLE = {"error": "error", "warning": "warn", "info": "ok", "pass": "ok", "warn": "warn",
                    "fail": "error"}
 
@@ -104,8 +108,8 @@ def _run_logs(paths: Sequence[str], console: Console, *, as_json: bool) -> int:
             render.wrapped(console, finding.explanation, first="  ")
             if finding.evidence:
                 render.line(console, "  evidence:")
-                for item in finding.evidence:
-                    render.clipped(console, f"    {item.file}:{item.line}: {item.text}")
+                for item in finding.evidence:  # the line's words matter more than its path
+                    render.clipped(console, f"    {_place(item.file, item.line)}: {item.text}")
             render.line(console, "  fix:")
             for text in finding.fix.splitlines():
                 if text.startswith(" "):  # a command to paste: kept whole
@@ -119,6 +123,15 @@ def _run_logs(paths: Sequence[str], console: Console, *, as_json: bool) -> int:
         render.result(console, f"doctor: {errors} error(s), {warnings} warning(s) in "
                    f"{len(paths)} log(s); most likely cause: {top}")
     return int(ExitCode.FAILURE if has_errors(findings) else ExitCode.OK)
+
+
+def _place(path: str, line: int) -> str:
+    """An evidence line's file:line in at most EVIDENCE_PLACE_COLUMNS: a long path keeps its file
+    name (``…/name.log:12``), so the rest of the line is left for the words that matter."""
+    place = f"{path}:{line}"
+    if display_width(place) <= EVIDENCE_PLACE_COLUMNS:
+        return place
+    return elide(f"{MARKER}/{os.path.basename(path)}:{line}", EVIDENCE_PLACE_COLUMNS)
 
 
 def _run_preflight(console: Console, master_addr: str | None, master_port: int, *,
