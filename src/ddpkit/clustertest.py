@@ -35,6 +35,8 @@ MAX_RANK_COLUMNS = 8  # beyond this many ranks, the healthy ones share one colum
 
 @dataclass(frozen=True)
 class TestVerdict:
+    __test__ = False  # not a pytest class (tests import it)
+
     ok: bool
     nodes: int | None
     ranks_per_node: int | None
