@@ -108,3 +108,18 @@ def alive(procs: Sequence[psutil.Process]) -> list[int]:
             if proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE:
                 out.append(proc.pid)
     return out
+
+
+def error_message(err: str) -> str:
+    """The ``error [...]`` message as one line: the renderer wraps it to the terminal's width,
+    its continuation lines indented, up to its ``fix:`` line."""
+    lines = err.splitlines()
+    start = next((i for i, line in enumerate(lines) if line.startswith("error [")), None)
+    if start is None:
+        return err[-2000:]
+    parts = [lines[start]]
+    for line in lines[start + 1:]:
+        if not line.startswith("  ") or line.lstrip().startswith("fix:"):
+            break
+        parts.append(line.strip())
+    return " ".join(parts)

@@ -16,7 +16,7 @@ import psutil
 import pytest
 from console_noise import assert_quiet_console
 from jobs import ECHO, KILLER, SLEEPER, ddpkit_in, script, wait_for_files
-from multinode import alive, wait_all
+from multinode import alive, error_message, wait_all
 from sshnodes import SshCluster
 
 from ddpkit.errors import ExitCode
@@ -81,7 +81,7 @@ def test_a_rank_sigkilled_on_node1_stops_every_node(ssh_cluster: Callable[[int],
     killed_at = float((tmp_path / "killed-at").read_text())
     assert ended - killed_at < 15, f"the job took {ended - killed_at:.1f} s to stop after the kill"
     node1 = cluster.addresses[1]
-    summary = next(line for line in run.err.splitlines() if line.startswith("error [job-failed]"))
+    summary = error_message(run.err)
     assert summary.startswith(f"error [job-failed]: node 1 ({node1}, rank 1, local rank 0) failed "
                               "first: killed by SIGKILL. Its last output: "), summary
     assert "rank 1 about to SIGKILL itself" in summary

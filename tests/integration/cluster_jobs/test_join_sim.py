@@ -13,7 +13,7 @@ import psutil
 import pytest
 from console_noise import assert_quiet_console
 from jobs import KILLER, SLEEPER, ddpkit_in, script, wait_for_files
-from multinode import NodeRun, alive, wait_all
+from multinode import NodeRun, alive, error_message, wait_all
 
 from ddpkit.errors import ExitCode
 from ddpkit.sim.topology import SimCluster
@@ -100,7 +100,7 @@ def test_a_rank_sigkilled_on_a_joined_node_stops_every_node(sim_cluster: Callabl
     assert ended - float((tmp_path / "killed-at").read_text()) < 15
     assert master.code == ExitCode.JOB_FAILED, master.err[-3000:]
     assert worker.code == ExitCode.JOB_FAILED, worker.err[-3000:]
-    summary = next(line for line in master.err.splitlines() if line.startswith("error [job-failed]"))
+    summary = error_message(master.err)
     assert summary.startswith("error [job-failed]: node 1 (node1, rank 1, local rank 0) failed "
                               "first: killed by SIGKILL"), summary
     _census_clean(cluster)
@@ -121,7 +121,8 @@ def test_a_node_that_never_joins_is_named_within_the_timeout(sim_cluster: Callab
     assert master.code == ExitCode.TIMEOUT, master.err[-3000:]
     node1 = cluster.nodes[1].private_address
     assert "error [nodes-missing]: 1 of 2 worker nodes never joined within 15 s (missing node " \
-           f"rank(s) 2; joined: node 1 joined from {node1} (node1, via eth1))" in master.err
+           f"rank(s) 2; joined: node 1 joined from {node1} (node1, via eth1))" \
+           in error_message(master.err)
     assert worker.code == ExitCode.JOB_FAILED and "error [job-stopped]" in worker.err
     _census_clean(cluster)
 

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 from jobs import ddpkit_in, script, wait_for_files
-from multinode import wait_all
+from multinode import error_message, wait_all
 from sshnodes import SshCluster
 
 from ddpkit.errors import ExitCode
@@ -79,8 +79,7 @@ def test_the_raising_rank_is_named_on_the_master_every_time(
             (where / "worker.err").write_text(worker.err)
             shutil.copytree(where, Path(KEEP) / f"run{run}", dirs_exist_ok=True)
         assert master.code == ExitCode.JOB_FAILED, master.err[-3000:]
-        summary = next((line for line in master.err.splitlines()
-                        if line.startswith("error [job-failed]")), "")
+        summary = error_message(master.err)
         expected = ("node 1 (node1, rank 1", "ValueError: batch 7 has 3 labels, expected 4",
                     f"train.py:{RAISE_LINE}")
         if not all(part in summary for part in expected):
@@ -88,10 +87,6 @@ def test_the_raising_rank_is_named_on_the_master_every_time(
         node0_failed_too += "node 0 (node0) failed too (killed by SIGABRT)" in summary
     assert not wrong, f"{len(wrong)} of {RUNS} runs named another cause:\n" + "\n".join(wrong)
     assert node0_failed_too, "node 0 never failed of its own: the case under test did not arise"
-
-
-def _error_line(err: str) -> str:
-    return next((line for line in err.splitlines() if line.startswith("error [")), err[-2000:])
 
 
 @pytest.mark.timeout(180)
@@ -103,7 +98,7 @@ def test_over_ssh_the_master_names_the_raising_rank(ssh_cluster: Callable[[int],
                     "--run-dir", str(tmp_path / "runs"), *cluster.ssh_flags(), str(entry))
     assert wait_all([run], timeout=160)
     assert run.code == ExitCode.JOB_FAILED, run.err[-4000:]
-    summary = _error_line(run.err)
+    summary = error_message(run.err)
     assert summary.startswith(f"error [job-failed]: node 1 ({cluster.addresses[1]}, rank 1"), \
         summary
     assert f"It raised ValueError: batch 7 has 3 labels, expected 4 (at train.py:{RAISE_LINE}" \
@@ -123,7 +118,7 @@ def test_per_node_each_node_says_what_it_saw(sim_cluster: Callable[..., SimClust
     runs = [ddpkit_in(cluster, i, tmp_path, *common, "--node-rank", str(i), "--run-dir",
                       str(tmp_path / f"node{i}"), str(entry)) for i in (0, 1)]
     assert wait_all(runs, timeout=160)
-    zero, one = (_error_line(run.err) for run in runs)
+    zero, one = (error_message(run.err) for run in runs)
     assert one.startswith("error [job-failed]: node 1 (node1): rank 1"), one
     assert f"It raised ValueError: batch 7 has 3 labels, expected 4 (at train.py:{RAISE_LINE}" \
         in one, one
