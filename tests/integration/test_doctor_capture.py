@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -157,11 +158,15 @@ def test_busy_master_port(workdir: Path, busy_port: int) -> None:
 
 
 def test_rank_killed_by_sigkill(workdir: Path) -> None:
-    findings = _diagnose(workdir, "torchrun_rank_sigkill", _torchrun(workdir, free_port(), "kill"))
+    text = _torchrun(workdir, free_port(), "kill")
+    findings = _diagnose(workdir, "torchrun_rank_sigkill", text)
     assert _ids(findings)[0] == "rank-failed"
     assert "Rank 1" in str(findings[0]["explanation"])
     assert "SIGKILL" in str(findings[0]["explanation"])
-    assert "connection-lost" in _ids(findings)
+    # Whether rank 0 saw its peer go before torchrun stopped it is a race (seen both ways under
+    # load): when its log shows it, the consequence is named too.
+    if re.search(r"Connection (?:reset|closed) by peer", text):
+        assert "connection-lost" in _ids(findings)
 
 
 def test_hung_rank_times_out(workdir: Path) -> None:
