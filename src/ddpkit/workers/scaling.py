@@ -275,6 +275,18 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def backend_and_device(requested: str) -> tuple[str, Any]:
+    """The backend (``auto``: NCCL with CUDA, else Gloo) and this rank's device for it."""
+    backend = requested
+    if backend == "auto":
+        backend = "nccl" if torch.cuda.is_available() and dist.is_nccl_available() else "gloo"
+    device = torch.device("cpu")
+    if backend == "nccl":
+        device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0")))
+        torch.cuda.set_device(device)
+    return backend, device
+
+
 @contextlib.contextmanager
 def process_group(backend: str, timeout: float) -> Iterator[None]:
     dist.init_process_group(backend, timeout=datetime.timedelta(seconds=timeout))
@@ -295,13 +307,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.params < 1 or args.batch < 1 or args.steps < 1 or args.warmup < 0 or \
             args.powersgd_warmup < 2:
         parser.error("need --params, --batch, --steps >= 1, --warmup >= 0, --powersgd-warmup >= 2")
-    backend = args.backend
-    if backend == "auto":
-        backend = "nccl" if torch.cuda.is_available() and dist.is_nccl_available() else "gloo"
-    device = torch.device("cpu")
-    if backend == "nccl":
-        device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0")))
-        torch.cuda.set_device(device)
+    backend, device = backend_and_device(args.backend)
     with process_group(backend, args.timeout):
         run = Run(args, backend, device)
         run.doc["torch_version"] = torch.__version__

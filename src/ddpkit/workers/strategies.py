@@ -48,7 +48,7 @@ from torch import nn
 
 from ddpkit.atomic_file import replace_file
 from ddpkit.workers.json_collective import all_gather_json
-from ddpkit.workers.scaling import mlp_shape, process_group
+from ddpkit.workers.scaling import backend_and_device, mlp_shape, process_group
 
 SCHEMA = "ddpkit.strategy-run/1"
 STRATEGIES = ("ddp", "fsdp", "hsdp")  # ddpkit.bench.run.BENCH_STRATEGIES (a unit test checks)
@@ -294,13 +294,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.params < 1 or args.batch < 1 or args.steps < 1 or args.warmup < 0:
         parser.error("need --params, --batch, --steps >= 1 and --warmup >= 0")
-    backend = args.backend
-    if backend == "auto":
-        backend = "nccl" if torch.cuda.is_available() and dist.is_nccl_available() else "gloo"
-    device = torch.device("cpu")
-    if backend == "nccl":
-        device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0")))
-        torch.cuda.set_device(device)
+    backend, device = backend_and_device(args.backend)
     with process_group(backend, args.timeout):
         stage = Stage(args.out)
         doc: dict[str, Any] = {
