@@ -23,19 +23,30 @@ from typing import Any, Protocol, cast
 from ddpkit.cli.output.console import Console
 from ddpkit.cli.output.help_format import HelpFormatter
 from ddpkit.errors import UsageError
+from ddpkit.i18n import LANGUAGES, Text, _, current_language
 
 # name -> (module, one-line summary). Order is the order `ddpkit --help` shows.
-COMMANDS: dict[str, tuple[str, str]] = {
-    "nics": ("ddpkit.cli.commands.nics", "list network interfaces and pick the one for inter-node traffic"),
-    "nccl-conf": ("ddpkit.cli.commands.nccl_conf", "show or persist NCCL settings (nccl.conf)"),
-    "launch": ("ddpkit.cli.commands.launch", "run this node's share of a multi-node job via torchrun"),
-    "test": ("ddpkit.cli.commands.test", "check a cluster end to end with a shipped DDP test program"),
-    "doctor": ("ddpkit.cli.commands.doctor", "preflight checks, or diagnose a failed run from its logs"),
-    "bench": ("ddpkit.cli.commands.bench", "measure collectives, raw TCP and DDP scaling on this cluster"),
-    "plan": ("ddpkit.cli.commands.plan", "predict whether multi-node pays off for a model and network"),
-    "stacks": ("ddpkit.cli.commands.stacks", "every rank's Python stack of a running job (py-spy)"),
-    "join": ("ddpkit.cli.commands.join", "join a job started on the master with a ddpk:// token"),
-    "sim": ("ddpkit.cli.commands.sim", "a simulated multi-node cluster in network namespaces (root)"),
+COMMANDS: dict[str, tuple[str, Text]] = {
+    "nics": ("ddpkit.cli.commands.nics",
+        _("list network interfaces and pick the one for inter-node traffic")),
+    "nccl-conf": ("ddpkit.cli.commands.nccl_conf",
+        _("show or persist NCCL settings (nccl.conf)")),
+    "launch": ("ddpkit.cli.commands.launch",
+        _("run this node's share of a multi-node job via torchrun")),
+    "test": ("ddpkit.cli.commands.test",
+        _("check a cluster end to end with a shipped DDP test program")),
+    "doctor": ("ddpkit.cli.commands.doctor",
+        _("preflight checks, or diagnose a failed run from its logs")),
+    "bench": ("ddpkit.cli.commands.bench",
+        _("measure collectives, raw TCP and DDP scaling on this cluster")),
+    "plan": ("ddpkit.cli.commands.plan",
+        _("predict whether multi-node pays off for a model and network")),
+    "stacks": ("ddpkit.cli.commands.stacks",
+        _("every rank's Python stack of a running job (py-spy)")),
+    "join": ("ddpkit.cli.commands.join",
+        _("join a job started on the master with a ddpk:// token")),
+    "sim": ("ddpkit.cli.commands.sim",
+        _("a simulated multi-node cluster in network namespaces (root)")),
 }
 
 
@@ -55,6 +66,12 @@ class Parser(argparse.ArgumentParser):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         kwargs.setdefault("formatter_class", HelpFormatter)
         super().__init__(*args, **kwargs)
+        # argparse's own words, in ddpkit's catalogue (argparse's are not translated).
+        self._positionals.title = _("positional arguments")
+        self._optionals.title = _("options")
+        for action in self._actions:
+            if action.dest == "help":
+                action.help = _("show this help and exit")
 
     def _print_message(self, message: str, file: object = None) -> None:
         # Help and usage go to stdout: the command's console, or (for subcommand parsers made by
@@ -63,7 +80,9 @@ class Parser(argparse.ArgumentParser):
             (self.console.out if self.console is not None else sys.stdout).write(message)
 
     def error(self, message: str) -> None:  # type: ignore[override]
-        raise UsageError("bad-usage", f"{self.prog}: {self._plain(message)}", f"see `{self.prog} --help`")
+        raise UsageError("bad-usage",
+                         _("{prog}: {problem}", prog=self.prog, problem=self._plain(message)),
+                         _("see `{prog} --help`", prog=self.prog))
 
     def _plain(self, message: str) -> str:
         """argparse's "required: script, script_args" in the words of the help: what is missing."""
@@ -83,7 +102,7 @@ class Parser(argparse.ArgumentParser):
 
 
 def load_command(name: str) -> CommandModule:
-    module_name, _ = COMMANDS[name]
+    module_name, _summary = COMMANDS[name]
     return cast(CommandModule, importlib.import_module(module_name))
 
 
@@ -95,6 +114,9 @@ def build_parser(
                      epilog=getattr(module, "EXAMPLES", None))
     parser.console = console
     module.configure(parser)
+    parser.add_argument("--lang", choices=LANGUAGES, default=current_language(),
+                        help=_("the language of ddpkit's messages (default: from LANGUAGE, LC_ALL, "
+                               "LC_MESSAGES or LANG; --json is always English)"))
     return parser, module
 
 

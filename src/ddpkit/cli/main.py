@@ -5,35 +5,55 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from ddpkit import __version__
 from ddpkit.cli.command_table import COMMANDS, build_parser
 from ddpkit.cli.output import render
 from ddpkit.cli.output.console import Console
 from ddpkit.errors import DdpkitError, ExitCode, UsageError
+from ddpkit.i18n import LANGUAGES, Language, _, language_from_environment, localized, use_language
 
 
-def _overview() -> str:
+def _overview(console: Console) -> None:
+    render.line(console, _("usage: ddpkit [--version] [--traceback] [--lang zh|en] COMMAND [options]"))
+    render.line(console)
+    render.wrapped(console, _("Multi-node PyTorch training on rented GPU instances, right the "
+                              "first time."), indent="")
+    render.line(console)
+    render.line(console, _("commands:"))
     width = max(len(name) for name in COMMANDS)
-    rows = "\n".join(f"  {name.ljust(width)}  {summary}" for name, (_, summary) in COMMANDS.items())
-    return (
-        "usage: ddpkit [--version] [--traceback] COMMAND [options]\n\n"
-        "Multi-node PyTorch training on rented GPU instances, right the first time.\n\n"
-        f"commands:\n{rows}\n\n"
-        "`ddpkit COMMAND --help` describes one command; every command takes --json."
-    )
+    for name, (_module, summary) in COMMANDS.items():
+        render.wrapped(console, localized(summary), first="  " + name.ljust(width) + "  ",
+                       indent=" " * (width + 4))
+    render.line(console)
+    render.wrapped(console, _("`ddpkit COMMAND --help` describes one command; every command "
+                              "takes --json."), indent="")
+
+
+def language_asked(args: Sequence[str], environ: Mapping[str, str]) -> Language:
+    """The language of this run: ``--lang zh|en`` anywhere before a ``--`` (the help is built
+    before the command's flags are parsed), else the locale variables."""
+    for index, arg in enumerate(args):
+        if arg == "--":
+            break
+        value = (arg.split("=", 1)[1] if arg.startswith("--lang=") else
+                 args[index + 1] if arg == "--lang" and index + 1 < len(args) else None)
+        if value in LANGUAGES:
+            return value
+    return language_from_environment(environ)
 
 
 def main(argv: Sequence[str] | None = None, console: Console | None = None) -> int:
     """Run one ddpkit command; return its exit code. Never raises, never calls ``sys.exit``."""
     console = console or Console()
     args_in = list(sys.argv[1:] if argv is None else argv)
+    use_language(language_asked(args_in, os.environ))
     show_traceback = False
     while args_in and args_in[0].startswith("-"):
         flag = args_in.pop(0)
         if flag in ("-h", "--help"):
-            render.line(console, _overview())
+            _overview(console)
             return ExitCode.OK
         if flag == "--version":
             render.line(console, f"ddpkit {__version__}")
@@ -41,16 +61,23 @@ def main(argv: Sequence[str] | None = None, console: Console | None = None) -> i
         if flag == "--traceback":
             show_traceback = True
             continue
-        render.error(console, UsageError("bad-usage", f"unknown option {flag}", "see `ddpkit --help`"),
+        if flag == "--lang" and args_in and args_in[0] in LANGUAGES:
+            args_in.pop(0)
+            continue
+        if flag.startswith("--lang=") and flag[len("--lang="):] in LANGUAGES:
+            continue
+        render.error(console, UsageError("bad-usage", _("unknown option {flag}", flag=flag),
+                                        _("see `ddpkit --help`")),
                      as_json=False)
         return ExitCode.USAGE
     if not args_in:
-        render.line(console, _overview())
+        _overview(console)
         return ExitCode.USAGE
     name = args_in.pop(0)
     if name not in COMMANDS:
         known = ", ".join(COMMANDS)
-        exc = UsageError("unknown-command", f"no command named {name!r}", f"commands: {known}")
+        exc = UsageError("unknown-command", _("no command named {name!r}", name=name),
+                         _("commands: {known}", known=known))
         render.error(console, exc, as_json=False)
         return ExitCode.USAGE
 
@@ -71,7 +98,8 @@ def main(argv: Sequence[str] | None = None, console: Console | None = None) -> i
         render.error(console, exc, as_json=as_json)
         return int(exc.exit_code)
     except KeyboardInterrupt as stop:
-        render.log(console, f"interrupted: {stop}" if str(stop) else "interrupted")
+        render.log(console, _("interrupted: {what}", what=stop.args[0] if stop.args else str(stop))
+                   if str(stop) else _("interrupted"))
         return ExitCode.INTERRUPTED
     except BrokenPipeError:
         return ExitCode.FAILURE
@@ -80,8 +108,8 @@ def main(argv: Sequence[str] | None = None, console: Console | None = None) -> i
             log_traceback(console)
         internal = DdpkitError(
             "internal-error",
-            f"ddpkit crashed: {type(exc).__name__}: {exc}",
-            "rerun with `ddpkit --traceback ...` and report the traceback",
+            _("ddpkit crashed: {kind}: {error}", kind=type(exc).__name__, error=str(exc)),
+            _("rerun with `ddpkit --traceback ...` and report the traceback"),
         )
         render.error(console, internal, as_json=as_json)
         return ExitCode.FAILURE

@@ -7,9 +7,11 @@ from __future__ import annotations
 import argparse
 import re
 import sys
+from typing import Any
 
 from ddpkit.cli.output.console import terminal_width
 from ddpkit.cli.output.width import char_width, display_width, wrap
+from ddpkit.i18n import _, localized
 
 _MENTIONS_DEFAULT = re.compile(r"\bdefault\b", re.IGNORECASE)
 
@@ -60,26 +62,38 @@ class HelpFormatter(argparse.HelpFormatter):
         flush()
         return "\n".join(out)
 
+    def _format_text(self, text: str) -> str:
+        return super()._format_text(localized(text))
+
+    def add_usage(self, usage: str | None, actions: Any, groups: Any,
+                  prefix: str | None = None) -> None:
+        super().add_usage(usage, actions, groups, localized(_("usage: ")) if prefix is None
+                          else prefix)
+
     def _get_help_string(self, action: argparse.Action) -> str | None:
-        """The help text, plus ``(default X)`` when it names no default itself."""
-        text = action.help or ""
-        if text == argparse.SUPPRESS or _MENTIONS_DEFAULT.search(text):
+        """The help text in the user's language, plus ``(default X)`` when it names no default
+        itself."""
+        text = localized(action.help or "")
+        if text == argparse.SUPPRESS or _MENTIONS_DEFAULT.search(action.help or ""):
             return text
         default = action.default
         if not action.option_strings or action.nargs == 0 or default is argparse.SUPPRESS:
             return text
         if default in (None, [], ""):
-            shown = "not set"
+            shown = localized(_("not set"))
         elif isinstance(default, (list, tuple)):
             shown = ", ".join(str(v) for v in default)
         else:
             shown = str(default)
             if len(shown) > 40 and " " not in shown:  # a long comma list wraps after its commas
                 shown = shown.replace(",", ", ")
-        return f"{text} (default {shown})" if text else f"default {shown}"
+        if not text:
+            return localized(_("default {value}", value=shown))
+        return text + " " + localized(_("(default {value})", value=shown))
 
     def start_section(self, heading: str | None) -> None:
         """A long group title wraps like any text (argparse prints it on one line)."""
+        heading = localized(heading) if heading else heading
         if heading and display_width(heading) > self._width:
             heading = "\n".join(wrap(heading, self._width - 1))
         super().start_section(heading)

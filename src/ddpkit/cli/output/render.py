@@ -16,7 +16,9 @@ from typing import Any
 from ddpkit.cli.output.console import Console
 from ddpkit.cli.output.width import display_width, elide, pad, truncate, wrap
 from ddpkit.errors import DdpkitError
+from ddpkit.i18n import _, current_language, localized
 
+DOCS_URL = "https://github.com/ddpkit/ddpkit/blob/main/docs"  # where docs/ is read online
 _STYLES = {"error": "31;1", "warn": "33", "ok": "32", "dim": "2", "bold": "1"}
 
 
@@ -29,8 +31,8 @@ def style(console: Console, text: str, name: str) -> str:
 
 
 def line(console: Console, text: str = "") -> None:
-    """A line of human output on stdout."""
-    console.out.write(text + "\n")
+    """A line of human output on stdout (a :class:`~ddpkit.i18n.Text` in the user's language)."""
+    console.out.write(localized(text) + "\n")
     console.out.flush()
 
 
@@ -41,7 +43,8 @@ def wrapped(console: Console, text: str, *, indent: str = "  ", first: str = "",
     console's width when not given); the first line starts with ``first``, continuation lines
     with ``indent``. On stderr it is a log line (-q hides it) unless ``keep``: a result."""
     write = line if not to_err else (result if keep else log)
-    for part in wrap(text, width or console.width, initial_indent=first, subsequent_indent=indent):
+    for part in wrap(localized(text), width or console.width, initial_indent=first,
+                     subsequent_indent=indent):
         write(console, style(console, part, name) if name else part)
 
 
@@ -121,7 +124,7 @@ def log(console: Console, text: str) -> None:
 
 def result(console: Console, text: str) -> None:
     """A line on stderr that -q keeps: a command's outcome, or what the user must act on."""
-    console.err.write(text + "\n")
+    console.err.write(localized(text) + "\n")
     console.err.flush()
 
 
@@ -134,7 +137,8 @@ def status(console: Console, text: str, *, prefix: str = "ddpkit: ", keep: bool 
 
 def warn(console: Console, text: str) -> None:
     """A warning paragraph on stderr, wrapped to the console's width."""
-    wrapped(console, style(console, "warning:", "warn") + " " + text, indent="  ", to_err=True)
+    wrapped(console, style(console, localized(_("warning:")), "warn") + " " + localized(text),
+            indent="  ", to_err=True)
 
 
 def emit_json(console: Console, doc: dict[str, Any]) -> None:
@@ -188,7 +192,9 @@ def table_lines(headers: Sequence[str], rows: Sequence[Sequence[Any]],
     """An aligned text table in at most ``columns`` display columns: the widest columns shrink
     first (:func:`fit_columns`); a cell wider than its column wraps onto more lines, nothing of it
     lost, and a heading wider than its column is cut with ``…``."""
-    cells = [[str(h) for h in headers]] + [["" if c is None else str(c) for c in r] for r in rows]
+    cells = [[localized(h) for h in headers]] + [
+        ["" if c is None else localized(c) if isinstance(c, str) else str(c) for c in r]
+        for r in rows]
     natural = [max(display_width(r[i]) for r in cells) for i in range(len(headers))]
     words = [max((_unbreakable(r[i]) for r in cells[1:]), default=0) for i in range(len(headers))]
     widths = fit_columns(natural, words, columns)
@@ -224,7 +230,16 @@ def error(console: Console, exc: DdpkitError, *, as_json: bool) -> None:
         from ddpkit.report import document
 
         emit_json(console, document("error", 1, {"error": exc.to_dict()}))
-    head = style(console, f"error [{exc.error_id}]:", "error")
-    wrapped(console, f"{head} {exc.message}", indent="  ", to_err=True, keep=True)
+    head = style(console, localized(_("error [{id}]:", id=exc.error_id)), "error")
+    wrapped(console, head + " " + localized(exc.message), indent="  ", to_err=True, keep=True)
     if exc.hint:
-        wrapped(console, f"fix: {exc.hint}", first="  ", indent="       ", to_err=True, keep=True)
+        wrapped(console, localized(_("fix: {hint}", hint=exc.hint)), first="  ", indent="       ",
+                to_err=True, keep=True)
+    wrapped(console, localized(_("more: {link}", link=error_link(exc.error_id))), first="  ",
+            indent="  ", to_err=True, keep=True)
+
+
+def error_link(error_id: str) -> str:
+    """Where an error id is explained: its anchor in docs/errors.md (the zh twin in Chinese)."""
+    page = "errors.zh-CN.md" if current_language() == "zh" else "errors.md"
+    return f"{DOCS_URL}/{page}#{error_id}"

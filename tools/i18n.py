@@ -1,0 +1,168 @@
+"""ddpkit's message catalogues, in one command each (Babel, a test extra).
+
+    python tools/i18n.py extract        # po/ddpkit.pot: every _() / _n() message of src/ddpkit
+    python tools/i18n.py missing [DIR]  # PO entries still to translate (of files under DIR)
+    python tools/i18n.py check          # every message translated, placeholders kept; obsolete ones
+    python tools/i18n.py compile        # po/zh_CN/*.po -> src/ddpkit/locale/zh_CN/LC_MESSAGES/ddpkit.mo
+
+Translations live in ``po/<locale>/*.po`` fragments (one per area of the code, so work on different
+areas never touches the same file); ``compile`` merges them into the one ``.mo`` the package ships.
+``tests/unit/test_i18n_catalogue.py`` runs ``check`` and compares the shipped ``.mo`` with a fresh
+compile.
+"""
+
+from __future__ import annotations
+
+import datetime
+import io
+import re
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+from babel.messages.catalog import Catalog
+from babel.messages.extract import extract_from_dir
+from babel.messages.mofile import write_mo
+from babel.messages.pofile import read_po, write_po
+
+ROOT = Path(__file__).resolve().parents[1]
+SOURCE = ROOT / "src" / "ddpkit"
+PO_DIR = ROOT / "po"
+LOCALE_DIR = SOURCE / "locale"
+LOCALES = ("zh_CN",)
+KEYWORDS = {"_": None, "_n": (1, 2)}
+_EPOCH = datetime.datetime(2026, 1, 1, tzinfo=datetime.timezone.utc)  # a fixed date: same bytes
+_PLACEHOLDER = re.compile(r"(?<!\{)\{([A-Za-z_][A-Za-z0-9_]*)[^{}]*\}(?!\})")
+
+def extract(under: Path = SOURCE) -> dict[str | tuple[str, str], list[str]]:
+    """Every message id of the source files under ``under``, with where it is used."""
+    found: dict[str | tuple[str, str], list[str]] = {}
+    only = under.name if under.is_file() else None
+    directory = under.parent if only else under
+    for filename, lineno, message, _comments, _context in extract_from_dir(
+            str(directory), method_map=[(only or "**.py", "python")], keywords=KEYWORDS):
+        key = message if isinstance(message, str) else (message[0], message[1])
+        where = f"{(directory / filename).relative_to(ROOT)}:{lineno}"
+        found.setdefault(key, []).append(where)
+    return found
+
+
+def fragments(locale: str) -> Iterator[Path]:
+    yield from sorted((PO_DIR / locale).glob("*.po"))
+
+
+def merged(locale: str) -> Catalog:
+    """The locale's fragments as one catalogue (the first translation of an id wins)."""
+    catalog = Catalog(locale=locale, domain="ddpkit", project="ddpkit", version="",
+                      creation_date=_EPOCH, revision_date=_EPOCH, fuzzy=False)
+    for path in fragments(locale):
+        with path.open("rb") as handle:
+            part = read_po(handle, locale=locale)
+        for message in part:
+            if not message.id or message.id in catalog:
+                continue
+            if message.fuzzy or not _translated(message.string):
+                continue
+            catalog.add(message.id, message.string, context=message.context)
+    return catalog
+
+
+def _translated(string: object) -> bool:
+    if isinstance(string, str):
+        return bool(string)
+    return isinstance(string, (tuple, list)) and all(string)
+
+
+def placeholders(text: str) -> set[str]:
+    return set(_PLACEHOLDER.findall(text))
+
+
+def problems(locale: str) -> list[str]:
+    """What stops the locale's catalogue from being complete: untranslated ids, and
+    translations whose placeholders differ from the English."""
+    catalog = merged(locale)
+    out: list[str] = []
+    for key, places in sorted(extract().items(), key=lambda item: item[1][0]):
+        message = catalog.get(key[0] if isinstance(key, tuple) else key)
+        if message is None:
+            out.append(f"{places[0]}: not translated to {locale}: {key!r}")
+            continue
+        english = " ".join(key) if isinstance(key, tuple) else key
+        strings = message.string if isinstance(message.string, (tuple, list)) else [message.string]
+        for string in strings:
+            if placeholders(string) - placeholders(english):
+                out.append(f"{places[0]}: the {locale} text names placeholders the English does "
+                           f"not have: {key!r} -> {string!r}")
+    return out
+
+
+def obsolete(locale: str) -> list[str]:
+    ids = {key[0] if isinstance(key, tuple) else key for key in extract()}
+    return [str(message.id) for message in merged(locale) if message.id and
+            (message.id[0] if isinstance(message.id, tuple) else message.id) not in ids]
+
+
+def mo_bytes(locale: str) -> bytes:
+    buffer = io.BytesIO()
+    write_mo(buffer, merged(locale), use_fuzzy=False)
+    return buffer.getvalue()
+
+
+def mo_path(locale: str) -> Path:
+    return LOCALE_DIR / locale / "LC_MESSAGES" / "ddpkit.mo"
+
+
+def compile_all() -> None:
+    for locale in LOCALES:
+        path = mo_path(locale)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(mo_bytes(locale))
+        print(f"wrote {path.relative_to(ROOT)} ({len(merged(locale))} messages)")
+
+
+def _pot(messages: dict[str | tuple[str, str], list[str]]) -> bytes:
+    catalog = Catalog(domain="ddpkit", project="ddpkit", version="", creation_date=_EPOCH,
+                      revision_date=_EPOCH)
+    for key, places in messages.items():
+        locations = [(p.rsplit(":", 1)[0], int(p.rsplit(":", 1)[1])) for p in places]
+        catalog.add(key, locations=locations, flags=("python-brace-format",))
+    buffer = io.BytesIO()
+    write_po(buffer, catalog, width=100, omit_header=False)
+    return buffer.getvalue()
+
+
+def main(argv: list[str]) -> int:
+    command = argv[0] if argv else "check"
+    if command == "extract":
+        PO_DIR.mkdir(exist_ok=True)
+        (PO_DIR / "ddpkit.pot").write_bytes(_pot(extract()))
+        print("wrote po/ddpkit.pot")
+        return 0
+    if command == "missing":
+        under = Path(argv[1]).resolve() if len(argv) > 1 else SOURCE
+        catalog = merged(LOCALES[0])
+        todo = {key: places for key, places in extract(under).items()
+                if (key[0] if isinstance(key, tuple) else key) not in catalog}
+        sys.stdout.write(_pot(todo).decode("utf-8"))
+        return 0
+    if command == "check":
+        failed = False
+        for locale in LOCALES:
+            found = problems(locale)
+            for problem in found:
+                print(problem)
+            stale = obsolete(locale)
+            if stale:
+                print(f"{locale}: {len(stale)} translations of messages no longer in the source "
+                      "(harmless; remove them from po/)")
+            failed = failed or bool(found)
+        return 1 if failed else 0
+    if command == "compile":
+        compile_all()
+        return 0
+    print(__doc__)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
