@@ -41,7 +41,8 @@ def test_quiet_keeps_results_and_errors_only() -> None:
                  as_json=False)
     assert console.err.getvalue().splitlines() == [  # type: ignore[attr-defined]
         "ddpkit: node 0 finished in 3.0 s", "error [master-unreachable]: no master",
-        "  fix: start it"]
+        "  fix: start it",
+        "  more: https://github.com/ddpkit/ddpkit/blob/main/docs/errors.md#master-unreachable"]
 
 
 @pytest.mark.parametrize("verbosity, shown", [
