@@ -7,6 +7,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ddpkit.i18n import Text, _, _n, joined
+
 WORKER_MODULE = "ddpkit.workers.ddp_test"
 CHECK_ORDER = ("init", "all_reduce", "interface", "broadcast", "all_gather", "barrier", "ddp",
                "bandwidth")
@@ -200,3 +202,38 @@ def _size_text(size: int) -> str:
 
 def _plural(count: int, word: str) -> str:
     return f"{count} {word}" if count == 1 else f"{count} {word}s"
+
+
+def progress_line(report_dir: Path, seconds: float) -> Text:
+    """What this node's test ranks are doing, for the status line said every ~10 s while they
+    run: each check in progress with the ranks at it, from the stage files they keep."""
+    stages = _stages(report_dir)
+    if not stages:
+        return _("the test's ranks are starting (importing torch, joining the process group): "
+                 "{seconds:.0f} s", seconds=seconds)
+    at: dict[str, list[int]] = {}
+    for rank, stage in sorted(stages.items()):
+        at.setdefault(stage, []).append(rank)
+    parts = []
+    for stage, ranks in sorted(at.items(), key=lambda item: _stage_index(item[0])):
+        shown = ", ".join(str(rank) for rank in ranks)
+        index = _stage_index(stage)
+        if index < len(CHECK_ORDER):
+            parts.append(_n("rank {ranks} at check {index} of {total}, {check}",
+                            "ranks {ranks} at check {index} of {total}, {check}", len(ranks),
+                            ranks=shown, index=index + 1, total=len(CHECK_ORDER), check=stage))
+        else:
+            parts.append(_n("rank {ranks}: {stage}", "ranks {ranks}: {stage}", len(ranks),
+                            ranks=shown, stage=_STAGE_WORDS.get(stage, stage)))
+    return _("testing: {ranks}; {seconds:.0f} s so far", ranks=joined(parts, "; "),
+             seconds=seconds)
+
+
+_STAGE_WORDS = {"exchange": _("checks done, gathering every rank's report on node 0"),
+                "done": _("finished"), "failed": _("a check failed; reporting it")}
+
+
+def _stage_index(stage: str) -> int:
+    if stage in CHECK_ORDER:
+        return CHECK_ORDER.index(stage)
+    return len(CHECK_ORDER) + (0 if stage == "failed" else 1 if stage == "exchange" else 2)

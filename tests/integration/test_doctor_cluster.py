@@ -225,3 +225,26 @@ def test_node_with_its_private_nic_down_is_named_within_30_s(
         assert finished[run.index] < 30, finished
     assert finished[1] < 10
 
+
+
+def test_a_worker_says_what_it_waits_for_from_its_first_second() -> None:
+    """Issue 21: the cluster doctor was silent for its first seconds. A worker whose master never
+    comes says, within a second, that it is meeting the other nodes at the master and for how
+    long at most, and then stops with master-unreachable before its --timeout."""
+    from ddpkit.errors import NetworkProblem
+
+    port = free_port()
+    said: list[tuple[float, str]] = []
+    fingerprint = collect_fingerprint({})  # what the CLI's own first line announces
+    options = ClusterOptions(2, 1, "127.0.0.1", port, 15.0)
+    lo = (Candidate("lo", "127.0.0.1", "loopback", 0),)
+    start = time.monotonic()
+    with pytest.raises(NetworkProblem) as raised:
+        run_node(options, {}, started=start, candidates=lo, fingerprint=fingerprint,
+                 progress=lambda text: said.append((time.monotonic() - start, str(text))))
+    assert raised.value.error_id == "master-unreachable"
+    assert said, "nothing was said while waiting for the master"
+    first_at, first = said[0]
+    assert first_at < 1.0, said
+    assert "meeting the other nodes at the master 127.0.0.1:" in first and "up to" in first
+    assert time.monotonic() - start < 15.0

@@ -71,3 +71,22 @@ def test_a_rank_log_file_counts_as_ranks_started(tmp_path) -> None:  # type: ign
     (rank_dir / "stdout.log").write_text("done\n")
     tail.poll()
     assert tail.found_any
+
+
+def test_while_ranks_run_a_running_describer_is_said_like_a_wait() -> None:
+    """`ddpkit test` passes what its ranks are doing: said 5 s after they start, then every 10 s,
+    and the exit barrier after them is still the wait's own words."""
+    running_said: list[float] = []
+
+    def running(seconds: float) -> str:
+        running_said.append(round(seconds))
+        return f"testing {seconds:.0f}"
+
+    waits = WaitAnnouncer(lambda phase, seconds: f"{phase} {seconds:.0f}", running=running)
+    t0 = 10.0
+    for s in range(0, 3):
+        waits.observe(ProcessState(s, False, 0), t0 + s)
+    lines = [waits.observe(ProcessState(s, True, 2), t0 + s) for s in range(3, 30)]
+    assert [line for line in lines if line] == ["testing 5", "testing 15", "testing 25"]
+    barrier = [waits.observe(ProcessState(s, True, 0), t0 + s) for s in range(30, 36)]
+    assert [line for line in barrier if line] == ["exit-barrier 5"]

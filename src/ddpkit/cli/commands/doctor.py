@@ -20,6 +20,7 @@ from ddpkit.cli.output import render
 from ddpkit.cli.output.console import Console
 from ddpkit.cli.output.width import display_width, elide
 from ddpkit.errors import ExitCode, UsageError
+from ddpkit.i18n import _
 from ddpkit.launch.config import LaunchConfig
 from ddpkit.launch.outcomes import OK, NodeOutcome
 from ddpkit.net.ports import DEFAULT_MASTER_PORT
@@ -205,12 +206,14 @@ def share(console: Console, config: LaunchConfig, context: ShareContext,
     from ddpkit.doctor.cluster.report import build_report, summary_line
     from ddpkit.doctor.cluster.session import ClusterOptions, run_node
 
-    import_torch(console.verbosity)  # the meeting's store; after the environment was read
     started = time.monotonic()
+    render.log(console, _("doctor: node {rank}: loading torch, reading this node's interfaces, "
+                          "versions and GPUs", rank=config.node_rank))
+    import_torch(console.verbosity)  # the meeting's store; after the environment was read
     options = ClusterOptions(config.nnodes, config.node_rank, config.master_addr,
                              config.master_port, base.timeout_s, key=config.progress_key)
     outcome = run_node(options, dict(context.env), started=started,
-                       progress=lambda text: render.log(console, f"doctor: {text}"))
+                       progress=lambda text: render.log(console, _("doctor: {text}", text=text)))
     report = build_report(outcome)
     if context.as_json:
         render.emit_json(console, document(CLUSTER_KIND, CLUSTER_VERSION, report.to_dict()))

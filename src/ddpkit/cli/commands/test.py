@@ -136,7 +136,8 @@ def share(console: Console, config: LaunchConfig, context: ShareContext,
     try:
         session.execute(plan, events, should_stop=context.should_stop,
                         stack_request=context.stack_request,
-                        store_connector=quiet_store_connector(console.verbosity))
+                        store_connector=quiet_store_connector(console.verbosity),
+                        running=functools.partial(clustertest.progress_line, report_dir))
     except DdpkitError as exc:
         if exc.error_id not in (JOB_FAILED, JOB_TIMEOUT, JOB_STOPPED, JOB_HUNG):
             raise

@@ -35,6 +35,7 @@ from ddpkit.doctor.cluster.model import Candidate, Fingerprint, NodeRecord, Prob
 from ddpkit.doctor.cluster.report import MeetingOutcome
 from ddpkit.doctor.cluster.sockets import PROBE_PHASE_S, EchoListener, probe_all
 from ddpkit.errors import ConfigError, NetworkProblem, UsageError
+from ddpkit.i18n import _
 from ddpkit.launch.store_client import first_line
 from ddpkit.net.ports import DEFAULT_MASTER_PORT
 
@@ -306,6 +307,9 @@ def run_node(
     with EchoListener(options.node_rank, nonce, options.listen_host) as listener:
         ports = listener.start()
         record = NodeRecord(options.node_rank, options.nnodes, nonce, ports, own, fp)
+        note(_("node {rank}: meeting the other nodes at the master {address}:{port} (up to "
+               "{seconds:.0f} s)", rank=options.node_rank, address=options.master_addr,
+               port=options.master_port, seconds=max(0.0, meet_deadline - time.monotonic())))
         store = _open_store(options, ifname, meet_deadline)
         meeting = MeetingStore(store, f"{options.master_addr}:{options.master_port}", options.key)
         _join(meeting, options, record, meet_deadline)

@@ -206,19 +206,22 @@ def watcher(plan: NodePlan, events: LaunchEvents,
 def execute(plan: NodePlan, events: LaunchEvents, *,
             should_stop: Callable[[], str | None] | None = None,
             stack_request: threading.Event | None = None,
-            store_connector: Connector | None = None) -> NodeResult:
+            store_connector: Connector | None = None,
+            running: Callable[[float], str | None] | None = None) -> NodeResult:
     """Preflight, then run torchrun for this node; raise on failure with a one-paragraph summary.
 
     ``should_stop`` lets a job-level supervisor (ssh fan-out, join) stop this node early: it is
     polled while torchrun runs and its answer becomes the reason in the ``job-stopped`` error.
     ``stack_request`` (set by the CLI on SIGUSR1) asks for every rank's stack now. A hang (no rank
     made progress for ``--hang-timeout``) dumps the stacks; with ``--hang-action stop`` the job is
-    then stopped with ``job-hung``.
+    then stopped with ``job-hung``. ``running(seconds)`` words what the ranks are doing while they
+    run (``ddpkit test`` reads their stages), said like the waits, every ~10 s.
     """
     check_startable(plan)
     probe = preflight(plan, events)
     try:
-        return _run_node(plan, events, probe, should_stop, stack_request, store_connector)
+        return _run_node(plan, events, probe, should_stop, stack_request, store_connector,
+                         running)
     finally:
         if probe is not None:
             probe.finish()
@@ -227,7 +230,8 @@ def execute(plan: NodePlan, events: LaunchEvents, *,
 def _run_node(plan: NodePlan, events: LaunchEvents, probe: MasterProbe | None,
               should_stop: Callable[[], str | None] | None,
               stack_request: threading.Event | None,
-              store_connector: Connector | None = None) -> NodeResult:
+              store_connector: Connector | None = None,
+              running: Callable[[float], str | None] | None = None) -> NodeResult:
     try:
         Path(plan.run_dir).mkdir(parents=True, exist_ok=True)
         if any(k in plan.env_set for k in ("TORCH_FR_DUMP_TEMP_FILE",
@@ -245,7 +249,7 @@ def _run_node(plan: NodePlan, events: LaunchEvents, probe: MasterProbe | None,
         if timeout is not None:
             timeout = max(0.0, timeout - (time.monotonic() - started))
         result, watch = _attempt(plan, events, probe, should_stop, stack_request, attempt, timeout,
-                                 store_connector)
+                                 store_connector, running)
         if result.ok or attempt + 1 == attempts or not _restartable(result, probe):
             break
         events.waiting(f"node {plan.config.node_rank} ({plan.hostname}): this attempt failed: "
@@ -267,7 +271,9 @@ def _attempt(plan: NodePlan, events: LaunchEvents, probe: MasterProbe | None,
              should_stop: Callable[[], str | None] | None,
              stack_request: threading.Event | None, attempt: int,
              timeout: float | None,
-             store_connector: Connector | None = None) -> tuple[NodeResult, HangWatcher]:
+             store_connector: Connector | None = None,
+             running: Callable[[float], str | None] | None = None
+             ) -> tuple[NodeResult, HangWatcher]:
     shown = AgentTracebackFilter()
     torch_log = TorchLog()
     watch = watcher(plan, events, stack_request, store_connector)
@@ -279,7 +285,8 @@ def _attempt(plan: NodePlan, events: LaunchEvents, probe: MasterProbe | None,
 
     waits = WaitAnnouncer(describe_wait(plan.config, master_answered=None if probe is None else
                                         lambda: probe.answered is not None,
-                                        torch_saw=lambda: torch_log.connect_problem))
+                                        torch_saw=lambda: torch_log.connect_problem),
+                          running=running)
 
     ranks: RankOutputTail | None = None
 

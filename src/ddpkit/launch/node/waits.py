@@ -45,6 +45,7 @@ class WaitAnnouncer:
     describe: Callable[[WaitPhase, float], str | None]
     first_s: float = FIRST_S
     every_s: float = EVERY_S
+    running: Callable[[float], str | None] | None = None  # what ranks are doing (``ddpkit test``)
     _phase: WaitPhase | None = None
     _since: float = 0.0
     _next: float = 0.0
@@ -57,10 +58,12 @@ class WaitAnnouncer:
             if phase == RENDEZVOUS:
                 self._since = now - state.elapsed_s
             self._next = self._since + self.first_s
-        if phase is None or now < self._next:
+        if (phase is None and self.running is None) or now < self._next:
             return None
         self._next = now + self.every_s
-        return self.describe(phase, now - self._since)
+        if phase is None and self.running is not None:
+            return self.running(now - self._since)
+        return self.describe(phase or RENDEZVOUS, now - self._since)
 
 
 def describe_wait(config: LaunchConfig, *, master_answered: Callable[[], bool] | None = None,
