@@ -128,7 +128,12 @@ def entry() -> None:
     silent or gone master), the process ends with ``os._exit`` after flushing its output: an
     interpreter shutdown around torch's C++ store client aborts the process instead of exiting
     with the code ddpkit chose (seen in CI: exit -6 instead of 130 after Ctrl-C)."""
-    code = main()
+    try:
+        code = main()
+    except BrokenPipeError:  # the reader went away (`ddpkit --help | head`): nothing to say
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())  # so the interpreter's final flush is quiet too
+        code = ExitCode.FAILURE
     if "torch" in sys.modules:  # only then can a store client have been started
         from ddpkit.launch.store_client import handshakes_in_flight
 
