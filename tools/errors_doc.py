@@ -68,29 +68,29 @@ TEXT = {
         "pending": "(added by a pending change: {why})",
     },
     "zh": {
-        "title": "# 错误 id 与 doctor 诊断项",
+        "title": "# 错误 id 与 doctor 诊断结论",
         "other": "English: [errors.md](errors.md)",
         "intro": (
             "ddpkit 打印的每个错误都形如 `error [<id>]: <原因>`，随后是一行 `fix:`（怎么修）"
             "和一行 `more:`，链接到本页该 id 的条目。id 是稳定的：脚本可以按 id 匹配；`--json` "
             "输出里它是 `id` 字段（另有 `message`、`hint`、`exit_code`，始终是英文）。退出码由 id "
-            "决定。错误之后是 `ddpkit doctor`（`--log` 读日志，以及集群检查）的诊断项，完整解释见 "
+            "决定。错误之后是 `ddpkit doctor`（`--log` 读日志，以及集群检查）的诊断结论，完整解释见 "
             "[findings.md](findings.md)（英文）。"),
         "generated": ("<!-- 由 tools/errors_doc.py 根据 docs/errors-source.toml 生成；"
                       "本文件过期时 tests/unit/test_errors_doc.py 会失败。 -->"),
         "errors": "## 错误",
         "by_code": "### 退出码 {code}（{name}）",
-        "findings": "## doctor 诊断项",
+        "findings": "## doctor 诊断结论",
         "findings_intro": (
-            "诊断项不是错误：`ddpkit doctor` 会附上证据报告它们，只要有一项的严重程度为“错误”，"
-            "退出码就是 1。诊断项的锚点是 `finding-<id>`；有五个 id（例如 `port-in-use`）"
-            "既是错误 id 也是诊断项。"),
+            "诊断结论不是错误：`ddpkit doctor` 会附上证据报告它们，只要有一项的严重程度为“错误”，"
+            "退出码就是 1。诊断结论的锚点是 `finding-<id>`；有五个 id（例如 `port-in-use`）"
+            "既是错误 id 也是诊断结论。"),
         "exit": "退出码 {code}（{name}）",
         "cause": "**原因：**",
         "fix": "**解决：**",
         "severity": "严重程度：{severity}",
         "details": "详细说明：[findings.md](findings.md#{id})",
-        "also_finding": "同名诊断项：[{id}](#finding-{id})",
+        "also_finding": "同名诊断结论：[{id}](#finding-{id})",
         "also_error": "同名错误：[{id}](#{id})",
         "pending": "（由尚未合并的改动加入：{why}）",
     },
