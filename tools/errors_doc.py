@@ -56,7 +56,7 @@ TEXT = {
         "findings": "## Doctor findings",
         "findings_intro": (
             "A finding is not an error: `ddpkit doctor` reports it with evidence and exits 1 when "
-            "any finding has severity error. A finding's anchor is `finding-<id>`; five ids "
+            "any finding has severity error. A finding's anchor is `finding-<id>`; a few ids "
             "(such as `port-in-use`) are both an error and a finding."),
         "exit": "exit code {code} ({name})",
         "cause": "**Cause:** ",
@@ -83,7 +83,7 @@ TEXT = {
         "findings": "## doctor 诊断结论",
         "findings_intro": (
             "诊断结论不是错误：`ddpkit doctor` 会附上证据报告它们，只要有一项的严重程度为“错误”，"
-            "退出码就是 1。诊断结论的锚点是 `finding-<id>`；有五个 id（例如 `port-in-use`）"
+            "退出码就是 1。诊断结论的锚点是 `finding-<id>`；有几个 id（例如 `port-in-use`）"
             "既是错误 id 也是诊断结论。"),
         "exit": "退出码 {code}（{name}）",
         "cause": "**原因：**",
