@@ -58,10 +58,11 @@ class TestVerdict:
         if len(shown) > MAX_RANK_COLUMNS:
             shown = [r for r in self.ranks if _has_trouble(r)][:MAX_RANK_COLUMNS]
             others = [r for r in self.ranks if r not in shown]
-        headers = ["check"] + [f"r{r['rank']}@{r.get('host', '?')}" for r in shown]
+        headers: list[str] = [_("check")]
+        headers += [f"r{r['rank']}@{r.get('host', '?')}" for r in shown]
         if others:
-            headers.append(f"{len(others)} other ranks")
-        headers.append("detail")
+            headers.append(_n("{count} other rank", "{count} other ranks", len(others)))
+        headers.append(_("detail"))
         rows = []
         for name in CHECK_ORDER:
             row = [name]
@@ -71,7 +72,8 @@ class TestVerdict:
                 if entry is None:
                     continue
                 if not entry["ok"] and not detail.startswith("rank"):
-                    detail = f"rank {report['rank']}: {entry.get('detail', '')}"
+                    detail = _("rank {rank}: {detail}", rank=report["rank"],
+                               detail=entry.get("detail", ""))
                 elif not detail:
                     detail = str(entry.get("detail", ""))
             row += [_cell(_entry(report, name)) for report in shown]
@@ -81,38 +83,45 @@ class TestVerdict:
         return headers, rows
 
     def failed_checks(self) -> list[str]:
-        out = []
+        out: list[str] = []
         for report in self.ranks:
+            host = report.get("host", "?")
             for entry in report.get("checks", []):
                 if not entry["ok"]:
-                    out.append(f"rank {report['rank']} ({report.get('host', '?')}): {entry['name']}"
-                               f" failed: {entry.get('detail', '')}")
+                    out.append(_("rank {rank} ({host}): {check} failed: {detail}",
+                                 rank=report["rank"], host=host, check=entry["name"],
+                                 detail=entry.get("detail", "")))
             if report.get("error"):
-                out.append(f"rank {report['rank']} ({report.get('host', '?')}): {report['error']}")
+                out.append(_("rank {rank} ({host}): {error}", rank=report["rank"], host=host,
+                             error=report["error"]))
         return out
 
-    def headline(self) -> str:
-        if self.nodes:
-            shape = f"{_plural(self.nodes, 'node')} × {_plural(self.ranks_per_node or 1, 'rank')}"
-        else:
-            shape = _plural(len(self.ranks), "rank")
+    def headline(self) -> Text:
+        """The test's one-line answer (the README quotes it), in the user's language."""
+        ranks = _n("{count} rank", "{count} ranks", self.ranks_per_node or 1)
+        shape = (_("{nodes} × {ranks}", nodes=_n("{count} node", "{count} nodes", self.nodes),
+                   ranks=ranks) if self.nodes
+                 else _n("{count} rank", "{count} ranks", len(self.ranks)))
         if not self.ok:
-            problems = self.failed_checks()
-            hung = [f"rank {r} stuck in {s}" for r, s in sorted(self.stages.items())
-                    if s not in ("done", "failed", "exchange")]
-            text = "; ".join(problems + hung) or "not every rank reported"
-            return f"{shape}: FAILED · {text}"
+            problems = self.failed_checks() + [
+                _("rank {rank} stuck in {stage}", rank=rank, stage=stage)
+                for rank, stage in sorted(self.stages.items())
+                if stage not in ("done", "failed", "exchange")]
+            return _("{shape}: FAILED · {problems}", shape=shape,
+                     problems=joined(problems, "; ") if problems
+                     else _("not every rank reported"))
         bandwidth = self._largest_bandwidth()
-        via = sorted({name for r in self.ranks for name in r.get("interfaces_used", [])})
-        tail = ""
-        if bandwidth:
-            tail = (f" · all_reduce busbw {bandwidth['busbw_gbps']:.2f} GB/s at "
-                    f"{_size_text(bandwidth['bytes'])}")
+        via = ", ".join(sorted({name for r in self.ranks for name in r.get("interfaces_used", [])}))
+        if bandwidth is None:
+            return (_("{shape}: all checks passed via {via}", shape=shape, via=via) if via
+                    else _("{shape}: all checks passed", shape=shape))
+        values = {"shape": shape, "busbw": bandwidth["busbw_gbps"],
+                  "size": _size_text(bandwidth["bytes"])}
         if via:
-            tail += f" via {', '.join(via)}"
-        elif bandwidth:
-            tail += " via loopback"
-        return f"{shape}: all checks passed{tail}"
+            return _("{shape}: all checks passed · all_reduce busbw {busbw:.2f} GB/s at {size} "
+                     "via {via}", via=via, **values)
+        return _("{shape}: all checks passed · all_reduce busbw {busbw:.2f} GB/s at {size} "
+                 "via loopback", **values)
 
     def _largest_bandwidth(self) -> dict[str, Any] | None:
         rank0 = next((r for r in self.ranks if r["rank"] == 0), None)
@@ -198,10 +207,6 @@ def _size_text(size: int) -> str:
         if size >= scale:
             return f"{size / scale:g} {unit}"
     return f"{size} B"
-
-
-def _plural(count: int, word: str) -> str:
-    return f"{count} {word}" if count == 1 else f"{count} {word}s"
 
 
 def progress_line(report_dir: Path, seconds: float) -> Text:
