@@ -12,7 +12,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from ddpkit.errors import EnvironmentProblem
-from ddpkit.i18n import _
 from ddpkit.sim import host
 from ddpkit.sim.topology import (
     ETC_NETNS_DIR,
