@@ -59,9 +59,10 @@ def parse_size(text: str, *, flag: str = "size") -> int:
             "bad-size",
             _("{flag}: {text!r} is in bits (lowercase b); sizes are bytes", flag=flag, text=text),
             _("write bytes with a capital B: {si} (SI) or {binary} (binary)",
-              si=f"{value:g}{match.group(1).upper()}B",
-              binary=f"{value:g}{match.group(1).upper()}iB")
-            if prefix else _("write bytes with a capital B: {size}", size=f"{value:g}B"),
+              si=format(value, "g") + match.group(1).upper() + "B",
+              binary=format(value, "g") + match.group(1).upper() + "iB")
+            if prefix else _("write bytes with a capital B: {size}",
+                             size=format(value, "g") + "B"),
         )
     if binary and not prefix:
         raise UsageError("bad-size", _("{flag}: {text!r} has 'i' without a prefix", flag=flag,

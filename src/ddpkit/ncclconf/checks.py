@@ -113,7 +113,7 @@ def source_warnings(
                 "conf-file-unreadable",
                 _("{path} exists but cannot be read ({error}); NCCL skips it silently",
                   path=source.path, error=source.error),
-                _("make it readable: {command}", command=f"chmod 0644 {source.path}"),
+                _("make it readable: {command}", command="chmod 0644 " + source.path),
                 source.path,
             ))
     env_home = env.get("HOME")
@@ -183,7 +183,7 @@ def _name_warnings(setting: Setting) -> list[NcclConfWarning]:
             "read-by-pytorch",
             _("{name} ({where}) is read by PyTorch at start-up, not by NCCL: a file entry "
               "comes too late", name=name, where=where),
-            _("export {name} in the job's environment instead", name=f"TORCH_{name}"),
+            _("export {name} in the job's environment instead", name="TORCH_" + name),
             path, line))
     return found
 
@@ -230,14 +230,14 @@ def ifname_warnings(
         warn("ifname-prefix-overmatch",
              _("NCCL_SOCKET_IFNAME={value} ({where}): {token!r} is a prefix, so it also selects "
                "{others}", value=value, where=where, token=token, others=", ".join(others)),
-             _("use the exact form {line}", line=f"NCCL_SOCKET_IFNAME={exact_spec(token)}"))
+             _("use the exact form {line}", line="NCCL_SOCKET_IFNAME=" + exact_spec(token)))
     if not spec.exclude and len(selected) > 1 and not overmatched(value, names):
         warn("ifname-several-interfaces",
              _("NCCL_SOCKET_IFNAME={value} ({where}) selects {selected}; the "
                "bootstrap uses whichever comes first in the kernel's list", value=value,
                where=where, selected=", ".join(selected)),
              _("name exactly one interface, e.g. {line}",
-               line=f"NCCL_SOCKET_IFNAME=={selected[0]}"))
+               line="NCCL_SOCKET_IFNAME==" + selected[0]))
     if traps is not None:
         by_name = {nic.name: nic for nic in interfaces}
         for name in selected:

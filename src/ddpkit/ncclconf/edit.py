@@ -139,7 +139,7 @@ def check_value(key: str, value: str, interface_names: Sequence[str], *, force: 
             "invalid-value",
             _("{key}={value!r}: NCCL keeps surrounding spaces, and an empty value means unset",
               key=key, value=value),
-            _("write {line}", line=f"{key}={value.strip()}") if value.strip()
+            _("write {line}", line=key + "=" + value.strip()) if value.strip()
             else _("use `unset {key}`", key=key),
         )
     variable = known_variable(key)
@@ -238,7 +238,7 @@ def target_warnings(
             "target-not-read",
             _("NCCL does not read {path} in this environment (it reads {files})", path=path,
               files=" then ".join(str(p) for p in conf_files(env, home, etc))),
-            _("export {line} in the job's environment", line=f"NCCL_CONF_FILE={target}"),
+            _("export {line} in the job's environment", line="NCCL_CONF_FILE=" + str(target)),
             path,
         ))
         return tuple(found)

@@ -152,7 +152,7 @@ def line_problems(conf: ConfFile) -> tuple[NcclConfWarning, ...]:
 
     def warn(line: ConfLine, warning_id: str, message: str, hint: str) -> None:
         found.append(
-            NcclConfWarning(warning_id, _("{where}: {message}", where=f"{path}:{line.number}",
+            NcclConfWarning(warning_id, _("{where}: {message}", where=str(path) + ":" + str(line.number),
                                           message=message), hint, path, line.number)
         )
 
@@ -205,12 +205,12 @@ def _key_problem(key: str) -> tuple[str, str, str] | None:
         name = stripped[len("export"):].strip()
         return ("conf-line-malformed",
                 _("NCCL reads the name as {key!r}: nccl.conf is not a shell script", key=key),
-                _("drop 'export': write {line}", line=f"{name}=..."))
+                _("drop 'export': write {line}", line=name + "=..."))
     if stripped != key and _NAME.match(stripped):
         return ("conf-key-whitespace",
                 _("NCCL reads the name as {key!r} (spaces kept), so {name} stays unset", key=key,
                   name=stripped),
-                _("remove the spaces around the name: {line}", line=f"{stripped}=..."))
+                _("remove the spaces around the name: {line}", line=stripped + "=..."))
     if not _NAME.match(key):
         return ("conf-line-malformed", _("{key!r} is not a variable name", key=key),
                 _("write VAR=value with VAR made of letters, digits and _"))
@@ -236,10 +236,10 @@ def _value_problems(key: str, value: str) -> list[tuple[str, str, str]]:
         problems.append(("conf-value-whitespace",
                          _("{key} is {value!r}: NCCL keeps the spaces in the value", key=key,
                            value=value),
-                         _("write {line}", line=f"{key}={value.strip()}")))
+                         _("write {line}", line=key + "=" + value.strip())))
     if len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'":
         problems.append(("conf-value-quoted",
                          _("{key} is {value!r} with the quotes: NCCL does not remove them",
                            key=key, value=value),
-                         _("write {line}", line=f"{key}={value[1:-1]}")))
+                         _("write {line}", line=key + "=" + value[1:-1])))
     return problems

@@ -209,7 +209,7 @@ def cost_of(setting: Setting) -> str:
     """What adopting ``setting`` costs in training behaviour, and how to apply it."""
     hook = None if setting.compression == "none" else _(
         "{cost}; apply with {call}", cost=_COSTS[setting.compression],
-        call=f"ddpkit.ddp.apply_comm_hook(model, {setting.hook_spec!r})")
+        call="ddpkit.ddp.apply_comm_hook(model, " + repr(setting.hook_spec) + ")")
     batch = None if setting.accumulate <= 1 else _(
         "the global batch grows {times}x (retune the learning rate or cut the per-GPU batch); "
         "run {skipped} of every {times} micro-steps inside `with model.no_sync():`",
