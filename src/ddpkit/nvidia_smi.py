@@ -7,6 +7,8 @@ import subprocess
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from ddpkit.i18n import _
+
 TIMEOUT_S = 10.0
 
 
@@ -30,9 +32,10 @@ def ask(args: Sequence[str], timeout_s: float = TIMEOUT_S) -> SmiAnswer:
         proc = subprocess.run([tool, *args], capture_output=True, text=True, timeout=timeout_s,
                               check=False)
     except (OSError, subprocess.TimeoutExpired) as exc:
-        return SmiAnswer(True, (), f"{shown} did not answer: {exc}")
+        return SmiAnswer(True, (), _("{command} did not answer: {reason}", command=shown,
+                                     reason=str(exc)))
     if proc.returncode != 0:
         said = (proc.stderr or proc.stdout).strip().splitlines()
-        return SmiAnswer(True, (), said[-1] if said else f"{shown} exited with status "
-                         f"{proc.returncode}")
+        return SmiAnswer(True, (), said[-1] if said else _("{command} exited with status {status}",
+                                                           command=shown, status=proc.returncode))
     return SmiAnswer(True, tuple(line.strip() for line in proc.stdout.splitlines() if line.strip()))

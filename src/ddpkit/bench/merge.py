@@ -26,6 +26,7 @@ from ddpkit.bench.planning.plan import cost_of
 from ddpkit.bench.run import BenchJob, BenchOptions
 from ddpkit.bench.strategy_rows import strategies_block
 from ddpkit.error_ids import JOB_TIMEOUT
+from ddpkit.i18n import _
 
 
 @dataclass(frozen=True)
@@ -69,8 +70,8 @@ def wire_rate(tcp: Mapping[str, Any] | None) -> dict[str, Any] | None:
         pair = (int(row["src"]), int(row["dst"]))
         rate = row.get("bytes_per_s")
         if rate is None:
-            failed.append(f"node {pair[0]} -> node {pair[1]} ({row['streams']} streams): "
-                          f"{row.get('error')}")
+            failed.append(_("node {src} -> node {dst} ({streams} streams): {error}", src=pair[0],
+                            dst=pair[1], streams=row["streams"], error=str(row.get("error"))))
             continue
         best[pair] = max(best.get(pair, 0.0), float(rate))
         per_streams.setdefault(int(row["streams"]), []).append(float(rate))
@@ -109,7 +110,7 @@ def _inter_node(collectives: Mapping[str, Any] | None, nodes: int,
     row = max(entry["results"], key=lambda r: r["bytes"])
     return {"busbw_bytes_per_s": row["busbw"], "op": "all_reduce", "bytes": row["bytes"],
             "busbw_over_tcp": row["busbw"] / wire if wire else None,
-            "basis": "all_reduce busbw at the largest size of the sweep"}
+            "basis": _("all_reduce busbw at the largest size of the sweep")}
 
 
 def _failure_text(outcome: JobOutcome | None, doc: Mapping[str, Any] | None) -> str:
@@ -120,13 +121,16 @@ def _failure_text(outcome: JobOutcome | None, doc: Mapping[str, Any] | None) -> 
     parts += list(multi.get("problems", []))
     if outcome is not None and not outcome.ok:
         if outcome.error_id == JOB_TIMEOUT:
-            parts.append(f"timed out after {outcome.job.timeout_s:g} s"
-                         + (f" in {outcome.stage}" if outcome.stage else ""))
+            parts.append(_("timed out after {seconds:g} s in {stage}",
+                           seconds=outcome.job.timeout_s, stage=outcome.stage) if outcome.stage
+                         else _("timed out after {seconds:g} s", seconds=outcome.job.timeout_s))
         elif outcome.cause and not parts:
             parts.append(outcome.cause)
         elif outcome.message and not parts:
             parts.append(f"{outcome.error_id}: {outcome.message}")
-    return "; ".join(parts) or "no result was written"
+    if len(parts) == 1:
+        return parts[0]
+    return "; ".join(parts) or _("no result was written")
 
 
 def scaling_row(outcome: JobOutcome | None, doc: Mapping[str, Any] | None,
@@ -171,11 +175,13 @@ def _noise(reference: Mapping[str, Any], efficiency: float, ranks_per_node: int)
     spread = abs(after - before) / ((after + before) / 2) if before and after else None
     why = []
     if spread is not None and spread > NOISY_SPREAD:
-        why.append(f"the 1-node reference moved {spread:.0%} during the job")
+        why.append(_("the 1-node reference moved {spread:.0%} during the job", spread=spread))
     if ranks_per_node == 1 and efficiency > 1.1:
-        why.append(f"{efficiency:.0%} efficiency is impossible with one rank per node")
-    return {"reference_spread": spread, "noisy": bool(why),
-            "noise": "; ".join(why) or None}
+        why.append(_("{efficiency:.0%} efficiency is impossible with one rank per node",
+                     efficiency=efficiency))
+    noise = None if not why else why[0] if len(why) == 1 else _("{first}; {second}",
+                                                                  first=why[0], second=why[1])
+    return {"reference_spread": spread, "noisy": bool(why), "noise": noise}
 
 
 def _single_node(docs: Sequence[Mapping[str, Any]]) -> dict[str, Any] | None:
@@ -199,7 +205,7 @@ def _single_node(docs: Sequence[Mapping[str, Any]]) -> dict[str, Any] | None:
     return {"step_s": step, "hook_step_s": {k: v for k, v in hooks.items() if v > 0},
             "hook_overhead_s": {k: statistics.median(v) for k, v in sorted(overheads.items())},
             "references_s": references, "per_node_step_s": per_node,
-            "basis": "median over jobs of plain DDP on one node (every node alone, at once)"}
+            "basis": _("median over jobs of plain DDP on one node (every node alone, at once)")}
 
 
 def recommend(rows: Sequence[Mapping[str, Any]], *, nodes: int, threshold: float) -> dict[str, Any]:
@@ -207,47 +213,63 @@ def recommend(rows: Sequence[Mapping[str, Any]], *, nodes: int, threshold: float
     failed = sorted(r["setting"] for r in rows if not r.get("ok"))
     measured = [r for r in rows if r.get("ok") and r.get("efficiency") is not None]
     rated = [r for r in measured if not r.get("noisy")] or measured
-    tail = (f" Failed here, never recommended: {', '.join(failed)}." if failed else "")
+    more: list[str] = []
+    if failed:
+        more.append(_("Failed here, never recommended: {settings}.", settings=", ".join(failed)))
     noisy = sorted(r["setting"] for r in measured if r.get("noisy"))
     if noisy and rated is not measured:
-        tail += f" Too noisy to judge (the machine's speed changed): {', '.join(noisy)}; rerun."
+        more.append(_("Too noisy to judge (the machine's speed changed): {settings}; rerun.",
+                      settings=", ".join(noisy)))
     elif noisy:
-        tail += " Every measurement was noisy (the machine's speed changed): rerun on a quiet machine."
+        more.append(_("Every measurement was noisy (the machine's speed changed): rerun on a "
+                      "quiet machine."))
+
+    def told(text: str) -> str:
+        for sentence in more:
+            text = _("{text} {more}", text=text, more=sentence)
+        return text
 
     pct = f"{threshold:.0%}"
     if nodes < 2:
         return {"decision": "undecided", "setting": None, "efficiency": None,
-                "text": "undecided: one node has nothing to compare with; run the bench on 2+ "
-                        "nodes", "cost": None, "failed": failed}
+                "text": _("undecided: one node has nothing to compare with; run the bench on 2+ "
+                          "nodes"), "cost": None, "failed": failed}
     if not rated:
         return {"decision": "undecided", "setting": None, "efficiency": None,
-                "text": f"undecided: no setting ran OK on {nodes} nodes.{tail}", "cost": None,
-                "failed": failed}
+                "text": told(_("undecided: no setting ran OK on {nodes} nodes.", nodes=nodes)),
+                "cost": None, "failed": failed}
     plain = next((r for r in measured if r["setting"] == "none"), None)
-    plain_text = (f"{plain['efficiency']:.0%}" + (", noisy" if plain.get("noisy") else "")
-                  if plain else "failed")
+    plain_text = ((_("{efficiency:.0%}, noisy", efficiency=plain["efficiency"])
+                   if plain.get("noisy") else f"{plain['efficiency']:.0%}")
+                  if plain else _("failed"))
     passing = sorted((r for r in rated if r["efficiency"] >= threshold),
                      key=lambda r: (parse_setting(r["setting"]).invasiveness, -r["efficiency"]))
     if passing:
         pick = passing[0]
         eff = pick["efficiency"]
-        text = (f"go multi-node with {pick['setting']}: {eff:.0%} measured efficiency on {nodes} "
-                f"nodes, {eff * nodes:.2f}x one node's throughput (plain DDP: {plain_text}; "
-                f"threshold {pct}).{tail}")
         if pick["setting"] == "none":
-            text = (f"go multi-node: plain DDP keeps {eff:.0%} measured efficiency on {nodes} nodes, "
-                    f"{eff * nodes:.2f}x one node's throughput (threshold {pct}).{tail}")
+            text = _("go multi-node: plain DDP keeps {eff:.0%} measured efficiency on {nodes} "
+                     "nodes, {speed:.2f}x one node's throughput (threshold {pct}).", eff=eff,
+                     nodes=nodes, speed=eff * nodes, pct=pct)
+        else:
+            text = _("go multi-node with {setting}: {eff:.0%} measured efficiency on {nodes} "
+                     "nodes, {speed:.2f}x one node's throughput (plain DDP: {plain}; "
+                     "threshold {pct}).", setting=pick["setting"], eff=eff, nodes=nodes,
+                     speed=eff * nodes, plain=plain_text, pct=pct)
         return {"decision": "go-multi-node", "setting": pick["setting"], "efficiency": eff,
-                "text": text, "cost": cost_of(parse_setting(pick["setting"])), "failed": failed}
+                "text": told(text), "cost": cost_of(parse_setting(pick["setting"])),
+                "failed": failed}
     best = max(rated, key=lambda r: (r["efficiency"], r["setting"]))
     eff = best["efficiency"]
-    speed = (f"{nodes} nodes would be slower than one ({eff * nodes:.2f}x)" if eff * nodes <= 1
-             else f"{nodes} nodes would give {eff * nodes:.2f}x the throughput for {nodes}x the "
-                  "machines")
+    speed = (_("{nodes} nodes would be slower than one ({speed:.2f}x)", nodes=nodes,
+               speed=eff * nodes) if eff * nodes <= 1
+             else _("{nodes} nodes would give {speed:.2f}x the throughput for {nodes}x the "
+                    "machines", nodes=nodes, speed=eff * nodes))
     return {"decision": "stay-on-one-node", "setting": best["setting"], "efficiency": eff,
-            "text": (f"stay on one node: the best setting that ran ({best['setting']}) reaches "
-                     f"{eff:.0%} measured efficiency on {nodes} nodes, under the {pct} threshold "
-                     f"(plain DDP: {plain_text}); {speed}.{tail}"),
+            "text": told(_("stay on one node: the best setting that ran ({setting}) reaches "
+                           "{eff:.0%} measured efficiency on {nodes} nodes, under the {pct} "
+                           "threshold (plain DDP: {plain}); {speed}.", setting=best["setting"],
+                           eff=eff, nodes=nodes, pct=pct, plain=plain_text, speed=speed)),
             "cost": cost_of(parse_setting(best["setting"])), "failed": failed}
 
 

@@ -13,6 +13,7 @@ from typing import Any
 
 from ddpkit.atomic_file import replacing
 from ddpkit.errors import EnvironmentProblem
+from ddpkit.i18n import _
 
 
 @dataclass(frozen=True)
@@ -49,9 +50,9 @@ def require_matplotlib() -> Any:
         matplotlib = importlib.import_module("matplotlib")
     except ImportError as exc:
         raise EnvironmentProblem(
-            "matplotlib-missing", "--plot needs matplotlib, which is not installed",
-            "pip install 'ddpkit[plot]' (or pip install matplotlib), or drop --plot; "
-            "--json and --csv need nothing extra") from exc
+            "matplotlib-missing", _("--plot needs matplotlib, which is not installed"),
+            _("pip install 'ddpkit[plot]' (or pip install matplotlib), or drop --plot; "
+              "--json and --csv need nothing extra")) from exc
     matplotlib.use("Agg")
     return matplotlib
 
@@ -63,8 +64,9 @@ def write_plot(payload: Mapping[str, Any], path: str | Path, threshold: float | 
     data = plot_data(payload, threshold)
     panels = (1 if data.busbw else 0) + (1 if data.settings else 0)
     if panels == 0:
-        raise EnvironmentProblem("nothing-to-plot", "--plot: the bench measured no collective "
-                                 "and no scaling setting", "add --collectives or --scaling")
+        raise EnvironmentProblem("nothing-to-plot", _("--plot: the bench measured no collective "
+                                                        "and no scaling setting"),
+                                 _("add --collectives or --scaling"))
     figure, axes = pyplot.subplots(1, panels, figsize=(6.5 * panels, 4.5), squeeze=False)
     column = 0
     if data.busbw:

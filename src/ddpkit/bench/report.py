@@ -14,6 +14,7 @@ from typing import Any
 
 from ddpkit.bench.formulas import GB
 from ddpkit.bench.units import format_rate, format_seconds
+from ddpkit.i18n import _, _n
 
 
 @dataclass(frozen=True)
@@ -37,7 +38,7 @@ def _ms(seconds: float | None) -> str:
 
 
 def _speed(mbps: int | None) -> str:
-    return "unknown" if not mbps else f"{mbps / 1000:g} Gbit/s"
+    return _("unknown") if not mbps else f"{mbps / 1000:g} Gbit/s"
 
 
 def tcp_table(payload: Mapping[str, Any]) -> Table | None:
@@ -51,19 +52,21 @@ def tcp_table(payload: Mapping[str, Any]) -> Table | None:
     for r in tcp.get("pairs", []):
         rows.append((f"{names.get(r['src'], r['src'])} -> {names.get(r['dst'], r['dst'])}",
                      str(r["streams"]),
-                     _gbit(r.get("bytes_per_s")) if r.get("error") is None else "failed",
+                     _gbit(r.get("bytes_per_s")) if r.get("error") is None else _("failed"),
                      f"{r['bytes'] / 1e6:.0f}", f"{r['seconds']:.2f}",
-                     f"{_speed(speeds.get(r['src']))} / {_speed(speeds.get(r['dst']))}",
+                     _("{src} / {dst}", src=_speed(speeds.get(r["src"])),
+                       dst=_speed(speeds.get(r["dst"]))),
                      r.get("error") or ""))
     footer = []
     wire = tcp.get("wire_bytes_per_s")
     if wire:
         pair = tcp.get("slowest_pair") or ["?", "?"]
-        footer.append(f"wire rate (slowest pair, best stream count): {format_rate(wire)}, node "
-                      f"{pair[0]} -> node {pair[1]}")
-    footer += [f"failed: {text}" for text in tcp.get("failed", [])]
-    return Table("raw TCP between nodes (receiver-timed)",
-                 ("pair", "streams", "Gbit/s", "MB", "seconds", "kernel link speed", "error"),
+        footer.append(_("wire rate (slowest pair, best stream count): {rate}, node {src} -> node "
+                        "{dst}", rate=format_rate(wire), src=pair[0], dst=pair[1]))
+    footer += [_("failed: {text}", text=text) for text in tcp.get("failed", [])]
+    return Table(_("raw TCP between nodes (receiver-timed)"),
+                 (_("pair"), _("streams"), "Gbit/s", "MB", _("seconds"), _("kernel link speed"),
+                  _("error")),
                  tuple(rows), tuple(footer))
 
 
@@ -77,7 +80,8 @@ def collective_tables(payload: Mapping[str, Any]) -> list[Table]:
     for entry in coll.get("ops", []):
         title = f"{entry['op']} (busbw factor {entry['busbw_factor']:g})"
         if not entry.get("supported", True):
-            tables.append(Table(title, ("note",), ((f"skipped: {entry.get('note')}",),)))
+            tables.append(Table(title, (_("note"),),
+                                ((_("skipped: {note}", note=str(entry.get("note"))),),)))
             continue
         rows = tuple(
             (str(r["bytes"]), str(r["count"]), str(r["dtype"]), f"{r['time_us']:.1f}",
@@ -86,11 +90,14 @@ def collective_tables(payload: Mapping[str, Any]) -> list[Table]:
             for r in entry.get("results", []))
         footer = []
         if entry.get("avg_busbw"):
-            footer.append(f"Avg bus bandwidth: {entry['avg_busbw'] / GB:.4f} GB/s"
-                          + (f" = {entry['avg_busbw_over_tcp']:.0%} of raw TCP"
-                             if entry.get("avg_busbw_over_tcp") else ""))
-        tables.append(Table(title, ("size (B)", "count", "type", "time (us)", "algbw (GB/s)",
-                                    "busbw (GB/s)", "busbw/TCP" if wire else "busbw/TCP (n/a)",
+            footer.append(
+                _("Avg bus bandwidth: {rate:.4f} GB/s = {share:.0%} of raw TCP",
+                  rate=entry["avg_busbw"] / GB, share=entry["avg_busbw_over_tcp"])
+                if entry.get("avg_busbw_over_tcp") else
+                _("Avg bus bandwidth: {rate:.4f} GB/s", rate=entry["avg_busbw"] / GB))
+        tables.append(Table(title, (_("size (B)"), _("count"), _("type"), _("time (us)"),
+                                    "algbw (GB/s)", "busbw (GB/s)",
+                                    "busbw/TCP" if wire else "busbw/TCP (n/a)",
                                     "#wrong"), rows, tuple(footer)))
     return tables
 
@@ -101,7 +108,7 @@ def scaling_table(payload: Mapping[str, Any]) -> Table | None:
     nodes = (payload.get("cluster") or {}).get("nodes")
     if not rows_in:
         if single.get("step_s"):
-            return Table("DDP step on one node", ("setting", "1-node step"),
+            return Table(_("DDP step on one node"), (_("setting"), _("1-node step")),
                          (("none", _ms(single["step_s"])),
                           *((label, _ms(step)) for label, step in
                             sorted(single.get("hook_step_s", {}).items()))))
@@ -112,17 +119,21 @@ def scaling_table(payload: Mapping[str, Any]) -> Table | None:
             rows.append((r["setting"], _ms(r.get("one_node_step_s")), _ms(r.get("step_s")),
                          f"{r['samples_per_s']:.0f}", f"{r['throughput_vs_one_node']:.2f}x",
                          _pct(r.get("efficiency")),
-                         f"ok, noisy: {r['noise']}" if r.get("noisy") else "ok"))
+                         _("ok, noisy: {noise}", noise=r["noise"]) if r.get("noisy")
+                         else _("ok")))
         else:
             rows.append((r["setting"], _ms(r.get("one_node_step_s")), "-", "-", "-", "-",
-                         f"FAILED: {r.get('error', '')}"))
+                         _("FAILED: {error}", error=r.get("error", ""))))
     model = payload.get("model")
-    what = (f"{model['params'] / 1e6:.1f}M-param MLP ({model['depth']}x{model['width']}), batch "
-            f"{model['batch_per_rank']} per rank, " if model else "")
-    title = (f"DDP steps: {nodes} nodes vs 1 node, {what}efficiency = 1-node step / N-node step, "
-             "per micro-step")
-    return Table(title, ("setting", "1-node step", f"{nodes}-node step", "samples/s",
-                         "vs 1 node", "efficiency", "status"), tuple(rows))
+    title = (_("DDP steps: {nodes} nodes vs 1 node, {params:.1f}M-param MLP ({depth}x{width}), "
+               "batch {batch} per rank, efficiency = 1-node step / N-node step, per micro-step",
+               nodes=nodes, params=model["params"] / 1e6, depth=model["depth"],
+               width=model["width"], batch=model["batch_per_rank"]) if model else
+             _("DDP steps: {nodes} nodes vs 1 node, efficiency = 1-node step / N-node step, "
+               "per micro-step", nodes=nodes))
+    return Table(title, (_("setting"), _("1-node step"), _("{nodes}-node step", nodes=nodes),
+                         _("samples/s"), _("vs 1 node"), _("efficiency"), _("status")),
+                 tuple(rows))
 
 
 def socket_table(payload: Mapping[str, Any]) -> Table | None:
@@ -130,34 +141,46 @@ def socket_table(payload: Mapping[str, Any]) -> Table | None:
     if not sweep or sweep.get("status") != "done":
         return None
     rows = tuple(
-        ("default" if r["nthreads"] is None else str(r["nthreads"]),
-         "default" if r["nsocks_perthread"] is None else str(r["nsocks_perthread"]),
+        (_("default") if r["nthreads"] is None else str(r["nthreads"]),
+         _("default") if r["nsocks_perthread"] is None else str(r["nsocks_perthread"]),
          "-" if r["busbw"] is None else f"{r['busbw'] / GB:.3f}",
-         "ok" if r["ok"] else f"failed: {r.get('error') or ''}")
+         _("ok") if r["ok"] else _("failed: {text}", text=r.get("error") or ""))
         for r in sweep["results"])
     best = sweep.get("best")
     footer: tuple[str, ...] = ()
     if best:
-        gain = f" ({best['vs_default']:.2f}x the default)" if best.get("vs_default") else ""
-        footer = (f"best: {best['nthreads']} threads x {best['nsocks_perthread']} sockets"
-                  f"{gain}: {best['command']}" if best.get("worth_it") else
-                  f"NCCL's defaults are within 5% of the best ({best['command']})",)
-    return Table("NCCL socket threads x sockets per thread (all_reduce busbw, largest sizes)",
-                 ("NCCL_SOCKET_NTHREADS", "NCCL_NSOCKS_PERTHREAD", "busbw (GB/s)", "status"),
+        if not best.get("worth_it"):
+            footer = (_("NCCL's defaults are within 5% of the best ({command})",
+                        command=best["command"]),)
+        elif best.get("vs_default"):
+            footer = (_("best: {threads} threads x {socks} sockets ({gain:.2f}x the default): "
+                        "{command}", threads=best["nthreads"], socks=best["nsocks_perthread"],
+                        gain=best["vs_default"], command=best["command"]),)
+        else:
+            footer = (_("best: {threads} threads x {socks} sockets: {command}",
+                        threads=best["nthreads"], socks=best["nsocks_perthread"],
+                        command=best["command"]),)
+    return Table(_("NCCL socket threads x sockets per thread (all_reduce busbw, largest sizes)"),
+                 ("NCCL_SOCKET_NTHREADS", "NCCL_NSOCKS_PERTHREAD", "busbw (GB/s)", _("status")),
                  rows, footer)
 
 
 def failed_stages(payload: Mapping[str, Any]) -> list[str]:
     """Every job that failed: what it was, its cause (the ranks' exception where they printed one),
     and a ``fix:`` line, so a failed stage is explained where the tables are read."""
-    lines = []
+    lines: list[str] = []
     for job in payload.get("jobs") or []:
         if job.get("ok"):
             continue
-        cause = job.get("cause") or job.get("message") or "no result was written"
-        where = f" (stuck in {job['stage']})" if job.get("stage") else ""
-        lines.append(f"FAILED {job['name']} [{job.get('error_id') or 'failed'}]{where}: {cause}")
-        lines.append(f"  fix: {job.get('hint') or 'rerun with --show-output to see the ranks output'}")
+        cause = job.get("cause") or job.get("message") or _("no result was written")
+        error_id = job.get("error_id") or "failed"
+        lines.append(_("FAILED {name} [{error_id}] (stuck in {stage}): {cause}", name=job["name"],
+                       error_id=error_id, stage=job["stage"], cause=cause)
+                     if job.get("stage") else
+                     _("FAILED {name} [{error_id}]: {cause}", name=job["name"], error_id=error_id,
+                       cause=cause))
+        lines.append(_("  fix: {hint}", hint=job.get("hint") or _(
+            "rerun with --show-output to see the ranks output")))
     if lines:
         lines.append("")
     return lines
@@ -165,31 +188,35 @@ def failed_stages(payload: Mapping[str, Any]) -> list[str]:
 
 def headline(payload: Mapping[str, Any]) -> list[str]:
     """The numbers that answer "is multi-node worth it here": busbw vs wire, efficiency, advice."""
-    lines = []
+    lines: list[str] = []
     cluster = payload.get("cluster") or {}
     nodes = cluster.get("nodes")
-    lines.append(f"{nodes} node{'' if nodes == 1 else 's'} x {cluster.get('gpus_per_node')} rank(s), "
-                 f"{cluster.get('backend') or 'backend unknown'} on "
-                 f"{cluster.get('device') or 'unknown device'}, interface "
-                 f"{cluster.get('interface')} ({cluster.get('address')})")
+    lines.append(_n("{count} node x {ranks} rank(s), {backend} on {device}, interface {interface} "
+                    "({address})",
+                    "{count} nodes x {ranks} rank(s), {backend} on {device}, interface "
+                    "{interface} ({address})", nodes if isinstance(nodes, int) else 2,
+                    count=nodes, ranks=cluster.get("gpus_per_node"),
+                    backend=cluster.get("backend") or _("backend unknown"),
+                    device=cluster.get("device") or _("unknown device"),
+                    interface=cluster.get("interface"), address=cluster.get("address")))
     inter = payload.get("inter_node")
     wire = (payload.get("tcp") or {}).get("wire_bytes_per_s")
     if inter:
-        text = (f"all_reduce busbw {format_rate(inter['busbw_bytes_per_s'])} at "
-                f"{inter['bytes'] / 2**20:g} MiB")
-        if wire:
-            text += f" = {inter['busbw_over_tcp']:.0%} of raw TCP {format_rate(wire)}"
-        lines.append(text)
+        rate, size = format_rate(inter["busbw_bytes_per_s"]), inter["bytes"] / 2**20
+        lines.append(_("all_reduce busbw {rate} at {size:g} MiB = {share:.0%} of raw TCP {wire}",
+                       rate=rate, size=size, share=inter["busbw_over_tcp"],
+                       wire=format_rate(wire)) if wire else
+                     _("all_reduce busbw {rate} at {size:g} MiB", rate=rate, size=size))
     elif wire:
-        lines.append(f"raw TCP {format_rate(wire)}")
+        lines.append(_("raw TCP {rate}", rate=format_rate(wire)))
     rec = payload.get("recommendation")
     if rec:
         lines.append(rec["text"])
         if rec.get("cost") and rec.get("setting") not in (None, "none"):
-            lines.append(f"  cost: {rec['cost']}")
+            lines.append(_("  cost: {cost}", cost=rec["cost"]))
     sweep = payload.get("socket_sweep")
     if sweep and sweep.get("status") == "skipped":
-        lines.append(f"socket sweep skipped: {sweep['reason']}")
+        lines.append(_("socket sweep skipped: {reason}", reason=sweep["reason"]))
     return lines
 
 

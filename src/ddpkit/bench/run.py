@@ -17,6 +17,7 @@ from ddpkit.bench.formulas import sweep_sizes
 from ddpkit.bench.planning.memory import Strategy
 from ddpkit.bench.planning.model import parse_setting
 from ddpkit.errors import UsageError
+from ddpkit.i18n import _, _n
 from ddpkit.launch.config import LaunchConfig
 
 COLLECTIVES_MODULE = "ddpkit.workers.collectives"
@@ -87,40 +88,46 @@ def _bad(message: str, hint: str) -> UsageError:
 def check_options(o: BenchOptions) -> None:
     """UsageError ``bad-bench-option`` / ``bad-setting`` before anything starts."""
     if not (o.collectives or o.tcp or o.scaling or o.socket_sweep or o.strategies):
-        raise _bad("nothing to measure", "give --collectives, --tcp, --scaling, --socket-sweep "
-                   "or --strategies")
+        raise _bad(_("nothing to measure"), _("give --collectives, --tcp, --scaling, "
+                                              "--socket-sweep or --strategies"))
     unknown_strategies = sorted(set(o.strategies) - set(BENCH_STRATEGIES))
     if unknown_strategies:
-        raise _bad(f"unknown strateg{'y' if len(unknown_strategies) == 1 else 'ies'}: "
-                   f"{', '.join(unknown_strategies)}", f"choose from {','.join(BENCH_STRATEGIES)}")
+        raise _bad(_n("unknown strategy: {names}", "unknown strategies: {names}",
+                      len(unknown_strategies), names=", ".join(unknown_strategies)),
+                   _("choose from {choices}", choices=",".join(BENCH_STRATEGIES)))
     try:
         sweep_sizes(o.min_bytes, o.max_bytes, o.step_factor)
     except ValueError as exc:
-        raise _bad(f"collective sizes: {exc}", "e.g. -b 1K -e 64M -f 2") from None
+        raise _bad(_("collective sizes: {reason}", reason=str(exc)),
+                   _("e.g. {example}", example="-b 1K -e 64M -f 2")) from None
     if o.warmup_iters < 0 or o.iters < 1:
-        raise _bad("need -w >= 0 and -n >= 1", "e.g. -w 2 -n 5")
+        raise _bad(_("need -w >= 0 and -n >= 1"), _("e.g. {example}", example="-w 2 -n 5"))
     unknown = sorted(set(o.ops) - set(OPS))
     if unknown or not o.ops:
-        raise _bad(f"unknown collective(s): {', '.join(unknown) or '(none)'}",
-                   f"choose from {', '.join(OPS)}")
+        raise _bad(_("unknown collective(s): {names}", names=", ".join(unknown) or _("(none)")),
+                   _("choose from {choices}", choices=", ".join(OPS)))
     if not (0 < o.tcp_seconds <= 60) or not o.tcp_streams or min(o.tcp_streams) < 1 or \
             max(o.tcp_streams) > 64 or o.tcp_max_bytes < 1 << 20:
-        raise _bad("TCP baseline: need 0 < --tcp-seconds <= 60, 1..64 streams and at least 1 MiB",
-                   "e.g. --tcp-seconds 2 --tcp-streams 1,4")
+        raise _bad(_("TCP baseline: need 0 < --tcp-seconds <= 60, 1..64 streams and at least "
+                     "1 MiB"), _("e.g. {example}", example="--tcp-seconds 2 --tcp-streams 1,4"))
     if o.params < 1000 or o.batch < 1 or o.steps < 1 or o.warmup_steps < 0 or o.powersgd_warmup < 2:
-        raise _bad("scaling: need --params >= 1K, --batch >= 1, --steps >= 1, --warmup >= 0, "
-                   "--powersgd-warmup >= 2", "e.g. --params 25M --batch 64 --steps 10")
+        raise _bad(_("scaling: need --params >= 1K, --batch >= 1, --steps >= 1, --warmup >= 0, "
+                     "--powersgd-warmup >= 2"),
+                   _("e.g. {example}", example="--params 25M --batch 64 --steps 10"))
     if not o.settings:
-        raise _bad("no scaling settings given", "e.g. --settings none,bf16,accumulate:4")
+        raise _bad(_("no scaling settings given"),
+                   _("e.g. {example}", example="--settings none,bf16,accumulate:4"))
     for text in o.settings:
         parse_setting(text)  # UsageError bad-setting
     if o.backend not in ("auto", "gloo", "nccl"):
-        raise _bad(f"unknown backend {o.backend!r}", "use auto, gloo or nccl")
+        raise _bad(_("unknown backend {name!r}", name=o.backend), _("use auto, gloo or nccl"))
     if o.setting_timeout < 10 or o.net_timeout < 10:
-        raise _bad("timeouts must be at least 10 s", "e.g. --setting-timeout 300")
+        raise _bad(_("timeouts must be at least 10 s"),
+                   _("e.g. {example}", example="--setting-timeout 300"))
     if not 0 < o.efficiency_threshold < 1:
-        raise _bad(f"efficiency threshold {o.efficiency_threshold} is outside (0, 1)",
-                   "e.g. --efficiency-threshold 0.7")
+        raise _bad(_("efficiency threshold {threshold} is outside (0, 1)",
+                     threshold=o.efficiency_threshold),
+                   _("e.g. {example}", example="--efficiency-threshold 0.7"))
 
 
 def normalise_settings(texts: tuple[str, ...]) -> tuple[str, ...]:
@@ -171,7 +178,7 @@ def plan_jobs(o: BenchOptions, results_dir: str, *, nnodes: int,
     notes: list[str] = []
     tcp = o.tcp and nnodes > 1
     if o.tcp and nnodes == 1:
-        notes.append("raw TCP baseline skipped: one node has no inter-node link")
+        notes.append(_("raw TCP baseline skipped: one node has no inter-node link"))
     tcp_args = ("--seconds", f"{o.tcp_seconds:g}", "--streams", ",".join(map(str, o.tcp_streams)),
                 "--max-bytes", str(o.tcp_max_bytes))
     tcp_budget = _tcp_rounds(nnodes) * len(o.tcp_streams) * (o.tcp_seconds + 5)
@@ -185,23 +192,24 @@ def plan_jobs(o: BenchOptions, results_dir: str, *, nnodes: int,
             args += ["--tcp-out", str(out / "tcp.json"), "--tcp-seconds", f"{o.tcp_seconds:g}",
                      "--tcp-streams", ",".join(map(str, o.tcp_streams)),
                      "--tcp-max-bytes", str(o.tcp_max_bytes)]
-        jobs.append(BenchJob("net", "net", "raw TCP and collective sweep" if tcp else
-                             "collective sweep", COLLECTIVES_MODULE, tuple(args), "collectives.json",
+        jobs.append(BenchJob("net", "net", _("raw TCP and collective sweep") if tcp else
+                             _("collective sweep"), COLLECTIVES_MODULE, tuple(args), "collectives.json",
                              timeout, tcp_output="tcp.json" if tcp else None))
     elif tcp:
         timeout = tcp_budget + 60
-        jobs.append(BenchJob("tcp", "tcp", "raw TCP baseline", TCP_MODULE,
+        jobs.append(BenchJob("tcp", "tcp", _("raw TCP baseline"), TCP_MODULE,
                              (*tcp_args, "--backend", o.backend, "--timeout",
                               f"{pg_timeout(timeout):g}", "--out", str(out / "tcp.json")),
                              "tcp.json", timeout, tcp_output="tcp.json"))
     if o.scaling:
         if nnodes == 1:
-            notes.append("scaling: one node, so only the 1-node steps are measured (no efficiency)")
+            notes.append(_("scaling: one node, so only the 1-node steps are measured (no "
+                           "efficiency)"))
         for setting in normalise_settings(o.settings):
             name = f"scaling:{setting}"
             slug = name.replace(":", "-").replace("+", "-")
             jobs.append(BenchJob(
-                name, "scaling", f"DDP steps, {setting}", SCALING_MODULE,
+                name, "scaling", _("DDP steps, {setting}", setting=setting), SCALING_MODULE,
                 ("--setting", setting, "--params", str(o.params), "--batch", str(o.batch),
                  "--steps", str(o.steps), "--warmup", str(o.warmup_steps), "--powersgd-warmup",
                  str(o.powersgd_warmup), "--backend", o.backend, "--timeout",
@@ -209,11 +217,11 @@ def plan_jobs(o: BenchOptions, results_dir: str, *, nnodes: int,
                 f"{slug}.json", o.setting_timeout, setting=setting))
     jobs.extend(_strategy_jobs(o, out))
     if o.strategies and nnodes == 1:
-        notes.append("strategies: one node, so only the 1-node steps are measured")
+        notes.append(_("strategies: one node, so only the 1-node steps are measured"))
     if o.socket_sweep:
         reason = socket_sweep_skip_reason(backend, nnodes)
         if reason:
-            notes.append(f"socket sweep skipped: {reason}")
+            notes.append(_("socket sweep skipped: {reason}", reason=reason))
         else:
             jobs.extend(_socket_jobs(o, out))
     return tuple(jobs), tuple(notes)
@@ -221,10 +229,10 @@ def plan_jobs(o: BenchOptions, results_dir: str, *, nnodes: int,
 
 def socket_sweep_skip_reason(backend: str, nnodes: int) -> str | None:
     if backend != "nccl":
-        return (f"NCCL_SOCKET_NTHREADS and NCCL_NSOCKS_PERTHREAD are NCCL's; this bench runs "
-                f"{backend} (needs CUDA GPUs and --backend nccl or auto)")
+        return _("NCCL_SOCKET_NTHREADS and NCCL_NSOCKS_PERTHREAD are NCCL's; this bench runs "
+                 "{backend} (needs CUDA GPUs and --backend nccl or auto)", backend=backend)
     if nnodes < 2:
-        return "NCCL's socket transport carries only inter-node traffic: run it on 2+ nodes"
+        return _("NCCL's socket transport carries only inter-node traffic: run it on 2+ nodes")
     return None
 
 
@@ -233,7 +241,8 @@ def _strategy_jobs(o: BenchOptions, out: PurePath) -> list[BenchJob]:
     jobs = []
     for strategy in (s for s in BENCH_STRATEGIES if s in o.strategies):
         jobs.append(BenchJob(
-            f"strategy:{strategy}", "strategy", f"{strategy.upper()} steps", STRATEGIES_MODULE,
+            f"strategy:{strategy}", "strategy", _("{strategy} steps", strategy=strategy.upper()),
+            STRATEGIES_MODULE,
             ("--strategy", strategy, "--params", str(o.params), "--batch", str(o.batch),
              "--steps", str(o.steps), "--warmup", str(o.warmup_steps), "--backend", o.backend,
              "--timeout", f"{pg_timeout(o.setting_timeout):g}",
@@ -253,8 +262,8 @@ def _socket_jobs(o: BenchOptions, out: PurePath) -> list[BenchJob]:
                                         ("NCCL_NSOCKS_PERTHREAD", str(combo[1])))
         timeout = min(o.net_timeout, 300.0)
         jobs.append(BenchJob(
-            f"socket:{tag}", "socket", "NCCL sockets " + ("default" if combo is None else
-                                                          f"{combo[0]} threads x {combo[1]}"),
+            f"socket:{tag}", "socket", _("NCCL sockets default") if combo is None else
+            _("NCCL sockets {threads} threads x {socks}", threads=combo[0], socks=combo[1]),
             COLLECTIVES_MODULE,
             ("-b", str(low), "-e", str(o.max_bytes), "-f", "2", "-w", str(max(1, o.warmup_iters)),
              "-n", str(o.iters), "--ops", "all_reduce", "--backend", "nccl", "--timeout",
@@ -272,8 +281,9 @@ def job_config(base: LaunchConfig, job: BenchJob, index: int, previous: BenchJob
     """
     port = base.master_port + index
     if port > 65535:
-        raise _bad(f"job {index} would need master port {port}",
-                   "pass a lower --master-port: the bench uses master_port .. master_port + jobs - 1")
+        raise _bad(_("job {index} would need master port {port}", index=index, port=port),
+                   _("pass a lower --master-port: the bench uses master_port .. master_port + "
+                     "jobs - 1"))
     timeout = base.job_timeout if base.job_timeout is not None else job.timeout_s
     connect, rdzv = base.connect_timeout, base.rdzv_timeout
     if previous is not None:

@@ -18,6 +18,14 @@ _BY_NAME: dict[str, HookName] = {name: name for name in (*COMPRESSIONS, POWERSGD
 HINT = "settings are none, bf16, fp16, powersgd:R, accumulate:K or e.g. bf16+accumulate:4"
 
 
+class UnknownSetting(ValueError):
+    """A part of a setting label that is not one (``part``, in the whole label ``text``)."""
+
+    def __init__(self, part: str, text: str) -> None:
+        super().__init__(f"unknown setting {part!r} in {text!r}")
+        self.part, self.text = part, text
+
+
 class SettingParts(NamedTuple):
     hook: HookName
     powersgd_rank: int | None
@@ -39,7 +47,7 @@ def parse_setting(text: str) -> SettingParts:
             else:
                 accumulate = int(value)
         else:
-            raise ValueError(f"unknown setting {part!r} in {text!r}")
+            raise UnknownSetting(part, text)
     return SettingParts(hook, rank, accumulate)
 
 

@@ -8,6 +8,7 @@ from typing import Any
 
 from ddpkit.bench.report import Table
 from ddpkit.bench.units import format_rate, format_seconds
+from ddpkit.i18n import _
 
 
 def _ms(seconds: float | None) -> str:
@@ -32,18 +33,22 @@ def strategy_tables(payload: Mapping[str, Any]) -> list[Table]:
     what = ""
     if first:
         m = first["model"]
-        what = (f"{first['nodes']} nodes x {first['ranks_per_node']} ranks, "
-                f"{m['params'] / 1e6:.1f}M-param MLP ({m['depth']}x{m['width']}), batch "
-                f"{m['batch_per_rank']}/rank")
-    footer = [f"plan: {format_rate(link['inter_node_bytes_per_s'])} inter-node ({link['basis']}), "
-              f"overlap {link['overlap']:g}",
-              "compute from each strategy's measured 1-node step",
-              "at bytes: measured / plan's step with the link bytes measured in place of its count",
-              "overlap: the fraction of that communication the run hid (plan's overlap that fits)",
+        what = _("{nodes} nodes x {ranks} ranks, {params:.1f}M-param MLP ({depth}x{width}), batch "
+                 "{batch}/rank", nodes=first["nodes"], ranks=first["ranks_per_node"],
+                 params=m["params"] / 1e6, depth=m["depth"], width=m["width"],
+                 batch=m["batch_per_rank"])
+    footer = [_("plan: {rate} inter-node ({basis}), overlap {overlap:g}",
+                rate=format_rate(link["inter_node_bytes_per_s"]), basis=link["basis"],
+                overlap=link["overlap"]),
+              _("compute from each strategy's measured 1-node step"),
+              _("at bytes: measured / plan's step with the link bytes measured in place of its "
+                "count"),
+              _("overlap: the fraction of that communication the run hid (plan's overlap that "
+                "fits)"),
               ] if link else list(block.get("notes", []))
     steps, memory = [], []
     for r in rows:
-        status = "ok" if r.get("ok") else f"FAILED: {r.get('error', '')}"
+        status = _("ok") if r.get("ok") else _("FAILED: {error}", error=r.get("error", ""))
         got, plan, ratio = r.get("measured") or {}, r.get("predicted") or {}, r.get("ratio") or {}
         steps.append((r["strategy"], _ms(got.get("one_node_step_s")), _ms(got.get("step_s")),
                       _ms(plan.get("step_s")), _x(ratio.get("step")),
@@ -54,12 +59,12 @@ def strategy_tables(payload: Mapping[str, Any]) -> list[Table]:
                        _x(ratio.get("state")), _mb(got.get("peak_rss_delta")),
                        _mb(plan.get("model_state_bytes")), _mb(got.get("cuda_peak"))))
     return [
-        Table(f"strategies: measured vs plan, {what}",
-              ("strategy", "1-node step", "step", "plan", "meas/plan", "at bytes", "overlap", "link/step",
-               "plan link", "status"), tuple(steps),
-              (*footer, "link/step: the busiest node's interface bytes per step, one direction")),
-        Table("strategies: memory per rank (the largest rank) vs plan, Adam fp32",
-              ("strategy", "params+grads+opt", "plan", "meas/plan", "peak RSS", "plan+buffers",
-               "CUDA peak"), tuple(memory),
-              ("peak RSS: resident memory over build and steps above the start of the phase",)),
+        Table(_("strategies: measured vs plan, {what}", what=what),
+              (_("strategy"), _("1-node step"), _("step"), _("plan"), _("meas/plan"), _("at bytes"),
+               _("overlap"), _("link/step"), _("plan link"), _("status")), tuple(steps),
+              (*footer, _("link/step: the busiest node's interface bytes per step, one direction"))),
+        Table(_("strategies: memory per rank (the largest rank) vs plan, Adam fp32"),
+              (_("strategy"), "params+grads+opt", _("plan"), _("meas/plan"), "peak RSS",
+               "plan+buffers", "CUDA peak"), tuple(memory),
+              (_("peak RSS: resident memory over build and steps above the start of the phase"),)),
     ]

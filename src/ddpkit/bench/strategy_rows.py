@@ -34,6 +34,7 @@ from ddpkit.bench.planning.strategies import Link, evaluate_strategies, traffic
 from ddpkit.bench.run import BENCH_STRATEGIES
 from ddpkit.choices import parse_choice
 from ddpkit.error_ids import JOB_TIMEOUT
+from ddpkit.i18n import _
 
 
 class _Outcome(Protocol):  # ddpkit.bench.merge.JobOutcome (merge imports this module)
@@ -54,7 +55,7 @@ class _Outcome(Protocol):  # ddpkit.bench.merge.JobOutcome (merge imports this m
 def compute_from_step(one_node_step_s: float, comm_s: float, overlap: float) -> float:
     """The compute time for which plan's step (``compute + exposed``) equals a measured step."""
     low, high = 0.0, one_node_step_s
-    for _ in range(200):
+    for _step in range(200):
         middle = (low + high) / 2
         step = middle + exposed_seconds(comm_s, middle, overlap)
         low, high = (middle, high) if step < one_node_step_s else (low, middle)
@@ -91,10 +92,11 @@ def _failure(outcome: _Outcome | None, doc: Mapping[str, Any] | None) -> str:
         return "; ".join(problems)
     if outcome is not None and not outcome.ok:
         if outcome.error_id == JOB_TIMEOUT:
-            return f"timed out after {outcome.job.timeout_s:g} s" + (
-                f" in {outcome.stage}" if outcome.stage else "")
+            return (_("timed out after {seconds:g} s in {stage}", seconds=outcome.job.timeout_s,
+                      stage=outcome.stage) if outcome.stage else
+                    _("timed out after {seconds:g} s", seconds=outcome.job.timeout_s))
         return outcome.cause or f"{outcome.error_id}: {outcome.message}"
-    return "no result was written"
+    return _("no result was written")
 
 
 def _link_bytes(phase: Mapping[str, Any]) -> float | None:
@@ -163,13 +165,14 @@ def strategies_block(outcomes: Sequence[_Outcome], docs: Mapping[str, Any],
     overlap = CPU_OVERLAP if device == "cpu" else DEFAULT_OVERLAP
     notes = []
     if inter_node and inter_node.get("busbw_bytes_per_s"):
-        rate, basis = float(inter_node["busbw_bytes_per_s"]), "all_reduce busbw (collective sweep)"
+        rate = float(inter_node["busbw_bytes_per_s"])
+        basis: str | None = _("all_reduce busbw (collective sweep)")
     elif wire_bytes_per_s:
-        rate, basis = float(wire_bytes_per_s), "raw TCP wire rate"
+        rate, basis = float(wire_bytes_per_s), _("raw TCP wire rate")
     else:
         rate, basis = None, None
-        notes.append("no inter-node rate was measured: add --collectives (or --tcp) for plan's "
-                     "prediction")
+        notes.append(_("no inter-node rate was measured: add --collectives (or --tcp) for plan's "
+                       "prediction"))
     link = None if rate is None else Link(rate, DEFAULT_INTRA_NODE, overlap)
     order = {s: i for i, s in enumerate(BENCH_STRATEGIES)}
     rows = [strategy_row(str(o.job.strategy), o, docs.get(o.job.output), link)

@@ -21,6 +21,7 @@ import math
 import re
 
 from ddpkit.errors import UsageError
+from ddpkit.i18n import _
 
 _NUMBER = re.compile(r"^\s*(\d[\d_]*(?:\.\d*)?|\.\d+)([eE][+-]?\d+)?\s*")
 _SI = {"": 1.0, "k": 1e3, "m": 1e6, "g": 1e9, "t": 1e12, "p": 1e15}
@@ -42,24 +43,30 @@ def _split_number(text: str) -> tuple[float, str] | None:
 
 def parse_size(text: str, *, flag: str = "size") -> int:
     """Bytes from ``4096``, ``1K`` (1024), ``64MiB``, ``14GB`` (14e9). See the module conventions."""
-    hint = f"give {flag} in bytes: 4096, 1K or 64MiB (binary), 14GB (SI, 1e9)"
+    hint = _("give {flag} in bytes: 4096, 1K or 64MiB (binary), 14GB (SI, 1e9)", flag=flag)
     split = _split_number(text)
     if split is None:
-        raise UsageError("bad-size", f"{flag}: {text!r} is not a size", hint)
+        raise UsageError("bad-size", _("{flag}: {text!r} is not a size", flag=flag, text=text),
+                         hint)
     value, rest = split
     match = re.fullmatch(r"([kKmMgGtTpP]?)(i?)(B|b|bytes?|bits?)?", rest)
     if match is None:
-        raise UsageError("bad-size", f"{flag}: unknown unit {rest!r} in {text!r}", hint)
+        raise UsageError("bad-size", _("{flag}: unknown unit {rest!r} in {text!r}", flag=flag,
+                                       rest=rest, text=text), hint)
     prefix, binary, unit = match.group(1).lower(), match.group(2), match.group(3) or ""
     if unit in ("b", "bit", "bits"):
         raise UsageError(
             "bad-size",
-            f"{flag}: {text!r} is in bits (lowercase b); sizes are bytes",
-            f"write bytes with a capital B: {value:g}{match.group(1).upper()}B"
-            + (f" (SI) or {value:g}{match.group(1).upper()}iB (binary)" if prefix else ""),
+            _("{flag}: {text!r} is in bits (lowercase b); sizes are bytes", flag=flag, text=text),
+            _("write bytes with a capital B: {si} (SI) or {binary} (binary)",
+              si=format(value, "g") + match.group(1).upper() + "B",
+              binary=format(value, "g") + match.group(1).upper() + "iB")
+            if prefix else _("write bytes with a capital B: {size}",
+                             size=format(value, "g") + "B"),
         )
     if binary and not prefix:
-        raise UsageError("bad-size", f"{flag}: {text!r} has 'i' without a prefix", hint)
+        raise UsageError("bad-size", _("{flag}: {text!r} has 'i' without a prefix", flag=flag,
+                                       text=text), hint)
     if not prefix:
         multiplier = 1.0
     elif binary or not unit:
@@ -68,32 +75,38 @@ def parse_size(text: str, *, flag: str = "size") -> int:
         multiplier = _SI[prefix]  # 1KB = 1000
     size = round(value * multiplier)
     if size <= 0:
-        raise UsageError("bad-size", f"{flag}: {text!r} must be more than 0 bytes", hint)
+        raise UsageError("bad-size", _("{flag}: {text!r} must be more than 0 bytes", flag=flag,
+                                       text=text), hint)
     return size
 
 
 def parse_count(text: str, *, flag: str = "--params") -> int:
     """A parameter count from ``7B``, ``125M``, ``350k``, ``25e6`` or ``25_000_000`` (all SI)."""
-    hint = f"give {flag} as a count: 7B, 1.3B, 125M, 350K or 25e6"
+    hint = _("give {flag} as a count: 7B, 1.3B, 125M, 350K or 25e6", flag=flag)
     split = _split_number(text)
     if split is None:
-        raise UsageError("bad-count", f"{flag}: {text!r} is not a count", hint)
+        raise UsageError("bad-count", _("{flag}: {text!r} is not a count", flag=flag, text=text),
+                         hint)
     value, rest = split
     multipliers = {"": 1.0, "k": 1e3, "m": 1e6, "b": 1e9, "g": 1e9, "t": 1e12}
     if rest.lower() not in multipliers:
-        raise UsageError("bad-count", f"{flag}: unknown suffix {rest!r} in {text!r}", hint)
+        raise UsageError("bad-count", _("{flag}: unknown suffix {rest!r} in {text!r}", flag=flag,
+                                        rest=rest, text=text), hint)
     count = round(value * multipliers[rest.lower()])
     if count < 1:
-        raise UsageError("bad-count", f"{flag}: {text!r} must be at least 1", hint)
+        raise UsageError("bad-count", _("{flag}: {text!r} must be at least 1", flag=flag,
+                                        text=text), hint)
     return count
 
 
 def parse_rate(text: str, *, flag: str = "rate") -> float:
     """Bytes per second from ``25Gbit``, ``1gbit``, ``10Gb/s``, ``10Gbps``, ``300GB/s``, ``1GiB/s``."""
-    hint = f"give {flag} with bits or bytes spelled out: 25Gbit, 10Gb/s (bits) or 300GB/s (bytes)"
+    hint = _("give {flag} with bits or bytes spelled out: 25Gbit, 10Gb/s (bits) or 300GB/s (bytes)",
+             flag=flag)
     split = _split_number(text)
     if split is None:
-        raise UsageError("bad-rate", f"{flag}: {text!r} is not a rate", hint)
+        raise UsageError("bad-rate", _("{flag}: {text!r} is not a rate", flag=flag, text=text),
+                         hint)
     value, rest = split
     for per_second in ("/s", "/sec", "ps"):
         if rest.lower().endswith(per_second):
@@ -110,7 +123,10 @@ def parse_rate(text: str, *, flag: str = "rate") -> float:
         bits, prefix = False, rest[:-1]
     else:
         raise UsageError(
-            "bad-rate", f"{flag}: {text!r} does not say whether it is bits or bytes per second", hint
+            "bad-rate",
+            _("{flag}: {text!r} does not say whether it is bits or bytes per second", flag=flag,
+              text=text),
+            hint,
         )
     prefix = prefix.lower()
     if prefix.endswith("i") and prefix[:-1] in _IEC:
@@ -118,27 +134,32 @@ def parse_rate(text: str, *, flag: str = "rate") -> float:
     elif prefix in _SI:
         multiplier = _SI[prefix]
     else:
-        raise UsageError("bad-rate", f"{flag}: unknown prefix {prefix!r} in {text!r}", hint)
+        raise UsageError("bad-rate", _("{flag}: unknown prefix {prefix!r} in {text!r}", flag=flag,
+                                       prefix=prefix, text=text), hint)
     rate = value * multiplier / (8.0 if bits else 1.0)
     if rate <= 0:
-        raise UsageError("bad-rate", f"{flag}: {text!r} must be more than 0", hint)
+        raise UsageError("bad-rate", _("{flag}: {text!r} must be more than 0", flag=flag,
+                                       text=text), hint)
     return rate
 
 
 def parse_duration(text: str, *, flag: str = "duration") -> float:
     """Seconds from ``0.8s``, ``800ms``, ``250us``, ``2min`` or a bare number of seconds."""
-    hint = f"give {flag} as a time: 0.8s, 800ms, 250us (a bare number is seconds)"
+    hint = _("give {flag} as a time: 0.8s, 800ms, 250us (a bare number is seconds)", flag=flag)
     split = _split_number(text)
     if split is None:
-        raise UsageError("bad-duration", f"{flag}: {text!r} is not a duration", hint)
+        raise UsageError("bad-duration", _("{flag}: {text!r} is not a duration", flag=flag,
+                                           text=text), hint)
     value, rest = split
     scale = {"": 1.0, "s": 1.0, "sec": 1.0, "ms": 1e-3, "us": 1e-6, "µs": 1e-6, "ns": 1e-9,
              "min": 60.0}
     if rest.lower() not in scale:
-        raise UsageError("bad-duration", f"{flag}: unknown unit {rest!r} in {text!r}", hint)
+        raise UsageError("bad-duration", _("{flag}: unknown unit {rest!r} in {text!r}", flag=flag,
+                                           rest=rest, text=text), hint)
     seconds = value * scale[rest.lower()]
     if seconds <= 0:
-        raise UsageError("bad-duration", f"{flag}: {text!r} must be more than 0", hint)
+        raise UsageError("bad-duration", _("{flag}: {text!r} must be more than 0", flag=flag,
+                                           text=text), hint)
     return seconds
 
 

@@ -23,6 +23,7 @@ from ddpkit import atomic_file
 from ddpkit.atomic_file import is_temp_name, temp_prefix
 from ddpkit.errors import ConfigError, EnvironmentProblem
 from ddpkit.file_safety import fsync_directory, special_kind
+from ddpkit.i18n import _
 
 BACKUP_SUFFIX = ".bak"
 __all__ = ["BACKUP_SUFFIX", "WriteResult", "check_target", "is_temp_name", "remove_stale_temps",
@@ -62,8 +63,9 @@ def write_atomic(
     if not directory.is_dir():
         raise ConfigError(
             "conf-dir-missing",
-            f"cannot write {path}: directory {directory} does not exist",
-            f"create {directory} first, or choose another file",
+            _("cannot write {path}: directory {directory} does not exist", path=str(path),
+              directory=str(directory)),
+            _("create {directory} first, or choose another file", directory=str(directory)),
         )
     backup_target = target.with_name(target.name + BACKUP_SUFFIX)
     remove_stale_temps(target)
@@ -149,6 +151,12 @@ def _read_existing(target: Path, shown: Path) -> bytes | None:
 _PSEUDO_FILESYSTEMS = ("/proc", "/sys", "/dev")
 
 
+# file_safety.special_kind's words (that module is standard library only), for the user.
+_KIND_TEXT = {"a FIFO (named pipe)": _("a FIFO (named pipe)"),
+              "a character device": _("a character device"), "a block device": _("a block device"),
+              "a socket": _("a socket"), "a directory": _("a directory")}
+
+
 def check_target(path: Path) -> None:
     """Refuse anything but a regular file or a new path, before anything is opened.
 
@@ -156,13 +164,15 @@ def check_target(path: Path) -> None:
     /proc and /sys files are the kernel's. Each gets ``not-a-file`` naming what the path really is.
     """
     real = os.path.realpath(path)
-    via = f" ({path} leads there)" if str(real) != str(path) else ""
+    shown = (_("{real} ({path} leads there)", real=real, path=str(path))
+             if str(real) != str(path) else real)
     for root in _PSEUDO_FILESYSTEMS:
         if real == root or real.startswith(root + "/"):
             raise ConfigError(
-                "not-a-file", f"{real}{via} is in {root}, a kernel pseudo-filesystem, not a file "
-                "NCCL reads settings from", "choose a regular file: /etc/nccl.conf, ~/.nccl.conf "
-                "(--user) or a path NCCL_CONF_FILE names", details={"path": str(path)})
+                "not-a-file", _("{path} is in {root}, a kernel pseudo-filesystem, not a file NCCL "
+                                "reads settings from", path=shown, root=root),
+                _("choose a regular file: /etc/nccl.conf, ~/.nccl.conf (--user) or a path "
+                  "NCCL_CONF_FILE names"), details={"path": str(path)})
     try:
         st = os.stat(real)
     except FileNotFoundError:
@@ -172,8 +182,9 @@ def check_target(path: Path) -> None:
     what = special_kind(st.st_mode)
     if what is not None:
         raise ConfigError(
-            "not-a-file", f"{real}{via} is {what}, not a regular file",
-            "give the path of a regular file (or of a new one) for nccl.conf",
+            "not-a-file", _("{path} is {what}, not a regular file", path=shown,
+                            what=_KIND_TEXT.get(what, what)),
+            _("give the path of a regular file (or of a new one) for nccl.conf"),
             details={"path": str(path)})
 
 
@@ -220,17 +231,19 @@ def _write_error(path: Path, exc: OSError) -> EnvironmentProblem:
     if exc.errno in _DENIED:
         return EnvironmentProblem(
             "permission-denied",
-            f"cannot write {path}: {reason}",
-            "write your own file with `--user` (~/.nccl.conf) or `--file PATH`, "
-            "or rerun as root (sudo)",
+            _("cannot write {path}: {reason}", path=str(path), reason=reason),
+            _("write your own file with `--user` (~/.nccl.conf) or `--file PATH`, "
+              "or rerun as root (sudo)"),
             details={"path": str(path), "errno": exc.errno},
         )
     if exc.errno == errno.ENOSPC:
         return EnvironmentProblem(
-            "disk-full", f"cannot write {path}: {reason}", "free some space and retry",
+            "disk-full", _("cannot write {path}: {reason}", path=str(path), reason=reason),
+            _("free some space and retry"),
             details={"path": str(path), "errno": exc.errno},
         )
     return EnvironmentProblem(
-        "write-failed", f"cannot write {path}: {reason}", "check the path and retry",
+        "write-failed", _("cannot write {path}: {reason}", path=str(path), reason=reason),
+        _("check the path and retry"),
         details={"path": str(path), "errno": exc.errno},
     )

@@ -12,6 +12,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
+from ddpkit.i18n import _
 from ddpkit.ncclconf.effective import (
     DEFAULT,
     ENV,
@@ -79,38 +80,40 @@ def source_warnings(
         if user_conf_exists(user_conf) and Path(override) != user_conf:
             found.append(NcclConfWarning(
                 "conf-file-hides-user-conf",
-                f"NCCL_CONF_FILE={override} is set, so NCCL does not read {user_conf}",
-                f"move the settings you need from {user_conf} into {override}, "
-                "or unset NCCL_CONF_FILE",
+                _("NCCL_CONF_FILE={override} is set, so NCCL does not read {user_conf}",
+                  override=override, user_conf=str(user_conf)),
+                _("move the settings you need from {user_conf} into {override}, "
+                  "or unset NCCL_CONF_FILE", user_conf=str(user_conf), override=override),
                 str(user_conf),
             ))
         if "~" in override:
             found.append(NcclConfWarning(
                 "conf-file-tilde",
-                f"NCCL_CONF_FILE={override} contains '~', which NCCL does not expand",
-                "give an absolute path, e.g. $HOME/...",
+                _("NCCL_CONF_FILE={override} contains '~', which NCCL does not expand",
+                  override=override),
+                _("give an absolute path, e.g. $HOME/..."),
             ))
         elif not Path(override).is_absolute():
             found.append(NcclConfWarning(
                 "conf-file-relative",
-                f"NCCL_CONF_FILE={override} is relative: NCCL resolves it against each "
-                "process's working directory",
-                "give an absolute path",
+                _("NCCL_CONF_FILE={override} is relative: NCCL resolves it against each "
+                  "process's working directory", override=override),
+                _("give an absolute path"),
             ))
     for source in sources:
         if source.role == "NCCL_CONF_FILE" and not source.exists:
             found.append(NcclConfWarning(
                 "conf-file-missing",
-                f"NCCL_CONF_FILE points at {source.path}, which does not exist",
-                "create it (`ddpkit nccl-conf set --file PATH ...`) or fix NCCL_CONF_FILE",
+                _("NCCL_CONF_FILE points at {path}, which does not exist", path=source.path),
+                _("create it (`ddpkit nccl-conf set --file PATH ...`) or fix NCCL_CONF_FILE"),
                 source.path,
             ))
         if source.exists and source.error is not None:
             found.append(NcclConfWarning(
                 "conf-file-unreadable",
-                f"{source.path} exists but cannot be read ({source.error}); NCCL skips it "
-                "silently",
-                f"make it readable: chmod 0644 {source.path}",
+                _("{path} exists but cannot be read ({error}); NCCL skips it silently",
+                  path=source.path, error=source.error),
+                _("make it readable: {command}", command="chmod 0644 " + source.path),
                 source.path,
             ))
     env_home = env.get("HOME")
@@ -119,9 +122,11 @@ def source_warnings(
         if override is None and user_conf_exists(shadow):
             found.append(NcclConfWarning(
                 "home-conf-not-read",
-                f"$HOME is {env_home} but NCCL looks for ~/.nccl.conf in the account's home "
-                f"{home}, so {shadow} is not read",
-                f"move it to {user_conf}, or export NCCL_CONF_FILE={shadow}",
+                _("$HOME is {env_home} but NCCL looks for ~/.nccl.conf in the account's home "
+                  "{home}, so {shadow} is not read", env_home=env_home, home=str(home),
+                  shadow=str(shadow)),
+                _("move it to {user_conf}, or export NCCL_CONF_FILE={shadow}",
+                  user_conf=str(user_conf), shadow=str(shadow)),
                 str(shadow),
             ))
     return tuple(found)
@@ -160,23 +165,26 @@ def _name_warnings(setting: Setting) -> list[NcclConfWarning]:
         if setting.source != ENV:
             return []  # already reported as a file line problem, with its line number
         close = closest_names(name)
-        hint = f"did you mean {close[0]}?" if close else "check the name in NCCL's docs"
+        hint = (_("did you mean {name}?", name=close[0]) if close
+                else _("check the name in NCCL's docs"))
         return [NcclConfWarning("unknown-nccl-variable",
-                                f"{name} ({where}) is not an NCCL variable ddpkit knows", hint,
+                                _("{name} ({where}) is not an NCCL variable ddpkit knows",
+                                  name=name, where=where), hint,
                                 path, line)]
     found: list[NcclConfWarning] = []
     if not value_is_accepted(variable, setting.value):
         found.append(NcclConfWarning(
             "value-not-accepted",
-            f"{name}={setting.value} ({where}) is not one of {', '.join(variable.choices)}; "
-            "NCCL ignores it",
-            f"use one of: {', '.join(variable.choices)}", path, line))
+            _("{name}={value} ({where}) is not one of {choices}; NCCL ignores it", name=name,
+              value=setting.value, where=where, choices=", ".join(variable.choices)),
+            _("use one of: {choices}", choices=", ".join(variable.choices)), path, line))
     if variable.read_by_pytorch and setting.source != ENV:
         found.append(NcclConfWarning(
             "read-by-pytorch",
-            f"{name} ({where}) is read by PyTorch at start-up, not by NCCL: a file entry "
-            "comes too late",
-            f"export TORCH_{name} in the job's environment instead", path, line))
+            _("{name} ({where}) is read by PyTorch at start-up, not by NCCL: a file entry "
+              "comes too late", name=name, where=where),
+            _("export {name} in the job's environment instead", name="TORCH_" + name),
+            path, line))
     return found
 
 
@@ -198,35 +206,38 @@ def ifname_warnings(
     spec = parse_ifname(value)
     if spec is None:
         warn("ifname-ignored",
-             f"NCCL_SOCKET_IFNAME={value!r} ({where}) is ignored by NCCL (one character or "
-             "empty), so NCCL picks an interface on its own",
-             "give an interface name, e.g. NCCL_SOCKET_IFNAME==eth1")
+             _("NCCL_SOCKET_IFNAME={value!r} ({where}) is ignored by NCCL (one character or "
+               "empty), so NCCL picks an interface on its own", value=value, where=where),
+             _("give an interface name, e.g. NCCL_SOCKET_IFNAME==eth1"))
         return found
     inline_comment = re.search(r"[ \t]#", value) is not None  # reported as conf-inline-comment
     for token in () if inline_comment else padded_tokens(value):
         warn("ifname-whitespace",
-             f"NCCL_SOCKET_IFNAME ({where}) has the token {token!r}: NCCL keeps the spaces, "
-             "so it matches no interface",
-             "remove the spaces: NCCL_SOCKET_IFNAME="
-             + value.replace(" ", "").replace("\t", ""))
+             _("NCCL_SOCKET_IFNAME ({where}) has the token {token!r}: NCCL keeps the spaces, "
+               "so it matches no interface", where=where, token=token),
+             _("remove the spaces: {line}", line="NCCL_SOCKET_IFNAME="
+               + value.replace(" ", "").replace("\t", "")))
     selected = matching_interfaces(value, names)
     if not selected:
-        local = ", ".join(names) or "none"
+        local = ", ".join(names) or _("none")
         warn("ifname-matches-nothing",
-             f"NCCL_SOCKET_IFNAME={value} ({where}) matches no interface here "
-             f"(interfaces: {local}); NCCL will fail to find a socket interface",
-             "run `ddpkit nics` and use the right name, e.g. NCCL_SOCKET_IFNAME==eth1")
+             _("NCCL_SOCKET_IFNAME={value} ({where}) matches no interface here "
+               "(interfaces: {local}); NCCL will fail to find a socket interface", value=value,
+               where=where, local=local),
+             _("run `ddpkit nics` and use the right name, e.g. NCCL_SOCKET_IFNAME==eth1"))
         return found
     for token, others in overmatched(value, names):
         warn("ifname-prefix-overmatch",
-             f"NCCL_SOCKET_IFNAME={value} ({where}): {token!r} is a prefix, so it also selects "
-             f"{', '.join(others)}",
-             f"use the exact form NCCL_SOCKET_IFNAME={exact_spec(token)}")
+             _("NCCL_SOCKET_IFNAME={value} ({where}): {token!r} is a prefix, so it also selects "
+               "{others}", value=value, where=where, token=token, others=", ".join(others)),
+             _("use the exact form {line}", line="NCCL_SOCKET_IFNAME=" + exact_spec(token)))
     if not spec.exclude and len(selected) > 1 and not overmatched(value, names):
         warn("ifname-several-interfaces",
-             f"NCCL_SOCKET_IFNAME={value} ({where}) selects {', '.join(selected)}; the "
-             "bootstrap uses whichever comes first in the kernel's list",
-             "name exactly one interface, e.g. NCCL_SOCKET_IFNAME==" + selected[0])
+             _("NCCL_SOCKET_IFNAME={value} ({where}) selects {selected}; the "
+               "bootstrap uses whichever comes first in the kernel's list", value=value,
+               where=where, selected=", ".join(selected)),
+             _("name exactly one interface, e.g. {line}",
+               line="NCCL_SOCKET_IFNAME==" + selected[0]))
     if traps is not None:
         by_name = {nic.name: nic for nic in interfaces}
         for name in selected:
@@ -235,11 +246,13 @@ def ifname_warnings(
                 continue
             reasons = [trap.message for trap in traps(nic, interfaces)]
             if reasons:
-                warn("ifname-selects-trap",
-                     f"NCCL_SOCKET_IFNAME={value} ({where}) selects {name}: "
-                     + "; ".join(reasons),
-                     "pick the interface that reaches your peers: "
-                     "`ddpkit nccl-conf set --auto --to MASTER`")
+                message = _("NCCL_SOCKET_IFNAME={value} ({where}) selects {name}: {reason}",
+                            value=value, where=where, name=name, reason=reasons[0])
+                for reason in reasons[1:]:
+                    message = _("{text}; {more}", text=message, more=reason)
+                warn("ifname-selects-trap", message,
+                     _("pick the interface that reaches your peers: "
+                       "`ddpkit nccl-conf set --auto --to MASTER`"))
     return found
 
 
@@ -253,17 +266,17 @@ def _socket_thread_warnings(by_name: Mapping[str, Setting]) -> list[NcclConfWarn
         where, path, line = _where(threads)
         found.append(NcclConfWarning(
             "socket-threads-limit",
-            f"NCCL_SOCKET_NTHREADS={n_threads} ({where}) is above NCCL's limit of "
-            f"{MAX_SOCKET_THREADS}",
-            f"use at most {MAX_SOCKET_THREADS}", path, line))
+            _("NCCL_SOCKET_NTHREADS={threads} ({where}) is above NCCL's limit of {limit}",
+              threads=n_threads, where=where, limit=MAX_SOCKET_THREADS),
+            _("use at most {limit}", limit=MAX_SOCKET_THREADS), path, line))
     if (n_threads is not None and n_socks is not None
             and n_threads * n_socks > MAX_SOCKETS_TOTAL and socks is not None):
         where, path, line = _where(socks)
         found.append(NcclConfWarning(
             "socket-threads-limit",
-            f"NCCL_SOCKET_NTHREADS x NCCL_NSOCKS_PERTHREAD = {n_threads * n_socks} is above "
-            f"NCCL's limit of {MAX_SOCKETS_TOTAL}",
-            "lower one of them (e.g. 4 x 4 for a 100G NIC)", path, line))
+            _("NCCL_SOCKET_NTHREADS x NCCL_NSOCKS_PERTHREAD = {total} is above "
+              "NCCL's limit of {limit}", total=n_threads * n_socks, limit=MAX_SOCKETS_TOTAL),
+            _("lower one of them (e.g. 4 x 4 for a 100G NIC)"), path, line))
     return found
 
 

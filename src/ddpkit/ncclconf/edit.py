@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ddpkit.errors import ConfigError, EnvironmentProblem, UsageError
+from ddpkit.i18n import _
 from ddpkit.ncclconf.atomic import WriteResult, check_target, write_atomic
 from ddpkit.ncclconf.effective import (
     ENV,
@@ -80,8 +81,8 @@ def parse_assignment(text: str) -> tuple[str, str]:
     if not sep or not key:
         raise UsageError(
             "bad-assignment",
-            f"{text!r} is not KEY=VALUE",
-            "write e.g. NCCL_SOCKET_IFNAME==eth1 (the value =eth1 is NCCL's exact-name form)",
+            _("{text!r} is not KEY=VALUE", text=text),
+            _("write e.g. NCCL_SOCKET_IFNAME==eth1 (the value =eth1 is NCCL's exact-name form)"),
         )
     return key, value
 
@@ -89,8 +90,8 @@ def parse_assignment(text: str) -> tuple[str, str]:
 def check_name_syntax(key: str) -> None:
     if not _NAME.match(key):
         raise ConfigError(
-            "bad-variable-name", f"{key!r} is not a variable name",
-            "names are letters, digits and _, e.g. NCCL_DEBUG",
+            "bad-variable-name", _("{key!r} is not a variable name", key=key),
+            _("names are letters, digits and _, e.g. NCCL_DEBUG"),
         )
 
 
@@ -99,25 +100,28 @@ def check_name(key: str, *, force: bool) -> None:
     ``force`` (ids ``not-an-nccl-variable``, ``unknown-nccl-variable``, ``bad-variable-name``)."""
     check_name_syntax(key)
     if not key.startswith("NCCL_"):
-        hint = "nccl.conf only holds NCCL_* variables"
-        if key.startswith("GLOO_") or key.startswith("TORCH_"):
-            hint += f"; export {key} in the job's environment instead (NCCL's file is too late)"
-        raise ConfigError("not-an-nccl-variable", f"{key} is not an NCCL variable", hint)
+        hint = (_("nccl.conf only holds NCCL_* variables; export {key} in the job's environment "
+                  "instead (NCCL's file is too late)", key=key)
+                if key.startswith("GLOO_") or key.startswith("TORCH_") else
+                _("nccl.conf only holds NCCL_* variables"))
+        raise ConfigError("not-an-nccl-variable", _("{key} is not an NCCL variable", key=key),
+                          hint)
     variable = known_variable(key)
     if variable is None and not force:
         close = closest_names(key)
-        hint = (f"did you mean {close[0]}? " if close else "") + (
-            "pass --force to write a name ddpkit does not know"
-        )
+        hint = (_("did you mean {name}? pass --force to write a name ddpkit does not know",
+                  name=close[0]) if close else
+                _("pass --force to write a name ddpkit does not know"))
         raise ConfigError(
-            "unknown-nccl-variable", f"{key} is not an NCCL variable ddpkit knows", hint,
+            "unknown-nccl-variable", _("{key} is not an NCCL variable ddpkit knows", key=key),
+            hint,
             details={"name": key, "suggestions": list(close)},
         )
     if key == "NCCL_CONF_FILE" and not force:
         raise ConfigError(
             "conf-file-in-file",
-            "NCCL_CONF_FILE in a config file does not change which file NCCL reads",
-            "export NCCL_CONF_FILE in the environment instead (or pass --force)",
+            _("NCCL_CONF_FILE in a config file does not change which file NCCL reads"),
+            _("export NCCL_CONF_FILE in the environment instead (or pass --force)"),
         )
 
 
@@ -125,37 +129,41 @@ def check_value(key: str, value: str, interface_names: Sequence[str], *, force: 
     """Refuse values NCCL would misread; check interface values against ``interface_names``."""
     if any(c in value for c in "\n\r\0"):
         raise ConfigError(
-            "invalid-value", f"the value of {key} contains a line break or NUL",
-            "a value is one line of text",
+            "invalid-value", _("the value of {key} contains a line break or NUL", key=key),
+            _("a value is one line of text"),
         )
     if force:
         return
     if value != value.strip() or value == "":
         raise ConfigError(
             "invalid-value",
-            f"{key}={value!r}: NCCL keeps surrounding spaces, and an empty value means unset",
-            f"write {key}={value.strip()}" if value.strip() else f"use `unset {key}`",
+            _("{key}={value!r}: NCCL keeps surrounding spaces, and an empty value means unset",
+              key=key, value=value),
+            _("write {line}", line=key + "=" + value.strip()) if value.strip()
+            else _("use `unset {key}`", key=key),
         )
     variable = known_variable(key)
     if variable is not None and not value_is_accepted(variable, value):
         raise ConfigError(
-            "invalid-value", f"{key}={value} is not one of {', '.join(variable.choices)}",
-            f"use one of: {', '.join(variable.choices)} (or --force)",
+            "invalid-value", _("{key}={value} is not one of {choices}", key=key, value=value,
+                               choices=", ".join(variable.choices)),
+            _("use one of: {choices} (or --force)", choices=", ".join(variable.choices)),
         )
     if key in _INTERFACE_VARIABLES:
         if parse_ifname(value) is None:
             raise ConfigError(
                 "ifname-ignored",
-                f"{key}={value!r}: NCCL ignores a value of one character",
-                "give an interface, e.g. NCCL_SOCKET_IFNAME==eth1",
+                _("{key}={value!r}: NCCL ignores a value of one character", key=key, value=value),
+                _("give an interface, e.g. NCCL_SOCKET_IFNAME==eth1"),
             )
         if not matching_interfaces(value, interface_names):
-            local = ", ".join(sorted(interface_names)) or "none"
+            local = ", ".join(sorted(interface_names)) or _("none")
             raise ConfigError(
                 "interface-not-found",
-                f"{key}={value} matches no interface on this machine (interfaces: {local})",
-                "use a name `ddpkit nics` lists, e.g. NCCL_SOCKET_IFNAME==eth1 "
-                "(or --force when the file is for another machine)",
+                _("{key}={value} matches no interface on this machine (interfaces: {local})",
+                  key=key, value=value, local=local),
+                _("use a name `ddpkit nics` lists, e.g. NCCL_SOCKET_IFNAME==eth1 "
+                  "(or --force when the file is for another machine)"),
                 details={"value": value, "available": sorted(interface_names)},
             )
 
@@ -168,11 +176,13 @@ def read_text(path: Path) -> tuple[bool, str]:
     except FileNotFoundError:
         return False, ""
     except IsADirectoryError as exc:
-        raise ConfigError("not-a-file", f"{path} is a directory", "give a file path") from exc
+        raise ConfigError("not-a-file", _("{path} is a directory", path=str(path)),
+                          _("give a file path")) from exc
     except PermissionError as exc:
         raise EnvironmentProblem(
-            "permission-denied", f"cannot read {path}: {exc.strerror}",
-            "rerun as root (sudo), or choose a file you can read and write (--user / --file)",
+            "permission-denied", _("cannot read {path}: {reason}", path=str(path),
+                                   reason=exc.strerror or ""),
+            _("rerun as root (sudo), or choose a file you can read and write (--user / --file)"),
             details={"path": str(path)},
         ) from exc
     return True, raw.decode("utf-8", errors="surrogateescape")
@@ -226,9 +236,9 @@ def target_warnings(
     if target not in read_paths:
         found.append(NcclConfWarning(
             "target-not-read",
-            f"NCCL does not read {path} in this environment (it reads "
-            f"{' then '.join(str(p) for p in conf_files(env, home, etc))})",
-            f"export NCCL_CONF_FILE={target} in the job's environment",
+            _("NCCL does not read {path} in this environment (it reads {files})", path=path,
+              files=" then ".join(str(p) for p in conf_files(env, home, etc))),
+            _("export {line} in the job's environment", line="NCCL_CONF_FILE=" + str(target)),
             path,
         ))
         return tuple(found)
@@ -245,9 +255,10 @@ def target_warnings(
             if setting is not None:
                 found.append(NcclConfWarning(
                     "still-set-elsewhere",
-                    f"{change.key} stays set to {setting.value!r} by {setting.origin}",
-                    "remove it there too" if setting.source != ENV
-                    else f"unset {change.key} in the environment",
+                    _("{key} stays set to {value!r} by {origin}", key=change.key,
+                      value=setting.value, origin=setting.origin),
+                    _("remove it there too") if setting.source != ENV
+                    else _("unset {key} in the environment", key=change.key),
                     setting.path, setting.line,
                 ))
             continue
@@ -257,10 +268,11 @@ def target_warnings(
             continue
         found.append(NcclConfWarning(
             "setting-shadowed",
-            f"{change.key}={change.new} in {path} is hidden: {setting.origin} sets "
-            f"{change.key}={setting.value}",
-            f"unset {change.key} in the environment" if setting.source == ENV
-            else f"remove {change.key} from {setting.path} (or set it there)",
+            _("{key}={new} in {path} is hidden: {origin} sets {key}={value}", key=change.key,
+              new=change.new, path=path, origin=setting.origin, value=setting.value),
+            _("unset {key} in the environment", key=change.key) if setting.source == ENV
+            else _("remove {key} from {path} (or set it there)", key=change.key,
+                   path=setting.path),
             setting.path, setting.line,
         ))
     return tuple(found)

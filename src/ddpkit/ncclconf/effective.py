@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from ddpkit.i18n import _
 from ddpkit.ncclconf.file import ConfFile, line_problems, parse_conf
 from ddpkit.ncclconf.known import important_variables
 from ddpkit.ncclconf.problems import NcclConfWarning
@@ -63,7 +64,7 @@ class Setting:
     def origin(self) -> str:
         if self.source == FILE:
             return f"{self.path}:{self.line}" if self.line is not None else str(self.path)
-        return "environment" if self.source == ENV else "NCCL default"
+        return _("environment") if self.source == ENV else _("NCCL default")
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -139,13 +140,13 @@ def read_source(path: Path, role: ConfRole) -> ConfSource:
         return ConfSource(str(path), role, exists=True, error=exc.strerror or str(exc))
     if not stat.S_ISREG(mode) and not stat.S_ISDIR(mode):
         return ConfSource(str(path), role, exists=True,
-                          error="not a regular file (a FIFO, device or socket): not read")
+                          error=_("not a regular file (a FIFO, device or socket): not read"))
     try:
         raw = path.read_bytes()
     except FileNotFoundError:
         return ConfSource(str(path), role, exists=False)
     except IsADirectoryError:
-        return ConfSource(str(path), role, exists=True, error="is a directory")
+        return ConfSource(str(path), role, exists=True, error=_("is a directory"))
     except OSError as exc:
         return ConfSource(str(path), role, exists=True, error=exc.strerror or str(exc))
     text = raw.decode("utf-8", errors="surrogateescape")

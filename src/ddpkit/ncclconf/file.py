@@ -16,6 +16,7 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 
+from ddpkit.i18n import _
 from ddpkit.ncclconf.known import closest_names, is_known
 from ddpkit.ncclconf.problems import NcclConfWarning
 
@@ -151,13 +152,15 @@ def line_problems(conf: ConfFile) -> tuple[NcclConfWarning, ...]:
 
     def warn(line: ConfLine, warning_id: str, message: str, hint: str) -> None:
         found.append(
-            NcclConfWarning(warning_id, f"{path}:{line.number}: {message}", hint, path, line.number)
+            NcclConfWarning(warning_id, _("{where}: {message}", where=str(path) + ":" + str(line.number),
+                                          message=message), hint, path, line.number)
         )
 
     for line in conf.lines:
         if line.kind == IGNORED:
-            warn(line, "conf-line-ignored", f"NCCL ignores {line.text.strip()!r} (no '=')",
-                 "write VAR=value, or start the line with # to make it a comment")
+            warn(line, "conf-line-ignored", _("NCCL ignores {text!r} (no '=')",
+                                              text=line.text.strip()),
+                 _("write VAR=value, or start the line with # to make it a comment"))
             continue
         if line.kind != ASSIGNMENT:
             continue
@@ -168,45 +171,49 @@ def line_problems(conf: ConfFile) -> tuple[NcclConfWarning, ...]:
             continue
         if key in seen:
             warn(line, "conf-duplicate-key",
-                 f"{key} is set again; NCCL keeps the first value (line {seen[key]})",
-                 "delete one of the two lines")
+                 _("{key} is set again; NCCL keeps the first value (line {line})", key=key,
+                   line=seen[key]),
+                 _("delete one of the two lines"))
         else:
             seen[key] = line.number
         for warning_id, message, hint in _value_problems(key, value):
             warn(line, warning_id, message, hint)
         if not key.startswith("NCCL_"):
             warn(line, "conf-non-nccl-key",
-                 f"{key} is not an NCCL variable; NCCL sets it only when it initialises, after "
-                 "Gloo/PyTorch have read their settings",
-                 f"export {key} in the job's environment instead")
+                 _("{key} is not an NCCL variable; NCCL sets it only when it initialises, after "
+                   "Gloo/PyTorch have read their settings", key=key),
+                 _("export {name} in the job's environment instead", name=key))
         elif key == "NCCL_CONF_FILE":
             warn(line, "conf-file-in-file",
-                 "NCCL_CONF_FILE inside a config file has no effect on which file NCCL reads",
-                 "export NCCL_CONF_FILE in the environment instead")
+                 _("NCCL_CONF_FILE inside a config file has no effect on which file NCCL reads"),
+                 _("export NCCL_CONF_FILE in the environment instead"))
         elif not is_known(key):
             close = closest_names(key)
-            hint = f"did you mean {close[0]}?" if close else "check the name in NCCL's docs"
-            warn(line, "unknown-nccl-variable", f"{key} is not an NCCL variable ddpkit knows",
-                 hint)
+            hint = (_("did you mean {name}?", name=close[0]) if close
+                    else _("check the name in NCCL's docs"))
+            warn(line, "unknown-nccl-variable", _("{key} is not an NCCL variable ddpkit knows",
+                                                  key=key), hint)
     return tuple(found)
 
 
 def _key_problem(key: str) -> tuple[str, str, str] | None:
     if not key:
-        return ("conf-line-malformed", "no variable name before '='", "write VAR=value")
+        return ("conf-line-malformed", _("no variable name before '='"),
+                _("write {line}", line="VAR=value"))
     stripped = key.strip()
     if stripped.startswith("export ") or stripped.startswith("export\t"):
         name = stripped[len("export"):].strip()
         return ("conf-line-malformed",
-                f"NCCL reads the name as {key!r}: nccl.conf is not a shell script",
-                f"drop 'export': write {name}=...")
+                _("NCCL reads the name as {key!r}: nccl.conf is not a shell script", key=key),
+                _("drop 'export': write {line}", line=name + "=..."))
     if stripped != key and _NAME.match(stripped):
         return ("conf-key-whitespace",
-                f"NCCL reads the name as {key!r} (spaces kept), so {stripped} stays unset",
-                f"remove the spaces around the name: {stripped}=...")
+                _("NCCL reads the name as {key!r} (spaces kept), so {name} stays unset", key=key,
+                  name=stripped),
+                _("remove the spaces around the name: {line}", line=stripped + "=..."))
     if not _NAME.match(key):
-        return ("conf-line-malformed", f"{key!r} is not a variable name",
-                "write VAR=value with VAR made of letters, digits and _")
+        return ("conf-line-malformed", _("{key!r} is not a variable name", key=key),
+                _("write VAR=value with VAR made of letters, digits and _"))
     return None
 
 
@@ -214,23 +221,25 @@ def _value_problems(key: str, value: str) -> list[tuple[str, str, str]]:
     problems: list[tuple[str, str, str]] = []
     if value.endswith("\r"):
         problems.append(("conf-crlf",
-                         f"{key} ends with a carriage return (Windows line ending) that NCCL "
-                         "keeps in the value",
-                         "convert the file to Unix line endings (dos2unix)"))
+                         _("{key} ends with a carriage return (Windows line ending) that NCCL "
+                           "keeps in the value", key=key),
+                         _("convert the file to Unix line endings (dos2unix)")))
         value = value[:-1]
     comment = _INLINE_COMMENT.search(value)
     if comment:
         meant = value[: comment.start()].rstrip()
         problems.append(("conf-inline-comment",
-                         f"NCCL takes everything after '=' as the value: {key} is {value!r}, "
-                         f"not {meant!r}",
-                         "move the comment to its own line starting with #"))
+                         _("NCCL takes everything after '=' as the value: {key} is {value!r}, "
+                           "not {meant!r}", key=key, value=value, meant=meant),
+                         _("move the comment to its own line starting with #")))
     elif value != value.strip():
         problems.append(("conf-value-whitespace",
-                         f"{key} is {value!r}: NCCL keeps the spaces in the value",
-                         f"write {key}={value.strip()}"))
+                         _("{key} is {value!r}: NCCL keeps the spaces in the value", key=key,
+                           value=value),
+                         _("write {line}", line=key + "=" + value.strip())))
     if len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'":
         problems.append(("conf-value-quoted",
-                         f"{key} is {value!r} with the quotes: NCCL does not remove them",
-                         f"write {key}={value[1:-1]}"))
+                         _("{key} is {value!r} with the quotes: NCCL does not remove them",
+                           key=key, value=value),
+                         _("write {line}", line=key + "=" + value[1:-1])))
     return problems

@@ -11,6 +11,8 @@ from __future__ import annotations
 import difflib
 from dataclasses import dataclass
 
+from ddpkit.i18n import _
+
 
 @dataclass(frozen=True)
 class KnownVariable:
@@ -24,7 +26,8 @@ class KnownVariable:
     read_by_pytorch: bool = False  # read by torch.distributed with getenv, not by NCCL
 
 
-_AUTO_IFNAME = "automatic: ib*, else not docker/lo/virbr, else docker, else lo; first one bootstraps"
+_AUTO_IFNAME = _("automatic: ib*, else not docker/lo/virbr, else docker, else lo; first one "
+                 "bootstraps")
 
 _K = KnownVariable  # short name for the table below
 
@@ -33,12 +36,12 @@ KNOWN: tuple[KnownVariable, ...] = (
     _K("NCCL_SOCKET_IFNAME", "IP interfaces NCCL may use (prefix list; ^ excludes, = exact)",
         default_note=_AUTO_IFNAME, important=True),
     _K("NCCL_SOCKET_FAMILY", "force IPv4 (AF_INET) or IPv6 (AF_INET6) interfaces",
-        default_note="either family: the first interface found decides", important=True,
+        default_note=_("either family: the first interface found decides"), important=True,
         choices=("AF_INET", "AF_INET6")),
     _K("NCCL_SOCKET_NTHREADS", "helper threads per socket connection (1..16)", "1",
-        default_note="1 on generic NICs (2 on AWS, 4 on GCP gVNIC)", important=True),
+        default_note=_("1 on generic NICs (2 on AWS, 4 on GCP gVNIC)"), important=True),
     _K("NCCL_NSOCKS_PERTHREAD", "sockets per helper thread (threads x sockets <= 64)", "1",
-        default_note="1 on generic NICs (8 on AWS)", important=True),
+        default_note=_("1 on generic NICs (8 on AWS)"), important=True),
     _K("NCCL_SOCKET_RETRY_CNT", "connect retries after refused/unreachable/timeout", "34"),
     _K("NCCL_SOCKET_RETRY_SLEEP_MSEC", "first connect retry delay, grows linearly", "100"),
     _K("NCCL_SOCKET_POLL_TIMEOUT_MSEC", "poll timeout between bootstrap socket attempts", "0"),
@@ -61,7 +64,7 @@ KNOWN: tuple[KnownVariable, ...] = (
     # InfiniBand / RoCE.
     _K("NCCL_IB_HCA", "RDMA devices to use (prefix list; ^ excludes, = exact, :port)"),
     _K("NCCL_IB_TIMEOUT", "InfiniBand verbs timeout exponent", "20",
-        default_note="20 since NCCL 2.23 (18 since 2.14, 14 before)"),
+        default_note=_("20 since NCCL 2.23 (18 since 2.14, 14 before)")),
     _K("NCCL_IB_RETRY_CNT", "InfiniBand retry count", "7"),
     _K("NCCL_IB_GID_INDEX", "RoCE global id index", "-1"),
     _K("NCCL_IB_ADDR_FAMILY", "address family of the dynamically chosen GID", "AF_INET"),
@@ -147,13 +150,13 @@ KNOWN: tuple[KnownVariable, ...] = (
     _K("NCCL_RAS_ADDR", "address:port the RAS subsystem listens on", "localhost:28028"),
     _K("NCCL_RAS_TIMEOUT_FACTOR", "multiplier on the RAS timeouts", "1"),
     # Debug output.
-    _K("NCCL_DEBUG", "debug output level", default_note="unset: no debug output",
+    _K("NCCL_DEBUG", "debug output level", default_note=_("unset: no debug output"),
         important=True, choices=("VERSION", "WARN", "INFO", "ABORT", "TRACE"),
         choices_ignore_case=True),
     _K("NCCL_DEBUG_SUBSYS", "subsystems NCCL_DEBUG=INFO prints", "INIT,BOOTSTRAP,ENV",
         important=True),
     _K("NCCL_DEBUG_FILE", "send debug output to a file (%h host, %p pid)",
-        default_note="unset: standard output"),
+        default_note=_("unset: standard output")),
     _K("NCCL_DEBUG_TIMESTAMP_FORMAT", "strftime format of debug timestamps", "[%F %T] "),
     _K("NCCL_DEBUG_TIMESTAMP_LEVELS", "which debug levels get a timestamp", "WARN"),
     _K("NCCL_SET_THREAD_NAME", "name NCCL's CPU threads", "0"),

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from ddpkit.errors import ConfigError, NetworkProblem
+from ddpkit.i18n import _
 from ddpkit.net.interfaces import AddressFamily, Nic, NicKind, interface_holding
 from ddpkit.net.iproute import IpCommandError, RunIp, run_ip_command
 
@@ -56,7 +57,8 @@ def split_host_port(spec: str) -> tuple[str, int | None]:
     if text.startswith("["):
         end = text.find("]")
         if end < 0 or (end + 1 < len(text) and text[end + 1] != ":"):
-            raise _bad_host(spec, "an IPv6 address in brackets must look like [fd00::3]:29500")
+            raise _bad_host(spec, _("an IPv6 address in brackets must look like {example}",
+                                    example="[fd00::3]:29500"))
         host = text[1:end]
         port_text = text[end + 2 :] if end + 1 < len(text) else None
     elif text.count(":") == 1:
@@ -64,19 +66,20 @@ def split_host_port(spec: str) -> tuple[str, int | None]:
     else:  # a name, an IPv4 address, or an IPv6 address without a port
         host = text
     if not host:
-        raise _bad_host(spec, "the host part is empty")
+        raise _bad_host(spec, _("the host part is empty"))
     if port_text is None:
         return host, None
     if not port_text.isdigit() or not 0 < int(port_text) < 65536:
-        raise _bad_host(spec, f"port {port_text!r} is not a number from 1 to 65535")
+        raise _bad_host(spec, _("port {port!r} is not a number from 1 to 65535", port=port_text))
     return host, int(port_text)
 
 
 def _bad_host(spec: str, why: str) -> ConfigError:
     return ConfigError(
         "bad-host",
-        f"cannot read {spec!r} as HOST[:PORT]: {why}",
-        "give a name or address, optionally with a port: node0, 10.0.0.2:29500, [fd00::2]:29500",
+        _("cannot read {spec!r} as HOST[:PORT]: {why}", spec=spec, why=why),
+        _("give a name or address, optionally with a port: {examples}",
+          examples="node0, 10.0.0.2:29500, [fd00::2]:29500"),
     )
 
 
@@ -91,24 +94,25 @@ def resolve(host: str, *, lookup: Lookup | None = None) -> tuple[str, ...]:
         return (literal,)
     if _looks_like_an_address(host):
         raise ConfigError(
-            "bad-address", f"{host!r} looks like an IP address but is not one",
-            "check each part: IPv4 is four numbers 0-255 (10.0.0.2), IPv6 is hex groups (fd00::2)",
+            "bad-address", _("{host!r} looks like an IP address but is not one", host=host),
+            _("check each part: IPv4 is four numbers 0-255 (10.0.0.2), IPv6 is hex groups "
+              "(fd00::2)"),
             details={"host": host})
     try:
         infos = (lookup or socket.getaddrinfo)(host, None, 0, socket.SOCK_STREAM)
     except (socket.gaierror, UnicodeError) as exc:
         raise ConfigError(
             "host-unresolvable",
-            f"cannot resolve {host!r}: {exc}",
-            "check the name (`getent hosts NAME`) or give the peer's IP address instead",
+            _("cannot resolve {host!r}: {reason}", host=host, reason=str(exc)),
+            _("check the name (`getent hosts NAME`) or give the peer's IP address instead"),
             details={"host": host},
         ) from exc
     found = {ipaddress.ip_address(str(info[4][0]).split("%", 1)[0]) for info in infos}
     if not found:
         raise ConfigError(
             "host-unresolvable",
-            f"{host!r} resolves to no IPv4 or IPv6 address",
-            "give the peer's IP address instead",
+            _("{host!r} resolves to no IPv4 or IPv6 address", host=host),
+            _("give the peer's IP address instead"),
             details={"host": host},
         )
     ordered = sorted(found, key=lambda ip: (ip.version, int(ip)))
@@ -148,7 +152,7 @@ def route_to(
     """
     name, port = split_host_port(host)
     address = resolve(name, lookup=lookup)[0]
-    plain, _, zone = address.partition("%")
+    plain, _percent, zone = address.partition("%")
     family: AddressFamily = "ipv4" if ipaddress.ip_address(plain).version == 4 else "ipv6"
     argv = ["ip", "-j"] + (["-6"] if family == "ipv6" else []) + ["route", "get", plain]
     if zone:
@@ -173,12 +177,13 @@ def route_to(
         ip_failure = _describe(exc)
     else:
         if answer.get("type") in UNROUTABLE_TYPES:
-            raise _no_route(name, plain, f"the routing table says {answer['type']}")
+            raise _no_route(name, plain, _("the routing table says {type}", type=answer["type"]))
         return _route_from_answer(name, plain, family, answer, interfaces)
     try:
         source = (udp_source or udp_source_address)(plain, port, zone)
     except OSError as exc:
-        reason = f"{_describe(exc)} (`ip route get` was no help: {ip_failure})"
+        reason = _("{reason} (`ip route get` was no help: {failure})", reason=_describe(exc),
+                   failure=ip_failure)
         raise _no_route(name, plain, reason) from exc
     return _route_from_source(name, plain, family, source, interfaces())
 
@@ -219,7 +224,8 @@ def _route_from_answer(
         candidates = [a for a in (nic.addresses if nic else ()) if a.family == family]
         routable = [a for a in candidates if a.is_routable] or candidates
         if not routable:
-            raise _no_route(host, address, f"{ifname} has no {family} address to send from")
+            raise _no_route(host, address, _("{name} has no {family} address to send from",
+                                             name=ifname, family=family))
         source = routable[0].address
     gateway = answer.get("gateway")
     return Route(host, address, family, ifname, str(source), str(gateway) if gateway else None,
@@ -246,7 +252,8 @@ def _route_from_source(
 ) -> Route:
     holder = _holder(source, nics)
     if holder is None:
-        raise _no_route(host, address, f"source address {source} is on no interface seen here")
+        raise _no_route(host, address, _("source address {source} is on no interface seen here",
+                                         source=source))
     local = _holder(address, nics) is not None
     if local and holder.kind is NicKind.LOOPBACK:
         holder = _holder(address, [n for n in nics if n.kind is not NicKind.LOOPBACK]) or holder
@@ -261,9 +268,9 @@ def _no_route(host: str, address: str, why: str) -> NetworkProblem:
     shown = host if host == address else f"{host} ({address})"
     return NetworkProblem(
         "no-route",
-        f"this machine has no route to {shown}: {why}",
-        "check `ip route` here: the peer's network must be reachable through one of this machine's"
-        " interfaces (is the private-network interface up and addressed?)",
+        _("this machine has no route to {host}: {why}", host=shown, why=why),
+        _("check `ip route` here: the peer's network must be reachable through one of this "
+          "machine's interfaces (is the private-network interface up and addressed?)"),
         details={"host": host, "address": address},
     )
 

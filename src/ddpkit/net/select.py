@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ddpkit.errors import ConfigError
+from ddpkit.i18n import _
 from ddpkit.net.interfaces import (
     DOCKER_DEFAULT_SUBNET,
     Address,
@@ -94,39 +95,44 @@ def traps(nic: Nic, nics: Sequence[Nic]) -> tuple[Trap, ...]:
         found.append(Trap(trap_id, message))
 
     if nic.kind is NicKind.LOOPBACK:
-        add("loopback", f"{name} is the loopback interface: no other machine can reach it")
+        add("loopback", _("{name} is the loopback interface: no other machine can reach it",
+                          name=name))
     if not nic.up:
         if "UP" in nic.flags and nic.operstate:
-            why = f"is up but its link is {nic.operstate} (no carrier: cable, peer or bridge port?)"
+            add("interface-down", _("{name} is up but its link is {state} (no carrier: cable, peer "
+                                    "or bridge port?): it carries no traffic", name=name,
+                                    state=nic.operstate))
         else:
-            why = f"is administratively down (`ip link set {name} up`)"
-        add("interface-down", f"{name} {why}: it carries no traffic")
+            add("interface-down", _("{name} is administratively down (`ip link set {name} up`): "
+                                    "it carries no traffic", name=name))
     if not nic.addresses:
-        add("no-address", f"{name} has no IP address")
+        add("no-address", _("{name} has no IP address", name=name))
     elif nic.kind is not NicKind.LOOPBACK and not nic.routable:
         shown = ", ".join(a.with_prefix for a in nic.addresses)
         add(
             "link-local-only",
-            f"{name} has only link-local addresses ({shown}): peers on other networks cannot"
-            " use them and NCCL skips them",
+            _("{name} has only link-local addresses ({shown}): peers on other networks cannot"
+              " use them and NCCL skips them", name=name, shown=shown),
         )
     elif nic.kind is not NicKind.LOOPBACK and not any(a.is_routable for a in nic.ipv4):
         add(
             "no-ipv4",
-            f"{name} has no routable IPv4 address: peers must use IPv6"
-            " (NCCL_SOCKET_FAMILY=AF_INET6)",
+            _("{name} has no routable IPv4 address: peers must use IPv6"
+              " (NCCL_SOCKET_FAMILY=AF_INET6)", name=name),
         )
     docker = next((a for a in nic.ipv4 if a.in_docker_default_subnet), None)
     if docker is not None:
         add(
             "docker-default-subnet",
-            f"{name} holds {docker.with_prefix}, inside Docker's default {DOCKER_DEFAULT_SUBNET}:"
-            " such an address is often the same on every instance and unreachable from peers",
+            _("{name} holds {address}, inside Docker's default {subnet}: such an address is "
+              "often the same on every instance and unreachable from peers", name=name,
+              address=docker.with_prefix, subnet=DOCKER_DEFAULT_SUBNET),
         )
     if nic.kind is NicKind.CONTAINER_BRIDGE:
         add(
             "container-bridge",
-            f"{name} is a container/VM bridge: only containers on this host are behind it",
+            _("{name} is a container/VM bridge: only containers on this host are behind it",
+              name=name),
         )
     for address in nic.routable:
         others = sorted(
@@ -139,8 +145,9 @@ def traps(nic: Nic, nics: Sequence[Nic]) -> tuple[Trap, ...]:
         if others:
             add(
                 "shared-address",
-                f"{address.address} on {name} is also on {', '.join(others)} (another kind of"
-                " interface): which one traffic uses depends on routing",
+                _("{address} on {name} is also on {others} (another kind of interface): which one "
+                  "traffic uses depends on routing", address=address.address, name=name,
+                  others=", ".join(others)),
             )
             break
     return tuple(found)
@@ -196,29 +203,30 @@ def recommend(nics: Sequence[Nic], route: Route | None = None) -> Recommendation
         checked = ", ".join(f"{n.name} ({_trap_ids(n, nics) or 'unusable'})" for n in nics)
         raise ConfigError(
             "no-usable-interface",
-            f"no interface here is up with a routable address (checked: {checked or 'none'})",
-            "bring the private-network interface up and give it an address (see `ip addr`), or"
-            " give the interface yourself with NCCL_SOCKET_IFNAME/GLOO_SOCKET_IFNAME",
+            _("no interface here is up with a routable address (checked: {checked})",
+              checked=checked or _("none")),
+            _("bring the private-network interface up and give it an address (see `ip addr`), or"
+              " give the interface yourself with NCCL_SOCKET_IFNAME/GLOO_SOCKET_IFNAME"),
             details={"interfaces": [n.name for n in nics]},
         )
     best = ranked[0]
     address = best_address(best)
     assert address is not None  # usable implies a routable address
     found = traps(best, nics)
-    qualities = [f"up, {best.kind.value}"]
-    qualities.append(
-        f"{'private ' if address.is_private else ''}{address.family.replace('ip', 'IP')}"
-        f" {address.with_prefix}"
-    )
-    qualities.append("no traps" if not found else f"traps: {', '.join(t.id for t in found)}")
-    reason = f"{best.name} is {'; '.join(qualities)}"
+    family = address.family.replace("ip", "IP")
+    held = (_("private {family} {address}", family=family, address=address.with_prefix)
+            if address.is_private else f"{family} {address.with_prefix}")
+    trap_text = (_("no traps") if not found
+                 else _("traps: {ids}", ids=", ".join(t.id for t in found)))
+    reason: str = _("{name} is up, {kind}; {address}; {traps}", name=best.name,
+                    kind=best.kind.value, address=held, traps=trap_text)
     others = ranked[1:]
     if others:
         shown = ", ".join(f"{n.name} ({_trap_ids(n, nics) or n.kind.value})" for n in others)
-        reason += f"; ranked above {shown}"
+        reason = _("{reason}; ranked above {shown}", reason=reason, shown=shown)
     unusable = [n for n in nics if n not in ranked and n.kind is not NicKind.LOOPBACK]
     if unusable and not others:
-        reason += "; the only usable interface"
+        reason = _("{reason}; the only usable interface", reason=reason)
     return Recommendation(best, address.address, reason, found)
 
 
@@ -226,18 +234,24 @@ def _recommend_route(nics: Sequence[Nic], route: Route) -> Recommendation:
     nic = find_interface(route.ifname, nics)
     found = traps(nic, nics)
     target = route.host if route.host == route.address else f"{route.host} ({route.address})"
+    reason: str
     if route.local:
-        reason = f"{target} is this machine's own address, held by {nic.name}"
+        reason = _("{target} is this machine's own address, held by {name}", target=target,
+                   name=nic.name)
+    elif route.gateway:
+        reason = _("the routing table reaches {target} through {name} via gateway {gateway} "
+                   "from source {source}", target=target, name=nic.name, gateway=route.gateway,
+                   source=route.source)
     else:
-        via = f" via gateway {route.gateway}" if route.gateway else ""
-        reason = (
-            f"the routing table reaches {target} through {nic.name}{via} from source {route.source}"
-        )
+        reason = _("the routing table reaches {target} through {name} from source {source}",
+                   target=target, name=nic.name, source=route.source)
     if found:
-        reason += f"; warning, {nic.name} is a trap ({', '.join(t.id for t in found)})"
+        reason = _("{reason}; warning, {name} is a trap ({ids})", reason=reason, name=nic.name,
+                   ids=", ".join(t.id for t in found))
         ranked = [n for n in ranking(nics) if n.name != nic.name]
         if ranked:
-            reason += f"; without a route the ranking would pick {ranked[0].name}"
+            reason = _("{reason}; without a route the ranking would pick {name}", reason=reason,
+                       name=ranked[0].name)
     return Recommendation(nic, route.source, reason, found)
 
 
@@ -253,8 +267,8 @@ def find_interface(name: str, nics: Sequence[Nic]) -> Nic:
     known = sorted(n.name for n in nics)
     raise ConfigError(
         "interface-not-found",
-        f"no interface named {name!r} on this machine",
-        f"interfaces here: {', '.join(known) or 'none'} (see `ddpkit nics`)",
+        _("no interface named {name!r} on this machine", name=name),
+        _("interfaces here: {known} (see `ddpkit nics`)", known=", ".join(known) or _("none")),
         details={"interface": name, "available": known},
     )
 
@@ -268,8 +282,8 @@ def socket_env(ifname: str) -> dict[str, str]:
     if not ifname or len(ifname) > 15 or any(c.isspace() or c in ",/=^:" for c in ifname):
         raise ConfigError(
             "bad-interface-name",
-            f"{ifname!r} is not an interface name",
-            "use a name `ddpkit nics` lists (at most 15 characters, no spaces, commas or '/')",
+            _("{name!r} is not an interface name", name=ifname),
+            _("use a name `ddpkit nics` lists (at most 15 characters, no spaces, commas or '/')"),
         )
     return {"NCCL_SOCKET_IFNAME": f"={ifname}", "GLOO_SOCKET_IFNAME": ifname}
 

@@ -15,6 +15,7 @@ from typing import Any
 
 from ddpkit.atomic_file import replace_file
 from ddpkit.errors import ConfigError, DeadlineExceeded, EnvironmentProblem
+from ddpkit.i18n import _
 from ddpkit.sim import host
 from ddpkit.sim.spec import DEFAULT_NAME, SimSpec, validate_name
 from ddpkit.sim.state import (
@@ -105,9 +106,10 @@ def bring_up(
         if present:
             raise ConfigError(
                 "sim-leftovers",
-                f"pieces of a sim cluster {spec.name} exist without its state file: "
-                f"{', '.join(present)}",
-                f"remove them with `ddpkit sim down --name {spec.name}`, then run up again",
+                _("pieces of a sim cluster {name} exist without its state file: {pieces}",
+                  name=spec.name, pieces=", ".join(present)),
+                _("remove them with `ddpkit sim down --name {name}`, then run up again",
+                  name=spec.name),
             )
         host.check_subnet_free(tools, spec.network, spec.name)
         if spec.needs_netem:
@@ -131,22 +133,25 @@ def _check_existing(state: ClusterState, spec: SimSpec) -> None:
     if state.spec != spec:
         raise ConfigError(
             "sim-exists-different",
-            f"sim cluster {name} is already up with another spec "
-            f"({_describe(state.spec)}; asked: {_describe(spec)})",
-            f"tear it down first with `ddpkit sim down --name {name}`, or pick another --name",
+            _("sim cluster {name} is already up with another spec ({spec}; asked: {asked})",
+              name=name, spec=_describe(state.spec), asked=_describe(spec)),
+            _("tear it down first with `ddpkit sim down --name {name}`, or pick another --name",
+              name=name),
         )
     if state.phase != PHASE_UP:
         raise ConfigError(
             "sim-half-built",
-            f"sim cluster {name} is half-built ({state.steps_done} steps done; its up was stopped)",
-            f"remove it with `ddpkit sim down --name {name}`, then run up again",
+            _("sim cluster {name} is half-built ({steps} steps done; its up was stopped)",
+              name=name, steps=state.steps_done),
+            _("remove it with `ddpkit sim down --name {name}`, then run up again", name=name),
         )
     missing = _missing_pieces(build_cluster(spec))
     if missing:
         raise ConfigError(
             "sim-damaged",
-            f"sim cluster {name} is recorded as up but lacks {', '.join(missing)}",
-            f"rebuild it: `ddpkit sim down --name {name}` then up again",
+            _("sim cluster {name} is recorded as up but lacks {missing}", name=name,
+              missing=", ".join(missing)),
+            _("rebuild it: `ddpkit sim down --name {name}` then up again", name=name),
         )
 
 
@@ -174,9 +179,11 @@ def _apply(step: Step, done: int, total: int, tools: host.Tools, run: CommandRun
             reason = str(exc)
     raise EnvironmentProblem(
         "sim-step-failed",
-        f"sim up {name}: step {done + 1}/{total} ({step.summary}) failed: `{step.shell()}`: {reason}",
-        "everything built so far was removed again; fix the cause named above and rerun up "
-        "(`ddpkit sim up ... --dry-run` lists every step)",
+        _("sim up {name}: step {number}/{total} ({summary}) failed: `{command}`: {reason}",
+          name=name, number=done + 1, total=total, summary=step.summary, command=step.shell(),
+          reason=reason),
+        _("everything built so far was removed again; fix the cause named above and rerun up "
+          "(`ddpkit sim up ... --dry-run` lists every step)"),
         details={"step": step.to_dict(), "index": done},
     )
 
@@ -199,9 +206,9 @@ def _wait_links_up(cluster: SimCluster, tools: host.Tools, run: CommandRunner) -
         if time.monotonic() > deadline:
             raise DeadlineExceeded(
                 "sim-links-down",
-                f"{node.namespace}'s links did not come up within {LINKS_UP_TIMEOUT_S:.0f}s "
-                f"(states: {states})",
-                "check `dmesg` for veth errors; everything built was removed again",
+                _("{namespace}'s links did not come up within {seconds:.0f}s (states: {states})",
+                  namespace=node.namespace, seconds=LINKS_UP_TIMEOUT_S, states=str(states)),
+                _("check `dmesg` for veth errors; everything built was removed again"),
             )
         time.sleep(0.05)
 
@@ -221,8 +228,9 @@ def _require_netem(tools: host.Tools, run: CommandRunner, name: str) -> None:
     created = run(tools, ["ip", "netns", "add", probe])
     if created.returncode != 0:
         raise EnvironmentProblem(
-            "sim-step-failed", f"cannot create probe namespace {probe}: {created.stderr.strip()}",
-            f"run `ddpkit sim down --name {name}` and retry",
+            "sim-step-failed", _("cannot create probe namespace {probe}: {reason}", probe=probe,
+                                 reason=created.stderr.strip()),
+            _("run `ddpkit sim down --name {name}` and retry", name=name),
         )
     try:
         proc = run(tools, ["tc", "-n", probe, "qdisc", "add", "dev", "lo", "root", "netem",
@@ -232,10 +240,10 @@ def _require_netem(tools: host.Tools, run: CommandRunner, name: str) -> None:
     if proc.returncode != 0:
         raise EnvironmentProblem(
             "netem-unavailable",
-            "this kernel has no tc netem qdisc (sch_netem), so --delay/--loss cannot be modelled "
-            f"(tc said: {proc.stderr.strip() or proc.returncode})",
-            "drop --delay/--loss (--rate uses tbf and works without netem), or load the module "
-            "with `modprobe sch_netem` where the kernel ships it",
+            _("this kernel has no tc netem qdisc (sch_netem), so --delay/--loss cannot be "
+              "modelled (tc said: {reason})", reason=proc.stderr.strip() or proc.returncode),
+            _("drop --delay/--loss (--rate uses tbf and works without netem), or load the module "
+              "with `modprobe sch_netem` where the kernel ships it"),
         )
 
 

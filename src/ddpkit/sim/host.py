@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from ddpkit.errors import ConfigError, EnvironmentProblem
+from ddpkit.i18n import _
 from ddpkit.sim.topology import NETNS_DIR
 
 SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
@@ -41,8 +42,10 @@ def require_root(euid: int | None = None, *, action: str = "ddpkit sim") -> None
     if euid != 0:
         raise EnvironmentProblem(
             "needs-root",
-            f"{action} creates network namespaces and links, which needs root (euid is {euid})",
-            "run it as root, e.g. `sudo ddpkit sim up 2` (`--dry-run` shows the plan without root)",
+            _("{action} creates network namespaces and links, which needs root (euid is {euid})",
+              action=action, euid=euid),
+            _("run it as root, e.g. `sudo ddpkit sim up 2` (`--dry-run` shows the plan without "
+              "root)"),
         )
 
 
@@ -65,8 +68,9 @@ def find_tools(names: Iterable[str], search_path: str = SYSTEM_PATH) -> Tools:
             package = TOOL_PACKAGES.get(name, name)
             raise EnvironmentProblem(
                 "missing-tool",
-                f"`{name}` is not installed (looked in {search_path})",
-                f"install it: `apt-get install {package}` (Debian/Ubuntu package {package})",
+                _("`{name}` is not installed (looked in {path})", name=name, path=search_path),
+                _("install it: `apt-get install {package}` (Debian/Ubuntu package {package})",
+                  package=package),
                 details={"tool": name, "package": package},
             )
         paths[name] = found
@@ -237,16 +241,17 @@ def _ip_json(tools: Tools, argv: Sequence[str]) -> list[dict[str, Any]]:
     if proc.returncode != 0:
         raise EnvironmentProblem(
             "sim-host-query-failed",
-            f"`{' '.join(argv)}` failed: {proc.stderr.strip() or proc.returncode}",
-            "check that iproute2 works here (`ip addr`)",
+            _("`{command}` failed: {reason}", command=" ".join(argv),
+              reason=proc.stderr.strip() or proc.returncode),
+            _("check that iproute2 works here (`ip addr`)"),
         )
     try:
         data = json.loads(proc.stdout or "[]")
     except json.JSONDecodeError as exc:
         raise EnvironmentProblem(
             "sim-host-query-failed",
-            f"`{' '.join(argv)}` printed no JSON ({exc})",
-            "install an iproute2 with JSON output (`ip -j`), Debian 10 or later",
+            _("`{command}` printed no JSON ({reason})", command=" ".join(argv), reason=str(exc)),
+            _("install an iproute2 with JSON output (`ip -j`), Debian 10 or later"),
         ) from None
     return [item for item in data if isinstance(item, dict)]
 
@@ -255,11 +260,16 @@ def check_subnet_free(tools: Tools, network: ipaddress.IPv4Network, cluster: str
     for existing in host_networks(tools):
         if existing.network.overlaps(network):
             owner = existing.device.removesuffix("-br") if existing.device.endswith("-br") else ""
-            whose = f" (sim cluster {owner}'s bridge)" if owner else ""
             raise ConfigError(
                 "sim-subnet-in-use",
-                f"subnet {network} overlaps {existing.network} ({existing.source} on "
-                f"{existing.device}{whose}) already on this host",
-                f"pick another private subnet for cluster {cluster}, e.g. --subnet 10.99.0.0/24",
+                _("subnet {network} overlaps {existing} ({source} on {device} (sim cluster "
+                  "{owner}'s bridge)) already on this host", network=str(network),
+                  existing=str(existing.network), source=existing.source,
+                  device=existing.device, owner=owner) if owner else
+                _("subnet {network} overlaps {existing} ({source} on {device}) already on this "
+                  "host", network=str(network), existing=str(existing.network),
+                  source=existing.source, device=existing.device),
+                _("pick another private subnet for cluster {cluster}, e.g. --subnet "
+                  "10.99.0.0/24", cluster=cluster),
                 details={"device": existing.device, "network": str(existing.network)},
             )

@@ -14,6 +14,7 @@ from types import MappingProxyType
 from typing import Any
 
 from ddpkit.errors import ConfigError
+from ddpkit.i18n import _
 
 DEFAULT_NAME = "ddpkit"
 DEFAULT_SUBNET = "10.0.0.0/24"
@@ -60,22 +61,23 @@ class SimSpec:
         if isinstance(self.nodes, bool) or not isinstance(self.nodes, int) or self.nodes < 1:
             raise ConfigError(
                 "sim-bad-node-count",
-                f"a sim cluster needs at least 1 node, not {self.nodes!r}",
-                "give the node count as a positive integer, e.g. `ddpkit sim up 2`",
+                _("a sim cluster needs at least 1 node, not {nodes!r}", nodes=self.nodes),
+                _("give the node count as a positive integer, e.g. `ddpkit sim up 2`"),
             )
         if self.nodes > MAX_NODES:
             raise ConfigError(
                 "sim-bad-node-count",
-                f"{self.nodes} nodes is more than the {MAX_NODES} a sim cluster may have",
-                f"use at most {MAX_NODES} nodes",
+                _("{nodes} nodes is more than the {limit} a sim cluster may have",
+                  nodes=self.nodes, limit=MAX_NODES),
+                _("use at most {limit} nodes", limit=MAX_NODES),
             )
         network = parse_subnet(self.subnet)
         if network.num_addresses - 3 < self.nodes:
             raise ConfigError(
                 "sim-subnet-too-small",
-                f"subnet {network} has room for {max(network.num_addresses - 3, 0)} nodes, "
-                f"not {self.nodes}",
-                "use a larger subnet, e.g. --subnet 10.0.0.0/24",
+                _("subnet {network} has room for {room} nodes, not {nodes}", network=str(network),
+                  room=max(network.num_addresses - 3, 0), nodes=self.nodes),
+                _("use a larger subnet, e.g. --subnet 10.0.0.0/24"),
             )
         object.__setattr__(self, "subnet", str(network))
         if self.rate is not None:
@@ -127,9 +129,10 @@ def validate_name(name: str) -> str:
     if not isinstance(name, str) or not _NAME_RE.fullmatch(name):
         raise ConfigError(
             "sim-bad-name",
-            f"{name!r} is not a valid sim cluster name",
-            f"use 1-{NAME_MAX} lowercase letters or digits starting with a letter, e.g. `ddpkit` or "
-            "`lab2` (it prefixes interface names, which Linux limits to 15 characters)",
+            _("{name!r} is not a valid sim cluster name", name=name),
+            _("use 1-{limit} lowercase letters or digits starting with a letter, e.g. `ddpkit` or "
+              "`lab2` (it prefixes interface names, which Linux limits to 15 characters)",
+              limit=NAME_MAX),
         )
     return name
 
@@ -141,11 +144,12 @@ def parse_subnet(text: str) -> ipaddress.IPv4Network:
     except ValueError as exc:
         raise ConfigError(
             "sim-bad-subnet",
-            f"--subnet {text!r} is not an IPv4 network: {exc}",
-            "give a network address with its prefix, e.g. --subnet 10.0.0.0/24",
+            _("--subnet {text!r} is not an IPv4 network: {reason}", text=text, reason=str(exc)),
+            _("give a network address with its prefix, e.g. --subnet 10.0.0.0/24"),
         ) from None
     if not isinstance(network, ipaddress.IPv4Network):
-        raise ConfigError("sim-bad-subnet", f"--subnet {text} is IPv6", "give an IPv4 network")
+        raise ConfigError("sim-bad-subnet", _("--subnet {text} is IPv6", text=text),
+                          _("give an IPv4 network"))
     if (
         not network.is_private
         or network.is_loopback
@@ -155,9 +159,10 @@ def parse_subnet(text: str) -> ipaddress.IPv4Network:
     ):
         raise ConfigError(
             "sim-bad-subnet",
-            f"--subnet {network} must be a private network (prefix /8 or longer) outside "
-            f"{_PUBLIC_NETWORK}, loopback and link-local",
-            "use e.g. --subnet 10.0.0.0/24 or 192.168.77.0/24",
+            _("--subnet {network} must be a private network (prefix /8 or longer) outside "
+              "{public}, loopback and link-local", network=str(network),
+              public=str(_PUBLIC_NETWORK)),
+            _("use e.g. --subnet 10.0.0.0/24 or 192.168.77.0/24"),
         )
     return network
 
@@ -168,16 +173,17 @@ def parse_rate(text: str) -> int:
     if not match:
         raise ConfigError(
             "sim-bad-rate",
-            f"--rate {text!r} is not a rate",
-            "give bits per second with a unit: bit, kbit, mbit, gbit or tbit, e.g. --rate 1gbit "
-            "(tc's bps units are bytes, so ddpkit does not accept them)",
+            _("--rate {text!r} is not a rate", text=text),
+            _("give bits per second with a unit: bit, kbit, mbit, gbit or tbit, e.g. --rate 1gbit "
+              "(tc's bps units are bytes, so ddpkit does not accept them)"),
         )
     bits = round(float(match.group(1)) * _RATE_UNITS[match.group(2).lower()])
     if not MIN_RATE_BITS <= bits <= MAX_RATE_BITS:
         raise ConfigError(
             "sim-bad-rate",
-            f"--rate {text} is outside {format_rate(MIN_RATE_BITS)}..{format_rate(MAX_RATE_BITS)}",
-            "pick a rate in that range, e.g. --rate 1gbit",
+            _("--rate {text} is outside {low}..{high}", text=text, low=format_rate(MIN_RATE_BITS),
+              high=format_rate(MAX_RATE_BITS)),
+            _("pick a rate in that range, e.g. --rate 1gbit"),
         )
     return bits
 
@@ -196,13 +202,14 @@ def parse_delay(text: str) -> int:
     if not match:
         raise ConfigError(
             "sim-bad-delay",
-            f"--delay {text!r} is not a duration",
-            "give a delay with a unit: us, ms or s, e.g. --delay 5ms",
+            _("--delay {text!r} is not a duration", text=text),
+            _("give a delay with a unit: us, ms or s, e.g. --delay 5ms"),
         )
     micros = round(float(match.group(1)) * _DELAY_UNITS_US[match.group(2).lower()])
     if not 0 < micros <= MAX_DELAY_US:
         raise ConfigError(
-            "sim-bad-delay", f"--delay {text} must be above 0 and at most 10s", "e.g. --delay 5ms"
+            "sim-bad-delay", _("--delay {text} must be above 0 and at most 10s", text=text),
+            _("e.g. {example}", example="--delay 5ms"),
         )
     return micros
 
@@ -219,8 +226,8 @@ def parse_loss(text: str) -> float:
     if not match or not 0 < float(match.group(1)) <= 100:
         raise ConfigError(
             "sim-bad-loss",
-            f"--loss {text!r} is not a percentage above 0 and at most 100",
-            "give it with a percent sign, e.g. --loss 0.1%",
+            _("--loss {text!r} is not a percentage above 0 and at most 100", text=text),
+            _("give it with a percent sign, e.g. --loss 0.1%"),
         )
     return float(match.group(1))
 
@@ -242,16 +249,18 @@ def parse_ifname_style(values: Sequence[str]) -> dict[int, str]:
             if not sep or not index_text.strip().isdigit() or not name.strip():
                 raise ConfigError(
                     "sim-bad-ifname-style",
-                    f"--ifname-style {value!r}: {item.strip()!r} is not INDEX=NAME",
-                    "name a node's private NIC as INDEX=NAME, e.g. --ifname-style 1=ens5 "
-                    "(comma-separate several: 1=ens5,2=enp0s8)",
+                    _("--ifname-style {value!r}: {item!r} is not INDEX=NAME", value=value,
+                      item=item.strip()),
+                    _("name a node's private NIC as INDEX=NAME, e.g. --ifname-style 1=ens5 "
+                      "(comma-separate several: 1=ens5,2=enp0s8)"),
                 )
             index, name = int(index_text), name.strip()
             if result.get(index, name) != name:
                 raise ConfigError(
                     "sim-bad-ifname-style",
-                    f"--ifname-style names node {index}'s NIC twice ({result[index]}, {name})",
-                    "give each node one private NIC name",
+                    _("--ifname-style names node {index}'s NIC twice ({first}, {second})",
+                      index=index, first=result[index], second=name),
+                    _("give each node one private NIC name"),
                 )
             result[index] = name
     return result
@@ -263,15 +272,16 @@ def _checked_ifnames(ifnames: Mapping[int, str], nodes: int) -> dict[int, str]:
         if isinstance(index, bool) or not isinstance(index, int) or not 0 <= index < nodes:
             raise ConfigError(
                 "sim-bad-ifname-style",
-                f"--ifname-style names node {index!r}, but the cluster has nodes 0..{nodes - 1}",
-                "use node indexes that exist",
+                _("--ifname-style names node {index!r}, but the cluster has nodes 0..{last}",
+                  index=index, last=nodes - 1),
+                _("use node indexes that exist"),
             )
         if not isinstance(name, str) or not _IFNAME_RE.fullmatch(name) or name in _RESERVED_IFNAMES:
             raise ConfigError(
                 "sim-bad-ifname-style",
-                f"{name!r} cannot be node {index}'s private NIC name",
-                "use 1-15 letters, digits, '_', '.' or '-' starting with a letter, not lo or eth0 "
-                "(eth0 is every node's public NIC)",
+                _("{name!r} cannot be node {index}'s private NIC name", name=name, index=index),
+                _("use 1-15 letters, digits, '_', '.' or '-' starting with a letter, not lo or "
+                  "eth0 (eth0 is every node's public NIC)"),
             )
         if name != DEFAULT_PRIVATE_IFNAME:
             checked[index] = name

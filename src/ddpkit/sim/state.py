@@ -17,6 +17,7 @@ from typing import Any
 
 from ddpkit.atomic_file import replace_file
 from ddpkit.errors import ConfigError, DeadlineExceeded
+from ddpkit.i18n import _
 from ddpkit.sim.spec import SimSpec
 from ddpkit.sim.topology import RUNTIME_ROOT, runtime_dir
 
@@ -69,8 +70,10 @@ def read_state(name: str) -> ClusterState | None:
     except (ValueError, KeyError, TypeError, ConfigError) as exc:
         raise ConfigError(
             "sim-state-unreadable",
-            f"the state file {path} of sim cluster {name} is unreadable ({exc})",
-            f"remove the cluster with `ddpkit sim down --name {name}` (it does not need the file)",
+            _("the state file {path} of sim cluster {name} is unreadable ({reason})",
+              path=str(path), name=name, reason=str(exc)),
+            _("remove the cluster with `ddpkit sim down --name {name}` (it does not need the "
+              "file)", name=name),
         ) from None
 
 
@@ -89,8 +92,9 @@ def sim_lock() -> Iterator[None]:
                 if time.monotonic() > deadline:
                     raise DeadlineExceeded(
                         "sim-busy",
-                        f"another ddpkit sim up/down held {RUNTIME_ROOT} for {LOCK_TIMEOUT_S:.0f}s",
-                        "wait for it to finish (see `ps -ef | grep 'ddpkit sim'`), then retry",
+                        _("another ddpkit sim up/down held {path} for {seconds:.0f}s",
+                          path=str(RUNTIME_ROOT), seconds=LOCK_TIMEOUT_S),
+                        _("wait for it to finish (see `ps -ef | grep 'ddpkit sim'`), then retry"),
                     ) from None
                 time.sleep(0.1)
         yield

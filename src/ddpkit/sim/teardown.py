@@ -85,10 +85,12 @@ def teardown(name: str, tools: host.Tools, run: host.CommandRunner) -> DownRepor
     if remaining:
         raise EnvironmentProblem(
             "sim-down-incomplete",
-            f"sim down {name} could not remove {', '.join(remaining)}"
-            + (f" ({'; '.join(problems)})" if problems else ""),
-            f"inspect them (`ip netns list`, `ip link`), then run `ddpkit sim down --name {name}` "
-            "again",
+            _("sim down {name} could not remove {remaining} ({problems})", name=name,
+              remaining=", ".join(remaining), problems="; ".join(problems)) if problems else
+            _("sim down {name} could not remove {remaining}", name=name,
+              remaining=", ".join(remaining)),
+            _("inspect them (`ip netns list`, `ip link`), then run `ddpkit sim down --name "
+              "{name}` again", name=name),
             details={"remaining": remaining},
         )
     return DownReport(

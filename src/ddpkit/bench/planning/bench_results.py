@@ -20,6 +20,7 @@ from typing import Any
 
 from ddpkit.bench.planning.model import GRAD_DTYPE_BYTES, parse_setting
 from ddpkit.errors import ConfigError, DdpkitError
+from ddpkit.i18n import _
 
 SCHEMA = "ddpkit.bench/1"
 
@@ -41,29 +42,32 @@ class BenchFacts:
 
 def read_bench(path: str | os.PathLike[str]) -> BenchFacts:
     """Load and check a bench results file."""
-    hint = "pass the JSON file `ddpkit bench --json` wrote (schema ddpkit.bench/1)"
+    hint = _("pass the JSON file `ddpkit bench --json` wrote (schema ddpkit.bench/1)")
     try:
         with open(path, encoding="utf-8") as handle:  # not pathlib: plan starts without it
             text = handle.read()
     except OSError as exc:
-        raise ConfigError("bench-unreadable", f"cannot read {path}: {exc.strerror}", hint) from exc
+        raise ConfigError("bench-unreadable", _("cannot read {path}: {reason}", path=str(path),
+                                                 reason=exc.strerror or ""), hint) from exc
     try:
         doc = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise ConfigError("bench-not-json", f"{path} is not JSON: {exc.msg} at line {exc.lineno}",
+        raise ConfigError("bench-not-json", _("{path} is not JSON: {reason} at line {line}",
+                                             path=str(path), reason=exc.msg, line=exc.lineno),
                           hint) from exc
     return parse_bench(doc, str(path))
 
 
 def _bad(source: str, where: str, want: str) -> DdpkitError:
-    return ConfigError("bench-field", f"{source}: {where} must be {want}",
-                       "fix the file or rerun `ddpkit bench`; docs/plan.md lists the fields")
+    return ConfigError("bench-field", _("{source}: {where} must be {want}", source=source,
+                                        where=where, want=want),
+                       _("fix the file or rerun `ddpkit bench`; docs/plan.md lists the fields"))
 
 
 def _block(doc: dict[str, Any], name: str, source: str) -> dict[str, Any]:
     value = doc.get(name, {})
     if not isinstance(value, dict):
-        raise _bad(source, name, "an object")
+        raise _bad(source, name, _("an object"))
     return value
 
 
@@ -74,7 +78,7 @@ def _positive(block: dict[str, Any], key: str, where: str, source: str) -> float
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not (
         math.isfinite(value) and value > 0
     ):
-        raise _bad(source, where, "a number > 0")
+        raise _bad(source, where, _("a number > 0"))
     return float(value)
 
 
@@ -83,14 +87,14 @@ def _whole(block: dict[str, Any], key: str, where: str, source: str) -> int | No
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise _bad(source, where, "an integer >= 1")
+        raise _bad(source, where, _("an integer >= 1"))
     return value
 
 
 def _text(block: dict[str, Any], key: str, where: str, source: str) -> str | None:
     value = block.get(key)
     if value is not None and not isinstance(value, str):
-        raise _bad(source, where, "a string")
+        raise _bad(source, where, _("a string"))
     return value
 
 
@@ -98,18 +102,20 @@ def parse_bench(doc: Any, source: str = "bench file") -> BenchFacts:
     """Check ``doc`` against the minimal ``ddpkit.bench/1`` schema and pull out the facts."""
     if not isinstance(doc, dict) or doc.get("schema") != SCHEMA:
         found = doc.get("schema") if isinstance(doc, dict) else type(doc).__name__
-        raise ConfigError("bench-schema", f"{source} has schema {found!r}, expected {SCHEMA!r}",
-                          "pass a file written by `ddpkit bench --json`")
+        raise ConfigError("bench-schema", _("{source} has schema {found!r}, expected {schema!r}",
+                                           source=source, found=found, schema=SCHEMA),
+                          _("pass a file written by `ddpkit bench --json`"))
     model = _block(doc, "model", source)
     cluster = _block(doc, "cluster", source)
     inter = _block(doc, "inter_node", source)
     single = _block(doc, "single_node", source)
     grad_dtype = _text(model, "grad_dtype", "model.grad_dtype", source)
     if grad_dtype is not None and grad_dtype not in GRAD_DTYPE_BYTES:
-        raise _bad(source, "model.grad_dtype", f"one of {', '.join(GRAD_DTYPE_BYTES)}")
+        raise _bad(source, "model.grad_dtype",
+                   _("one of {choices}", choices=", ".join(GRAD_DTYPE_BYTES)))
     hooks = single.get("hook_step_s", {})
     if not isinstance(hooks, dict):
-        raise _bad(source, "single_node.hook_step_s", "an object of setting -> seconds")
+        raise _bad(source, "single_node.hook_step_s", _("an object of setting -> seconds"))
     hook_steps = []
     for label in sorted(hooks):
         seconds = _positive(hooks, label, f"single_node.hook_step_s.{label}", source)
@@ -135,23 +141,24 @@ def _label(text: str, source: str) -> str:
     try:
         return parse_setting(text).label
     except DdpkitError as exc:
-        raise _bad(source, f"setting {text!r}", "a plan setting like bf16 or powersgd:4") from exc
+        raise _bad(source, _("setting {text!r}", text=text),
+                   _("a plan setting like bf16 or powersgd:4")) from exc
 
 
 def _scaling(rows: Any, source: str) -> tuple[tuple[str, int, float | None], ...]:
     if not isinstance(rows, list):
-        raise _bad(source, "scaling", "a list")
+        raise _bad(source, "scaling", _("a list"))
     out = []
     for index, row in enumerate(rows):
         where = f"scaling[{index}]"
         if not isinstance(row, dict) or not isinstance(row.get("setting"), str):
-            raise _bad(source, where, "an object with a setting")
+            raise _bad(source, where, _("an object with a setting"))
         nodes = _whole(row, "nodes", f"{where}.nodes", source)
         if nodes is None:
-            raise _bad(source, f"{where}.nodes", "an integer >= 1")
+            raise _bad(source, f"{where}.nodes", _("an integer >= 1"))
         ok = row.get("ok", True)
         step = _positive(row, "step_s", f"{where}.step_s", source) if ok else None
         if ok and step is None:
-            raise _bad(source, f"{where}.step_s", "a number > 0 when ok is true")
+            raise _bad(source, f"{where}.step_s", _("a number > 0 when ok is true"))
         out.append((_label(row["setting"], source), nodes, step))
     return tuple(sorted(out, key=lambda item: (item[1], item[0])))

@@ -13,6 +13,7 @@ from ddpkit.bench.planning.gpus import RESERVE_BYTES, Gpu, usable_bytes
 from ddpkit.bench.planning.memory import Memory, MemoryInput, Strategy, activation_bytes
 from ddpkit.bench.planning.strategies import Link, StrategyResult, evaluate_strategies, fastest
 from ddpkit.bench.units import format_bytes, format_seconds
+from ddpkit.i18n import _
 
 # What plan answers: multi-node pays off, stay on one node, too close to call, or nothing fits.
 Decision = Literal["go-multi-node", "stay-on-one-node", "undecided", "does-not-fit"]
@@ -97,23 +98,27 @@ def fit_plan(inp: MemoryInput, link: Link, compute_s: float | None, gpu: Gpu | N
     usable = None if memory_bytes is None else usable_bytes(memory_bytes)
     results = evaluate_strategies(inp, link, compute_s, usable)
     notes = [
-        "memory: ZeRO's accounting (16-bit weights and gradients + fp32 master and optimizer "
-        "state); FSDP keeps fp32 shards; DDP adds its gradient buckets",
-        f"fits = model state + activations <= GPU memory - {format_bytes(RESERVE_BYTES)} "
-        "(CUDA context, NCCL buffers, fragmentation)",
+        _("memory: ZeRO's accounting (16-bit weights and gradients + fp32 master and optimizer "
+          "state); FSDP keeps fp32 shards; DDP adds its gradient buckets"),
+        _("fits = model state + activations <= GPU memory - {reserve} "
+          "(CUDA context, NCCL buffers, fragmentation)", reserve=format_bytes(RESERVE_BYTES)),
     ]
     if inp.micro_batch is None or inp.seq_len is None:
-        notes.append("activations not counted: pass --micro-batch and --seq-len (memory shown is "
-                     "model state only, a lower bound)")
+        notes.append(_("activations not counted: pass --micro-batch and --seq-len (memory shown "
+                       "is model state only, a lower bound)"))
     else:
-        notes.append(f"activations: transformer estimate for {inp.layers} layers x {inp.hidden} "
-                     "wide, fused attention" + (", checkpointed" if inp.checkpointing else ""))
+        notes.append(_("activations: transformer estimate for {layers} layers x {hidden} wide, "
+                       "fused attention, checkpointed", layers=inp.layers, hidden=inp.hidden)
+                     if inp.checkpointing else
+                     _("activations: transformer estimate for {layers} layers x {hidden} wide, "
+                       "fused attention", layers=inp.layers, hidden=inp.hidden))
         if not inp.checkpointing:
             now = activation_bytes(inp) or 0.0
             then = activation_bytes(replace(inp, checkpointing=True)) or 0.0
-            notes.append(f"--checkpointing would cut activations from {format_bytes(now)} to "
-                         f"{format_bytes(then)} per GPU (one more forward per step)")
-    notes.append("sharded all-gathers/reduce-scatters cross nodes as rings over all ranks")
+            notes.append(_("--checkpointing would cut activations from {now} to {then} per GPU "
+                           "(one more forward per step)", now=format_bytes(now),
+                           then=format_bytes(then)))
+    notes.append(_("sharded all-gathers/reduce-scatters cross nodes as rings over all ranks"))
     verdict = decide_fit(inp, results, usable, compute_s, threshold)
     return FitPlan(inp, gpu, memory_bytes, usable, link, results, verdict, tuple(notes))
 
@@ -129,48 +134,58 @@ def decide_fit(inp: MemoryInput, results: tuple[StrategyResult, ...], usable: in
     if usable is None or ddp.fits:
         return None
     n, gpus = inp.nodes, inp.gpus_per_node
-    head = (f"plain DDP does not fit: it needs {_mem(ddp.memory)} per GPU, "
-            f"{format_bytes(usable)} usable")
+    head = _("plain DDP does not fit: it needs {need} per GPU, {usable} usable",
+             need=_mem(ddp.memory), usable=format_bytes(usable))
     best_n, best_1 = fastest(results, one_node=False), fastest(results, one_node=True)
     if best_n is None:
         closest = min(results, key=lambda r: r.memory.total)
-        return FitVerdict("does-not-fit", None, (
-            f"{head}; nothing fits on {n} nodes x {gpus} GPUs: the smallest, "
-            f"{closest.strategy}, needs {_mem(closest.memory)} per GPU "
-            f"({format_bytes(closest.shortfall)} short). Add nodes, turn on "
-            "--checkpointing, cut --micro-batch, or rent GPUs with more memory"))
-    multi = (f"{best_n.strategy} ({_mem(best_n.memory)} per GPU, "
-             f"{format_bytes(best_n.inter_node_bytes)} across each node's link per step)")
+        return FitVerdict("does-not-fit", None, _(
+            "{head}; nothing fits on {n} nodes x {gpus} GPUs: the smallest, {strategy}, needs "
+            "{need} per GPU ({short} short). Add nodes, turn on --checkpointing, cut "
+            "--micro-batch, or rent GPUs with more memory", head=head, n=n, gpus=gpus,
+            strategy=closest.strategy, need=_mem(closest.memory),
+            short=format_bytes(closest.shortfall)))
+    multi = _("{strategy} ({memory} per GPU, {traffic} across each node's link per step)",
+              strategy=best_n.strategy, memory=_mem(best_n.memory),
+              traffic=format_bytes(best_n.inter_node_bytes))
     dtype = {4: "fp32"}.get(inp.grad_bytes, "bf16")
     apply_n = apply_lines(best_n.strategy, n, gpus, dtype)
     if best_1 is None:
-        return FitVerdict("go-multi-node", best_n.strategy, (
-            f"{head}; nothing fits on one node. Run {multi} on {n} nodes"
-            + (f", step {format_seconds(best_n.step_s)}" if best_n.step_s is not None else "")
-            + ("" if not best_n.adapters_only else " (trains adapters only)")), apply_n)
-    one = (f"one node is enough: {best_1.strategy} fits there "
-           f"({_mem(best_1.memory_one_node)} per GPU)")
+        text = _("{head}; nothing fits on one node. Run {multi} on {n} nodes", head=head,
+                 multi=multi, n=n)
+        if best_n.step_s is not None:
+            text = _("{text}, step {step}", text=text, step=format_seconds(best_n.step_s))
+        if best_n.adapters_only:
+            text = _("{text} (trains adapters only)", text=text)
+        return FitVerdict("go-multi-node", best_n.strategy, text, apply_n)
+    fits_there = _("{strategy} fits there ({memory} per GPU)", strategy=best_1.strategy,
+                   memory=_mem(best_1.memory_one_node))
+    one = _("one node is enough: {fits}", fits=fits_there)
     apply_1 = apply_lines(best_1.strategy, 1, gpus, dtype)
     if compute_s is None or best_1.step_one_node_s is None or best_n.step_s is None:
-        return FitVerdict("undecided", best_1.strategy, (
-            f"{head}; {one}; on {n} nodes: {multi}. Pass --step-compute to say whether {n} "
-            "nodes pay off"),
+        return FitVerdict("undecided", best_1.strategy, _(
+            "{head}; {one}; on {n} nodes: {multi}. Pass --step-compute to say whether {n} "
+            "nodes pay off", head=head, one=one, n=n, multi=multi),
             apply_1)
     speedup = n * best_1.step_one_node_s / best_n.step_s
-    same = (f"{best_n.efficiency:.0%} efficiency against {best_n.strategy} on one node"
+    same = (_("{eff:.0%} efficiency against {strategy} on one node", eff=best_n.efficiency,
+              strategy=best_n.strategy)
             if best_n.fits_one_node and best_n.efficiency is not None else
-            f"{best_n.strategy} does not fit on one node")
-    gain = f"{speedup:.2f}x the throughput of one node running {best_1.strategy}"
+            _("{strategy} does not fit on one node", strategy=best_n.strategy))
+    gain = _("{speedup:.2f}x the throughput of one node running {strategy}", speedup=speedup,
+             strategy=best_1.strategy)
     if speedup > n:
-        gain += (f" (more than {n}x: {best_n.strategy} needs {n} nodes' memory and is faster "
-                 f"than {best_1.strategy})")
+        gain = _("{gain} (more than {n}x: {multi} needs {n} nodes' memory and is faster than "
+                 "{one})", gain=gain, n=n, multi=best_n.strategy, one=best_1.strategy)
     if speedup / n >= threshold:
-        return FitVerdict("go-multi-node", best_n.strategy, f"{head}; go multi-node with {multi}: "
-                          f"{same}, {gain} (threshold {threshold:.0%})", apply_n)
-    return FitVerdict("stay-on-one-node", best_1.strategy, (
-        f"{head}; stay on one node: {one[len('one node is enough: '):]}, step "
-        f"{format_seconds(best_1.step_one_node_s)}. The fastest on {n} nodes is {multi}: {same}, "
-        f"{gain}, under the {threshold:.0%} threshold"), apply_1)
+        return FitVerdict("go-multi-node", best_n.strategy, _(
+            "{head}; go multi-node with {multi}: {same}, {gain} (threshold {threshold:.0%})",
+            head=head, multi=multi, same=same, gain=gain, threshold=threshold), apply_n)
+    return FitVerdict("stay-on-one-node", best_1.strategy, _(
+        "{head}; stay on one node: {fits}, step {step}. The fastest on {n} nodes is {multi}: "
+        "{same}, {gain}, under the {threshold:.0%} threshold", head=head, fits=fits_there,
+        step=format_seconds(best_1.step_one_node_s), n=n, multi=multi, same=same, gain=gain,
+        threshold=threshold), apply_1)
 
 
 def _memory_dict(m: Memory) -> dict[str, Any]:

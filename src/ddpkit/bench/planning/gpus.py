@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ddpkit.errors import UsageError
+from ddpkit.i18n import _
 
 MIB = 2**20
 GIB = 2**30
@@ -66,8 +67,8 @@ def find_gpu(text: str) -> Gpu:
     for gpu in GPUS:
         if key in (gpu.name, gpu.name.replace("-", "")):
             return gpu
-    raise UsageError("unknown-gpu", f"--gpu {text!r} is not in ddpkit's GPU table",
-                     f"use one of {', '.join(names())}, or give --gpu-memory 24GiB")
+    raise UsageError("unknown-gpu", _("--gpu {text!r} is not in ddpkit's GPU table", text=text),
+                     _("use one of {names}, or give --gpu-memory 24GiB", names=", ".join(names())))
 
 
 def usable_bytes(memory_bytes: int) -> int:

@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from ddpkit.bench import setting as setting_grammar
 from ddpkit.bench.setting import HookName
 from ddpkit.errors import UsageError
+from ddpkit.i18n import _
 
 HALF_PRECISION = tuple(c for c in setting_grammar.COMPRESSIONS if c != "none")  # bf16, fp16
 
@@ -79,8 +80,11 @@ def parse_setting(text: str) -> Setting:
     """``none``, ``bf16``, ``fp16``, ``powersgd:R``, ``accumulate:K`` or ``<hook>+accumulate:K``."""
     try:
         parts = setting_grammar.parse_setting(text)
-    except ValueError as exc:
-        raise UsageError("bad-setting", str(exc), setting_grammar.HINT) from None
+    except setting_grammar.UnknownSetting as exc:
+        raise UsageError("bad-setting", _("unknown setting {part!r} in {text!r}", part=exc.part,
+                                          text=exc.text),
+                         _("settings are none, bf16, fp16, powersgd:R, accumulate:K or e.g. "
+                           "bf16+accumulate:4")) from None
     return Setting(*parts)
 
 
@@ -226,7 +230,7 @@ def break_even_compute(inp: PlanInput, setting: Setting, overhead: float = 0.0) 
         return 0.0
     low = failing[-1]
     high = next((t for t in grid if t > low), grid[-1] * 10)
-    for _ in range(100):
+    for _step in range(100):
         middle = math.sqrt(low * high)
         low, high = (low, middle) if ok(middle) else (middle, high)
     return high
@@ -235,7 +239,7 @@ def break_even_compute(inp: PlanInput, setting: Setting, overhead: float = 0.0) 
 def compute_from_one_node_step(inp: PlanInput, one_node_step_s: float) -> float:
     """The compute time that makes the modelled 1-node step equal a measured one (G > 1 only differs)."""
     low, high = 0.0, one_node_step_s
-    for _ in range(200):
+    for _step in range(200):
         middle = (low + high) / 2
         step = _one_node(inp, middle).step_s or middle
         low, high = (middle, high) if step < one_node_step_s else (low, middle)
@@ -245,17 +249,19 @@ def compute_from_one_node_step(inp: PlanInput, one_node_step_s: float) -> float:
 def _notes(inp: PlanInput, setting: Setting) -> tuple[str, ...]:
     notes = []
     if setting.compression in HALF_PRECISION and inp.grad_bytes <= 2:
-        notes.append(f"gradients are already {inp.grad_dtype}: casting saves nothing")
+        notes.append(_("gradients are already {dtype}: casting saves nothing",
+                       dtype=inp.grad_dtype))
     if setting.compression == "powersgd":
         size = payload_bytes(inp.params, inp.grad_bytes, setting, inp.hidden)
         if size >= inp.params * inp.grad_bytes:
-            notes.append(f"rank {setting.powersgd_rank} does not compress {inp.hidden}-wide layers")
-        notes.append("PowerSGD's own compute is not in the model unless a bench measured it")
+            notes.append(_("rank {rank} does not compress {hidden}-wide layers",
+                           rank=setting.powersgd_rank, hidden=inp.hidden))
+        notes.append(_("PowerSGD's own compute is not in the model unless a bench measured it"))
     if setting.accumulate > 1:
-        notes.append(f"global batch grows {setting.accumulate}x")
+        notes.append(_("global batch grows {times}x", times=setting.accumulate))
     if setting.compression != "none" and inp.gpus_per_node > 1:
-        notes.append("the hook also shrinks one node's own all-reduce: efficiency can pass 100% "
-                     "because the reference is plain DDP on one node")
+        notes.append(_("the hook also shrinks one node's own all-reduce: efficiency can pass "
+                       "100% because the reference is plain DDP on one node"))
     return tuple(notes)
 
 

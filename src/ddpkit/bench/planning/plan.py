@@ -26,6 +26,7 @@ from ddpkit.bench.planning.model import (
 from ddpkit.bench.planning.strategies import Link
 from ddpkit.bench.units import format_bytes, format_count, format_rate, format_seconds
 from ddpkit.errors import UsageError
+from ddpkit.i18n import _
 
 DEFAULT_SETTINGS = "none,bf16,fp16,powersgd:1,powersgd:4,accumulate:2,accumulate:4,bf16+accumulate:4"
 DEFAULT_INTRA_NODE = 20e9  # bytes/s: PCIe-class busbw without NVLink
@@ -103,54 +104,58 @@ def resolve(req: PlanRequest, bench: BenchFacts | None = None) -> tuple[PlanInpu
     grad_bytes = GRAD_DTYPE_BYTES[grad_dtype]
     if req.params is None and req.model_bytes is not None:
         params, sources["params"] = max(1, round(req.model_bytes / grad_bytes)), "flag"
-        notes.append(f"--model-bytes is the gradient payload: {format_bytes(req.model_bytes)} of "
-                     f"{grad_dtype} gradients = {format_count(params)} parameters")
+        notes.append(_("--model-bytes is the gradient payload: {size} of {dtype} gradients = "
+                       "{params} parameters", size=format_bytes(req.model_bytes),
+                       dtype=grad_dtype, params=format_count(params)))
     else:
         params = _pick("params", req.params, b.params, None, sources)
     if params is None:
-        raise UsageError("missing-model-size", "plan needs the model size",
-                         "pass --params 7B or --model-bytes 14GB (or --from-bench FILE)")
+        raise UsageError("missing-model-size", _("plan needs the model size"),
+                         _("pass --params 7B or --model-bytes 14GB (or --from-bench FILE)"))
     nodes = _pick("nodes", req.nodes, b.nodes if b.nodes and b.nodes > 1 else None, 2, sources)
     if nodes < 2:
-        raise UsageError("bad-nodes", f"--nodes {nodes}: plan compares 1 node with N >= 2 nodes",
-                         "pass --nodes 2 or more")
+        raise UsageError("bad-nodes", _("--nodes {nodes}: plan compares 1 node with N >= 2 nodes",
+                                        nodes=nodes),
+                         _("pass --nodes 2 or more"))
     gpus = _pick("gpus_per_node", req.gpus_per_node, b.gpus_per_node, 1, sources)
     inter = _pick("inter_node", req.inter_node, b.inter_node_busbw, None, sources)
     if inter is None:
-        raise UsageError("missing-inter-node", "plan needs the inter-node network rate",
-                         "pass --inter-node 25Gbit (or --from-bench FILE with a measured busbw)")
+        raise UsageError("missing-inter-node", _("plan needs the inter-node network rate"),
+                         _("pass --inter-node 25Gbit (or --from-bench FILE with a measured busbw)"))
     if sources["inter_node"] == "bench":
-        notes.append(f"inter-node rate is the measured all_reduce busbw {format_rate(inter)}")
+        notes.append(_("inter-node rate is the measured all_reduce busbw {rate}",
+                       rate=format_rate(inter)))
     gpu = find_gpu(req.gpu) if req.gpu is not None else None
     intra = _pick("intra_node", req.intra_node, None if gpu is None else gpu.intra_busbw,
                   DEFAULT_INTRA_NODE, sources)
     if gpu is not None and sources["intra_node"] == "bench":
         sources["intra_node"] = "gpu"
         if gpus > 1:
-            notes.append(f"intra-node busbw {format_rate(intra)}: typical for {gpu.title} "
-                         f"({gpu.link}); pass --intra-node to change")
+            notes.append(_("intra-node busbw {rate}: typical for {gpu} ({link}); pass --intra-node "
+                           "to change", rate=format_rate(intra), gpu=gpu.title, link=gpu.link))
     if gpus > 1 and sources["intra_node"] == "default":
-        notes.append(f"intra-node busbw assumed {format_rate(intra)} (PCIe, no NVLink); "
-                     "pass --intra-node 300GB/s for NVLink")
+        notes.append(_("intra-node busbw assumed {rate} (PCIe, no NVLink); "
+                       "pass --intra-node 300GB/s for NVLink", rate=format_rate(intra)))
     cpu_bench = (b.device or "").lower() == "cpu"
     overlap = _pick("overlap", req.overlap, CPU_OVERLAP if cpu_bench else None, DEFAULT_OVERLAP,
                     sources)
     if cpu_bench and sources["overlap"] == "bench":
-        notes.append("overlap 0: the bench ran on CPU, where compute and Gloo share the cores "
-                     "(calibrated on the sim, docs/plan.md)")
+        notes.append(_("overlap 0: the bench ran on CPU, where compute and Gloo share the cores "
+                       "(calibrated on the sim, docs/plan.md)"))
     if not 0.0 <= overlap <= 1.0:
-        raise UsageError("bad-overlap", f"--overlap {overlap} is outside 0..1",
-                         "give the fraction of communication DDP can hide, e.g. 0.7")
+        raise UsageError("bad-overlap", _("--overlap {overlap} is outside 0..1", overlap=overlap),
+                         _("give the fraction of communication DDP can hide, e.g. 0.7"))
     if not 0.0 < req.efficiency_threshold < 1.0:
-        raise UsageError("bad-threshold", f"efficiency threshold {req.efficiency_threshold} is "
-                         "outside (0, 1)", "pass --efficiency-threshold 0.7")
+        raise UsageError("bad-threshold", _("efficiency threshold {threshold} is outside (0, 1)",
+                                            threshold=req.efficiency_threshold),
+                         _("pass --efficiency-threshold 0.7"))
     if req.algorithm not in ALGORITHMS:
-        raise UsageError("bad-algorithm", f"unknown algorithm {req.algorithm!r}",
-                         f"choose one of {', '.join(ALGORITHMS)}")
+        raise UsageError("bad-algorithm", _("unknown algorithm {name!r}", name=req.algorithm),
+                         _("choose one of {choices}", choices=", ".join(ALGORITHMS)))
     hidden = _pick("hidden", req.hidden, None, default_hidden(params), sources)
     if sources["hidden"] == "default":
-        notes.append(f"PowerSGD sizes assume square {hidden}x{hidden} layers (transformer-like "
-                     "width for this parameter count); pass --hidden to change")
+        notes.append(_("PowerSGD sizes assume square {hidden}x{hidden} layers (transformer-like "
+                       "width for this parameter count); pass --hidden to change", hidden=hidden))
     settings = tuple(dict.fromkeys((Setting(), *req.settings)))  # plain DDP first, no repeats
     inp = PlanInput(
         params=params, grad_dtype=grad_dtype, nodes=nodes, gpus_per_node=gpus,
@@ -163,8 +168,8 @@ def resolve(req: PlanRequest, bench: BenchFacts | None = None) -> tuple[PlanInpu
     if compute is None and b.one_node_step_s is not None:
         compute = compute_from_one_node_step(inp, b.one_node_step_s)
         sources["step_compute"] = "bench"
-        notes.append(f"compute per step from the measured 1-node step "
-                     f"{format_seconds(b.one_node_step_s)}")
+        notes.append(_("compute per step from the measured 1-node step {step}",
+                       step=format_seconds(b.one_node_step_s)))
     elif compute is None:
         sources["step_compute"] = "unknown"
     inp = replace(inp, step_compute_s=compute, **_measured(inp, b, notes))
@@ -176,8 +181,8 @@ def _measured(inp: PlanInput, b: BenchFacts, notes: list[str]) -> dict[str, Any]
                   and b.gpus_per_node in (None, inp.gpus_per_node))
     if not same_model:
         if b.scaling or b.hook_step_s:
-            notes.append("measured steps in the bench file are for another model or node size: "
-                         "not used")
+            notes.append(_("measured steps in the bench file are for another model or node size: "
+                           "not used"))
         return {}
     overhead: tuple[tuple[str, float], ...] = ()
     if b.one_node_step_s is not None:
@@ -188,33 +193,35 @@ def _measured(inp: PlanInput, b: BenchFacts, notes: list[str]) -> dict[str, Any]
 
 
 _COSTS = {
-    "none": "none: this is plain DDP",
-    "bf16": "gradients are summed in bf16 (7-bit mantissa); compare the loss curve with an "
-            "fp32-gradient run",
-    "fp16": "gradients are summed in fp16 (narrow range; torch divides by world size first); "
-            "compare the loss curve with an fp32-gradient run",
-    "powersgd": "PowerSGD changes the optimisation (low-rank gradients with error feedback): "
-                "validate convergence by comparing loss/accuracy with plain DDP over the same steps, "
-                "keep its warm-up (start_powerSGD_iter, ~10% of training), and on Gloo build DDP "
-                "with a single bucket",
+    "none": _("none: this is plain DDP"),
+    "bf16": _("gradients are summed in bf16 (7-bit mantissa); compare the loss curve with an "
+              "fp32-gradient run"),
+    "fp16": _("gradients are summed in fp16 (narrow range; torch divides by world size first); "
+              "compare the loss curve with an fp32-gradient run"),
+    "powersgd": _("PowerSGD changes the optimisation (low-rank gradients with error feedback): "
+                  "validate convergence by comparing loss/accuracy with plain DDP over the same "
+                  "steps, keep its warm-up (start_powerSGD_iter, ~10% of training), and on Gloo "
+                  "build DDP with a single bucket"),
 }
 
 
 def cost_of(setting: Setting) -> str:
     """What adopting ``setting`` costs in training behaviour, and how to apply it."""
-    parts = [] if setting.compression == "none" else [
-        f"{_COSTS[setting.compression]}; apply with "
-        f"ddpkit.ddp.apply_comm_hook(model, {setting.hook_spec!r})"]
-    if setting.accumulate > 1:
-        parts.append(f"the global batch grows {setting.accumulate}x (retune the learning rate or "
-                     f"cut the per-GPU batch); run {setting.accumulate - 1} of every "
-                     f"{setting.accumulate} micro-steps inside `with model.no_sync():`")
-    return "; ".join(parts) or _COSTS["none"]
+    hook = None if setting.compression == "none" else _(
+        "{cost}; apply with {call}", cost=_COSTS[setting.compression],
+        call="ddpkit.ddp.apply_comm_hook(model, " + repr(setting.hook_spec) + ")")
+    batch = None if setting.accumulate <= 1 else _(
+        "the global batch grows {times}x (retune the learning rate or cut the per-GPU batch); "
+        "run {skipped} of every {times} micro-steps inside `with model.no_sync():`",
+        times=setting.accumulate, skipped=setting.accumulate - 1)
+    if hook is not None and batch is not None:
+        return _("{hook}; {batch}", hook=hook, batch=batch)
+    return hook or batch or _COSTS["none"]
 
 
 def compute_needed(seconds: float) -> str:
     """``>= 4.12 s``, or ``any`` when every compute time reaches the threshold."""
-    return "any" if seconds <= 0 else f">= {format_seconds(seconds)}"
+    return _("any") if seconds <= 0 else f">= {format_seconds(seconds)}"
 
 
 def decide(inp: PlanInput, results: tuple[SettingResult, ...]) -> Verdict:
@@ -227,9 +234,9 @@ def decide(inp: PlanInput, results: tuple[SettingResult, ...]) -> Verdict:
         needs = "; ".join(f"{r.setting.label} {compute_needed(r.break_even_compute_s)}"
                           for r in usable)
         return Verdict("undecided", None,
-                       f"undecided: no compute time per step given. For {pct} efficiency on {n} "
-                       f"nodes a step must compute for at least: {needs}. "
-                       "Pass --step-compute or --from-bench.")
+                       _("undecided: no compute time per step given. For {pct} efficiency on "
+                         "{n} nodes a step must compute for at least: {needs}. "
+                         "Pass --step-compute or --from-bench.", pct=pct, n=n, needs=needs))
     rated = [r for r in usable if r.best_efficiency is not None]
     passing = sorted((r for r in rated if (r.best_efficiency or 0) >= threshold),
                      key=lambda r: (r.setting.invasiveness, -(r.best_efficiency or 0)))
@@ -237,36 +244,44 @@ def decide(inp: PlanInput, results: tuple[SettingResult, ...]) -> Verdict:
     if passing:
         pick = passing[0]
         eff = pick.best_efficiency or 0.0
-        how = "measured" if pick.measured_efficiency is not None else "predicted"
+        how = _("measured") if pick.measured_efficiency is not None else _("predicted")
         if pick.setting == Setting():
-            text = (f"go multi-node: plain DDP keeps {eff:.0%} efficiency ({how}) on {n} nodes, "
-                    f"{eff * n:.2f}x the throughput of one node (threshold {pct})")
+            text = _("go multi-node: plain DDP keeps {eff:.0%} efficiency ({how}) on {n} nodes, "
+                     "{speed:.2f}x the throughput of one node (threshold {pct})",
+                     eff=eff, how=how, n=n, speed=eff * n, pct=pct)
         else:
-            text = (f"go multi-node with {pick.setting.label}: {eff:.0%} efficiency ({how}) on "
-                    f"{n} nodes, {eff * n:.2f}x the throughput of one node (plain DDP: {plain}, "
-                    f"threshold {pct})")
+            text = _("go multi-node with {label}: {eff:.0%} efficiency ({how}) on {n} nodes, "
+                     "{speed:.2f}x the throughput of one node (plain DDP: {plain}, "
+                     "threshold {pct})", label=pick.setting.label, eff=eff, how=how, n=n,
+                     speed=eff * n, plain=plain, pct=pct)
         if eff > 1.0:
-            text += (f"; above 100% because the reference is plain DDP on one node and "
-                     f"{pick.setting.label} would shorten that node's own step too: try it on "
-                     "one node first")
+            text = _("{verdict}; above 100% because the reference is plain DDP on one node and "
+                     "{label} would shorten that node's own step too: try it on one node first",
+                     verdict=text, label=pick.setting.label)
         return Verdict("go-multi-node", pick.setting.label, text, cost_of(pick.setting))
     best = max(rated, key=lambda r: r.best_efficiency or 0.0)
     eff = best.best_efficiency or 0.0
     speed = eff * n
-    tail = (f"{n} nodes would be slower than one ({speed:.2f}x its throughput)" if speed <= 1.0
-            else f"{n} nodes would give {speed:.2f}x the throughput for {n}x the GPUs")
+    tail = (_("{n} nodes would be slower than one ({speed:.2f}x its throughput)", n=n,
+              speed=speed) if speed <= 1.0
+            else _("{n} nodes would give {speed:.2f}x the throughput for {n}x the GPUs", n=n,
+                   speed=speed))
     return Verdict("stay-on-one-node", best.setting.label,
-                   f"stay on one node: the best setting ({best.setting.label}) reaches {eff:.0%} "
-                   f"efficiency on {n} nodes, under the {pct} threshold (plain DDP: {plain}); "
-                   f"{tail}")
+                   _("stay on one node: the best setting ({label}) reaches {eff:.0%} "
+                     "efficiency on {n} nodes, under the {pct} threshold (plain DDP: {plain}); "
+                     "{tail}", label=best.setting.label, eff=eff, n=n, pct=pct, plain=plain,
+                     tail=tail))
 
 
 def make_plan(req: PlanRequest, bench: BenchFacts | None = None) -> Plan:
     inp, sources, notes = resolve(req, bench)
-    notes.append(f"all-reduce model: {inp.algorithm}, bandwidth only (no latency term)")
-    notes.append(f"overlap {inp.overlap:g}: exposed = comm - overlap x min(comm, compute)")
+    notes.append(_("all-reduce model: {algorithm}, bandwidth only (no latency term)",
+                   algorithm=inp.algorithm))
+    notes.append(_("overlap {overlap:g}: exposed = comm - overlap x min(comm, compute)",
+                   overlap=inp.overlap))
     if not inp.hook_overhead_s:
-        notes.append("cast and PowerSGD compute costs are not modelled (no bench measured them)")
+        notes.append(_("cast and PowerSGD compute costs are not modelled (no bench measured "
+                       "them)"))
     one, results = evaluate(inp)
     fit = _fit(req, inp)
     verdict = decide(inp, results)
@@ -282,8 +297,9 @@ def _fit(req: PlanRequest, inp: PlanInput) -> FitPlan:
     for name in ("micro_batch", "seq_len", "layers", "lora_rank", "gpu_memory"):
         value = getattr(req, name)
         if value is not None and value < 1:
-            raise UsageError("bad-memory-input", f"--{name.replace('_', '-')} {value} must be at "
-                             "least 1", f"fix --{name.replace('_', '-')}")
+            flag = f"--{name.replace('_', '-')}"
+            raise UsageError("bad-memory-input", _("{flag} {value} must be at least 1", flag=flag,
+                                                   value=value), _("fix {flag}", flag=flag))
     gpu: Gpu | None = find_gpu(req.gpu) if req.gpu is not None else None
     memory_bytes = req.gpu_memory if req.gpu_memory is not None else (
         None if gpu is None else gpu.memory_bytes)
