@@ -31,7 +31,7 @@ from typing import Any
 from ddpkit.errors import ConfigError
 from ddpkit.file_safety import NotRegularFile, read_regular
 from ddpkit.i18n import _
-from ddpkit.launch.wording import either, some
+from ddpkit.launch.wording import clauses, either, some
 
 ALLOWED_PREFIXES = ("NCCL_", "GLOO_", "TORCH_", "PYTHON")
 ALLOWED_NAMES = frozenset({"CUDA_VISIBLE_DEVICES", "OMP_NUM_THREADS"})
@@ -262,5 +262,5 @@ def untravelled_warning(found: Untravelled, env_file: str = ENV_FILE_NAME) -> st
             "LOCAL_RANK, WORLD_SIZE, MASTER_ADDR and MASTER_PORT for its ranks; NODE_RANK would "
             "be wrong on the others)", names=", ".join(found.launch))
     if framework and launch:
-        return _("{first}; {second}", first=framework, second=launch)
+        return clauses([framework, launch])
     return framework or launch

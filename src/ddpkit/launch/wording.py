@@ -34,3 +34,13 @@ def some(items: Sequence[str], most: int) -> str:
     shown = listed(items[:most])
     left = len(items) - most
     return _("{shown} and {count} more", shown=shown, count=left) if left > 0 else shown
+
+
+def clauses(items: Sequence[str]) -> str:
+    """``a; b; c``: clauses of one sentence."""
+    if not items:
+        return ""
+    text: str = items[-1]
+    for item in reversed(items[:-1]):
+        text = _("{first}; {rest}", first=item, rest=text)
+    return text
