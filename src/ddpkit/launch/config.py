@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from ddpkit.errors import UsageError
+from ddpkit.i18n import _
 from ddpkit.net.ports import DEFAULT_MASTER_PORT
 
 DEFAULT_CONNECT_TIMEOUT = 60.0
@@ -57,34 +58,41 @@ class LaunchConfig:
 
     def __post_init__(self) -> None:
         if self.nnodes < 1:
-            raise UsageError("bad-nnodes", f"--nnodes must be at least 1, got {self.nnodes}",
-                             "give the number of machines in the job, e.g. --nnodes 2")
+            raise UsageError("bad-nnodes", _("--nnodes must be at least 1, got {value}",
+                                             value=self.nnodes),
+                             _("give the number of machines in the job, e.g. --nnodes 2"))
         if not 0 <= self.node_rank < self.nnodes:
             raise UsageError(
                 "node-rank-out-of-range",
-                f"--node-rank {self.node_rank} is outside 0..{self.nnodes - 1} for --nnodes {self.nnodes}",
-                "number the machines 0 (the master) to nnodes-1, one distinct rank per machine",
+                _("--node-rank {rank} is outside 0..{last} for --nnodes {nnodes}",
+                  rank=self.node_rank, last=self.nnodes - 1, nnodes=self.nnodes),
+                _("number the machines 0 (the master) to nnodes-1, one distinct rank per machine"),
             )
         if not 1 <= self.master_port <= 65535:
-            raise UsageError("bad-port", f"--master-port {self.master_port} is not a TCP port",
-                             "use a port between 1024 and 65535, e.g. 29500")
+            raise UsageError("bad-port", _("--master-port {port} is not a TCP port",
+                                           port=self.master_port),
+                             _("use a port between 1024 and 65535, e.g. 29500"))
         if not (self.nproc_per_node.isdigit() and int(self.nproc_per_node) > 0) and \
                 self.nproc_per_node not in ("auto", "gpu", "cpu", "xpu"):
             raise UsageError("bad-nproc-per-node",
-                             f"--nproc-per-node {self.nproc_per_node!r} is not a positive number",
-                             "give the processes per machine (usually its GPU count) or 'auto'")
+                             _("--nproc-per-node {value!r} is not a positive number",
+                               value=self.nproc_per_node),
+                             _("give the processes per machine (usually its GPU count) or 'auto'"))
         if self.connect_timeout <= 0:
-            raise UsageError("bad-timeout", "--connect-timeout must be positive",
-                             "e.g. --connect-timeout 60")
+            raise UsageError("bad-timeout", _("--connect-timeout must be positive"),
+                             _("e.g. --connect-timeout 60"))
         if self.hang_timeout < 0:
-            raise UsageError("bad-timeout", "--hang-timeout must be 0 (off) or positive",
-                             "e.g. --hang-timeout 300")
+            raise UsageError("bad-timeout", _("--hang-timeout must be 0 (off) or positive"),
+                             _("e.g. --hang-timeout 300"))
         if self.hang_action not in HANG_ACTIONS:
-            raise UsageError("bad-hang-action", f"--hang-action {self.hang_action!r} is not one of "
-                             f"{', '.join(HANG_ACTIONS)}", "e.g. --hang-action stop")
+            raise UsageError("bad-hang-action", _("--hang-action {value!r} is not one of {known}",
+                                                  value=self.hang_action,
+                                                  known=", ".join(HANG_ACTIONS)),
+                             _("e.g. --hang-action stop"))
         if not self.entry:
-            raise UsageError("missing-script", "no training script or -m module given",
-                             "e.g. ddpkit launch --nnodes 2 --node-rank 0 --master-addr A train.py")
+            raise UsageError("missing-script", _("no training script or -m module given"),
+                             _("e.g. ddpkit launch --nnodes 2 --node-rank 0 --master-addr A "
+                               "train.py"))
 
     def torchrun_option(self, flag: str) -> str | None:
         return dict(self.torchrun_options).get(flag)

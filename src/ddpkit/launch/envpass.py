@@ -30,6 +30,8 @@ from typing import Any
 
 from ddpkit.errors import ConfigError
 from ddpkit.file_safety import NotRegularFile, read_regular
+from ddpkit.i18n import _
+from ddpkit.launch.wording import clauses, either, some
 
 ALLOWED_PREFIXES = ("NCCL_", "GLOO_", "TORCH_", "PYTHON")
 ALLOWED_NAMES = frozenset({"CUDA_VISIBLE_DEVICES", "OMP_NUM_THREADS"})
@@ -91,27 +93,28 @@ def read_wire(fd: int, timeout: float = WIRE_TIMEOUT_S) -> tuple[dict[str, str],
     while not data.endswith(b"\n"):
         left = deadline - time.monotonic()
         if left <= 0 or len(data) > MAX_WIRE_BYTES or not select.select([fd], [], [], left)[0]:
-            raise _bad_wire("no complete environment line arrived on stdin")
+            raise _bad_wire(_("no complete environment line arrived on stdin"))
         chunk = os.read(fd, 1)
         if not chunk:
-            raise _bad_wire("stdin ended before the environment line")
+            raise _bad_wire(_("stdin ended before the environment line"))
         data += chunk
     try:
         doc = json.loads(data)
         values = {str(k): str(v) for k, v in dict(doc["values"]).items()}
         overrides = tuple((str(k), str(v)) for k, v in doc["overrides"])
     except (ValueError, KeyError, TypeError) as exc:
-        raise _bad_wire(f"the environment line is not ddpkit's JSON ({exc})") from None
+        raise _bad_wire(_("the environment line is not ddpkit's JSON ({error})",
+                           error=str(exc))) from None
     for name in (*values, *(k for k, _ in overrides)):
         if not _NAME.fullmatch(name):
-            raise _bad_wire(f"{name!r} is not an environment variable name")
+            raise _bad_wire(_("{name!r} is not an environment variable name", name=name))
     return values, overrides
 
 
 def _bad_wire(why: str) -> ConfigError:
-    return ConfigError("bad-env-wire", f"--env-stdin: {why}",
-                       "--env-stdin is for ddpkit's own supervisor (--hosts); run the same ddpkit "
-                       "version on every host")
+    return ConfigError("bad-env-wire", _("--env-stdin: {why}", why=why),
+                       _("--env-stdin is for ddpkit's own supervisor (--hosts); run the same "
+                         "ddpkit version on every host"))
 
 
 @dataclass(frozen=True)
@@ -165,9 +168,10 @@ def parse_env_file(text: str, path: str) -> EnvFile:
         if not sep or not _NAME.fullmatch(key):
             raise ConfigError(
                 "bad-env-file",
-                f"{path}:{number}: {raw.strip()!r} is not KEY=VALUE",
-                "write one `KEY=VALUE` per line (values may be quoted; `#` starts a comment "
-                "line), or `PREFIX*` to forward this shell's variables of a family",
+                _("{path}:{line}: {text!r} is not KEY=VALUE", path=path, line=number,
+                  text=raw.strip()),
+                _("write one `KEY=VALUE` per line (values may be quoted; `#` starts a comment "
+                  "line), or `PREFIX*` to forward this shell's variables of a family"),
                 details={"path": path, "line": number},
             )
         value = value.strip()
@@ -183,22 +187,27 @@ def load_env_file(path: Path, *, required: bool) -> EnvFile | None:
     try:
         data = read_regular(path, MAX_ENV_FILE_BYTES + 1)
         if len(data) > MAX_ENV_FILE_BYTES:
-            raise ConfigError("env-file-unreadable", f"env file {path} is larger than "
-                              f"{MAX_ENV_FILE_BYTES} bytes", "keep KEY=VALUE lines only in it")
+            raise ConfigError("env-file-unreadable", _("env file {path} is larger than {limit} bytes",
+                                                      path=str(path), limit=MAX_ENV_FILE_BYTES),
+                              _("keep KEY=VALUE lines only in it"))
         text = data.decode("utf-8")
     except NotRegularFile as exc:
-        raise ConfigError("env-file-unreadable", f"cannot read env file {exc.strerror}",
-                          f"make {path} a regular file of KEY=VALUE lines (or remove it; "
-                          "--env KEY=VALUE passes one value)") from None
+        raise ConfigError("env-file-unreadable", _("cannot read env file {why}",
+                                                    why=str(exc.strerror)),
+                          _("make {path} a regular file of KEY=VALUE lines (or remove it; "
+                            "--env KEY=VALUE passes one value)", path=str(path))) from None
     except FileNotFoundError:
         if required:
-            raise ConfigError("env-file-not-found", f"env file {path} does not exist",
-                              "check the path given to --env-file") from None
+            raise ConfigError("env-file-not-found", _("env file {path} does not exist",
+                                                     path=str(path)),
+                              _("check the path given to --env-file")) from None
         return None
     except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError("env-file-unreadable", f"cannot read env file {path}: "
-                          f"{getattr(exc, 'strerror', None) or exc}",
-                          "check the file's permissions") from None
+        raise ConfigError("env-file-unreadable", _("cannot read env file {path}: {error}",
+                                                    path=str(path),
+                                                    error=str(getattr(exc, "strerror", None)
+                                                              or exc)),
+                          _("check the file's permissions")) from None
     return parse_env_file(text, str(path))
 
 
@@ -239,20 +248,19 @@ def untravelled(env: Mapping[str, str], passed: PassedEnv) -> Untravelled:
 
 def untravelled_warning(found: Untravelled, env_file: str = ENV_FILE_NAME) -> str | None:
     """One warning naming every such variable and the fix; None when there is none."""
-    parts: list[str] = []
+    framework = launch = None
     if found.framework:
-        names = ", ".join(found.framework[:SHOWN_NAMES])
-        more = len(found.framework) - SHOWN_NAMES
-        families = " or ".join(f"`{p}*`" for p in found.families())
-        parts.append(
-            f"set here but not sent to the other nodes: {names}"
-            + (f" and {more} more" if more > 0 else "")
-            + " (frameworks read them: a node without them may take another code path); send "
-            f"them with --env NAME=VALUE or a line in {env_file}: `NAME=VALUE`, or {families} "
-            "for the whole family")
+        framework = _(
+            "set here but not sent to the other nodes: {names} (frameworks read them: a node "
+            "without them may take another code path); send them with --env NAME=VALUE or a line "
+            "in {env_file}: `NAME=VALUE`, or {families} for the whole family",
+            names=some(found.framework, SHOWN_NAMES), env_file=env_file,
+            families=either([f"`{p}*`" for p in found.families()]))
     if found.launch:
-        parts.append(
-            f"{', '.join(found.launch)} set here: launch variables are never sent (every node's "
-            "torchrun sets RANK, LOCAL_RANK, WORLD_SIZE, MASTER_ADDR and MASTER_PORT for its "
-            "ranks; NODE_RANK would be wrong on the others)")
-    return "; ".join(parts) or None
+        launch = _(
+            "{names} set here: launch variables are never sent (every node's torchrun sets RANK, "
+            "LOCAL_RANK, WORLD_SIZE, MASTER_ADDR and MASTER_PORT for its ranks; NODE_RANK would "
+            "be wrong on the others)", names=", ".join(found.launch))
+    if framework and launch:
+        return clauses([framework, launch])
+    return framework or launch

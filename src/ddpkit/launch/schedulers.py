@@ -17,6 +17,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from ddpkit.errors import ConfigError, DdpkitError, UsageError
+from ddpkit.i18n import _
 
 SLURM, PYTORCHJOB, TORCH_ENV, RUNPOD, SKYPILOT = "Slurm", "PyTorchJob", "env", "RunPod", "SkyPilot"
 # Fields a flag may change without contradicting the allocation: fewer ranks than GPUs, or
@@ -75,8 +76,9 @@ def _slurm(env: Mapping[str, str], resolve: Resolver, hostnames: HostnamesRunner
     listed_var = "SLURM_JOB_NODELIST" if env.get("SLURM_JOB_NODELIST") else "SLURM_NODELIST"
     listed = env.get(listed_var, "")
     if not listed:
-        raise ConfigError("bad-scheduler-env", "Slurm: SLURM_NNODES is set but no node list "
-                          "(SLURM_JOB_NODELIST)", "run ddpkit through srun inside the allocation")
+        raise ConfigError("bad-scheduler-env", _("Slurm: SLURM_NNODES is set but no node list "
+                                                  "(SLURM_JOB_NODELIST)"),
+                          _("run ddpkit through srun inside the allocation"))
     hosts = list(hostnames(listed) or ()) if hostnames is not None else []
     how = "scontrol show hostnames"
     if not hosts:
@@ -85,15 +87,17 @@ def _slurm(env: Mapping[str, str], resolve: Resolver, hostnames: HostnamesRunner
     try:
         master = resolve(first)
     except (OSError, DdpkitError) as exc:
-        raise ConfigError("master-unresolvable", f"Slurm: the first node of the allocation, "
-                          f"{first}, does not resolve here ({exc})",
-                          "pass --master-addr with its private address") from None
+        raise ConfigError("master-unresolvable", _("Slurm: the first node of the allocation, "
+                                                    "{host}, does not resolve here ({error})",
+                                                    host=first, error=str(exc)),
+                          _("pass --master-addr with its private address")) from None
     step_tasks = env.get("SLURM_STEP_TASKS_PER_NODE") or ""
     if step_tasks and _first_count(step_tasks) > 1:
-        raise UsageError("slurm-tasks-per-node", f"Slurm: this step runs {_first_count(step_tasks)} "
-                         "tasks per node (SLURM_STEP_TASKS_PER_NODE="
-                         f"{step_tasks}), so each node would start the job more than once",
-                         "start ddpkit once per node: srun --ntasks-per-node=1 ddpkit launch ...")
+        raise UsageError("slurm-tasks-per-node", _(
+            "Slurm: this step runs {count} tasks per node (SLURM_STEP_TASKS_PER_NODE={value}), "
+            "so each node would start the job more than once",
+            count=_first_count(step_tasks), value=step_tasks),
+            _("start ddpkit once per node: srun --ntasks-per-node=1 ddpkit launch ..."))
     nproc, nproc_from = None, ""
     for name in ("SLURM_GPUS_ON_NODE", "SLURM_NTASKS_PER_NODE"):
         value = env.get(name, "")
@@ -103,8 +107,8 @@ def _slurm(env: Mapping[str, str], resolve: Resolver, hostnames: HostnamesRunner
     notes = []
     launch_host = env.get("SLURM_LAUNCH_NODE_IPADDR")
     if launch_host and launch_host != master:
-        notes.append(f"SLURM_LAUNCH_NODE_IPADDR ({launch_host}) is the host that ran srun, not a "
-                     "node of the job: it is not used as the master")
+        notes.append(_("SLURM_LAUNCH_NODE_IPADDR ({host}) is the host that ran srun, not a node of "
+                       "the job: it is not used as the master", host=launch_host))
     sources = {"nnodes": "SLURM_NNODES", "node_rank": "SLURM_NODEID",
                "master_addr": f"first host of {listed_var} ({first}, from {how}), resolved"}
     if nproc:
@@ -125,11 +129,13 @@ def expand_hostlist(text: str) -> list[str]:
     for item in _split_top_level(text.strip()):
         hosts.extend(_expand_item(item, text))
         if len(hosts) > MAX_HOSTLIST:
-            raise ConfigError("bad-hostlist", f"Slurm host list {text[:80]!r} expands to more than "
-                              f"{MAX_HOSTLIST} hosts", "check SLURM_JOB_NODELIST")
+            raise ConfigError("bad-hostlist", _("Slurm host list {text!r} expands to more than "
+                                                  "{limit} hosts", text=text[:80],
+                                                  limit=MAX_HOSTLIST),
+                              _("check SLURM_JOB_NODELIST"))
     if not hosts:
-        raise ConfigError("bad-hostlist", f"Slurm host list {text!r} names no host",
-                          "check SLURM_JOB_NODELIST")
+        raise ConfigError("bad-hostlist", _("Slurm host list {text!r} names no host", text=text),
+                          _("check SLURM_JOB_NODELIST"))
     return hosts
 
 
@@ -141,16 +147,17 @@ def _split_top_level(text: str) -> list[str]:
         elif char == "]":
             depth -= 1
             if depth < 0:
-                raise ConfigError("bad-hostlist", f"Slurm host list {text!r}: unbalanced ']'",
-                                  "check SLURM_JOB_NODELIST")
+                raise ConfigError("bad-hostlist", _("Slurm host list {text!r}: unbalanced ']'",
+                                                      text=text),
+                                  _("check SLURM_JOB_NODELIST"))
         if char == "," and depth == 0:
             items.append(current)
             current = ""
         else:
             current += char
     if depth != 0:
-        raise ConfigError("bad-hostlist", f"Slurm host list {text!r}: unbalanced '['",
-                          "check SLURM_JOB_NODELIST")
+        raise ConfigError("bad-hostlist", _("Slurm host list {text!r}: unbalanced '['", text=text),
+                          _("check SLURM_JOB_NODELIST"))
     items.append(current)
     return [item.strip() for item in items if item.strip()]
 
@@ -165,12 +172,14 @@ def _expand_item(item: str, whole: str) -> list[str]:
     for part in ranges.split(","):
         found = _RANGE.match(part.strip())
         if found is None:
-            raise ConfigError("bad-hostlist", f"Slurm host list {whole!r}: {part!r} is not a "
-                              "number or a range", "check SLURM_JOB_NODELIST")
+            raise ConfigError("bad-hostlist", _("Slurm host list {text!r}: {part!r} is not a "
+                                                  "number or a range", text=whole, part=part),
+                              _("check SLURM_JOB_NODELIST"))
         low, high = found.group(1), found.group(2) or found.group(1)
         if int(high) < int(low) or int(high) - int(low) > MAX_HOSTLIST:
-            raise ConfigError("bad-hostlist", f"Slurm host list {whole!r}: bad range {part!r}",
-                              "check SLURM_JOB_NODELIST")
+            raise ConfigError("bad-hostlist", _("Slurm host list {text!r}: bad range {part!r}",
+                                                  text=whole, part=part),
+                              _("check SLURM_JOB_NODELIST"))
         width = len(low) if low.startswith("0") else 0
         values.extend(str(n).zfill(width) for n in range(int(low), int(high) + 1))
     tails = _expand_item(rest, whole) if rest else [""]
@@ -193,8 +202,9 @@ def _torch_env(env: Mapping[str, str]) -> Layout:
     raw = env[nnodes_var]
     low, sep, high = raw.partition(":")
     if sep and low != high:
-        raise ConfigError("bad-scheduler-env", f"{scheduler}: {nnodes_var}={raw} is an elastic "
-                          "range", "give the job a fixed number of nodes")
+        raise ConfigError("bad-scheduler-env", _("{scheduler}: {name}={value} is an elastic range",
+                                                  scheduler=scheduler, name=nnodes_var, value=raw),
+                          _("give the job a fixed number of nodes"))
     nnodes = _count({nnodes_var: low}, nnodes_var, scheduler)
     rank_var = "PET_NODE_RANK" if env.get("PET_NODE_RANK") else "RANK"
     node_rank = _count(env, rank_var, scheduler, minimum=0) if env.get(rank_var) else 0
@@ -208,8 +218,8 @@ def _torch_env(env: Mapping[str, str]) -> Layout:
         sources["nproc_per_node"] = "PET_NPROC_PER_NODE"
     notes = []
     if nnodes_var == "WORLD_SIZE" and pods:
-        notes.append(f"WORLD_SIZE={raw} here counts pods (one per node), not processes: inside the "
-                     "job, torchrun sets WORLD_SIZE to the number of ranks")
+        notes.append(_("WORLD_SIZE={value} here counts pods (one per node), not processes: inside "
+                       "the job, torchrun sets WORLD_SIZE to the number of ranks", value=raw))
     return Layout(scheduler, nnodes, node_rank, _address(env, "MASTER_ADDR", scheduler), port,
                   nproc, sources, tuple(notes))
 
@@ -239,8 +249,11 @@ def _skypilot(env: Mapping[str, str]) -> Layout:
 def _count(env: Mapping[str, str], name: str, scheduler: str, *, minimum: int = 1) -> int:
     text = env.get(name, "")
     if not text.strip().isdigit() or int(text) < minimum:
-        raise ConfigError("bad-scheduler-env", f"{scheduler}: {name}={text!r} is not a whole "
-                          f"number of at least {minimum}", f"check the job's {name}")
+        raise ConfigError("bad-scheduler-env", _("{scheduler}: {name}={value!r} is not a whole "
+                                                  "number of at least {minimum}",
+                                                  scheduler=scheduler, name=name, value=text,
+                                                  minimum=minimum),
+                          _("check the job's {name}", name=name))
     return int(text)
 
 
@@ -252,8 +265,9 @@ def _address(env: Mapping[str, str], name: str, scheduler: str) -> str:
     except ValueError:
         if re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9.-]{0,252}", text):
             return text
-    raise ConfigError("bad-scheduler-env", f"{scheduler}: {name}={text!r} is not an address",
-                      f"check the job's {name}")
+    raise ConfigError("bad-scheduler-env", _("{scheduler}: {name}={value!r} is not an address",
+                                              scheduler=scheduler, name=name, value=text),
+                      _("check the job's {name}", name=name))
 
 
 # --- under the user's flags ----------------------------------------------------------------------
@@ -267,9 +281,11 @@ def merge_flags(layout: Layout, given: Mapping[str, object]) -> dict[str, object
         if name in merged and name not in OVERRIDABLE and str(merged[name]) != str(value):
             flag = "--" + name.replace("_", "-")
             raise UsageError(
-                "scheduler-conflict", f"{flag} {value} contradicts the {layout.scheduler} "
-                f"allocation, which gives {merged[name]} ({layout.sources.get(name, '?')})",
-                f"drop {flag} (ddpkit reads it from {layout.scheduler}), or start the job "
-                "outside the allocation")
+                "scheduler-conflict", _("{flag} {value} contradicts the {scheduler} allocation, "
+                                        "which gives {given} ({source})", flag=flag, value=value,
+                                        scheduler=layout.scheduler, given=merged[name],
+                                        source=layout.sources.get(name, "?")),
+                _("drop {flag} (ddpkit reads it from {scheduler}), or start the job outside the "
+                  "allocation", flag=flag, scheduler=layout.scheduler))
         merged[name] = value
     return merged

@@ -22,6 +22,7 @@ import time
 from collections.abc import Callable
 
 from ddpkit.errors import DdpkitError, DeadlineExceeded, JobFailed
+from ddpkit.i18n import _
 from ddpkit.launch.join.sides import (
     GO,
     HEARTBEAT_S,
@@ -73,8 +74,9 @@ class WorkerSide:
                 time.sleep(0.2)
         if record is None:
             raise JobFailed("job-not-found",
-                            f"the job store at {self.store.token.endpoint} has no job for this "
-                            "token", "copy the token the master printed for its current run")
+                            _("the job store at {endpoint} has no job for this token",
+                              endpoint=self.store.token.endpoint),
+                            _("copy the token the master printed for its current run"))
         return JoinJob.from_dict(record)
 
     def claim_rank(self, spec: JoinJob, host: str, address: str, ifname: str) -> int:
@@ -86,8 +88,8 @@ class WorkerSide:
             if self.store.claim(node_key(rank), self._body, self.claim):
                 self.rank = rank
                 return rank
-        raise JobFailed("job-full", f"the job already has its {spec.nnodes} nodes",
-                        "start a new job on the master with a larger --nnodes")
+        raise JobFailed("job-full", _("the job already has its {nnodes} nodes", nnodes=spec.nnodes),
+                        _("start a new job on the master with a larger --nnodes"))
 
     def keep_claim(self) -> None:
         """Before the go: the claim is still in its slot; put it back when junk or nothing is
@@ -145,23 +147,26 @@ class WorkerSide:
         while (go := self.store.read(GO)) is None:
             reason = self.stop_reason()
             if reason:
-                raise JobFailed("job-stopped", f"the job was stopped before it started: {reason}",
-                                "see the master's output")
+                raise JobFailed("job-stopped", _("the job was stopped before it started: {reason}",
+                                                 reason=reason),
+                                _("see the master's output"))
             if self.clock() > deadline:
-                raise DeadlineExceeded("join-timeout", f"the master did not start the job within "
-                                       f"{timeout:g} s of this node joining",
-                                       "start `ddpkit join` on every other node too")
+                raise DeadlineExceeded("join-timeout", _("the master did not start the job within "
+                                                         "{seconds:g} s of this node joining",
+                                                         seconds=timeout),
+                                       _("start `ddpkit join` on every other node too"))
             self.keep_claim()
             time.sleep(0.2)
         claims = go.get("claims")
         if isinstance(claims, dict):
             named = [int(r) for r, c in claims.items() if c == self.claim and str(r).isdigit()]
             if not named:
-                raise JobFailed("rank-taken", "the master started the job without this node: "
-                                "its claim was displaced and every rank was taken meanwhile",
-                                "run `ddpkit join` again for a new job; if it happens again, "
-                                "someone else is writing to the job store (see the threat model "
-                                "in docs/multi-node.md)")
+                raise JobFailed("rank-taken", _("the master started the job without this node: "
+                                                "its claim was displaced and every rank was taken "
+                                                "meanwhile"),
+                                _("run `ddpkit join` again for a new job; if it happens again, "
+                                  "someone else is writing to the job store (see the threat "
+                                  "model in docs/multi-node.md)"))
             self.rank = named[0]
 
     def stop_reason(self) -> str | None:
@@ -173,8 +178,9 @@ class WorkerSide:
         heartbeat running this reads only what its thread saw (never blocks on the network)."""
         if self._beating.is_set() or self._reason is not None:
             if self._reason is None and self.clock() - self._answered > LOST_AFTER_S:
-                self._reason = (f"lost the master's job store at {self.store.token.endpoint}: "
-                                f"no answer for {LOST_AFTER_S:g} s")
+                self._reason = _("lost the master's job store at {endpoint}: no answer for "
+                                 "{seconds:g} s", endpoint=self.store.token.endpoint,
+                                 seconds=LOST_AFTER_S)
             return self._reason
         now = self.clock()
         if now - self._last_poll < POLL_S:
@@ -199,11 +205,13 @@ def _spoiled(store: JobStore, exc: NotOurs) -> JobFailed:
     """Why the job did not open, without the run id or the secret."""
     if isinstance(exc, Unopened):
         return JobFailed("token-rejected",
-                         f"the job at {store.token.endpoint} does not open with this token's "
-                         "secret", "copy the token again from the master's current run (an old "
-                         "or mistyped token; or someone else writes to that port)")
+                         _("the job at {endpoint} does not open with this token's secret",
+                           endpoint=store.token.endpoint),
+                         _("copy the token again from the master's current run (an old or "
+                           "mistyped token; or someone else writes to that port)"))
     return JobFailed("job-store-tampered",
-                     f"the job store at {store.token.endpoint} holds something under the job's key "
-                     f"that ddpkit did not write ({exc}), and the master did not repair it",
-                     "someone else writes to that port: see the threat model in "
-                     "docs/multi-node.md; check the master still runs")
+                     _("the job store at {endpoint} holds something under the job's key that "
+                       "ddpkit did not write ({why}), and the master did not repair it",
+                       endpoint=store.token.endpoint, why=str(exc)),
+                     _("someone else writes to that port: see the threat model in "
+                       "docs/multi-node.md; check the master still runs"))

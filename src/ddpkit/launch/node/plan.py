@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from ddpkit.errors import ConfigError, NetworkProblem, UsageError
+from ddpkit.i18n import _
 from ddpkit.launch.config import FLIGHT_RECORDER_DIR, LaunchConfig, LocalRankMode
 from ddpkit.launch.envpass import shown_env
 from ddpkit.launch.job import JobSpec, node_argv
@@ -124,34 +125,37 @@ def choose_interface(config: LaunchConfig, facts: NodeFacts) -> InterfaceChoice:
         check_master_not_own(config, facts)
     if config.ifname:
         nic = find_interface(config.ifname, facts.nics)
-        return InterfaceChoice(nic.name, _first_address(nic), "flag", f"--ifname {nic.name}")
+        return InterfaceChoice(nic.name, _first_address(nic), "flag",
+                               _("--ifname {name}", name=nic.name))
     if not config.multi_node:
-        return InterfaceChoice("lo", "127.0.0.1", "loopback", "single node: peers are local")
+        return InterfaceChoice("lo", "127.0.0.1", "loopback", _("single node: peers are local"))
     if config.master_addr in LOOPBACK_NAMES:
         return InterfaceChoice("lo", "127.0.0.1", "loopback",
-                               f"the master address {config.master_addr} is loopback: every node "
-                               "must be on this machine")
+                               _("the master address {address} is loopback: every node must "
+                                 "be on this machine", address=config.master_addr))
     if config.is_master:
         for address in facts.master_addresses:
             holder = interface_holding(address, facts.nics)
             if holder is not None:
                 return InterfaceChoice(holder.name, address, "master-address",
-                                       f"{holder.name} holds the master address {address}")
+                                       _("{name} holds the master address {address}",
+                                         name=holder.name, address=address))
         shown = ", ".join(facts.master_addresses) or config.master_addr
         raise ConfigError(
             "master-not-local",
-            f"this is node 0 (the master) but --master-addr {config.master_addr} ({shown}) is not an "
-            "address of this machine",
-            "on the master, pass its own private address (see `ddpkit nics`), e.g. --master-addr "
-            "10.0.0.2; or run this command with --node-rank 1.. on a worker",
+            _("this is node 0 (the master) but --master-addr {master} ({shown}) is not an "
+              "address of this machine", master=config.master_addr, shown=shown),
+            _("on the master, pass its own private address (see `ddpkit nics`), e.g. "
+              "--master-addr 10.0.0.2; or run this command with --node-rank 1.. on a worker"),
         )
     if facts.route is None:
-        raise NetworkProblem("no-route", f"no route to the master {config.master_addr} was looked up",
-                          f"check `ddpkit nics --to {config.master_addr}`")
+        raise NetworkProblem("no-route", _("no route to the master {master} was looked up",
+                                           master=config.master_addr),
+                             _("check `ddpkit nics --to {master}`", master=config.master_addr))
     route = facts.route
     return InterfaceChoice(route.ifname, route.source, "route",
-                           f"the routing table reaches {route.address} via {route.ifname} "
-                           f"(source {route.source})")
+                           _("the routing table reaches {address} via {name} (source {source})",
+                             address=route.address, name=route.ifname, source=route.source))
 
 
 def check_master_not_own(config: LaunchConfig, facts: NodeFacts) -> None:
@@ -170,12 +174,13 @@ def check_master_not_own(config: LaunchConfig, facts: NodeFacts) -> None:
             continue
         raise ConfigError(
             "master-address-shared",
-            f"--master-addr {config.master_addr} is this machine's own address ({address} on "
-            f"{holder.name}), but this is node {config.node_rank}, not the master: it would "
-            "wait for itself; a container/NAT address that every instance has (such as "
-            "172.17.0.4 on eth0) reaches no other machine",
-            "give the master's private-network address: run `ddpkit nics` on the master (node 0) "
-            "and use the address it recommends, on every node",
+            _("--master-addr {master} is this machine's own address ({address} on {name}), but "
+              "this is node {rank}, not the master: it would wait for itself; a container/NAT "
+              "address that every instance has (such as 172.17.0.4 on eth0) reaches no other "
+              "machine", master=config.master_addr, address=address, name=holder.name,
+              rank=config.node_rank),
+            _("give the master's private-network address: run `ddpkit nics` on the master "
+              "(node 0) and use the address it recommends, on every node"),
             details={"address": address, "interface": holder.name})
 
 
@@ -205,12 +210,13 @@ def plan_node(
     choice = choose_interface(config, facts)
     warnings = list(_interface_warnings(choice, facts))
     if facts.entry_problem:
-        warnings.append(f"the entry cannot run here: {facts.entry_problem}")
+        warnings.append(_("the entry cannot run here: {why}", why=facts.entry_problem))
     if config.multi_node and config.master_addr in LOOPBACK_NAMES:
         warnings.append(
-            f"--nnodes {config.nnodes} with master {config.master_addr}: a loopback address reaches "
-            "only this machine, so nodes on other machines cannot join; pass the master's private "
-            "address (see `ddpkit nics`), or leave --master-addr out for a join token")
+            _("--nnodes {nnodes} with master {master}: a loopback address reaches only this "
+              "machine, so nodes on other machines cannot join; pass the master's private "
+              "address (see `ddpkit nics`), or leave --master-addr out for a join token",
+              nnodes=config.nnodes, master=config.master_addr))
     env_set: dict[str, str] = {}
     if choice.source != "loopback":
         wanted = socket_env(choice.ifname)
@@ -262,11 +268,11 @@ def local_rank_choice(config: LaunchConfig, facts: NodeFacts) -> LocalRankChoice
     if choice.flag and config.has_torchrun_option("--virtual-local-rank"):
         raise UsageError(
             "virtual-local-rank-conflict",
-            f"--virtual-local-rank gives every rank LOCAL_RANK=0 and one visible GPU, but the "
-            f"script gets {choice.flag}=<its real local rank> ({choice.reason}), which names a GPU "
-            "it cannot see",
-            "drop --virtual-local-rank, or make the script read os.environ['LOCAL_RANK'] and "
-            "pass --local-rank-arg none")
+            _("--virtual-local-rank gives every rank LOCAL_RANK=0 and one visible GPU, but the "
+              "script gets {flag}=<its real local rank> ({reason}), which names a GPU it cannot "
+              "see", flag=choice.flag, reason=choice.reason),
+            _("drop --virtual-local-rank, or make the script read os.environ['LOCAL_RANK'] and "
+              "pass --local-rank-arg none"))
     return choice
 
 
@@ -302,35 +308,43 @@ def peer_commands(config: LaunchConfig, command: tuple[str, ...] | None = None) 
 def _first_address(nic: Nic) -> str:
     for address in (*nic.ipv4, *nic.ipv6):
         return address.address
-    raise ConfigError("interface-has-no-address", f"interface {nic.name} has no IP address",
-                      "bring it up with an address, or pick another with --ifname (see `ddpkit nics`)")
+    raise ConfigError("interface-has-no-address", _("interface {name} has no IP address",
+                                                    name=nic.name),
+                      _("bring it up with an address, or pick another with --ifname (see "
+                        "`ddpkit nics`)"))
 
 
 def _interface_warnings(choice: InterfaceChoice, facts: NodeFacts) -> list[str]:
     nic = next((n for n in facts.nics if n.name == choice.ifname), None)
     if nic is None or choice.source == "loopback":
         return []
-    return [f"{nic.name}: {trap.message}" for trap in traps(nic, facts.nics)]
+    return [_("{name}: {trap}", name=nic.name, trap=trap.message)
+            for trap in traps(nic, facts.nics)]
 
 
 def _user_setting_warnings(
     key: str, value: str, choice: InterfaceChoice, facts: NodeFacts, path: str | None = None
 ) -> list[str]:
-    where = f"{key}={value} (from {path})" if path else f"{key}={value} (from your environment)"
+    where = (_("{key}={value} (from {path})", key=key, value=value, path=path) if path else
+             _("{key}={value} (from your environment)", key=key, value=value))
     names = [n.name for n in facts.nics]
     if key.startswith("NCCL_"):
         selected: Sequence[str] = matching_interfaces(value, names)
     else:
         selected = [v for v in value.split(",") if v in names]
     if not selected:
-        return [f"{where} matches no interface on this machine ({', '.join(names)}); "
-                f"ddpkit would use {choice.ifname} ({choice.reason})"]
+        return [_("{where} matches no interface on this machine ({names}); ddpkit would use "
+                  "{ifname} ({reason})", where=where, names=", ".join(names),
+                  ifname=choice.ifname, reason=choice.reason)]
     if choice.ifname not in selected:
-        return [f"{where} selects {', '.join(selected)}, but {choice.reason}: peers may be "
-                f"unreachable; unset it or set it to {choice.ifname}"]
+        return [_("{where} selects {selected}, but {reason}: peers may be unreachable; unset it "
+                  "or set it to {ifname}", where=where, selected=", ".join(selected),
+                  reason=choice.reason, ifname=choice.ifname)]
     if len(selected) > 1:
-        return [f"{where} matches several interfaces ({', '.join(selected)}); NCCL bootstraps on "
-                f"the first one only: prefer the exact form {key}=={choice.ifname}"
+        return [_("{where} matches several interfaces ({selected}); NCCL bootstraps on the first "
+                  "one only: prefer the exact form {key}=={ifname}", where=where,
+                  selected=", ".join(selected), key=key, ifname=choice.ifname)
                 if key.startswith("NCCL_") else
-                f"{where} names several interfaces; every node must name the same count"]
+                _("{where} names several interfaces; every node must name the same count",
+                  where=where)]
     return []

@@ -18,6 +18,7 @@ from ddpkit.errors import (
     JobFailed,
     NetworkProblem,
 )
+from ddpkit.i18n import _, _n
 from ddpkit.launch.config import FLIGHT_RECORDER_DIR, LaunchConfig
 from ddpkit.launch.events import Progress
 from ddpkit.launch.hang.model import HangPolicy
@@ -39,6 +40,7 @@ from ddpkit.launch.torchrun.processes import ProcessState, StartDeadline, run_pr
 from ddpkit.launch.torchrun.rank_output import RankOutputTail
 from ddpkit.launch.torchrun.torch_log import TorchLog
 from ddpkit.launch.torchrun.tracebacks import known_fix
+from ddpkit.launch.wording import clauses
 
 
 class LaunchEvents(Progress, Protocol):
@@ -57,7 +59,7 @@ class LaunchEvents(Progress, Protocol):
 
 RESTART_COUNT_ENV = "DDPKIT_RESTART_COUNT"  # which restart of the whole job a start is (0 first)
 LAUNCHER_LOG = "torchrun.log"  # everything torchrun and the ranks printed, unfiltered
-RENDEZVOUS_STOPPED = "the rendezvous did not complete"
+RENDEZVOUS_STOPPED = _("the rendezvous did not complete")
 RENDEZVOUS_GRACE_S = 2.0  # torchrun's own start-up before its rendezvous clock starts
 
 
@@ -75,23 +77,25 @@ def _rendezvous_deadline(plan: NodePlan, probe: MasterProbe | None) -> StartDead
 
 def _rendezvous_message(plan: NodePlan) -> str:
     config = plan.config
-    where = f"node {config.node_rank} ({plan.hostname})"
     if config.is_master:
-        return (f"{where}: not every node joined the job within --rdzv-timeout "
-                f"{config.rdzv_timeout} s, so no rank was started")
-    return (f"{where}: the master {config.master_addr}:{config.master_port} accepted the connection "
-            f"but the rendezvous did not complete within --rdzv-timeout {config.rdzv_timeout} s")
+        return _("node {rank} ({host}): not every node joined the job within --rdzv-timeout "
+                 "{seconds} s, so no rank was started", rank=config.node_rank, host=plan.hostname,
+                 seconds=config.rdzv_timeout)
+    return _("node {rank} ({host}): the master {master}:{port} accepted the connection but the "
+             "rendezvous did not complete within --rdzv-timeout {seconds} s",
+             rank=config.node_rank, host=plan.hostname, master=config.master_addr,
+             port=config.master_port, seconds=config.rdzv_timeout)
 
 
 def _rendezvous_hint(plan: NodePlan) -> str:
     config = plan.config
     if config.is_master:
-        return (f"start the same job on every other node (node ranks 1..{config.nnodes - 1}), or "
-                "raise --rdzv-timeout; `ddpkit doctor --nnodes N ...` checks that the nodes can "
-                "reach each other")
-    return (f"check that {config.master_addr}:{config.master_port} is this job's master (another "
-            "program may hold that port, or the master runs a different --nnodes), and that the "
-            "master was started; then rerun")
+        return _("start the same job on every other node (node ranks 1..{last}), or raise "
+                 "--rdzv-timeout; `ddpkit doctor --nnodes N ...` checks that the nodes can reach "
+                 "each other", last=config.nnodes - 1)
+    return _("check that {master}:{port} is this job's master (another program may hold that "
+             "port, or the master runs a different --nnodes), and that the master was started; "
+             "then rerun", master=config.master_addr, port=config.master_port)
 
 
 def default_run_dir(config: LaunchConfig, cwd: Path) -> Path:
@@ -140,7 +144,7 @@ class MasterProbe:
         return self.answered
 
     def stop_reason(self) -> str | None:
-        return "the master did not answer" if self.failure is not None else None
+        return _("the master did not answer") if self.failure is not None else None
 
     def finish(self) -> None:
         """Stop probing (torchrun has ended) and wait for the probe thread."""
@@ -167,8 +171,9 @@ def preflight(plan: NodePlan, events: LaunchEvents) -> MasterProbe | None:
     if config.is_master and not config.has_torchrun_option("--standalone"):
         check_port_free(config.master_port)
     elif config.multi_node:
-        events.waiting(f"waiting for the master {config.master_addr}:{config.master_port} "
-                       f"(via {plan.interface.ifname}, up to {config.connect_timeout:g} s)")
+        events.waiting(_("waiting for the master {master}:{port} (via {ifname}, up to "
+                         "{seconds:g} s)", master=config.master_addr, port=config.master_port,
+                         ifname=plan.interface.ifname, seconds=config.connect_timeout))
         if config.rdzv_timeout >= config.connect_timeout:
             return MasterProbe(plan).start()
         wait_for_master(config.master_addr, config.master_port, source=plan.interface.address,
@@ -239,8 +244,9 @@ def _run_node(plan: NodePlan, events: LaunchEvents, probe: MasterProbe | None,
             (Path(plan.run_dir) / FLIGHT_RECORDER_DIR).mkdir(exist_ok=True)
     except OSError as exc:
         raise EnvironmentProblem(
-            "run-dir-unwritable", f"cannot create the run directory {plan.run_dir}: {exc.strerror}",
-            "run from a writable directory or pass --run-dir PATH",
+            "run-dir-unwritable", _("cannot create the run directory {path}: {why}",
+                                    path=plan.run_dir, why=str(exc.strerror)),
+            _("run from a writable directory or pass --run-dir PATH"),
         ) from exc
     attempts = 1 + (plan.config.max_restarts if plan.config.multi_node else 0)
     started = time.monotonic()
@@ -252,11 +258,13 @@ def _run_node(plan: NodePlan, events: LaunchEvents, probe: MasterProbe | None,
                                  store_connector, running)
         if result.ok or attempt + 1 == attempts or not _restartable(result, probe):
             break
-        events.waiting(f"node {plan.config.node_rank} ({plan.hostname}): this attempt failed: "
-                       f"{result.summary()}")
-        events.waiting(f"restarting torchrun on this node: restart {attempt + 1} of "
-                       f"{plan.config.max_restarts} (--max-restarts counts the whole job: every "
-                       "node restarts once per failure of the job)")
+        events.waiting(_("node {rank} ({host}): this attempt failed: {summary}",
+                         rank=plan.config.node_rank, host=plan.hostname,
+                         summary=result.summary()))
+        events.waiting(_("restarting torchrun on this node: restart {number} of {most} "
+                         "(--max-restarts counts the whole job: every node restarts once per "
+                         "failure of the job)", number=attempt + 1,
+                         most=plan.config.max_restarts))
     return _verdict(plan, probe, result, watch)
 
 
@@ -339,10 +347,11 @@ def _doctor_hint(plan: NodePlan) -> str:
     """How to read this run with ``doctor --log``: its run directory, which it reads as this
     summary does (the ranks' own ends), unless torchrun's logs were sent elsewhere."""
     if plan.log_dir == f"{plan.run_dir}/torchrun":
-        return (f"`ddpkit doctor --log {plan.run_dir}` (with the other nodes' run directories: "
-                "the whole job) explains common causes")
-    return (f"`ddpkit doctor --log {plan.run_dir}/{LAUNCHER_LOG} {plan.log_dir}/*/attempt_*/*/"
-            "*.log` explains common causes")
+        return _("`ddpkit doctor --log {path}` (with the other nodes' run directories: the whole "
+                 "job) explains common causes", path=plan.run_dir)
+    return _("`{command}` explains common causes",
+             command=f"ddpkit doctor --log {plan.run_dir}/{LAUNCHER_LOG} "
+                     f"{plan.log_dir}/*/attempt_*/*/*.log")
 
 
 def _verdict(plan: NodePlan, probe: MasterProbe | None, result: NodeResult,
@@ -353,13 +362,17 @@ def _verdict(plan: NodePlan, probe: MasterProbe | None, result: NodeResult,
         raise probe.failure  # torchrun was stopped for it (or failed while the master was away)
     if outcome.interrupted:
         ranks = outcome.descendants_stopped  # alive when the stop began, not every one seen
-        what = (f"torchrun and {ranks} rank process{'' if ranks == 1 else 'es'}" if ranks else
-                "torchrun (no rank process was running)")
-        raise Interrupted(f"stopped {what} on node {plan.config.node_rank} ({plan.hostname})")
+        raise Interrupted(
+            _n("stopped torchrun and {count} rank process on node {rank} ({host})",
+               "stopped torchrun and {count} rank processes on node {rank} ({host})", ranks,
+               rank=plan.config.node_rank, host=plan.hostname) if ranks else
+            _("stopped torchrun (no rank process was running) on node {rank} ({host})",
+              rank=plan.config.node_rank, host=plan.hostname))
     if outcome.timed_out:
         raise DeadlineExceeded("job-timeout", result.summary(),
-                               f"per-rank logs are in {plan.run_dir}; raise the timeout or run "
-                               "`ddpkit doctor --log` on them", details=result.to_dict())
+                               _("per-rank logs are in {path}; raise the timeout or run "
+                                 "`ddpkit doctor --log` on them", path=plan.run_dir),
+                               details=result.to_dict())
     if outcome.stopped == RENDEZVOUS_STOPPED:
         raise NetworkProblem("rendezvous-timeout", _rendezvous_message(plan),
                              _rendezvous_hint(plan), details=result.to_dict())
@@ -367,25 +380,30 @@ def _verdict(plan: NodePlan, probe: MasterProbe | None, result: NodeResult,
                                            and plan.config.hang_action == "stop"):
         # (a hung job that another node stopped first ends here too: its ranks lost their peers)
         hung = [r for r in watch.reports if r.reason == "hang"][-1]
-        raise DeadlineExceeded("job-hung", "; ".join([hung.headline, *hung.lines()]),
-                               f"every rank's stack is in {plan.run_dir}/stacks/; fix the rank named "
-                               "as the likely cause, or raise --hang-timeout (0 turns it off) if it "
-                               "only computes without output or CPU use (e.g. waits on a GPU)",
+        raise DeadlineExceeded("job-hung", clauses([hung.headline, *hung.lines()]),
+                               _("every rank's stack is in {path}/stacks/; fix the rank named as "
+                                 "the likely cause, or raise --hang-timeout (0 turns it off) if "
+                                 "it only computes without output or CPU use (e.g. waits on a "
+                                 "GPU)", path=plan.run_dir),
                                details=result.to_dict())
     own = result.root_end()
     if outcome.stopped and (own is None or not own.is_cause or own.raised is None):
         # (a rank that raised an exception of its own before the stop came is this node's
         # failure: the job was stopped because of it, whichever node's end the master saw first)
-        raise JobFailed("job-stopped", f"node {plan.config.node_rank} ({plan.hostname}) was stopped: "
-                        f"{outcome.stopped}", f"per-rank logs are in {plan.run_dir}",
+        raise JobFailed("job-stopped", _("node {rank} ({host}) was stopped: {reason}",
+                                         rank=plan.config.node_rank, host=plan.hostname,
+                                         reason=outcome.stopped),
+                        _("per-rank logs are in {path}", path=plan.run_dir),
                         details=result.to_dict())
     if not result.ok:
         raised = result.exception()
         fix = known_fix(raised) if raised is not None else result.exit_fix()
-        tried = (f" (after {result.restarts} restart{'s' if result.restarts > 1 else ''} of the "
-                 f"job, --max-restarts {plan.config.max_restarts})") if result.restarts else ""
-        raise JobFailed("job-failed", result.summary() + tried,
-                        (f"{fix}; " if fix else "") +
-                        f"all output is in {plan.run_dir}; {_doctor_hint(plan)}",
+        summary = result.summary()
+        if result.restarts:
+            summary = _n("{summary} (after {count} restart of the job, --max-restarts {most})",
+                         "{summary} (after {count} restarts of the job, --max-restarts {most})",
+                         result.restarts, summary=summary, most=plan.config.max_restarts)
+        where = _("all output is in {path}; {hint}", path=plan.run_dir, hint=_doctor_hint(plan))
+        raise JobFailed("job-failed", summary, clauses([fix, where]) if fix else where,
                         details=result.to_dict())
     return result

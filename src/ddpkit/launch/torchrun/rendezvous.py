@@ -18,6 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from ddpkit.errors import UsageError
+from ddpkit.i18n import _
 from ddpkit.net.ports import DEFAULT_JOIN_PORT, DEFAULT_MASTER_PORT
 
 STATIC = "static"
@@ -48,11 +49,11 @@ def read_rendezvous(backend: str | None, endpoint: str | None, *, master_addr: s
     if backend is not None and backend not in (STATIC, C10D):
         raise UsageError(
             "rdzv-backend-conflict",
-            f"--rdzv-backend {backend} cannot work with ddpkit: it runs torchrun's {STATIC} "
-            f"rendezvous on the master (fixed node count, node ranks as given; {C10D} with a "
-            "fixed --nnodes is read that way)",
-            "drop --rdzv-backend and give --nnodes N --node-rank R --master-addr A; or start "
-            "the job with plain torchrun for an elastic rendezvous")
+            _("--rdzv-backend {backend} cannot work with ddpkit: it runs torchrun's {static} "
+              "rendezvous on the master (fixed node count, node ranks as given; {c10d} with a "
+              "fixed --nnodes is read that way)", backend=backend, static=STATIC, c10d=C10D),
+            _("drop --rdzv-backend and give --nnodes N --node-rank R --master-addr A; or start "
+              "the job with plain torchrun for an elastic rendezvous"))
     notes: list[str] = []
     standalone = False
     if endpoint:
@@ -63,33 +64,39 @@ def read_rendezvous(backend: str | None, endpoint: str | None, *, master_addr: s
             if nnodes > 1:
                 raise UsageError(
                     "bad-rdzv-endpoint",
-                    f"--rdzv-endpoint {endpoint}: port 0 (any free port) on {nnodes} nodes, but "
-                    "the other nodes must know the port to meet at",
-                    f"give a port, e.g. --rdzv-endpoint {host}:{DEFAULT_MASTER_PORT}")
-            notes.append(f"--rdzv-endpoint {endpoint} (any free port) on one node read as "
-                         "--standalone")
+                    _("--rdzv-endpoint {endpoint}: port 0 (any free port) on {nnodes} nodes, "
+                      "but the other nodes must know the port to meet at", endpoint=endpoint,
+                      nnodes=nnodes),
+                    _("give a port, e.g. --rdzv-endpoint {host}:{port}", host=host,
+                      port=DEFAULT_MASTER_PORT))
+            notes.append(_("--rdzv-endpoint {endpoint} (any free port) on one node read as "
+                           "--standalone", endpoint=endpoint))
             return Rendezvous(master_addr, master_port, True, tuple(notes))
         if master_addr is not None and master_addr != host:
             raise UsageError("rdzv-endpoint-conflict",
-                             f"--rdzv-endpoint {endpoint} and --master-addr {master_addr} name "
-                             "different masters", "give only one of them")
+                             _("--rdzv-endpoint {endpoint} and --master-addr {master} name "
+                               "different masters", endpoint=endpoint, master=master_addr),
+                             _("give only one of them"))
         if port is not None and master_port not in (port, DEFAULT_MASTER_PORT):
             raise UsageError("rdzv-endpoint-conflict",
-                             f"--rdzv-endpoint {endpoint} and --master-port {master_port} name "
-                             "different ports", "give only one of them")
+                             _("--rdzv-endpoint {endpoint} and --master-port {port} name "
+                               "different ports", endpoint=endpoint, port=master_port),
+                             _("give only one of them"))
         master_addr = host
         master_port = port if port is not None else master_port
-        notes.append(f"--rdzv-endpoint {endpoint} read as --master-addr {host} --master-port "
-                     f"{master_port}")
+        notes.append(_("--rdzv-endpoint {endpoint} read as --master-addr {host} --master-port "
+                       "{port}", endpoint=endpoint, host=host, port=master_port))
     if backend == C10D:
-        where = f"{master_addr}:{master_port}" if master_addr else "the master"
+        where = f"{master_addr}:{master_port}" if master_addr else _("the master")
         notes.append(
-            f"--rdzv-backend {C10D} with a fixed node count ({nnodes}): the same job runs on "
-            f"torchrun's {STATIC} rendezvous at {where}; each node gives its --node-rank "
-            "(0 on the master)" if nnodes > 1 else
-            f"--rdzv-backend {C10D} on one node: torchrun's {STATIC} rendezvous runs it")
+            _("--rdzv-backend {c10d} with a fixed node count ({nnodes}): the same job runs on "
+              "torchrun's {static} rendezvous at {where}; each node gives its --node-rank "
+              "(0 on the master)", c10d=C10D, nnodes=nnodes, static=STATIC, where=where)
+            if nnodes > 1 else
+            _("--rdzv-backend {c10d} on one node: torchrun's {static} rendezvous runs it",
+              c10d=C10D, static=STATIC))
     elif backend == STATIC:
-        notes.append(f"--rdzv-backend {STATIC}: ddpkit's choice too")
+        notes.append(_("--rdzv-backend {static}: ddpkit's choice too", static=STATIC))
     return Rendezvous(master_addr, master_port, standalone, tuple(notes))
 
 
@@ -101,19 +108,21 @@ def implied_node_rank(nnodes: int, host: str, holds: Callable[[str], bool]) -> t
     the master (node 0), the other node is node 1 (pytorch/tutorials' elastic DDP line gives no
     --node_rank). With more nodes, or a loopback endpoint every node would hold, it does not:
     UsageError ``c10d-node-rank``."""
-    fix = f"give --node-rank R on every node (0 on the machine that holds {host})"
+    fix = _("give --node-rank R on every node (0 on the machine that holds {host})", host=host)
     if host in LOOPBACK_HOSTS:
-        raise UsageError("c10d-node-rank", f"--rdzv-endpoint {host} is loopback: every node "
-                         "would hold it, so it cannot tell which node is the master", fix)
+        raise UsageError("c10d-node-rank", _("--rdzv-endpoint {host} is loopback: every node "
+                                             "would hold it, so it cannot tell which node is the "
+                                             "master", host=host), fix)
     if nnodes != 2:
-        raise UsageError("c10d-node-rank", f"c10d hands out node ranks in arrival order, and "
-                         f"with {nnodes} nodes only the master's rank follows from the endpoint; "
-                         "ddpkit's fixed-size job needs every node's rank", fix)
+        raise UsageError("c10d-node-rank", _("c10d hands out node ranks in arrival order, and "
+                                             "with {nnodes} nodes only the master's rank follows "
+                                             "from the endpoint; ddpkit's fixed-size job needs "
+                                             "every node's rank", nnodes=nnodes), fix)
     if holds(host):
-        return 0, (f"no --node-rank: this machine holds the rendezvous endpoint {host}, so it is "
-                   "node 0 (the master)")
-    return 1, (f"no --node-rank: this machine does not hold the rendezvous endpoint {host}, so "
-               "it is the other of the 2 nodes, node 1")
+        return 0, _("no --node-rank: this machine holds the rendezvous endpoint {host}, so it is "
+                    "node 0 (the master)", host=host)
+    return 1, _("no --node-rank: this machine does not hold the rendezvous endpoint {host}, so "
+                "it is the other of the 2 nodes, node 1", host=host)
 
 
 def parse_endpoint(text: str) -> tuple[str, int | None]:
@@ -123,12 +132,13 @@ def parse_endpoint(text: str) -> tuple[str, int | None]:
         host, port = text, ""
     host = host.strip("[]")
     if not host or (port and not port.isdigit()) or (port and int(port) > 65535):
-        raise UsageError("bad-rdzv-endpoint", f"--rdzv-endpoint {text!r} is not HOST[:PORT]",
-                         "e.g. --rdzv-endpoint 10.0.0.2:29500")
+        raise UsageError("bad-rdzv-endpoint", _("--rdzv-endpoint {text!r} is not HOST[:PORT]",
+                                                 text=text),
+                         _("e.g. --rdzv-endpoint 10.0.0.2:29500"))
     return host, int(port) if port else None
 
 
-ELASTIC_REASON = (
+ELASTIC_REASON = _(
     "ddpkit runs a fixed-size job (torchrun's static rendezvous, each node's rank as given): "
     "it restarts every node together and checks each node before it waits, which an elastic "
     "group that grows and shrinks would undo")
@@ -140,9 +150,10 @@ def fixed_node_count(text: str) -> int:
     if sep and low.strip() == high.strip():
         text = low
     elif sep:
-        raise ValueError(f"elastic ranges ({text}) are not supported: {ELASTIC_REASON}; give a "
-                         "fixed count (e.g. --nnodes 2), or run an elastic job with plain torchrun")
+        raise ValueError(_("elastic ranges ({text}) are not supported: {reason}; give a fixed "
+                           "count (e.g. --nnodes 2), or run an elastic job with plain torchrun",
+                           text=text, reason=ELASTIC_REASON))
     try:
         return int(text)
     except ValueError:
-        raise ValueError(f"{text!r} is not a number of machines") from None
+        raise ValueError(_("{text!r} is not a number of machines", text=text)) from None
