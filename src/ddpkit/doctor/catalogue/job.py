@@ -3,19 +3,20 @@
 from __future__ import annotations
 
 from ddpkit.doctor.catalogue.base import Entry
+from ddpkit.i18n import _
 
 ENTRIES = (
     Entry(
         "rendezvous-config", "error",
-        "The rendezvous settings are malformed or inconsistent",
-        "torchrun/c10d could not even start the rendezvous: a malformed endpoint or port, a "
+        _("The rendezvous settings are malformed or inconsistent"),
+        _("torchrun/c10d could not even start the rendezvous: a malformed endpoint or port, a "
         "missing MASTER_ADDR/MASTER_PORT, a master hostname that does not resolve, a rendezvous "
         "that is already closed (a stale store from a previous run), or nodes that disagree on "
-        "the number of nodes.",
-        "Pass the same, well-formed settings on every node, e.g.\n"
+        "the number of nodes."),
+        _("Pass the same, well-formed settings on every node, e.g.\n"
         "  ddpkit launch --nnodes 2 --node-rank <0|1> --master-addr 10.0.0.2 --master-port 29500 "
         "train.py\n"
-        "For a closed rendezvous, use a fresh --rdzv-id (or restart the store on the master).",
+        "For a closed rendezvous, use a fresh --rdzv-id (or restart the store on the master)."),
         "ValueErrors about the rendezvous endpoint/port, `environment variable MASTER_ADDR "
         "expected, but not set`, `is not in \"MIN:MAX\" format`, `RendezvousClosedError`, "
         "`RendezvousStateError`, `Name or service not known` (also torchelastic's `host not found`) "
@@ -23,15 +24,15 @@ ENTRIES = (
         91,
     ),
     Entry(
-        "local-rank-argument", "error", "The script and its launcher disagree on the local-rank argument",
-        "Scripts written for `python -m torch.distributed.launch` take their local rank as an argv "
+        "local-rank-argument", "error", _("The script and its launcher disagree on the local-rank argument"),
+        _("Scripts written for `python -m torch.distributed.launch` take their local rank as an argv "
         "option (`--local_rank`), not from LOCAL_RANK. torchrun passes none, torch 2.x's launch "
         "passes the dashed `--local-rank`: the ranks exit at start-up with an argparse error, or "
-        "run with the option's default (often -1) and fail choosing their GPU.",
-        "Start it with ddpkit, which reads the script (never runs it) and passes each rank the "
+        "run with the option's default (often -1) and fail choosing their GPU."),
+        _("Start it with ddpkit, which reads the script (never runs it) and passes each rank the "
         "spelling it declares (or --local-rank-arg dash|underscore|none):\n  ddpkit launch "
         "--nproc_per_node=<G> --nnodes=<N> --node_rank=<R> --master_addr=<addr> train.py\n"
-        "or make the script read it: local_rank = int(os.environ[\"LOCAL_RANK\"])",
+        "or make the script read it: local_rank = int(os.environ[\"LOCAL_RANK\"])"),
         "argparse's `unrecognized arguments: --local-rank=0` (or `--local_rank=0`), `the following "
         "arguments are required: --local_rank`; `invalid device ordinal` or `Device index must "
         "not be negative` in a log that shows `local_rank=-1` or `set_device(-1)`.",
@@ -39,93 +40,93 @@ ENTRIES = (
     ),
     Entry(
         "rank-assignment", "error",
-        "Global ranks are duplicated or missing, or world sizes disagree",
-        "Two processes claimed the same global rank, or ranks disagree on how many ranks there "
+        _("Global ranks are duplicated or missing, or world sizes disagree"),
+        _("Two processes claimed the same global rank, or ranks disagree on how many ranks there "
         "are. Typically two nodes were started with the same --node-rank, or with different "
-        "--nnodes/--nproc-per-node.",
-        "Start every node with the same --nnodes and --nproc-per-node and a unique --node-rank "
+        "--nnodes/--nproc-per-node."),
+        _("Start every node with the same --nnodes and --nproc-per-node and a unique --node-rank "
         "0..N-1:\n"
         "  ddpkit launch --nnodes <N> --node-rank <R> --nproc-per-node <G> --master-addr <addr> "
-        "train.py",
+        "train.py"),
         "`Bootstrap Root : rank X of N ranks has already checked in`, `mismatch in rank count`, "
         "NCCL comm lines with different `nranks`, the same rank reported by two hosts.",
         90,
     ),
     Entry(
         "rendezvous-timeout", "error",
-        "Not every node joined the rendezvous in time",
-        "The rendezvous waited for all nodes/ranks and gave up: some node was never started, "
-        "started with other settings, or could not reach the master's store.",
-        "Start every node (same --nnodes, unique --node-rank) within the rendezvous timeout, "
+        _("Not every node joined the rendezvous in time"),
+        _("The rendezvous waited for all nodes/ranks and gave up: some node was never started, "
+        "started with other settings, or could not reach the master's store."),
+        _("Start every node (same --nnodes, unique --node-rank) within the rendezvous timeout, "
         "and check reachability of the master first:\n"
-        "  ddpkit doctor --nnodes <N> --node-rank <R> --master-addr <addr>",
+        "  ddpkit doctor --nnodes <N> --node-rank <R> --master-addr <addr>"),
         "`RendezvousTimeoutError`, `Timed out after N seconds waiting for clients. X/Y clients "
         "joined`, `Timed out initializing process group in store based barrier`.",
         65,
     ),
     Entry(
         "job-hung", "error",
-        "The job hung: a rank is somewhere the others are not",
-        "ddpkit dumped every rank's Python stack (py-spy) because no rank made progress (no "
+        _("The job hung: a rank is somewhere the others are not"),
+        _("ddpkit dumped every rank's Python stack (py-spy) because no rank made progress (no "
         "output, no CPU time) for --hang-timeout seconds, or because you asked for it; or torch's "
         "flight recorder dumped each rank's last collectives. Ranks are grouped by where they "
         "are; a rank that is not inside a collective while the others wait in one (or is in a "
         "different collective, at a different line, or behind in the collectives' sequence) "
-        "holds the job up.",
-        "Look at the named rank's stack (stacks/rank<R>.txt) and its source line: make every rank "
+        "holds the job up."),
+        _("Look at the named rank's stack (stacks/rank<R>.txt) and its source line: make every rank "
         "call the same collectives in the same order; a rank that only computes silently for a "
         "long time without using CPU (waiting on a GPU, a download) needs a larger "
-        "--hang-timeout.",
+        "--hang-timeout."),
         "A `stacks/` directory written by `ddpkit launch` (its `stacks.json`), torch's "
         "flight-recorder dumps (`flight-recorder/rank_<R>`), or a run directory that has either.",
         88,
     ),
     Entry(
         "dump-unreadable", "warning",
-        "A flight-recorder dump could not be read",
-        "One of torch's flight-recorder dumps is not a dump ddpkit can read: cut short (the rank "
+        _("A flight-recorder dump could not be read"),
+        _("One of torch's flight-recorder dumps is not a dump ddpkit can read: cut short (the rank "
         "died while writing it), not a dump at all, or one that asks for a class or a "
         "function (refused: nothing in a dump is ever run). The other dumps and the logs are "
-        "still diagnosed without it.",
-        "Diagnose the rest without it (move it aside and rerun `ddpkit doctor --log RUN_DIR`), "
+        "still diagnosed without it."),
+        _("Diagnose the rest without it (move it aside and rerun `ddpkit doctor --log RUN_DIR`), "
         "or read it with torch's own analyser, which trusts the file (only on a dump you know "
-        "the origin of):\n  python -m torch.distributed.flight_recorder.fr_trace <dump folder>",
+        "the origin of):\n  python -m torch.distributed.flight_recorder.fr_trace <dump folder>"),
         "A file named like a dump (`flight-recorder/rank_<R>`, in torch's binary format) that the "
         "reader refuses.",
         30,
     ),
     Entry(
         "collective-timeout", "error",
-        "A collective operation timed out",
-        "A collective (all_reduce, broadcast, ...) did not complete within the process-group "
+        _("A collective operation timed out"),
+        _("A collective (all_reduce, broadcast, ...) did not complete within the process-group "
         "timeout: some rank never joined it, because it was stuck, slower, crashed, or issued "
-        "collectives in a different order than the others.",
-        "Look at what the lagging rank was doing at that point (its own log and traceback); "
+        "collectives in a different order than the others."),
+        _("Look at what the lagging rank was doing at that point (its own log and traceback); "
         "make every rank issue the same collectives in the same order.\n"
         "More detail next time: TORCH_DISTRIBUTED_DEBUG=DETAIL TORCH_NCCL_DUMP_ON_TIMEOUT=1\n"
-        "If the work is just slow, raise init_process_group(timeout=...).",
+        "If the work is just slow, raise init_process_group(timeout=...)."),
         "`Watchdog caught collective operation timeout: WorkNCCL(SeqNum=..., OpType=...)`, Gloo's "
         "`Timed out waiting Nms for recv/send operation`, `failed to pass monitoredBarrier`.",
         60,
     ),
     Entry(
         "connection-lost", "error",
-        "A peer dropped the connection mid-job",
-        "An established connection to another rank was reset or closed: the peer process died "
-        "(look for its own failure first) or the network between the nodes dropped.",
-        "Find the first failure on the peer named in the evidence (its log above this point); "
-        "if it shows none, check the link between the nodes: ddpkit test --nnodes <N> ...",
+        _("A peer dropped the connection mid-job"),
+        _("An established connection to another rank was reset or closed: the peer process died "
+        "(look for its own failure first) or the network between the nodes dropped."),
+        _("Find the first failure on the peer named in the evidence (its log above this point); "
+        "if it shows none, check the link between the nodes: ddpkit test --nnodes <N> ..."),
         "`Connection reset by peer`, `Connection closed by peer`, `Broken pipe`, NCCL's "
         "`remote process exited or there was a network error` (ncclRemoteError).",
         50,
     ),
     Entry(
         "rank-failed", "error",
-        "A rank failed and took the job down",
-        "One rank exited first (with an error or killed by a signal) and torchrun stopped the "
-        "others because of it.",
-        "Read that rank's own output above its failure (torchrun --tee 3 or --log-dir keeps "
-        "each rank's output apart) and fix what it reports; then rerun.",
+        _("A rank failed and took the job down"),
+        _("One rank exited first (with an error or killed by a signal) and torchrun stopped the "
+        "others because of it."),
+        _("Read that rank's own output above its failure (torchrun --tee 3 or --log-dir keeps "
+        "each rank's output apart) and fix what it reports; then rerun."),
         "torchrun's `Root Cause (first observed failure)` block (`rank : N`, `exitcode : X`), "
         "`failed (exitcode: X) local_rank: N`, an NCCL error (`unhandled system error`, "
         "`unhandled cuda error`, `internal error`; also nccl-tests' `Test NCCL failure "
@@ -134,15 +135,15 @@ ENTRIES = (
     ),
     Entry(
         "stopped-while-waiting", "error",
-        "This node was stopped while it waited for its peers",
-        "Nothing failed on this node before the launcher or the scheduler stopped it: it was "
+        _("This node was stopped while it waited for its peers"),
+        _("Nothing failed on this node before the launcher or the scheduler stopped it: it was "
         "healthy and waiting for the other nodes (at the rendezvous, in process-group or NCCL "
         "init, or in a collective). The cause is on another node, which failed, hung or never "
-        "started: its log says which.",
-        "Read the other nodes' logs from the same run, all together:\n"
+        "started: its log says which."),
+        _("Read the other nodes' logs from the same run, all together:\n"
         "  ddpkit doctor --log node0.log node1.log ...   (or the run directories)\n"
         "If a node shows nothing either, check the cluster while it is up: ddpkit doctor "
-        "--nnodes <N> ...; rerun with ddpkit launch --debug to see where each rank waits.",
+        "--nnodes <N> ...; rerun with ddpkit launch --debug to see where each rank waits."),
         "torchrun's `Received 15 death signal, shutting down workers` (or `SignalException: "
         "Process N got signal: 15`), slurm's `*** JOB N ON host CANCELLED AT ...`, with no "
         "failure line before it in the same log.",
@@ -150,15 +151,15 @@ ENTRIES = (
     ),
     Entry(
         "unexplained-failure", "error",
-        "The run failed, and no rule names the cause",
-        "The log shows a failure (an error line, a traceback, an errno, a fatal signal, a "
+        _("The run failed, and no rule names the cause"),
+        _("The log shows a failure (an error line, a traceback, an errno, a fatal signal, a "
         "non-zero exit, a watchdog or a retry loop) that none of ddpkit's rules explains. The "
         "quoted lines are the decisive ones; the cause is often in another node's log, which "
-        "failed first.",
-        "Read the other nodes' logs from the same run together: ddpkit doctor --log node0.log "
+        "failed first."),
+        _("Read the other nodes' logs from the same run together: ddpkit doctor --log node0.log "
         "node1.log ... (or the run directories); check the cluster while it is up: ddpkit "
         "doctor --nnodes <N> ...; rerun with ddpkit launch --debug (NCCL_DEBUG=INFO, "
-        "TORCH_DISTRIBUTED_DEBUG=DETAIL) to see the step that fails.",
+        "TORCH_DISTRIBUTED_DEBUG=DETAIL) to see the step that fails."),
         "An error-level line of NCCL, Gloo or torch.distributed (the message catalogue, "
         "`src/ddpkit/doctor/log/messages.json`, built from their sources), an exception, a "
         "traceback, `errno`, `Segmentation fault`, `core dumped`, `terminate called`, a "
@@ -168,12 +169,12 @@ ENTRIES = (
     ),
     Entry(
         "no-failure", "info",
-        "No failure found in the log",
-        "Nothing in the log indicates a failure. Lines such as `NET/Plugin : No plugin found`, "
+        _("No failure found in the log"),
+        _("Nothing in the log indicates a failure. Lines such as `NET/Plugin : No plugin found`, "
         "`Failed to open libibverbs` and `NET/IB : No device found` are normal on machines "
-        "without InfiniBand: NCCL then uses TCP sockets.",
-        "Nothing to fix in the log. If the job still misbehaves, rerun with NCCL_DEBUG=INFO "
-        "NCCL_DEBUG_SUBSYS=INIT,NET and run the preflight checks: ddpkit doctor",
+        "without InfiniBand: NCCL then uses TCP sockets."),
+        _("Nothing to fix in the log. If the job still misbehaves, rerun with NCCL_DEBUG=INFO "
+        "NCCL_DEBUG_SUBSYS=INIT,NET and run the preflight checks: ddpkit doctor"),
         "Only benign lines, or nothing that matches any other finding.",
         0,
     ),

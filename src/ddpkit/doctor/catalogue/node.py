@@ -3,29 +3,30 @@
 from __future__ import annotations
 
 from ddpkit.doctor.catalogue.base import Entry
+from ddpkit.i18n import _
 
 ENTRIES = (
     Entry(
         "duplicate-gpu", "error",
-        "Two ranks on one node use the same GPU",
-        "NCCL found two ranks bound to the same CUDA device. Usually the training script never "
+        _("Two ranks on one node use the same GPU"),
+        _("NCCL found two ranks bound to the same CUDA device. Usually the training script never "
         "calls torch.cuda.set_device(local_rank), or --nproc-per-node exceeds the GPUs visible "
-        "(CUDA_VISIBLE_DEVICES).",
-        "Bind each rank to its own GPU before init_process_group:\n"
+        "(CUDA_VISIBLE_DEVICES)."),
+        _("Bind each rank to its own GPU before init_process_group:\n"
         "  torch.cuda.set_device(int(os.environ['LOCAL_RANK']))\n"
-        "and keep --nproc-per-node at most the number of GPUs in `nvidia-smi -L`.",
+        "and keep --nproc-per-node at most the number of GPUs in `nvidia-smi -L`."),
         "`NCCL WARN Duplicate GPU detected : rank X and rank Y both on CUDA device Z` (also "
         "posted bare, without the NCCL WARN prefix).",
         94,
     ),
     Entry(
         "shm", "error",
-        "Shared memory (/dev/shm) is too small or not writable",
-        "NCCL (and DataLoader workers) put buffers in /dev/shm. Containers default to a 64 MB "
-        "/dev/shm, which is too small for NCCL's intra-node transport.",
-        "Give the container more shared memory: docker run --shm-size=16g (or --ipc host)\n"
+        _("Shared memory (/dev/shm) is too small or not writable"),
+        _("NCCL (and DataLoader workers) put buffers in /dev/shm. Containers default to a 64 MB "
+        "/dev/shm, which is too small for NCCL's intra-node transport."),
+        _("Give the container more shared memory: docker run --shm-size=16g (or --ipc host)\n"
         "or on a host: mount -o remount,size=16G /dev/shm\n"
-        "Workaround (slower): export NCCL_SHM_DISABLE=1",
+        "Workaround (slower): export NCCL_SHM_DISABLE=1"),
         "`misc/shmutils.cc ... Error while creating shared memory segment`, `failed to extend "
         "/dev/shm/...`, DataLoader's `insufficient shared memory (shm)`, `No space left on device` "
         "for /dev/shm or torch_ files.",
@@ -33,15 +34,15 @@ ENTRIES = (
     ),
     Entry(
         "version-mismatch", "error",
-        "Nodes run different NCCL/CUDA versions",
-        "The ranks do not all run the same NCCL or torch build (or the CUDA runtime needs a newer "
+        _("Nodes run different NCCL/CUDA versions"),
+        _("The ranks do not all run the same NCCL or torch build (or the CUDA runtime needs a newer "
         "driver than the node has). NCCL requires the same version on every rank, and each torch "
-        "build bundles its own; mixed versions fail or hang during init.",
-        "Install the same torch build on every node (it bundles NCCL), e.g. pip install "
+        "build bundles its own; mixed versions fail or hang during init."),
+        _("Install the same torch build on every node (it bundles NCCL), e.g. pip install "
         "torch==<same version>\n"
         "Compare nodes: python -c 'import torch; print(torch.__version__, "
         "torch.cuda.nccl.version())'\n"
-        "or let ddpkit diff them: ddpkit doctor --nnodes <N> --node-rank <R> --master-addr <addr>",
+        "or let ddpkit diff them: ddpkit doctor --nnodes <N> --node-rank <R> --master-addr <addr>"),
         "`NCCL INFO NCCL version X` lines that differ between hosts/files; torch builds that "
         "differ between machines or files (collect_env's `PyTorch version: X`, a `torch==X` pip "
         "line; a warning while nothing failed); `CUDA driver version is insufficient for CUDA "
@@ -50,12 +51,12 @@ ENTRIES = (
     ),
     Entry(
         "p2p", "error",
-        "Intra-node GPU peer-to-peer fails or hangs",
-        "Direct GPU-to-GPU transfers inside one machine (CUDA P2P/IPC) failed, or a single-node "
+        _("Intra-node GPU peer-to-peer fails or hangs"),
+        _("Direct GPU-to-GPU transfers inside one machine (CUDA P2P/IPC) failed, or a single-node "
         "multi-GPU job hung in its first collectives: on many cloud VMs and consumer boards P2P "
-        "is broken by IOMMU/ACS settings or unsupported between the GPUs.",
-        "Confirm by disabling P2P: export NCCL_P2P_DISABLE=1\n"
-        "Inspect the topology: nvidia-smi topo -m (and check ACS/IOMMU on bare metal)",
+        "is broken by IOMMU/ACS settings or unsupported between the GPUs."),
+        _("Confirm by disabling P2P: export NCCL_P2P_DISABLE=1\n"
+        "Inspect the topology: nvidia-smi topo -m (and check ACS/IOMMU on bare metal)"),
         "`NCCL WARN` lines from transport/p2p.cc, `peer access is not supported`, CUDA IPC "
         "failures; a watchdog timeout in a job whose NCCL comms report `nNodes 1`; an NCCL init "
         "that started (`Init START`, or from 2.4 to 2.11 the tree layout, `Trees [0] "
@@ -65,12 +66,12 @@ ENTRIES = (
     ),
     Entry(
         "out-of-memory", "error",
-        "A rank ran out of memory",
-        "A rank exhausted GPU memory (CUDA out of memory) or host memory (allocator failure or "
-        "the kernel's OOM killer), and the job went down with it.",
-        "Lower the per-GPU batch size or sequence length, use gradient checkpointing or mixed "
+        _("A rank ran out of memory"),
+        _("A rank exhausted GPU memory (CUDA out of memory) or host memory (allocator failure or "
+        "the kernel's OOM killer), and the job went down with it."),
+        _("Lower the per-GPU batch size or sequence length, use gradient checkpointing or mixed "
         "precision, and try PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True\n"
-        "For host memory: fewer DataLoader workers; check dmesg -T | grep -i oom",
+        "For host memory: fewer DataLoader workers; check dmesg -T | grep -i oom"),
         "`CUDA out of memory`, `OutOfMemoryError`, `Cuda failure 'out of memory'`, "
         "`DefaultCPUAllocator: can't allocate memory`, `Out of memory: Killed process`; a rank "
         "killed by SIGKILL (`exitcode: -9`) while no rank printed any error (the OOM killer's "
@@ -79,14 +80,14 @@ ENTRIES = (
     ),
     Entry(
         "node-mismatch", "warning",
-        "Nodes are configured differently",
-        "The nodes do not look alike: they use different NCCL transports or plugins, different "
+        _("Nodes are configured differently"),
+        _("The nodes do not look alike: they use different NCCL transports or plugins, different "
         "NCCL_* settings, or two different machines share one hostname (torchrun's c10d "
-        "rendezvous and MASTER_ADDR go by hostname).",
-        "Diff the nodes side by side: ddpkit doctor --nnodes <N> --node-rank <R> --master-addr "
+        "rendezvous and MASTER_ADDR go by hostname)."),
+        _("Diff the nodes side by side: ddpkit doctor --nnodes <N> --node-rank <R> --master-addr "
         "<addr>\n"
         "Give every node the same NCCL_*/GLOO_* settings (ddpkit nccl-conf show) and a unique "
-        "hostname (hostnamectl set-hostname node1).",
+        "hostname (hostnamectl set-hostname node1)."),
         "`Using network IB` on one node and `Using network Socket` on another (before NCCL 2.5 "
         "`Using internal Network IB`), in one log's host-prefixed lines or across files; a net "
         "plugin loaded on one node (`NET/Plugin: Loaded net plugin ...`, `Plugin Path : ...`) and "

@@ -16,6 +16,7 @@ from typing import Any
 from ddpkit.doctor.cluster import model
 from ddpkit.doctor.cluster.model import NodeRecord, ProbeReport
 from ddpkit.errors import NetworkProblem
+from ddpkit.i18n import _
 from ddpkit.launch.sealed import Sealer
 from ddpkit.launch.store_client import first_line, within
 
@@ -37,9 +38,10 @@ class MeetingStore:
             return within(action, STORE_OP_TIMEOUT_S + 2.0)
         except (RuntimeError, OSError) as exc:  # torch's DistError is a RuntimeError
             raise NetworkProblem(
-                "store-lost", f"lost the master's store at {self.endpoint}: {first_line(exc)}",
-                "node 0 ended before this node was done: start every node within --timeout of "
-                "the others, and keep node 0 running until they finish") from None
+                "store-lost", _("lost the master's store at {endpoint}: {why}",
+                                endpoint=self.endpoint, why=first_line(exc)),
+                _("node 0 ended before this node was done: start every node within --timeout "
+                  "of the others, and keep node 0 running until they finish")) from None
 
     def encode(self, key: str, value: NodeRecord | ProbeReport | Mapping[str, Any]) -> bytes:
         if self.sealer is None:
@@ -71,7 +73,7 @@ class MeetingStore:
         not a claim (junk, or with a key: anything that does not open); None when taken, else the
         claim holding it."""
         ours, current = self.encode(key, mine), b""
-        for _ in range(3):
+        for _attempt in range(3):
             found = bytes(self._call(_compare_set(self.store, PREFIX + key, current, ours)))
             if found == ours:
                 return None

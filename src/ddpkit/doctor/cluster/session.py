@@ -35,7 +35,7 @@ from ddpkit.doctor.cluster.model import Candidate, Fingerprint, NodeRecord, Prob
 from ddpkit.doctor.cluster.report import MeetingOutcome
 from ddpkit.doctor.cluster.sockets import PROBE_PHASE_S, EchoListener, probe_all
 from ddpkit.errors import ConfigError, NetworkProblem, UsageError
-from ddpkit.i18n import _
+from ddpkit.i18n import _, _n
 from ddpkit.launch.store_client import first_line
 from ddpkit.net.ports import DEFAULT_MASTER_PORT
 
@@ -63,21 +63,23 @@ class ClusterOptions:
 def validate(options: ClusterOptions) -> None:
     """UsageError ``bad-usage`` for options that cannot describe a cluster."""
     if options.nnodes < 2:
-        raise UsageError("bad-nnodes", f"--nnodes {options.nnodes}: cluster mode needs 2 or more "
-                         "nodes", "drop --nnodes to check this node alone")
+        raise UsageError("bad-nnodes", _("--nnodes {nnodes}: cluster mode needs 2 or more nodes",
+                           nnodes=options.nnodes), _("drop --nnodes to check this node alone"))
     if not 0 <= options.node_rank < options.nnodes:
-        raise UsageError("node-rank-out-of-range", f"--node-rank {options.node_rank} is not in 0..."
-                         f"{options.nnodes - 1}", "give every node its own rank, 0 on the master")
+        raise UsageError("node-rank-out-of-range",
+                         _("--node-rank {rank} is not in 0...{last}", rank=options.node_rank,
+                           last=options.nnodes - 1),
+                         _("give every node its own rank, 0 on the master"))
     if not options.master_addr:
-        raise UsageError("missing-master-addr", "cluster mode needs --master-addr",
-                         "give node 0's private address, e.g. --master-addr 10.0.0.2")
+        raise UsageError("missing-master-addr", _("cluster mode needs --master-addr"),
+                         _("give node 0's private address, e.g. --master-addr 10.0.0.2"))
     if not 0 < options.master_port < 65536:
-        raise UsageError("bad-port", f"--master-port {options.master_port} is not a port number",
-                         "give a port between 1 and 65535, e.g. --master-port 29500")
+        raise UsageError("bad-port", _("--master-port {port} is not a port number", port=options.master_port),
+                         _("give a port between 1 and 65535, e.g. --master-port 29500"))
     if options.timeout_s < MIN_TIMEOUT_S:
-        raise UsageError("bad-timeout", f"--timeout {options.timeout_s:g} is too short",
-                         f"give at least {MIN_TIMEOUT_S:g} s (the last {PROBE_RESERVE_S:g} s "
-                         "are for probing)")
+        raise UsageError("bad-timeout", _("--timeout {timeout:g} is too short", timeout=options.timeout_s),
+                         _("give at least {least:g} s (the last {reserve:g} s are for probing)",
+                           least=MIN_TIMEOUT_S, reserve=PROBE_RESERVE_S))
 
 
 def local_candidates(nics: Sequence[Nic]) -> tuple[Candidate, ...]:
@@ -158,10 +160,11 @@ def _check_master_side(options: ClusterOptions, nics: Sequence[Nic]) -> str:
         if holder is None and not options.listen_host:
             raise ConfigError(
                 "master-not-local",
-                f"this is node 0 (the master) but --master-addr {options.master_addr} "
-                f"({', '.join(addresses)}) is not an address of this machine",
-                "on node 0 give its own private address (see `ddpkit nics`); on the other nodes "
-                "run this command with --node-rank 1..N-1")
+                _("this is node 0 (the master) but --master-addr {addr} ({addresses}) is not an "
+                  "address of this machine", addr=options.master_addr,
+                  addresses=", ".join(addresses)),
+                _("on node 0 give its own private address (see `ddpkit nics`); on the other "
+                  "nodes run this command with --node-rank 1..N-1"))
         check_port_free(options.master_port)
         return holder.name if holder else "?"
     route = route_to(options.master_addr, nics)
@@ -169,9 +172,10 @@ def _check_master_side(options: ClusterOptions, nics: Sequence[Nic]) -> str:
     if route.local and not loopback:
         raise ConfigError(
             "master-address-shared",
-            f"--master-addr {options.master_addr} is also an address of this machine (node "
-            f"{options.node_rank}, {route.ifname}): a NAT/container address that every node has",
-            "give node 0's private-network address instead (`ddpkit nics` on node 0)")
+            _("--master-addr {addr} is also an address of this machine (node {rank}, {ifname}): "
+              "a NAT/container address that every node has", addr=options.master_addr,
+              rank=options.node_rank, ifname=route.ifname),
+            _("give node 0's private-network address instead (`ddpkit nics` on node 0)"))
     return route.ifname
 
 
@@ -189,21 +193,23 @@ def _open_store(options: ClusterOptions, ifname: str, deadline: float) -> Any:
                                          max(deadline, time.monotonic() + 1.0))
         if connected.store is None:
             raise NetworkProblem(
-                "master-unreachable", f"could not connect to the master's store at "
-                f"{options.master_addr}:{options.master_port}: {connected.why}",
-                "check --master-addr and --master-port, and that `ddpkit doctor --nnodes N "
-                "--node-rank 0` runs on the master") from None
+                "master-unreachable",
+                _("could not connect to the master's store at {addr}:{port}: {why}",
+                  addr=options.master_addr, port=options.master_port, why=connected.why),
+                _("check --master-addr and --master-port, and that `ddpkit doctor --nnodes N "
+                  "--node-rank 0` runs on the master")) from None
         connected.store.set_timeout(datetime.timedelta(seconds=STORE_OP_TIMEOUT_S))
         return connected.store
     try:  # listening on the master address only, like the join store
         store = store_client.serve(resolve(options.master_addr)[0], options.master_port, remaining)
     except (RuntimeError, OSError) as exc:
-        what = "start the store" if is_master else "connect to the master's store"
+        what = _("start the store") if is_master else _("connect to the master's store")
         raise NetworkProblem(
             "master-unreachable" if not is_master else "store-failed",
-            f"could not {what} at {options.master_addr}:{options.master_port}: "
-            f"{first_line(exc)}",
-            "check --master-addr and --master-port, and that nothing else uses the port") from None
+            _("could not {what} at {addr}:{port}: {why}", what=what, addr=options.master_addr,
+              port=options.master_port, why=first_line(exc)),
+            _("check --master-addr and --master-port, and that nothing else uses the port")
+        ) from None
     store.set_timeout(datetime.timedelta(seconds=STORE_OP_TIMEOUT_S))
     return store
 
@@ -215,15 +221,18 @@ def _join(meeting: MeetingStore, options: ClusterOptions, record: NodeRecord,
     else:
         while not meeting.has("meeting"):
             if time.monotonic() > deadline:
-                raise NetworkProblem("master-unreachable", "the master's store never said how "
-                                     "many nodes it expects", "run the same ddpkit on node 0")
+                raise NetworkProblem(
+                    "master-unreachable",
+                    _("the master's store never said how many nodes it expects"),
+                    _("run the same ddpkit on node 0"))
             time.sleep(POLL_S)
         expected = meeting.get("meeting").get("nnodes")
         if expected != options.nnodes:
             raise ConfigError(
                 "nodes-disagree",
-                f"this node was started with --nnodes {options.nnodes}, the master with "
-                f"--nnodes {expected}", "give every node the same --nnodes")
+                _("this node was started with --nnodes {nnodes}, the master with --nnodes {expected}",
+                  nnodes=options.nnodes, expected=expected),
+                _("give every node the same --nnodes"))
     held = meeting.claim(f"claim/{options.node_rank}",
                          {"nonce": record.nonce, "hostname": record.hostname})
     if held is not None:
@@ -232,8 +241,8 @@ def _join(meeting: MeetingStore, options: ClusterOptions, record: NodeRecord,
                     {"hostname": record.hostname})
         raise ConfigError(
             "duplicate-node-rank",
-            f"node rank {options.node_rank} is already taken by another node",
-            "give every node its own --node-rank, 0 to N-1 (0 on the master)")
+            _("node rank {rank} is already taken by another node", rank=options.node_rank),
+            _("give every node its own --node-rank, 0 to N-1 (0 on the master)"))
     meeting.put(f"node/{options.node_rank}", record)
 
 
@@ -247,7 +256,8 @@ def _wait_for(meeting: MeetingStore, keys: Sequence[str], deadline: float,
         if not missing or time.monotonic() >= deadline:
             break
         if progress is not None and time.monotonic() - last_note > 5.0:
-            progress(f"still waiting for {what} {', '.join(k.rsplit('/', 1)[1] for k in missing)}")
+            progress(_("still waiting for {what} {nodes}", what=what,
+                       nodes=", ".join(k.rsplit("/", 1)[1] for k in missing)))
             last_note = time.monotonic()
         time.sleep(POLL_S)
     return missing
@@ -259,8 +269,9 @@ def _read(meeting: MeetingStore, key: str, parse: Callable[[dict[str, Any]], Any
     except ValueError as exc:
         node = key.rsplit("/", 1)[1]
         raise ConfigError("doctor-version-mismatch",
-                          f"node {node} sent a record this node cannot read: {exc}",
-                          "run the same ddpkit version on every node") from None
+                          _("node {node} sent a record this node cannot read: {why}", node=node,
+                            why=str(exc)),
+                          _("run the same ddpkit version on every node")) from None
 
 
 def _duplicates(meeting: MeetingStore, nnodes: int) -> tuple[tuple[int, str], ...]:
@@ -313,10 +324,11 @@ def run_node(
         store = _open_store(options, ifname, meet_deadline)
         meeting = MeetingStore(store, f"{options.master_addr}:{options.master_port}", options.key)
         _join(meeting, options, record, meet_deadline)
-        note(f"node {options.node_rank} ({fp.hostname}) joined at {options.master_addr}:"
-             f"{options.master_port}; waiting for the other nodes")
+        note(_("node {rank} ({host}) joined at {addr}:{port}; waiting for the other nodes",
+               rank=options.node_rank, host=fp.hostname, addr=options.master_addr,
+               port=options.master_port))
         node_keys = [f"node/{r}" for r in range(options.nnodes)]
-        missing = _wait_for(meeting, node_keys, meet_deadline, note, "node(s)")
+        missing = _wait_for(meeting, node_keys, meet_deadline, note, _("node(s)"))
         met_after = None if missing else time.monotonic() - start
         records = tuple(_read(meeting, k, NodeRecord.from_dict) for k in node_keys
                         if k not in missing)
@@ -325,8 +337,9 @@ def run_node(
             report = ProbeReport(options.node_rank, skipped=f"node(s) {ranks} never showed up")
         else:
             targets = plan_probes(record, records)
-            note(f"all {options.nnodes} nodes present after {met_after:.1f} s; probing "
-                 f"{len(targets)} paths")
+            note(_n("all {count} nodes present after {after:.1f} s; probing {paths} path",
+                    "all {count} nodes present after {after:.1f} s; probing {paths} paths",
+                    len(targets), count=options.nnodes, after=met_after, paths=len(targets)))
             nonces = {r.nonce: r.rank for r in records}
             phase = max(1.0, min(PROBE_PHASE_S, end_deadline - time.monotonic() - 1.0))
             report = ProbeReport(options.node_rank, probe_all(options.node_rank, targets, nonces,
@@ -335,7 +348,8 @@ def run_node(
         present = [r.rank for r in records]
         probe_keys = [f"probes/{r}" for r in present]
         if not missing:
-            _wait_for(meeting, probe_keys, end_deadline - 0.5, note, "probe results of node(s)")
+            _wait_for(meeting, probe_keys, end_deadline - 0.5, note,
+                      _("probe results of node(s)"))
         reports = tuple(_read(meeting, k, ProbeReport.from_dict) for k in probe_keys
                         if meeting.has(k))
         duplicates = _duplicates(meeting, options.nnodes)

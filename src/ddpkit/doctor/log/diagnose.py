@@ -14,6 +14,7 @@ from ddpkit.doctor.log.rank_ends import run_ends
 from ddpkit.doctor.log.refusal import unreadable
 from ddpkit.doctor.log.rules.table import Diagnosis
 from ddpkit.doctor.log.scan import scan
+from ddpkit.i18n import _
 
 STDIN_NAME = "<stdin>"
 FIFO_WAIT_S = 10  # how long a FIFO given as a log may stay without a writer
@@ -26,14 +27,14 @@ def check_readable(path: str) -> None:
     except OSError as exc:
         raise unreadable(path, exc.strerror or str(exc)) from exc
     if stat.S_ISDIR(mode):
-        raise unreadable(path, "it is a directory, and not a ddpkit run directory (no "
-                               f"{run_dir.LAUNCHER_LOG} in it)")
+        raise unreadable(path, _("it is a directory, and not a ddpkit run directory (no "
+                                 "{launcher_log} in it)", launcher_log=run_dir.LAUNCHER_LOG))
     if stat.S_ISFIFO(mode):
         return  # opened without waiting for a writer when it is read (_open_log)
     if not stat.S_ISREG(mode):
-        raise unreadable(path, "it is a device or a socket, not a log file",
-                         fix="pass a log file, or pipe the output into stdin: "
-                             "<command> 2>&1 | ddpkit doctor --log -")
+        raise unreadable(path, _("it is a device or a socket, not a log file"),
+                         fix=_("pass a log file, or pipe the output into stdin: "
+                               "<command> 2>&1 | ddpkit doctor --log -"))
     try:
         with open(path, "rb"):
             pass
@@ -51,9 +52,10 @@ def _open_log(path: str) -> BinaryIO:
     poller.register(fd, select.POLLIN)  # Linux: no event until a writer writes or closes
     if not poller.poll(FIFO_WAIT_S * 1000):
         os.close(fd)
-        raise unreadable(path, f"it is a FIFO that no program wrote into within {FIFO_WAIT_S} s",
-                         fix="start the program that writes into it first, or pass the log "
-                             "file itself")
+        raise unreadable(path, _("it is a FIFO that no program wrote into within {wait} s",
+                                 wait=FIFO_WAIT_S),
+                         fix=_("start the program that writes into it first, or pass the log "
+                               "file itself"))
     os.set_blocking(fd, True)
     return os.fdopen(fd, "rb")
 
@@ -96,7 +98,7 @@ def diagnose(paths: Sequence[str], stdin: BinaryIO | None = None) -> list[Findin
     for path in paths:
         if path == "-":
             if stdin is None:
-                raise unreadable(path, "no standard input")
+                raise unreadable(path, _("no standard input"))
             _feed(diagnosis, stdin, STDIN_NAME, path)
             continue
         try:

@@ -37,7 +37,9 @@ from ddpkit.doctor.catalogue import entry
 from ddpkit.doctor.findings import Evidence, Finding
 from ddpkit.doctor.log.bounded import small_int, text
 from ddpkit.doctor.log.refusal import unreadable
+from ddpkit.doctor.wording import listed
 from ddpkit.errors import ConfigError
+from ddpkit.i18n import _, _n
 from ddpkit.launch.config import FLIGHT_RECORDER_DIR
 from ddpkit.plain_text import shown
 
@@ -87,9 +89,9 @@ class RankTrace:
 
 
 def _unreadable(path: str, reason: str) -> ConfigError:
-    return unreadable(path, reason, what="flight-recorder dump",
-                      fix="pass the dumps torch wrote (TORCH_FR_DUMP_TEMP_FILE<rank>, e.g. "
-                          "<run dir>/flight-recorder/rank_0), or a log file")
+    return unreadable(path, reason, what=_("flight-recorder dump"),
+                      fix=_("pass the dumps torch wrote (TORCH_FR_DUMP_TEMP_FILE<rank>, e.g. "
+                            "<run dir>/flight-recorder/rank_0), or a log file"))
 
 
 def _looks_like_dump(path: str) -> bool:
@@ -137,21 +139,22 @@ def read_dump(path: str) -> RankTrace:
     try:
         size = os.path.getsize(path)
         if size > MAX_DUMP_BYTES:
-            raise _unreadable(path, f"it is {size} bytes, more than the {MAX_DUMP_BYTES} a dump "
-                                    "of the last collectives can be")
+            raise _unreadable(path, _("it is {size} bytes, more than the {limit} a dump of the "
+                                      "last collectives can be", size=size, limit=MAX_DUMP_BYTES))
         with open(path, "rb") as handle:  # read(n) allocates n bytes first: the size, not the cap
             data = handle.read(size + 1)
     except OSError as exc:
         raise _unreadable(path, exc.strerror or str(exc)) from exc
     if len(data) > MAX_DUMP_BYTES:  # it grew since
-        raise _unreadable(path, f"it is more than the {MAX_DUMP_BYTES} bytes a dump of the last "
-                                "collectives can be")
+        raise _unreadable(path, _("it is more than the {limit} bytes a dump of the last "
+                                  "collectives can be", limit=MAX_DUMP_BYTES))
     try:
         doc = _PlainValues(io.BytesIO(data)).load()
     except Exception as exc:  # corrupt bytes can fail in any of the unpickler's opcodes
-        raise _unreadable(path, f"not a readable flight-recorder dump ({exc})") from exc
+        raise _unreadable(path, _("not a readable flight-recorder dump ({why})",
+                                  why=str(exc))) from exc
     if not isinstance(doc, dict) or not isinstance(doc.get("entries"), list):
-        raise _unreadable(path, "not a flight-recorder dump (no list of entries)")
+        raise _unreadable(path, _("not a flight-recorder dump (no list of entries)"))
     match = _DUMP_NAME.search(os.path.basename(path))
     rank = int(match.group(1)) if match else -1
     return RankTrace(rank, path, tuple(_calls(doc)))
@@ -307,15 +310,17 @@ def _read_all(files: Sequence[str]) -> tuple[list[RankTrace], list[Finding]]:
         except ConfigError as exc:
             bad.append(_unreadable_finding(path, exc.message))
         except Exception as exc:  # noqa: BLE001 - a crafted dump must not end the diagnosis
-            bad.append(_unreadable_finding(path, f"cannot read flight-recorder dump {path}: "
-                                                 f"{type(exc).__name__}"))
+            bad.append(_unreadable_finding(path, _("cannot read flight-recorder dump {path}: "
+                                                   "{why}", path=path,
+                                                   why=type(exc).__name__)))
     return traces, bad
 
 
 def _unreadable_finding(path: str, why: str) -> Finding:
     e = entry("dump-unreadable")
     reason = shown(why, 300)
-    return Finding(e.id, e.severity, e.title, f"{reason}. {e.explanation}", e.fix,
+    return Finding(e.id, e.severity, e.title,
+                   _("{specific}. {general}", specific=reason, general=e.explanation), e.fix,
                    (Evidence(path, 0, reason),))
 
 
@@ -336,15 +341,19 @@ def finding_of(traces: Sequence[RankTrace]) -> Finding | None:
     e = entry("job-hung")
     lines = [line for v in verdicts[:MAX_GROUPS_SHOWN] for line in v.lines]
     if len(verdicts) > MAX_GROUPS_SHOWN:
-        lines.append(f"{len(verdicts) - MAX_GROUPS_SHOWN} more process groups differ (not shown)")
+        lines.append(_n("{count} more process group differs (not shown)",
+                        "{count} more process groups differ (not shown)",
+                        len(verdicts) - MAX_GROUPS_SHOWN))
     recorded = {t.rank for t in traces}
     evidence = tuple(item for v in verdicts[:MAX_GROUPS_SHOWN] for item in v.evidence)
     title = (e.title if any(v.odd_one_out for v in verdicts)
-             else "The job hung: every rank waits in the same collective")
+             else _("The job hung: every rank waits in the same collective"))
     where = os.path.dirname(files[0]) or "."
-    fix = ("Make every rank call the same collectives in the same order, with the same sizes: "
-           "look at the named rank's line above. torch's analyser reads the same dumps in full "
-           f"(NCCL dumps): python -m torch.distributed.flight_recorder.fr_trace {where}")
+    fix = _("Make every rank call the same collectives in the same order, with the same sizes: "
+            "look at the named rank's line above. torch's analyser reads the same dumps in full "
+            "(NCCL dumps): python -m torch.distributed.flight_recorder.fr_trace {where}",
+            where=where)
     return Finding("job-hung", e.severity, title,
-                   "; ".join(lines) + f". (torch's flight-recorder dumps of {_ranks(recorded)}.)",
+                   _("{lines}. (torch's flight-recorder dumps of {ranks}.)",
+                     lines=listed(lines), ranks=_ranks(recorded)),
                    fix, evidence)

@@ -1,0 +1,37 @@
+"""Findings' prose put together from translatable parts (the doctor's own joins).
+
+A rule writes what it saw (a :class:`~ddpkit.i18n.Text`) in front of the catalogue's general
+explanation; joining them with ``+`` or ``" ".join`` would give plain English, so these build one
+template whose values are the parts: each part is translated, and the language decides the glue
+(Chinese sentences take no space after the full stop).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ddpkit.i18n import Text, _
+
+
+def sentences(parts: Sequence[str]) -> str:
+    """``parts`` one after another, as sentences (``" ".join`` in English)."""
+    if not parts:
+        return ""
+    if len(parts) == 1:
+        return parts[0]
+    return _("{first} {rest}", first=parts[0], rest=sentences(parts[1:]))
+
+
+def listed(parts: Sequence[str]) -> str:
+    """``parts`` as clauses of one sentence (``"; ".join`` in English)."""
+    if not parts:
+        return ""
+    if len(parts) == 1:
+        return parts[0]
+    return _("{first}; {rest}", first=parts[0], rest=listed(parts[1:]))
+
+
+def specific_then_general(specific: str | Sequence[str], general: str) -> Text:
+    """What a rule saw (one text, or sentences), then the catalogue's general explanation."""
+    seen = specific if isinstance(specific, str) else sentences(specific)
+    return _("{specific} {general}", specific=seen, general=general)
