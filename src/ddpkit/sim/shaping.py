@@ -11,6 +11,7 @@ shapes what the node sends, the host-side end shapes what the node receives.
 
 from __future__ import annotations
 
+from ddpkit.i18n import _
 from ddpkit.sim.spec import SimSpec, parse_rate
 from ddpkit.sim.steps import Step
 
@@ -41,23 +42,23 @@ def netem_args(spec: SimSpec) -> tuple[str, ...]:
 def egress_steps(spec: SimSpec, *, device: str, namespace: str | None) -> list[Step]:
     """The qdisc steps for ``device`` (in ``namespace``, or the host's when None); [] if unshaped."""
     tc = ("tc", "-n", namespace) if namespace else ("tc",)
-    where = f"{namespace}'s {device}" if namespace else device
+    where = _("{namespace}'s {device}", namespace=namespace, device=device) if namespace else device
     steps: list[Step] = []
     if spec.needs_netem:
         netem = netem_args(spec)
         steps.append(Step(
-            f"add {' '.join(netem[1:])} to {where}",
+            _("add {netem} to {where}", netem=" ".join(netem[1:]), where=where),
             (*tc, "qdisc", "add", "dev", device, "root", "handle", "1:", *netem),
         ))
         if spec.rate is not None:
             steps.append(Step(
-                f"shape {where} to {spec.rate}",
+                _("shape {where} to {rate}", where=where, rate=spec.rate),
                 (*tc, "qdisc", "add", "dev", device, "parent", "1:1", "handle", "10:",
                  *tbf_args(spec.rate)),
             ))
     elif spec.rate is not None:
         steps.append(Step(
-            f"shape {where} to {spec.rate}",
+            _("shape {where} to {rate}", where=where, rate=spec.rate),
             (*tc, "qdisc", "add", "dev", device, "root", *tbf_args(spec.rate)),
         ))
     return steps

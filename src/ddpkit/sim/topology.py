@@ -23,6 +23,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ddpkit.i18n import _
 from ddpkit.sim import shaping
 from ddpkit.sim.spec import PUBLIC_ADDRESS, PUBLIC_IFNAME, PUBLIC_PREFIXLEN, SimSpec
 from ddpkit.sim.steps import Step
@@ -197,20 +198,20 @@ def plan_up(spec: SimSpec) -> tuple[Step, ...]:
     cluster = build_cluster(spec)
     steps: list[Step] = []
     void = cluster.void_namespace
-    steps.append(Step(f"create dead-end namespace {void}", ("ip", "netns", "add", void)))
+    steps.append(Step(_("create dead-end namespace {name}", name=void), ("ip", "netns", "add", void)))
     bridge, prefix = cluster.bridge, spec.network.prefixlen
     steps += [
-        Step(f"create bridge {bridge}", ("ip", "link", "add", bridge, "type", "bridge")),
+        Step(_("create bridge {bridge}", bridge=bridge), ("ip", "link", "add", bridge, "type", "bridge")),
         Step(
-            f"give the host {cluster.host_address} on {bridge}",
+            _("give the host {address} on {bridge}", address=cluster.host_address, bridge=bridge),
             ("ip", "addr", "add", f"{cluster.host_address}/{prefix}", "dev", bridge),
         ),
         Step(
-            f"stop the host forwarding anything that arrives on {bridge}",
+            _("stop the host forwarding anything that arrives on {bridge}", bridge=bridge),
             path=f"/proc/sys/net/ipv4/conf/{bridge}/forwarding",
             content="0\n",
         ),
-        Step(f"bring {bridge} up", ("ip", "link", "set", bridge, "up")),
+        Step(_("bring {device} up", device=bridge), ("ip", "link", "set", bridge, "up")),
     ]
     for node in cluster.nodes:
         steps += _node_steps(cluster, node)
@@ -221,49 +222,53 @@ def _node_steps(cluster: SimCluster, node: SimNode) -> list[Step]:
     ns, spec = node.namespace, cluster.spec
     public, private = node.public_ifname, node.private_ifname
     steps = [
-        Step(f"create namespace {ns}", ("ip", "netns", "add", ns)),
-        Step(f"bring lo up in {ns}", ("ip", "-n", ns, "link", "set", "lo", "up")),
+        Step(_("create namespace {ns}", ns=ns), ("ip", "netns", "add", ns)),
+        Step(_("bring lo up in {ns}", ns=ns), ("ip", "-n", ns, "link", "set", "lo", "up")),
         Step(
-            f"create {ns}'s {public} (far end {node.void_public_peer} in {cluster.void_namespace})",
+            _("create {ns}'s {nic} (far end {peer} in {void})", ns=ns, nic=public,
+              peer=node.void_public_peer, void=cluster.void_namespace),
             ("ip", "link", "add", node.void_public_peer, "netns", cluster.void_namespace,
              "type", "veth", "peer", "name", public, "netns", ns),
         ),
         Step(
-            f"bring {node.void_public_peer} up, unaddressed",
+            _("bring {device} up, unaddressed", device=node.void_public_peer),
             ("ip", "-n", cluster.void_namespace, "link", "set", node.void_public_peer, "up"),
         ),
         Step(
-            f"give {ns}'s {public} {node.public_address}/{PUBLIC_PREFIXLEN}",
+            _("give {ns}'s {nic} {address}", ns=ns, nic=public,
+              address=node.public_address + "/" + str(PUBLIC_PREFIXLEN)),
             ("ip", "-n", ns, "addr", "add", f"{node.public_address}/{PUBLIC_PREFIXLEN}",
              "dev", public),
         ),
-        Step(f"bring {ns}'s {public} up", ("ip", "-n", ns, "link", "set", public, "up")),
+        Step(_("bring {ns}'s {nic} up", ns=ns, nic=public), ("ip", "-n", ns, "link", "set", public, "up")),
         Step(
-            f"create {ns}'s {private} (far end {node.host_private_peer} on the host)",
+            _("create {ns}'s {nic} (far end {peer} on the host)", ns=ns, nic=private,
+              peer=node.host_private_peer),
             ("ip", "link", "add", node.host_private_peer, "type", "veth",
              "peer", "name", private, "netns", ns),
         ),
         Step(
-            f"plug {node.host_private_peer} into {cluster.bridge}",
+            _("plug {device} into {bridge}", device=node.host_private_peer, bridge=cluster.bridge),
             ("ip", "link", "set", node.host_private_peer, "master", cluster.bridge),
         ),
-        Step(f"bring {node.host_private_peer} up",
+        Step(_("bring {device} up", device=node.host_private_peer),
              ("ip", "link", "set", node.host_private_peer, "up")),
         Step(
-            f"give {ns}'s {private} {node.private_address}/{node.prefixlen}",
+            _("give {ns}'s {nic} {address}", ns=ns, nic=private,
+              address=node.private_address + "/" + str(node.prefixlen)),
             ("ip", "-n", ns, "addr", "add", f"{node.private_address}/{node.prefixlen}",
              "dev", private),
         ),
-        Step(f"bring {ns}'s {private} up", ("ip", "-n", ns, "link", "set", private, "up")),
+        Step(_("bring {ns}'s {nic} up", ns=ns, nic=private), ("ip", "-n", ns, "link", "set", private, "up")),
     ]
     steps += shaping.egress_steps(spec, device=private, namespace=ns)
     steps += shaping.egress_steps(spec, device=node.host_private_peer, namespace=None)
     steps += [
-        Step(f"write {ns}'s /etc/hosts", path=f"{hosts_dir(ns)}/hosts",
+        Step(_("write {ns}'s /etc/hosts", ns=ns), path=f"{hosts_dir(ns)}/hosts",
              content=hosts_file_text(node)),
-        Step(f"create {ns}'s UTS namespace file", path=node.uts_file, content=""),
+        Step(_("create {ns}'s UTS namespace file", ns=ns), path=node.uts_file, content=""),
         Step(
-            f"set {ns}'s hostname to {node.hostname}",
+            _("set {ns}'s hostname to {hostname}", ns=ns, hostname=node.hostname),
             ("unshare", f"--uts={node.uts_file}", "hostname", node.hostname),
         ),
     ]
