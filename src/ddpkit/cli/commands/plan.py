@@ -145,10 +145,10 @@ def show(console: Console, plan: Plan) -> None:
     intra = (_("; intra-node {rate}", rate=format_rate(inp.intra_node_bytes_per_s))
              if inp.gpus_per_node > 1 else "")
     render.wrapped(console, _(
-        "model {params} params, {dtype} gradients ({size} per all-reduce); {nodes} x {gpus}; "
+        "model {params} params, {dtype} gradients ({size} per all-reduce); {nodes} nodes x {gpus}; "
         "network {rate}{intra}", params=format_count(inp.params), dtype=inp.grad_dtype,
         size=format_bytes(inp.params * inp.grad_bytes),
-        nodes=_n("{count} node", "{count} nodes", inp.nodes),
+        nodes=inp.nodes,
         gpus=_n("{count} GPU", "{count} GPUs", inp.gpus_per_node),
         rate=format_rate(inp.inter_node_bytes_per_s), intra=intra))
     if show_memory(console, plan):
