@@ -46,12 +46,14 @@ from ddpkit.errors import (
     ExitCode,
     UsageError,
 )
+from ddpkit.i18n import _, _n
 from ddpkit.launch.config import LaunchConfig
 from ddpkit.launch.node.plan import NodePlan
 from ddpkit.launch.outcomes import OK, NodeOutcome, first_failure, job_summary
 from ddpkit.report import document
 
-HELP = "measure raw TCP, collective busbw and DDP scaling across the nodes; is multi-node worth it?"
+HELP = _("measure raw TCP, collective busbw and DDP scaling across the nodes; is multi-node worth"
+         " it?")
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -59,70 +61,76 @@ def configure(parser: argparse.ArgumentParser) -> None:
     add_cluster_options(parser)
     add_json_flag(parser)
     add_verbosity_flags(parser)
-    what = parser.add_argument_group("what to measure (default: --tcp --collectives --scaling)")
-    for flag, text in (("--tcp", "raw TCP between every node pair, 1 and several streams"),
-                       ("--collectives", "nccl-tests-style collective sweep"),
-                       ("--scaling", "DDP step time on 1 node vs all nodes, per setting"),
-                       ("--socket-sweep", "NCCL only: NCCL_SOCKET_NTHREADS x NCCL_NSOCKS_PERTHREAD")):
+    what = parser.add_argument_group(_("what to measure (default: --tcp --collectives --scaling)"))
+    for flag, text in (("--tcp", _("raw TCP between every node pair, 1 and several streams")),
+                       ("--collectives", _("nccl-tests-style collective sweep")),
+                       ("--scaling", _("DDP step time on 1 node vs all nodes, per setting")),
+                       ("--socket-sweep",
+                        _("NCCL only: NCCL_SOCKET_NTHREADS x NCCL_NSOCKS_PERTHREAD"))):
         what.add_argument(flag, action="store_true", default=False, help=text)
     add_flag(what, "--strategies", default=None,
-             help="comma list of ddp, fsdp, hsdp: their steps (same MLP, Adam) beside plan's "
-                  "prediction (off unless given)")
-    sweep = parser.add_argument_group("collective sweep (nccl-tests' flags)")
+             help=_("comma list of ddp, fsdp, hsdp: their steps (same MLP, Adam) beside plan's "
+                    "prediction (off unless given)"))
+    sweep = parser.add_argument_group(_("collective sweep (nccl-tests' flags)"))
     sweep.add_argument("-b", "--min-bytes", "--minbytes", dest="min_bytes", default=None,
-                       help="smallest size, binary suffixes: 1K = 1024 (default 1K)")
+                       help=_("smallest size, binary suffixes: 1K = 1024 (default 1K)"))
     sweep.add_argument("-e", "--max-bytes", "--maxbytes", dest="max_bytes", default=None,
-                       help="largest size (default 64M)")
+                       help=_("largest size (default 64M)"))
     sweep.add_argument("-f", "--step-factor", "--stepfactor", dest="step_factor", type=int,
-                       default=None, help="size multiplier (default 2)")
+                       default=None, help=_("size multiplier (default 2)"))
     sweep.add_argument("-w", "--warmup-iters", dest="warmup_iters", type=int, default=None,
-                       help="warm-up iterations per size (default 2)")
+                       help=_("warm-up iterations per size (default 2)"))
     sweep.add_argument("-n", "--iters", dest="iters", type=int, default=None,
-                       help="timed iterations per size (default 5)")
-    add_flag(sweep, "--ops", default=None, help="comma list (default: all five)")
-    tcp = parser.add_argument_group("raw TCP baseline")
-    add_flag(tcp, "--tcp-seconds", default=None, help="per pair and stream count (default 2s)")
-    add_flag(tcp, "--tcp-streams", default=None, help="stream counts, comma list (default 1,4)")
-    add_flag(tcp, "--tcp-max-bytes", default=None, help="cap per measurement (default 1GiB)")
-    scaling = parser.add_argument_group("scaling run")
-    add_flag(scaling, "--params", default=None, help="MLP parameters, SI: 25M (default)")
-    add_flag(scaling, "--batch", type=int, default=None, help="samples per rank (default 64)")
-    add_flag(scaling, "--steps", type=int, default=None, help="timed micro-steps (default 10)")
-    add_flag(scaling, "--warmup", type=int, default=None, help="untimed steps first (default 3)")
+                       help=_("timed iterations per size (default 5)"))
+    add_flag(sweep, "--ops", default=None, help=_("comma list (default: all five)"))
+    tcp = parser.add_argument_group(_("raw TCP baseline"))
+    add_flag(tcp, "--tcp-seconds", default=None, help=_("per pair and stream count (default 2s)"))
+    add_flag(tcp, "--tcp-streams", default=None, help=_("stream counts, comma list (default 1,4)"))
+    add_flag(tcp, "--tcp-max-bytes", default=None, help=_("cap per measurement (default 1GiB)"))
+    scaling = parser.add_argument_group(_("scaling run"))
+    add_flag(scaling, "--params", default=None, help=_("MLP parameters, SI: 25M (default)"))
+    add_flag(scaling, "--batch", type=int, default=None, help=_("samples per rank (default 64)"))
+    add_flag(scaling, "--steps", type=int, default=None, help=_("timed micro-steps (default 10)"))
+    add_flag(scaling, "--warmup", type=int, default=None, help=_("untimed steps first (default 3)"))
     add_flag(scaling, "--powersgd-warmup", type=int, default=None,
-             help="PowerSGD start_powerSGD_iter in the bench (default 2, torch's minimum)")
+             help=_("PowerSGD start_powerSGD_iter in the bench (default 2, torch's minimum)"))
     add_flag(scaling, "--settings", default=None,
-             help="comma list: none, bf16, fp16, powersgd:R, accumulate:K, bf16+accumulate:K")
+             help=_("comma list: none, bf16, fp16, powersgd:R, accumulate:K, bf16+accumulate:K"))
     add_flag(scaling, "--setting-timeout", default=None,
-             help="each setting's job is stopped (and the setting failed) after this (default 300s)")
+             help=_("each setting's job is stopped (and the setting failed) after this"
+                    " (default 300s)"))
     add_flag(scaling, "--efficiency-threshold", type=float, default=None,
-             help="efficiency that justifies going multi-node (default 0.7)")
+             help=_("efficiency that justifies going multi-node (default 0.7)"))
     parser.add_argument("--backend", choices=["auto", "gloo", "nccl"], default=None,
-                        help="auto: NCCL when CUDA is present, Gloo otherwise")
-    add_flag(parser, "--net-timeout", default=None, help="limit of the TCP + sweep job (default 900s)")
-    out = parser.add_argument_group("output (node 0)")
-    out.add_argument("--out", default=None, help="also write the ddpkit.bench/1 JSON here")
-    out.add_argument("--csv", default=None, metavar="FILE", help="every measurement as CSV")
+                        help=_("auto: NCCL when CUDA is present, Gloo otherwise"))
+    add_flag(parser, "--net-timeout", default=None,
+             help=_("limit of the TCP + sweep job (default 900s)"))
+    out = parser.add_argument_group(_("output (node 0)"))
+    out.add_argument("--out", default=None, help=_("also write the ddpkit.bench/1 JSON here"))
+    out.add_argument("--csv", default=None, metavar="FILE", help=_("every measurement as CSV"))
     out.add_argument("--plot", default=None, metavar="FILE.png",
-                     help="busbw vs size and efficiency bars (needs the 'plot' extra: matplotlib)")
+                     help=_("busbw vs size and efficiency bars (needs the 'plot' extra:"
+                            " matplotlib)"))
     parser.add_argument("--quick", action="store_true",
-                        help="a short run: small model, few steps, few sizes (explicit flags win)")
-    parser.add_argument("--show-output", action="store_true", help="stream the ranks' own output")
+                        help=_("a short run: small model, few steps, few sizes (explicit flags"
+                               " win)"))
+    parser.add_argument("--show-output", action="store_true", help=_("stream the ranks' own output"))
 
 
 def _sweep_size(text: str, flag: str) -> int:
     try:
         return parse_sweep_size(text)
     except ValueError as exc:
-        raise UsageError("bad-size", f"{flag}: {exc}", "e.g. -b 1K -e 64M (K = 1024)") from None
+        raise UsageError("bad-size", _("{flag}: {error}", flag=flag, error=str(exc)),
+                         _("e.g. -b 1K -e 64M (K = 1024)")) from None
 
 
 def _streams(text: str) -> tuple[int, ...]:
     try:
         return tuple(sorted({int(item) for item in text.split(",") if item.strip()}))
     except ValueError:
-        raise UsageError("bad-bench-option", f"--tcp-streams {text!r} is not a comma list of "
-                         "numbers", "e.g. --tcp-streams 1,4") from None
+        raise UsageError("bad-bench-option", _("--tcp-streams {text!r} is not a comma list of "
+                         "numbers", text=text), _("e.g. --tcp-streams 1,4")) from None
 
 
 def options_from_args(args: argparse.Namespace) -> BenchOptions:
@@ -174,16 +182,18 @@ def _check_output(path: str | None, flag: str) -> None:
         return
     parent = Path(path).parent
     if not parent.is_dir() or not os.access(parent, os.W_OK) or Path(path).is_dir():
-        raise EnvironmentProblem("output-unwritable", f"{flag} {path}: cannot write there",
-                         "pass a file in an existing, writable directory")
+        raise EnvironmentProblem("output-unwritable", _("{flag} {path}: cannot write there",
+                                                        flag=flag, path=path),
+                                 _("pass a file in an existing, writable directory"))
 
 
 def write_text_atomically(path: str | Path, text: str) -> None:
     try:
         replace_file(path, text)
     except OSError as exc:
-        raise EnvironmentProblem("output-unwritable", f"cannot write {path}: {exc.strerror}",
-                                 "pass a file in a writable directory") from exc
+        raise EnvironmentProblem("output-unwritable", _("cannot write {path}: {error}",
+                                                        path=str(path), error=exc.strerror),
+                                 _("pass a file in a writable directory")) from exc
 
 
 def _dry_run(console: Console, as_json: bool, jobs: tuple[BenchJob, ...], plans: list[NodePlan],
@@ -196,19 +206,20 @@ def _dry_run(console: Console, as_json: bool, jobs: tuple[BenchJob, ...], plans:
         return 0
     if plans:
         print_plan(console, plans[0])
-    render.line(console, f"the bench runs {len(jobs)} jobs, one after another:")
+    render.line(console, _n("the bench runs {count} job:", "the bench runs {count} jobs, one after"
+                            " another:", len(jobs)))
     # the files the workers write, relative to their common directory, so the table stays narrow
     paths = [a for j in jobs for a in j.args if os.path.isabs(a)]
     base = os.path.commonpath(paths) if len(paths) > 1 else ""
-    render.table(console, ["#", "job", "port", "limit", "worker"],
+    render.table(console, ["#", _("job"), _("port"), _("limit"), _("worker")],
                  [[str(i), j.name, str(p.config.master_port), f"{p.config.job_timeout:g} s",
                    " ".join(["-m", j.module] + [os.path.relpath(a, base) if base and
                                                 os.path.isabs(a) else a for a in j.args])]
                   for i, (j, p) in enumerate(zip(jobs, plans))])
     if base:
-        render.wrapped(console, f"(the workers' files are relative to {base})")
+        render.wrapped(console, _("(the workers' files are relative to {base})", base=base))
     for note in notes:
-        render.line(console, f"note: {note}")
+        render.line(console, _("note: {note}", note=note))
     return 0
 
 
@@ -278,8 +289,9 @@ def share(console: Console, base: LaunchConfig, context: ShareContext,
     backend = resolve_backend(options.backend) if options.socket_sweep else options.backend
     jobs, notes = plan_jobs(options, str(results_dir), nnodes=base.nnodes, backend=backend)
     if not jobs:
-        raise UsageError("nothing-to-measure", "every requested measurement is skipped here: "
-                         + "; ".join(notes), "run on 2+ nodes, or ask for --collectives/--scaling")
+        raise UsageError("nothing-to-measure", _("every requested measurement is skipped here: "
+                                                 "{notes}", notes="; ".join(notes)),
+                         _("run on 2+ nodes, or ask for --collectives/--scaling"))
     plans = [session.prepare(job_config(base, job, i, jobs[i - 1] if i else None, str(run_dir)),
                              env, home=home, cwd=cwd, python=python, peer_command=peer_argv(options))
              for i, job in enumerate(jobs)]
@@ -290,7 +302,7 @@ def share(console: Console, base: LaunchConfig, context: ShareContext,
         return _dry_run(console, context.as_json, jobs, plans, notes), outcome
     results_dir.mkdir(parents=True, exist_ok=True)
     for note in notes:
-        render.log(console, f"ddpkit bench: {note}")
+        render.log(console, _("ddpkit bench: {note}", note=note))
     outcomes = run_jobs(console, jobs, plans, results_dir,
                         BenchEvents(console, show_output=given.show_output),
                         should_stop=context.should_stop)
@@ -329,7 +341,8 @@ def report(console: Console, doc: dict[str, Any], given: BenchShareOptions, *, a
         render.emit_json(console, doc)
     else:
         show(console, payload)
-    render.status(console, f"results in {where}", prefix="ddpkit bench: ", keep=True)
+    render.status(console, _("results in {where}", where=where), prefix="ddpkit bench: ",
+                  keep=True)
     render.command(console, f"ddpkit plan --from-bench {where}", indent="  next: ",
                    more="        ", to_err=True, keep=True)
     return ExitCode.OK if payload["ok"] else ExitCode.FAILURE
@@ -343,8 +356,10 @@ def _node_summary(console: Console, as_json: bool, node_rank: int,
             "node_rank": node_rank, "results_on": "node 0",
             "jobs": [o.to_dict() for o in outcomes]}))
     else:
-        render.line(console, f"node {node_rank}: {len(outcomes)} bench jobs run, {len(failed)} "
-                             "failed; node 0 prints and writes the results")
+        render.line(console, _n("node {node}: {count} bench job run, {failed} failed; node 0 "
+                                "prints and writes the results", "node {node}: {count} bench "
+                                "jobs run, {failed} failed; node 0 prints and writes the results",
+                                len(outcomes), node=node_rank, failed=len(failed)))
     essential = [o for o in failed if o.job.kind in ("net", "tcp") or o.job.setting == "none"]
     return ExitCode.FAILURE if essential else ExitCode.OK
 
@@ -364,7 +379,7 @@ def show(console: Console, payload: dict[str, Any]) -> None:
             render.wrapped(console, text, first="  ", indent="    ")
         render.line(console)
     for note in payload.get("notes", []):
-        render.wrapped(console, f"note: {note}", name="dim")
+        render.wrapped(console, _("note: {note}", note=note), name="dim")
     for text in [*report.failed_stages(payload), *report.headline(payload)]:
         lead = text[:len(text) - len(text.lstrip())]
         render.wrapped(console, text, first=lead, indent=lead + "  ")
@@ -379,13 +394,15 @@ def _render_job(console: Console, outcomes: Sequence[NodeOutcome], given: BenchS
     failure = first_failure(outcomes)
     code = int(ExitCode.OK)
     if doc is not None:
-        where = given.out or f"{doc.get('run_dir', 'node 0')}/bench.json (on node 0)"
+        where = given.out or _("{run_dir}/bench.json (on node 0)",
+                               run_dir=doc.get("run_dir", "node 0"))
         code = report(console, dict(doc), given, as_json=as_json, where=where)
     if failure is not None:
-        render.status(console, f"job failed: {job_summary(outcomes)}", keep=True)
+        render.status(console, _("job failed: {summary}", summary=job_summary(outcomes)),
+                      keep=True)
         return max(code, int(ExitCode.JOB_FAILED))
     if doc is None:
-        render.result(console, "ddpkit bench: node 0 printed no bench document")
+        render.result(console, _("ddpkit bench: node 0 printed no bench document"))
         return int(ExitCode.FAILURE)
     return code
 

@@ -17,6 +17,7 @@ from ddpkit.cli.options import add_flag
 from ddpkit.cli.output import render
 from ddpkit.cli.output.console import Console
 from ddpkit.errors import UsageError
+from ddpkit.i18n import _
 from ddpkit.ncclconf.checks import settings_warnings, source_warnings
 from ddpkit.ncclconf.edit import (
     EditPlan,
@@ -43,7 +44,7 @@ if TYPE_CHECKING:
     from ddpkit.net.interfaces import Nic
     from ddpkit.net.select import Recommendation, Trap
 
-HELP = "show or persist NCCL settings (nccl.conf) with provenance"
+HELP = _("show or persist NCCL settings (nccl.conf) with provenance")
 SCHEMA_KIND, SCHEMA_VERSION = "nccl-conf", 1
 
 SYSTEM_CONF = Path("/etc/nccl.conf")
@@ -72,19 +73,21 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help=argparse.SUPPRESS)
     actions = parser.add_subparsers(dest="action", metavar="ACTION")
     show = actions.add_parser(
-        "show", help="every NCCL variable a process started now gets, where from, and warnings"
+        "show", help=_("every NCCL variable a process started now gets, where from, and"
+                       " warnings")
     )
     _json_flag(show)
-    set_ = actions.add_parser("set", help="set variables in nccl.conf (default /etc/nccl.conf)")
+    set_ = actions.add_parser("set",
+                              help=_("set variables in nccl.conf (default /etc/nccl.conf)"))
     set_.add_argument("assignments", nargs="*", metavar="KEY=VALUE",
-                      help="e.g. NCCL_SOCKET_IFNAME==eth1 NCCL_DEBUG=WARN")
+                      help=_("e.g. NCCL_SOCKET_IFNAME==eth1 NCCL_DEBUG=WARN"))
     add_flag(set_, "--auto", action="store_true",
-             help="set NCCL_SOCKET_IFNAME to the interface the route to --to leaves through")
-    add_flag(set_, "--to", metavar="HOST[:PORT]", help="the master (or any peer), for --auto")
+             help=_("set NCCL_SOCKET_IFNAME to the interface the route to --to leaves through"))
+    add_flag(set_, "--to", metavar="HOST[:PORT]", help=_("the master (or any peer), for --auto"))
     _target_flags(set_)
     add_flag(set_, "--force", action="store_true",
-             help="write names ddpkit does not know and values it cannot check here")
-    unset = actions.add_parser("unset", help="remove variables from nccl.conf")
+             help=_("write names ddpkit does not know and values it cannot check here"))
+    unset = actions.add_parser("unset", help=_("remove variables from nccl.conf"))
     unset.add_argument("keys", nargs="+", metavar="KEY")
     _target_flags(unset)
     for sub in (show, set_, unset):
@@ -93,16 +96,17 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def _json_flag(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", default=argparse.SUPPRESS,
-                        help="print one versioned JSON document on stdout (logs stay on stderr)")
+                        help=_("print one versioned JSON document on stdout (logs stay on"
+                               " stderr)"))
 
 
 def _target_flags(parser: argparse.ArgumentParser) -> None:
     target = parser.add_mutually_exclusive_group()
     add_flag(target, "--user", action="store_true",
-             help=f"edit ~/{USER_CONF_NAME} (read when NCCL_CONF_FILE is unset)")
+             help=_("edit ~/{name} (read when NCCL_CONF_FILE is unset)", name=USER_CONF_NAME))
     add_flag(target, "--file", metavar="PATH", type=Path,
-             help="edit this file (NCCL reads it only if NCCL_CONF_FILE names it)")
-    add_flag(parser, "--dry-run", action="store_true", help="show the diff, write nothing")
+             help=_("edit this file (NCCL reads it only if NCCL_CONF_FILE names it)"))
+    add_flag(parser, "--dry-run", action="store_true", help=_("show the diff, write nothing"))
     _json_flag(parser)
 
 
@@ -143,9 +147,12 @@ def _show(args: argparse.Namespace, console: Console, env: dict[str, str], home:
             "warnings": [w.to_dict() for w in warnings],
         }))
         return 0
-    order = ", then ".join(_describe_source(s.path, s.exists, s.error) for s in effective.sources)
-    render.wrapped(console, f"NCCL reads: the environment, then {order}")
-    render.table(console, ["NAME", "VALUE", "SOURCE", "NOTE"],
+    order: str = _("the environment")
+    for source in effective.sources:
+        order = _("{before}, then {source}", before=order,
+                  source=_describe_source(source.path, source.exists, source.error))
+    render.wrapped(console, _("NCCL reads: {order}", order=order))
+    render.table(console, [_("NAME"), _("VALUE"), _("SOURCE"), _("NOTE")],
                  [_row(s) for s in effective.settings])
     _print_warnings(console, warnings)
     return 0
@@ -153,26 +160,27 @@ def _show(args: argparse.Namespace, console: Console, env: dict[str, str], home:
 
 def _describe_source(path: str, exists: bool, error: str | None) -> str:
     if error is not None:
-        return f"{path} (unreadable: {error})"
-    return path if exists else f"{path} (missing)"
+        return _("{path} (unreadable: {error})", path=path, error=error)
+    return path if exists else _("{path} (missing)", path=path)
 
 
 def _row(setting: Setting) -> list[str]:
     if setting.source == DEFAULT:
-        value = setting.value or "(unset)"
+        value = setting.value or _("(unset)")
         return [setting.name, value, setting.origin, setting.note]
-    hidden = ", ".join(
-        f"hides {h.path}:{h.line} ({h.value})" if h.path else f"hides env ({h.value})"
-        for h in setting.shadowed
-    )
+    hidden = ""
+    for h in setting.shadowed:
+        what = (_("hides {path}:{line} ({value})", path=h.path, line=h.line, value=h.value)
+                if h.path else _("hides env ({value})", value=h.value))
+        hidden = _("{before}, {more}", before=hidden, more=what) if hidden else what
     return [setting.name, setting.value, setting.origin, hidden]
 
 
 def _print_warnings(console: Console, warnings: Sequence[NcclConfWarning]) -> None:
     for warning in warnings:
-        render.warn(console, f"[{warning.id}] {warning.message}")
+        render.warn(console, _("[{id}] {message}", id=warning.id, message=warning.message))
         if warning.hint:
-            render.log(console, f"  fix: {warning.hint}")
+            render.log(console, _("  fix: {hint}", hint=warning.hint))
 
 
 # ------------------------------------------------------------------------------------- set/unset
@@ -201,13 +209,14 @@ def _edit(
         plan = plan_edit(target, removals=list(dict.fromkeys(args.keys)))
         for key in dict.fromkeys(args.keys):
             if key not in {c.key for c in plan.changes}:
-                extra.append(NcclConfWarning("not-in-file", f"{key} is not set in {target}",
-                                             "nothing to remove", str(target)))
+                extra.append(NcclConfWarning("not-in-file", _("{key} is not set in {target}",
+                                                              key=key, target=str(target)),
+                                             _("nothing to remove"), str(target)))
     warnings = tuple(extra) + target_warnings(plan, env, home, SYSTEM_CONF)
     if args.dry_run and plan.changed and not _writable(target):
         warnings += (NcclConfWarning(
-            "permission-denied", f"a real run could not write {target}",
-            "use --user (~/.nccl.conf) or --file PATH, or run as root (sudo)", str(target)),)
+            "permission-denied", _("a real run could not write {target}", target=str(target)),
+            _("use --user (~/.nccl.conf) or --file PATH, or run as root (sudo)"), str(target)),)
     written = None
     if plan.changed and not args.dry_run:
         written = apply_plan(plan)
@@ -224,7 +233,8 @@ def _edit(
     _print_edit(console, plan, args.dry_run, written is not None,
                 str(written.backup) if written and written.backup else None)
     for key, value in gloo.items():
-        render.log(console, f"also export in the job's environment: {key}={value}")
+        render.log(console, _("also export in the job's environment: {key}={value}", key=key,
+                              value=value))
     _print_warnings(console, warnings)
     return 0
 
@@ -236,21 +246,22 @@ def _updates(
     for text in args.assignments:
         key, value = parse_assignment(text)
         if key in updates:
-            raise UsageError("duplicate-key", f"{key} is given twice", "give each name once")
+            raise UsageError("duplicate-key", _("{key} is given twice", key=key),
+                             _("give each name once"))
         updates[key] = value
     warnings: list[NcclConfWarning] = []
     gloo: dict[str, str] = {}
     if args.to and not args.auto:
-        raise UsageError("bad-usage", "--to only makes sense with --auto",
-                         "use `nccl-conf set --auto --to MASTER`")
+        raise UsageError("bad-usage", _("--to only makes sense with --auto"),
+                         _("use `nccl-conf set --auto --to MASTER`"))
     nics: Sequence[Nic] | None = None
     if args.auto:
         if not args.to:
-            raise UsageError("missing-to", "--auto needs --to MASTER (the peer to route to)",
-                             "e.g. `ddpkit nccl-conf set --auto --to 10.0.0.3`")
+            raise UsageError("missing-to", _("--auto needs --to MASTER (the peer to route to)"),
+                             _("e.g. `ddpkit nccl-conf set --auto --to 10.0.0.3`"))
         if "NCCL_SOCKET_IFNAME" in updates:
-            raise UsageError("bad-usage", "--auto sets NCCL_SOCKET_IFNAME itself",
-                             "drop NCCL_SOCKET_IFNAME=... or --auto")
+            raise UsageError("bad-usage", _("--auto sets NCCL_SOCKET_IFNAME itself"),
+                             _("drop NCCL_SOCKET_IFNAME=... or --auto"))
         nics = local_interfaces()
         choice = route_recommendation(args.to, nics)
         env_lines = choice.env
@@ -258,12 +269,13 @@ def _updates(
         gloo = {k: v for k, v in env_lines.items() if k != "NCCL_SOCKET_IFNAME"}
         for trap in choice.traps:
             warnings.append(NcclConfWarning(
-                "ifname-selects-trap", f"the route to {args.to} leaves through "
-                f"{choice.nic.name}: {trap.message}",
-                "check that peers can reach this address (`ddpkit nics`)"))
+                "ifname-selects-trap", _("the route to {host} leaves through {nic}: {message}",
+                                         host=args.to, nic=choice.nic.name,
+                                         message=trap.message),
+                _("check that peers can reach this address (`ddpkit nics`)")))
     if not updates:
-        raise UsageError("nothing-to-set", "give KEY=VALUE pairs or --auto --to MASTER",
-                         "e.g. `ddpkit nccl-conf set NCCL_SOCKET_IFNAME==eth1`")
+        raise UsageError("nothing-to-set", _("give KEY=VALUE pairs or --auto --to MASTER"),
+                         _("e.g. `ddpkit nccl-conf set NCCL_SOCKET_IFNAME==eth1`"))
     for key in updates:
         check_name(key, force=args.force)
     if "NCCL_SOCKET_IFNAME" in updates and not args.force:
@@ -285,12 +297,14 @@ def _print_edit(
     console: Console, plan: EditPlan, dry_run: bool, written: bool, backup: str | None
 ) -> None:
     if not plan.changed:
-        render.log(console, f"no change: {plan.path} already says that")
+        render.log(console, _("no change: {path} already says that", path=str(plan.path)))
         return
     for text in plan.diff.rstrip("\n").split("\n"):
         render.line(console, text)
     if dry_run:
-        render.log(console, f"dry run: {plan.path} not written")
+        render.log(console, _("dry run: {path} not written", path=str(plan.path)))
+    elif written and backup:
+        render.log(console, _("wrote {path} (previous version in {backup})", path=str(plan.path),
+                              backup=backup))
     elif written:
-        saved = f" (previous version in {backup})" if backup else ""
-        render.log(console, f"wrote {plan.path}{saved}")
+        render.log(console, _("wrote {path}", path=str(plan.path)))

@@ -13,6 +13,7 @@ from ddpkit.cli.options import add_flag, add_json_flag
 from ddpkit.cli.output import render
 from ddpkit.cli.output.console import Console
 from ddpkit.errors import DdpkitError, UsageError
+from ddpkit.i18n import _
 from ddpkit.net.interfaces import Nic, discover
 from ddpkit.net.route import Route, route_to
 from ddpkit.net.select import (
@@ -24,7 +25,7 @@ from ddpkit.net.select import (
 )
 from ddpkit.report import document
 
-HELP = "list network interfaces and pick the one for inter-node traffic"
+HELP = _("list network interfaces and pick the one for inter-node traffic")
 SCHEMA_KIND, SCHEMA_VERSION = "nics", 1
 
 
@@ -33,21 +34,22 @@ def configure(parser: argparse.ArgumentParser) -> None:
         parser,
         "--to",
         metavar="HOST[:PORT]",
-        help="a peer (e.g. the master): recommend the interface this machine's routing table uses"
-        " to reach it",
+        help=_("a peer (e.g. the master): recommend the interface this machine's routing table"
+               " uses to reach it"),
     )
     add_flag(
         parser,
         "--export",
         action="store_true",
-        help="print only shell `export` lines for the recommendation (for eval or copy-paste)",
+        help=_("print only shell `export` lines for the recommendation (for eval or copy-paste)"),
     )
     add_json_flag(parser)
 
 
 def run(args: argparse.Namespace, console: Console) -> int:
     if args.export and args.json:
-        raise UsageError("bad-usage", "--export and --json cannot be combined", "use one of them")
+        raise UsageError("bad-usage", _("--export and --json cannot be combined"),
+                         _("use one of them"))
     nics = discover()
     route = route_to(args.to, nics) if args.to else None
     try:
@@ -107,8 +109,6 @@ def _print_human(
         notes = [t.id for t in traps(nic, nics)]
         if nic.rdma:
             notes.append("rdma")
-        if nic.master:
-            notes.append(f"in {nic.master}")
         addresses = [a.with_prefix for a in nic.addresses] or ["-"]
         rows.append([
             nic.name,
@@ -117,33 +117,56 @@ def _print_human(
             addresses[0],
             str(nic.mtu) if nic.mtu is not None else "-",
             _speed(nic.speed_mbps),
-            ", ".join(notes),
+            _notes(", ".join(notes), nic.master),
         ])  # fmt: skip
         rows.extend(["", "", "", extra, "", "", ""] for extra in addresses[1:])
-    headers = ["NAME", "STATE", "KIND", "ADDRESSES", "MTU", "SPEED", "TRAPS / NOTES"]
+    headers = [_("NAME"), _("STATE"), _("KIND"), _("ADDRESSES"), "MTU", _("SPEED"),
+               _("TRAPS / NOTES")]
     render.table(console, headers, rows)
     render.line(console)
     if route is not None:
-        via = f" via {route.gateway}" if route.gateway else ""
-        render.line(
-            console,
-            f"route to {route.host}: {route.ifname}, source {route.source}{via}"
-            f" ({route.method}{', own address' if route.local else ''})",
-        )
+        render.line(console, _route_line(route))
     if choice is None:
         return
-    render.line(console, f"recommended: {choice.nic.name} ({choice.address})")
-    render.wrapped(console, f"why: {choice.reason}", first="  ", indent="    ")
+    render.line(console, _("recommended: {nic} ({address})", nic=choice.nic.name,
+                           address=choice.address))
+    render.wrapped(console, _("why: {reason}", reason=choice.reason), first="  ", indent="    ")
     render.line(console)
-    render.line(console, "set on every process of this node (`ddpkit nics --export` for a shell):")
+    render.line(console, _("set on every process of this node (`ddpkit nics --export` for a"
+                           " shell):"))
     for text in env_lines(choice.env):
         render.line(console, text)
 
 
 def _warn_traps(console: Console, choice: Recommendation, route: Route | None) -> None:
     for trap in choice.traps:
-        lead = f"the route to {route.host} uses {choice.nic.name}, " if route is not None else ""
-        render.warn(console, f"{lead}{trap.message} [{trap.id}]")
+        if route is None:
+            render.warn(console, _("{message} [{id}]", message=trap.message, id=trap.id))
+        else:
+            render.warn(console, _("the route to {host} uses {nic}, {message} [{id}]",
+                                   host=route.host, nic=choice.nic.name, message=trap.message,
+                                   id=trap.id))
+
+
+def _notes(notes: str, master: str | None) -> str:
+    if not master:
+        return notes
+    if not notes:
+        return _("in {bond}", bond=master)
+    return _("{notes}, in {bond}", notes=notes, bond=master)
+
+
+def _route_line(route: Route) -> str:
+    values = {"host": route.host, "nic": route.ifname, "source": route.source,
+              "method": route.method, "gateway": route.gateway}
+    if route.gateway and route.local:
+        return _("route to {host}: {nic}, source {source} via {gateway} ({method}, own address)",
+                 **values)
+    if route.gateway:
+        return _("route to {host}: {nic}, source {source} via {gateway} ({method})", **values)
+    if route.local:
+        return _("route to {host}: {nic}, source {source} ({method}, own address)", **values)
+    return _("route to {host}: {nic}, source {source} ({method})", **values)
 
 
 def _state(nic: Nic) -> str:

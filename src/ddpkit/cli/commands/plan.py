@@ -31,52 +31,54 @@ from ddpkit.cli.output import render
 from ddpkit.cli.output.console import Console
 from ddpkit.cli.output.plan_memory import memory_footer, show_memory
 from ddpkit.errors import UsageError
+from ddpkit.i18n import _, _n
 from ddpkit.report import document
 
-HELP = "predict whether a model fits and whether multi-node pays off for it"
+HELP = _("predict whether a model fits and whether multi-node pays off for it")
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
     size = parser.add_mutually_exclusive_group()
-    size.add_argument("--params", metavar="N", help="parameter count: 7B, 125M, 25e6 (SI)")
+    size.add_argument("--params", metavar="N", help=_("parameter count: 7B, 125M, 25e6 (SI)"))
     size.add_argument("--model-bytes", "--model_bytes", dest="model_bytes", metavar="SIZE",
-             help="gradient bytes per all-reduce: 14GB (SI), 13GiB; params = bytes / grad dtype")
-    add_flag(parser, "--nodes", type=int, metavar="N", help="nodes to compare with one (default 2)")
-    add_flag(parser, "--gpus-per-node", type=int, metavar="G", help="GPUs per node (default 1)")
+             help=_("gradient bytes per all-reduce: 14GB (SI), 13GiB; params = bytes / grad dtype"))
+    add_flag(parser, "--nodes", type=int, metavar="N", help=_("nodes to compare with one (default 2)"))
+    add_flag(parser, "--gpus-per-node", type=int, metavar="G", help=_("GPUs per node (default 1)"))
     add_flag(parser, "--inter-node", metavar="RATE",
-             help="network rate per node: 25Gbit, 10Gb/s (bits) or 3GB/s (bytes)")
+             help=_("network rate per node: 25Gbit, 10Gb/s (bits) or 3GB/s (bytes)"))
     add_flag(parser, "--intra-node", metavar="RATE",
-             help="intra-node busbw per GPU, e.g. 300GB/s for NVLink (default 20GB/s, PCIe)")
+             help=_("intra-node busbw per GPU, e.g. 300GB/s for NVLink (default 20GB/s, PCIe)"))
     add_flag(parser, "--step-compute", metavar="TIME",
-             help="compute per step without communication: 0.8s, 291ms")
+             help=_("compute per step without communication: 0.8s, 291ms"))
     add_flag(parser, "--overlap", type=float, metavar="F",
-             help="fraction of communication DDP can hide behind backward (default 0.7)")
+             help=_("fraction of communication DDP can hide behind backward (default 0.7)"))
     add_flag(parser, "--grad-dtype", choices=sorted(GRAD_DTYPE_BYTES),
-             help="gradient element type (default fp32)")
+             help=_("gradient element type (default fp32)"))
     add_flag(parser, "--hidden", type=int, metavar="H",
-             help="layer width for PowerSGD sizes (default: estimated from --params)")
+             help=_("layer width for PowerSGD sizes (default: estimated from --params)"))
     add_flag(parser, "--algorithm", choices=ALGORITHMS, default="hierarchical",
-             help="all-reduce model (default hierarchical; flat-ring = NCCL ring over all ranks)")
+             help=_("all-reduce model (default hierarchical; flat-ring = NCCL ring over all ranks)"))
     add_flag(parser, "--settings", default=DEFAULT_SETTINGS, metavar="LIST",
-             help="comma list of settings to compare")
+             help=_("comma list of settings to compare"))
     add_flag(parser, "--efficiency-threshold", type=float, default=0.7, metavar="F",
-             help="efficiency that justifies going multi-node (default 0.7)")
+             help=_("efficiency that justifies going multi-node (default 0.7)"))
     add_flag(parser, "--from-bench", metavar="FILE",
-             help="use measured numbers from a `ddpkit bench --json` file (ddpkit.bench/1)")
-    memory = parser.add_argument_group("memory (does it fit? docs/plan.md)")
+             help=_("use measured numbers from a `ddpkit bench --json` file (ddpkit.bench/1)"))
+    memory = parser.add_argument_group(_("memory (does it fit? docs/plan.md)"))
     add_flag(memory, "--gpu", metavar="NAME",
-             help=f"GPU kind: {', '.join(gpus.names())} (memory and intra-node link)")
-    add_flag(memory, "--gpu-memory", metavar="SIZE", help="memory per GPU: 24GiB, 80GB")
+             help=_("GPU kind: {names} (memory and intra-node link)",
+                    names=", ".join(gpus.names())))
+    add_flag(memory, "--gpu-memory", metavar="SIZE", help=_("memory per GPU: 24GiB, 80GB"))
     add_flag(memory, "--optimizer", choices=OPTIMIZERS, default="adamw",
-             help="optimizer (default adamw; sgd = with momentum)")
-    add_flag(memory, "--micro-batch", type=int, metavar="B", help="sequences per GPU per step")
-    add_flag(memory, "--seq-len", type=int, metavar="S", help="tokens per sequence")
+             help=_("optimizer (default adamw; sgd = with momentum)"))
+    add_flag(memory, "--micro-batch", type=int, metavar="B", help=_("sequences per GPU per step"))
+    add_flag(memory, "--seq-len", type=int, metavar="S", help=_("tokens per sequence"))
     add_flag(memory, "--layers", type=int, metavar="L",
-             help="transformer blocks (default: from --params and --hidden)")
+             help=_("transformer blocks (default: from --params and --hidden)"))
     add_flag(memory, "--checkpointing", action="store_true",
-             help="activation checkpointing on every block")
+             help=_("activation checkpointing on every block"))
     add_flag(memory, "--lora-rank", type=int, default=16, metavar="R",
-             help="LoRA/QLoRA adapter rank (default 16, all linear layers)")
+             help=_("LoRA/QLoRA adapter rank (default 16, all linear layers)"))
     add_json_flag(parser)
 
 
@@ -86,7 +88,8 @@ def request_from_args(args: argparse.Namespace) -> PlanRequest:
         value = getattr(args, name)
         if value is not None and value < 1:
             flag = "--" + name.replace("_", "-")
-            raise UsageError("bad-usage", f"{flag} {value} must be at least 1", f"fix {flag}")
+            raise UsageError("bad-usage", _("{flag} {value} must be at least 1", flag=flag,
+                                            value=value), _("fix {flag}", flag=flag))
     settings = tuple(parse_setting(s) for s in args.settings.split(",") if s.strip())
     return PlanRequest(
         params=None if args.params is None else parse_count(args.params, flag="--params"),
@@ -139,52 +142,56 @@ def _secs(value: float | None) -> str:
 
 def show(console: Console, plan: Plan) -> None:
     inp = plan.inputs
-    render.wrapped(console, (
-        f"model {format_count(inp.params)} params, {inp.grad_dtype} gradients "
-        f"({format_bytes(inp.params * inp.grad_bytes)} per all-reduce); "
-        f"{inp.nodes} nodes x {inp.gpus_per_node} GPU{'' if inp.gpus_per_node == 1 else 's'}; "
-        f"network {format_rate(inp.inter_node_bytes_per_s)}"
-        + (f"; intra-node {format_rate(inp.intra_node_bytes_per_s)}" if inp.gpus_per_node > 1
-           else "")))
+    intra = (_("; intra-node {rate}", rate=format_rate(inp.intra_node_bytes_per_s))
+             if inp.gpus_per_node > 1 else "")
+    render.wrapped(console, _(
+        "model {params} params, {dtype} gradients ({size} per all-reduce); {nodes} nodes x {gpus}; "
+        "network {rate}{intra}", params=format_count(inp.params), dtype=inp.grad_dtype,
+        size=format_bytes(inp.params * inp.grad_bytes),
+        nodes=inp.nodes,
+        gpus=_n("{count} GPU", "{count} GPUs", inp.gpus_per_node),
+        rate=format_rate(inp.inter_node_bytes_per_s), intra=intra))
     if show_memory(console, plan):
         return
     one = plan.one_node
-    render.line(console, f"one node: step {_secs(one.step_s)} (compute "
-                f"{_secs(inp.step_compute_s)}, exposed communication {_secs(one.exposed_s)})")
+    render.line(console, _("one node: step {step} (compute {compute}, exposed communication"
+                           " {exposed})", step=_secs(one.step_s),
+                           compute=_secs(inp.step_compute_s), exposed=_secs(one.exposed_s)))
     render.line(console)
     measured = any(r.measured_efficiency is not None or r.failed_in_bench for r in plan.results)
-    headers = ["setting", "payload", "comm", "exposed", "step", "efficiency", "vs 1 node"]
+    headers = [_("setting"), _("payload"), _("comm"), _("exposed"), _("step"), _("efficiency"),
+               _("vs 1 node")]
     if measured:
-        headers.append("measured")
+        headers.append(_("measured"))
     if inp.step_compute_s is None:
-        headers.append(f"compute for {inp.efficiency_threshold:.0%}")
+        headers.append(_("compute for {threshold:.0%}", threshold=inp.efficiency_threshold))
     rows = []
     for r in plan.results:
         row = [r.setting.label, format_bytes(r.payload_bytes), format_seconds(r.comm_s),
                _secs(r.exposed_s), _secs(r.step_s), _pct(r.efficiency),
                "-" if r.throughput_vs_one_node is None else f"{r.throughput_vs_one_node:.2f}x"]
         if measured:
-            row.append("failed" if r.failed_in_bench else _pct(r.measured_efficiency))
+            row.append(_("failed") if r.failed_in_bench else _pct(r.measured_efficiency))
         if inp.step_compute_s is None:
             row.append(compute_needed(r.break_even_compute_s))
         rows.append(row)
     render.table(console, headers, rows,
-                 title=f"{inp.nodes} nodes vs 1 node (efficiency = 1-node step / "
-                       f"{inp.nodes}-node step, same per-GPU batch: weak scaling)")
+                 title=_("{nodes} nodes vs 1 node (efficiency = 1-node step / {nodes}-node step,"
+                         " same per-GPU batch: weak scaling)", nodes=inp.nodes))
     render.line(console)
     dim = "dim" if console.color else None
     for note in plan.assumptions:
-        render.wrapped(console, f"  assumes: {note}", indent="    ", name=dim)
+        render.wrapped(console, _("  assumes: {note}", note=note), indent="    ", name=dim)
     notes = sorted({note for r in plan.results for note in r.notes})
     for note in notes:
-        render.wrapped(console, f"  note: {note}", indent="    ", name=dim)
+        render.wrapped(console, _("  note: {note}", note=note), indent="    ", name=dim)
     render.line(console)
     decision_style = {"go-multi-node": "ok", "stay-on-one-node": "warn"}.get(
         plan.verdict.decision, "bold")
     render.wrapped(console, plan.verdict.text,
                    name=decision_style if console.color else None)
     if plan.verdict.cost and plan.verdict.setting != "none":
-        render.wrapped(console, f"  cost: {plan.verdict.cost}", indent="    ")
+        render.wrapped(console, _("  cost: {cost}", cost=plan.verdict.cost), indent="    ")
     footer = memory_footer(plan)
     if footer:
-        render.wrapped(console, f"  {footer}", indent="    ")
+        render.wrapped(console, _("  {footer}", footer=footer), indent="    ")

@@ -17,6 +17,7 @@ from ddpkit.cli.options import add_flag, add_json_flag
 from ddpkit.cli.output import render
 from ddpkit.cli.output.console import Console
 from ddpkit.errors import ConfigError, ExitCode, UsageError
+from ddpkit.i18n import _, _n
 from ddpkit.report import document
 from ddpkit.sim import (
     DEFAULT_NAME,
@@ -34,7 +35,7 @@ from ddpkit.sim import (
 from ddpkit.sim.host import find_tools, require_root
 from ddpkit.sim.spec import PUBLIC_PREFIXLEN
 
-HELP = "a simulated multi-node cluster in network namespaces (root)"
+HELP = _("a simulated multi-node cluster in network namespaces (root)")
 SCHEMA_KIND, SCHEMA_VERSION = "sim", 1
 
 
@@ -42,50 +43,55 @@ def configure(parser: argparse.ArgumentParser) -> None:
     actions = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
 
     up = actions.add_parser(
-        "up", help="bring up N nodes (idempotent)",
-        description="Bring up N network-namespace nodes modelled on rented GPU containers: eth0 "
-        "172.17.0.4 on every node (reaching nothing), a private NIC on a shared bridge, hostname "
-        "nodeI resolving to eth0.",
+        "up", help=_("bring up N nodes (idempotent)"),
+        description=_("Bring up N network-namespace nodes modelled on rented GPU containers: "
+                      "eth0 172.17.0.4 on every node (reaching nothing), a private NIC on a shared"
+                      " bridge, hostname nodeI resolving to eth0."),
     )
-    up.add_argument("nodes", type=int, metavar="N", help="number of nodes")
+    up.add_argument("nodes", type=int, metavar="N", help=_("number of nodes"))
     _add_name(up)
     add_flag(up, "--subnet", default=DEFAULT_SUBNET, metavar="CIDR",
-             help=f"private network; the host gets .1, node I gets .(2+I) (default {DEFAULT_SUBNET})")
+             help=_("private network; the host gets .1, node I gets .(2+I) (default {subnet})",
+                    subnet=DEFAULT_SUBNET))
     add_flag(up, "--rate", metavar="RATE",
-             help="shape every private NIC in both directions with tc tbf, e.g. 1gbit, 100mbit")
+             help=_("shape every private NIC in both directions with tc tbf, e.g. 1gbit, 100mbit"))
     add_flag(up, "--delay", metavar="TIME",
-             help="add latency per direction with tc netem, e.g. 5ms (needs sch_netem)")
+             help=_("add latency per direction with tc netem, e.g. 5ms (needs sch_netem)"))
     add_flag(up, "--loss", metavar="PERCENT",
-             help="drop packets per direction with tc netem, e.g. 0.1%% (needs sch_netem)")
+             help=_("drop packets per direction with tc netem, e.g. 0.1%% (needs sch_netem)"))
     add_flag(up, "--ifname-style", action="append", default=[], metavar="I=NAME[,I=NAME]",
-             help="name node I's private NIC NAME instead of eth1, e.g. 1=ens5 (repeatable)")
+             help=_("name node I's private NIC NAME instead of eth1, e.g. 1=ens5 (repeatable)"))
     add_flag(up, "--dry-run", action="store_true",
-             help="print every step up would run, run nothing (no root needed)")
+             help=_("print every step up would run, run nothing (no root needed)"))
     add_json_flag(up)
 
-    status = actions.add_parser("status", help="nodes, addresses, rate, live process counts",
-                                description="Show a sim cluster; exit 0 only when it is fully up.")
+    status = actions.add_parser("status", help=_("nodes, addresses, rate, live process counts"),
+                                description=_("Show a sim cluster; exit 0 only when it is fully"
+                                              " up."))
     _add_name(status)
     add_json_flag(status)
 
     exec_ = actions.add_parser(
-        "exec", help="run a command inside node I",
-        description="Run CMD in node I (its network namespace and hostname), with this terminal's "
-        "stdin/stdout/stderr and environment; exits with CMD's exit status.",
+        "exec", help=_("run a command inside node I"),
+        description=_("Run CMD in node I (its network namespace and hostname), with this "
+                      "terminal's stdin/stdout/stderr and environment; exits with CMD's exit "
+                      "status."),
     )
     _add_name(exec_)
-    exec_.add_argument("index", type=int, metavar="I", help="node index")
+    exec_.add_argument("index", type=int, metavar="I", help=_("node index"))
     exec_.add_argument("command", nargs=argparse.REMAINDER, metavar="-- CMD ...")
 
-    down_ = actions.add_parser("down", help="remove every namespace, link, file and process",
-                               description="Remove the cluster, killing every process still in it.")
+    down_ = actions.add_parser("down", help=_("remove every namespace, link, file and process"),
+                               description=_("Remove the cluster, killing every process still"
+                                             " in it."))
     _add_name(down_)
     add_json_flag(down_)
 
 
 def _add_name(parser: argparse.ArgumentParser) -> None:
     add_flag(parser, "--name", default=DEFAULT_NAME, metavar="NAME",
-             help=f"cluster name, 1-6 lowercase letters/digits (default {DEFAULT_NAME})")
+             help=_("cluster name, 1-6 lowercase letters/digits (default {name})",
+                    name=DEFAULT_NAME))
 
 
 def run(args: argparse.Namespace, console: Console) -> int:
@@ -110,8 +116,11 @@ def _up(args: argparse.Namespace, console: Console) -> int:
             render.emit_json(console, _doc("up", spec.name, "planned", {
                 "dry_run": True, "spec": spec.to_dict(), "plan": [s.to_dict() for s in steps]}))
         else:
-            render.line(console, f"# ddpkit sim up {spec.nodes} --name {spec.name}: "
-                                 f"{len(steps)} steps (dry run, nothing was run)")
+            render.line(console, _n("# ddpkit sim up {nodes} --name {name}: {count} step (dry run,"
+                                    " nothing was run)",
+                                    "# ddpkit sim up {nodes} --name {name}: {count} steps (dry run,"
+                                    " nothing was run)", len(steps), nodes=spec.nodes,
+                                    name=spec.name))
             for step in steps:
                 render.wrapped(console, f"# {step.summary}", indent="#   ")
                 render.command(console, step.shell(), indent="")
@@ -123,14 +132,17 @@ def _up(args: argparse.Namespace, console: Console) -> int:
             "steps_run": len(result.steps)}))
         return ExitCode.OK
     if result.created:
-        render.line(console, f"sim cluster {spec.name} is up: {_summary(result.cluster)}")
+        render.line(console, _("sim cluster {name} is up: {summary}", name=spec.name,
+                               summary=_summary(result.cluster)))
     else:
-        render.line(console, f"sim cluster {spec.name} is already up with this spec; nothing to do")
+        render.line(console, _("sim cluster {name} is already up with this spec; nothing to do",
+                               name=spec.name))
     _node_table(console, result.cluster, None)
     flag = "" if spec.name == DEFAULT_NAME else f" --name {spec.name}"
     render.line(console)
-    render.line(console, f"run a command in a node:  ddpkit sim exec{flag} 0 -- hostname")
-    render.line(console, f"tear it down:             ddpkit sim down{flag}")
+    render.line(console, _("run a command in a node:  ddpkit sim exec{flag} 0 -- hostname",
+                           flag=flag))
+    render.line(console, _("tear it down:             ddpkit sim down{flag}", flag=flag))
     return ExitCode.OK
 
 
@@ -142,20 +154,23 @@ def _status(args: argparse.Namespace, console: Console) -> int:
         return code
     flag = "" if found.name == DEFAULT_NAME else f" --name {found.name}"
     if found.phase == "absent":
-        raise ConfigError("sim-not-up", f"no sim cluster named {found.name}",
-                          f"start one: `ddpkit sim up 2{flag}`; `ddpkit sim status` with no --name "
-                          "shows the default cluster")
+        raise ConfigError("sim-not-up", _("no sim cluster named {name}", name=found.name),
+                          _("start one: `ddpkit sim up 2{flag}`; `ddpkit sim status` with no "
+                            "--name shows the default cluster", flag=flag))
     if found.cluster is None or found.phase != "up":
-        what = {"building": f"half-built ({found.steps_done} steps done)",
-                "damaged": "damaged", "leftovers": "leftovers without a state file"}
-        render.line(console, f"sim cluster {found.name}: {what.get(found.phase, found.phase)}")
+        what = {"building": _n("half-built ({count} step done)", "half-built ({count} steps done)",
+                               found.steps_done),
+                "damaged": _("damaged"), "leftovers": _("leftovers without a state file")}
+        render.line(console, _("sim cluster {name}: {phase}", name=found.name,
+                               phase=what.get(found.phase, found.phase)))
         if found.missing:
-            render.line(console, f"  missing: {', '.join(found.missing)}")
+            render.line(console, _("  missing: {names}", names=", ".join(found.missing)))
         if found.present:
-            render.line(console, f"  present: {', '.join(found.present)}")
-        render.line(console, f"  fix: ddpkit sim down{flag}")
+            render.line(console, _("  present: {names}", names=", ".join(found.present)))
+        render.line(console, _("  fix: ddpkit sim down{flag}", flag=flag))
         return code
-    render.line(console, f"sim cluster {found.name} is up: {_summary(found.cluster)}")
+    render.line(console, _("sim cluster {name} is up: {summary}", name=found.name,
+                           summary=_summary(found.cluster)))
     _node_table(console, found.cluster, found)
     return code
 
@@ -165,19 +180,21 @@ def _exec(args: argparse.Namespace) -> int:
     if command[:1] == ["--"]:
         command = command[1:]
     if not command:
-        raise UsageError("bad-usage", "sim exec needs a command to run",
-                         "give it after --, e.g. `ddpkit sim exec 0 -- hostname`")
+        raise UsageError("bad-usage", _("sim exec needs a command to run"),
+                         _("give it after --, e.g. `ddpkit sim exec 0 -- hostname`"))
     require_root(action="ddpkit sim exec")
     found = inspect(args.name)
     flag = "" if args.name == DEFAULT_NAME else f" --name {args.name}"
     if found.cluster is None or found.phase != "up":
-        raise ConfigError("sim-not-up", f"sim cluster {args.name} is not up ({found.phase})",
-                          f"bring it up first: `ddpkit sim up 2{flag}`")
+        raise ConfigError("sim-not-up", _("sim cluster {name} is not up ({phase})",
+                                          name=args.name, phase=found.phase),
+                          _("bring it up first: `ddpkit sim up 2{flag}`", flag=flag))
     if not 0 <= args.index < len(found.cluster.nodes):
         raise UsageError(
             "sim-no-such-node",
-            f"sim cluster {args.name} has nodes 0..{len(found.cluster.nodes) - 1}, not {args.index}",
-            "give a node index from `ddpkit sim status`",
+            _("sim cluster {name} has nodes 0..{last}, not {index}", name=args.name,
+              last=len(found.cluster.nodes) - 1, index=args.index),
+            _("give a node index from `ddpkit sim status`"),
         )
     argv = node_argv(found.cluster, args.index, command)
     argv[0] = find_tools({"ip", "nsenter"}).paths["ip"]
@@ -232,15 +249,22 @@ def _down(args: argparse.Namespace, console: Console) -> int:
                                        {"changed": report.found, "removed": report.to_dict()}))
         return ExitCode.OK
     if not report.found:
-        render.line(console, f"no sim cluster named {report.name}: nothing to remove")
+        render.line(console, _("no sim cluster named {name}: nothing to remove",
+                               name=report.name))
         return ExitCode.OK
     killed = report.processes_killed
-    render.line(
-        console,
-        f"removed sim cluster {report.name}: {len(report.namespaces)} namespaces, "
-        f"{len(report.links)} host links, {len(report.paths)} files/dirs, "
-        f"{len(killed)} processes killed" + (f" (pids {', '.join(map(str, killed))})" if killed else ""),
-    )
+    values = {"name": report.name, "namespaces": len(report.namespaces),
+              "links": len(report.links), "paths": len(report.paths)}
+    if killed:
+        render.line(console, _n(
+            "removed sim cluster {name}: {namespaces} namespaces, {links} host links, {paths} "
+            "files/dirs, {count} process killed (pids {pids})",
+            "removed sim cluster {name}: {namespaces} namespaces, {links} host links, {paths} "
+            "files/dirs, {count} processes killed (pids {pids})", len(killed),
+            pids=", ".join(map(str, killed)), **values))
+    else:
+        render.line(console, _("removed sim cluster {name}: {namespaces} namespaces, {links} host"
+                               " links, {paths} files/dirs, 0 processes killed", **values))
     return ExitCode.OK
 
 
@@ -249,14 +273,16 @@ def _summary(cluster: SimCluster) -> str:
     shaping = [f"rate {spec.rate}"] if spec.rate else []
     shaping += [f"delay {spec.delay}"] if spec.delay else []
     shaping += [f"loss {spec.loss}"] if spec.loss else []
-    shaped = f", private NICs shaped: {' '.join(shaping)} each way" if shaping else ", unshaped"
-    return (f"{spec.nodes} nodes on {spec.subnet} (host {cluster.host_address} on "
-            f"{cluster.bridge}){shaped}")
+    shaped = (_(", private NICs shaped: {shaping} each way", shaping=" ".join(shaping))
+              if shaping else _(", unshaped"))
+    return _n("{count} node on {subnet} (host {host} on {bridge}){shaped}",
+              "{count} nodes on {subnet} (host {host} on {bridge}){shaped}", spec.nodes,
+              subnet=spec.subnet, host=cluster.host_address, bridge=cluster.bridge, shaped=shaped)
 
 
 def _node_table(console: Console, cluster: SimCluster, found: SimStatus | None) -> None:
-    headers = ["NODE", "NAMESPACE", "HOSTNAME", "PRIVATE NIC", "PUBLIC NIC (trap)"]
-    headers += ["PROCESSES"] if found is not None else []
+    headers = [_("NODE"), _("NAMESPACE"), _("HOSTNAME"), _("PRIVATE NIC"), _("PUBLIC NIC (trap)")]
+    headers += [_("PROCESSES")] if found is not None else []
     rows = []
     for node in cluster.nodes:
         row: list[Any] = [

@@ -16,19 +16,21 @@ from ddpkit.cli.options import add_flag, add_json_flag
 from ddpkit.cli.output import render
 from ddpkit.cli.output.console import Console
 from ddpkit.errors import ConfigError, ExitCode
+from ddpkit.i18n import _
 from ddpkit.launch.hang.pyspy import DUMP_TIMEOUT_S, find_py_spy
 from ddpkit.launch.hang.stacks import render_stack, summary_lines
 from ddpkit.launch.hang.watcher import dump_run_dirs
 from ddpkit.report import document
 
-HELP = "every rank's Python stack of a running job (py-spy)"
+HELP = _("every rank's Python stack of a running job (py-spy)")
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("run_dirs", nargs="+", metavar="RUN_DIR",
-                        help="a running job's run directory (one per node on a shared disk)")
+                        help=_("a running job's run directory (one per node on a shared disk)"))
     add_flag(parser, "--timeout", type=float, default=DUMP_TIMEOUT_S,
-             help=f"seconds py-spy may take per rank (default {DUMP_TIMEOUT_S:g})")
+             help=_("seconds py-spy may take per rank (default {seconds:g})",
+                    seconds=DUMP_TIMEOUT_S))
     add_json_flag(parser)
 
 
@@ -37,9 +39,10 @@ def run(args: argparse.Namespace, console: Console) -> int:
     stacks = dump_run_dirs([Path(d) for d in args.run_dirs], py_spy, timeout=args.timeout)
     if all(s.error_id == "rank-exited" for s in stacks):
         raise ConfigError("job-not-running",
-                          f"no rank recorded in {', '.join(args.run_dirs)} is running any more",
-                          "the job has ended: its logs and any stacks it dumped are in the run "
-                          "directory (`ddpkit doctor --log RUN_DIR`)")
+                          _("no rank recorded in {run_dirs} is running any more",
+                            run_dirs=", ".join(args.run_dirs)),
+                          _("the job has ended: its logs and any stacks it dumped are in the run "
+                            "directory (`ddpkit doctor --log RUN_DIR`)"))
     lines = summary_lines(stacks)
     if args.json:
         render.emit_json(console, document("stacks", 1, {

@@ -15,6 +15,7 @@ from ddpkit.cli.node.node_events import ConsoleEvents
 from ddpkit.cli.output import render
 from ddpkit.cli.output.console import Console
 from ddpkit.errors import DeadlineExceeded, JobFailed, NetworkProblem
+from ddpkit.i18n import _
 from ddpkit.launch.node.plan import NodePlan
 
 _RANK_PREFIX = re.compile(r"^\[[^\]]*\]:")
@@ -55,8 +56,9 @@ def run_jobs(console: Console, jobs: tuple[BenchJob, ...], plans: list[NodePlan]
 
     outcomes = []
     for index, (job, plan) in enumerate(zip(jobs, plans)):
-        render.log(console, f"ddpkit bench: [{index + 1}/{len(jobs)}] {job.title} (port "
-                            f"{plan.config.master_port}, at most {plan.config.job_timeout:g} s)")
+        render.log(console, _("ddpkit bench: [{index}/{total}] {title} (port {port}, at most"
+                              " {limit:g} s)", index=index + 1, total=len(jobs), title=job.title,
+                              port=plan.config.master_port, limit=plan.config.job_timeout))
         events.planned(plan)
         start = time.monotonic()
         try:
@@ -69,9 +71,13 @@ def run_jobs(console: Console, jobs: tuple[BenchJob, ...], plans: list[NodePlan]
             outcome = JobOutcome(job, False, time.monotonic() - start, exc.error_id, exc.message,
                                  stage, plan.run_dir, hint=exc.hint or None,
                                  cause=raised.get("text") if isinstance(raised, dict) else None)
-        state = "ok" if outcome.ok else f"FAILED [{outcome.error_id}]"
-        render.log(console, f"ddpkit bench:   {state} in {outcome.duration_s:.1f} s"
-                            + (f" ({outcome.stage})" if outcome.stage and not outcome.ok else ""))
+        state = _("ok") if outcome.ok else _("FAILED [{id}]", id=outcome.error_id)
+        if outcome.stage and not outcome.ok:
+            render.log(console, _("ddpkit bench:   {state} in {seconds:.1f} s ({stage})",
+                                  state=state, seconds=outcome.duration_s, stage=outcome.stage))
+        else:
+            render.log(console, _("ddpkit bench:   {state} in {seconds:.1f} s", state=state,
+                                  seconds=outcome.duration_s))
         outcomes.append(outcome)
     return outcomes
 

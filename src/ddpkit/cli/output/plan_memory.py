@@ -8,12 +8,13 @@ from ddpkit.bench.planning.strategies import StrategyResult
 from ddpkit.bench.units import format_bytes, format_seconds
 from ddpkit.cli.output import render
 from ddpkit.cli.output.console import Console
+from ddpkit.i18n import _, _n, localized
 
 
 def _fits(fits: bool | None, total: float, usable: int | None) -> str:
     if fits is None or usable is None:
         return "?"
-    return "yes" if fits else f"-{format_bytes(total - usable)}"
+    return _("yes") if fits else f"-{format_bytes(total - usable)}"
 
 
 def _row(r: StrategyResult, usable: int | None) -> list[str]:
@@ -33,28 +34,33 @@ def show_memory(console: Console, plan: Plan) -> bool:
         return False
     inp, mem = plan.inputs, fit.inputs
     gpu = fit.gpu.title if fit.gpu is not None else "GPU"
-    compute = ("" if inp.step_compute_s is None else
-               f"; compute {format_seconds(inp.step_compute_s)}/step, overlap {inp.overlap:g}")
-    render.wrapped(console, (
-        f"{gpu}: {format_bytes(fit.usable_bytes or 0)} usable per GPU; {mem.optimizer}, "
-        f"{mem.layers} layers x {mem.hidden}{compute}"))
+    values = {"gpu": gpu, "usable": format_bytes(fit.usable_bytes or 0),
+              "optimizer": mem.optimizer, "layers": mem.layers, "hidden": mem.hidden}
+    if inp.step_compute_s is None:
+        render.wrapped(console, _("{gpu}: {usable} usable per GPU; {optimizer}, {layers} layers"
+                                  " x {hidden}", **values))
+    else:
+        render.wrapped(console, _("{gpu}: {usable} usable per GPU; {optimizer}, {layers} layers"
+                                  " x {hidden}; compute {compute}/step, overlap {overlap:g}",
+                                  compute=format_seconds(inp.step_compute_s),
+                                  overlap=inp.overlap, **values))
     render.line(console)
     n = inp.nodes
-    headers = ["strategy", f"{n} nodes", "fits", "1 node", "fits", "link/step", "comm", "step",
-               "vs 1 node"]
+    headers = [_("strategy"), _n("{count} node", "{count} nodes", n), _("fits"), _("1 node"),
+               _("fits"), _("link/step"), _("comm"), _("step"), _("vs 1 node")]
     render.table(console, headers, [_row(r, fit.usable_bytes) for r in fit.results],
-                 title="memory per GPU, traffic through each node's link per step, step time")
-    render.line(console, render.style(console, (
-        f"  vs 1 node: same strategy's step on 1 node / on {n} nodes (weak scaling); "
-        "*: adapters only"), "dim"))
+                 title=_("memory per GPU, traffic through each node's link per step, step time"))
+    render.line(console, render.style(console, localized(_(
+        "  vs 1 node: same strategy's step on 1 node / on {n} nodes (weak scaling); "
+        "*: adapters only", n=n)), "dim"))
     for note in fit.notes:
-        render.wrapped(console, f"  assumes: {note}", indent="    ",
+        render.wrapped(console, _("  assumes: {note}", note=note), indent="    ",
                        name="dim" if console.color else None)
     render.line(console)
     style = {"go-multi-node": "ok", "stay-on-one-node": "warn"}.get(plan.verdict.decision, "bold")
     render.wrapped(console, plan.verdict.text, name=style if console.color else None)
     if plan.verdict.apply:
-        render.line(console, f"  apply {plan.verdict.strategy}:")
+        render.line(console, _("  apply {strategy}:", strategy=plan.verdict.strategy))
         for text in plan.verdict.apply:
             render.line(console, f"    {text}")
     return True
@@ -64,12 +70,12 @@ def memory_footer(plan: Plan) -> str | None:
     """One line for the DDP output: what plain DDP needs per GPU, and against which GPU."""
     fit = plan.fit
     ddp = fit.results[0].memory
-    what = "" if ddp.activations is not None else " (model state, no activations)"
+    what = "" if ddp.activations is not None else _(" (model state, no activations)")
     if fit.usable_bytes is not None:
-        return (f"memory: plain DDP fits, {format_bytes(ddp.total)} per GPU{what} of "
-                f"{format_bytes(fit.usable_bytes)} usable")
+        return _("memory: plain DDP fits, {total} per GPU{what} of {usable} usable",
+                 total=format_bytes(ddp.total), what=what, usable=format_bytes(fit.usable_bytes))
     largest = max(GPUS, key=lambda g: g.memory_bytes)
-    more = (f", more than any GPU in ddpkit's table ({largest.title})"
+    more = (_(", more than any GPU in ddpkit's table ({gpu})", gpu=largest.title)
             if ddp.total > largest.memory_bytes else "")
-    return (f"memory: plain DDP needs {format_bytes(ddp.total)} per GPU{what}{more}; pass --gpu "
-            "or --gpu-memory to check which strategies fit")
+    return _("memory: plain DDP needs {total} per GPU{what}{more}; pass --gpu or --gpu-memory to"
+             " check which strategies fit", total=format_bytes(ddp.total), what=what, more=more)
