@@ -24,6 +24,7 @@ import psutil
 
 from ddpkit.atomic_file import replace_file
 from ddpkit.errors import ConfigError
+from ddpkit.i18n import _
 from ddpkit.file_safety import read_regular
 from ddpkit.launch.config import STOP
 from ddpkit.launch.hang import model as hang
@@ -299,13 +300,15 @@ def read_registry(run_dir: Path) -> tuple[list[Target], dict[str, Any]]:
                           int(r["rank"]) if r.get("rank") is not None else None,
                           doc.get("node_rank"), str(doc.get("host", ""))) for r in ranks]
     except FileNotFoundError:
-        raise ConfigError("no-rank-list", f"{path} does not exist: no job has started ranks there",
-                          "give the run directory of a running `ddpkit launch` (it prints it; "
-                          "by default ./ddpkit-runs/<time>-node<R>)") from None
+        raise ConfigError("no-rank-list", _("{path} does not exist: no job has started ranks "
+                                            "there", path=str(path)),
+                          _("give the run directory of a running `ddpkit launch` (it prints it; "
+                            "by default ./ddpkit-runs/<time>-node<R>)")) from None
     except (OSError, ValueError, KeyError, TypeError, RecursionError) as exc:
-        raise ConfigError("bad-rank-list", f"{path} cannot be read: "
-                          f"{shown(getattr(exc, 'strerror', None) or str(exc), 200)}",
-                          "give the run directory of a running `ddpkit launch`") from None
+        raise ConfigError("bad-rank-list", _("{path} cannot be read: {error}", path=str(path),
+                                             error=shown(getattr(exc, "strerror", None)
+                                                         or str(exc), 200)),
+                          _("give the run directory of a running `ddpkit launch`")) from None
     return targets, doc
 
 

@@ -25,6 +25,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from ddpkit.errors import ConfigError
+from ddpkit.i18n import _
 from ddpkit.launch.config import LaunchConfig
 from ddpkit.launch.torchrun.entry_file import find_module_file
 
@@ -86,10 +87,12 @@ def config_entry_problem(config: LaunchConfig, env: Mapping[str, str], cwd: Path
 
 def entry_error(problem: str, *, entry: str, is_module: bool, node_rank: int) -> ConfigError:
     """``script-not-found``: this node cannot start its ranks, so it does not wait for the job."""
-    what = "module" if is_module else "script"
     return ConfigError(
         "script-not-found",
-        f"node {node_rank}: the {what} cannot be run here: {problem}",
-        "check the spelling and run from the directory that holds it, with the same path on "
-        "every node (copy it there first; each node runs its own copy)",
+        _("node {node}: the module cannot be run here: {problem}", node=node_rank,
+          problem=problem) if is_module else
+        _("node {node}: the script cannot be run here: {problem}", node=node_rank,
+          problem=problem),
+        _("check the spelling and run from the directory that holds it, with the same path on "
+          "every node (copy it there first; each node runs its own copy)"),
         details={"entry": entry, "node_rank": node_rank})

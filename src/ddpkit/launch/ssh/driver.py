@@ -19,6 +19,7 @@ from typing import Protocol
 
 from ddpkit import __version__
 from ddpkit.errors import DdpkitError, NetworkProblem
+from ddpkit.i18n import _
 from ddpkit.launch.envpass import PassedEnv
 from ddpkit.launch.events import Progress
 from ddpkit.launch.job import JobSpec
@@ -166,5 +167,6 @@ def route_on_node0(host: Host, target: str, python: str, settings: SshSettings) 
         return str(route["source"]), str(route["ifname"])
     except (subprocess.TimeoutExpired, ValueError, KeyError, TypeError) as exc:
         raise NetworkProblem("remote-route-failed",
-                             f"`ddpkit nics --to {target}` on {host.ssh_target} gave no route ({exc})",
-                             "pass --master-addr") from None
+                             _("`ddpkit nics --to {target}` on {host} gave no route ({error})",
+                               target=target, host=host.ssh_target, error=str(exc)),
+                             _("pass --master-addr")) from None

@@ -27,6 +27,7 @@ from typing import IO, Any, Protocol
 import psutil
 
 from ddpkit.errors import Interrupted
+from ddpkit.i18n import _
 from ddpkit.launch.envpass import PassedEnv, to_wire
 from ddpkit.launch.job import TORCHRUN_COMMANDS, JobSpec
 from ddpkit.launch.job import node_argv as job_node_argv
@@ -309,7 +310,7 @@ def supervise(nodes: Sequence[NodeCommand], events: NodeEvents, *, output_dir: P
         for handle in logs.values():
             handle.close()
     if interrupted:
-        raise Interrupted(f"stopped the job on all {len(nodes)} nodes")
+        raise Interrupted(_("stopped the job on all {count} nodes", count=len(nodes)))
     return tuple(outcomes[node.node_rank] for node in nodes)
 
 

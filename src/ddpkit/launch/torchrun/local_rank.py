@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from ddpkit.errors import UsageError
+from ddpkit.i18n import _
 from ddpkit.launch.config import LocalRankMode
 
 LocalRankFlag = Literal["--local-rank", "--local_rank"]
@@ -77,8 +78,8 @@ def check_use_env(mode: LocalRankMode, use_env: bool) -> None:
     """UsageError ``local-rank-arg-conflict`` for --use-env with an explicit spelling."""
     if use_env and mode in SPELLINGS:
         raise UsageError("local-rank-arg-conflict",
-                         f"--use-env says the script reads LOCAL_RANK, --local-rank-arg {mode} "
-                         "says it wants an argument", "drop one of them")
+                         _("--use-env says the script reads LOCAL_RANK, --local-rank-arg {mode} "
+                           "says it wants an argument", mode=mode), _("drop one of them"))
 
 
 def declarations(source: bytes | str) -> tuple[Declaration, ...]:
