@@ -93,7 +93,7 @@ class JobStore:
         it."""
         key, sealed = self.token.key(name), seal(self.token, name, body)
         current = bytes(self.call(lambda s: s.compare_set(key, "", sealed)))
-        for _ in range(3):  # junk may be rewritten between two compare_sets; the slot is contested
+        for _attempt in range(3):  # junk may be rewritten between two compare_sets; the slot is contested
             if current == sealed:
                 return True
             try:
