@@ -238,7 +238,7 @@ def job_summary(outcomes: Sequence[NodeOutcome]) -> str:
 
 def last_output_lines(message: str) -> tuple[str, ...]:
     """The "Its last output: a | b" part of a node's failure summary, as lines."""
-    _, sep, tail = message.partition("Its last output: ")
+    _head, sep, tail = message.partition("Its last output: ")
     return tuple(part.strip() for part in tail.split(" | ") if part.strip()) if sep else ()
 
 

@@ -284,7 +284,7 @@ def _order(stack: RankStack) -> tuple[int, int, int]:
 def summary_lines(stacks: Sequence[RankStack]) -> list[str]:
     """One line per group, then the likely cause, then ranks without a stack."""
     groups, failed = group(stacks)
-    lines = []
+    lines: list[str] = []
     for g in groups:
         what = (g.place.describe(_code(g), plural=len(g.members) > 1)
                 if g.place is not None else _("showed no Python frame"))
