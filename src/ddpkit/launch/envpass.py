@@ -105,7 +105,7 @@ def read_wire(fd: int, timeout: float = WIRE_TIMEOUT_S) -> tuple[dict[str, str],
     except (ValueError, KeyError, TypeError) as exc:
         raise _bad_wire(_("the environment line is not ddpkit's JSON ({error})",
                            error=str(exc))) from None
-    for name in (*values, *(k for k, _ in overrides)):
+    for name in (*values, *(k for k, _value in overrides)):
         if not _NAME.fullmatch(name):
             raise _bad_wire(_("{name!r} is not an environment variable name", name=name))
     return values, overrides

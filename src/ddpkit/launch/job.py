@@ -16,6 +16,7 @@ from typing import Any
 
 from ddpkit.choices import parse_choice
 from ddpkit.errors import ConfigError
+from ddpkit.i18n import _
 from ddpkit.launch.config import (
     DEFAULT_CONNECT_TIMEOUT,
     DEFAULT_HANG_TIMEOUT,
@@ -65,11 +66,13 @@ class JobSpec:
 
     def __post_init__(self) -> None:
         if self.command not in COMMANDS:
-            raise ConfigError("bad-job", f"a job runs one of {', '.join(COMMANDS)}, not "
-                              f"{self.command!r}", "run the same ddpkit version on every node")
+            raise ConfigError("bad-job", _("a job runs one of {known}, not {command!r}",
+                                           known=", ".join(COMMANDS), command=self.command),
+                              _("run the same ddpkit version on every node"))
         if self.nnodes < 1:
-            raise ConfigError("bad-job", f"a job has at least one node, not {self.nnodes}",
-                              "run the same ddpkit version on every node")
+            raise ConfigError("bad-job", _("a job has at least one node, not {nnodes}",
+                                           nnodes=self.nnodes),
+                              _("run the same ddpkit version on every node"))
 
     @classmethod
     def from_config(cls, command: str, config: LaunchConfig, *, command_flags: Sequence[str] = (),
@@ -118,8 +121,9 @@ class JobSpec:
                 command_flags=tuple(str(a) for a in data["command_flags"]),
                 entry=tuple(str(a) for a in data["entry"]))
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
-            raise ConfigError("bad-job", f"the master's job description is not one this ddpkit "
-                              f"reads ({exc})", "run the same ddpkit version on every node") from None
+            raise ConfigError("bad-job", _("the master's job description is not one this ddpkit "
+                                           "reads ({error})", error=str(exc)),
+                              _("run the same ddpkit version on every node")) from None
 
 
 def node_argv(spec: JobSpec, node_rank: int, master_addr: str, *,

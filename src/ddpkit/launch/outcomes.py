@@ -24,6 +24,8 @@ from typing import Any, Literal
 
 from ddpkit.error_ids import JOB_STOPPED
 from ddpkit.errors import DdpkitError
+from ddpkit.i18n import _
+from ddpkit.launch.wording import clauses
 
 NodeState = Literal["ok", "failed", "lost", "stopped", "interrupted"]  # how one node ended
 OK: NodeState = "ok"
@@ -49,6 +51,13 @@ CONSEQUENCE_PATTERNS = (
     "timeout",
 )
 INTERRUPTED_EXIT = 130
+STATE_WORDS: Mapping[NodeState, str] = {OK: _("ok"), FAILED: _("failed"), LOST: _("lost"),
+                                        STOPPED: _("stopped"), INTERRUPTED: _("interrupted")}
+
+
+def state_word(state: NodeState) -> str:
+    """How a node ended, in words (the state itself stays English in JSON)."""
+    return STATE_WORDS.get(state, state)
 
 
 def describe_exit(exitcode: int, signal: str | None = None) -> str:
@@ -59,9 +68,9 @@ def describe_exit(exitcode: int, signal: str | None = None) -> str:
         try:
             name = signal or signal_module.Signals(-exitcode).name
         except ValueError:
-            name = signal or f"signal {-exitcode}"
-        return f"killed by {name}"
-    return f"exit code {exitcode}"
+            name = signal or _("signal {number}", number=-exitcode)
+        return _("killed by {signal}", signal=name)
+    return _("exit code {code}", code=exitcode)
 
 
 @dataclass(frozen=True)
@@ -93,15 +102,21 @@ class NodeOutcome:
     def how(self) -> str:
         if self.exitcode is not None:
             return describe_exit(self.exitcode, self.signal)
-        return self.message or self.state
+        return self.message or state_word(self.state)
 
     def where(self) -> str:
-        text = f"node {self.node_rank} ({self.host}"
-        if self.rank is not None:
-            text += f", rank {self.rank}"
-            if self.local_rank is not None:
-                text += f", local rank {self.local_rank}"
-        return text + ")"
+        if self.rank is None:
+            return _("node {node} ({host})", node=self.node_rank, host=self.host)
+        if self.local_rank is None:
+            return _("node {node} ({host}, rank {rank})", node=self.node_rank, host=self.host,
+                     rank=self.rank)
+        return _("node {node} ({host}, rank {rank}, local rank {local})", node=self.node_rank,
+                 host=self.host, rank=self.rank, local=self.local_rank)
+
+    def ended(self) -> str:
+        """``node 1 (gpu2) failed: exit code 1``: the stop order's reason, and a status line."""
+        return _("node {node} ({host}) {state}: {how}", node=self.node_rank, host=self.host,
+                 state=state_word(self.state), how=self.how())
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -199,31 +214,31 @@ def job_summary(outcomes: Sequence[NodeOutcome]) -> str:
     if first is None:
         stopped = [o for o in outcomes if o.state in (STOPPED, INTERRUPTED)]
         if stopped:
-            return "the job was stopped: " + "; ".join(
-                f"node {o.node_rank} ({o.host}) {o.state}" for o in sorted(stopped, key=_order))
-        return f"all {len(outcomes)} nodes finished successfully"
-    text = f"{first.where()} failed first: {first.how()}"
+            return _("the job was stopped: {nodes}", nodes=clauses([
+                _("node {node} ({host}) {state}", node=o.node_rank, host=o.host,
+                  state=state_word(o.state)) for o in sorted(stopped, key=_order)]))
+        return _("all {count} nodes finished successfully", count=len(outcomes))
+    text = _("{where} failed first: {how}", where=first.where(), how=first.how())
     if first.exitcode is None and first.error_id:
-        text += f" [{first.error_id}]"
+        text = _("{summary} [{id}]", summary=text, id=first.error_id)
     if first.raised:
-        text += f". It raised {first.raised}"
+        text = _("{summary}. It raised {raised}", summary=text, raised=first.raised)
     if first.last_lines:
-        text += ". Its last output: " + " | ".join(first.last_lines)
+        text = _("{summary}. Its last output: {lines}", summary=text,
+                 lines=" | ".join(first.last_lines))
     others = [o for o in sorted(outcomes, key=_order) if o is not first and o.state != OK]
     if others:
-        parts = []
-        for other in others:
-            if other.failed:
-                parts.append(f"node {other.node_rank} ({other.host}) failed too ({other.how()})")
-            else:
-                parts.append(f"node {other.node_rank} ({other.host}) was {other.state}")
-        text += ". Then: " + "; ".join(parts)
+        parts = [_("node {node} ({host}) failed too ({how})", node=o.node_rank, host=o.host,
+                   how=o.how()) if o.failed else
+                 _("node {node} ({host}) was {state}", node=o.node_rank, host=o.host,
+                   state=state_word(o.state)) for o in others]
+        text = _("{summary}. Then: {others}", summary=text, others=clauses(parts))
     return text
 
 
 def last_output_lines(message: str) -> tuple[str, ...]:
     """The "Its last output: a | b" part of a node's failure summary, as lines."""
-    _, sep, tail = message.partition("Its last output: ")
+    _head, sep, tail = message.partition("Its last output: ")
     return tuple(part.strip() for part in tail.split(" | ") if part.strip()) if sep else ()
 
 

@@ -18,10 +18,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from ddpkit.i18n import _
+
 T = TypeVar("T")
 
-SILENT = ("it accepts connections but never answered like a torch store: is something else "
-          "listening on that port?")
+SILENT = _("it accepts connections but never answered like a torch store: is something else "
+           "listening on that port?")
 
 HANDSHAKE_THREAD = "ddpkit-store-connect"
 
@@ -118,7 +120,7 @@ def within(action: Callable[[], T], seconds: float) -> T:
     if "error" in found:
         raise found["error"]
     if "value" not in found:
-        raise CallTimedOut(f"no answer within {seconds:g} s")
+        raise CallTimedOut(_("no answer within {seconds:g} s", seconds=seconds))
     return found["value"]  # type: ignore[no-any-return]
 
 

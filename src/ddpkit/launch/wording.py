@@ -44,3 +44,13 @@ def clauses(items: Sequence[str]) -> str:
     for item in reversed(items[:-1]):
         text = _("{first}; {rest}", first=item, rest=text)
     return text
+
+
+def bars(items: Sequence[str]) -> str:
+    """``a | b | c``: separate reports in one line."""
+    if not items:
+        return ""
+    text: str = items[-1]
+    for item in reversed(items[:-1]):
+        text = _("{first} | {rest}", first=item, rest=text)
+    return text

@@ -28,6 +28,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
+from ddpkit.i18n import _n
 from ddpkit.launch.config import DEFAULT_HANG_TIMEOUT
 
 ProgressSignal = Literal["started", "output", "cpu", "peer"]
@@ -88,9 +89,10 @@ class HangVerdict:
 
     def describe(self, timeout_s: float) -> str:
         count = len(self.ranks)
-        who = "its rank" if count == 1 else f"all {count} ranks"
-        return (f"{who} made no progress for {self.idle_s:.0f} s (--hang-timeout {timeout_s:g}): "
-                "no output, and no CPU time used")
+        return _n("its rank made no progress for {idle:.0f} s (--hang-timeout {timeout:g}): no "
+                  "output, and no CPU time used", "all {count} ranks made no progress for "
+                  "{idle:.0f} s (--hang-timeout {timeout:g}): no output, and no CPU time used",
+                  count, idle=self.idle_s, timeout=timeout_s)
 
     def to_dict(self) -> dict[str, Any]:
         return {"idle_s": round(self.idle_s, 1), "local_ranks": list(self.ranks),

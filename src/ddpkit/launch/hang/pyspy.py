@@ -18,13 +18,15 @@ from pathlib import Path
 
 import psutil
 
+from ddpkit.i18n import _
 from ddpkit.launch.hang.readable_source import reader_of, source_line
 from ddpkit.launch.hang.stacks import RankStack, is_library, parse_pyspy_json
+from ddpkit.launch.wording import clauses
 
 DUMP_TIMEOUT_S = 5.0
 PTRACE_SCOPE = "/proc/sys/kernel/yama/ptrace_scope"
-INSTALL_FIX = ("install it where ddpkit runs: `pip install py-spy` (ddpkit declares it; "
-               "reinstalling ddpkit brings it), or put it on PATH")
+INSTALL_FIX = _("install it where ddpkit runs: `pip install py-spy` (ddpkit declares it; "
+                "reinstalling ddpkit brings it), or put it on PATH")
 
 
 @dataclass(frozen=True)
@@ -54,20 +56,22 @@ def not_permitted_fix(scope_path: str = PTRACE_SCOPE) -> str:
         scope = int(Path(scope_path).read_text().strip())
     fixes = []
     if scope is not None and scope > 0:
-        fixes.append(f"kernel.yama.ptrace_scope is {scope}: `sudo sysctl kernel.yama.ptrace_scope=0` "
-                     "(3 cannot be lowered without a reboot)" if scope < 3 else
-                     "kernel.yama.ptrace_scope is 3 (ptrace disabled until reboot)")
-    fixes.append("in a container, add the SYS_PTRACE capability (`docker run --cap-add SYS_PTRACE`, "
-                 "Kubernetes securityContext.capabilities.add: [SYS_PTRACE])")
-    fixes.append("or run ddpkit as the ranks' user with sudo")
-    return "; ".join(fixes)
+        fixes.append(_("kernel.yama.ptrace_scope is {scope}: `sudo sysctl "
+                       "kernel.yama.ptrace_scope=0` (3 cannot be lowered without a reboot)",
+                       scope=scope) if scope < 3 else
+                     _("kernel.yama.ptrace_scope is 3 (ptrace disabled until reboot)"))
+    fixes.append(_("in a container, add the SYS_PTRACE capability (`docker run --cap-add "
+                   "SYS_PTRACE`, Kubernetes securityContext.capabilities.add: [SYS_PTRACE])"))
+    fixes.append(_("or run ddpkit as the ranks' user with sudo"))
+    return clauses(fixes)
 
 
 def dump_all(targets: Sequence[Target], py_spy: str | None, *,
              timeout: float = DUMP_TIMEOUT_S) -> list[RankStack]:
     """Every target's stack, dumped concurrently; at most ``timeout`` seconds (plus a kill)."""
     if py_spy is None:
-        return [failed(t, "py-spy-missing", "py-spy is not installed", INSTALL_FIX) for t in targets]
+        return [failed(t, "py-spy-missing", _("py-spy is not installed"), INSTALL_FIX)
+                for t in targets]
     running: list[tuple[Target, subprocess.Popen[str] | None, str]] = []
     for target in targets:
         if not _same_process(target):
@@ -78,7 +82,8 @@ def dump_all(targets: Sequence[Target], py_spy: str | None, *,
                                     stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                     stderr=subprocess.PIPE, text=True, errors="replace")
         except OSError as exc:
-            running.append((target, None, f"cannot run {py_spy}: {exc.strerror}"))
+            running.append((target, None, _("cannot run {program}: {error}", program=py_spy,
+                                            error=str(exc.strerror))))
             continue
         running.append((target, proc, ""))
     deadline = time.monotonic() + timeout
@@ -94,10 +99,11 @@ def dump_all(targets: Sequence[Target], py_spy: str | None, *,
             child.kill()
             child.communicate()
             stacks.append(failed(target, "stack-dump-timeout",
-                                  f"py-spy did not answer within {timeout:g} s",
-                                  "run `py-spy dump --pid "
-                                  f"{target.pid}` by hand; a process in uninterruptible sleep "
-                                  "(D state, e.g. a stuck driver call) cannot be read"))
+                                  _("py-spy did not answer within {seconds:g} s",
+                                    seconds=timeout),
+                                  _("run `py-spy dump --pid {pid}` by hand; a process in "
+                                    "uninterruptible sleep (D state, e.g. a stuck driver call) "
+                                    "cannot be read", pid=target.pid)))
             continue
         stacks.append(_result(target, child.returncode, out, err))
     return stacks
@@ -108,8 +114,9 @@ def _result(target: Target, code: int, out: str, err: str) -> RankStack:
         try:
             threads = parse_pyspy_json(out)
         except ValueError as exc:
-            return failed(target, "stack-dump-unreadable", f"py-spy printed no stack: {exc}",
-                           "upgrade py-spy (`pip install -U py-spy`)")
+            return failed(target, "stack-dump-unreadable",
+                          _("py-spy printed no stack: {error}", error=str(exc)),
+                          _("upgrade py-spy (`pip install -U py-spy`)"))
         return with_code(RankStack(local_rank=target.local_rank, pid=target.pid, rank=target.rank,
                                    node_rank=target.node_rank, host=target.host, threads=threads))
     if not _same_process(target):
@@ -118,9 +125,10 @@ def _result(target: Target, code: int, out: str, err: str) -> RankStack:
     low = err.lower()
     if "permission denied" in low or "operation not permitted" in low or "eperm" in low:
         return failed(target, "py-spy-not-permitted",
-                       f"py-spy may not read pid {target.pid}: {first}", not_permitted_fix())
-    return failed(target, "stack-dump-failed", f"py-spy failed: {first}",
-                   f"run `py-spy dump --pid {target.pid}` by hand to see why")
+                      _("py-spy may not read pid {pid}: {why}", pid=target.pid, why=first),
+                      not_permitted_fix())
+    return failed(target, "stack-dump-failed", _("py-spy failed: {why}", why=first),
+                  _("run `py-spy dump --pid {pid}` by hand to see why", pid=target.pid))
 
 
 def with_code(stack: RankStack) -> RankStack:
@@ -150,8 +158,8 @@ def _same_process(target: Target) -> bool:
 
 
 def _exited(target: Target) -> RankStack:
-    return failed(target, "rank-exited", "the rank exited before or while its stack was read",
-                   "nothing to fix here: its exit status and logs tell how it ended")
+    return failed(target, "rank-exited", _("the rank exited before or while its stack was read"),
+                  _("nothing to fix here: its exit status and logs tell how it ended"))
 
 
 def failed(target: Target, error_id: str, error: str, fix: str) -> RankStack:

@@ -19,6 +19,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ddpkit.i18n import _, _n
+from ddpkit.launch.wording import clauses, listed
 from ddpkit.plain_text import shown
 
 C10D_FILES = ("torch/distributed/distributed_c10d.py",)
@@ -67,7 +69,8 @@ class RankStack:
         return self.error_id is None
 
     def who(self) -> str:
-        return f"rank {self.rank}" if self.rank is not None else f"local rank {self.local_rank}"
+        return (_("rank {rank}", rank=self.rank) if self.rank is not None else
+                _("local rank {local}", local=self.local_rank))
 
     def main_thread(self) -> ThreadStack | None:
         for thread in self.threads:
@@ -173,14 +176,16 @@ class Place:
         return (self.call, self.user.at() if self.user else self.inner.at() if self.inner else None)
 
     def describe(self, code: Mapping[str, str] | None = None, *, plural: bool = False) -> str:
-        at = self.key[1] or "an unknown place"
+        at = self.key[1] or _("an unknown place")
         source = (code or {}).get(at)
         shown = f"{at} `{source}`" if source else at
         if self.collective:
-            return f"{'wait' if plural else 'waits'} in {self.call} at {shown}"
+            return (_("wait in {call} at {at}", call=self.call, at=shown) if plural else
+                    _("waits in {call} at {at}", call=self.call, at=shown))
         if self.call:
-            return f"{'are' if plural else 'is'} in {self.call} at {shown}"
-        return f"{'are' if plural else 'is'} at {shown}"
+            return (_("are in {call} at {at}", call=self.call, at=shown) if plural else
+                    _("is in {call} at {at}", call=self.call, at=shown))
+        return _("are at {at}", at=shown) if plural else _("is at {at}", at=shown)
 
     def to_dict(self) -> dict[str, Any]:
         return {"call": self.call, "collective": self.collective,
@@ -215,15 +220,16 @@ class Group:
         ranks = [m.rank for m in self.members]
         if all(r is not None for r in ranks):
             shown = ", ".join(str(r) for r in sorted(r for r in ranks if r is not None))
-            return f"rank{'s' if len(ranks) > 1 else ''} {shown}"
-        return ", ".join(m.who() for m in self.members)
+            return _n("rank {ranks}", "ranks {ranks}", len(ranks), ranks=shown)
+        return listed([m.who() for m in self.members])
 
     def detail(self) -> str:
         parts = []
         for m in self.members:
-            node = m.host or (f"node {m.node_rank}" if m.node_rank is not None else "")
-            parts.append(", ".join(p for p in (node, f"pid {m.pid}") if p))
-        return "; ".join(parts)
+            node = m.host or (_("node {node}", node=m.node_rank) if m.node_rank is not None else "")
+            pid = _("pid {pid}", pid=m.pid)
+            parts.append(listed([node, pid]) if node else pid)
+        return clauses(parts)
 
 
 def group(stacks: Iterable[RankStack]) -> tuple[list[Group], list[RankStack]]:
@@ -254,13 +260,16 @@ def odd_one_out(groups: Sequence[Group]) -> tuple[Group, str] | None:
         suspect = min(outside, key=lambda g: (len(g.members), _order(g.members[0])))
         calls = sorted({g.place.call or "?" for g in waiting if g.place is not None})
         count = sum(len(g.members) for g in waiting)
-        others = "1 other rank waits" if count == 1 else f"{count} other ranks wait"
-        return suspect, f"it is not inside a collective while {others} in {', '.join(calls)}"
+        return suspect, _n("it is not inside a collective while {count} other rank waits in "
+                           "{calls}", "it is not inside a collective while {count} other ranks "
+                           "wait in {calls}", count, calls=", ".join(calls))
 
     suspect = min(groups[1:], key=lambda g: (len(g.members), _order(g.members[0])))
     most = groups[0]
-    there = most.place.describe(_code(most), plural=True) if most.place else "show no Python frame"
-    return suspect, f"it is at a different place from the {len(most.members)} rank(s) that {there}"
+    there = (most.place.describe(_code(most), plural=True) if most.place else
+             _("show no Python frame"))
+    return suspect, _("it is at a different place from the {count} rank(s) that {there}",
+                      count=len(most.members), there=there)
 
 
 
@@ -275,23 +284,29 @@ def _order(stack: RankStack) -> tuple[int, int, int]:
 def summary_lines(stacks: Sequence[RankStack]) -> list[str]:
     """One line per group, then the likely cause, then ranks without a stack."""
     groups, failed = group(stacks)
-    lines = []
+    lines: list[str] = []
     for g in groups:
-        text = f"{g.names()} " + (g.place.describe(_code(g), plural=len(g.members) > 1)
-                                  if g.place is not None else "showed no Python frame")
+        what = (g.place.describe(_code(g), plural=len(g.members) > 1)
+                if g.place is not None else _("showed no Python frame"))
         if len(g.members) <= 2 or len(groups) > 1 and g is not groups[0]:
-            text += f" ({g.detail()})"
-        lines.append(text)
+            lines.append(_("{names} {what} ({detail})", names=g.names(), what=what,
+                           detail=g.detail()))
+        else:
+            lines.append(_("{names} {what}", names=g.names(), what=what))
     odd = odd_one_out(groups)
     if odd is not None:
         suspect, why = odd
-        lines.append(f"likely cause: {suspect.names()} ({suspect.detail()}): {why}")
+        lines.append(_("likely cause: {names} ({detail}): {why}", names=suspect.names(),
+                       detail=suspect.detail(), why=why))
     elif len(groups) == 1 and groups[0].place is not None and groups[0].place.collective:
-        lines.append("every rank here waits in the same collective: the rank holding it up is "
-                     "elsewhere (another node's report names it), or a peer is gone")
+        lines.append(_("every rank here waits in the same collective: the rank holding it up is "
+                       "elsewhere (another node's report names it), or a peer is gone"))
     for stack in failed:
-        lines.append(f"{stack.who()} (pid {stack.pid}): no stack [{stack.error_id}]: {stack.error}"
-                     + (f"; fix: {stack.fix}" if stack.fix else ""))
+        lines.append(_("{who} (pid {pid}): no stack [{id}]: {error}; fix: {fix}", who=stack.who(),
+                       pid=stack.pid, id=stack.error_id, error=stack.error, fix=stack.fix)
+                     if stack.fix else
+                     _("{who} (pid {pid}): no stack [{id}]: {error}", who=stack.who(),
+                       pid=stack.pid, id=stack.error_id, error=stack.error))
     return lines
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from ddpkit.i18n import _
 from ddpkit.launch.hang.stacks import RankStack
 
 STOPPED_STATES = ("stopped", "tracing-stop")  # psutil's names for T and t
@@ -20,11 +21,12 @@ def cause_lines(stacks: Sequence[RankStack], states: Mapping[int, str]) -> list[
     """``states``: pid -> psutil status, as read when the hang was seen."""
     stopped = [s for s in stacks if states.get(s.pid) in STOPPED_STATES]
     if stopped:
-        return [f"likely cause: {s.who()} (pid {s.pid}) is stopped (state "
-                f"{'T' if states[s.pid] == 'stopped' else 't'}: SIGSTOP or a debugger): its peers "
-                f"wait for it; `kill -CONT {s.pid}` resumes it" for s in stopped]
+        return [_("likely cause: {who} (pid {pid}) is stopped (state {state}: SIGSTOP or a "
+                  "debugger): its peers wait for it; `kill -CONT {pid}` resumes it", who=s.who(),
+                  pid=s.pid, state="T" if states[s.pid] == "stopped" else "t") for s in stopped]
     unread = [s for s in stacks if not s.ok and s.error_id != "rank-exited"]
     if unread and len(unread) < len(stacks):
-        return [f"likely cause: {s.who()} (pid {s.pid}): py-spy could not read it "
-                f"[{s.error_id}], while every rank that could be read is idle" for s in unread]
+        return [_("likely cause: {who} (pid {pid}): py-spy could not read it [{id}], while "
+                  "every rank that could be read is idle", who=s.who(), pid=s.pid, id=s.error_id)
+                for s in unread]
     return []

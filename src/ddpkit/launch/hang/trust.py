@@ -20,11 +20,12 @@ from pathlib import Path
 
 import psutil
 
+from ddpkit.i18n import _
 from ddpkit.launch.hang.pyspy import Target, failed
 from ddpkit.launch.hang.stacks import RankStack
 
-FOREIGN_FIX = ("give the run directory of a job its owner started: ddpkit stacks reads only the "
-               "processes of the user who owns ranks.json, or of that user's torchrun")
+FOREIGN_FIX = _("give the run directory of a job its owner started: ddpkit stacks reads only "
+                "the processes of the user who owns ranks.json, or of that user's torchrun")
 
 
 def registry_owner(path: Path) -> int:
@@ -63,7 +64,7 @@ def vet(targets: Sequence[Target], owner: int,
             allowed.append(target)  # a pid that is gone is reported as exited by the dump
             continue
         refused.append(failed(target, "foreign-pid",
-                              f"pid {target.pid} belongs to uid {uids[1]}, not to uid {owner} "
-                              "who owns ranks.json, nor descends from the run's torchrun: not "
-                              "dumped", FOREIGN_FIX))
+                              _("pid {pid} belongs to uid {uid}, not to uid {owner} who owns "
+                                "ranks.json, nor descends from the run's torchrun: not dumped",
+                                pid=target.pid, uid=uids[1], owner=owner), FOREIGN_FIX))
     return allowed, refused

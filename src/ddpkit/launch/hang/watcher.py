@@ -25,6 +25,7 @@ import psutil
 from ddpkit.atomic_file import replace_file
 from ddpkit.errors import ConfigError
 from ddpkit.file_safety import read_regular
+from ddpkit.i18n import _
 from ddpkit.launch.config import STOP
 from ddpkit.launch.hang import model as hang
 from ddpkit.launch.hang.progress_exchange import ProgressExchange
@@ -154,13 +155,14 @@ class HangWatcher:
         if asked:
             assert self.request is not None
             self.request.clear()
-            self.dump("asked", f"node {self.node_rank} ({self.host}): stacks as asked (SIGUSR1)")
+            self.dump("asked", _("node {node} ({host}): stacks as asked (SIGUSR1)",
+                                 node=self.node_rank, host=self.host))
         found = hang.verdict(self._state, now, self.policy)
         if found is None:
             return None
         self._state = hang.reported(self._state)
-        headline = (f"node {self.node_rank} ({self.host}): the job looks hung: "
-                    f"{found.describe(self.policy.timeout_s)}")
+        headline = _("node {node} ({host}): the job looks hung: {verdict}", node=self.node_rank,
+                     host=self.host, verdict=found.describe(self.policy.timeout_s))
         self.dump("hang", headline, found)
         if self.action == STOP:
             # Every node's ranks went idle together; stopping this node's ranks at once would make
@@ -182,8 +184,8 @@ class HangWatcher:
         self.reports.append(report)
         self.say(headline)
         for line in report.lines():
-            self.say(f"  {line}")
-        self.say(f"  full stacks: {directory}/")
+            self.say(_("  {line}", line=line))
+        self.say(_("  full stacks: {path}/", path=str(directory)))
         return report
 
     def _sample(self, now: float) -> hang.Sample:
@@ -299,13 +301,15 @@ def read_registry(run_dir: Path) -> tuple[list[Target], dict[str, Any]]:
                           int(r["rank"]) if r.get("rank") is not None else None,
                           doc.get("node_rank"), str(doc.get("host", ""))) for r in ranks]
     except FileNotFoundError:
-        raise ConfigError("no-rank-list", f"{path} does not exist: no job has started ranks there",
-                          "give the run directory of a running `ddpkit launch` (it prints it; "
-                          "by default ./ddpkit-runs/<time>-node<R>)") from None
+        raise ConfigError("no-rank-list", _("{path} does not exist: no job has started ranks "
+                                            "there", path=str(path)),
+                          _("give the run directory of a running `ddpkit launch` (it prints it; "
+                            "by default ./ddpkit-runs/<time>-node<R>)")) from None
     except (OSError, ValueError, KeyError, TypeError, RecursionError) as exc:
-        raise ConfigError("bad-rank-list", f"{path} cannot be read: "
-                          f"{shown(getattr(exc, 'strerror', None) or str(exc), 200)}",
-                          "give the run directory of a running `ddpkit launch`") from None
+        raise ConfigError("bad-rank-list", _("{path} cannot be read: {error}", path=str(path),
+                                             error=shown(getattr(exc, "strerror", None)
+                                                         or str(exc), 200)),
+                          _("give the run directory of a running `ddpkit launch`")) from None
     return targets, doc
 
 

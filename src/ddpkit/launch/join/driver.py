@@ -23,6 +23,7 @@ from typing import Any, Protocol
 
 from ddpkit import __version__
 from ddpkit.errors import ConfigError, DdpkitError, EnvironmentProblem
+from ddpkit.i18n import _, _n
 from ddpkit.launch.envpass import PassedEnv
 from ddpkit.launch.events import Progress
 from ddpkit.launch.job import JobSpec
@@ -50,7 +51,7 @@ class JoinEvents(Progress, Protocol):
 
 STOP_WAIT_S = 20.0  # for the workers to report after a stop order (their own cleanup takes <= 10 s)
 SUCCESS_WAIT_S = 60.0  # for the workers to report after node 0 finished well
-INTERRUPTED = "interrupted on the master"
+INTERRUPTED = _("interrupted on the master")
 
 OwnPart = Callable[[Callable[[], "str | None"]], "tuple[int, NodeOutcome]"]
 """Node 0's own share of the job, given the job's ``should_stop`` hook (a reason once any worker
@@ -101,9 +102,10 @@ def advertised_address(ifname: str | None) -> StoreAddress:
         nic = find_interface(ifname, nics)
         address = best_address(nic)
         if address is None:
-            raise ConfigError("interface-has-no-address", f"interface {ifname} has no IP address",
-                              "give it one, or pick another with --ifname (see `ddpkit nics`)")
-        return StoreAddress(address.address, nic.name, f"--ifname {nic.name}")
+            raise ConfigError("interface-has-no-address", _("interface {name} has no IP address",
+                                                            name=ifname),
+                              _("give it one, or pick another with --ifname (see `ddpkit nics`)"))
+        return StoreAddress(address.address, nic.name, _("--ifname {name}", name=nic.name))
     choice = recommend(nics)
     return StoreAddress(choice.address, choice.nic.name, choice.reason)
 
@@ -146,10 +148,11 @@ def write_token_file(path: Path, token: JoinToken) -> None:
         replace_file(path, f"{token}\n".encode(), mode=0o600)
     except OSError as exc:
         raise EnvironmentProblem("token-file-failed",
-                                 f"cannot write the token file {path}: {exc.strerror or exc}",
-                                 "pass a --token-file that is a new or regular file in a directory "
-                                 "you can write, reached without another user's symbolic link (or "
-                                 "drop it and copy the printed line)",
+                                 _("cannot write the token file {path}: {error}",
+                                   path=str(path), error=str(exc.strerror or exc)),
+                                 _("pass a --token-file that is a new or regular file in a "
+                                   "directory you can write, reached without another user's "
+                                   "symbolic link (or drop it and copy the printed line)"),
                                  details={"path": str(path)}) from None
 
 
@@ -172,30 +175,33 @@ def run(job: JoinMasterJob, events: JoinEvents, own_part: OwnPart, *,
 
     where, spec = job.where, join_job(job)
     token = new_token(where.address, job.join_port)
-    check_port_free(job.join_port, flag="--join-port", what="job-store port (token mode)",
-                    fix="(the token tells the other nodes)")
+    check_port_free(job.join_port, flag="--join-port", what=_("job-store port (token mode)"),
+                    fix=_("(the token tells the other nodes)"))
     check_port_free(job.job.master_port)
 
     def on_reject(name: str, why: str) -> None:
-        events.warning(f"ignored a value under {name!r} in the job store that this job did not "
-                       f"write ({why}); someone else is writing to {token.endpoint} (counted; see "
-                       "docs/multi-node.md, threat model)")
+        events.warning(_("ignored a value under {name!r} in the job store that this job did not "
+                         "write ({why}); someone else is writing to {endpoint} (counted; see "
+                         "docs/multi-node.md, threat model)", name=name, why=why,
+                         endpoint=token.endpoint))
 
     master = MasterSide(host_store(token, on_reject=on_reject), spec)
     master.publish()
-    events.waiting(f"job store on {where.address}:{job.join_port} ({where.ifname}: {where.reason})")
+    events.waiting(_("job store on {address}:{port} ({ifname}: {reason})", address=where.address,
+                     port=job.join_port, ifname=where.ifname, reason=where.reason))
     others = spec.nnodes - 1
     if job.token_file is not None:  # written first: the line shown then names the file, no secret
         write_token_file(job.token_file, token)
     events.token_ready(token, others, job.token_file)
-    events.waiting(f"waiting for {others} node{'s' if others > 1 else ''} to join "
-                   f"(up to {job.join_timeout:g} s)")
+    events.waiting(_n("waiting for {count} node to join (up to {seconds:g} s)",
+                      "waiting for {count} nodes to join (up to {seconds:g} s)", others,
+                      seconds=job.join_timeout))
     with interrupt_guard(lambda: master.stop(INTERRUPTED)):
         _wait_for_nodes(master, events, job.join_timeout)
         master.release()
         code, own, own_error = _own_part(master, own_part)
         if own.state != OK:
-            master.stop(f"node 0 ({own.host}) {own.state}: {own.how()}")
+            master.stop(own.ended())
         stopped = own.state != OK or master.should_stop() is not None
         outcomes = (own, *master.collect(wait=STOP_WAIT_S if stopped else SUCCESS_WAIT_S))
     _warn_about_strangers(master, events)
@@ -220,9 +226,12 @@ def _wait_for_nodes(master: MasterSide, events: JoinEvents, timeout: float) -> N
     def on_wait(waited: float, missing: list[int]) -> None:
         if waited >= next_line[0]:  # a status line every ~10 s: a wait is not a hang
             next_line[0] = waited + WAIT_LINE_EVERY_S
-            events.waiting(f"still waiting for {len(missing)} node{'s' if len(missing) > 1 else ''}"
-                           f" to join (node rank {', '.join(map(str, missing))}): {waited:.0f} s "
-                           f"of --join-timeout {timeout:g} s")
+            events.waiting(_n("still waiting for {count} node to join (node rank {ranks}): "
+                              "{waited:.0f} s of --join-timeout {timeout:g} s",
+                              "still waiting for {count} nodes to join (node rank {ranks}): "
+                              "{waited:.0f} s of --join-timeout {timeout:g} s", len(missing),
+                              ranks=", ".join(map(str, missing)), waited=waited,
+                              timeout=timeout))
 
     try:
         master.wait_for_nodes(on_join, timeout=timeout, on_wait=on_wait)
@@ -253,7 +262,8 @@ def _warn_about_strangers(master: MasterSide, events: JoinEvents) -> None:
     report = master.store_report()
     rejected = sum(report["rejected"].values())
     if rejected or report["removed_keys"]:
-        events.warning(f"the job store saw {rejected} value(s) that did not open with this job's "
-                       f"key ({', '.join(sorted(report['rejected'])) or '-'}) and "
-                       f"{report['removed_keys']} key(s) this job never wrote; all were ignored "
-                       "and removed (someone else is writing to the job store)")
+        events.warning(_("the job store saw {rejected} value(s) that did not open with this "
+                         "job's key ({names}) and {removed} key(s) this job never wrote; all "
+                         "were ignored and removed (someone else is writing to the job store)",
+                         rejected=rejected, names=", ".join(sorted(report["rejected"])) or "-",
+                         removed=report["removed_keys"]))

@@ -27,10 +27,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ddpkit.errors import ConfigError, DdpkitError, DeadlineExceeded
+from ddpkit.i18n import _
 from ddpkit.launch.job import JobSpec
 from ddpkit.launch.join.store import JobStore
 from ddpkit.launch.outcomes import LOST, NodeOutcome
 from ddpkit.launch.store_value import text_field
+from ddpkit.launch.wording import clauses
 
 JOB, GO, STOP = "job", "go", "stop"
 POLL_S = 0.5
@@ -77,12 +79,15 @@ class JoinJob:
                 ddpkit_version=str(data.get("ddpkit_version", "")), cwd=str(data.get("cwd", "")),
                 progress_key=str(data.get("progress_key", "")))
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
-            raise ConfigError("bad-job", f"the master's job description is incomplete ({exc})",
-                              "run the same ddpkit version on the master and this node") from None
+            raise ConfigError("bad-job", _("the master's job description is incomplete ({error})",
+                                           error=str(exc)),
+                              _("run the same ddpkit version on the master and this node")
+                              ) from None
         if found.command not in COMMANDS or found.nnodes < 2:
-            raise ConfigError("bad-job", f"the master's job ({found.command}, {found.nnodes} "
-                              "nodes) is not one ddpkit join can run",
-                              "run the same ddpkit version on the master and this node")
+            raise ConfigError("bad-job", _("the master's job ({command}, {nnodes} nodes) is not "
+                                           "one ddpkit join can run", command=found.command,
+                                           nnodes=found.nnodes),
+                              _("run the same ddpkit version on the master and this node"))
         return found
 
 
@@ -95,7 +100,8 @@ class JoinedNode:
     claim: str = ""
 
     def describe(self) -> str:
-        return f"node {self.node_rank} joined from {self.address} ({self.host}, via {self.ifname})"
+        return _("node {node} joined from {address} ({host}, via {ifname})", node=self.node_rank,
+                 address=self.address, host=self.host, ifname=self.ifname)
 
 
 def node_key(rank: int) -> str:
@@ -150,16 +156,18 @@ class MasterSide:
                 on_wait(self.clock() - start, [r for r in self.workers() if r not in self.joined])
             if self.clock() > deadline:
                 missing = [r for r in self.workers() if r not in self.joined]
-                came = "; ".join(n.describe() for n in sorted(self.joined.values(),
-                                                              key=lambda n: n.node_rank)) or "none"
+                came = clauses([n.describe() for n in sorted(self.joined.values(),
+                                                             key=lambda n: n.node_rank)])
                 raise DeadlineExceeded(
                     "nodes-missing",
-                    f"{len(missing)} of {self.spec.nnodes - 1} worker nodes never joined within "
-                    f"{timeout:g} s (missing node rank(s) {', '.join(map(str, missing))}; joined: "
-                    f"{came})",
-                    "run the printed `ddpkit join ddpk://...` line on every other machine, check "
-                    f"they reach {self.store.token.endpoint} (`ddpkit nics --to "
-                    f"{self.store.token.address}`), or raise --join-timeout",
+                    _("{count} of {workers} worker nodes never joined within {seconds:g} s "
+                      "(missing node rank(s) {missing}; joined: {joined})", count=len(missing),
+                      workers=self.spec.nnodes - 1, seconds=timeout,
+                      missing=", ".join(map(str, missing)), joined=came or _("none")),
+                    _("run the printed `ddpkit join ddpk://...` line on every other machine, "
+                      "check they reach {endpoint} (`ddpkit nics --to {address}`), or raise "
+                      "--join-timeout", endpoint=self.store.token.endpoint,
+                      address=self.store.token.address),
                     details={"missing": missing},
                 )
             time.sleep(0.2)
@@ -224,8 +232,9 @@ class MasterSide:
                 node = self.joined[rank]
                 self.lost[rank] = NodeOutcome(
                     node_rank=rank, host=node.host, state=LOST, error_id="node-lost",
-                    message=f"node {rank} ({node.host}, {node.address}) stopped responding: no "
-                            f"heartbeat for {HEARTBEAT_LOST_S:g} s", observed_at=now)
+                    message=_("node {node} ({host}, {address}) stopped responding: no "
+                              "heartbeat for {seconds:g} s", node=rank, host=node.host,
+                              address=node.address, seconds=HEARTBEAT_LOST_S), observed_at=now)
 
     def names(self) -> set[str]:
         """Every key this job ever writes."""
@@ -249,7 +258,7 @@ class MasterSide:
         self.poll()
         for outcome in sorted([*self.done.values(), *self.lost.values()], key=lambda o: o.observed_at):
             if outcome.failed:
-                reason = f"node {outcome.node_rank} ({outcome.host}) {outcome.state}: {outcome.how()}"
+                reason = outcome.ended()
                 self.stop(reason)
                 return reason
         return None
@@ -273,8 +282,9 @@ class MasterSide:
             else:
                 node = self.joined.get(rank)
                 host = node.host if node else "?"
-                message = (f"node {rank} ({host}) did not report how it ended within {wait:g} s"
-                           if node else f"node {rank} never joined")
+                message = (_("node {node} ({host}) did not report how it ended within "
+                             "{seconds:g} s", node=rank, host=host, seconds=wait)
+                           if node else _("node {node} never joined", node=rank))
                 outcomes.append(NodeOutcome(node_rank=rank, host=host, state=LOST,
                                             error_id="node-lost", message=message,
                                             observed_at=self.clock()))

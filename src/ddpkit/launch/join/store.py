@@ -16,6 +16,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
 from ddpkit.errors import NetworkProblem
+from ddpkit.i18n import _
 from ddpkit.launch import store_client
 from ddpkit.launch.join.tokens import JoinToken, seal, unseal
 from ddpkit.launch.store_client import first_line
@@ -59,9 +60,11 @@ class JobStore:
                 return store_client.within(lambda: action(self.store), self.call_timeout)
             except (RuntimeError, OSError) as exc:  # torch's DistError is a RuntimeError
                 self.lost = first_line(exc)
-        raise NetworkProblem("join-store-lost", f"lost the job store at {self.token.endpoint} ({self.lost})",
-                             "check that the master still runs and that this machine reaches "
-                             f"{self.token.address} (`ddpkit nics --to {self.token.address}`)")
+        raise NetworkProblem("join-store-lost", _("lost the job store at {endpoint} ({why})",
+                                                  endpoint=self.token.endpoint, why=self.lost),
+                             _("check that the master still runs and that this machine reaches "
+                               "{address} (`ddpkit nics --to {address}`)",
+                               address=self.token.address))
 
     def put(self, name: str, body: Mapping[str, Any]) -> None:
         key, sealed = self.token.key(name), seal(self.token, name, body)
@@ -90,7 +93,7 @@ class JobStore:
         it."""
         key, sealed = self.token.key(name), seal(self.token, name, body)
         current = bytes(self.call(lambda s: s.compare_set(key, "", sealed)))
-        for _ in range(3):  # junk may be rewritten between two compare_sets; the slot is contested
+        for _attempt in range(3):  # junk may be rewritten between two compare_sets; the slot is contested
             if current == sealed:
                 return True
             try:
@@ -163,8 +166,10 @@ def host_store(token: JoinToken, timeout: float = STORE_TIMEOUT_S,
         store = store_client.serve(token.address, token.port, timeout)
     except (RuntimeError, OSError) as exc:
         raise NetworkProblem("join-store-failed",
-                             f"cannot start the job store on {token.endpoint}: {first_line(exc)}",
-                             f"free port {token.port} or pick another with --join-port") from None
+                             _("cannot start the job store on {endpoint}: {error}",
+                               endpoint=token.endpoint, error=first_line(exc)),
+                             _("free port {port} or pick another with --join-port",
+                               port=token.port)) from None
     return JobStore(store, token, on_reject)
 
 
@@ -179,8 +184,9 @@ def connect_store(token: JoinToken, timeout: float) -> JobStore:
     why = connected.why
     raise NetworkProblem(
         "join-master-unreachable",
-        f"could not reach the master's job store at {token.endpoint} within {timeout:g} s ({why})",
-        "check that `ddpkit launch --nnodes N` still runs on the master and printed this "
-        "token, and that this machine reaches that address (`ddpkit nics --to "
-        f"{token.address}`)", details={"endpoint": token.endpoint},
+        _("could not reach the master's job store at {endpoint} within {seconds:g} s ({why})",
+          endpoint=token.endpoint, seconds=timeout, why=why),
+        _("check that `ddpkit launch --nnodes N` still runs on the master and printed this "
+          "token, and that this machine reaches that address (`ddpkit nics --to {address}`)",
+          address=token.address), details={"endpoint": token.endpoint},
     )

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ddpkit.errors import ConfigError
+from ddpkit.i18n import _
 from ddpkit.launch.sealed import Sealer, Unopened
 
 __all__ = ["JoinToken", "Unopened", "new_token", "parse_token", "seal", "sealer", "unseal"]
@@ -65,21 +66,22 @@ def parse_token(text: str) -> JoinToken:
         value = value[len("ddpkit join "):].strip()
     match = _TOKEN.fullmatch(value)
     if not match:
-        why = "it does not start with ddpk://" if not value.startswith(SCHEME) else \
-            "it is not ddpk://ADDRESS:PORT/RUN-ID/SECRET (was it cut off when copied?)"
-        raise ConfigError("bad-token", f"the token given ({_redacted(value)}) is not a ddpkit join "
-                          f"token: {why}",
-                          "copy the whole `ddpkit join ddpk://...` line the master printed")
+        why = _("it does not start with ddpk://") if not value.startswith(SCHEME) else \
+            _("it is not ddpk://ADDRESS:PORT/RUN-ID/SECRET (was it cut off when copied?)")
+        raise ConfigError("bad-token", _("the token given ({token}) is not a ddpkit join token: "
+                                         "{why}", token=_redacted(value), why=why),
+                          _("copy the whole `ddpkit join ddpk://...` line the master printed"))
     address = match.group("v6") or match.group("v4")
     try:
         address = ipaddress.ip_address(address).compressed
     except ValueError:
-        raise ConfigError("bad-token", f"the token's address {address!r} is not an IP address",
-                          "copy the whole line the master printed") from None
+        raise ConfigError("bad-token", _("the token's address {address!r} is not an IP address",
+                                         address=address),
+                          _("copy the whole line the master printed")) from None
     port = int(match.group("port"))
     if not 1 <= port <= 65535:
-        raise ConfigError("bad-token", f"the token's port {port} is not a TCP port",
-                          "copy the whole line the master printed")
+        raise ConfigError("bad-token", _("the token's port {port} is not a TCP port", port=port),
+                          _("copy the whole line the master printed"))
     return JoinToken(address=address, port=port, run_id=match.group("run"),
                      secret=match.group("secret"))
 
@@ -90,7 +92,7 @@ def _redacted(text: str) -> str:
     match = _ENDPOINT.match(text)
     if match:
         return f"{match.group(0)}/…"
-    return f"<{len(text)} characters>"
+    return _("<{count} characters>", count=len(text))
 
 
 def sealer(token: JoinToken) -> Sealer:

@@ -196,9 +196,7 @@ class WorkerSide:
         self.stop_beating()
         self.store.put(done_key(outcome.node_rank), outcome.to_dict())
         if outcome.state not in (OK, STOPPED) and self.stop_reason() is None:
-            self.store.put(STOP, {"reason": f"node {outcome.node_rank} ({outcome.host}) "
-                                            f"{outcome.state}: {outcome.how()}",
-                                  "by": outcome.node_rank})
+            self.store.put(STOP, {"reason": outcome.ended(), "by": outcome.node_rank})
 
 
 def _spoiled(store: JobStore, exc: NotOurs) -> JobFailed:

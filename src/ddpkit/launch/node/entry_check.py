@@ -25,6 +25,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from ddpkit.errors import ConfigError
+from ddpkit.i18n import _
 from ddpkit.launch.config import LaunchConfig
 from ddpkit.launch.torchrun.entry_file import find_module_file
 
@@ -44,19 +45,20 @@ def entry_problem(entry: str, *, cwd: Path, is_module: bool = False, no_python: 
     try:
         mode = os.stat(path).st_mode
     except FileNotFoundError:
-        return f"{entry} does not exist (looked in {cwd})"
+        return _("{entry} does not exist (looked in {cwd})", entry=entry, cwd=str(cwd))
     except OSError as exc:
-        return f"cannot look at {entry}: {exc.strerror or exc}"
+        return _("cannot look at {entry}: {error}", entry=entry, error=str(exc.strerror or exc))
     if stat.S_ISDIR(mode):
         if no_python or (path / "__main__.py").is_file():
-            return None if not no_python else f"{entry} is a directory, not a program"
-        return f"{entry} is a directory without a __main__.py"
+            return None if not no_python else _("{entry} is a directory, not a program",
+                                                entry=entry)
+        return _("{entry} is a directory without a __main__.py", entry=entry)
     if not stat.S_ISREG(mode):
-        return f"{entry} is not a regular file"
+        return _("{entry} is not a regular file", entry=entry)
     if not os.access(path, os.R_OK):
-        return f"{entry} is not readable by this user"
+        return _("{entry} is not readable by this user", entry=entry)
     if no_python and not os.access(path, os.X_OK):
-        return f"{entry} is not executable (--no-python runs it as a program)"
+        return _("{entry} is not executable (--no-python runs it as a program)", entry=entry)
     return None
 
 
@@ -72,8 +74,8 @@ def _module_problem(name: str, cwd: Path, env: Mapping[str, str],
             return None  # found by an import hook: the rest cannot be told without importing it
     except (ImportError, ValueError):
         pass
-    return (f"module {top} was not found (working directory {cwd}, PYTHONPATH, this python's "
-            "sys.path)")
+    return _("module {module} was not found (working directory {cwd}, PYTHONPATH, this python's "
+             "sys.path)", module=top, cwd=str(cwd))
 
 
 def config_entry_problem(config: LaunchConfig, env: Mapping[str, str], cwd: Path,
@@ -86,10 +88,12 @@ def config_entry_problem(config: LaunchConfig, env: Mapping[str, str], cwd: Path
 
 def entry_error(problem: str, *, entry: str, is_module: bool, node_rank: int) -> ConfigError:
     """``script-not-found``: this node cannot start its ranks, so it does not wait for the job."""
-    what = "module" if is_module else "script"
     return ConfigError(
         "script-not-found",
-        f"node {node_rank}: the {what} cannot be run here: {problem}",
-        "check the spelling and run from the directory that holds it, with the same path on "
-        "every node (copy it there first; each node runs its own copy)",
+        _("node {node}: the module cannot be run here: {problem}", node=node_rank,
+          problem=problem) if is_module else
+        _("node {node}: the script cannot be run here: {problem}", node=node_rank,
+          problem=problem),
+        _("check the spelling and run from the directory that holds it, with the same path on "
+          "every node (copy it there first; each node runs its own copy)"),
         details={"entry": entry, "node_rank": node_rank})

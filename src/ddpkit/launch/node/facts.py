@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from ddpkit.errors import ConfigError, DdpkitError, NetworkProblem
+from ddpkit.i18n import _
 from ddpkit.launch.config import LaunchConfig
 from ddpkit.launch.node.entry_check import config_entry_problem
 from ddpkit.launch.node.plan import NodeFacts
@@ -28,8 +29,10 @@ def gather(config: LaunchConfig, env: Mapping[str, str], home: Path,
     except DdpkitError as exc:
         raise ConfigError(
             "master-unresolvable",
-            f"--master-addr {config.master_addr} does not resolve to an address ({exc.message})",
-            "pass the master's private IP address (run `ddpkit nics` on the master) instead of a name",
+            _("--master-addr {master} does not resolve to an address ({why})",
+              master=config.master_addr, why=exc.message),
+            _("pass the master's private IP address (run `ddpkit nics` on the master) instead of "
+              "a name"),
         ) from exc
     route = None
     if config.multi_node and not config.is_master and config.master_addr not in LOOPBACK_NAMES:
@@ -38,9 +41,10 @@ def gather(config: LaunchConfig, env: Mapping[str, str], home: Path,
         except DdpkitError as exc:
             raise NetworkProblem(
                 "master-unreachable",
-                f"this machine has no route to the master {config.master_addr}: {exc.message}",
-                "check that both machines are on the same private network (`ddpkit nics` on "
-                "each) and that --master-addr is the master's private address",
+                _("this machine has no route to the master {master}: {why}",
+                  master=config.master_addr, why=exc.message),
+                _("check that both machines are on the same private network (`ddpkit nics` on "
+                  "each) and that --master-addr is the master's private address"),
             ) from exc
     file_settings = {
         s.name: (s.value, s.path or "")

@@ -8,12 +8,13 @@ import time
 from collections.abc import Callable
 
 from ddpkit.errors import NetworkProblem
+from ddpkit.i18n import _
 
 RETRY_S = 0.25  # between connects to a master that is not up yet
 
 
 def check_port_free(port: int, bind_address: str = "", *, flag: str = "--master-port",
-                    what: str = "master port", fix: str = "on every node") -> None:
+                    what: str = "", fix: str = "") -> None:
     """Fail with ``port-in-use`` when something already listens on ``port`` on this machine; the
     fix names ``flag``, the option that moves this port."""
     family = socket.AF_INET6 if ":" in bind_address else socket.AF_INET
@@ -25,10 +26,14 @@ def check_port_free(port: int, bind_address: str = "", *, flag: str = "--master-
             if exc.errno != errno.EADDRINUSE:
                 raise
             owner = _port_owner(port)
+            what = what or _("master port")
+            fix = fix or _("on every node")
             raise NetworkProblem(
                 "port-in-use",
-                f"{what} {port} is already in use on this machine{owner}",
-                f"stop that process, or pick another port {fix}, e.g. {flag} {port + 1}",
+                _("{what} {port} is already in use on this machine{owner}", what=what, port=port,
+                  owner=owner),
+                _("stop that process, or pick another port {where}, e.g. {flag} {next}",
+                  where=fix, flag=flag, next=port + 1),
                 details={"port": port},
             ) from exc
 
@@ -43,9 +48,9 @@ def _port_owner(port: int) -> str:
                 try:
                     proc = psutil.Process(conn.pid)
                     cmd = " ".join(" ".join(proc.cmdline()).split())[:80]
-                    return f" (by pid {conn.pid}: {cmd})"
+                    return _(" (by pid {pid}: {command})", pid=conn.pid, command=cmd)
                 except psutil.Error:
-                    return f" (by pid {conn.pid})"
+                    return _(" (by pid {pid})", pid=conn.pid)
     except Exception:  # noqa: BLE001 - naming the owner is a courtesy, never a failure
         pass
     return ""
@@ -73,7 +78,7 @@ def wait_for_master(
     start = clock()
     deadline = start + timeout
     attempts = 0
-    last_error = "no attempt made"
+    last_error: str = _("no attempt made")
     while True:
         if cancelled is not None and cancelled():
             return clock() - start
@@ -94,14 +99,21 @@ def wait_for_master(
         if on_retry is not None:
             on_retry(last_error, clock() - start)
         sleep(min(RETRY_S, max(0.0, deadline - clock())))
-    via = f" from {source} on {ifname}" if source else f" via {ifname}"
+    message = (_("could not reach the master at {address}:{port} from {source} on {ifname} "
+                 "within {seconds:g} s ({attempts} attempts; last: {error})", address=address,
+                 port=port, source=source, ifname=ifname, seconds=timeout, attempts=attempts,
+                 error=last_error) if source else
+               _("could not reach the master at {address}:{port} via {ifname} within "
+                 "{seconds:g} s ({attempts} attempts; last: {error})", address=address,
+                 port=port, ifname=ifname, seconds=timeout, attempts=attempts,
+                 error=last_error))
     raise NetworkProblem(
         "master-unreachable",
-        f"could not reach the master at {address}:{port}{via} within {timeout:g} s "
-        f"({attempts} attempts; last: {last_error})",
-        "start `ddpkit launch --node-rank 0 ...` on the master first; if it runs, check that "
-        f"{address} is its private address (`ddpkit nics` there) and that no firewall blocks port "
-        f"{port}; raise --connect-timeout if the master starts slowly",
+        message,
+        _("start `ddpkit launch --node-rank 0 ...` on the master first; if it runs, check that "
+          "{address} is its private address (`ddpkit nics` there) and that no firewall blocks "
+          "port {port}; raise --connect-timeout if the master starts slowly", address=address,
+          port=port),
         details={"address": address, "port": port, "interface": ifname, "source": source,
                  "attempts": attempts, "last_error": last_error},
     )
@@ -109,11 +121,11 @@ def wait_for_master(
 
 def _describe(exc: OSError) -> str:
     if isinstance(exc, (TimeoutError, socket.timeout)):
-        return "connection timed out"
+        return _("connection timed out")
     if exc.errno == errno.ECONNREFUSED:
-        return "connection refused (nothing listens there yet)"
+        return _("connection refused (nothing listens there yet)")
     if exc.errno in (errno.EHOSTUNREACH, errno.ENETUNREACH):
-        return "no route to host"
+        return _("no route to host")
     if exc.errno == errno.EADDRNOTAVAIL:
-        return "source address not available on this machine"
+        return _("source address not available on this machine")
     return exc.strerror or str(exc)

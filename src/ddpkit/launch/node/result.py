@@ -16,6 +16,7 @@ from ddpkit.doctor.log.rank_ends import (
     root_end,
     unreported_ends,
 )
+from ddpkit.i18n import _, _n
 from ddpkit.launch.hang.watcher import StackReport
 from ddpkit.launch.node.plan import NodePlan
 from ddpkit.launch.outcomes import describe_exit
@@ -73,30 +74,36 @@ class NodeResult:
         """One paragraph: what failed, where, how, what the failing rank raised and its last
         words: the rank the engine of ``doctor --log`` names as the cause (doctor/log/rank_ends)."""
         plan = self.plan
-        where = f"node {plan.config.node_rank} ({plan.hostname})"
+        node, host = plan.config.node_rank, plan.hostname
         if self.outcome.timed_out:
-            return (f"{where}: the job did not finish within {plan.config.job_timeout:g} s and was "
-                    "stopped")
+            return _("node {node} ({host}): the job did not finish within {seconds:g} s and was "
+                     "stopped", node=node, host=host, seconds=plan.config.job_timeout)
         failure = self.first()
         if failure is None:
-            return f"{where}: torchrun exited with {describe_exit(self.outcome.returncode)}"
-        text = (f"{where}: rank {failure.rank} (local rank {failure.local_rank}, host "
-                f"{failure.host}) failed first: {describe_exit(failure.exitcode, failure.signal)}")
+            return _("node {node} ({host}): torchrun exited with {how}", node=node, host=host,
+                     how=describe_exit(self.outcome.returncode))
+        text: str = _("node {node} ({host}): rank {rank} (local rank {local}, host {rank_host}) "
+                      "failed first: {how}", node=node, host=host, rank=failure.rank,
+                      local=failure.local_rank, rank_host=failure.host,
+                      how=describe_exit(failure.exitcode, failure.signal))
         ends = self.ends()
         end = self.root_end()
         others = [f for f in self.failures if f.rank != failure.rank]
         if others:
-            text += f"; {len(others)} more rank(s) on this node stopped after it"
+            text = _n("{summary}; {count} more rank on this node stopped after it",
+                      "{summary}; {count} more ranks on this node stopped after it", len(others),
+                      summary=text)
         raised = end.raised if end is not None else None
         if raised is not None and len(ends) > 1 and \
                 common_exception([e.raised for e in ends]) == raised:
-            text += f". Every failed rank raised {raised}"
-            return text
+            return _("{summary}. Every failed rank raised {raised}", summary=text,
+                     raised=str(raised))
         if end is not None and not end.is_cause:
-            text += (f" ({end.consequence}: it followed a failure elsewhere; look for the cause in "
-                     "the other nodes' output)")
+            text = _("{summary} ({consequence}: it followed a failure elsewhere; look for the "
+                     "cause in the other nodes' output)", summary=text,
+                     consequence=end.consequence)
         words = end.sentence() if end is not None else ""
-        return text + (f". {words}" if words else "")
+        return _("{summary}. {words}", summary=text, words=words) if words else text
 
     def exception(self) -> PythonException | None:
         """The Python exception the first failed rank died of, from its stderr log."""

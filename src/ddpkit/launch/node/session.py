@@ -349,9 +349,8 @@ def _doctor_hint(plan: NodePlan) -> str:
     if plan.log_dir == f"{plan.run_dir}/torchrun":
         return _("`ddpkit doctor --log {path}` (with the other nodes' run directories: the whole "
                  "job) explains common causes", path=plan.run_dir)
-    return _("`{command}` explains common causes",
-             command=f"ddpkit doctor --log {plan.run_dir}/{LAUNCHER_LOG} "
-                     f"{plan.log_dir}/*/attempt_*/*/*.log")
+    command = f"ddpkit doctor --log {plan.run_dir}/{LAUNCHER_LOG} {plan.log_dir}/*/attempt_*/*/*.log"
+    return _("`{command}` explains common causes", command=command)
 
 
 def _verdict(plan: NodePlan, probe: MasterProbe | None, result: NodeResult,

@@ -17,6 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
+from ddpkit.i18n import _, _n
 from ddpkit.launch.config import LaunchConfig
 from ddpkit.launch.torchrun.processes import ProcessState
 
@@ -80,22 +81,32 @@ def describe_wait(config: LaunchConfig, *, master_answered: Callable[[], bool] |
         if phase == EXIT_BARRIER:
             if not config.multi_node:
                 return None
-            return (f"this node's ranks have finished; torchrun waits for the other "
-                    f"{'node' if others == 1 else f'{others} nodes'} to finish theirs (its exit "
-                    f"barrier, up to {EXIT_BARRIER_TIMEOUT_S} s): {seconds:.0f} s so far")
+            return _n("this node's ranks have finished; torchrun waits for the other node to "
+                      "finish theirs (its exit barrier, up to {limit} s): {seconds:.0f} s so far",
+                      "this node's ranks have finished; torchrun waits for the other {count} "
+                      "nodes to finish theirs (its exit barrier, up to {limit} s): {seconds:.0f} "
+                      "s so far", others, limit=EXIT_BARRIER_TIMEOUT_S, seconds=seconds)
         if not config.multi_node:
             return None
         if master_answered is not None and not master_answered():
             why = torch_saw() if torch_saw is not None else None
-            return (f"still waiting for the master {where} to answer: "
-                    f"{f'{why}, ' if why else ''}{seconds:.0f} s of --connect-timeout "
-                    f"{config.connect_timeout:g} s")
+            if why:
+                return _("still waiting for the master {where} to answer: {why}, {seconds:.0f} s "
+                         "of --connect-timeout {timeout:g} s", where=where, why=why,
+                         seconds=seconds, timeout=config.connect_timeout)
+            return _("still waiting for the master {where} to answer: {seconds:.0f} s of "
+                     "--connect-timeout {timeout:g} s", where=where, seconds=seconds,
+                     timeout=config.connect_timeout)
         if config.is_master:
             ranks = "1" if others == 1 else f"1..{others}"
-            return (f"waiting for the other {'node' if others == 1 else f'{others} nodes'} "
-                    f"(node rank {ranks}) to join the rendezvous at {where}: {seconds:.0f} s of "
-                    f"--rdzv-timeout {config.rdzv_timeout} s")
-        return (f"the master {where} answered; waiting for every node to join the rendezvous: "
-                f"{seconds:.0f} s of --rdzv-timeout {config.rdzv_timeout} s")
+            return _n("waiting for the other node (node rank {ranks}) to join the rendezvous at "
+                      "{where}: {seconds:.0f} s of --rdzv-timeout {timeout} s",
+                      "waiting for the other {count} nodes (node rank {ranks}) to join the "
+                      "rendezvous at {where}: {seconds:.0f} s of --rdzv-timeout {timeout} s",
+                      others, ranks=ranks, where=where, seconds=seconds,
+                      timeout=config.rdzv_timeout)
+        return _("the master {where} answered; waiting for every node to join the rendezvous: "
+                 "{seconds:.0f} s of --rdzv-timeout {timeout} s", where=where, seconds=seconds,
+                 timeout=config.rdzv_timeout)
 
     return describe

@@ -19,6 +19,7 @@ from typing import Protocol
 
 from ddpkit import __version__
 from ddpkit.errors import DdpkitError, NetworkProblem
+from ddpkit.i18n import _
 from ddpkit.launch.envpass import PassedEnv
 from ddpkit.launch.events import Progress
 from ddpkit.launch.job import JobSpec
@@ -34,6 +35,7 @@ from ddpkit.launch.ssh.probe import (
     require_fit,
 )
 from ddpkit.launch.ssh.remote import SshSettings, remote_command, ssh_argv
+from ddpkit.launch.wording import clauses
 from ddpkit.net.route import LOOPBACK_NAMES
 
 
@@ -123,20 +125,22 @@ def run(job: HostsJob, events: HostsEvents, tools: HostsTools | None = None) -> 
     from ddpkit.launch.hang.job_stacks import job_stacks
 
     tools = tools or HostsTools.real()
-    events.waiting(f"checking {len(job.hosts)} hosts in parallel (ssh, python, ddpkit, torch, "
-                   "working directory)")
+    events.waiting(_("checking {count} hosts in parallel (ssh, python, ddpkit, torch, working "
+                     "directory)", count=len(job.hosts)))
     probes = tools.probe(job.hosts, local=job.local, python=job.python, cwd=job.cwd,
                          settings=job.ssh, version=__version__)
     for probe in probes:
-        where = "this machine" if probe.local else f"ssh {probe.host.ssh_target}"
-        state = "ok" if probe.ok else "; ".join(probe.problems)
-        events.waiting(f"  node {probe.node_rank} {probe.host.label} ({probe.hostname}, {where}): "
-                       f"{state}")
+        where = _("this machine") if probe.local else f"ssh {probe.host.ssh_target}"
+        state = _("ok") if probe.ok else clauses(probe.problems)
+        events.waiting(_("  node {node} {host} ({hostname}, {where}): {state}",
+                         node=probe.node_rank, host=probe.host.label, hostname=probe.hostname,
+                         where=where, state=state))
     require_fit(probes)
     master = choose_master(probes, explicit=job.master_addr, route_here=tools.route_here,
                            route_on_master=lambda target: tools.route_on_node0(
                                job.hosts[0], target, job.python, job.ssh))
-    events.waiting(f"master address {master.address} ({master.reason})")
+    events.waiting(_("master address {address} ({reason})", address=master.address,
+                     reason=master.reason))
     outcomes = supervise(plan(job, master.address), events, output_dir=job.output_dir)
     lines, reports = job_stacks(o.document for o in outcomes)
     return JobResult(mode="hosts", master=_master_dict(master), outcomes=outcomes,
@@ -166,5 +170,6 @@ def route_on_node0(host: Host, target: str, python: str, settings: SshSettings) 
         return str(route["source"]), str(route["ifname"])
     except (subprocess.TimeoutExpired, ValueError, KeyError, TypeError) as exc:
         raise NetworkProblem("remote-route-failed",
-                             f"`ddpkit nics --to {target}` on {host.ssh_target} gave no route ({exc})",
-                             "pass --master-addr") from None
+                             _("`ddpkit nics --to {target}` on {host} gave no route ({error})",
+                               target=target, host=host.ssh_target, error=str(exc)),
+                             _("pass --master-addr")) from None

@@ -27,6 +27,7 @@ from typing import IO, Any, Protocol
 import psutil
 
 from ddpkit.errors import Interrupted
+from ddpkit.i18n import _
 from ddpkit.launch.envpass import PassedEnv, to_wire
 from ddpkit.launch.job import TORCHRUN_COMMANDS, JobSpec
 from ddpkit.launch.job import node_argv as job_node_argv
@@ -39,6 +40,7 @@ from ddpkit.launch.outcomes import (
     STOPPED,
     NodeOutcome,
     outcome_from_error,
+    state_word,
 )
 from ddpkit.launch.ssh.hostfile import Host
 from ddpkit.launch.ssh.remote import SSH_FAILED, SshSettings, describe_ssh_failure, remote_command, ssh_argv
@@ -160,10 +162,11 @@ def outcome_of(node: NodeCommand, *, returncode: int, stdout: str, tail: Sequenc
     if not node.local and returncode == SSH_FAILED:
         if stopped:
             return NodeOutcome.from_dict({**base, "state": STOPPED}, observed_at=observed_at)
-        message = f"the ssh session to {node.host.ssh_target} ended: {describe_ssh_failure(tail)}"
+        message = _("the ssh session to {host} ended: {why}", host=node.host.ssh_target,
+                    why=describe_ssh_failure(tail))
         return NodeOutcome.from_dict({**base, "state": LOST, "error_id": "ssh-lost",
                                       "message": message}, observed_at=observed_at)
-    message = f"ddpkit on {node.host.label} exited with code {returncode}"
+    message = _("ddpkit on {host} exited with code {code}", host=node.host.label, code=returncode)
     return NodeOutcome.from_dict({**base, "state": STOPPED if stopped else FAILED,
                                   "error_id": "node-exited", "message": message,
                                   "last_lines": last}, observed_at=observed_at)
@@ -281,7 +284,8 @@ def supervise(nodes: Sequence[NodeCommand], events: NodeEvents, *, output_dir: P
                     del running[rank]
                     events.node_finished(outcome)
                     if outcome.state != OK:
-                        stop_all(f"node {rank} ({run.node.host.label}) {outcome.state}")
+                        stop_all(_("node {node} ({host}) {state}", node=rank,
+                                   host=run.node.host.label, state=state_word(outcome.state)))
                 if stop_at is not None and running:
                     waited = clock() - stop_at
                     if escalation == 0 and waited > grace:
@@ -309,7 +313,7 @@ def supervise(nodes: Sequence[NodeCommand], events: NodeEvents, *, output_dir: P
         for handle in logs.values():
             handle.close()
     if interrupted:
-        raise Interrupted(f"stopped the job on all {len(nodes)} nodes")
+        raise Interrupted(_("stopped the job on all {count} nodes", count=len(nodes)))
     return tuple(outcomes[node.node_rank] for node in nodes)
 
 

@@ -18,8 +18,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from ddpkit.errors import DdpkitError, EnvironmentProblem, NetworkProblem
+from ddpkit.i18n import _
 from ddpkit.launch.ssh.hostfile import Host
 from ddpkit.launch.ssh.remote import SSH_FAILED, SshSettings, describe_ssh_failure, remote_command, ssh_argv
+from ddpkit.launch.wording import bars, clauses
 
 PROBE_MARK = "ddpkit-probe "
 PROBE_SCRIPT = r"""
@@ -101,23 +103,27 @@ def judge(host: Host, node_rank: int, *, local: bool, returncode: int, stdout: s
     err_lines = stderr.splitlines()
     if not info:
         if not local and returncode == SSH_FAILED:
-            problems.append(f"unreachable over ssh: {describe_ssh_failure(err_lines)}")
+            problems.append(_("unreachable over ssh: {why}",
+                              why=describe_ssh_failure(err_lines)))
         elif returncode == 127 or any("No such file" in line for line in err_lines):
-            problems.append(f"no python at {python} there (pass --remote-python PATH)")
+            problems.append(_("no python at {python} there (pass --remote-python PATH)",
+                              python=python))
         else:
-            last = describe_ssh_failure(err_lines) if err_lines else "no output"
-            problems.append(f"the preflight program failed (exit {returncode}): {last}")
+            last = describe_ssh_failure(err_lines) if err_lines else _("no output")
+            problems.append(_("the preflight program failed (exit {code}): {last}",
+                              code=returncode, last=last))
         return HostProbe(host, node_rank, local, tuple(problems), info)
     if info.get("cwd_error"):
-        problems.append(f"working directory missing there ({info['cwd_error']})")
+        problems.append(_("working directory missing there ({error})", error=info["cwd_error"]))
     if info.get("ddpkit_error"):
-        problems.append(f"ddpkit is not importable by {info.get('python', python)} "
-                        f"({info['ddpkit_error']})")
+        problems.append(_("ddpkit is not importable by {python} ({error})",
+                          python=info.get("python", python), error=info["ddpkit_error"]))
     elif info.get("ddpkit") != version:
-        problems.append(f"ddpkit {info.get('ddpkit')} there, {version} here (install the same version)")
+        problems.append(_("ddpkit {there} there, {here} here (install the same version)",
+                          there=info.get("ddpkit"), here=version))
     if info.get("torch_error"):
-        problems.append(f"torch is not installed for {info.get('python', python)} "
-                        f"({info['torch_error']})")
+        problems.append(_("torch is not installed for {python} ({error})",
+                          python=info.get("python", python), error=info["torch_error"]))
     return HostProbe(host, node_rank, local, tuple(problems), info)
 
 
@@ -134,9 +140,11 @@ def probe_hosts(hosts: Sequence[Host], *, local: Sequence[bool], python: str, cw
                                   stdin=subprocess.DEVNULL, start_new_session=True)
         except subprocess.TimeoutExpired:
             return HostProbe(host, index, local[index],
-                             (f"no answer within {timeout:g} s",), {})
+                             (_("no answer within {seconds:g} s", seconds=timeout),), {})
         except OSError as exc:
-            return HostProbe(host, index, local[index], (f"cannot run {argv[0]}: {exc}",), {})
+            return HostProbe(host, index, local[index],
+                             (_("cannot run {program}: {error}", program=argv[0],
+                                error=str(exc)),), {})
         return judge(host, index, local=local[index], returncode=proc.returncode,
                      stdout=proc.stdout, stderr=proc.stderr, python=python, version=version)
 
@@ -149,16 +157,18 @@ def require_fit(probes: Sequence[HostProbe]) -> None:
     bad = [p for p in probes if not p.ok]
     if not bad:
         return
-    lines = [f"node {p.node_rank} {p.host.ssh_target}: {'; '.join(p.problems)}" for p in bad]
+    lines = [_("node {node} {host}: {problems}", node=p.node_rank, host=p.host.ssh_target,
+               problems=clauses(p.problems)) for p in bad]
     unreachable = all(any(text.startswith(("unreachable", "no answer")) for text in p.problems)
                       for p in bad)
     cls: type[DdpkitError] = NetworkProblem if unreachable else EnvironmentProblem
     raise cls(
         "preflight-failed",
-        f"{len(bad)} of {len(probes)} hosts are not ready: " + " | ".join(lines),
-        "fix each host listed (ssh must work without a password: `ssh -o BatchMode=yes HOST true`; "
-        "the same ddpkit and torch installed under the same python path and working directory); "
-        "--ssh-option and --remote-python adjust how hosts are reached",
+        _("{count} of {total} hosts are not ready: {hosts}", count=len(bad), total=len(probes),
+          hosts=bars(lines)),
+        _("fix each host listed (ssh must work without a password: `ssh -o BatchMode=yes HOST "
+          "true`; the same ddpkit and torch installed under the same python path and working "
+          "directory); --ssh-option and --remote-python adjust how hosts are reached"),
         details={"hosts": [p.to_dict() for p in probes]},
     )
 
@@ -193,14 +203,14 @@ def choose_master(probes: Sequence[HostProbe], *, explicit: str | None, route_he
     if explicit:
         return MasterChoice(explicit, "--master-addr")
     if len(probes) == 1 or all(p.local for p in probes):
-        return MasterChoice("127.0.0.1", "every node is this machine: everything is local")
+        return MasterChoice("127.0.0.1", _("every node is this machine: everything is local"))
     target = worker_address(probes)
     if target is None:
         raise NetworkProblem(
             "master-address-unknown",
-            f"cannot tell how node 1 ({probes[1].host.name}) is reached, so not which address of "
-            f"node 0 ({probes[0].host.name}) it routes to",
-            "pass --master-addr with node 0's private address (`ddpkit nics` there)",
+            _("cannot tell how node 1 ({worker}) is reached, so not which address of node 0 "
+              "({master}) it routes to", worker=probes[1].host.name, master=probes[0].host.name),
+            _("pass --master-addr with node 0's private address (`ddpkit nics` there)"),
         )
     master = probes[0]
     route = route_here if master.local else route_on_master
@@ -209,8 +219,10 @@ def choose_master(probes: Sequence[HostProbe], *, explicit: str | None, route_he
     except DdpkitError as exc:
         raise NetworkProblem(
             "master-address-unknown",
-            f"node 0 ({master.host.name}) found no route to node 1 at {target}: {exc.message}",
-            "pass --master-addr with node 0's private address (`ddpkit nics` there)",
+            _("node 0 ({master}) found no route to node 1 at {target}: {why}",
+              master=master.host.name, target=target, why=exc.message),
+            _("pass --master-addr with node 0's private address (`ddpkit nics` there)"),
         ) from exc
-    return MasterChoice(source, f"node 0's ({master.hostname}) source address on its route to node 1 "
-                                f"at {target}, via {ifname}")
+    return MasterChoice(source, _("node 0's ({host}) source address on its route to node 1 at "
+                                  "{target}, via {ifname}", host=master.hostname, target=target,
+                                  ifname=ifname))

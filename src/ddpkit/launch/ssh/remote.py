@@ -21,6 +21,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from ddpkit.errors import ConfigError, UsageError
+from ddpkit.i18n import _
 from ddpkit.launch.ssh.hostfile import Host
 
 DEFAULT_SSH_CONNECT_TIMEOUT = 10.0
@@ -42,8 +43,8 @@ class SshSettings:
 
     def __post_init__(self) -> None:
         if self.connect_timeout <= 0:
-            raise UsageError("bad-timeout", "--ssh-connect-timeout must be positive",
-                             "e.g. --ssh-connect-timeout 10")
+            raise UsageError("bad-timeout", _("--ssh-connect-timeout must be positive"),
+                             _("e.g. --ssh-connect-timeout 10"))
         for option in self.options:
             check_ssh_option(option)
 
@@ -53,8 +54,9 @@ def check_ssh_option(option: str) -> str:
     if not _OPTION.fullmatch(option.strip()) or "\n" in option:
         raise UsageError(
             "bad-ssh-option",
-            f"--ssh-option {option!r} is not an ssh option of the form Key=Value",
-            "e.g. --ssh-option StrictHostKeyChecking=accept-new (see `man ssh_config`)",
+            _("--ssh-option {option!r} is not an ssh option of the form Key=Value",
+              option=option),
+            _("e.g. --ssh-option StrictHostKeyChecking=accept-new (see `man ssh_config`)"),
         )
     return option
 
@@ -98,8 +100,9 @@ def remote_command(argv: Sequence[str], *, cwd: str | None = None,
             words.append(shlex.quote(f"{key}={value}"))
         if "=" in argv[0]:
             raise ConfigError("bad-remote-program",
-                              f"the remote program path {argv[0]!r} contains '='",
-                              "install python under a path without '=' or pass --remote-python")
+                              _("the remote program path {path!r} contains '='", path=argv[0]),
+                              _("install python under a path without '=' or pass "
+                                "--remote-python"))
     words.extend(shlex.quote(word) for word in argv)
     command = " ".join(words)
     if cwd:
@@ -109,8 +112,9 @@ def remote_command(argv: Sequence[str], *, cwd: str | None = None,
 
 def check_env_name(name: str) -> str:
     if not _ENV_NAME.fullmatch(name):
-        raise ConfigError("bad-variable-name", f"{name!r} is not an environment variable name",
-                          "use letters, digits and '_' (not starting with a digit)")
+        raise ConfigError("bad-variable-name", _("{name!r} is not an environment variable name",
+                                                 name=name),
+                          _("use letters, digits and '_' (not starting with a digit)"))
     return name
 
 
@@ -122,4 +126,4 @@ def describe_ssh_failure(stderr_lines: Sequence[str]) -> str:
         if any(word in lowered for word in ("ssh:", "permission denied", "host key", "connection",
                                             "could not resolve", "timed out", "no route")):
             return line
-    return meaningful[-1] if meaningful else "ssh failed without saying why"
+    return meaningful[-1] if meaningful else _("ssh failed without saying why")

@@ -19,6 +19,7 @@ from collections.abc import Mapping, Sequence
 from importlib.machinery import PathFinder
 from pathlib import Path
 
+from ddpkit.i18n import _
 from ddpkit.launch.torchrun.local_rank import MAX_SOURCE_BYTES, EntrySource
 
 
@@ -30,8 +31,9 @@ def read_entry(entry: str, *, cwd: Path, is_module: bool = False, no_python: boo
                   *[p for p in sys_path if p]]
         found = find_module_file(entry, search)
         if found is None:
-            return EntrySource(None, None, f"module {entry} was not found as a Python source file "
-                               "on the working directory, PYTHONPATH or sys.path")
+            return EntrySource(None, None, _("module {module} was not found as a Python source "
+                                             "file on the working directory, PYTHONPATH or "
+                                             "sys.path", module=entry))
         return read_source(found)
     path = cwd / entry
     if no_python and os.sep not in entry and not path.exists():
@@ -78,10 +80,11 @@ def read_source(path: Path, shown: str | None = None) -> EntrySource:
         with open(path, "rb") as handle:
             data = handle.read(MAX_SOURCE_BYTES + 1)
     except OSError as exc:
-        return EntrySource(label, None, f"cannot read {label}: {exc.strerror or exc}")
+        return EntrySource(label, None, _("cannot read {path}: {error}", path=label,
+                                          error=str(exc.strerror or exc)))
     if len(data) > MAX_SOURCE_BYTES:
-        return EntrySource(label, None, f"{label} is larger than {MAX_SOURCE_BYTES >> 20} MiB, "
-                           "so it was not read")
+        return EntrySource(label, None, _("{path} is larger than {limit} MiB, so it was not read",
+                                          path=label, limit=MAX_SOURCE_BYTES >> 20))
     return EntrySource(label, data)
 
 

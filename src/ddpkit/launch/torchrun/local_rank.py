@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from ddpkit.errors import UsageError
+from ddpkit.i18n import _
 from ddpkit.launch.config import LocalRankMode
 
 LocalRankFlag = Literal["--local-rank", "--local_rank"]
@@ -66,8 +67,9 @@ class LocalRankChoice:
         return f"{self.flag}={macro}" if self.flag else None
 
     def describe(self) -> str:
-        passed = f"{self.flag}=<local rank>" if self.flag else "none"
-        return f"{passed} ({self.reason})"
+        if self.flag:
+            return _("{flag}=<local rank> ({reason})", flag=self.flag, reason=self.reason)
+        return _("none ({reason})", reason=self.reason)
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -77,8 +79,8 @@ def check_use_env(mode: LocalRankMode, use_env: bool) -> None:
     """UsageError ``local-rank-arg-conflict`` for --use-env with an explicit spelling."""
     if use_env and mode in SPELLINGS:
         raise UsageError("local-rank-arg-conflict",
-                         f"--use-env says the script reads LOCAL_RANK, --local-rank-arg {mode} "
-                         "says it wants an argument", "drop one of them")
+                         _("--use-env says the script reads LOCAL_RANK, --local-rank-arg {mode} "
+                           "says it wants an argument", mode=mode), _("drop one of them"))
 
 
 def declarations(source: bytes | str) -> tuple[Declaration, ...]:
@@ -119,44 +121,53 @@ def decide(mode: LocalRankMode, source: EntrySource | None, entry_args: tuple[st
     """What to pass: the explicit mode, or (auto) the spelling the script's source declares."""
     check_use_env(mode, use_env)
     if use_env:
-        return LocalRankChoice(mode, None, "--use-env: the script reads LOCAL_RANK, which torchrun "
-                               "always sets (--use-env is always on); no argument passed")
+        return LocalRankChoice(mode, None, _("--use-env: the script reads LOCAL_RANK, which "
+                                             "torchrun always sets (--use-env is always on); no "
+                                             "argument passed"))
     if mode == OWN_WORKER:
-        return LocalRankChoice(mode, None, "ddpkit's own worker reads LOCAL_RANK")
+        return LocalRankChoice(mode, None, _("ddpkit's own worker reads LOCAL_RANK"))
     if mode in SPELLINGS:
         return LocalRankChoice(mode, SPELLINGS[mode], f"--local-rank-arg {mode}")
     if mode == NONE:
-        return LocalRankChoice(mode, None, "--local-rank-arg none: the script reads LOCAL_RANK")
+        return LocalRankChoice(mode, None, _("--local-rank-arg none: the script reads LOCAL_RANK"))
     own = passes_its_own(entry_args)
     if own:
-        return LocalRankChoice(mode, None, f"the script's arguments already contain {own}; "
-                               "nothing added (every rank gets the same value: drop it to let "
-                               "ddpkit pass each rank its own)")
+        return LocalRankChoice(mode, None, _("the script's arguments already contain {flag}; "
+                                             "nothing added (every rank gets the same value: "
+                                             "drop it to let ddpkit pass each rank its own)",
+                                             flag=own))
     if source is None or source.data is None:
-        problem = (source.problem if source else None) or "the entry point was not read"
+        problem = (source.problem if source else None) or _("the entry point was not read")
         path = source.path if source else None
-        return LocalRankChoice(mode, None, f"{problem}; no argument passed", path,
-                               warning=f"could not check whether the script expects --local_rank "
-                                       f"({problem}); if it does, pass --local-rank-arg "
-                                       "underscore (or dash)")
-    name = source.path or "the script"
+        return LocalRankChoice(mode, None, _("{problem}; no argument passed", problem=problem),
+                               path,
+                               warning=_("could not check whether the script expects "
+                                         "--local_rank ({problem}); if it does, pass "
+                                         "--local-rank-arg underscore (or dash)",
+                                         problem=problem))
+    name = source.path or _("the script")
     try:
         found = declarations(source.data)
     except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
         line = getattr(exc, "lineno", None)
         what = f"{type(exc).__name__}: {getattr(exc, 'msg', None) or exc}"
-        return LocalRankChoice(mode, None, f"{name} does not parse ({what}); no argument passed",
+        return LocalRankChoice(mode, None, _("{name} does not parse ({what}); no argument "
+                                             "passed", name=name, what=what),
                                source.path, line,
-                               warning=f"{name} does not parse as Python ({what}), so ddpkit could "
-                                       "not check whether it expects --local_rank")
+                               warning=_("{name} does not parse as Python ({what}), so ddpkit "
+                                         "could not check whether it expects --local_rank",
+                                         name=name, what=what))
     flags = {d.flag for d in found}
     if not flags:
-        return LocalRankChoice(mode, None, f"{name} declares neither --local_rank nor "
-                               "--local-rank; no argument passed (it reads LOCAL_RANK, as torchrun "
-                               "expects; if its parser is in another file, pass --local-rank-arg)",
+        return LocalRankChoice(mode, None, _("{name} declares neither --local_rank nor "
+                                             "--local-rank; no argument passed (it reads "
+                                             "LOCAL_RANK, as torchrun expects; if its parser is "
+                                             "in another file, pass --local-rank-arg)", name=name),
                                source.path)
     chosen = SPELLINGS[DASH] if SPELLINGS[DASH] in flags else SPELLINGS[UNDERSCORE]
     first = next(d for d in found if d.flag == chosen)
-    both = " (it declares both: the dashed one is passed)" if len(flags) == 2 else ""
-    return LocalRankChoice(mode, chosen, f"{name}:{first.line} declares add_argument("
-                           f"'{chosen}'){both}", source.path, first.line)
+    reason = (_("{name}:{line} declares add_argument('{flag}') (it declares both: the dashed one "
+                "is passed)", name=name, line=first.line, flag=chosen) if len(flags) == 2 else
+              _("{name}:{line} declares add_argument('{flag}')", name=name, line=first.line,
+                flag=chosen))
+    return LocalRankChoice(mode, chosen, reason, source.path, first.line)

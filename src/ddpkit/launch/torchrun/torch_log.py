@@ -22,6 +22,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from ddpkit.i18n import _n
+
 RANK_PREFIX = re.compile(r"^(\[[A-Za-z_][\w-]*\d+\]:)")  # torchrun's "[default0]:"
 CPP_RECORD = re.compile(
     r"^(?P<key>\[?(?P<level>[IWEF])(?:\d{4} \d\d:\d\d:\d\d\.\d+)?(?: +\d+)? +"
@@ -117,8 +119,9 @@ class TorchLog:
         if not self.folded:
             return None
         parts = [f"{meaning} ×{count}" for meaning, count in self.folded.items()]
-        return (f"folded {sum(self.folded.values())} harmless torch warnings ({'; '.join(parts)}); "
-                "torchrun.log has them")
+        return _n("folded {count} harmless torch warning ({parts}); torchrun.log has it",
+                  "folded {count} harmless torch warnings ({parts}); torchrun.log has them",
+                  sum(self.folded.values()), parts="; ".join(parts))
 
     def _connect_failed(self, message: str) -> None:
         found = _ERRNO.search(message)

@@ -12,6 +12,8 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from ddpkit.i18n import _
+
 _TRACEBACK = "Traceback (most recent call last):"
 _FRAME = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<func>\S+)')
 _EXCEPTION = re.compile(r"^(?P<type>[A-Za-z_][\w.]*(?:Error|Exception|Interrupt|Exit|Failure|Warning)"
@@ -119,10 +121,11 @@ def known_fix(raised: PythonException) -> str | None:
         found = _MISSING_MODULE.search(raised.message)
         if found:
             top = found["name"].split(".")[0]
-            return (f"install {top} for the Python that runs the ranks on every node "
-                    f"(`pip install {top}`)")
+            return _("install {module} for the Python that runs the ranks on every node "
+                     "(`pip install {module}`)", module=top)
     if "Numpy is not available" in raised.message:
-        return "install numpy for the Python that runs the ranks on every node (`pip install numpy`)"
+        return _("install numpy for the Python that runs the ranks on every node "
+                 "(`pip install numpy`)")
     return None
 
 
@@ -137,7 +140,7 @@ def exit_abort_fix(stderr_lines: Sequence[str], exitcode: int) -> str | None:
     """The fix when a rank died of SIGABRT with the C++ runtime's exit-time abort line."""
     if exitcode != -6 or not any(EXIT_ABORT_LINE in line for line in stderr_lines):
         return None
-    return ("the rank aborted while Python was shutting down: a Gloo thread still held the last "
-            "collective's work (a torch/Gloo problem, most often with a DDP model alive at exit); "
-            "in the script, free the model and call gc.collect() before "
-            "dist.destroy_process_group() (`del model, optimizer; gc.collect()`)")
+    return _("the rank aborted while Python was shutting down: a Gloo thread still held the last "
+             "collective's work (a torch/Gloo problem, most often with a DDP model alive at "
+             "exit); in the script, free the model and call gc.collect() before "
+             "dist.destroy_process_group() (`del model, optimizer; gc.collect()`)")
