@@ -31,6 +31,15 @@ def listed(parts: Sequence[str]) -> str:
     return _("{first}; {rest}", first=parts[0], rest=listed(parts[1:]))
 
 
+def commas(parts: Sequence[str]) -> str:
+    """``parts`` as a list (``", ".join`` in English)."""
+    if not parts:
+        return ""
+    if len(parts) == 1:
+        return parts[0]
+    return _("{first}, {rest}", first=parts[0], rest=commas(parts[1:]))
+
+
 def specific_then_general(specific: str | Sequence[str], general: str) -> Text:
     """What a rule saw (one text, or sentences), then the catalogue's general explanation."""
     seen = specific if isinstance(specific, str) else sentences(specific)
