@@ -166,12 +166,12 @@ def explain(ends: Sequence[RankEnd], first: RankFailure | Sequence[RankFailure] 
     if words:
         parts.append(words if words[-1:] in ".!?" else _("{sentence}.", sentence=words))
     after = [e for e in ends if e is not root]
-    if after:
-        parts.append(_("Then: {others}.", others=listed([
-            _("rank {rank} ({host}) {how}, {consequence}", rank=e.rank, host=e.host, how=e.how(),
-              consequence=e.consequence) if e.consequence
-            else _("rank {rank} ({host}) {how}", rank=e.rank, host=e.host, how=e.how())
-            for e in sorted(after, key=lambda e: (e.order, e.rank))[:4]])))
+    if after:  # each built apart: Babel does not extract a _() inside another's arguments
+        others = [_("rank {rank} ({host}) {how}, {consequence}", rank=e.rank, host=e.host,
+                    how=e.how(), consequence=e.consequence) if e.consequence
+                  else _("rank {rank} ({host}) {how}", rank=e.rank, host=e.host, how=e.how())
+                  for e in sorted(after, key=lambda e: (e.order, e.rank))[:4]]
+        parts.append(_("Then: {others}.", others=listed(others)))
     return sentences(parts)
 
 

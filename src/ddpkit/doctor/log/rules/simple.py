@@ -62,9 +62,9 @@ def simple_finding(finding_id: str, facts: Facts) -> Finding:
     elif finding_id == "duplicate-gpu":
         pairs = zip(facts.one("rank_a"), facts.one("rank_b"), strict=False)
         devices = ", ".join(facts.one("device"))
+        named = [_("{a} and {b}", a=a, b=b) for a, b in pairs]  # not inside _(): Babel skips it
         text = _("Ranks {pairs} are on the same CUDA device ({devices}){where}.",
-                 pairs=listed([_("{a} and {b}", a=a, b=b) for a, b in pairs]),
-                 devices=devices, where=facts.where())
+                 pairs=listed(named), devices=devices, where=facts.where())
     elif finding_id == "p2p":
         text = _("CUDA peer-to-peer failed{where}: {details}.", where=facts.where(),
                  details=details)
