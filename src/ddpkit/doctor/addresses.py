@@ -10,6 +10,8 @@ import functools
 import ipaddress
 import re
 
+from ddpkit.i18n import _
+
 # Docker's default bridge network: the container side of NAT, frequently the same address on
 # every rented instance (172.17.0.4 in the seed page's log).
 _DOCKER_DEFAULT = ipaddress.ip_network("172.17.0.0/16")
@@ -58,12 +60,12 @@ def is_unreachable(address: str, interface: str | None = None) -> bool:
 
 
 _KIND_WORDS = {
-    "loopback": "a loopback address",
-    "container-bridge": "a container/NAT bridge address (Docker's default 172.17.0.0/16)",
-    "link-local": "a link-local address",
-    "tunnel": "a tunnel interface",
-    "routable": "a routable address",
-    "unknown": "an address",
+    "loopback": _("a loopback address"),
+    "container-bridge": _("a container/NAT bridge address (Docker's default 172.17.0.0/16)"),
+    "link-local": _("a link-local address"),
+    "tunnel": _("a tunnel interface"),
+    "routable": _("a routable address"),
+    "unknown": _("an address"),
 }
 
 

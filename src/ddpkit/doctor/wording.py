@@ -31,7 +31,38 @@ def listed(parts: Sequence[str]) -> str:
     return _("{first}; {rest}", first=parts[0], rest=listed(parts[1:]))
 
 
+def commas(parts: Sequence[str]) -> str:
+    """``parts`` as a list (``", ".join`` in English)."""
+    if not parts:
+        return ""
+    if len(parts) == 1:
+        return parts[0]
+    return _("{first}, {rest}", first=parts[0], rest=commas(parts[1:]))
+
+
 def specific_then_general(specific: str | Sequence[str], general: str) -> Text:
     """What a rule saw (one text, or sentences), then the catalogue's general explanation."""
     seen = specific if isinstance(specific, str) else sentences(specific)
     return _("{specific} {general}", specific=seen, general=general)
+
+
+class _Replaced(Text):
+    """A text with one literal part (a port, a name) replaced, in every language."""
+
+    old: str
+    new: str
+
+    def localized(self) -> str:
+        return super().localized().replace(self.old, self.new)
+
+
+def replaced(text: str, old: str, new: str) -> str:
+    """``text.replace(old, new)`` that stays translatable (``str.replace`` gives plain English):
+    for a literal in a catalogue text, such as a default port in a fix."""
+    if not isinstance(text, Text):
+        return text.replace(old, new)
+    result = str.__new__(_Replaced, str.__str__(text).replace(old, new))
+    result.template, result.plural = text.template, text.plural
+    result.number, result.values = text.number, text.values
+    result.old, result.new = old, new
+    return result

@@ -13,7 +13,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ddpkit.doctor.checks.model import CheckRow
+from ddpkit.doctor.wording import listed
 from ddpkit.errors import DdpkitError
+from ddpkit.i18n import _
 from ddpkit.ncclconf.home import nccl_home
 
 if TYPE_CHECKING:
@@ -25,50 +27,59 @@ if TYPE_CHECKING:
 
 
 def interface_row(choice: Recommendation | None, problem: DdpkitError | None) -> CheckRow:
-    title = "interface for inter-node traffic"
+    title = _("interface for inter-node traffic")
     if choice is None:
-        message = problem.message if problem else "no interface could be chosen"
+        message = problem.message if problem else _("no interface could be chosen")
         return CheckRow("interface", title, "fail", message, problem.hint if problem else "")
     name = choice.nic.name
-    detail = f"{name} {choice.address}: {choice.reason}"
+    detail = _("{name} {address}: {reason}", name=name, address=choice.address,
+               reason=choice.reason)
     export = f"export NCCL_SOCKET_IFNAME=={name} GLOO_SOCKET_IFNAME={name}"
     if any(trap.blocking for trap in choice.traps):
         return CheckRow("interface", title, "fail", detail,
-                        "give the private NIC an address and route, then see `ddpkit nics`")
+                        _("give the private NIC an address and route, then see `ddpkit nics`"))
     if choice.traps:
-        return CheckRow("interface", title, "warn", detail + "; " + "; ".join(
-            t.message for t in choice.traps), export)
+        return CheckRow("interface", title, "warn",
+                        listed([detail, *(t.message for t in choice.traps)]), export)
     return CheckRow("interface", title, "pass", detail)
 
 
 def route_row(master: str, route: Route | None, problem: DdpkitError | None) -> CheckRow:
-    title = "route to the master"
+    title = _("route to the master")
     if route is None:
-        message = problem.message if problem else "no route"
+        message = problem.message if problem else _("no route")
         return CheckRow("route", title, "fail", message,
-                        problem.hint if problem else "check --master-addr and `ip route`")
-    via = f" via {route.gateway}" if route.gateway else ""
+                        problem.hint if problem else _("check --master-addr and `ip route`"))
     if route.local:
-        return CheckRow("route", title, "pass", f"{master} is this node ({route.ifname})")
+        return CheckRow("route", title, "pass",
+                        _("{master} is this node ({ifname})", master=master, ifname=route.ifname))
+    if route.gateway:
+        return CheckRow("route", title, "pass",
+                        _("{master} through {ifname} via {gateway} from {source}", master=master,
+                          ifname=route.ifname, gateway=route.gateway, source=route.source))
     return CheckRow("route", title, "pass",
-                    f"{master} through {route.ifname}{via} from {route.source}")
+                    _("{master} through {ifname} from {source}", master=master,
+                      ifname=route.ifname, source=route.source))
 
 
 def nccl_settings_row(effective: EffectiveConfig, warnings: Sequence[NcclConfWarning],
                       recommended: str | None) -> CheckRow:
-    title = "NCCL settings (nccl-conf show)"
+    title = _("NCCL settings (nccl-conf show)")
     ifname = effective.get("NCCL_SOCKET_IFNAME")
     fix_set = (f"ddpkit nccl-conf set NCCL_SOCKET_IFNAME=={recommended}" if recommended
                else "ddpkit nccl-conf set --auto --to <master-addr>")
     if ifname is None or ifname.source == "default":
         return CheckRow("nccl-settings", title, "warn",
-                        "NCCL_SOCKET_IFNAME is not set: NCCL picks an interface by itself, and "
-                        "its bootstrap takes the first one (often a NAT/container eth0)", fix_set)
-    detail = f"NCCL_SOCKET_IFNAME={ifname.value} (from {ifname.origin})"
+                        _("NCCL_SOCKET_IFNAME is not set: NCCL picks an interface by itself, and "
+                          "its bootstrap takes the first one (often a NAT/container eth0)"),
+                        fix_set)
+    detail = _("NCCL_SOCKET_IFNAME={value} (from {origin})", value=ifname.value,
+               origin=ifname.origin)
     if warnings:
-        shown = "; ".join(f"{w.id}: {w.message}" for w in warnings[:3])
-        hints = "; ".join(dict.fromkeys(w.hint for w in warnings[:3] if w.hint))
-        return CheckRow("nccl-settings", title, "warn", f"{detail}; {shown}", hints or fix_set)
+        shown = [_("{id}: {message}", id=w.id, message=w.message) for w in warnings[:3]]
+        hints = listed(list(dict.fromkeys(w.hint for w in warnings[:3] if w.hint)))
+        return CheckRow("nccl-settings", title, "warn", listed([detail, *shown]),
+                        hints or fix_set)
     return CheckRow("nccl-settings", title, "pass", detail)
 
 

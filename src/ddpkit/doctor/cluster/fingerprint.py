@@ -15,26 +15,31 @@ from typing import Any
 
 from ddpkit.doctor.cluster.model import Fingerprint
 from ddpkit.doctor.findings import Severity
+from ddpkit.doctor.wording import listed
+from ddpkit.i18n import _, _n
 
 UNSET = "unset"
 
 # (field, severity, catalogue id, why it matters)
 VERSION_FIELDS: tuple[tuple[str, Severity, str, str], ...] = (
     ("torch", "error", "version-mismatch",
-     "torch.distributed's wire formats (c10d store, Gloo, NCCL bindings) are only guaranteed "
-     "between identical torch versions"),
+     _("torch.distributed's wire formats (c10d store, Gloo, NCCL bindings) are only guaranteed "
+       "between identical torch versions")),
     ("nccl", "error", "version-mismatch",
-     "NCCL ranks of different versions may disagree on the protocol and fail or hang at init"),
+     _("NCCL ranks of different versions may disagree on the protocol and fail or hang at "
+       "init")),
     ("cuda", "warning", "version-mismatch",
-     "torch was built for different CUDA versions: different builds often bundle different NCCLs"),
+     _("torch was built for different CUDA versions: different builds often bundle different "
+       "NCCLs")),
     ("driver", "warning", "version-mismatch",
-     "different NVIDIA drivers: features such as GPUDirect or CUDA versions may differ"),
+     _("different NVIDIA drivers: features such as GPUDirect or CUDA versions may differ")),
     ("python", "warning", "version-mismatch",
-     "different Python versions: bytecode, wheels and serialised objects may differ between nodes"),
+     _("different Python versions: bytecode, wheels and serialised objects may differ between "
+       "nodes")),
     ("ddpkit", "warning", "version-mismatch",
-     "different ddpkit versions: run the same version on every node"),
+     _("different ddpkit versions: run the same version on every node")),
     ("gpus", "warning", "node-mismatch",
-     "different GPU counts: give every node the --nproc-per-node it can run"),
+     _("different GPU counts: give every node the --nproc-per-node it can run")),
 )
 
 # Per-node by nature: a difference is shown, never counted against the cluster.
@@ -75,11 +80,12 @@ def _groups(values: Mapping[int, str]) -> dict[str, list[int]]:
 
 def describe_groups(values: Mapping[int, str]) -> str:
     """``"2.5.1 on nodes 0, 2; 2.4.0 on node 1"`` (values in order of their first node)."""
-    parts = []
+    parts: list[str] = []
     for value, ranks in _groups(values).items():
         nodes = ", ".join(str(r) for r in ranks)
-        parts.append(f"{value} on node{'s' if len(ranks) > 1 else ''} {nodes}")
-    return "; ".join(parts)
+        parts.append(_n("{value} on node {nodes}", "{value} on nodes {nodes}", len(ranks),
+                        value=value, nodes=nodes))
+    return listed(parts)
 
 
 def _shown(fingerprint: Fingerprint, name: str) -> str:
@@ -98,7 +104,8 @@ def diff(fingerprints: Mapping[int, Fingerprint]) -> tuple[Difference, ...]:
         values = {r: _field(fingerprints[r], name) for r in ranks}
         if len(set(values.values())) > 1:
             found.append(Difference(name, severity, finding, tuple(sorted(values.items())),
-                                    f"{name} differs ({describe_groups(values)}): {why}"))
+                                    _("{name} differs ({groups}): {why}", name=name,
+                                      groups=describe_groups(values), why=why)))
     names = sorted({key for fp in fingerprints.values() for key, _ in fp.env})
     for name in names:
         raw = {r: dict(fingerprints[r].env).get(name, UNSET) for r in ranks}
@@ -106,23 +113,25 @@ def diff(fingerprints: Mapping[int, Fingerprint]) -> tuple[Difference, ...]:
             continue
         shown = {r: _shown(fingerprints[r], name) for r in ranks}
         if name in PER_NODE_SETTINGS:
-            severity, why = "info", "this setting is per node by nature (names may differ)"
+            severity, why = "info", _("this setting is per node by nature (names may differ)")
         elif name in MUST_AGREE_SETTINGS:
-            severity, why = "error", ("every rank must make the same choice here, or ranks "
-                                      "pick different transports or algorithms and fail or hang")
+            severity, why = "error", _("every rank must make the same choice here, or ranks "
+                                       "pick different transports or algorithms and fail or "
+                                       "hang")
         else:
-            severity, why = "warning", "set it alike on every node unless you mean it"
+            severity, why = "warning", _("set it alike on every node unless you mean it")
         found.append(Difference(name, severity, "node-mismatch", tuple(sorted(shown.items())),
-                                f"{name} differs ({describe_groups(shown)}): {why}"))
+                                _("{name} differs ({groups}): {why}", name=name,
+                                  groups=describe_groups(shown), why=why)))
     hostnames = {r: fingerprints[r].hostname for r in ranks}
     shared = {name: group for name, group in _groups(hostnames).items() if len(group) > 1}
     if shared:
-        which = "; ".join(f"{name!r} on nodes {', '.join(map(str, group))}"
-                          for name, group in shared.items())
+        which = listed([_("{name!r} on nodes {nodes}", name=name,
+                          nodes=", ".join(map(str, group))) for name, group in shared.items()])
         found.append(Difference(
             "hostname", "warning", "node-mismatch", tuple(sorted(hostnames.items())),
-            f"several nodes share a hostname ({which}): torchrun's c10d rendezvous and "
-            "MASTER_ADDR go by hostname, and logs cannot tell the nodes apart"))
+            _("several nodes share a hostname ({which}): torchrun's c10d rendezvous and "
+              "MASTER_ADDR go by hostname, and logs cannot tell the nodes apart", which=which)))
     order = {"error": 0, "warning": 1, "info": 2}
     return tuple(sorted(found, key=lambda d: (order[d.severity], d.field)))
 

@@ -15,6 +15,7 @@ from ddpkit.doctor.cluster.matrix import CELL, Matrix, reach_counts
 from ddpkit.doctor.cluster.model import NodeRecord, ProbeReport
 from ddpkit.doctor.cluster.verdict import Verdict
 from ddpkit.doctor.findings import Severity
+from ddpkit.i18n import _, _n
 from ddpkit.ncclconf.ifname import matching_interfaces
 
 SEVERITY_ORDER = {"error": 0, "warning": 1, "info": 2}
@@ -35,28 +36,30 @@ class Problem:
 
 
 def _nodes(ranks: Sequence[int]) -> str:
-    return f"node{'s' if len(ranks) > 1 else ''} {', '.join(str(r) for r in ranks)}"
+    return _n("node {ranks}", "nodes {ranks}", len(ranks), ranks=", ".join(str(r) for r in ranks))
 
 
 def missing_problem(missing: Sequence[int], nnodes: int, master: str, timeout_s: float,
                     present: Sequence[int]) -> Problem:
-    shown = ", ".join(str(r) for r in present) or "none"
-    message = (f"{_nodes(missing)} did not show up at the master's store {master} within "
-               f"{timeout_s:g} s (present: {shown} of {nnodes})")
+    shown = ", ".join(str(r) for r in present) or _("none")
+    message = _("{nodes} did not show up at the master's store {master} within {timeout:g} s "
+                "(present: {shown} of {nnodes})", nodes=_nodes(missing), master=master,
+                timeout=timeout_s, shown=shown, nnodes=nnodes)
     rank = missing[0]
     address = master.rsplit(":", 1)[0].strip("[]")
-    fix = (f"start `ddpkit doctor --nnodes {nnodes} --node-rank {rank} --master-addr {address}` "
-           f"on node {rank} too, within --timeout of the others; if it did run, it cannot reach "
-           f"{master}: on that node check `ddpkit nics --to {address}` (is its private NIC up?) "
-           "and that no firewall blocks the port")
+    fix = _("start `ddpkit doctor --nnodes {nnodes} --node-rank {rank} --master-addr {address}` "
+            "on node {rank} too, within --timeout of the others; if it did run, it cannot reach "
+            "{master}: on that node check `ddpkit nics --to {address}` (is its private NIC up?) "
+            "and that no firewall blocks the port", nnodes=nnodes, rank=rank, address=address,
+            master=master)
     return Problem("rendezvous-timeout", "error", message, fix, tuple(missing))
 
 
 def duplicate_problem(rank: int, hostnames: Sequence[str]) -> Problem:
     return Problem("rank-assignment", "error",
-                   f"node rank {rank} was claimed by more than one node "
-                   f"({', '.join(hostnames)})",
-                   "give every node its own --node-rank, 0 to N-1 (0 on the master)", (rank,))
+                   _("node rank {rank} was claimed by more than one node ({hostnames})",
+                     rank=rank, hostnames=", ".join(hostnames)),
+                   _("give every node its own --node-rank, 0 to N-1 (0 on the master)"), (rank,))
 
 
 def silent_problems(records: Sequence[NodeRecord], reports: Mapping[int, ProbeReport],
@@ -73,14 +76,16 @@ def silent_problems(records: Sequence[NodeRecord], reports: Mapping[int, ProbeRe
         if report is None:
             found.append(Problem(
                 "connection-lost", "error",
-                f"node {record.rank} ({record.hostname}) showed up but never reported its probes "
-                "(it stopped, or lost the master's store)",
-                f"run the command again; if it repeats, look at node {record.rank}'s output",
+                _("node {rank} ({host}) showed up but never reported its probes (it stopped, or "
+                  "lost the master's store)", rank=record.rank, host=record.hostname),
+                _("run the command again; if it repeats, look at node {rank}'s output",
+                  rank=record.rank),
                 (record.rank,)))
         elif report.skipped:
             found.append(Problem("connection-lost", "error",
-                                 f"node {record.rank} probed nothing: {report.skipped}",
-                                 "run the command again on every node", (record.rank,)))
+                                 _("node {rank} probed nothing: {why}", rank=record.rank,
+                                   why=report.skipped),
+                                 _("run the command again on every node"), (record.rank,)))
     return found
 
 
@@ -95,32 +100,36 @@ def _pair_paths(matrix: Matrix, left: NodeRecord, right: NodeRecord) -> str:
                     shown.append((bool(a.traps or b.traps), len(shown),
                                   f"node{src.rank} {a.ifname} -> node{dst.rank} {b.ifname} "
                                   f"{b.address}: {CELL[path.status]}"))
-    return "; ".join(text for *_, text in sorted(shown)[:PATHS_SHOWN]) or "nothing was probed"
+    return "; ".join(text for *_rest, text in sorted(shown)[:PATHS_SHOWN]) or _("nothing was "
+                                                                                "probed")
 
 
 def reachability_problems(records: Sequence[NodeRecord], matrix: Matrix,
                           verdict: Verdict) -> list[Problem]:
     by_rank = {r.rank: r for r in records}
     found = [Problem("interface-not-found", "error",
-                     f"node {r.rank} ({r.hostname}) has no interface that is up with a routable "
-                     "address: it cannot reach anyone",
-                     f"on node {r.rank}: bring the private-network interface up and give it an "
-                     "address (`ip addr`), then see `ddpkit nics`", (r.rank,))
+                     _("node {rank} ({host}) has no interface that is up with a routable "
+                       "address: it cannot reach anyone", rank=r.rank, host=r.hostname),
+                     _("on node {rank}: bring the private-network interface up and give it an "
+                       "address (`ip addr`), then see `ddpkit nics`", rank=r.rank), (r.rank,))
              for r in records if not r.candidates]
     for left, right in verdict.unreachable:
         found.append(Problem(
             "peer-unreachable", "error",
-            f"node {left} and node {right} cannot reach each other in both directions on any "
-            f"pair of interfaces ({_pair_paths(matrix, by_rank[left], by_rank[right])})",
-            f"allow all TCP between the nodes on the private network (security group, firewall); "
-            f"check the route on node {left} with `ddpkit nics --to <node {right}'s private "
-            "address>`", (left, right)))
+            _("node {left} and node {right} cannot reach each other in both directions on any "
+              "pair of interfaces ({paths})", left=left, right=right,
+              paths=_pair_paths(matrix, by_rank[left], by_rank[right])),
+            _("allow all TCP between the nodes on the private network (security group, "
+              "firewall); check the route on node {left} with `ddpkit nics --to <node {right}'s "
+              "private address>`", left=left, right=right), (left, right)))
     if not verdict.unreachable and len(records) == verdict.nnodes and not verdict.ok:
         found.append(Problem(
             "peer-unreachable", "error",
-            "every two nodes reach each other somehow, but no choice of one interface per node "
-            "reaches every peer (the working paths use different networks for different pairs)",
-            "put every node on one private network that all of them reach, then run this again",
+            _("every two nodes reach each other somehow, but no choice of one interface per "
+              "node reaches every peer (the working paths use different networks for different "
+              "pairs)"),
+            _("put every node on one private network that all of them reach, then run this "
+              "again"),
             tuple(sorted(by_rank))))
     return found
 
@@ -139,10 +148,11 @@ def trap_problems(records: Sequence[NodeRecord], matrix: Matrix) -> list[Problem
             continue
         found.append(Problem(
             "wrong-interface", "info",
-            f"{ifname} {address} is the same address on {_nodes(ranks)} and reaches no peer "
-            "(a container/NAT address): not counted. NCCL's bootstrap, and Gloo through the "
-            "hostname, pick such an address when nothing pins the interface",
-            "pin the interface on every node with the lines under 'verdict'", tuple(ranks)))
+            _("{ifname} {address} is the same address on {nodes} and reaches no peer (a "
+              "container/NAT address): not counted. NCCL's bootstrap, and Gloo through the "
+              "hostname, pick such an address when nothing pins the interface", ifname=ifname,
+              address=address, nodes=_nodes(ranks)),
+            _("pin the interface on every node with the lines under 'verdict'"), tuple(ranks)))
     return found
 
 
@@ -157,28 +167,33 @@ def setting_problems(records: Sequence[NodeRecord], verdict: Verdict) -> list[Pr
         env = dict(record.fingerprint.env)
         names = [c.ifname for c in record.candidates]
         nccl = env.get("NCCL_SOCKET_IFNAME")
-        fix = f"on node {record.rank}: ddpkit nccl-conf set NCCL_SOCKET_IFNAME=={ifname}"
+        command = f"ddpkit nccl-conf set NCCL_SOCKET_IFNAME=={ifname}"
+        fix = _("on node {rank}: {command}", rank=record.rank, command=command)
         if nccl is not None and len(nccl) > 1:
             selected = matching_interfaces(nccl, names)
             if ifname not in selected:
                 found.append(Problem(
                     "interface-not-found" if not selected else "wrong-interface", "error",
-                    f"node {record.rank} has NCCL_SOCKET_IFNAME={nccl}, which selects "
-                    f"{', '.join(selected) or 'no interface'} there; its working interface is "
-                    f"{ifname}", fix, (record.rank,)))
+                    _("node {rank} has NCCL_SOCKET_IFNAME={nccl}, which selects {selected} "
+                      "there; its working interface is {ifname}", rank=record.rank, nccl=nccl,
+                      selected=", ".join(selected) or _("no interface"), ifname=ifname),
+                    fix, (record.rank,)))
             elif len(selected) > 1:
                 found.append(Problem(
                     "wrong-interface", "warning",
-                    f"node {record.rank} has NCCL_SOCKET_IFNAME={nccl}, which selects "
-                    f"{', '.join(selected)}: NCCL's bootstrap takes the first, which may not be "
-                    f"{ifname}", fix, (record.rank,)))
+                    _("node {rank} has NCCL_SOCKET_IFNAME={nccl}, which selects {selected}: "
+                      "NCCL's bootstrap takes the first, which may not be {ifname}",
+                      rank=record.rank, nccl=nccl, selected=", ".join(selected), ifname=ifname),
+                    fix, (record.rank,)))
         gloo = env.get("GLOO_SOCKET_IFNAME")
         if gloo and ifname not in gloo.split(","):
+            export = f"export GLOO_SOCKET_IFNAME={ifname}"
             found.append(Problem(
                 "interface-not-found" if not set(gloo.split(",")) & set(names)
                 else "wrong-interface", "error",
-                f"node {record.rank} has GLOO_SOCKET_IFNAME={gloo}; its working interface is "
-                f"{ifname}", f"on node {record.rank}: export GLOO_SOCKET_IFNAME={ifname}",
+                _("node {rank} has GLOO_SOCKET_IFNAME={gloo}; its working interface is "
+                  "{ifname}", rank=record.rank, gloo=gloo, ifname=ifname),
+                _("on node {rank}: {command}", rank=record.rank, command=export),
                 (record.rank,)))
     return found
 
@@ -189,16 +204,17 @@ def difference_problems(differences: Sequence[Difference]) -> list[Problem]:
         if difference.severity == "info":
             continue
         if difference.finding == "version-mismatch":
-            fix = f"install the same {difference.field} version on every node"
+            fix = _("install the same {field} version on every node", field=difference.field)
         elif difference.field.startswith(("NCCL_", "GLOO_")):
-            fix = (f"give {difference.field} one value on every node (or unset it everywhere); "
-                   "`ddpkit nccl-conf show` on a node says where its value comes from")
+            fix = _("give {field} one value on every node (or unset it everywhere); `ddpkit "
+                    "nccl-conf show` on a node says where its value comes from",
+                    field=difference.field)
         else:
-            fix = "make the nodes alike, or size each node's job to what it has"
+            fix = _("make the nodes alike, or size each node's job to what it has")
         if difference.field == "hostname":
-            fix = "give every node a unique hostname (hostnamectl set-hostname node1)"
+            fix = _("give every node a unique hostname (hostnamectl set-hostname node1)")
         out.append(Problem(difference.finding, difference.severity, difference.explanation, fix,
-                           tuple(r for r, _ in difference.values)))
+                           tuple(r for r, _value in difference.values)))
     return out
 
 

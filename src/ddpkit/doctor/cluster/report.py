@@ -16,6 +16,7 @@ from ddpkit.doctor.cluster.matrix import CELL, Matrix, complete_matrix
 from ddpkit.doctor.cluster.model import NodeRecord, ProbeReport
 from ddpkit.doctor.cluster.problems import Problem
 from ddpkit.doctor.cluster.verdict import Verdict, decide
+from ddpkit.i18n import _
 
 SCHEMA_KIND, SCHEMA_VERSION = "doctor-cluster", 1
 SIDE_BY_SIDE_MAX = 6  # nodes shown in their own columns; more are grouped by value
@@ -129,7 +130,7 @@ def matrix_table(report: ClusterReport) -> tuple[tuple[str, ...], list[tuple[str
     columns = [(r, c) for r in records for c in r.candidates]
     if len(columns) > MATRIX_COLUMNS_MAX:
         return pair_table(report)
-    headers = ("from", "via", *(f"n{r.rank}:{c.ifname}" for r, c in columns))
+    headers = (_("from"), _("via"), *(f"n{r.rank}:{c.ifname}" for r, c in columns))
     rows = []
     for record in records:
         for candidate in record.candidates:
@@ -164,42 +165,43 @@ def pair_table(report: ClusterReport) -> tuple[tuple[str, ...], list[tuple[str, 
                         failed.append((a.ifname != b.ifname,
                                        f"{a.ifname}->{b.ifname} {CELL[path.status]}"))
             worst = [text for _, text in sorted(failed, key=lambda f: f[0])[:2]]
-            shown = ", ".join(working) if working else "none (" + ", ".join(worst) + ")"
+            shown = ", ".join(working) if working else _("none ({failed})",
+                                                          failed=", ".join(worst))
             rows.append((node_label(record), node_label(peer), shown))
-    return ("from", "to", "working interface pairs"), rows
+    return (_("from"), _("to"), _("working interface pairs")), rows
 
 
 def difference_table(report: ClusterReport) -> tuple[tuple[str, ...], list[tuple[str, ...]]]:
     """Differences side by side (one column per node), or grouped by value for many nodes."""
     ranks = [r.rank for r in report.records]
     if len(ranks) <= SIDE_BY_SIDE_MAX:
-        headers = ("what", "severity", *(f"node{r}" for r in ranks))
+        headers = (_("what"), _("severity"), *(f"node{r}" for r in ranks))
         rows = [(d.field, d.severity, *(dict(d.values).get(r, "") for r in ranks))
                 for d in report.differences]
         return headers, rows
     from ddpkit.doctor.cluster.fingerprint import describe_groups
 
-    return (("what", "severity", "values"),
+    return ((_("what"), _("severity"), _("values")),
             [(d.field, d.severity, describe_groups(dict(d.values))) for d in report.differences])
 
 
 def verdict_lines(verdict: Verdict) -> list[str]:
     """The verdict in words and the exact lines to run, node by node."""
     if not verdict.ok:
-        return ["no interface assignment reaches every node: see the problems above"]
-    lines = []
+        return [_("no interface assignment reaches every node: see the problems above")]
+    lines: list[str] = []
     same = verdict.same_name
     for choice in verdict.choices:
         lines.append(f"node{choice.rank}: {choice.ifname} {choice.address}")
     lines.append("")
     commands = verdict.commands()
     if same is not None:
-        lines.append(f"every node uses {same}; persist it once per node:")
+        lines.append(_("every node uses {name}; persist it once per node:", name=same))
         lines.append(f"  {commands[0].nccl_conf}")
     else:
-        lines.append("the interface names differ per node; persist each node's own:")
+        lines.append(_("the interface names differ per node; persist each node's own:"))
         lines += [f"  node{c.rank}: {c.nccl_conf}" for c in commands]
-    lines.append("then launch (train.py stands for your script):")
+    lines.append(_("then launch (train.py stands for your script):"))
     lines += [f"  node{c.rank}: {c.launch}" for c in commands]
     return lines
 
@@ -207,6 +209,10 @@ def verdict_lines(verdict: Verdict) -> list[str]:
 def summary_line(report: ClusterReport) -> str:
     errors = sum(p.severity == "error" for p in report.problems)
     warnings = sum(p.severity == "warning" for p in report.problems)
-    state = "ok" if report.ok else "FAILED"
-    return (f"doctor: cluster {state}: {len(report.records)} of {report.outcome.nnodes} nodes, "
-            f"{errors} error(s), {warnings} warning(s) in {report.outcome.elapsed_s:.1f} s")
+    values = dict(seen=len(report.records), nnodes=report.outcome.nnodes, errors=errors,
+                  warnings=warnings, elapsed=report.outcome.elapsed_s)
+    if report.ok:
+        return _("doctor: cluster ok: {seen} of {nnodes} nodes, {errors} error(s), {warnings} "
+                 "warning(s) in {elapsed:.1f} s", **values)
+    return _("doctor: cluster FAILED: {seen} of {nnodes} nodes, {errors} error(s), {warnings} "
+             "warning(s) in {elapsed:.1f} s", **values)

@@ -74,8 +74,9 @@ class Call:
     entry: int  # 1-based position in the dump's entries
 
     def describe(self) -> str:
-        at = f" at {self.where}" if self.where else ""
-        return f"{self.op} {self.sizes}{at}"
+        if self.where:
+            return _("{op} {sizes} at {where}", op=self.op, sizes=self.sizes, where=self.where)
+        return f"{self.op} {self.sizes}"
 
     def same_call(self, other: Call) -> bool:
         return (self.op, self.sizes) == (other.op, other.sizes)
@@ -230,7 +231,7 @@ def analyse(traces: Sequence[RankTrace]) -> list[Verdict]:
 
 def _ranks(ranks: Iterable[int]) -> str:
     items = sorted(ranks)
-    return ("rank " if len(items) == 1 else "ranks ") + ", ".join(str(r) for r in items)
+    return _n("rank {ranks}", "ranks {ranks}", len(items), ranks=", ".join(str(r) for r in items))
 
 
 def _evidence(traces: Sequence[RankTrace], calls: Mapping[int, Call]) -> tuple[Evidence, ...]:
@@ -253,15 +254,17 @@ def _mismatch(group: str, per_rank: Mapping[int, list[Call]],
         if len(kinds) < 2:
             continue
         ordered = sorted(kinds.values(), key=lambda ranks: (-len(ranks), ranks))
-        lines = [f"{_ranks(ranks)} called {calls[ranks[0]].describe()}" for ranks in ordered]
-        rule = ("collectives must be called in the same order, with the same sizes, on every "
-                "rank")
+        lines: list[str] = [_("{ranks} called {call}", ranks=_ranks(ranks),
+                              call=calls[ranks[0]].describe()) for ranks in ordered]
+        rule = _("collectives must be called in the same order, with the same sizes, on every "
+                 "rank")
         if len(ordered[-1]) < len(ordered[-2]):
-            lines.append(f"likely cause: {_ranks(ordered[-1])} called a different collective at "
-                         f"#{seq} of process group {group} than the others ({rule})")
+            lines.append(_("likely cause: {ranks} called a different collective at #{seq} of "
+                           "process group {group} than the others ({rule})",
+                           ranks=_ranks(ordered[-1]), seq=seq, group=group, rule=rule))
         else:  # as many on each side: no one group is the odd one
-            lines.append(f"likely cause: the ranks called different collectives at #{seq} of "
-                         f"process group {group} ({rule})")
+            lines.append(_("likely cause: the ranks called different collectives at #{seq} of "
+                           "process group {group} ({rule})", seq=seq, group=group, rule=rule))
         return Verdict(group, tuple(lines), _evidence(traces, calls), True)
     return None
 
@@ -277,18 +280,24 @@ def _behind(group: str, per_rank: Mapping[int, list[Call]],
         if all(call.done for call in last.values()):
             return None
         return Verdict(group, (
-            f"{_ranks(last)} are all inside collective #{newest} of process group {group}, "
-            f"{pending.describe()}, and it has not finished",
-            "likely cause: not one rank's code (every rank called it); the transport between the "
-            "ranks: a peer that died, a network or GPU fault (see the ranks' logs)"),
+            _("{ranks} are all inside collective #{seq} of process group {group}, {call}, and "
+              "it has not finished", ranks=_ranks(last), seq=newest, group=group,
+              call=pending.describe()),
+            _("likely cause: not one rank's code (every rank called it); the transport between "
+              "the ranks: a peer that died, a network or GPU fault (see the ranks' logs)")),
             _evidence(traces, last), False)
-    lines = [f"{_ranks(waiting)} entered collective #{newest} of process group {group}, "
-             f"{pending.describe()}"
-             + ("" if pending.done else ", and wait in it" if len(waiting) > 1 else ", and waits in it")]
+    entered = dict(ranks=_ranks(waiting), seq=newest, group=group, call=pending.describe())
+    lines = [_("{ranks} entered collective #{seq} of process group {group}, {call}", **entered)
+             if pending.done else
+             _("{ranks} entered collective #{seq} of process group {group}, {call}, and wait in "
+               "it", **entered) if len(waiting) > 1 else
+             _("{ranks} entered collective #{seq} of process group {group}, {call}, and waits "
+               "in it", **entered)]
     for rank in behind:
-        lines.append(f"rank {rank} stopped after #{last[rank].seq}, {last[rank].describe()}")
-    lines.append(f"likely cause: {_ranks(behind)} never called collective #{newest} "
-                 f"({pending.op}) that the others wait in")
+        lines.append(_("rank {rank} stopped after #{seq}, {call}", rank=rank,
+                       seq=last[rank].seq, call=last[rank].describe()))
+    lines.append(_("likely cause: {ranks} never called collective #{seq} ({op}) that the others "
+                   "wait in", ranks=_ranks(behind), seq=newest, op=pending.op))
     return Verdict(group, tuple(lines), _evidence(traces, last), True)
 
 

@@ -21,13 +21,15 @@ from dataclasses import dataclass, field
 
 from ddpkit.doctor.log.evidence import Bag, Capped, display_origin
 from ddpkit.doctor.log.scan import Event
+from ddpkit.doctor.wording import listed
+from ddpkit.i18n import _, _n
 
-STAGES = ("bootstrap", "network", "init started", "init complete")
+STAGES = (_("bootstrap"), _("network"), _("init started"), _("init complete"))
 _STAGE_OF_KIND = {"nccl-bootstrap": 0, "nccl-socket-ifaces": 0, "nccl-socket-item": 0,
                   "nccl-network": 1, "nccl-trees": 2}
 # The first release whose init prints ``Init COMPLETE`` (releases before 2.12 print no START).
 _COMPLETE_SINCE = (2, 4)
-INTERNAL_PLUGIN = "the internal one (no net plugin)"
+INTERNAL_PLUGIN = _("the internal one (no net plugin)")
 # What a NET/Plugin line says about the plugin a rank uses. Lines about probing (a symbol not
 # found in a plugin that did load, a dlopen that failed before the fallback line) say nothing.
 _LOADED = re.compile(r"Loaded (?:net|coll) plugin (?P<name>.+?)(?: \(v\d+\))?\s*$|"
@@ -84,8 +86,9 @@ class Reported:
 
     def listing(self) -> str:
         """``2.18.1 on vm-0; 2.14.3 on vm-1``, one clause per value."""
-        return "; ".join(f"{value} on {', '.join(sorted(display_origin(o) for o in origins))}"
-                         for value, origins in sorted(self.origins.items()))
+        return listed([_("{value} on {hosts}", value=value,
+                         hosts=", ".join(sorted(display_origin(o) for o in origins)))
+                       for value, origins in sorted(self.origins.items())])
 
     def evidence(self) -> list[Bag]:
         return [bag for _, bag in sorted(self.bags.items())]
@@ -156,14 +159,16 @@ class InitModel:
 
     def where_each_stopped(self) -> str:
         """One clause per machine, e.g. ``gpu1 stopped after init started (ranks 0, 1)``."""
-        parts = []
+        parts: list[str] = []
         for origin, progress in sorted(self.progress.items()):
             if progress.stage < 0:
                 continue
             ranks = sorted(progress.ranks, key=lambda r: int(r) if r.isdigit() else -1)
-            who = f" (rank{'s' if len(ranks) > 1 else ''} {', '.join(ranks[:8])})" if ranks else ""
-            parts.append(f"{display_origin(origin)} stopped after {STAGES[progress.stage]}{who}")
-        return "; ".join(parts[:8])
+            who = _n(" (rank {ranks})", " (ranks {ranks})", len(ranks),
+                     ranks=", ".join(ranks[:8])) if ranks else ""
+            parts.append(_("{host} stopped after {stage}{who}", host=display_origin(origin),
+                           stage=STAGES[progress.stage], who=who))
+        return listed(parts[:8])
 
     def started_without_comm_line(self) -> bool:
         """NCCL laid out its trees, so init had started, in a release that prints no ``Init

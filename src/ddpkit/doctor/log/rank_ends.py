@@ -22,6 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ddpkit.doctor.wording import listed, sentences
+from ddpkit.i18n import _
 from ddpkit.launch.outcomes import CONSEQUENCE_PATTERNS, STOP_SIGNALS, describe_exit
 from ddpkit.launch.torchrun.command import RankFailure, parse_failures
 from ddpkit.launch.torchrun.tracebacks import PythonException, last_exception, without_warnings
@@ -58,12 +60,12 @@ class RankEnd:
 
     def sentence(self) -> str:
         """'It raised ValueError: x (at train.py:8 in <module>). Its last output: a | b'"""
-        parts = []
-        if self.raised is not None:
-            parts.append(f"It raised {self.raised}")
-        if self.last_lines:
-            parts.append("Its last output: " + " | ".join(self.last_lines))
-        return ". ".join(parts)
+        raised = _("It raised {exception}", exception=str(self.raised)) if self.raised is not None else ""
+        output = (_("Its last output: {lines}", lines=" | ".join(self.last_lines))
+                  if self.last_lines else "")
+        if raised and output:
+            return _("{raised}. {output}", raised=raised, output=output)
+        return raised or output
 
     def to_dict(self) -> dict[str, Any]:
         return {"rank": self.rank, "local_rank": self.local_rank, "host": self.host,
@@ -89,14 +91,15 @@ def consequence_of(lines: Sequence[str], exitcode: int, signal: str | None,
     """Why this end follows another's ("" when it is a cause of its own)."""
     name = signal or (describe_exit(exitcode).removeprefix("killed by ") if exitcode < 0 else "")
     if name in STOP_SIGNALS:
-        return f"stopped by {name} (torchrun stops the surviving ranks with it)"
+        return _("stopped by {signal} (torchrun stops the surviving ranks with it)", signal=name)
     if raised is not None:
         word = _peer_gone(f"{raised.type}: {raised.message}")
-        return f"its exception reports a peer gone ({word})" if word else ""
+        return _("its exception reports a peer gone ({word})", word=word) if word else ""
     for line in lines:
         word = _peer_gone(line)
         if word:
-            return f"it {describe_exit(exitcode, signal)} after reporting a peer gone ({word})"
+            return _("it {how} after reporting a peer gone ({word})",
+                     how=describe_exit(exitcode, signal), word=word)
     return ""
 
 
@@ -139,7 +142,8 @@ def root_end(ends: Sequence[RankEnd], first: RankFailure | Sequence[RankFailure]
 
 
 def where(end: RankEnd) -> str:
-    return f"Rank {end.rank} (local rank {end.local_rank}, on {end.host})"
+    return _("Rank {rank} (local rank {local_rank}, on {host})", rank=end.rank,
+             local_rank=end.local_rank, host=end.host)
 
 
 def explain(ends: Sequence[RankEnd], first: RankFailure | Sequence[RankFailure] | None = None
@@ -149,21 +153,26 @@ def explain(ends: Sequence[RankEnd], first: RankFailure | Sequence[RankFailure] 
     root = root_end(ends, first)
     if root is None:
         return ""
+    parts: list[str] = []
     if root.is_cause:
-        text = f"{where(root)} failed first, on its own account: {root.how()}."
+        parts.append(_("{who} failed first, on its own account: {how}.", who=where(root),
+                       how=root.how()))
     else:
-        text = (f"{where(root)} failed ({root.how()}), but {root.consequence}: it followed "
-                "another rank's failure, which none of these logs shows. Read the other nodes' "
-                "logs (ddpkit doctor --log on each node's run directory).")
+        parts.append(_("{who} failed ({how}), but {consequence}: it followed another rank's "
+                       "failure, which none of these logs shows. Read the other nodes' logs "
+                       "(ddpkit doctor --log on each node's run directory).", who=where(root),
+                       how=root.how(), consequence=root.consequence))
     words = root.sentence()
     if words:
-        text += f" {words}" + ("" if words[-1:] in ".!?" else ".")
+        parts.append(words if words[-1:] in ".!?" else _("{sentence}.", sentence=words))
     after = [e for e in ends if e is not root]
-    if after:
-        text += " Then: " + "; ".join(
-            f"rank {e.rank} ({e.host}) {e.how()}" + (f", {e.consequence}" if e.consequence else "")
-            for e in sorted(after, key=lambda e: (e.order, e.rank))[:4]) + "."
-    return text
+    if after:  # each built apart: Babel does not extract a _() inside another's arguments
+        others = [_("rank {rank} ({host}) {how}, {consequence}", rank=e.rank, host=e.host,
+                    how=e.how(), consequence=e.consequence) if e.consequence
+                  else _("rank {rank} ({host}) {how}", rank=e.rank, host=e.host, how=e.how())
+                  for e in sorted(after, key=lambda e: (e.order, e.rank))[:4]]
+        parts.append(_("Then: {others}.", others=listed(others)))
+    return sentences(parts)
 
 
 # --- the file edge -------------------------------------------------------------------------------

@@ -9,7 +9,9 @@ from collections.abc import Sequence
 
 from ddpkit.doctor.catalogue import entry
 from ddpkit.doctor.findings import Evidence, Finding
+from ddpkit.doctor.wording import specific_then_general
 from ddpkit.file_safety import read_regular
+from ddpkit.i18n import _
 from ddpkit.launch.hang.stacks import RankStack, group, odd_one_out, summary_lines
 
 STACKS_DIR, STACKS_JSON = "stacks", "stacks.json"
@@ -54,12 +56,12 @@ def finding(files: Sequence[str]) -> Finding | None:
     if not stacks:
         return None
     lines = summary_lines(stacks)
-    groups, _ = group(stacks)
+    groups, _stragglers = group(stacks)
     odd = odd_one_out(groups)
     e = entry("job-hung")
-    title = e.title if odd is not None else "The job hung: every rank waits at the same place"
+    title = e.title if odd is not None else _("The job hung: every rank waits at the same place")
     where = os.path.dirname(files[0])
     evidence = tuple(Evidence(os.path.join(where, "summary.txt"), number, text)
                      for number, text in enumerate(lines, start=2))
-    return Finding("job-hung", e.severity, title, " ".join([*lines[-1:], e.explanation])
-                   if odd is not None else e.explanation, e.fix, evidence)
+    return Finding("job-hung", e.severity, title, specific_then_general(lines[-1], e.explanation)
+                   if odd is not None and lines else e.explanation, e.fix, evidence)

@@ -15,6 +15,8 @@ from ddpkit.doctor.catalogue import entry
 from ddpkit.doctor.findings import Finding
 from ddpkit.doctor.log.evidence import Bag, Capped, merge
 from ddpkit.doctor.log.scan import Event
+from ddpkit.doctor.wording import listed, specific_then_general
+from ddpkit.i18n import _
 
 
 class SharedDevices:
@@ -42,18 +44,20 @@ class SharedDevices:
             shared = sorted((d, sorted(r, key=int)) for d, r in devices.items() if len(r) > 1)
             if shared:
                 device, ranks = shared[0]
-                clashes.append(f"on {host}, ranks {' and '.join(ranks[:2])} both hold GPU "
-                               f"[{device}] and NCCL linked them as local peers")
+                clashes.append(_("on {host}, ranks {ranks} both hold GPU [{device}] and NCCL "
+                                 "linked them as local peers", host=host,
+                                 ranks=" and ".join(ranks[:2]), device=device))
         if not clashes:
             return None
         e = entry("node-mismatch")
-        text = ("NCCL treated ranks of two machines as one machine: " + "; ".join(clashes[:3])
-                + ". One machine never has two ranks on one GPU, so these ranks run on different "
-                "machines that NCCL grouped together (equal hostnames, hostnames equal up to the "
-                "first dot in NCCL before 2.4, or containers sharing a host hash), and it tried "
-                "P2P or shared memory to a GPU on another machine. ")
-        fix = ("Give every machine a distinct hostname (up to the first dot for NCCL < 2.4), or "
-               "set NCCL_HOSTID to a different value on each machine; upgrading NCCL also fixes "
-               "the prefix case.\nThen compare the nodes: ddpkit doctor --nnodes <N> "
-               "--node-rank <R> --master-addr <addr>")
-        return Finding(e.id, "error", e.title, text + e.explanation, fix, merge(self.bag.items))
+        text = _("NCCL treated ranks of two machines as one machine: {clashes}. One machine "
+                 "never has two ranks on one GPU, so these ranks run on different machines that "
+                 "NCCL grouped together (equal hostnames, hostnames equal up to the first dot in "
+                 "NCCL before 2.4, or containers sharing a host hash), and it tried P2P or shared "
+                 "memory to a GPU on another machine.", clashes=listed(clashes[:3]))
+        fix = _("Give every machine a distinct hostname (up to the first dot for NCCL < 2.4), or "
+                "set NCCL_HOSTID to a different value on each machine; upgrading NCCL also fixes "
+                "the prefix case.\nThen compare the nodes: ddpkit doctor --nnodes <N> "
+                "--node-rank <R> --master-addr <addr>")
+        return Finding(e.id, "error", e.title, specific_then_general(text, e.explanation), fix,
+                       merge(self.bag.items))

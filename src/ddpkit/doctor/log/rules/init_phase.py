@@ -11,13 +11,15 @@ from ddpkit.doctor.catalogue import entry
 from ddpkit.doctor.findings import Finding
 from ddpkit.doctor.log.evidence import Bag, display_origin, merge
 from ddpkit.doctor.log.init_model import InitModel
+from ddpkit.doctor.wording import specific_then_general
+from ddpkit.i18n import _, _n
 
 _SYSTEM_ERROR = ("unhandled system error", "ncclSystemError")
 
 
 def _ranks_text(ranks: list[int]) -> str:
     shown = ", ".join(map(str, ranks[:8])) + (" ..." if len(ranks) > 8 else "")
-    return f"rank{'s' if len(ranks) > 1 else ''} {shown}"
+    return _n("rank {ranks}", "ranks {ranks}", len(ranks), ranks=shown)
 
 
 def init_hang(init: InitModel, started: Bag, one_machine: bool) -> Finding:
@@ -26,27 +28,32 @@ def init_hang(init: InitModel, started: Bag, one_machine: bool) -> Finding:
     Across machines a silent drop of packets (a firewall) is the usual cause. On one machine with
     several ranks nothing crosses a network: the GPUs talk over P2P/shared memory, and P2P broken
     by ACS or the IOMMU hangs exactly like this."""
-    text = ("NCCL init hangs: it started initialising a communicator and never finished, and "
-            "nothing failed. ")
+    parts: list[str] = [_("NCCL init hangs: it started initialising a communicator and never "
+                          "finished, and nothing failed.")]
     stopped = init.where_each_stopped()
     if stopped:
-        text += f"Where each machine stopped: {stopped}. "
+        parts.append(_("Where each machine stopped: {stopped}.", stopped=stopped))
     missing = init.missing_ranks()
     if missing and len(missing) < init.world:
-        text += (f"{_ranks_text(missing).capitalize()} of {init.world} never reached init in this "
-                 "log: start there (its log, or whether it was launched at all). ")
+        shown_ranks = ", ".join(map(str, missing[:8])) + (" ..." if len(missing) > 8 else "")
+        parts.append(_n("Rank {ranks} of {world} never reached init in this log: start there "
+                        "(its log, or whether it was launched at all).",
+                        "Ranks {ranks} of {world} never reached init in this log: start there "
+                        "(its log, or whether it was launched at all).", len(missing),
+                        ranks=shown_ranks, world=init.world))
     if one_machine:
         e = entry("p2p")
-        text += ("All its ranks run on one machine, so no packet crosses a network and a firewall "
-                 "cannot explain it; the ranks reach each other over CUDA P2P or shared memory, "
-                 "and P2P that the PCIe topology (ACS, the IOMMU) breaks stalls init silently (if "
-                 "the log was cut off early, this is a guess). ")
+        parts.append(_("All its ranks run on one machine, so no packet crosses a network and a "
+                       "firewall cannot explain it; the ranks reach each other over CUDA P2P or "
+                       "shared memory, and P2P that the PCIe topology (ACS, the IOMMU) breaks "
+                       "stalls init silently (if the log was cut off early, this is a guess)."))
     else:
         e = entry("firewall")
-        text += ("A silent drop of packets between the nodes looks exactly like this (if the log "
-                 "was cut off early, this is a guess). ")
+        parts.append(_("A silent drop of packets between the nodes looks exactly like this (if "
+                       "the log was cut off early, this is a guess)."))
     shown = merge(started.items, init.placed_bag.items) if one_machine else merge(started.items)
-    return Finding(e.id, "warning", e.title, text + e.explanation, e.fix, shown)
+    return Finding(e.id, "warning", e.title, specific_then_general(parts, e.explanation), e.fix,
+                   shown)
 
 
 def unreached_peers(init: InitModel, nccl_errors: set[str], errors: Bag, started: Bag,
@@ -63,16 +70,17 @@ def unreached_peers(init: InitModel, nccl_errors: set[str], errors: Bag, started
         return None
     seen = sorted(int(r) for r in init.ranks_started if r.isdigit())
     e = entry("peer-unreachable")
-    text = (f"NCCL init failed with an unhandled system error on {display_origin(hosts[0])}, where "
-            f"{_ranks_text(seen)} of a {init.world}-rank communicator started init; "
-            f"{_ranks_text(missing)} never appear in this log: they run on another machine. A "
-            "system error during NCCL init is a socket call that failed, so the likeliest cause "
-            "is that this machine and that one cannot reach each other (an interface the other "
-            "cannot reach, a firewall, a wrong address), or that the other machine failed first: "
-            "read its log. ")
-    fix = ("Check the path between the machines and the interface NCCL uses on each:\n"
-           "  ddpkit nics --to <the other machine's address>\n"
-           "  export NCCL_SOCKET_IFNAME==<the interface both machines share> (on every node)\n"
-           "then rerun with NCCL_DEBUG=INFO on every node and give all logs to ddpkit doctor --log.")
-    return Finding(e.id, e.severity, e.title, text + e.explanation, fix,
+    text = _("NCCL init failed with an unhandled system error on {host}, where {seen} of a "
+             "{world}-rank communicator started init; {missing} never appear in this log: they "
+             "run on another machine. A system error during NCCL init is a socket call that "
+             "failed, so the likeliest cause is that this machine and that one cannot reach each "
+             "other (an interface the other cannot reach, a firewall, a wrong address), or that "
+             "the other machine failed first: read its log.", host=display_origin(hosts[0]),
+             seen=_ranks_text(seen), world=init.world, missing=_ranks_text(missing))
+    fix = _("Check the path between the machines and the interface NCCL uses on each:\n"
+            "  ddpkit nics --to <the other machine's address>\n"
+            "  export NCCL_SOCKET_IFNAME==<the interface both machines share> (on every node)\n"
+            "then rerun with NCCL_DEBUG=INFO on every node and give all logs to ddpkit doctor "
+            "--log.")
+    return Finding(e.id, e.severity, e.title, specific_then_general(text, e.explanation), fix,
                    merge(errors.items, started.items))

@@ -16,6 +16,8 @@ from ddpkit.doctor.findings import Finding
 from ddpkit.doctor.log.evidence import Bag, Capped, merge
 from ddpkit.doctor.log.rank_ends import RankEnd, explain, root_end
 from ddpkit.doctor.log.scan import Event
+from ddpkit.doctor.wording import commas, specific_then_general
+from ddpkit.i18n import _, _n
 from ddpkit.launch.torchrun.command import RankFailure
 
 MAX_RECORDS = 32
@@ -53,20 +55,21 @@ class FailureRecord:
         return ""
 
     def describe(self) -> str:
-        who = f"Rank {self.rank}" if self.rank is not None else "A rank"
-        where = []
+        who = _("Rank {rank}", rank=self.rank) if self.rank is not None else _("A rank")
+        where: list[str] = []
         if self.local_rank is not None:
-            where.append(f"local rank {self.local_rank}")
+            where.append(_("local rank {rank}", rank=self.local_rank))
         if self.host:
-            where.append(f"on {self.host}")
+            where.append(_("on {hosts}", hosts=self.host))
         if self.pid:
-            where.append(f"pid {self.pid}")
-        place = f" ({', '.join(where)})" if where else ""
+            where.append(_("pid {pid}", pid=self.pid))
+        place = _(" ({where})", where=commas(where)) if where else ""
         if self.signal_name:
-            how = f"was killed by {self.signal_name}"
+            how = _("was killed by {signal}", signal=self.signal_name)
         else:
-            how = f"exited with code {self.code}" if self.code is not None else "failed"
-        return f"{who}{place} {how}"
+            how = (_("exited with code {code}", code=self.code) if self.code is not None
+                   else _("failed"))
+        return _("{who}{place} {how}", who=who, place=place, how=how)
 
 
 @dataclass
@@ -249,38 +252,40 @@ class JobRules:
         roots = self.root_causes()
         parts, bags = [], []
         for record in roots[:4]:
-            sentence = record.describe() + " first."
+            sentence = _("{who} first.", who=record.describe())
             if record.rank is not None and record.rank in self.exceptions.data:
                 text, bag = self.exceptions.data[record.rank]
-                sentence += f" Its last error: {text}" + ("" if text[-1:] in ".!?" else ".")
+                sentence = _("{who} first. Its last error: {error}", who=record.describe(),
+                             error=text + ("" if text[-1:] in ".!?" else "."))
                 bags.append(bag)
             parts.append(sentence)
             bags.append(record.bag)
         if not parts and self.nccl_errors and not other_errors:
-            parts.append("A rank stopped with an NCCL error: " + "; ".join(sorted(self.nccl_errors))
-                         + ".")
+            parts.append(_("A rank stopped with an NCCL error: {errors}.",
+                           errors="; ".join(sorted(self.nccl_errors))))
             bags += [self.nccl_error_bag, self.nccl_warn]
         if not parts and not other_errors and self.uncaught_seen:
             first = self.anonymous_exception or next(iter(self.exceptions.data.values()), None)
             if first is not None:
-                parts.append(f"A process stopped with an uncaught {first[0]}")
+                parts.append(_("A process stopped with an uncaught {exception}",
+                               exception=first[0]))
                 bags.append(first[1])
         if not parts:
             return None
         if any(r.killed for r in roots):
-            parts.append("The other ranks were stopped because of it.")
+            parts.append(_("The other ranks were stopped because of it."))
         fix = e.fix
         if any(r.signal_name == "SIGKILL" for r in roots):
-            fix = ("A SIGKILL comes from outside the program: most often the kernel's OOM killer "
-                   "(dmesg -T | grep -i -E 'killed process|oom'), or a scheduler/user kill.\n"
-                   + fix)
+            fix = _("A SIGKILL comes from outside the program: most often the kernel's OOM "
+                    "killer (dmesg -T | grep -i -E 'killed process|oom'), or a scheduler/user "
+                    "kill.\n{fix}", fix=fix)
         elif self.nccl_errors and not roots:
-            fix = ("Rerun with NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET to see the call that "
-                   "failed, then ddpkit doctor --log on that output.\n" + fix)
+            fix = _("Rerun with NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET to see the call that "
+                    "failed, then ddpkit doctor --log on that output.\n{fix}", fix=fix)
         priority = 85 if any(r.killed for r in roots) else e.priority
         evidence = merge(*(b.items for b in bags), self.child_failed.items)
-        return Finding(e.id, e.severity, e.title, " ".join(parts) + " " + e.explanation, fix,
-                       evidence), priority
+        return Finding(e.id, e.severity, e.title, specific_then_general(parts, e.explanation),
+                       fix, evidence), priority
 
     def _from_ends(self) -> tuple[Finding, int] | None:
         """rank-failed from the ranks' ends: the cause named first, ahead of the lost
@@ -296,11 +301,12 @@ class JobRules:
             bags.insert(0, self.exceptions.data[root.rank][1])
         fix = e.fix
         if root.is_cause and root.signal == "SIGKILL":
-            fix = ("A SIGKILL comes from outside the program: most often the kernel's OOM killer "
-                   "(dmesg -T | grep -i -E 'killed process|oom'), or a scheduler/user kill.\n"
-                   + fix)
+            fix = _("A SIGKILL comes from outside the program: most often the kernel's OOM "
+                    "killer (dmesg -T | grep -i -E 'killed process|oom'), or a scheduler/user "
+                    "kill.\n{fix}", fix=fix)
         return (Finding(e.id, e.severity, e.title,
-                        text + (" " + e.explanation if root.is_cause else ""), fix,
+                        specific_then_general(text, e.explanation) if root.is_cause else text,
+                        fix,
                         merge(*(b.items for b in bags), self.child_failed.items)),
                 85 if root.is_cause else e.priority)
 
@@ -312,28 +318,34 @@ class JobRules:
         ops = sorted({f"{t.op}" + (f" (SeqNum {t.seq})" if t.seq else "") for t in self.timeouts
                       if t.op})
         ms = sorted({t.ms for t in self.timeouts if t.ms}, key=int)
-        parts = []
+        what: str
         if timed_out:
-            parts.append(f"Rank{'s' if len(timed_out) > 1 else ''} "
-                         f"{', '.join(map(str, timed_out))} timed out")
+            what = _n("Rank {ranks} timed out", "Ranks {ranks} timed out", len(timed_out),
+                      ranks=", ".join(map(str, timed_out)))
         elif not self.timeouts and not self.progress.data:
-            parts.append("Only the NCCL watchdog's stack was posted (WorkNCCL::checkTimeout): a "
-                         "collective timed out; the log does not say on which rank or in which "
-                         "operation")
+            what = _("Only the NCCL watchdog's stack was posted (WorkNCCL::checkTimeout): a "
+                     "collective timed out; the log does not say on which rank or in which "
+                     "operation")
         else:
-            parts.append("A rank timed out")
-        if ops:
-            parts[-1] += f" in {', '.join(ops)}"
-        if ms:
-            parts[-1] += f" after {ms[-1]} ms"
-        parts[-1] += "."
+            what = _("A rank timed out")
+        op_text = ", ".join(ops)
+        if ops and ms:
+            what = _("{what} in {ops} after {ms} ms.", what=what, ops=op_text, ms=ms[-1])
+        elif ops:
+            what = _("{what} in {ops}.", what=what, ops=op_text)
+        elif ms:
+            what = _("{what} after {ms} ms.", what=what, ms=ms[-1])
+        else:
+            what = _("{what}.", what=what)
+        parts = [what]
         lagging = self._lagging(timed_out, world_size)
         if lagging:
-            names = ", ".join(map(str, lagging))
-            parts.append(f"Rank{'s' if len(lagging) > 1 else ''} {names} never completed it: "
-                         f"{'they are' if len(lagging) > 1 else 'it is'} the lagging rank"
-                         f"{'s' if len(lagging) > 1 else ''}; look there first.")
-        return Finding(e.id, e.severity, e.title, " ".join(parts) + " " + e.explanation, e.fix,
+            parts.append(_n("Rank {ranks} never completed it: it is the lagging rank; look there "
+                            "first.", "Ranks {ranks} never completed it: they are the lagging "
+                            "ranks; look there first.", len(lagging),
+                            ranks=", ".join(map(str, lagging))))
+        return Finding(e.id, e.severity, e.title, specific_then_general(parts, e.explanation),
+                       e.fix,
                        merge(self.timeout_bag.items))
 
     def _lagging(self, timed_out: list[int], world_size: int | None) -> list[int]:
@@ -361,19 +373,22 @@ class JobRules:
             return None
         e = entry("connection-lost")
         details = sorted(self.lost_details)
-        text = "; ".join(details)
-        if self.lost_peers:
-            text += f" (peer {', '.join(sorted(self.lost_peers))})"
-        text = text[:1].upper() + text[1:] + "."
+        said = "; ".join(details)
+        said = said[:1].upper() + said[1:]
+        parts: list[str] = [_("{details} (peer {peers}).", details=said,
+                              peers=", ".join(sorted(self.lost_peers)))
+                            if self.lost_peers else said + "."]
         end = self._root_end()
         if end is not None and end.is_cause:
-            text += f" Rank {end.rank} failed on its own account first, which explains it: see " \
-                    "rank-failed."
+            parts.append(_("Rank {rank} failed on its own account first, which explains it: see "
+                           "rank-failed.", rank=end.rank))
         elif end is not None:
-            text += " The rank that reported it failed after it: the cause is on the peer."
+            parts.append(_("The rank that reported it failed after it: the cause is on the "
+                           "peer."))
         elif self.killed_by_signal():
-            text += " A rank was killed just before, which explains it: see rank-failed."
+            parts.append(_("A rank was killed just before, which explains it: see rank-failed."))
         elif other_errors:
-            text += " It is most likely a consequence of the failure reported above."
-        return Finding(e.id, e.severity, e.title, text + " " + e.explanation, e.fix,
+            parts.append(_("It is most likely a consequence of the failure reported above."))
+        return Finding(e.id, e.severity, e.title, specific_then_general(parts, e.explanation),
+                       e.fix,
                        merge(self.lost.items))

@@ -13,6 +13,8 @@ from ddpkit.doctor.catalogue import entry
 from ddpkit.doctor.findings import Finding
 from ddpkit.doctor.log.evidence import Bag, merge
 from ddpkit.doctor.log.scan import Event
+from ddpkit.doctor.wording import specific_then_general
+from ddpkit.i18n import _
 
 FINDING = "local-rank-argument"
 
@@ -49,25 +51,29 @@ class LocalRankRule:
         for flag, scripts in sorted(self.rejected.items()):
             names = ", ".join(sorted(scripts))
             if flag == "--local-rank":
-                parts.append(f"{names} rejected --local-rank=N: torch 2.x's torch.distributed.launch "
-                             "passes the dashed spelling, and the script declares another one (in "
-                             "guides usually --local_rank) or none.")
+                parts.append(_("{names} rejected --local-rank=N: torch 2.x's "
+                               "torch.distributed.launch passes the dashed spelling, and the "
+                               "script declares another one (in guides usually --local_rank) or "
+                               "none.", names=names))
             else:
-                parts.append(f"{names} rejected {flag}=N: the launcher (torch.distributed.launch "
-                             "before torch 2.0, or DeepSpeed) passes it, and the script does not "
-                             "declare it (it reads LOCAL_RANK, or the dashed spelling).")
+                parts.append(_("{names} rejected {flag}=N: the launcher (torch.distributed.launch "
+                               "before torch 2.0, or DeepSpeed) passes it, and the script does not "
+                               "declare it (it reads LOCAL_RANK, or the dashed spelling).",
+                               names=names, flag=flag))
         for flag, scripts in sorted(self.required.items()):
-            parts.append(f"{', '.join(sorted(scripts))} requires {flag}, and the launcher passed "
-                         "none: torchrun never passes a local-rank argument.")
+            parts.append(_("{names} requires {flag}, and the launcher passed none: torchrun "
+                           "never passes a local-rank argument.", names=", ".join(sorted(scripts)),
+                           flag=flag))
         blamed_device = sorted(self.device_files & self.minus_one_files)
         if blamed_device:
-            parts.append(f"A rank failed choosing its GPU ({'; '.join(sorted(self.device_details))}) "
-                         "while its local rank was -1: the script's --local_rank default, because "
-                         "no launcher passed it one.")
+            parts.append(_("A rank failed choosing its GPU ({details}) while its local rank was "
+                           "-1: the script's --local_rank default, because no launcher passed it "
+                           "one.", details="; ".join(sorted(self.device_details))))
         if not parts:
             return None
         bags = [self.arg_bag.items]
         if blamed_device:
             bags += [self.device_bag.items, self.minus_one_bag.items]
-        return Finding(e.id, e.severity, e.title, " ".join(parts) + " " + e.explanation, e.fix,
+        return Finding(e.id, e.severity, e.title, specific_then_general(parts, e.explanation),
+                       e.fix,
                        merge(*bags))

@@ -16,6 +16,8 @@ from ddpkit.doctor.findings import Finding, Severity
 from ddpkit.doctor.log.evidence import Bag, Capped, merge, origins_text
 from ddpkit.doctor.log.rules.traps import gloo_on_loopback, mixed_socket_lists, silent_bootstrap_failure
 from ddpkit.doctor.log.scan import Event
+from ddpkit.doctor.wording import replaced, sentences, specific_then_general
+from ddpkit.i18n import _, _n
 
 SOCKET_ITEM = re.compile(r"\[\d+\]([^\s:]+):([^\s<]+)<\d+>")
 
@@ -35,8 +37,12 @@ def error_class(text: str) -> str:
 
 
 _ERROR_WORDS = {
-    "refused": "were refused", "timeout": "timed out", "unreachable": "found no route",
-    "abort": "were aborted", "other": "failed",
+    "refused": _("were refused"), "timeout": _("timed out"), "unreachable": _("found no route"),
+    "abort": _("were aborted"), "other": _("failed"),
+}
+_ERROR_WORD = {  # one attempt
+    "refused": _("was refused"), "timeout": _("timed out"), "unreachable": _("found no route"),
+    "abort": _("was aborted"), "other": _("failed"),
 }
 
 
@@ -63,14 +69,12 @@ class _Conn:
         return self.sources == {"c10d"}
 
     def words(self) -> str:
-        target = f" to {self.address}" if self.address else ""
-        port = f" (port {', '.join(sorted(self.ports))})" if self.ports else ""
-        times = "1 connection attempt" if self.bag.count == 1 else (
-            f"{self.bag.count} connection attempts")
-        words = _ERROR_WORDS[self.err]
-        if self.bag.count == 1:
-            words = words.replace("were ", "was ")
-        return f"{times}{target}{port} {words}"
+        target = _(" to {address}", address=self.address) if self.address else ""
+        port = _(" (port {ports})", ports=", ".join(sorted(self.ports))) if self.ports else ""
+        times = _n("{count} connection attempt", "{count} connection attempts", self.bag.count)
+        words = _ERROR_WORD[self.err] if self.bag.count == 1 else _ERROR_WORDS[self.err]
+        return _("{times}{target}{port} {outcome}", times=times, target=target, port=port,
+                 outcome=words)
 
 
 class NetworkRules:
@@ -212,16 +216,16 @@ class NetworkRules:
         e = entry("interface-not-found")
         parts = []
         for name in sorted(self.missing_names):
-            parts.append(f"GLOO_SOCKET_IFNAME (or the Gloo device) names {name!r}, which does not "
-                         "exist on this node.")
+            parts.append(_("GLOO_SOCKET_IFNAME (or the Gloo device) names {name!r}, which does "
+                           "not exist on this node.", name=name))
         values = sorted({v for o, v in self.ifname.items() if o in self.missing_origins})
         for value in values:
-            parts.append(f"NCCL_SOCKET_IFNAME={value} matches no usable interface on "
-                         + origins_text(self.missing_origins) + ".")
+            parts.append(_("NCCL_SOCKET_IFNAME={value} matches no usable interface on {hosts}.",
+                           value=value, hosts=origins_text(self.missing_origins)))
         if not parts:
-            parts.append("NCCL found no usable socket interface at all.")
+            parts.append(_("NCCL found no usable socket interface at all."))
         fix = e.fix
-        return Finding(e.id, e.severity, e.title, " ".join(parts) + " " + e.explanation, fix,
+        return Finding(e.id, e.severity, e.title, specific_then_general(parts, e.explanation), fix,
                        merge(self.missing_bag.items, self.ifname_bag.items))
 
     def _wrong_or_container(self, multi_node: bool, init_hung: bool,
@@ -235,20 +239,23 @@ class NetworkRules:
             address = key[0]
             if address and address in suspects:
                 boot = suspects[address]
-                reasons.append(f"{origins_text(conn.origins)}: {conn.words()}, the very "
-                               f"address {origins_text(boot.origins)} bootstrapped on, so "
-                               "this is certain, not a guess.")
+                reasons.append(_("{hosts}: {words}, the very address {boot_hosts} bootstrapped "
+                                 "on, so this is certain, not a guess.",
+                                 hosts=origins_text(conn.origins), words=conn.words(),
+                                 boot_hosts=origins_text(boot.origins)))
             elif address and is_unreachable(conn.address) and (
                 multi_node or address_kind(conn.address) != "loopback"
             ):
-                via = "Gloo" if "gloo" in conn.sources else "The ranks"
-                reasons.append(f"{via} dialled {conn.address}, {describe_kind(conn.address)}: "
-                               f"{conn.words()}.")
+                via = "Gloo" if "gloo" in conn.sources else _("The ranks")
+                reasons.append(_("{via} dialled {address}, {kind}: {words}.", via=via,
+                                 address=conn.address, kind=describe_kind(conn.address),
+                                 words=conn.words()))
                 if "gloo" in conn.sources:
-                    reasons.append("Gloo advertises the address its hostname resolves to "
-                                   "unless GLOO_SOCKET_IFNAME is set.")
+                    reasons.append(_("Gloo advertises the address its hostname resolves to "
+                                     "unless GLOO_SOCKET_IFNAME is set."))
             elif not address and suspects:
-                reasons.append(f"Then {conn.words()} ({origins_text(conn.origins)}).")
+                reasons.append(_("Then {words} ({hosts}).", words=conn.words(),
+                                 hosts=origins_text(conn.origins)))
             else:
                 continue
             explained.add(key)
@@ -258,32 +265,36 @@ class NetworkRules:
             if not (suspects and (multi_node or shared or init_hung)):
                 return []
             severity = "warning"
-            reasons.append("No connection has failed in this log, but peers on other machines "
-                           "cannot reach this address.")
+            reasons.append(_("No connection has failed in this log, but peers on other "
+                             "machines cannot reach this address."))
             if init_hung:
-                reasons.append("NCCL init started and never completed, which is what peers "
-                               "waiting on an unreachable address look like.")
+                reasons.append(_("NCCL init started and never completed, which is what peers "
+                                 "waiting on an unreachable address look like."))
         facts = []
         for boot in sorted(suspects.values(), key=lambda b: b.address):
             bags.insert(0, boot.bag)
-            facts.append(f"{origins_text(boot.origins)} bootstrapped on "
-                         f"{boot.iface}:{boot.address}, {describe_kind(boot.address, boot.iface)}.")
+            facts.append(_("{hosts} bootstrapped on {iface}:{address}, {kind}.",
+                           hosts=origins_text(boot.origins), iface=boot.iface,
+                           address=boot.address, kind=describe_kind(boot.address, boot.iface)))
         for boot in sorted(shared.values(), key=lambda b: b.address):
-            facts.append(f"{len(boot.origins)} different machines claim {boot.address}: one "
-                         "address cannot identify several machines.")
+            facts.append(_("{count} different machines claim {address}: one address cannot "
+                           "identify several machines.", count=len(boot.origins),
+                           address=boot.address))
         if suspects and self.nccl_info_seen and not self.ifname:
-            reasons.append("No `NCCL_SOCKET_IFNAME set ...` line appears, so the variable most "
-                         "likely never reached the ranks' environment (exported in another shell "
-                         "or dropped by the launcher).")
+            reasons.append(_("No `NCCL_SOCKET_IFNAME set ...` line appears, so the variable most "
+                             "likely never reached the ranks' environment (exported in another "
+                             "shell or dropped by the launcher)."))
         bags.append(self.socket_bag)
         evidence = merge(*(b.items for b in bags))
         if suspects and self._containers_only(suspects):
             e = entry("container-network")
-            text = " ".join(facts + reasons) + " Every interface NCCL listed is a container bridge."
-            return [Finding(e.id, e.severity, e.title, text + " " + e.explanation, e.fix, evidence)]
+            text = sentences([*facts, *reasons,
+                              _("Every interface NCCL listed is a container bridge.")])
+            return [Finding(e.id, e.severity, e.title, specific_then_general(text, e.explanation),
+                            e.fix, evidence)]
         e = entry("wrong-interface")
-        text = " ".join(facts + reasons)
-        return [Finding(e.id, severity, e.title, text + " " + e.explanation,
+        return [Finding(e.id, severity, e.title,
+                        specific_then_general([*facts, *reasons], e.explanation),
                         self._interface_fix(), evidence)]
 
     def _gloo_loopback(self, multi_node: bool, explained: set[tuple[str, str]]) -> list[Finding]:
@@ -314,26 +325,25 @@ class NetworkRules:
             if good:
                 per_origin[origin] = good
         names = sorted({good[0] for good in per_origin.values()})
-        lines = []
+        check = _("Check the choice against the master: ddpkit nics --to <master-addr>\n"
+                  "(or let ddpkit pick and persist it: ddpkit nccl-conf set --auto --to "
+                  "<master-addr>)\n"
+                  "(ddpkit launch sets both variables for you.)")
         if len(names) == 1:
-            name = names[0]
-            lines += [f"Use {name} (the routable interface NCCL listed) on every node:",
-                      f"  export NCCL_SOCKET_IFNAME=={name} GLOO_SOCKET_IFNAME={name}",
-                      f"or persist it: ddpkit nccl-conf set NCCL_SOCKET_IFNAME=={name}"]
-        elif names:
-            lines.append("The routable interface has a different name per node; set it per node:")
-            for origin, good in sorted(per_origin.items()):
-                lines.append(f"  on {origin}: export NCCL_SOCKET_IFNAME=={good[0]} "
-                             f"GLOO_SOCKET_IFNAME={good[0]}")
-            lines.append("or persist it on each node: ddpkit nccl-conf set "
-                         "NCCL_SOCKET_IFNAME==<that node's name>")
-        else:
+            return _("Use {name} (the routable interface NCCL listed) on every node:\n"
+                     "  export NCCL_SOCKET_IFNAME=={name} GLOO_SOCKET_IFNAME={name}\n"
+                     "or persist it: ddpkit nccl-conf set NCCL_SOCKET_IFNAME=={name}\n{check}",
+                     name=names[0], check=check)
+        if not names:
             return entry("wrong-interface").fix
-        lines.append("Check the choice against the master: ddpkit nics --to <master-addr>")
-        lines.append("(or let ddpkit pick and persist it: ddpkit nccl-conf set --auto --to "
-                     "<master-addr>)")
-        lines.append("(ddpkit launch sets both variables for you.)")
-        return "\n".join(lines)
+        per_node = "\n".join(f"  on {origin}: export NCCL_SOCKET_IFNAME=={good[0]} "
+                             f"GLOO_SOCKET_IFNAME={good[0]}"
+                             for origin, good in sorted(per_origin.items()))  # commands: as is
+        return _("The routable interface has a different name per node; set it per node:\n"
+                 "{per_node}\n"
+                 "or persist it on each node: ddpkit nccl-conf set "
+                 "NCCL_SOCKET_IFNAME==<that node's name>\n{check}", per_node=per_node,
+                 check=check)
 
     def _unresolved(self, explained: set[tuple[str, str]]) -> Finding | None:
         if not self.unresolved_bag:
@@ -343,33 +353,37 @@ class NetworkRules:
             if key[0] and key[0] in {normalise_address(h) for h in self.unresolved}:
                 explained.add(key)
                 bags.append(conn.bag)
-        hosts = ", ".join(sorted(self.unresolved)) or "the master's hostname"
+        hosts = ", ".join(sorted(self.unresolved)) or _("the master's hostname")
         e = entry("rendezvous-config")
-        text = (f"{hosts} does not resolve to an address (Name or service not known), so no "
-                "rank can reach the store. ")
-        fix = ("Use the master's private IP address instead of a name, on every node:\n"
-               "  --master-addr 10.0.0.2   (find it on the master: ddpkit nics)")
-        return Finding(e.id, e.severity, e.title, text + e.explanation, fix,
+        text = _("{hosts} does not resolve to an address (Name or service not known), so no "
+                 "rank can reach the store.", hosts=hosts)
+        fix = _("Use the master's private IP address instead of a name, on every node:\n"
+                "  --master-addr 10.0.0.2   (find it on the master: ddpkit nics)")
+        return Finding(e.id, e.severity, e.title, specific_then_general(text, e.explanation), fix,
                        merge(*(b.items for b in bags)))
 
     def _firewall(self, conns: list[_Conn]) -> Finding:
         e = entry("firewall")
-        text = " ".join(f"{origins_text(c.origins)}: {c.words()}." for c in conns)
-        return Finding(e.id, e.severity, e.title, text + " " + e.explanation, e.fix,
+        said = [_("{hosts}: {words}.", hosts=origins_text(c.origins), words=c.words())
+                for c in conns]
+        return Finding(e.id, e.severity, e.title, specific_then_general(said, e.explanation),
+                       e.fix,
                        merge(*(c.bag.items for c in conns)))
 
     def _peer_unreachable(self, conns: list[_Conn]) -> Finding:
         e = entry("peer-unreachable")
-        parts = [f"{origins_text(c.origins)}: {c.words()}." for c in conns]
+        parts: list[str] = [_("{hosts}: {words}.", hosts=origins_text(c.origins),
+                              words=c.words()) for c in conns]
         if any(c.store_only for c in conns):
-            parts.append("The c10d store client keeps retrying refused connections until its "
-                         "timeout, so a master that is not (yet) listening looks like this too.")
+            parts.append(_("The c10d store client keeps retrying refused connections until its "
+                           "timeout, so a master that is not (yet) listening looks like this "
+                           "too."))
         if self.rdzv_connection:
-            parts.append("torchrun could not talk to its c10d rendezvous store "
-                         "(RendezvousConnectionError).")
+            parts.append(_("torchrun could not talk to its c10d rendezvous store "
+                           "(RendezvousConnectionError)."))
         targets = sorted({c.address for c in conns if c.address})
         fix = e.fix
         if len(targets) == 1:
-            fix = fix.replace("<master-addr>", targets[0])
-        return Finding(e.id, e.severity, e.title, " ".join(parts) + " " + e.explanation, fix,
+            fix = replaced(fix, "<master-addr>", targets[0])
+        return Finding(e.id, e.severity, e.title, specific_then_general(parts, e.explanation), fix,
                        merge(*(c.bag.items for c in conns), self.rdzv_connection.items))

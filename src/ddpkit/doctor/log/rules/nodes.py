@@ -19,12 +19,14 @@ from ddpkit.doctor.catalogue import entry
 from ddpkit.doctor.findings import Finding, Severity
 from ddpkit.doctor.log.evidence import Bag, display_origin, merge
 from ddpkit.doctor.log.init_model import InitModel, Reported
+from ddpkit.doctor.wording import listed, specific_then_general
+from ddpkit.i18n import _
 
 
 def _side_by_side(reported: Reported) -> str:
     """``ib-node-0: IB; ib-node-1: Socket``: what each machine used first."""
-    return "; ".join(f"{display_origin(origin)}: {value}"
-                     for origin, value in sorted(reported.first.items()))
+    return listed([_("{host}: {value}", host=display_origin(origin), value=value)
+                   for origin, value in sorted(reported.first.items())])
 
 
 def versions(init: InitModel, driver: Bag | None, trouble: bool) -> Finding | None:
@@ -35,21 +37,22 @@ def versions(init: InitModel, driver: Bag | None, trouble: bool) -> Finding | No
     bags: list[Bag] = []
     severity: Severity = "error"
     if len(init.nccl.values()) > 1:
-        parts.append(f"Different NCCL versions are in use: {init.nccl.listing()}.")
+        parts.append(_("Different NCCL versions are in use: {listing}.",
+                       listing=init.nccl.listing()))
         bags += init.nccl.evidence()
     if init.torch.per_machine_differs():
-        parts.append(f"The machines run different torch builds: {init.torch.listing()}; each "
-                     "build bundles its own NCCL, and torch.distributed expects one release "
-                     "everywhere.")
+        parts.append(_("The machines run different torch builds: {listing}; each build bundles "
+                       "its own NCCL, and torch.distributed expects one release everywhere.",
+                       listing=init.torch.listing()))
         bags += init.torch.evidence()
     if driver:
-        parts.append("The CUDA runtime needs a newer NVIDIA driver than this node has.")
+        parts.append(_("The CUDA runtime needs a newer NVIDIA driver than this node has."))
         bags.append(driver)
     if not parts:
         return None
     if not trouble and not driver and len(init.nccl.values()) < 2:
         severity = "warning"  # torch builds differ, nothing failed (yet)
-    return Finding(e.id, severity, e.title, " ".join(parts) + " " + e.explanation, e.fix,
+    return Finding(e.id, severity, e.title, specific_then_general(parts, e.explanation), e.fix,
                    merge(*(b.items for b in bags)))
 
 
@@ -70,17 +73,20 @@ def node_mismatch(
     bags: list[Bag] = []
     differs = False
     if init.network.per_machine_differs():
-        parts.append(f"The nodes use different NCCL transports ({_side_by_side(init.network)}): "
-                     "NCCL needs the same network on every rank, a mix hangs or fails in init.")
+        parts.append(_("The nodes use different NCCL transports ({sides}): NCCL needs the same "
+                       "network on every rank, a mix hangs or fails in init.",
+                       sides=_side_by_side(init.network)))
         bags += init.network.evidence()
         differs = True
     if trouble and init.plugin.per_machine_differs():
-        parts.append(f"The nodes load different NCCL net plugins ({_side_by_side(init.plugin)}).")
+        parts.append(_("The nodes load different NCCL net plugins ({sides}).",
+                       sides=_side_by_side(init.plugin)))
         bags += init.plugin.evidence()
         differs = True
     settings = _differing_settings(init, env, per_node_vars)
     if settings:
-        parts.append("NCCL settings differ between nodes: " + "; ".join(settings[:6]) + ".")
+        parts.append(_("NCCL settings differ between nodes: {settings}.",
+                       settings="; ".join(settings[:6])))
         bags.append(env_bag)
     shared = _shared_hostnames(host_addresses)
     if shared:
@@ -89,7 +95,7 @@ def node_mismatch(
     if not parts:
         return None
     severity: Severity = "error" if trouble and differs else "warning"
-    return Finding(e.id, severity, e.title, " ".join(parts) + " " + e.explanation, e.fix,
+    return Finding(e.id, severity, e.title, specific_then_general(parts, e.explanation), e.fix,
                    merge(*(b.items for b in bags)))
 
 
@@ -113,7 +119,7 @@ def _differing_settings(init: InitModel, env: dict[str, dict[str, str]],
 
 
 def _shared_hostnames(host_addresses: dict[str, set[tuple[str, str, str]]]) -> list[str]:
-    parts = []
+    parts: list[str] = []
     for host, seen in sorted(host_addresses.items()):
         by_name: dict[str, set[str]] = {}
         files: set[str] = set()
@@ -123,7 +129,8 @@ def _shared_hostnames(host_addresses: dict[str, set[tuple[str, str, str]]]) -> l
         clash = sorted(name for name, addresses in by_name.items() if len(addresses) > 1)
         if clash and len(files) > 1:
             addresses = ", ".join(sorted(by_name[clash[0]]))
-            parts.append(f"Different machines share the hostname {host} ({clash[0]} is "
-                         f"{addresses}): anything that goes by hostname (torchrun's c10d "
-                         "rendezvous, MASTER_ADDR) can reach the wrong one.")
+            parts.append(_("Different machines share the hostname {host} ({name} is "
+                           "{addresses}): anything that goes by hostname (torchrun's c10d "
+                           "rendezvous, MASTER_ADDR) can reach the wrong one.", host=host,
+                           name=clash[0], addresses=addresses))
     return parts

@@ -8,9 +8,11 @@ from ddpkit.doctor.catalogue import entry
 from ddpkit.doctor.findings import Finding
 from ddpkit.doctor.log.evidence import Bag, merge, origins_text
 from ddpkit.doctor.log.scan import Event
+from ddpkit.doctor.wording import listed, replaced, sentences, specific_then_general
+from ddpkit.i18n import _
 
-DEFAULT_PORTS = {"29500": "torchrun's default master port", "29400": "the default c10d "
-                 "rendezvous port"}
+DEFAULT_PORTS = {"29500": _("torchrun's default master port"), "29400": _("the default c10d "
+                 "rendezvous port")}
 
 
 @dataclass
@@ -43,10 +45,10 @@ class Facts:
     def where(self) -> str:
         parts = []
         if self.ranks:
-            parts.append("rank " + ", ".join(map(str, sorted(self.ranks))))
+            parts.append(_("rank {ranks}", ranks=", ".join(map(str, sorted(self.ranks)))))
         if self.origins:
-            parts.append("on " + origins_text(self.origins))
-        return f" ({'; '.join(parts)})" if parts else ""
+            parts.append(_("on {hosts}", hosts=origins_text(self.origins)))
+        return _(" ({where})", where=listed(parts)) if parts else ""
 
 
 def simple_finding(finding_id: str, facts: Facts) -> Finding:
@@ -54,50 +56,58 @@ def simple_finding(finding_id: str, facts: Facts) -> Finding:
     e = entry(finding_id)
     details = "; ".join(d.rstrip(". ") for d in facts.details)
     fix = e.fix
+    text: str
     if finding_id == "shm":
-        text = f"Shared memory failed{facts.where()}: {details}."
+        text = _("Shared memory failed{where}: {details}.", where=facts.where(), details=details)
     elif finding_id == "duplicate-gpu":
         pairs = zip(facts.one("rank_a"), facts.one("rank_b"), strict=False)
         devices = ", ".join(facts.one("device"))
-        text = ("Ranks " + "; ".join(f"{a} and {b}" for a, b in pairs)
-                + f" are on the same CUDA device ({devices}){facts.where()}.")
+        named = [_("{a} and {b}", a=a, b=b) for a, b in pairs]  # not inside _(): Babel skips it
+        text = _("Ranks {pairs} are on the same CUDA device ({devices}){where}.",
+                 pairs=listed(named), devices=devices, where=facts.where())
     elif finding_id == "p2p":
-        text = f"CUDA peer-to-peer failed{facts.where()}: {details}."
+        text = _("CUDA peer-to-peer failed{where}: {details}.", where=facts.where(),
+                 details=details)
     elif finding_id == "out-of-memory":
         host_side = any(w in d for d in facts.details
                         for w in ("Killed process", "DefaultCPUAllocator")) or any(
             d.startswith("MemoryError") for d in facts.details)
-        gpu_side = any(w in details.lower() for w in ("cuda", "gpu"))
-        what = "GPU" if gpu_side and not host_side else "host" if host_side else "GPU"
-        text = f"Out of {what} memory{facts.where()}: {details}."
+        text = (_("Out of host memory{where}: {details}.", where=facts.where(), details=details)
+                if host_side else
+                _("Out of GPU memory{where}: {details}.", where=facts.where(), details=details))
     elif finding_id == "ib-error":
-        text = f"InfiniBand failed{facts.where()}: {details}."
+        text = _("InfiniBand failed{where}: {details}.", where=facts.where(), details=details)
         memlock = any(w in details for w in ("Cannot allocate memory", "MEMLOCK", "memlock"))
         if memlock:
-            text += (" Registering memory failed for lack of locked memory: the memlock limit "
-                     "(ulimit -l) is too low.")
+            text = sentences([text, _("Registering memory failed for lack of locked memory: the "
+                                      "memlock limit (ulimit -l) is too low.")])
     elif finding_id == "port-in-use":
         ports = facts.one("port")
         if ports:
-            text = f"Port {', '.join(ports)} is already in use{facts.where()}."
-            notes = [f"{p} is {DEFAULT_PORTS[p]}: two jobs on one master collide there."
-                     for p in ports if p in DEFAULT_PORTS]
-            text += (" " + " ".join(notes)) if notes else ""
-            fix = fix.replace("29500", ports[0]) if ports[0] != "29500" else fix
+            text = _("Port {ports} is already in use{where}.", ports=", ".join(ports),
+                     where=facts.where())
+            notes = [_("{port} is {what}: two jobs on one master collide there.", port=p,
+                       what=DEFAULT_PORTS[p]) for p in ports if p in DEFAULT_PORTS]
+            text = sentences([text, *notes])
+            fix = replaced(fix, "29500", ports[0]) if ports[0] != "29500" else fix
         else:
-            text = f"The store's port is already in use{facts.where()}."
+            text = _("The store's port is already in use{where}.", where=facts.where())
     elif finding_id == "rendezvous-timeout":
         joined, total = facts.one("joined"), facts.one("total")
         if joined and total:
-            text = f"Only {joined[0]} of {total[0]} expected ranks/nodes joined before the timeout."
+            text = _("Only {joined} of {total} expected ranks/nodes joined before the timeout.",
+                     joined=joined[0], total=total[0])
         else:
-            text = f"The rendezvous timed out{facts.where()}: {details}."
+            text = _("The rendezvous timed out{where}: {details}.", where=facts.where(),
+                     details=details)
     elif finding_id == "rendezvous-config":
-        text = f"The rendezvous could not start: {details}."
+        text = _("The rendezvous could not start: {details}.", details=details)
         if "RendezvousClosedError" in details:
-            text += (" A closed rendezvous means the store still holds a finished (or failed) run "
-                     "with this --rdzv-id.")
+            text = sentences([text, _("A closed rendezvous means the store still holds a "
+                                      "finished (or failed) run with this --rdzv-id.")])
     else:
         text = details
-    return Finding(e.id, e.severity, e.title, text.strip() + " " + e.explanation, fix,
+    return Finding(e.id, e.severity, e.title,
+                   specific_then_general(text.strip() if text == details else text,
+                                         e.explanation), fix,
                    merge(facts.bag.items))

@@ -21,6 +21,8 @@ from ddpkit.doctor.log.rules.nodes import node_mismatch, versions
 from ddpkit.doctor.log.rules.simple import Facts, simple_finding
 from ddpkit.doctor.log.rules.unexplained import UNEXPLAINED_KINDS, UnexplainedRule
 from ddpkit.doctor.log.scan import Event
+from ddpkit.doctor.wording import commas, listed, specific_then_general
+from ddpkit.i18n import _, _n
 
 # Variables whose value may rightly differ per node (interface names do).
 _PER_NODE_VARS = frozenset({"NCCL_SOCKET_IFNAME", "NCCL_DEBUG_FILE", "NCCL_IB_HCA"})
@@ -150,31 +152,32 @@ class Diagnosis:
         add(self.shared_devices.finding(), entry("duplicate-gpu").priority)
         add(self.job.collective_timeout(self.world_size()))
         add(self._p2p_suspect(scored))
-        if not any(f.severity == "error" for f, _ in scored) and not self.comm_completed:
+        if not any(f.severity == "error" for f, _score in scored) and not self.comm_completed:
             add(unreached_peers(self.init, self.job.nccl_errors, self.job.nccl_error_bag,
                                 self.comm_started, len(self.machines)))
-        errors_so_far = any(f.severity == "error" for f, _ in scored)
+        errors_so_far = any(f.severity == "error" for f, _score in scored)
         add(self.job.connection_lost(errors_so_far, bool(self.net.conns)))
-        errors_so_far = any(f.severity == "error" for f, _ in scored)
+        errors_so_far = any(f.severity == "error" for f, _score in scored)
         failed = self.job.rank_failed(errors_so_far)
         if failed is not None:
             add(*failed)
-            if not any(f.id == "out-of-memory" for f, _ in scored):
+            if not any(f.id == "out-of-memory" for f, _score in scored):
                 add(self._killed_without_a_word())
         add(self._init_hang(scored))
-        if not any(f.severity == "error" for f, _ in scored):
+        if not any(f.severity == "error" for f, _score in scored):
             add(self.unexplained.finding(self._waited_on()))
         if not scored:
             e = entry("no-failure")
             benign = self.simple.get("benign")
             text = e.explanation
             if benign:
-                text = (f"Only benign lines were found ({benign.bag.count}: "
-                        f"{', '.join(benign.one('what'))}). " + text)
+                text = specific_then_general(
+                    _("Only benign lines were found ({count}: {what}).", count=benign.bag.count,
+                      what=", ".join(benign.one("what"))), text)
             add(Finding(e.id, e.severity, e.title, text, e.fix,
                         merge(benign.bag.items) if benign else ()))
         scored.sort(key=_order)
-        return [finding for finding, _ in scored]
+        return [finding for finding, _score in scored]
 
     def _simple_finding(self, finding_id: str) -> Finding | None:
         facts = self.simple.get(finding_id)
@@ -186,28 +189,31 @@ class Diagnosis:
         parts: list[str] = []
         bags: list[Bag] = []
         if facts:
-            parts.append("NCCL's bootstrap root reports: " + "; ".join(facts.details) + ".")
+            parts.append(_("NCCL's bootstrap root reports: {details}.",
+                           details="; ".join(facts.details)))
             bags.append(facts.bag)
         if len(self.nranks.data) > 1:
-            sizes = ", ".join(f"{n} (on {origins_text(o)})"
-                              for n, o in sorted(self.nranks.items(), key=lambda i: int(i[0])))
-            parts.append(f"The ranks disagree on the world size: {sizes}.")
+            sizes = commas([_("{size} (on {hosts})", size=n, hosts=origins_text(o))
+                            for n, o in sorted(self.nranks.items(), key=lambda i: int(i[0]))])
+            parts.append(_("The ranks disagree on the world size: {sizes}.", sizes=sizes))
             bags.append(self.nranks_bag)
         duplicates = sorted(k[1] for k, v in self.comm_ranks.items() if len(v) > 1)
         if duplicates:
-            parts.append(f"Rank {', '.join(duplicates)} was claimed by more than one machine in "
-                         "the same communicator.")
+            parts.append(_n("Rank {ranks} was claimed by more than one machine in the same "
+                            "communicator.", "Ranks {ranks} were claimed by more than one machine "
+                            "in the same communicator.", len(duplicates),
+                            ranks=", ".join(duplicates)))
             bags.append(self.duplicate_rank_bag)
         if not parts:
             return None
-        return Finding(e.id, e.severity, e.title, " ".join(parts) + " " + e.explanation, e.fix,
-                       merge(*(b.items for b in bags)))
+        return Finding(e.id, e.severity, e.title, specific_then_general(parts, e.explanation),
+                       e.fix, merge(*(b.items for b in bags)))
 
     def _failed(self, scored: list[tuple[Finding, int]]) -> bool:
         """Whether anything in the logs failed: an error finding so far, a failed rank, an NCCL
         error, a lost or refused connection, a timeout."""
         job = self.job
-        return (any(f.severity == "error" for f, _ in scored) or bool(self.net.conns)
+        return (any(f.severity == "error" for f, _score in scored) or bool(self.net.conns)
                 or bool(job.root_causes() or job.nccl_errors or job.lost or job.timeout_bag))
 
     def _node_mismatch(self, trouble: bool, init_hung: bool) -> Finding | None:
@@ -216,22 +222,23 @@ class Diagnosis:
         stopped = self.init.where_each_stopped() if init_hung else ""
         if finding is None or not stopped or finding.severity != "error":
             return finding
-        text = f"NCCL init hangs: {stopped}. " + finding.explanation
+        text = _("NCCL init hangs: {stopped}. {general}", stopped=stopped,
+                 general=finding.explanation)
         return Finding(finding.id, finding.severity, finding.title, text, finding.fix,
                        finding.evidence)
 
     def _p2p_suspect(self, scored: list[tuple[Finding, int]]) -> Finding | None:
-        if any(f.id == "p2p" for f, _ in scored) or not self.single_node_multi_gpu:
+        if any(f.id == "p2p" for f, _score in scored) or not self.single_node_multi_gpu:
             return None
         if not any(t.seq for t in self.job.timeouts) or any(
             values.get("NCCL_P2P_DISABLE") == "1" for values in self.env.data.values()
         ):
             return None
         e = entry("p2p")
-        text = ("The NCCL watchdog fired in a job whose communicators span a single node with "
-                "several GPUs, where the ranks talk over CUDA peer-to-peer: broken P2P is the "
-                "usual cause of such hangs. ")
-        return Finding(e.id, "warning", e.title, text + e.explanation, e.fix,
+        text = _("The NCCL watchdog fired in a job whose communicators span a single node with "
+                 "several GPUs, where the ranks talk over CUDA peer-to-peer: broken P2P is the "
+                 "usual cause of such hangs.")
+        return Finding(e.id, "warning", e.title, specific_then_general(text, e.explanation), e.fix,
                        merge(self.job.timeout_bag.items, self.comm_started.items))
 
     def _killed_without_a_word(self) -> Finding | None:
@@ -240,26 +247,26 @@ class Diagnosis:
         if not killed:
             return None
         e = entry("out-of-memory")
-        who = "; ".join(r.describe() for r in killed[:4])
-        text = (f"{who}, and no rank printed an error first. A process killed by SIGKILL without "
-                "a word is most often the kernel's OOM killer reclaiming host memory (it could "
-                "also be a scheduler's or a user's kill). ")
-        fix = ("Confirm on that host: dmesg -T | grep -i -E 'killed process|out of memory'\n"
-               "Then use less host memory per rank: fewer DataLoader workers, smaller prefetch, "
-               "load the checkpoint on one rank, or give the job more RAM (--mem for Slurm).")
-        return Finding(e.id, e.severity, e.title, text + e.explanation, fix,
+        who = listed([r.describe() for r in killed[:4]])
+        text = _("{who}, and no rank printed an error first. A process killed by SIGKILL without "
+                 "a word is most often the kernel's OOM killer reclaiming host memory (it could "
+                 "also be a scheduler's or a user's kill).", who=who)
+        fix = _("Confirm on that host: dmesg -T | grep -i -E 'killed process|out of memory'\n"
+                "Then use less host memory per rank: fewer DataLoader workers, smaller prefetch, "
+                "load the checkpoint on one rank, or give the job more RAM (--mem for Slurm).")
+        return Finding(e.id, e.severity, e.title, specific_then_general(text, e.explanation), fix,
                        merge(*(r.bag.items for r in killed)))
 
     def _waited_on(self) -> str:
         """What the job was doing when it was last heard of, as far as the log tells."""
         if self.comm_completed:
-            return ("a collective or a later NCCL communicator: the first communicators had "
-                    "been set up (Init COMPLETE)")
+            return _("a collective or a later NCCL communicator: the first communicators had "
+                     "been set up (Init COMPLETE)")
         if self._init_started():
-            return ("NCCL init (ncclCommInitRank), which waits until every rank of the "
-                    "communicator joins")
-        return ("the rendezvous, process-group init or a collective: this log does not say "
-                "which (no NCCL INFO lines; ddpkit launch --debug records them)")
+            return _("NCCL init (ncclCommInitRank), which waits until every rank of the "
+                     "communicator joins")
+        return _("the rendezvous, process-group init or a collective: this log does not say "
+                 "which (no NCCL INFO lines; ddpkit launch --debug records them)")
 
     def _init_started(self) -> bool:
         """A communicator's init started: its ``Init START`` line, or (releases 2.4 to 2.11) the

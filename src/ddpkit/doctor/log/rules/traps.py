@@ -14,6 +14,8 @@ from ddpkit.doctor.addresses import address_kind, is_unreachable
 from ddpkit.doctor.catalogue import entry
 from ddpkit.doctor.findings import Evidence, Finding, Severity
 from ddpkit.doctor.log.evidence import Bag, merge, origins_text
+from ddpkit.doctor.wording import sentences, specific_then_general
+from ddpkit.i18n import _
 
 
 def gloo_on_loopback(
@@ -38,24 +40,24 @@ def gloo_on_loopback(
         return None
     parts = []
     if fallback:
-        parts.append("Gloo could not resolve this host's name to a local address and fell back "
-                     "to loopback, so it advertised 127.0.0.1 to its peers.")
+        parts.append(_("Gloo could not resolve this host's name to a local address and fell "
+                       "back to loopback, so it advertised 127.0.0.1 to its peers."))
     if loopback_conns:
-        addresses = ", ".join(sorted({a for a, _ in loopback_conns}))
-        parts.append(f"Gloo's full mesh then dialled {addresses} and was refused: a peer on "
-                     "another machine was reached at its own loopback.")
+        addresses = ", ".join(sorted({a for a, _bag in loopback_conns}))
+        parts.append(_("Gloo's full mesh then dialled {addresses} and was refused: a peer on "
+                       "another machine was reached at its own loopback.", addresses=addresses))
     elif failed:
-        parts.append("Its connections were then refused.")
+        parts.append(_("Its connections were then refused."))
     if not multi_node and not fallback:
-        parts.append("(If every rank really runs on this one machine, look for a rank that died "
-                     "before it could listen.)")
+        parts.append(_("(If every rank really runs on this one machine, look for a rank that "
+                       "died before it could listen.)"))
     e = entry("wrong-interface")
-    fix = ("Name the interface that reaches the other nodes, on every node:\n"
-           "  export GLOO_SOCKET_IFNAME=<that interface> NCCL_SOCKET_IFNAME==<that interface>\n"
-           "(or make the hostname resolve to that interface's address in /etc/hosts)\n"
-           "Find it with: ddpkit nics --to <master-addr>   (ddpkit launch sets both for you)")
-    bags = [fallback, mesh_failed] + [b for _, b in loopback_conns] + addressless_failures
-    return Finding(e.id, severity, e.title, " ".join(parts) + " " + e.explanation, fix,
+    fix = _("Name the interface that reaches the other nodes, on every node:\n"
+            "  export GLOO_SOCKET_IFNAME=<that interface> NCCL_SOCKET_IFNAME==<that interface>\n"
+            "(or make the hostname resolve to that interface's address in /etc/hosts)\n"
+            "Find it with: ddpkit nics --to <master-addr>   (ddpkit launch sets both for you)")
+    bags = [fallback, mesh_failed] + [b for _addr, b in loopback_conns] + addressless_failures
+    return Finding(e.id, severity, e.title, specific_then_general(parts, e.explanation), fix,
                    merge(*(b.items for b in bags)))
 
 
@@ -75,20 +77,24 @@ def mixed_socket_lists(
         if len(items) < 2 or not good or not traps:
             continue
         good_names.update(good[:1])
-        shown = ", ".join(traps[:4]) + (f" and {len(traps) - 4} more" if len(traps) > 4 else "")
-        facts.append(f"{origins_text([origin])}: NCCL's socket transport uses {len(items)} "
-                     f"interfaces, among them {shown}, next to {good[0]}.")
+        shown = (_("{some} and {count} more", some=", ".join(traps[:4]), count=len(traps) - 4)
+                 if len(traps) > 4 else ", ".join(traps))
+        facts.append(_("{origin}: NCCL's socket transport uses {count} interfaces, among them "
+                       "{shown}, next to {good}.", origin=origins_text([origin]),
+                       count=len(items), shown=shown, good=good[0]))
     if not facts:
         return None
     e = entry("wrong-interface")
-    text = (" ".join(facts) + " NCCL spreads its connections over every listed interface, so "
-            "some of them go to addresses the other nodes cannot reach. ")
+    text = sentences([*facts, _("NCCL spreads its connections over every listed interface, so "
+                                "some of them go to addresses the other nodes cannot reach.")])
     name = sorted(good_names)[0]
-    fix = (f"Keep only the routable interface, on every node (names differ per node? list each):\n"
-           f"  export NCCL_SOCKET_IFNAME=={name} GLOO_SOCKET_IFNAME={name}\n"
-           "Check it against the master: ddpkit nics --to <master-addr>")
+    fix = _("Keep only the routable interface, on every node (names differ per node? list "
+            "each):\n"
+            "  export NCCL_SOCKET_IFNAME=={name} GLOO_SOCKET_IFNAME={name}\n"
+            "Check it against the master: ddpkit nics --to <master-addr>", name=name)
     severity: Severity = "error" if failed else "warning"
-    return Finding(e.id, severity, e.title, text + e.explanation, fix, merge(evidence))
+    return Finding(e.id, severity, e.title, specific_then_general(text, e.explanation), fix,
+                   merge(evidence))
 
 
 def silent_bootstrap_failure(
@@ -102,19 +108,20 @@ def silent_bootstrap_failure(
     The bootstrap is plain TCP between the ranks, so its interface is the first suspect."""
     e = entry("wrong-interface")
     code_text = ", ".join(sorted(codes, key=int))
-    parts = [f"NCCL's bootstrap failed on {origins_text(origins)} (return code "
-             f"{code_text} traced through bootstrap.cc) and no NCCL WARN line says why."]
+    parts: list[str] = [_("NCCL's bootstrap failed on {origins} (return code {codes} traced "
+                          "through bootstrap.cc) and no NCCL WARN line says why.",
+                          origins=origins_text(origins), codes=code_text)]
     if interfaces:
         named = ", ".join(f"{name}:{addr}" + (" (IPoIB)" if name.startswith("ib") else "")
                           for name, addr in sorted(interfaces.items()))
-        parts.append(f"It bootstrapped on {named}.")
-    parts.append("The bootstrap is plain TCP between the ranks, so only the socket interface "
-                 "matters at this stage (not IB, not the transport): an interface the other "
-                 "ranks cannot reach is the usual cause, a firewall the next.")
-    fix = ("Name the interface that reaches the other nodes (often the ethernet NIC rather than "
-           "an IPoIB or container one), on every node:\n"
-           "  export NCCL_SOCKET_IFNAME==<that interface> GLOO_SOCKET_IFNAME=<that interface>\n"
-           "Find it with: ddpkit nics --to <master-addr>; rerun with NCCL_DEBUG=WARN to see the "
-           "failing call if it persists.")
-    return Finding(e.id, "error", e.title, " ".join(parts) + " " + e.explanation, fix,
+        parts.append(_("It bootstrapped on {named}.", named=named))
+    parts.append(_("The bootstrap is plain TCP between the ranks, so only the socket interface "
+                   "matters at this stage (not IB, not the transport): an interface the other "
+                   "ranks cannot reach is the usual cause, a firewall the next."))
+    fix = _("Name the interface that reaches the other nodes (often the ethernet NIC rather "
+            "than an IPoIB or container one), on every node:\n"
+            "  export NCCL_SOCKET_IFNAME==<that interface> GLOO_SOCKET_IFNAME=<that interface>\n"
+            "Find it with: ddpkit nics --to <master-addr>; rerun with NCCL_DEBUG=WARN to see "
+            "the failing call if it persists.")
+    return Finding(e.id, "error", e.title, specific_then_general(parts, e.explanation), fix,
                    merge(failed.items, interface_evidence))

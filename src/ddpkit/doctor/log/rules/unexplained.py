@@ -23,6 +23,8 @@ from ddpkit.doctor.findings import Evidence, Finding
 from ddpkit.doctor.log.evidence import Bag, merge
 from ddpkit.doctor.log.messages import Message, catalogue
 from ddpkit.doctor.log.scan import Event
+from ddpkit.doctor.wording import specific_then_general
+from ddpkit.i18n import _, _n
 
 # Event kinds that show something failed (whatever the rule that reads them made of it).
 FAILURE_KINDS = frozenset({
@@ -109,17 +111,19 @@ def _unexplained(shown: list[tuple[Event, Message | None]], count: int) -> Findi
     e = entry("unexplained-failure")
     first = shown[0][0]
     known = [(ev, m) for ev, m in shown if m is not None and m.error]
-    parts = [f"{count} failure line{'s' if count != 1 else ''}, the first at "
-             f"{first.file}:{first.line}: `{first.text[:160]}`."]
+    parts: list[str] = [_n("{count} failure line, the first at {file}:{line}: `{text}`.",
+                           "{count} failure lines, the first at {file}:{line}: `{text}`.", count,
+                           file=first.file, line=first.line, text=first.text[:160])]
     if known:
         event, message = known[0]
-        parts.append(f"Line {event.line} is printed by {message.where}.")
+        parts.append(_("Line {line} is printed by {where}.", line=event.line,
+                       where=message.where))
     evidence = Bag(limit=6)
-    for event, _ in shown[:3]:
+    for event, _message in shown[:3]:
         evidence.add(event)
-    for event, _ in shown[-3:]:
+    for event, _message in shown[-3:]:
         evidence.add(event)
-    return Finding(e.id, e.severity, e.title, " ".join(parts) + " " + e.explanation, e.fix,
+    return Finding(e.id, e.severity, e.title, specific_then_general(parts, e.explanation), e.fix,
                    merge(evidence.items))
 
 
@@ -132,14 +136,16 @@ def _catalogued(shown: list[tuple[Event, Message | None]], count: int) -> Findin
             continue
         e = entry(message.maps)
         others = count - event.repeat
-        text = (f"`{event.text[:200]}` ({event.file}:{event.line}) is the message "
-                f"`{message.template[:160]}` ({message.where}); ddpkit's message catalogue "
-                f"files it under {e.id}, and no rule of ddpkit's own read it"
-                + (f" ({others} more failure line{'s' if others != 1 else ''})" if others > 0
-                   else "") + ". " + e.explanation)
+        more = (_n(" ({count} more failure line)", " ({count} more failure lines)", others)
+                if others > 0 else "")
+        text = _("`{text}` ({file}:{line}) is the message `{template}` ({where}); ddpkit's "
+                 "message catalogue files it under {id}, and no rule of ddpkit's own read "
+                 "it{more}. {general}", text=event.text[:200], file=event.file, line=event.line,
+                 template=message.template[:160], where=message.where, id=e.id, more=more,
+                 general=e.explanation)
         evidence = Bag(limit=6)
         evidence.add(event)
-        for other, _ in shown[:5]:
+        for other, _message in shown[:5]:
             evidence.add(other)
         return Finding(e.id, "error", e.title, text, e.fix, merge(evidence.items))
     return None
@@ -149,8 +155,9 @@ def _stopped(stops: list[Event], waited_on: str) -> Finding:
     e = entry("stopped-while-waiting")
     stop = stops[0]
     signal = stop.get("signal") or stop.get("detail")
-    how = f"signal {signal}" if signal.isdigit() else signal
-    text = (f"The launcher was stopped ({how}, {stop.file}:{stop.line}) while it waited in "
-            f"{waited_on}. " + e.explanation)
+    how = _("signal {number}", number=signal) if signal.isdigit() else signal
+    text = _("The launcher was stopped ({how}, {file}:{line}) while it waited in {waited_on}. "
+             "{general}", how=how, file=stop.file, line=stop.line, waited_on=waited_on,
+             general=e.explanation)
     return Finding(e.id, e.severity, e.title, text, e.fix, tuple(_quote(s) for s in stops[:6]))
 
