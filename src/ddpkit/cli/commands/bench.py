@@ -343,7 +343,7 @@ def report(console: Console, doc: dict[str, Any], given: BenchShareOptions, *, a
         show(console, payload)
     render.status(console, _("results in {where}", where=where), prefix="ddpkit bench: ",
                   keep=True)
-    render.command(console, f"ddpkit plan --from-bench {where}", indent="  next: ",
+    render.command(console, f"ddpkit plan --from-bench {where}", indent=_("  next: "),
                    more="        ", to_err=True, keep=True)
     return ExitCode.OK if payload["ok"] else ExitCode.FAILURE
 

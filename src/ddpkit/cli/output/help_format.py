@@ -89,7 +89,8 @@ class HelpFormatter(argparse.HelpFormatter):
                 shown = shown.replace(",", ", ")
         if not text:
             return localized(_("default {value}", value=shown))
-        return text + " " + localized(_("(default {value})", value=shown))
+        default_text = localized(_("(default {value})", value=shown))
+        return text + ("" if default_text.startswith("（") else " ") + default_text
 
     def start_section(self, heading: str | None) -> None:
         """A long group title wraps like any text (argparse prints it on one line)."""

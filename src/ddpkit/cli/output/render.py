@@ -112,6 +112,7 @@ def command(console: Console, text: str, *, indent: str = "  ", more: str | None
     """A shell command to read or paste, fitted to the console's width (:func:`command_lines`);
     on stderr a log line unless ``keep`` (a command the user must run)."""
     write = line if not to_err else (result if keep else log)
+    indent = localized(indent)
     for part in command_lines(text, console.width, indent, more):
         write(console, part)
 
@@ -137,7 +138,8 @@ def status(console: Console, text: str, *, prefix: str = "ddpkit: ", keep: bool 
 
 def warn(console: Console, text: str) -> None:
     """A warning paragraph on stderr, wrapped to the console's width."""
-    wrapped(console, style(console, localized(_("warning:")), "warn") + " " + localized(text),
+    label = localized(_("warning:"))
+    wrapped(console, style(console, label, "warn") + _after(label) + localized(text),
             indent="  ", to_err=True)
 
 
@@ -230,13 +232,20 @@ def error(console: Console, exc: DdpkitError, *, as_json: bool) -> None:
         from ddpkit.report import document
 
         emit_json(console, document("error", 1, {"error": exc.to_dict()}))
-    head = style(console, localized(_("error [{id}]:", id=exc.error_id)), "error")
-    wrapped(console, head + " " + localized(exc.message), indent="  ", to_err=True, keep=True)
+    label = localized(_("error [{id}]:", id=exc.error_id))
+    head = style(console, label, "error")
+    wrapped(console, head + _after(label) + localized(exc.message), indent="  ", to_err=True,
+            keep=True)
     if exc.hint:
         wrapped(console, localized(_("fix: {hint}", hint=exc.hint)), first="  ", indent="       ",
                 to_err=True, keep=True)
     wrapped(console, localized(_("more: {link}", link=error_link(exc.error_id))), first="  ",
             indent="  ", to_err=True, keep=True)
+
+
+def _after(label: str) -> str:
+    """The gap after a label: none after a full-width colon (Chinese), a space otherwise."""
+    return "" if label.endswith("：") else " "
 
 
 def error_link(error_id: str) -> str:
