@@ -17,13 +17,14 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import re
 import sys
 from typing import Any, Protocol, cast
 
 from ddpkit.cli.output.console import Console
 from ddpkit.cli.output.help_format import HelpFormatter
 from ddpkit.errors import UsageError
-from ddpkit.i18n import LANGUAGES, Text, _, current_language
+from ddpkit.i18n import LANGUAGES, Text, _, _n, current_language, joined
 
 # name -> (module, one-line summary). Order is the order `ddpkit --help` shows.
 COMMANDS: dict[str, tuple[str, Text]] = {
@@ -85,20 +86,48 @@ class Parser(argparse.ArgumentParser):
                          _("see `{prog} --help`", prog=self.prog))
 
     def _plain(self, message: str) -> str:
-        """argparse's "required: script, script_args" in the words of the help: what is missing."""
+        """argparse's message in ddpkit's words (and catalogue): "required: script, script_args"
+        says what is missing in the words of the help; the other common ones are templates."""
         prefix = "the following arguments are required: "
         if not message.startswith(prefix):
-            return message
+            return _argparse_message(message)
         positionals = {a.dest: a for a in self._actions if not a.option_strings}
-        missing = []
+        missing: list[str] = []
         for name in (n.strip() for n in message[len(prefix):].split(",")):
             action = positionals.get(name)
             if action is not None and action.nargs == argparse.REMAINDER:
                 continue  # "the rest of the line" is never what a user forgot
-            missing.append(f"{name} ({action.help})" if action is not None and action.help else name)
-        example = f"; e.g. `{self.prog} train.py`" if "script" in positionals else ""
-        verb = "is" if len(missing) == 1 else "are"
-        return f"{' and '.join(missing)} {verb} required{example}"
+            missing.append(_("{name} ({help})", name=name, help=action.help)
+                           if action is not None and action.help else name)
+        what = joined(missing, " and ") if len(missing) > 1 else (missing[0] if missing else "")
+        if "script" in positionals:
+            return _n("{what} is required; e.g. `{prog} train.py`",
+                      "{what} are required; e.g. `{prog} train.py`", len(missing), what=what,
+                      prog=self.prog)
+        return _n("{what} is required", "{what} are required", len(missing), what=what)
+
+
+# argparse's own messages (Lib/argparse.py, gettext'd in the "messages" domain, which ddpkit does
+# not ship): the common ones, read back into ddpkit's templates.
+_ARGPARSE_MESSAGES: tuple[tuple[re.Pattern[str], Text], ...] = (
+    (re.compile(r"unrecognized arguments: (?P<args>.*)"),
+     _("unrecognized arguments: {args}")),
+    (re.compile(r"argument (?P<flag>\S+): invalid choice: (?P<value>.*?) \(choose from (?P<choices>.*)\)"),
+     _("argument {flag}: invalid choice: {value} (choose from {choices})")),
+    (re.compile(r"argument (?P<flag>\S+): expected one argument"),
+     _("argument {flag}: expected one argument")),
+    (re.compile(r"argument (?P<flag>\S+): invalid (?P<kind>\w+) value: (?P<value>.*)"),
+     _("argument {flag}: invalid {kind} value: {value}")),
+    (re.compile(r"argument (?P<flag>\S+): not allowed with argument (?P<other>\S+)"),
+     _("argument {flag}: not allowed with argument {other}")),
+)
+
+
+def _argparse_message(message: str) -> str:
+    for pattern, template in _ARGPARSE_MESSAGES:
+        if (found := pattern.fullmatch(message)) is not None:
+            return Text(template.template, **found.groupdict())
+    return message
 
 
 def load_command(name: str) -> CommandModule:
