@@ -167,3 +167,27 @@ def test_shipped_catalogue_is_compiled_from_po() -> None:
     assert shipped.is_file(), "run: python tools/i18n.py compile"
     assert shipped.read_bytes() == catalogue_tool.mo_bytes("zh_CN"), (
         "src/ddpkit/locale is stale: run python tools/i18n.py compile")
+
+
+def _ast_templates() -> dict[str, str]:
+    """Every literal template of a ``_()``/``_n()`` call in the source, read with ``ast``."""
+    found: dict[str, str] = {}
+    for path in sorted(SOURCE.rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call) and _callee(node) in _TRANSLATORS \
+                    and isinstance(node.func, ast.Name) and node.args \
+                    and isinstance(node.args[0], ast.Constant) \
+                    and isinstance(node.args[0].value, str):
+                found.setdefault(node.args[0].value, f"{path.relative_to(ROOT)}:{node.lineno}")
+    return found
+
+
+def test_babel_extracts_every_template() -> None:
+    """Babel skips some calls (a ``_()`` nested where its extractor does not look): each one the
+    source holds must reach the catalogue, or it would never be translated, silently."""
+    extracted = {key[0] if isinstance(key, tuple) else key for key in catalogue_tool.extract()}
+    skipped = {template: where for template, where in _ast_templates().items()
+               if template not in extracted}
+    assert not skipped, "Babel does not extract these templates (move the inner _() out):\n" + \
+        "\n".join(f"{where}: {template!r}" for template, where in sorted(skipped.items()))
