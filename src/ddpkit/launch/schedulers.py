@@ -82,7 +82,7 @@ def _slurm(env: Mapping[str, str], resolve: Resolver, hostnames: HostnamesRunner
     hosts = list(hostnames(listed) or ()) if hostnames is not None else []
     how = "scontrol show hostnames"
     if not hosts:
-        hosts, how = expand_hostlist(listed), "its host list"
+        hosts, how = expand_hostlist(listed), _("its host list")
     first = hosts[0]
     try:
         master = resolve(first)
@@ -110,7 +110,8 @@ def _slurm(env: Mapping[str, str], resolve: Resolver, hostnames: HostnamesRunner
         notes.append(_("SLURM_LAUNCH_NODE_IPADDR ({host}) is the host that ran srun, not a node of "
                        "the job: it is not used as the master", host=launch_host))
     sources = {"nnodes": "SLURM_NNODES", "node_rank": "SLURM_NODEID",
-               "master_addr": f"first host of {listed_var} ({first}, from {how}), resolved"}
+               "master_addr": _("first host of {name} ({host}, from {how}), resolved",
+                                name=listed_var, host=first, how=how)}
     if nproc:
         sources["nproc_per_node"] = nproc_from
     return Layout(SLURM, nnodes, node_rank, master, None, nproc, sources, tuple(notes))

@@ -24,6 +24,7 @@ from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.ciphers.aead import ChaCha20Poly1305
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
+from ddpkit.i18n import _
 from ddpkit.launch.store_value import MAX_VALUE_BYTES, NotOurs, parse_json_dict
 
 _FORMAT = 2  # the sealed envelope's version
@@ -62,9 +63,10 @@ class Sealer:
             if len(nonce) != 12 or len(sealed) > MAX_VALUE_BYTES:
                 raise ValueError("bad nonce")
         except (ValueError, TypeError, KeyError, binascii.Error) as exc:
-            raise NotOurs(f"it is not ddpkit's sealed JSON ({type(exc).__name__})") from None
+            raise NotOurs(_("it is not ddpkit's sealed JSON ({kind})",
+                            kind=type(exc).__name__)) from None
         try:
             text = self._aead.decrypt(nonce, sealed, key.encode())
         except InvalidTag:
-            raise Unopened("it was not sealed with this job's secret for this key") from None
+            raise Unopened(_("it was not sealed with this job's secret for this key")) from None
         return parse_json_dict(text)

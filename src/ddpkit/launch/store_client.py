@@ -51,7 +51,7 @@ def first_line(exc: BaseException) -> str:
 def reach(address: str, port: int, deadline: float) -> str | None:
     """None once a TCP connection to ``address:port`` opens before ``deadline`` (retrying refusals
     every half second), else why not."""
-    why = "no answer"
+    why: str = _("no answer")
     while True:
         left = deadline - time.monotonic()
         if left <= 0:

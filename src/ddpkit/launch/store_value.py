@@ -15,6 +15,8 @@ import json
 import re
 from typing import Any
 
+from ddpkit.i18n import _
+
 MAX_VALUE_BYTES = 1 << 20  # no value ddpkit writes comes near this; anything larger is refused
 MAX_DEPTH = 16  # ddpkit's values nest at most 8 deep (an outcome's stack reports)
 
@@ -25,13 +27,18 @@ _NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")
 class NotOurs(ValueError):
     """The bytes are not a value ddpkit wrote: the message says why, in a few words."""
 
+    @property
+    def why(self) -> str:
+        """The reason as raised (a translatable text; ``str()`` of the error is plain English)."""
+        return self.args[0] if self.args and isinstance(self.args[0], str) else str(self)
+
 
 def nesting_within(raw: bytes, most: int) -> bool:
     """True when the JSON text ``raw`` nests no deeper than about ``most`` levels (it may count up
     to twice the real depth, never less), found without parsing and without recursion: strings
     are dropped, then innermost ``[]``/``{}`` pairs removed, ``most`` rounds of C-speed replaces."""
     brackets = _STRING.sub(b"", raw).translate(None, _NOT_BRACKETS)
-    for _ in range(most):
+    for _round in range(most):
         if not brackets:
             return True
         brackets = brackets.replace(b"[]", b"").replace(b"{}", b"")
@@ -39,7 +46,7 @@ def nesting_within(raw: bytes, most: int) -> bool:
 
 
 def _no_constant(name: str) -> Any:
-    raise NotOurs(f"it holds {name}, which ddpkit never writes")
+    raise NotOurs(_("it holds {name}, which ddpkit never writes", name=name))
 
 
 def parse_json_dict(raw: object, *, most_bytes: int = MAX_VALUE_BYTES,
@@ -48,20 +55,22 @@ def parse_json_dict(raw: object, *, most_bytes: int = MAX_VALUE_BYTES,
     ``most_bytes``, not UTF-8, nested deeper than ``most_depth``, not JSON (NaN and Infinity
     included) or not an object. Never raises anything else."""
     if not isinstance(raw, bytes | bytearray | memoryview):
-        raise NotOurs(f"it is a {type(raw).__name__}, not bytes")
+        raise NotOurs(_("it is a {kind}, not bytes", kind=type(raw).__name__))
     data = bytes(raw)
     if len(data) > most_bytes:
-        raise NotOurs(f"it is {len(data)} bytes, over ddpkit's {most_bytes}")
+        raise NotOurs(_("it is {size} bytes, over ddpkit's {most}", size=len(data),
+                        most=most_bytes))
     if not nesting_within(data, most_depth):
-        raise NotOurs(f"it nests deeper than ddpkit's {most_depth} levels (or is not JSON)")
+        raise NotOurs(_("it nests deeper than ddpkit's {most} levels (or is not JSON)",
+                        most=most_depth))
     try:
         value = json.loads(data.decode("utf-8"), parse_constant=_no_constant)
     except NotOurs:
         raise
     except (ValueError, RecursionError, MemoryError) as exc:
-        raise NotOurs(f"it is not JSON ({type(exc).__name__})") from None
+        raise NotOurs(_("it is not JSON ({kind})", kind=type(exc).__name__)) from None
     if not isinstance(value, dict):
-        raise NotOurs(f"it is a JSON {type(value).__name__}, not an object")
+        raise NotOurs(_("it is a JSON {kind}, not an object", kind=type(value).__name__))
     return value
 
 

@@ -34,6 +34,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from ddpkit.i18n import _
 from ddpkit.launch.sealed import Sealer
 from ddpkit.launch.store_client import Connected, connect, within
 from ddpkit.launch.store_value import NotOurs, parse_json_dict
@@ -162,7 +163,8 @@ class ProgressExchange:
                 try:
                     self._exchange(store)
                 except Exception as exc:  # noqa: BLE001 - the store is gone: so is the job
-                    self.ended = f"the job's store went away: {type(exc).__name__}"
+                    self.ended = _("the job's store went away: {kind}",
+                                   kind=type(exc).__name__)
                     break
                 finally:
                     self._in_call.clear()

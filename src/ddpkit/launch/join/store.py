@@ -78,7 +78,7 @@ class JobStore:
         try:
             return unseal(self.token, name, raw)
         except NotOurs as exc:
-            self._reject(name, raw, str(exc))
+            self._reject(name, raw, exc.why)
             return None
 
     def read_strict(self, name: str) -> dict[str, Any] | None:
@@ -100,7 +100,7 @@ class JobStore:
                 if text_field(unseal(self.token, name, current), "claim") != owner:
                     return False
             except NotOurs as exc:
-                self._count(name, str(exc))
+                self._count(name, exc.why)
             current = bytes(self.call(_compare_set(key, current, sealed)))
         return current == sealed
 

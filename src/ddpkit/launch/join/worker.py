@@ -210,6 +210,6 @@ def _spoiled(store: JobStore, exc: NotOurs) -> JobFailed:
     return JobFailed("job-store-tampered",
                      _("the job store at {endpoint} holds something under the job's key that "
                        "ddpkit did not write ({why}), and the master did not repair it",
-                       endpoint=store.token.endpoint, why=str(exc)),
+                       endpoint=store.token.endpoint, why=exc.why),
                      _("someone else writes to that port: see the threat model in "
                        "docs/multi-node.md; check the master still runs"))

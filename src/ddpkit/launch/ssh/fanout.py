@@ -147,7 +147,8 @@ def outcome_of(node: NodeCommand, *, returncode: int, stdout: str, tail: Sequenc
         elif doc.get("ok") is False:
             return _attach(NodeOutcome.from_dict(
                 {**base, "state": FAILED, "error_id": "checks-failed",
-                 "message": str(doc.get("summary", "checks failed"))}, observed_at=observed_at), doc)
+                 "message": str(doc.get("summary") or "") or _("checks failed")},
+                observed_at=observed_at), doc)
     if isinstance(error, dict):
         return _attach(outcome_from_error(error, node_rank=node.node_rank, host=node.host.label,
                                           observed_at=observed_at, returncode=returncode,
@@ -300,7 +301,7 @@ def supervise(nodes: Sequence[NodeCommand], events: NodeEvents, *, output_dir: P
             except KeyboardInterrupt:
                 if not interrupted:
                     interrupted = True
-                    stop_all("interrupted on the controller")
+                    stop_all(_("interrupted on the controller"))
                 else:  # a second Ctrl-C: do not wait for a graceful stop
                     escalation = max(escalation, 1)
                     for run in running.values():

@@ -6,6 +6,7 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from ddpkit.i18n import _
 from ddpkit.launch.config import LaunchConfig
 
 LOCAL_RANK_MACRO = "${local_rank}"
@@ -31,26 +32,26 @@ class TorchrunFlag:
 # --rdzv-endpoint are its own); tests/unit/test_launch_torch_flags.py checks the list against
 # torch's parsers.
 PASSED_ON: tuple[TorchrunFlag, ...] = (
-    TorchrunFlag("--rdzv-id", True, help="rendezvous run id (names torchrun's log directory)"),
-    TorchrunFlag("--rdzv-conf", True, help="K=V,... for the rendezvous (ddpkit adds its timeout "
-                 "unless you give one)"),
-    TorchrunFlag("--standalone", False, help="one node only: a local rendezvous on a free port"),
+    TorchrunFlag("--rdzv-id", True, help=_("rendezvous run id (names torchrun's log directory)")),
+    TorchrunFlag("--rdzv-conf", True, help=_("K=V,... for the rendezvous (ddpkit adds its timeout "
+                 "unless you give one)")),
+    TorchrunFlag("--standalone", False, help=_("one node only: a local rendezvous on a free port")),
     TorchrunFlag("--monitor-interval", True),
     TorchrunFlag("--start-method", True),
     TorchrunFlag("--event-log-handler", True),
     TorchrunFlag("--role", True),
-    TorchrunFlag("--no-python", False, help="run the entry as an executable, not with python"),
-    TorchrunFlag("--run-path", False, help="run the script with runpy.run_path in the agent's "
-                 "interpreter"),
-    TorchrunFlag("--log-dir", True, help="torchrun's per-rank log directory (default "
-                 "<run dir>/torchrun)"),
-    TorchrunFlag("--redirects", True, short="-r", help="default 3 (both streams to files)"),
-    TorchrunFlag("--tee", True, short="-t", help="default 3 (both streams to files and console)"),
+    TorchrunFlag("--no-python", False, help=_("run the entry as an executable, not with python")),
+    TorchrunFlag("--run-path", False, help=_("run the script with runpy.run_path in the agent's "
+                 "interpreter")),
+    TorchrunFlag("--log-dir", True, help=_("torchrun's per-rank log directory (default "
+                 "<run dir>/torchrun)")),
+    TorchrunFlag("--redirects", True, short="-r", help=_("default 3 (both streams to files)")),
+    TorchrunFlag("--tee", True, short="-t", help=_("default 3 (both streams to files and console)")),
     TorchrunFlag("--local-ranks-filter", True),
     TorchrunFlag("--duplicate-stdout-filters", True),
     TorchrunFlag("--duplicate-stderr-filters", True),
-    TorchrunFlag("--local-addr", True, help="this node's address (default: the chosen "
-                 "interface's)"),
+    TorchrunFlag("--local-addr", True, help=_("this node's address (default: the chosen "
+                 "interface's)")),
     TorchrunFlag("--logs-specs", True),
     TorchrunFlag("--numa-binding", True),
     TorchrunFlag("--signals-to-handle", True),

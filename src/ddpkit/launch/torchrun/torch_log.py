@@ -22,7 +22,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from ddpkit.i18n import _n
+from ddpkit.i18n import _, _n
+from ddpkit.launch.wording import clauses
 
 RANK_PREFIX = re.compile(r"^(\[[A-Za-z_][\w-]*\d+\]:)")  # torchrun's "[default0]:"
 CPP_RECORD = re.compile(
@@ -36,19 +37,19 @@ BACKTRACE = re.compile(r"^(?:Exception raised from .* \(most recent call first\)
 # Known-harmless C++ warnings: (what it means, a pattern of its message).
 HARMLESS: tuple[tuple[str, re.Pattern[str]], ...] = (
     # c10d names a peer in its log lines by reverse DNS; an address without a name is harmless
-    ("a peer address without reverse DNS",
+    (_("a peer address without reverse DNS"),
      re.compile(r"The hostname of the client socket cannot be retrieved")),
     # torchrun's agents leave their exit barrier once every node arrived; the master's agent
     # then exits and closes the job's store, sometimes before another agent has read the last
     # arrival: that agent logs the closed connection (C++) and the barrier's error (Python),
     # and exits 0 all the same. A store that closes during a job fails the job, which ddpkit's
     # own summary explains.
-    ("the job's store closed under a waiting client",
+    (_("the job's store closed under a waiting client"),
      re.compile(r"recvValue(?:WithTimeout)? failed on SocketImpl")),
-    ("torchrun's exit barrier ended as the master's store closed",
+    (_("torchrun's exit barrier ended as the master's store closed"),
      re.compile(r"Error waiting on exit barrier")),
     # torchrun's own banner with more than one rank per node and no OMP_NUM_THREADS
-    ("torchrun's OMP_NUM_THREADS=1 default for the ranks",
+    (_("torchrun's OMP_NUM_THREADS=1 default for the ranks"),
      re.compile(r"Setting OMP_NUM_THREADS environment variable for each process")),
 )
 _DECORATION = re.compile(r"^[\s*=-]*$")  # a message's blank or ***** lines
@@ -118,20 +119,21 @@ class TorchLog:
         """One line for every known-harmless warning folded so far, or None."""
         if not self.folded:
             return None
-        parts = [f"{meaning} ×{count}" for meaning, count in self.folded.items()]
+        parts = clauses([_("{meaning} ×{count}", meaning=meaning, count=count)
+                         for meaning, count in self.folded.items()])
         return _n("folded {count} harmless torch warning ({parts}); torchrun.log has it",
                   "folded {count} harmless torch warnings ({parts}); torchrun.log has them",
-                  sum(self.folded.values()), parts="; ".join(parts))
+                  sum(self.folded.values()), parts=parts)
 
     def _connect_failed(self, message: str) -> None:
         found = _ERRNO.search(message)
         if found is not None:
             why = found.group("why").strip().lower()
-            self.connect_problem = "refused" if "refused" in why else why
+            self.connect_problem = _("refused") if "refused" in why else why
         elif "timed out" in message:
-            self.connect_problem = "timed out"
+            self.connect_problem = _("timed out")
         elif self.connect_problem is None:
-            self.connect_problem = "no connection"
+            self.connect_problem = _("no connection")
         target = _TARGET.search(message)
         if target is not None:
             self.connect_target = f"{target.group('host')}:{target.group('port')}"
