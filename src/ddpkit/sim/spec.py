@@ -54,6 +54,7 @@ class SimSpec:
     ifnames: Mapping[int, str] = field(default_factory=dict)
     delay: str | None = None
     loss: str | None = None
+    private_network: bool = True  # False: eth0 only, no private NIC (see sim/noprivate.py)
 
     def __post_init__(self) -> None:
         validate_name(self.name)
@@ -85,6 +86,10 @@ class SimSpec:
         if self.loss is not None:
             object.__setattr__(self, "loss", format_loss(parse_loss(self.loss)))
         object.__setattr__(self, "ifnames", MappingProxyType(_checked_ifnames(self.ifnames, self.nodes)))
+        if not self.private_network:
+            from ddpkit.sim.noprivate import check_spec
+
+            check_spec(self)
 
     @property
     def network(self) -> ipaddress.IPv4Network:
@@ -106,6 +111,7 @@ class SimSpec:
             "ifnames": {str(index): name for index, name in sorted(self.ifnames.items())},
             "delay": self.delay,
             "loss": self.loss,
+            "private_network": self.private_network,
         }
 
     @classmethod
@@ -119,6 +125,7 @@ class SimSpec:
             ifnames=ifnames,
             delay=data.get("delay"),
             loss=data.get("loss"),
+            private_network=bool(data.get("private_network", True)),
         )
 
 

@@ -17,6 +17,7 @@ from ddpkit.cli.options import add_flag, add_json_flag
 from ddpkit.cli.output import render
 from ddpkit.cli.output.console import Console
 from ddpkit.errors import ConfigError, ExitCode, UsageError
+from ddpkit.i18n import _, _n
 from ddpkit.report import document
 from ddpkit.sim import (
     DEFAULT_NAME,
@@ -59,6 +60,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
              help="drop packets per direction with tc netem, e.g. 0.1%% (needs sch_netem)")
     add_flag(up, "--ifname-style", action="append", default=[], metavar="I=NAME[,I=NAME]",
              help="name node I's private NIC NAME instead of eth1, e.g. 1=ens5 (repeatable)")
+    add_flag(up, "--no-private-network", action="store_true",
+             help=_("no private NIC: every node has only eth0 172.17.0.4, reaching no other node"))
     add_flag(up, "--dry-run", action="store_true",
              help="print every step up would run, run nothing (no root needed)")
     add_json_flag(up)
@@ -103,6 +106,7 @@ def _up(args: argparse.Namespace, console: Console) -> int:
     spec = SimSpec(
         nodes=args.nodes, name=args.name, subnet=args.subnet, rate=args.rate,
         ifnames=parse_ifname_style(args.ifname_style), delay=args.delay, loss=args.loss,
+        private_network=not args.no_private_network,
     )
     if args.dry_run:
         steps = plan_up(spec)
@@ -250,6 +254,10 @@ def _summary(cluster: SimCluster) -> str:
     shaping += [f"delay {spec.delay}"] if spec.delay else []
     shaping += [f"loss {spec.loss}"] if spec.loss else []
     shaped = f", private NICs shaped: {' '.join(shaping)} each way" if shaping else ", unshaped"
+    if not spec.private_network:
+        return _n("{count} node with no private network: only eth0, the same address on each",
+                  "{count} nodes with no private network: only eth0, the same address on each",
+                  spec.nodes)
     return (f"{spec.nodes} nodes on {spec.subnet} (host {cluster.host_address} on "
             f"{cluster.bridge}){shaped}")
 
@@ -261,7 +269,8 @@ def _node_table(console: Console, cluster: SimCluster, found: SimStatus | None) 
     for node in cluster.nodes:
         row: list[Any] = [
             node.index, node.namespace, node.hostname,
-            f"{node.private_ifname} {node.private_address}/{node.prefixlen}",
+            f"{node.private_ifname} {node.private_address}/{node.prefixlen}" if node.private
+            else "-",
             f"{node.public_ifname} {node.public_address}/{PUBLIC_PREFIXLEN}",
         ]
         if found is not None:

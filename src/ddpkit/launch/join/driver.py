@@ -94,6 +94,7 @@ def advertised_address(ifname: str | None) -> StoreAddress:
     """The address the other machines reach this one at: ``ifname``'s, or the recommended
     interface's."""
     from ddpkit.net.interfaces import discover
+    from ddpkit.net.isolation import check_reachable
     from ddpkit.net.select import best_address, find_interface, recommend
 
     nics = discover()
@@ -104,6 +105,7 @@ def advertised_address(ifname: str | None) -> StoreAddress:
             raise ConfigError("interface-has-no-address", f"interface {ifname} has no IP address",
                               "give it one, or pick another with --ifname (see `ddpkit nics`)")
         return StoreAddress(address.address, nic.name, f"--ifname {nic.name}")
+    check_reachable(nics)  # no-private-network before a token nobody can use
     choice = recommend(nics)
     return StoreAddress(choice.address, choice.nic.name, choice.reason)
 
