@@ -8,20 +8,18 @@ nothing can be shaped, so ``--rate``/``--delay``/``--loss``/``--ifname-style`` a
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Mapping
 
 from ddpkit.errors import ConfigError
 from ddpkit.i18n import _
 
-if TYPE_CHECKING:
-    from ddpkit.sim.spec import SimSpec
 
-
-def check_spec(spec: SimSpec) -> None:
-    """ConfigError when options that shape or name the private NIC come with no private network."""
-    given = [flag for flag, value in (("--rate", spec.rate), ("--delay", spec.delay),
-                                      ("--loss", spec.loss), ("--ifname-style", spec.ifnames))
-             if value]
+def check_options(rate: str | None, delay: str | None, loss: str | None,
+                  ifnames: Mapping[int, str]) -> None:
+    """ConfigError when options that shape or name the private NIC come with no private network
+    (a ``SimSpec``'s values, checked as it is made)."""
+    given = [flag for flag, value in (("--rate", rate), ("--delay", delay), ("--loss", loss),
+                                      ("--ifname-style", ifnames)) if value]
     if given:
         raise ConfigError(
             "sim-no-private-network-conflict",

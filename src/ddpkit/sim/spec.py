@@ -87,9 +87,9 @@ class SimSpec:
             object.__setattr__(self, "loss", format_loss(parse_loss(self.loss)))
         object.__setattr__(self, "ifnames", MappingProxyType(_checked_ifnames(self.ifnames, self.nodes)))
         if not self.private_network:
-            from ddpkit.sim.noprivate import check_spec
+            from ddpkit.sim.noprivate import check_options
 
-            check_spec(self)
+            check_options(self.rate, self.delay, self.loss, self.ifnames)
 
     @property
     def network(self) -> ipaddress.IPv4Network:
