@@ -59,16 +59,24 @@ def test_any_interface_that_may_reach_a_peer_clears_it(other: Nic) -> None:
     check_reachable([LO, NAT_ETH0, other])  # does not raise
 
 
-def test_down_unaddressed_and_bridged_interfaces_do_not_count() -> None:
-    nics = [LO, NAT_ETH0, nic("eth1", NicKind.VETH, "10.0.0.3/24", up=False),
-            nic("eth2", NicKind.VETH), nic("docker0", NicKind.CONTAINER_BRIDGE, "172.18.0.1/16")]
+def test_unused_tunnels_and_bridges_do_not_count() -> None:
+    nics = [LO, NAT_ETH0, nic("tunl0", NicKind.TUNNEL, up=False), nic("sit0", NicKind.TUNNEL),
+            nic("docker0", NicKind.CONTAINER_BRIDGE, "172.18.0.1/16")]
     found = isolation(nics)
     assert found is not None
-    assert [t.ifname for t in found.tried] == ["eth0", "eth1", "eth2", "docker0"]
-    assert "eth1 10.0.0.3, down; eth2, no IP address; docker0 172.18.0.1, a container" in (
+    assert [t.ifname for t in found.tried] == ["eth0", "tunl0", "sit0", "docker0"]
+    assert "tunl0, down; sit0, no IP address; docker0 172.18.0.1, a container" in (
         no_private_network_error(found).message)
     with pytest.raises(NetworkProblem, match="no network between them"):
         check_reachable(nics)
+
+
+@pytest.mark.parametrize("broken", [
+    nic("eth1", NicKind.VETH, "10.0.0.3/24", up=False),  # the private NIC, down
+    nic("ens5", NicKind.PHYSICAL),  # a NIC without its address yet
+])
+def test_a_private_nic_to_repair_is_left_to_the_usual_checks(broken: Nic) -> None:
+    assert isolation([LO, NAT_ETH0, broken]) is None
 
 
 def test_loopback_alone_is_isolated() -> None:

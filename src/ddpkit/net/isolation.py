@@ -9,9 +9,12 @@ An interface *may reach a peer* unless it is loopback, down or without a routabl
 blocking traps of :mod:`ddpkit.net.select`), a container bridge (docker0, cni0: only containers of
 this host are behind it), or a virtual interface (veth, bridge, macvlan...) whose every routable
 address is an IPv4 address in Docker's default subnet (a container's NAT side). A physical or
-InfiniBand NIC and a tunnel (WireGuard, Tailscale) always may: a VPC can use 172.17.0.0/16 for real,
-and an overlay network is the way out. When no interface may, :func:`isolation` returns what was
-tried, and :func:`no_private_network_error` is the one-sentence error with the choices.
+InfiniBand NIC and a tunnel (WireGuard, Tailscale), up and addressed, always may: a VPC can use
+172.17.0.0/16 for real, and an overlay network is the way out. A physical NIC or a veth that is
+down or has no address is a private network to repair, not the absence of one: the usual checks
+(``no-route``, ``no-usable-interface``) name it, so it clears this one too. When no interface may,
+:func:`isolation` returns what was tried, and :func:`no_private_network_error` is the
+one-sentence error with the choices.
 """
 
 from __future__ import annotations
@@ -29,6 +32,9 @@ NO_PRIVATE_NETWORK = "no-private-network"
 # interfaces that are never the way to another machine when their address is a container's NAT
 _NAT_KINDS = frozenset({NicKind.VETH, NicKind.BRIDGE, NicKind.VIRTUAL})
 _NEVER_NAT = frozenset({NicKind.PHYSICAL, NicKind.INFINIBAND, NicKind.TUNNEL})
+# NICs that, down or without an address, are a private network to fix rather than none at all
+# (the tunl0/sit0/ifb of a container are not: they are there unused)
+_DEVICE_KINDS = frozenset({NicKind.PHYSICAL, NicKind.INFINIBAND, NicKind.VETH})
 
 
 @dataclass(frozen=True)
@@ -75,13 +81,17 @@ def unreachable_why(nic: Nic, nics: Sequence[Nic]) -> Text | None:
     return None
 
 
+def _has_nat_address(nic: Nic) -> bool:
+    return any(a.in_docker_default_subnet for a in nic.ipv4)
+
+
 def isolation(nics: Sequence[Nic]) -> Isolation | None:
     """What was tried when no interface of ``nics`` may reach a peer; None when one may."""
     tried: list[Tried] = []
     for nic in nics:
         why = unreachable_why(nic, nics)
-        if why is None:
-            return None
+        if why is None or (nic.kind in _DEVICE_KINDS and not _has_nat_address(nic)):
+            return None  # a way out, or a NIC that may be one once fixed: the usual checks name it
         if nic.kind is not NicKind.LOOPBACK:
             first = nic.routable[0].address if nic.routable else (
                 nic.addresses[0].address if nic.addresses else None)
