@@ -50,7 +50,8 @@ _BY_KIND: dict[type[DdpkitError], tuple[str, ...]] = {
         "sim-bad-ifname-style", "sim-bad-loss", "sim-bad-name", "sim-bad-node-count",
         "sim-bad-rate", "sim-bad-subnet", "sim-damaged", "sim-exists-different", "sim-half-built",
         "sim-leftovers", "sim-not-up", "sim-state-unreadable", "sim-subnet-in-use",
-        "sim-subnet-too-small", "token-file-unreadable", "too-many-hosts", "unknown-comm-hook",
+        "sim-subnet-too-small", "sim-no-private-network-conflict", "token-file-unreadable",
+        "too-many-hosts", "unknown-comm-hook",
         "unknown-nccl-variable",
     ),
     EnvironmentProblem: (
@@ -61,7 +62,8 @@ _BY_KIND: dict[type[DdpkitError], tuple[str, ...]] = {
     ),
     NetworkProblem: (
         "join-master-unreachable", "join-store-failed", "master-address-unknown",
-        "master-unreachable", "no-route", "port-in-use", "remote-route-failed",
+        "master-unreachable", "no-private-network", "no-route", "port-in-use",
+        "remote-route-failed",
         "rendezvous-timeout", "store-failed", "store-lost", "join-store-lost",
     ),
     JobFailed: (

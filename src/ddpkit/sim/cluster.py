@@ -111,7 +111,8 @@ def bring_up(
                 _("remove them with `ddpkit sim down --name {name}`, then run up again",
                   name=spec.name),
             )
-        host.check_subnet_free(tools, spec.network, spec.name)
+        if spec.private_network:
+            host.check_subnet_free(tools, spec.network, spec.name)
         if spec.needs_netem:
             _require_netem(tools, run, spec.name)
         steps = plan_up(spec)
@@ -161,6 +162,7 @@ def _describe(spec: SimSpec) -> str:
     parts += [f"delay {spec.delay}"] if spec.delay else []
     parts += [f"loss {spec.loss}"] if spec.loss else []
     parts += [f"node {i} NIC {n}" for i, n in sorted(spec.ifnames.items())]
+    parts += [] if spec.private_network else ["no private network"]
     return ", ".join(parts)
 
 
@@ -200,7 +202,8 @@ def _wait_links_up(cluster: SimCluster, tools: host.Tools, run: CommandRunner) -
             states = {link.get("ifname"): link.get("operstate") for link in json.loads(proc.stdout)}
         except (json.JSONDecodeError, AttributeError, TypeError):
             states = {}
-        if all(states.get(nic) == "UP" for nic in (node.public_ifname, node.private_ifname)):
+        nics = (node.public_ifname, node.private_ifname) if node.private else (node.public_ifname,)
+        if all(states.get(nic) == "UP" for nic in nics):
             waiting.pop(0)
             continue
         if time.monotonic() > deadline:
@@ -297,11 +300,12 @@ def _missing_pieces(cluster: SimCluster) -> list[str]:
     namespaces = set(host.namespaces_matching(owned_namespace_pattern(cluster.name)))
     links = set(host.host_links_matching(owned_link_pattern(cluster.name)))
     missing = [] if cluster.void_namespace in namespaces else [f"namespace {cluster.void_namespace}"]
-    missing += [] if cluster.bridge in links else [f"link {cluster.bridge}"]
+    private = cluster.spec.private_network
+    missing += [] if cluster.bridge in links or not private else [f"link {cluster.bridge}"]
     for node in cluster.nodes:
         if namespace_name(cluster.name, node.index) not in namespaces:
             missing.append(f"namespace {node.namespace}")
-        if node.host_private_peer not in links:
+        if node.host_private_peer not in links and private:
             missing.append(f"link {node.host_private_peer}")
         if host.namespace_inode(node.uts_file) is None:
             missing.append(f"hostname namespace {node.uts_file}")

@@ -55,6 +55,7 @@ class SimSpec:
     ifnames: Mapping[int, str] = field(default_factory=dict)
     delay: str | None = None
     loss: str | None = None
+    private_network: bool = True  # False: eth0 only, no private NIC (see sim/noprivate.py)
 
     def __post_init__(self) -> None:
         validate_name(self.name)
@@ -87,6 +88,10 @@ class SimSpec:
         if self.loss is not None:
             object.__setattr__(self, "loss", format_loss(parse_loss(self.loss)))
         object.__setattr__(self, "ifnames", MappingProxyType(_checked_ifnames(self.ifnames, self.nodes)))
+        if not self.private_network:
+            from ddpkit.sim.noprivate import check_options
+
+            check_options(self.rate, self.delay, self.loss, self.ifnames)
 
     @property
     def network(self) -> ipaddress.IPv4Network:
@@ -108,6 +113,7 @@ class SimSpec:
             "ifnames": {str(index): name for index, name in sorted(self.ifnames.items())},
             "delay": self.delay,
             "loss": self.loss,
+            "private_network": self.private_network,
         }
 
     @classmethod
@@ -121,6 +127,7 @@ class SimSpec:
             ifnames=ifnames,
             delay=data.get("delay"),
             loss=data.get("loss"),
+            private_network=bool(data.get("private_network", True)),
         )
 
 

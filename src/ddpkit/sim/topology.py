@@ -49,14 +49,15 @@ class SimNode:
     uts_file: str
     host_private_peer: str  # the eth1 veth's end on the host bridge
     void_public_peer: str  # the eth0 veth's end in the dead-end namespace
+    private: bool = True  # False: no private NIC (--no-private-network); its names are unused
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "index": self.index,
             "namespace": self.namespace,
             "hostname": self.hostname,
-            "private_ifname": self.private_ifname,
-            "private_address": self.private_address,
+            "private_ifname": self.private_ifname if self.private else None,
+            "private_address": self.private_address if self.private else None,
             "prefixlen": self.prefixlen,
             "public_ifname": self.public_ifname,
             "public_address": self.public_address,
@@ -162,6 +163,7 @@ def build_cluster(spec: SimSpec) -> SimCluster:
             uts_file=uts_file(spec.name, index),
             host_private_peer=host_private_peer_name(spec.name, index),
             void_public_peer=void_public_peer_name(spec.name, index),
+            private=spec.private_network,
         )
         for index in range(spec.nodes)
     )
@@ -199,8 +201,9 @@ def plan_up(spec: SimSpec) -> tuple[Step, ...]:
     steps: list[Step] = []
     void = cluster.void_namespace
     steps.append(Step(_("create dead-end namespace {name}", name=void), ("ip", "netns", "add", void)))
+    bridge_steps: list[Step] = []
     bridge, prefix = cluster.bridge, spec.network.prefixlen
-    steps += [
+    bridge_steps += [
         Step(_("create bridge {bridge}", bridge=bridge), ("ip", "link", "add", bridge, "type", "bridge")),
         Step(
             _("give the host {address} on {bridge}", address=cluster.host_address, bridge=bridge),
@@ -213,6 +216,7 @@ def plan_up(spec: SimSpec) -> tuple[Step, ...]:
         ),
         Step(_("bring {device} up", device=bridge), ("ip", "link", "set", bridge, "up")),
     ]
+    steps += bridge_steps if spec.private_network else []
     for node in cluster.nodes:
         steps += _node_steps(cluster, node)
     return tuple(steps)
@@ -241,6 +245,8 @@ def _node_steps(cluster: SimCluster, node: SimNode) -> list[Step]:
              "dev", public),
         ),
         Step(_("bring {ns}'s {nic} up", ns=ns, nic=public), ("ip", "-n", ns, "link", "set", public, "up")),
+    ]
+    private_steps = [
         Step(
             _("create {ns}'s {nic} (far end {peer} on the host)", ns=ns, nic=private,
               peer=node.host_private_peer),
@@ -261,6 +267,7 @@ def _node_steps(cluster: SimCluster, node: SimNode) -> list[Step]:
         ),
         Step(_("bring {ns}'s {nic} up", ns=ns, nic=private), ("ip", "-n", ns, "link", "set", private, "up")),
     ]
+    steps += private_steps if node.private else []
     steps += shaping.egress_steps(spec, device=private, namespace=ns)
     steps += shaping.egress_steps(spec, device=node.host_private_peer, namespace=None)
     steps += [

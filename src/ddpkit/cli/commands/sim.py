@@ -61,6 +61,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
              help=_("drop packets per direction with tc netem, e.g. 0.1%% (needs sch_netem)"))
     add_flag(up, "--ifname-style", action="append", default=[], metavar="I=NAME[,I=NAME]",
              help=_("name node I's private NIC NAME instead of eth1, e.g. 1=ens5 (repeatable)"))
+    add_flag(up, "--no-private-network", action="store_true",
+             help=_("no private NIC: every node has only eth0 172.17.0.4, reaching no other node"))
     add_flag(up, "--dry-run", action="store_true",
              help=_("print every step up would run, run nothing (no root needed)"))
     add_json_flag(up)
@@ -109,6 +111,7 @@ def _up(args: argparse.Namespace, console: Console) -> int:
     spec = SimSpec(
         nodes=args.nodes, name=args.name, subnet=args.subnet, rate=args.rate,
         ifnames=parse_ifname_style(args.ifname_style), delay=args.delay, loss=args.loss,
+        private_network=not args.no_private_network,
     )
     if args.dry_run:
         steps = plan_up(spec)
@@ -275,6 +278,10 @@ def _summary(cluster: SimCluster) -> str:
     shaping += [f"loss {spec.loss}"] if spec.loss else []
     shaped = (_(", private NICs shaped: {shaping} each way", shaping=" ".join(shaping))
               if shaping else _(", unshaped"))
+    if not spec.private_network:
+        return _n("{count} node with no private network: only eth0, the same address on each",
+                  "{count} nodes with no private network: only eth0, the same address on each",
+                  spec.nodes)
     return _n("{count} node on {subnet} (host {host} on {bridge}){shaped}",
               "{count} nodes on {subnet} (host {host} on {bridge}){shaped}", spec.nodes,
               subnet=spec.subnet, host=cluster.host_address, bridge=cluster.bridge, shaped=shaped)
@@ -287,7 +294,8 @@ def _node_table(console: Console, cluster: SimCluster, found: SimStatus | None) 
     for node in cluster.nodes:
         row: list[Any] = [
             node.index, node.namespace, node.hostname,
-            f"{node.private_ifname} {node.private_address}/{node.prefixlen}",
+            f"{node.private_ifname} {node.private_address}/{node.prefixlen}" if node.private
+            else "-",
             f"{node.public_ifname} {node.public_address}/{PUBLIC_PREFIXLEN}",
         ]
         if found is not None:

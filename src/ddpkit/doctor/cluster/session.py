@@ -179,6 +179,15 @@ def _check_master_side(options: ClusterOptions, nics: Sequence[Nic]) -> str:
     return route.ifname
 
 
+def _check_reachable(options: ClusterOptions, nics: Sequence[Nic]) -> None:
+    """``no-private-network`` at once when no interface here reaches another machine."""
+    from ddpkit.net.isolation import check_reachable
+    from ddpkit.net.route import LOOPBACK_NAMES
+
+    if not options.listen_host and options.master_addr not in LOOPBACK_NAMES:
+        check_reachable(nics)
+
+
 def _open_store(options: ClusterOptions, ifname: str, deadline: float) -> Any:
     from ddpkit.launch import store_client
     from ddpkit.launch.node.preflight import wait_for_master
@@ -311,6 +320,7 @@ def run_node(
         from ddpkit.net.interfaces import discover
 
         nics = discover()
+    _check_reachable(options, nics)
     ifname = _check_master_side(options, nics)
     own = tuple(candidates) if candidates is not None else local_candidates(nics)
     fp = fingerprint or collect_fingerprint(env)
