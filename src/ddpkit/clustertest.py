@@ -7,7 +7,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ddpkit.i18n import Text, _, _n, joined
+from ddpkit.i18n import Text, _, _n
+from ddpkit.wording import clauses
 
 WORKER_MODULE = "ddpkit.workers.ddp_test"
 CHECK_ORDER = ("init", "all_reduce", "interface", "broadcast", "all_gather", "barrier", "ddp",
@@ -108,7 +109,7 @@ class TestVerdict:
                 for rank, stage in sorted(self.stages.items())
                 if stage not in ("done", "failed", "exchange")]
             return _("{shape}: FAILED · {problems}", shape=shape,
-                     problems=joined(problems, "; ") if problems
+                     problems=clauses(problems) if problems
                      else _("not every rank reported"))
         bandwidth = self._largest_bandwidth()
         via = ", ".join(sorted({name for r in self.ranks for name in r.get("interfaces_used", [])}))
@@ -230,7 +231,7 @@ def progress_line(report_dir: Path, seconds: float) -> Text:
         else:
             parts.append(_n("rank {ranks}: {stage}", "ranks {ranks}: {stage}", len(ranks),
                             ranks=shown, stage=_STAGE_WORDS.get(stage, stage)))
-    return _("testing: {ranks}; {seconds:.0f} s so far", ranks=joined(parts, "; "),
+    return _("testing: {ranks}; {seconds:.0f} s so far", ranks=clauses(parts),
              seconds=seconds)
 
 

@@ -14,7 +14,7 @@ from ``--lang`` or :func:`language_from_environment`); the library never reads t
 from __future__ import annotations
 
 import gettext
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Literal
 
@@ -82,14 +82,6 @@ def _n(singular: str, plural: str, count: int, /, **values: object) -> Text:
     """A user-facing text with a plural: ``count`` picks the form (and is the ``{count}`` value
     unless ``values`` names another)."""
     return Text._make(singular, plural, count, {"count": count, **values})
-
-
-def joined(parts: Sequence[str], separator: str = ", ") -> Text:
-    """Texts joined into one Text whose parts are each translated (``", ".join`` of Texts gives
-    plain English). The separator is not translated."""
-    names = [f"part{index}" for index in range(len(parts))]
-    template = separator.join("{" + name + "}" for name in names)
-    return Text(template, **dict(zip(names, parts)))
 
 
 def localized(text: str) -> str:

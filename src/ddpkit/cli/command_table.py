@@ -24,7 +24,8 @@ from typing import Any, Protocol, cast
 from ddpkit.cli.output.console import Console
 from ddpkit.cli.output.help_format import HelpFormatter
 from ddpkit.errors import UsageError
-from ddpkit.i18n import LANGUAGES, Text, _, _n, current_language, joined
+from ddpkit.i18n import LANGUAGES, Text, _, _n, current_language
+from ddpkit.wording import commas
 
 # name -> (module, one-line summary). Order is the order `ddpkit --help` shows.
 COMMANDS: dict[str, tuple[str, Text]] = {
@@ -99,7 +100,7 @@ class Parser(argparse.ArgumentParser):
                 continue  # "the rest of the line" is never what a user forgot
             missing.append(_("{name} ({help})", name=name, help=action.help)
                            if action is not None and action.help else name)
-        what = joined(missing, " and ") if len(missing) > 1 else (missing[0] if missing else "")
+        what = commas(missing)
         if "script" in positionals:
             return _n("{what} is required; e.g. `{prog} train.py`",
                       "{what} are required; e.g. `{prog} train.py`", len(missing), what=what,

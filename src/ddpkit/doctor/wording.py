@@ -11,33 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ddpkit.i18n import Text, _
-
-
-def sentences(parts: Sequence[str]) -> str:
-    """``parts`` one after another, as sentences (``" ".join`` in English)."""
-    if not parts:
-        return ""
-    if len(parts) == 1:
-        return parts[0]
-    return _("{first} {rest}", first=parts[0], rest=sentences(parts[1:]))
-
-
-def listed(parts: Sequence[str]) -> str:
-    """``parts`` as clauses of one sentence (``"; ".join`` in English)."""
-    if not parts:
-        return ""
-    if len(parts) == 1:
-        return parts[0]
-    return _("{first}; {rest}", first=parts[0], rest=listed(parts[1:]))
-
-
-def commas(parts: Sequence[str]) -> str:
-    """``parts`` as a list (``", ".join`` in English)."""
-    if not parts:
-        return ""
-    if len(parts) == 1:
-        return parts[0]
-    return _("{first}, {rest}", first=parts[0], rest=commas(parts[1:]))
+from ddpkit.wording import sentences
 
 
 def specific_then_general(specific: str | Sequence[str], general: str) -> Text:

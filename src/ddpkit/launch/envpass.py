@@ -31,7 +31,7 @@ from typing import Any
 from ddpkit.errors import ConfigError
 from ddpkit.file_safety import NotRegularFile, read_regular
 from ddpkit.i18n import _
-from ddpkit.launch.wording import clauses, either, some
+from ddpkit.wording import clauses, either, some
 
 ALLOWED_PREFIXES = ("NCCL_", "GLOO_", "TORCH_", "PYTHON")
 ALLOWED_NAMES = frozenset({"CUDA_VISIBLE_DEVICES", "OMP_NUM_THREADS"})

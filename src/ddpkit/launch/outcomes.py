@@ -25,7 +25,7 @@ from typing import Any, Literal
 from ddpkit.error_ids import JOB_STOPPED
 from ddpkit.errors import DdpkitError
 from ddpkit.i18n import _
-from ddpkit.launch.wording import clauses
+from ddpkit.wording import clauses
 
 NodeState = Literal["ok", "failed", "lost", "stopped", "interrupted"]  # how one node ended
 OK: NodeState = "ok"

@@ -13,10 +13,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ddpkit.doctor.checks.model import CheckRow
-from ddpkit.doctor.wording import listed
 from ddpkit.errors import DdpkitError
 from ddpkit.i18n import _
 from ddpkit.ncclconf.home import nccl_home
+from ddpkit.wording import clauses
 
 if TYPE_CHECKING:
     from ddpkit.ncclconf.effective import EffectiveConfig
@@ -40,7 +40,7 @@ def interface_row(choice: Recommendation | None, problem: DdpkitError | None) ->
                         _("give the private NIC an address and route, then see `ddpkit nics`"))
     if choice.traps:
         return CheckRow("interface", title, "warn",
-                        listed([detail, *(t.message for t in choice.traps)]), export)
+                        clauses([detail, *(t.message for t in choice.traps)]), export)
     return CheckRow("interface", title, "pass", detail)
 
 
@@ -77,8 +77,8 @@ def nccl_settings_row(effective: EffectiveConfig, warnings: Sequence[NcclConfWar
                origin=ifname.origin)
     if warnings:
         shown = [_("{id}: {message}", id=w.id, message=w.message) for w in warnings[:3]]
-        hints = listed(list(dict.fromkeys(w.hint for w in warnings[:3] if w.hint)))
-        return CheckRow("nccl-settings", title, "warn", listed([detail, *shown]),
+        hints = clauses(list(dict.fromkeys(w.hint for w in warnings[:3] if w.hint)))
+        return CheckRow("nccl-settings", title, "warn", clauses([detail, *shown]),
                         hints or fix_set)
     return CheckRow("nccl-settings", title, "pass", detail)
 

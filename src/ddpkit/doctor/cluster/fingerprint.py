@@ -15,8 +15,8 @@ from typing import Any
 
 from ddpkit.doctor.cluster.model import Fingerprint
 from ddpkit.doctor.findings import Severity
-from ddpkit.doctor.wording import listed
 from ddpkit.i18n import _, _n
+from ddpkit.wording import clauses
 
 UNSET = "unset"
 
@@ -85,7 +85,7 @@ def describe_groups(values: Mapping[int, str]) -> str:
         nodes = ", ".join(str(r) for r in ranks)
         parts.append(_n("{value} on node {nodes}", "{value} on nodes {nodes}", len(ranks),
                         value=value, nodes=nodes))
-    return listed(parts)
+    return clauses(parts)
 
 
 def _shown(fingerprint: Fingerprint, name: str) -> str:
@@ -126,7 +126,7 @@ def diff(fingerprints: Mapping[int, Fingerprint]) -> tuple[Difference, ...]:
     hostnames = {r: fingerprints[r].hostname for r in ranks}
     shared = {name: group for name, group in _groups(hostnames).items() if len(group) > 1}
     if shared:
-        which = listed([_("{name!r} on nodes {nodes}", name=name,
+        which = clauses([_("{name!r} on nodes {nodes}", name=name,
                           nodes=", ".join(map(str, group))) for name, group in shared.items()])
         found.append(Difference(
             "hostname", "warning", "node-mismatch", tuple(sorted(hostnames.items())),

@@ -37,11 +37,11 @@ from ddpkit.doctor.catalogue import entry
 from ddpkit.doctor.findings import Evidence, Finding
 from ddpkit.doctor.log.bounded import small_int, text
 from ddpkit.doctor.log.refusal import unreadable
-from ddpkit.doctor.wording import listed
 from ddpkit.errors import ConfigError
 from ddpkit.i18n import _, _n
 from ddpkit.launch.config import FLIGHT_RECORDER_DIR
 from ddpkit.plain_text import shown
+from ddpkit.wording import clauses
 
 MAX_DUMP_BYTES = 256 * 1024 * 1024  # 2000 entries with their frames are a few MB
 MAX_DUMPS = 4096
@@ -364,5 +364,5 @@ def finding_of(traces: Sequence[RankTrace]) -> Finding | None:
             where=where)
     return Finding("job-hung", e.severity, title,
                    _("{lines}. (torch's flight-recorder dumps of {ranks}.)",
-                     lines=listed(lines), ranks=_ranks(recorded)),
+                     lines=clauses(lines), ranks=_ranks(recorded)),
                    fix, evidence)

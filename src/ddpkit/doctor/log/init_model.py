@@ -21,8 +21,8 @@ from dataclasses import dataclass, field
 
 from ddpkit.doctor.log.evidence import Bag, Capped, display_origin
 from ddpkit.doctor.log.scan import Event
-from ddpkit.doctor.wording import listed
 from ddpkit.i18n import _, _n
+from ddpkit.wording import clauses
 
 STAGES = (_("bootstrap"), _("network"), _("init started"), _("init complete"))
 _STAGE_OF_KIND = {"nccl-bootstrap": 0, "nccl-socket-ifaces": 0, "nccl-socket-item": 0,
@@ -86,7 +86,7 @@ class Reported:
 
     def listing(self) -> str:
         """``2.18.1 on vm-0; 2.14.3 on vm-1``, one clause per value."""
-        return listed([_("{value} on {hosts}", value=value,
+        return clauses([_("{value} on {hosts}", value=value,
                          hosts=", ".join(sorted(display_origin(o) for o in origins)))
                        for value, origins in sorted(self.origins.items())])
 
@@ -168,7 +168,7 @@ class InitModel:
                      ranks=", ".join(ranks[:8])) if ranks else ""
             parts.append(_("{host} stopped after {stage}{who}", host=display_origin(origin),
                            stage=STAGES[progress.stage], who=who))
-        return listed(parts[:8])
+        return clauses(parts[:8])
 
     def started_without_comm_line(self) -> bool:
         """NCCL laid out its trees, so init had started, in a release that prints no ``Init

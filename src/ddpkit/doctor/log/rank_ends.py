@@ -22,11 +22,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ddpkit.doctor.wording import listed, sentences
 from ddpkit.i18n import _
 from ddpkit.launch.outcomes import CONSEQUENCE_PATTERNS, STOP_SIGNALS, describe_exit
 from ddpkit.launch.torchrun.command import RankFailure, parse_failures
 from ddpkit.launch.torchrun.tracebacks import PythonException, last_exception, without_warnings
+from ddpkit.wording import clauses, sentences
 
 PEER_GONE = CONSEQUENCE_PATTERNS  # one list: launch.outcomes orders nodes by the same words
 LAST_LINES = 3
@@ -171,7 +171,7 @@ def explain(ends: Sequence[RankEnd], first: RankFailure | Sequence[RankFailure] 
                     how=e.how(), consequence=e.consequence) if e.consequence
                   else _("rank {rank} ({host}) {how}", rank=e.rank, host=e.host, how=e.how())
                   for e in sorted(after, key=lambda e: (e.order, e.rank))[:4]]
-        parts.append(_("Then: {others}.", others=listed(others)))
+        parts.append(_("Then: {others}.", others=clauses(others)))
     return sentences(parts)
 
 

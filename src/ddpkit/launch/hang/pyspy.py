@@ -21,7 +21,7 @@ import psutil
 from ddpkit.i18n import _
 from ddpkit.launch.hang.readable_source import reader_of, source_line
 from ddpkit.launch.hang.stacks import RankStack, is_library, parse_pyspy_json
-from ddpkit.launch.wording import clauses
+from ddpkit.wording import clauses
 
 DUMP_TIMEOUT_S = 5.0
 PTRACE_SCOPE = "/proc/sys/kernel/yama/ptrace_scope"

@@ -20,8 +20,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ddpkit.i18n import _, _n
-from ddpkit.launch.wording import clauses, listed
 from ddpkit.plain_text import shown
+from ddpkit.wording import clauses, commas
 
 C10D_FILES = ("torch/distributed/distributed_c10d.py",)
 C10D_WRAPPERS = ("torch/distributed/c10d_logger.py",)
@@ -221,14 +221,14 @@ class Group:
         if all(r is not None for r in ranks):
             shown = ", ".join(str(r) for r in sorted(r for r in ranks if r is not None))
             return _n("rank {ranks}", "ranks {ranks}", len(ranks), ranks=shown)
-        return listed([m.who() for m in self.members])
+        return commas([m.who() for m in self.members])
 
     def detail(self) -> str:
         parts = []
         for m in self.members:
             node = m.host or (_("node {node}", node=m.node_rank) if m.node_rank is not None else "")
             pid = _("pid {pid}", pid=m.pid)
-            parts.append(listed([node, pid]) if node else pid)
+            parts.append(commas([node, pid]) if node else pid)
         return clauses(parts)
 
 

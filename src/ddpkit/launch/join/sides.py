@@ -32,7 +32,7 @@ from ddpkit.launch.job import JobSpec
 from ddpkit.launch.join.store import JobStore
 from ddpkit.launch.outcomes import LOST, NodeOutcome
 from ddpkit.launch.store_value import text_field
-from ddpkit.launch.wording import clauses
+from ddpkit.wording import clauses
 
 JOB, GO, STOP = "job", "go", "stop"
 POLL_S = 0.5

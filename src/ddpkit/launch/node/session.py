@@ -40,7 +40,7 @@ from ddpkit.launch.torchrun.processes import ProcessState, StartDeadline, run_pr
 from ddpkit.launch.torchrun.rank_output import RankOutputTail
 from ddpkit.launch.torchrun.torch_log import TorchLog
 from ddpkit.launch.torchrun.tracebacks import known_fix
-from ddpkit.launch.wording import clauses
+from ddpkit.wording import clauses
 
 
 class LaunchEvents(Progress, Protocol):

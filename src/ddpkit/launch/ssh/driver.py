@@ -35,8 +35,8 @@ from ddpkit.launch.ssh.probe import (
     require_fit,
 )
 from ddpkit.launch.ssh.remote import SshSettings, remote_command, ssh_argv
-from ddpkit.launch.wording import clauses
 from ddpkit.net.route import LOOPBACK_NAMES
+from ddpkit.wording import clauses
 
 
 class HostsEvents(Progress, NodeEvents, Protocol):

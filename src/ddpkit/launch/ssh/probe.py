@@ -21,7 +21,7 @@ from ddpkit.errors import DdpkitError, EnvironmentProblem, NetworkProblem
 from ddpkit.i18n import _
 from ddpkit.launch.ssh.hostfile import Host
 from ddpkit.launch.ssh.remote import SSH_FAILED, SshSettings, describe_ssh_failure, remote_command, ssh_argv
-from ddpkit.launch.wording import bars, clauses
+from ddpkit.wording import bars, clauses
 
 PROBE_MARK = "ddpkit-probe "
 PROBE_SCRIPT = r"""

@@ -23,7 +23,7 @@ import re
 from dataclasses import dataclass, field
 
 from ddpkit.i18n import _, _n
-from ddpkit.launch.wording import clauses
+from ddpkit.wording import clauses
 
 RANK_PREFIX = re.compile(r"^(\[[A-Za-z_][\w-]*\d+\]:)")  # torchrun's "[default0]:"
 CPP_RECORD = re.compile(

@@ -15,8 +15,9 @@ from ddpkit.doctor.catalogue import entry
 from ddpkit.doctor.findings import Finding
 from ddpkit.doctor.log.evidence import Bag, Capped, merge
 from ddpkit.doctor.log.scan import Event
-from ddpkit.doctor.wording import listed, specific_then_general
+from ddpkit.doctor.wording import specific_then_general
 from ddpkit.i18n import _
+from ddpkit.wording import clauses
 
 
 class SharedDevices:
@@ -54,7 +55,7 @@ class SharedDevices:
                  "never has two ranks on one GPU, so these ranks run on different machines that "
                  "NCCL grouped together (equal hostnames, hostnames equal up to the first dot in "
                  "NCCL before 2.4, or containers sharing a host hash), and it tried P2P or shared "
-                 "memory to a GPU on another machine.", clashes=listed(clashes[:3]))
+                 "memory to a GPU on another machine.", clashes=clauses(clashes[:3]))
         fix = _("Give every machine a distinct hostname (up to the first dot for NCCL < 2.4), or "
                 "set NCCL_HOSTID to a different value on each machine; upgrading NCCL also fixes "
                 "the prefix case.\nThen compare the nodes: ddpkit doctor --nnodes <N> "

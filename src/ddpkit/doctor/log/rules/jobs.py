@@ -16,9 +16,10 @@ from ddpkit.doctor.findings import Finding
 from ddpkit.doctor.log.evidence import Bag, Capped, merge
 from ddpkit.doctor.log.rank_ends import RankEnd, explain, root_end
 from ddpkit.doctor.log.scan import Event
-from ddpkit.doctor.wording import commas, specific_then_general
+from ddpkit.doctor.wording import specific_then_general
 from ddpkit.i18n import _, _n
 from ddpkit.launch.torchrun.command import RankFailure
+from ddpkit.wording import commas
 
 MAX_RECORDS = 32
 _LINE_START = re.compile(r"^(?:\[[^\]]*\]:?\s*)*[A-Za-z_][\w.]*(?:Error|Exception): ")

@@ -16,8 +16,9 @@ from ddpkit.doctor.findings import Finding, Severity
 from ddpkit.doctor.log.evidence import Bag, Capped, merge, origins_text
 from ddpkit.doctor.log.rules.traps import gloo_on_loopback, mixed_socket_lists, silent_bootstrap_failure
 from ddpkit.doctor.log.scan import Event
-from ddpkit.doctor.wording import replaced, sentences, specific_then_general
+from ddpkit.doctor.wording import replaced, specific_then_general
 from ddpkit.i18n import _, _n
+from ddpkit.wording import sentences
 
 SOCKET_ITEM = re.compile(r"\[\d+\]([^\s:]+):([^\s<]+)<\d+>")
 

@@ -19,13 +19,14 @@ from ddpkit.doctor.catalogue import entry
 from ddpkit.doctor.findings import Finding, Severity
 from ddpkit.doctor.log.evidence import Bag, display_origin, merge
 from ddpkit.doctor.log.init_model import InitModel, Reported
-from ddpkit.doctor.wording import listed, specific_then_general
+from ddpkit.doctor.wording import specific_then_general
 from ddpkit.i18n import _
+from ddpkit.wording import clauses
 
 
 def _side_by_side(reported: Reported) -> str:
     """``ib-node-0: IB; ib-node-1: Socket``: what each machine used first."""
-    return listed([_("{host}: {value}", host=display_origin(origin), value=value)
+    return clauses([_("{host}: {value}", host=display_origin(origin), value=value)
                    for origin, value in sorted(reported.first.items())])
 
 

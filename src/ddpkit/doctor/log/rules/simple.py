@@ -8,8 +8,9 @@ from ddpkit.doctor.catalogue import entry
 from ddpkit.doctor.findings import Finding
 from ddpkit.doctor.log.evidence import Bag, merge, origins_text
 from ddpkit.doctor.log.scan import Event
-from ddpkit.doctor.wording import listed, replaced, sentences, specific_then_general
+from ddpkit.doctor.wording import replaced, specific_then_general
 from ddpkit.i18n import _
+from ddpkit.wording import clauses, sentences
 
 DEFAULT_PORTS = {"29500": _("torchrun's default master port"), "29400": _("the default c10d "
                  "rendezvous port")}
@@ -48,7 +49,7 @@ class Facts:
             parts.append(_("rank {ranks}", ranks=", ".join(map(str, sorted(self.ranks)))))
         if self.origins:
             parts.append(_("on {hosts}", hosts=origins_text(self.origins)))
-        return _(" ({where})", where=listed(parts)) if parts else ""
+        return _(" ({where})", where=clauses(parts)) if parts else ""
 
 
 def simple_finding(finding_id: str, facts: Facts) -> Finding:
@@ -64,7 +65,7 @@ def simple_finding(finding_id: str, facts: Facts) -> Finding:
         devices = ", ".join(facts.one("device"))
         named = [_("{a} and {b}", a=a, b=b) for a, b in pairs]  # not inside _(): Babel skips it
         text = _("Ranks {pairs} are on the same CUDA device ({devices}){where}.",
-                 pairs=listed(named), devices=devices, where=facts.where())
+                 pairs=clauses(named), devices=devices, where=facts.where())
     elif finding_id == "p2p":
         text = _("CUDA peer-to-peer failed{where}: {details}.", where=facts.where(),
                  details=details)

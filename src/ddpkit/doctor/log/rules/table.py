@@ -21,8 +21,9 @@ from ddpkit.doctor.log.rules.nodes import node_mismatch, versions
 from ddpkit.doctor.log.rules.simple import Facts, simple_finding
 from ddpkit.doctor.log.rules.unexplained import UNEXPLAINED_KINDS, UnexplainedRule
 from ddpkit.doctor.log.scan import Event
-from ddpkit.doctor.wording import commas, listed, specific_then_general
+from ddpkit.doctor.wording import specific_then_general
 from ddpkit.i18n import _, _n
+from ddpkit.wording import clauses, commas
 
 # Variables whose value may rightly differ per node (interface names do).
 _PER_NODE_VARS = frozenset({"NCCL_SOCKET_IFNAME", "NCCL_DEBUG_FILE", "NCCL_IB_HCA"})
@@ -247,7 +248,7 @@ class Diagnosis:
         if not killed:
             return None
         e = entry("out-of-memory")
-        who = listed([r.describe() for r in killed[:4]])
+        who = clauses([r.describe() for r in killed[:4]])
         text = _("{who}, and no rank printed an error first. A process killed by SIGKILL without "
                  "a word is most often the kernel's OOM killer reclaiming host memory (it could "
                  "also be a scheduler's or a user's kill).", who=who)

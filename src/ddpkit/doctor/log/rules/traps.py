@@ -14,8 +14,9 @@ from ddpkit.doctor.addresses import address_kind, is_unreachable
 from ddpkit.doctor.catalogue import entry
 from ddpkit.doctor.findings import Evidence, Finding, Severity
 from ddpkit.doctor.log.evidence import Bag, merge, origins_text
-from ddpkit.doctor.wording import sentences, specific_then_general
+from ddpkit.doctor.wording import specific_then_general
 from ddpkit.i18n import _
+from ddpkit.wording import sentences
 
 
 def gloo_on_loopback(

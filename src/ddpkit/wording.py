@@ -1,0 +1,53 @@
+"""Lists in user-facing text, translatable as a whole.
+
+``", ".join`` (or ``+``) of :class:`~ddpkit.i18n.Text` values gives plain English; here every
+separator is a template of the catalogue (``{first}, {rest}``), nested one pair at a time, so each
+part keeps its own translation and the language decides the glue (Chinese: ``、`` and ``；``, no
+space after a full stop). Used by every layer: the one home of these joins."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ddpkit.i18n import _
+
+
+def _nested(parts: Sequence[str], template: str) -> str:
+    if not parts:
+        return ""
+    text: str = parts[-1]
+    for part in reversed(parts[:-1]):
+        text = _(template, first=part, rest=text)
+    return text
+
+
+def commas(parts: Sequence[str]) -> str:
+    """``a, b, c``; ``""`` for none."""
+    return _nested(parts, _("{first}, {rest}").template)
+
+
+def either(parts: Sequence[str]) -> str:
+    """``a or b or c``."""
+    return _nested(parts, _("{first} or {rest}").template)
+
+
+def clauses(parts: Sequence[str]) -> str:
+    """``a; b; c``: clauses of one sentence."""
+    return _nested(parts, _("{first}; {rest}").template)
+
+
+def bars(parts: Sequence[str]) -> str:
+    """``a | b | c``: separate reports on one line."""
+    return _nested(parts, _("{first} | {rest}").template)
+
+
+def sentences(parts: Sequence[str]) -> str:
+    """``parts`` one after another, as sentences (``" ".join`` in English)."""
+    return _nested(parts, _("{first} {rest}").template)
+
+
+def some(parts: Sequence[str], most: int) -> str:
+    """The first ``most`` parts listed, then ``and N more``."""
+    shown = commas(parts[:most])
+    left = len(parts) - most
+    return _("{shown} and {count} more", shown=shown, count=left) if left > 0 else shown
