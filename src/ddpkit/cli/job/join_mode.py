@@ -129,4 +129,5 @@ def _print_dry_run(console: Console, job: join_driver.JoinMasterJob, command: st
                            "{nnodes} nodes and print a `ddpkit join` token",
                            address=where.address, port=job.join_port, ifname=where.ifname,
                            reason=where.reason, nnodes=job.job.nnodes))
-    render.line(console, _("job: {command}", command=f"{command} {' '.join(tail)}".rstrip()))
+    shown = " ".join([command, *tail]).rstrip()
+    render.line(console, _("job: {command}", command=shown))
