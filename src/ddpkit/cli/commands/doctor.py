@@ -280,7 +280,7 @@ def _render_cluster(console: Console, report: ClusterReport) -> None:
     render.line(console)
     render.line(console, render.style(console, _("verdict"), "bold"))
     for text in verdict_lines(report.verdict):
-        render.line(console, ("  " + text) if text else "")
+        render.line(console, _("  {line}", line=text) if text else "")
 
 
 JOB: JobCommand[ClusterOptions] = JobCommand("doctor", node_config, share)

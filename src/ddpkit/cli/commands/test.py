@@ -38,6 +38,7 @@ from ddpkit.launch.outcomes import FAILED, OK, NodeOutcome, first_failure, job_s
 from ddpkit.report import document
 
 HELP = _("check the cluster end to end: collectives, DDP and bandwidth in every rank")
+_HEADINGS = {"check": _("check"), "detail": _("detail")}  # the verdict table's own columns
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -169,7 +170,7 @@ def share(console: Console, config: LaunchConfig, context: ShareContext,
 def _print_verdict(console: Console, verdict: Any) -> None:
     headers, rows = verdict.rows()
     if verdict.ranks:
-        render.table(console, headers, rows)
+        render.table(console, [_HEADINGS.get(h, h) for h in headers], rows)
         render.line(console)
     render.line(console, verdict_line(verdict))
 

@@ -125,9 +125,9 @@ def _print_dry_run(console: Console, job: join_driver.JoinMasterJob, command: st
             **job.where.to_dict(), **join_driver.shown_job(join_driver.join_job(job))}))
         return
     where = job.where
-    render.line(console, _("would start a job store on {address}:{port} ({ifname}: {reason}) for "
-                           "{nnodes} nodes and print a `ddpkit join` token",
-                           address=where.address, port=job.join_port, ifname=where.ifname,
-                           reason=where.reason, nnodes=job.job.nnodes))
+    render.wrapped(console, _("would start a job store on {address}:{port} ({ifname}: {reason}) "
+                              "for {nnodes} nodes and print a `ddpkit join` token",
+                              address=where.address, port=job.join_port, ifname=where.ifname,
+                              reason=where.reason, nnodes=job.job.nnodes))
     shown = " ".join([command, *tail]).rstrip()
     render.line(console, _("job: {command}", command=shown))
