@@ -11,6 +11,9 @@ from ddpkit.launch.node.plan import NodePlan
 from ddpkit.report import document
 
 
+_SOURCES = {"flag": _("flag"), "default": _("default")}  # else "Slurm: SLURM_NODEID" (a name)
+
+
 def scheduler_of(sources: tuple[tuple[str, str], ...]) -> str | None:
     """The scheduler this node's rank came from (``"Slurm: SLURM_NODEID"`` -> Slurm), else None."""
     source = dict(sources).get("node_rank", "")
@@ -96,7 +99,8 @@ def print_plan(console: Console, plan: NodePlan) -> None:
         render.line(console, _("cluster from the environment:"))
         for name, source in plan.config.cluster_sources:
             value = getattr(plan.config, name)
-            render.line(console, f"  --{name.replace('_', '-')} {value}  ({source})")
+            render.line(console, _("  --{flag} {value}  ({source})", flag=name.replace("_", "-"),
+                                   value=value, source=_SOURCES.get(source, source)))
     if plan.local_rank.mode:
         render.wrapped(console, _("local-rank argument: {how}", how=plan.local_rank.describe()))
     for text in plan.config.notes:
