@@ -10,7 +10,6 @@ from ddpkit.launch.envpass import shown_env
 from ddpkit.launch.node.plan import NodePlan
 from ddpkit.report import document
 
-
 _SOURCES = {"flag": _("flag"), "default": _("default")}  # else "Slurm: SLURM_NODEID" (a name)
 
 
