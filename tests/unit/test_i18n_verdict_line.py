@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from ddpkit.cli.job.verdict_line import verdict_line
+from ddpkit.cli.output.width import display_width
 from ddpkit.clustertest import CHECK_ORDER, read_verdict
 from ddpkit.i18n import localized, use_language
 
@@ -66,6 +67,7 @@ def test_the_readme_line_in_chinese_keeps_its_numbers(tmp_path: Path, chinese: N
     assert any("\u4e00" <= char <= "\u9fff" for char in shown)
     for kept in ("2", "1", "all_reduce busbw 0.66 GB/s", "4 MiB", "eth1"):
         assert kept in shown
+    assert display_width(shown) <= 80  # one line a user can quote, even in an 80-column terminal
 
 
 def test_a_failure_in_chinese_names_the_rank_and_its_stage(tmp_path: Path, chinese: None) -> None:

@@ -172,7 +172,7 @@ def _print_verdict(console: Console, verdict: Any) -> None:
     if verdict.ranks:
         render.table(console, [_HEADINGS.get(h, h) for h in headers], rows)
         render.line(console)
-    render.wrapped(console, verdict_line(verdict), indent="  ")  # fits the terminal, zh too
+    render.line(console, verdict_line(verdict))  # one line, as users quote it (zh fits 80 too)
 
 
 def _render_job(console: Console, outcomes: Sequence[NodeOutcome], payload: dict[str, Any], *,
