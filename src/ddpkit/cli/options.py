@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from ddpkit.i18n import _
+
 
 def add_flag(parser: argparse._ActionsContainer, name: str, *more: str, **kwargs: Any) -> None:
     """Add ``--kebab-name`` and also accept ``--kebab_name`` (torchrun's spelling), hidden from help."""
@@ -25,15 +27,15 @@ def add_verbosity_flags(parser: argparse.ArgumentParser) -> None:
     """-v/--verbose and -q/--quiet, the same on every command that runs torch."""
     group = parser.add_mutually_exclusive_group()
     group.add_argument("-v", "--verbose", action="store_true",
-                       help="also show torch's own C++ log lines as torch prints them (all of "
-                            "them are in the run directory's torchrun.log either way)")
+                       help=_("also show torch's own C++ log lines as torch prints them (all of "
+                              "them are in the run directory's torchrun.log either way)"))
     group.add_argument("-q", "--quiet", action="store_true",
-                       help="show only results and errors (and the job's own output)")
+                       help=_("show only results and errors (and the job's own output)"))
 
 
 def add_json_flag(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--json",
         action="store_true",
-        help="print one versioned JSON document on stdout (logs stay on stderr)",
+        help=_("print one versioned JSON document on stdout (logs stay on stderr)"),
     )

@@ -16,7 +16,7 @@ from typing import Any
 
 from ddpkit.choices import parse_choice
 from ddpkit.errors import ConfigError
-from ddpkit.i18n import _
+from ddpkit.i18n import _, current_language
 from ddpkit.launch.config import (
     DEFAULT_CONNECT_TIMEOUT,
     DEFAULT_HANG_TIMEOUT,
@@ -126,6 +126,13 @@ class JobSpec:
                               _("run the same ddpkit version on every node")) from None
 
 
+def lang_flags() -> list[str]:
+    """``--lang zh`` while this run speaks Chinese: every node ddpkit starts (the printed peer
+    commands, the ssh fan-out, a join token's job) then speaks it too."""
+    language = current_language()
+    return [] if language == "en" else ["--lang", language]
+
+
 def node_argv(spec: JobSpec, node_rank: int, master_addr: str, *,
               nproc_per_node: str | None = None, env_in_argv: bool = True,
               node_flags: Sequence[str] = (), for_display: bool = False) -> list[str]:
@@ -140,7 +147,7 @@ def node_argv(spec: JobSpec, node_rank: int, master_addr: str, *,
     prints (or puts in a JSON plan), whose ``--env`` values with secret-looking names are masked
     (:func:`ddpkit.launch.envpass.shown`).
     """
-    argv = [spec.command, "--nnodes", str(spec.nnodes), "--node-rank", str(node_rank),
+    argv = [spec.command, *lang_flags(), "--nnodes", str(spec.nnodes), "--node-rank", str(node_rank),
             "--master-addr", master_addr, "--master-port", str(spec.master_port)]
     if spec.command not in TORCHRUN_COMMANDS:
         return [*argv, *node_flags, *spec.command_flags, *spec.entry]

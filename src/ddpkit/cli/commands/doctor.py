@@ -20,7 +20,7 @@ from ddpkit.cli.output import render
 from ddpkit.cli.output.console import Console
 from ddpkit.cli.output.width import display_width, elide
 from ddpkit.errors import ExitCode, UsageError
-from ddpkit.i18n import _
+from ddpkit.i18n import _, _n
 from ddpkit.launch.config import LaunchConfig
 from ddpkit.launch.outcomes import OK, NodeOutcome
 from ddpkit.net.ports import DEFAULT_MASTER_PORT
@@ -31,11 +31,19 @@ if TYPE_CHECKING:
     from ddpkit.doctor.cluster.report import ClusterReport
     from ddpkit.doctor.cluster.session import ClusterOptions
 
-HELP = "preflight checks, or diagnose a failed run from its logs"
+HELP = _("preflight checks, or diagnose a failed run from its logs")
 SCHEMA_KIND, SCHEMA_VERSION = "doctor", 1
 EVIDENCE_PLACE_COLUMNS = 36  # at most this much of an evidence line for its file:line
 _SEVERITY_STYLE = {"error": "error", "warning": "warn", "info": "ok", "pass": "ok", "warn": "warn",
                    "fail": "error"}
+_SEVERITY_WORD = {"error": _("error"), "warning": _("warning"), "info": _("info"),
+                  "pass": _("pass"), "warn": _("warn"), "fail": _("fail")}
+
+
+def _severity(console: Console, severity: str) -> str:
+    """A finding's or check's severity, padded to one column width, in its colour."""
+    word = _("{severity:<8}", severity=_SEVERITY_WORD.get(severity, severity))
+    return render.style(console, word, _SEVERITY_STYLE[severity])
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -45,23 +53,24 @@ def configure(parser: argparse.ArgumentParser) -> None:
         nargs="+",
         action="extend",
         metavar="FILE",
-        help="diagnose these logs of a failed or hung run (NCCL_DEBUG=INFO output, torchrun "
-        "tracebacks, several nodes' files together); - reads standard input",
+        help=_("diagnose these logs of a failed or hung run (NCCL_DEBUG=INFO output, torchrun "
+               "tracebacks, several nodes' files together); - reads standard input"),
     )
     add_flag(parser, "--master-addr", metavar="ADDR",
-             help="preflight: also check the route to the master; cluster mode: node 0's "
-             "address, where the nodes meet")
+             help=_("preflight: also check the route to the master; cluster mode: node 0's "
+                    "address, where the nodes meet"))
     add_flag(parser, "--master-port", metavar="PORT", type=int, default=DEFAULT_MASTER_PORT,
-             help="preflight: the master port to check; cluster mode: the port the nodes meet "
-             "on, free on node 0 (default 29500)")
+             help=_("preflight: the master port to check; cluster mode: the port the nodes "
+                    "meet on, free on node 0 (default 29500)"))
     add_flag(parser, "--nnodes", metavar="N", type=int, default=None,
-             help="cluster mode: run the same command on all N nodes; they check each other "
-             "(all-pairs reachability per interface, versions and settings side by side)")
+             help=_("cluster mode: run the same command on all N nodes; they check each other "
+                    "(all-pairs reachability per interface, versions and settings side by "
+                    "side)"))
     add_flag(parser, "--node-rank", metavar="R", type=int, default=None,
-             help="cluster mode: this node's rank, 0 = the master (default 0)")
+             help=_("cluster mode: this node's rank, 0 = the master (default 0)"))
     add_flag(parser, "--timeout", metavar="SECONDS", type=float, default=30.0,
-             help="cluster mode: the whole check ends within this many seconds; nodes must show "
-             "up in the first TIMEOUT-7 (default 30)")
+             help=_("cluster mode: the whole check ends within this many seconds; nodes must "
+                    "show up in the first TIMEOUT-7 (default 30)"))
     add_cluster_options(parser)
     add_json_flag(parser)
     add_verbosity_flags(parser)
@@ -71,8 +80,8 @@ def run(args: argparse.Namespace, console: Console) -> int:
     whole_job = bool(args.hosts or args.hostfile)
     if args.nnodes is not None or args.node_rank is not None or whole_job:
         if args.log:
-            raise UsageError("bad-usage", "--log cannot be combined with --nnodes/--node-rank",
-                             "diagnose logs with `ddpkit doctor --log FILE...` alone")
+            raise UsageError("bad-usage", _("--log cannot be combined with --nnodes/--node-rank"),
+                             _("diagnose logs with `ddpkit doctor --log FILE...` alone"))
         from ddpkit.cli.job import doctor_job
         from ddpkit.cli.job.job_command import NODE, job_request
         from ddpkit.cli.node.launch_options import with_master
@@ -103,15 +112,16 @@ def _run_logs(paths: Sequence[str], console: Console, *, as_json: bool) -> int:
                                            {"findings": [f.to_dict() for f in findings]}))
     else:
         for finding in findings:
-            head = render.style(console, f"{finding.severity:<8}", _SEVERITY_STYLE[finding.severity])
-            render.line(console, f"{head} {render.style(console, finding.id, 'bold')}  "
-                        f"{finding.title}")
+            head = _severity(console, finding.severity)
+            render.line(console, _("{head} {id}  {title}", head=head,
+                                   id=render.style(console, finding.id, "bold"),
+                                   title=finding.title))
             render.wrapped(console, finding.explanation, first="  ")
             if finding.evidence:
-                render.line(console, "  evidence:")
+                render.line(console, _("  evidence:"))
                 for item in finding.evidence:  # the line's words matter more than its path
                     render.clipped(console, f"    {_place(item.file, item.line)}: {item.text}")
-            render.line(console, "  fix:")
+            render.line(console, _("  fix:"))
             for text in finding.fix.splitlines():
                 if text.startswith(" "):  # a command to paste: kept whole
                     render.command(console, text.strip(), indent="    " + text[:-len(text.lstrip())])
@@ -121,8 +131,9 @@ def _run_logs(paths: Sequence[str], console: Console, *, as_json: bool) -> int:
         errors = sum(1 for f in findings if f.severity == "error")
         warnings = sum(1 for f in findings if f.severity == "warning")
         top = findings[0].id if findings else "no-failure"
-        render.result(console, f"doctor: {errors} error(s), {warnings} warning(s) in "
-                   f"{len(paths)} log(s); most likely cause: {top}")
+        render.result(console, _("doctor: {errors} error(s), {warnings} warning(s) in {logs} "
+                                 "log(s); most likely cause: {top}", errors=errors,
+                                 warnings=warnings, logs=len(paths), top=top))
     return int(ExitCode.FAILURE if has_errors(findings) else ExitCode.OK)
 
 
@@ -145,8 +156,9 @@ def _run_preflight(console: Console, master_addr: str | None, master_port: int, 
     from ddpkit.doctor.checks.network import network_checks
 
     if not 0 < master_port < 65536:
-        raise UsageError("bad-port", f"--master-port {master_port} is not a port number",
-                         "give a port between 1 and 65535, e.g. --master-port 29500")
+        raise UsageError("bad-port", _("--master-port {port} is not a port number",
+                                       port=master_port),
+                         _("give a port between 1 and 65535, e.g. --master-port 29500"))
     env = dict(os.environ)
     network = network_checks(env, master_addr)
     rows = network.rows + local_rows(collect_local_facts(master_port), env, network.interface)
@@ -154,19 +166,23 @@ def _run_preflight(console: Console, master_addr: str | None, master_port: int, 
         render.emit_json(console, document(SCHEMA_KIND, SCHEMA_VERSION,
                                            {"checks": [row.to_dict() for row in rows]}))
     else:
-        table = [(row.title, render.style(console, row.status, _SEVERITY_STYLE[row.status]),
+        table = [(row.title, render.style(console, _SEVERITY_WORD.get(row.status, row.status),
+                                          _SEVERITY_STYLE[row.status]),
                   row.detail) for row in rows]
-        render.table(console, ("check", "status", "detail"), table,
-                     title="ddpkit doctor: this node")
+        render.table(console, (_("check"), _("status"), _("detail")), table,
+                     title=_("ddpkit doctor: this node"))
         fixes = [row for row in rows if row.status != "pass" and row.fix]
         if fixes:
             render.line(console)
-            render.line(console, "fixes:")
+            render.line(console, _("fixes:"))
             for row in fixes:
-                render.wrapped(console, f"{row.id}: {row.fix}", first="  ", indent="    ")
-        render.result(console, f"doctor: {worst(rows)} ({sum(r.status == 'fail' for r in rows)} "
-                   f"failed, {sum(r.status == 'warn' for r in rows)} warnings); diagnose a failed "
-                   "run with: ddpkit doctor --log FILE...")
+                render.wrapped(console, _("{id}: {fix}", id=row.id, fix=row.fix), first="  ",
+                               indent="    ")
+        render.result(console, _("doctor: {worst} ({failed} failed, {warnings} warnings); "
+                                 "diagnose a failed run with: ddpkit doctor --log FILE...",
+                                 worst=_SEVERITY_WORD.get(worst(rows), worst(rows)),
+                                 failed=sum(r.status == "fail" for r in rows),
+                                 warnings=sum(r.status == "warn" for r in rows)))
     return int(ExitCode.FAILURE if worst(rows) == "fail" else ExitCode.OK)
 
 
@@ -174,8 +190,8 @@ def _run_cluster(args: argparse.Namespace, console: Console) -> int:
     from ddpkit.cli.job.job_command import job_request, run_this_node
 
     if args.nnodes is None:
-        raise UsageError("bad-usage", "--node-rank needs --nnodes",
-                         "give the number of nodes, e.g. --nnodes 2 --node-rank 1")
+        raise UsageError("bad-usage", _("--node-rank needs --nnodes"),
+                         _("give the number of nodes, e.g. --nnodes 2 --node-rank 1"))
     config, options = node_config(args)
     return run_this_node(job_request(args), console, JOB, config, options)
 
@@ -231,39 +247,42 @@ def _render_cluster(console: Console, report: ClusterReport) -> None:
 
     out = report.outcome
     render.line(console, render.style(
-        console, f"ddpkit doctor: cluster of {out.nnodes} nodes, master {out.master}, this is "
-        f"node {out.node_rank}", "bold"))
+        console, _n("ddpkit doctor: cluster of {count} node, master {master}, this is node {rank}",
+                    "ddpkit doctor: cluster of {count} nodes, master {master}, this is node "
+                    "{rank}", out.nnodes, master=out.master, rank=out.node_rank), "bold"))
     render.line(console)
-    nodes = [(f"node{r.rank}", r.hostname, ", ".join(f"{c.ifname} {c.address}" for c in
-                                                     r.candidates) or "none")
-             for r in report.records]
-    nodes += [(f"node{rank}", "(did not show up)", "") for rank in report.missing]
-    render.table(console, ("node", "hostname", "candidate interfaces"), sorted(nodes),
-                 title="nodes")
+    nodes: list[tuple[str, str, str]] = [
+        (f"node{r.rank}", r.hostname,
+         ", ".join(f"{c.ifname} {c.address}" for c in r.candidates) or _("none"))
+        for r in report.records]
+    nodes += [(f"node{rank}", _("(did not show up)"), "") for rank in report.missing]
+    render.table(console, (_("node"), _("hostname"), _("candidate interfaces")), sorted(nodes),
+                 title=_("nodes"))
     if not report.missing:
         render.line(console)
         headers, rows = matrix_table(report)
-        render.table(console, headers, rows, title="reachability (row dials column; ok = that "
-                     "node answered and saw the intended source address)")
+        render.table(console, headers, rows, title=_("reachability (row dials column; ok = that "
+                                                     "node answered and saw the intended source "
+                                                     "address)"))
     render.line(console)
     if report.differences:
         headers, rows = difference_table(report)
-        render.table(console, headers, rows, title="differences between the nodes")
+        render.table(console, headers, rows, title=_("differences between the nodes"))
     else:
-        render.line(console, "differences between the nodes: none")
+        render.line(console, _("differences between the nodes: none"))
     if report.problems:
         render.line(console)
-        render.line(console, render.style(console, "problems", "bold"))
+        render.line(console, render.style(console, _("problems"), "bold"))
         for problem in report.problems:
-            head = render.style(console, f"{problem.severity:<8}",
-                                _SEVERITY_STYLE[problem.severity])
-            render.line(console, f"{head} {render.style(console, problem.id, 'bold')}")
+            head = _severity(console, problem.severity)
+            render.line(console, _("{head} {id}", head=head,
+                                   id=render.style(console, problem.id, "bold")))
             render.wrapped(console, problem.message, first="  ")
-            render.wrapped(console, "fix: " + problem.fix, first="  ")
+            render.wrapped(console, _("fix: {fix}", fix=problem.fix), first="  ")
     render.line(console)
-    render.line(console, render.style(console, "verdict", "bold"))
+    render.line(console, render.style(console, _("verdict"), "bold"))
     for text in verdict_lines(report.verdict):
-        render.line(console, ("  " + text) if text else "")
+        render.line(console, _("  {line}", line=text) if text else "")
 
 
 JOB: JobCommand[ClusterOptions] = JobCommand("doctor", node_config, share)

@@ -25,27 +25,31 @@ from ddpkit.cli.output import render
 from ddpkit.cli.output.console import Console
 from ddpkit.errors import ConfigError, DdpkitError, EnvironmentProblem, UsageError
 from ddpkit.file_safety import NotRegularFile, read_regular
+from ddpkit.i18n import _
 from ddpkit.launch.config import DEFAULT_CONNECT_TIMEOUT
 from ddpkit.launch.outcomes import INTERRUPTED, STOPPED, NodeOutcome, outcome_from_error
 
-HELP = "join a job started on the master with a ddpk:// token"
+HELP = _("join a job started on the master with a ddpk:// token")
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("token", nargs="?", default=None,
-                        help="the ddpk://ADDRESS:PORT/RUN/SECRET token the master printed, or - to "
-                             "read it from stdin (safer: --token-file or $DDPKIT_JOIN_TOKEN, which "
-                             "keep it out of `ps`)")
+                        help=_("the ddpk://ADDRESS:PORT/RUN/SECRET token the master printed, or - "
+                               "to read it from stdin (safer: --token-file or $DDPKIT_JOIN_TOKEN, "
+                               "which keep it out of `ps`)"))
     add_flag(parser, "--token-file", default=None, metavar="FILE",
-             help="read the token from FILE (the master's --token-file, copied over; - is stdin)")
+             help=_("read the token from FILE (the master's --token-file, copied over; - is "
+                    "stdin)"))
     add_flag(parser, "--ifname", default=None,
-             help="force this machine's inter-node interface (default: the route to the master)")
+             help=_("force this machine's inter-node interface (default: the route to the "
+                    "master)"))
     add_flag(parser, "--connect-timeout", type=float, default=DEFAULT_CONNECT_TIMEOUT,
-             help=f"seconds to wait for the master (default {DEFAULT_CONNECT_TIMEOUT:g})")
+             help=_("seconds to wait for the master (default {seconds:g})",
+                    seconds=DEFAULT_CONNECT_TIMEOUT))
     add_flag(parser, "--run-dir", default=None,
-             help="where per-rank logs go (default ./ddpkit-runs/<time>-node<R>)")
+             help=_("where per-rank logs go (default ./ddpkit-runs/<time>-node<R>)"))
     parser.add_argument("--show-output", action="store_true",
-                        help="ddpkit test jobs: stream the ranks' own output")
+                        help=_("ddpkit test jobs: stream the ranks' own output"))
     add_json_flag(parser)
     add_verbosity_flags(parser)
 
@@ -62,8 +66,8 @@ def run(args: argparse.Namespace, console: Console) -> int:
     token = parse_token(token_text(args, env))
     env.pop(TOKEN_ENV, None)  # the secret stays with ddpkit, never in the job's environment
     route = route_to(token.address)
-    render.status(console, f"joining the job at {token.endpoint} via {route.ifname} "
-                           f"(source {route.source})")
+    render.status(console, _("joining the job at {endpoint} via {ifname} (source {source})",
+                             endpoint=token.endpoint, ifname=route.ifname, source=route.source))
     import_torch(console.verbosity)  # after the environment was read: see cli/torch_import.py
     with sigterm_as_interrupt():
         worker = WorkerSide(connect_store(token, timeout=args.connect_timeout))
@@ -72,8 +76,9 @@ def run(args: argparse.Namespace, console: Console) -> int:
         _check_script(spec, node_args(spec, 1, args), cwd)  # before a rank is taken
         host = socket.gethostname()
         rank = worker.claim_rank(spec, host, route.source, route.ifname)
-        render.status(console, f"joined as node {rank} of {spec.nnodes} ({spec.command} "
-                               f"{' '.join(spec.job.entry)}); waiting for the other nodes")
+        render.status(console, _("joined as node {rank} of {nnodes} ({job}); waiting for the "
+                                 "other nodes", rank=rank, nnodes=spec.nnodes,
+                                 job=" ".join([spec.command, *spec.job.entry])))
         switch = StopSwitch(interrupt=lambda: os.kill(os.getpid(), signal.SIGTERM))
         worker.start_heartbeat(on_lost=switch.trigger)
         try:
@@ -109,14 +114,14 @@ def token_text(args: argparse.Namespace, env: dict[str, str]) -> str:
 
     given = [s for s in (args.token, args.token_file) if s is not None]
     if len(given) > 1:
-        raise UsageError("bad-usage", "give the token once: as an argument or with --token-file",
-                         "drop one of them")
+        raise UsageError("bad-usage", _("give the token once: as an argument or with "
+                                        "--token-file"), _("drop one of them"))
     if not given:
         if env.get(TOKEN_ENV):
             return env[TOKEN_ENV]
-        raise UsageError("no-token", "no join token given",
-                         f"pass --token-file FILE (safest), set {TOKEN_ENV}, or pipe it in with "
-                         "`ddpkit join -`")
+        raise UsageError("no-token", _("no join token given"),
+                         _("pass --token-file FILE (safest), set {variable}, or pipe it in with "
+                           "`ddpkit join -`", variable=TOKEN_ENV))
     source = given[0]
     if source == "-":
         return sys.stdin.readline(MAX_TOKEN_BYTES)
@@ -125,13 +130,17 @@ def token_text(args: argparse.Namespace, env: dict[str, str]) -> str:
     try:
         return read_regular(source, MAX_TOKEN_BYTES).decode("utf-8")
     except NotRegularFile as exc:  # a FIFO would wait for a writer until Ctrl-C
-        raise ConfigError("token-file-unreadable", f"cannot read the token file {exc.strerror}",
-                          f"pipe the token in instead (`cat {source} | ddpkit join -`), or copy "
-                          "the master's --token-file here (scp) and pass its path") from None
+        raise ConfigError("token-file-unreadable",
+                          _("cannot read the token file {why}", why=exc.strerror),
+                          _("pipe the token in instead (`cat {path} | ddpkit join -`), or copy "
+                            "the master's --token-file here (scp) and pass its path",
+                            path=source)) from None
     except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError("token-file-unreadable", f"cannot read the token file {source}: "
-                          f"{getattr(exc, 'strerror', None) or exc}",
-                          "copy the master's --token-file here (scp) and pass its path") from None
+        raise ConfigError("token-file-unreadable",
+                          _("cannot read the token file {path}: {why}", path=source,
+                            why=getattr(exc, "strerror", None) or str(exc)),
+                          _("copy the master's --token-file here (scp) and pass its path")) \
+            from None
 
 
 def node_args(spec: Any, rank: int, args: argparse.Namespace) -> argparse.Namespace:
@@ -144,20 +153,22 @@ def node_args(spec: Any, rank: int, args: argparse.Namespace) -> argparse.Namesp
            *(["--run-dir", args.run_dir] if args.run_dir else []),
            *(["--show-output"] if args.show_output and spec.command == "test" else [])]
     argv = node_argv(spec.job, rank, spec.master_addr, node_flags=own)
-    parser, _ = build_parser(argv[0])
+    parser, _unused = build_parser(argv[0])
     try:
         return parser.parse_args(argv[1:])
     except SystemExit:
-        raise ConfigError("bad-job", f"this ddpkit cannot read the master's job ({' '.join(argv)})",
-                          "install the same ddpkit version on every machine") from None
+        raise ConfigError("bad-job", _("this ddpkit cannot read the master's job ({argv})",
+                                       argv=" ".join(argv)),
+                          _("install the same ddpkit version on every machine")) from None
 
 
 def _check_version(spec: Any) -> None:
     if spec.ddpkit_version != __version__:
         raise EnvironmentProblem(
             "version-mismatch",
-            f"the master runs ddpkit {spec.ddpkit_version}, this machine {__version__}",
-            "install the same ddpkit version on every machine")
+            _("the master runs ddpkit {master}, this machine {here}",
+              master=spec.ddpkit_version, here=__version__),
+            _("install the same ddpkit version on every machine"))
 
 
 def _check_script(spec: Any, parsed: argparse.Namespace, cwd: Path) -> None:
@@ -165,16 +176,19 @@ def _check_script(spec: Any, parsed: argparse.Namespace, cwd: Path) -> None:
     if script and not parsed.module and not (cwd / script).is_file():
         raise ConfigError(
             "script-not-found",
-            f"the job's script {script} is not in this directory ({cwd})",
-            f"run `ddpkit join` from the directory that holds it (on the master: {spec.cwd})")
+            _("the job's script {script} is not in this directory ({cwd})", script=script,
+              cwd=str(cwd)),
+            _("run `ddpkit join` from the directory that holds it (on the master: {path})",
+              path=spec.cwd))
 
 
 def job_command(name: str) -> JobCommand[Any]:
     """The whole-job command the master started, found by name in the command table."""
     job = getattr(load_command(name), "JOB", None) if name in COMMANDS else None
     if not isinstance(job, JobCommand):
-        raise ConfigError("bad-job", f"the master's job runs `ddpkit {name}`, which this ddpkit "
-                          "cannot join", "install the same ddpkit version on every machine")
+        raise ConfigError("bad-job", _("the master's job runs `ddpkit {name}`, which this ddpkit "
+                                       "cannot join", name=name),
+                          _("install the same ddpkit version on every machine"))
     return job
 
 
@@ -182,4 +196,5 @@ def _report(console: Console, worker: Any, outcome: NodeOutcome) -> None:
     try:
         worker.report(outcome)
     except (RuntimeError, OSError, DdpkitError) as exc:
-        render.status(console, f"could not tell the master how this node ended ({exc})")
+        render.status(console, _("could not tell the master how this node ended ({why})",
+                                 why=str(exc)))

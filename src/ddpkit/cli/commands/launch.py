@@ -25,16 +25,17 @@ from ddpkit.cli.node.torch_options import add_torch_options, resolve
 from ddpkit.cli.options import add_json_flag, add_verbosity_flags
 from ddpkit.cli.output import render
 from ddpkit.cli.output.console import Console
+from ddpkit.i18n import _
 from ddpkit.launch.config import LaunchConfig
 from ddpkit.launch.outcomes import OK, NodeOutcome
 from ddpkit.report import document
 
-HELP = "run a multi-node job via torchrun (one node, all nodes over ssh, or with a join token)"
-EXAMPLES = """examples:
+HELP = _("run a multi-node job via torchrun (one node, all nodes over ssh, or with a join token)")
+EXAMPLES = _("""examples:
   ddpkit launch --nnodes 2 --node-rank 0 --master-addr 10.0.0.2 train.py
   ddpkit launch --hostfile hosts.txt train.py   # every node, over ssh
   ddpkit launch --nnodes 2 train.py             # prints a line for the others
-"""
+""")
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -44,16 +45,17 @@ def configure(parser: argparse.ArgumentParser) -> None:
     add_verbosity_flags(parser)
     add_torch_options(parser)
     parser.add_argument("-m", "--module", action="store_true",
-                        help="run the entry as a Python module (python -m)")
-    parser.add_argument("script", help="the training script, or a module name with -m")
-    parser.add_argument("script_args", nargs=argparse.REMAINDER, help="arguments for the script")
+                        help=_("run the entry as a Python module (python -m)"))
+    parser.add_argument("script", help=_("the training script, or a module name with -m"))
+    parser.add_argument("script_args", nargs=argparse.REMAINDER,
+                        help=_("arguments for the script"))
 
 
 def run(args: argparse.Namespace, console: Console) -> int:
     args, torch = resolve(args)  # before the job mode: --rdzv-endpoint may give the master
     args, notes = with_scheduler_layout(args, dict(os.environ))
     for note in notes:
-        render.status(console, f"note: {note}")
+        render.status(console, _("note: {text}", text=note))
     request = job_request(args)
     mode = request.mode()
     tail = [*torch.node_flags(), *(["-m"] if args.module else []), args.script, *args.script_args]
@@ -107,8 +109,8 @@ def _preview_local_rank(args: argparse.Namespace, console: Console) -> None:
         source = read_entry(args.script, cwd=Path.cwd(), is_module=args.module,
                             no_python=bool(args.torchrun_flag_no_python), sys_path=sys.path)
     choice = decide(args.local_rank_arg, source, tuple(args.script_args), use_env=args.use_env)
-    render.status(console, "local-rank argument: decided on every node from its own copy; "
-                           f"this machine's gives {choice.describe()}")
+    render.status(console, _("local-rank argument: decided on every node from its own copy; "
+                             "this machine's gives {how}", how=choice.describe()))
 
 
 def share(console: Console, config: LaunchConfig, context: ShareContext,
@@ -133,8 +135,9 @@ def share(console: Console, config: LaunchConfig, context: ShareContext,
                              store_connector=quiet_store_connector(console.verbosity))
     if context.as_json:
         render.emit_json(console, document("launch", 1, result.to_dict()))
-    render.status(console, f"node {config.node_rank} finished in "
-                           f"{result.outcome.duration_s:.1f} s; logs in {plan.run_dir}", keep=True)
+    render.status(console, _("node {rank} finished in {seconds:.1f} s; logs in {path}",
+                             rank=config.node_rank, seconds=result.outcome.duration_s,
+                             path=str(plan.run_dir)), keep=True)
     return 0, outcome
 
 

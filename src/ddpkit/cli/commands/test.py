@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ddpkit.cli.job.job_command import NODE, JobCommand, job_request, run_this_node
+from ddpkit.cli.job.verdict_line import verdict_line
 from ddpkit.cli.node.launch_options import (
     ShareContext,
     add_cluster_options,
@@ -31,11 +32,13 @@ from ddpkit.cli.output.console import Console
 from ddpkit.clustertest import WORKER_MODULE
 from ddpkit.error_ids import JOB_FAILED, JOB_HUNG, JOB_STOPPED, JOB_TIMEOUT
 from ddpkit.errors import DdpkitError, ExitCode
+from ddpkit.i18n import _
 from ddpkit.launch.config import LaunchConfig
 from ddpkit.launch.outcomes import FAILED, OK, NodeOutcome, first_failure, job_summary, outcome_from_error
 from ddpkit.report import document
 
-HELP = "check the cluster end to end: collectives, DDP and bandwidth in every rank"
+HELP = _("check the cluster end to end: collectives, DDP and bandwidth in every rank")
+_HEADINGS = {"check": _("check"), "detail": _("detail")}  # the verdict table's own columns
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -44,12 +47,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
     add_json_flag(parser)
     add_verbosity_flags(parser)
     parser.add_argument("--backend", choices=["auto", "gloo", "nccl"], default="auto",
-                        help="auto: NCCL when CUDA is present, Gloo otherwise")
-    parser.add_argument("--quick", action="store_true", help="small bandwidth sweep")
+                        help=_("auto: NCCL when CUDA is present, Gloo otherwise"))
+    parser.add_argument("--quick", action="store_true", help=_("small bandwidth sweep"))
     add_flag(parser, "--pg-timeout", type=float, default=120.0,
-             help="process-group timeout inside the ranks (seconds, default 120)")
+             help=_("process-group timeout inside the ranks (seconds, default 120)"))
     parser.add_argument("--show-output", action="store_true",
-                        help="stream the ranks' own output (hidden by default)")
+                        help=_("stream the ranks' own output (hidden by default)"))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -67,7 +70,7 @@ class TestOptions:
 def run(args: argparse.Namespace, console: Console) -> int:
     args, notes = with_scheduler_layout(args, dict(os.environ))
     for note in notes:
-        render.status(console, f"note: {note}")
+        render.status(console, _("note: {text}", text=note))
     request = job_request(args)
     mode = request.mode()
     options = test_options(args)
@@ -153,9 +156,9 @@ def share(console: Console, config: LaunchConfig, context: ShareContext,
     else:
         _print_verdict(console, verdict)
     if launch_error is not None:
-        render.status(console, f"{launch_error.message}", keep=True)
-        render.wrapped(console, f"fix: {launch_error.hint}", first="  ", indent="       ",
-                       to_err=True, keep=True)
+        render.status(console, launch_error.message, keep=True)
+        render.wrapped(console, _("fix: {hint}", hint=launch_error.hint), first="  ",
+                       indent="       ", to_err=True, keep=True)
         failed = outcome_from_error(launch_error.to_dict(), node_rank=config.node_rank,
                                     host=plan.hostname)
         return int(launch_error.exit_code), failed
@@ -168,9 +171,9 @@ def share(console: Console, config: LaunchConfig, context: ShareContext,
 def _print_verdict(console: Console, verdict: Any) -> None:
     headers, rows = verdict.rows()
     if verdict.ranks:
-        render.table(console, headers, rows)
+        render.table(console, [_HEADINGS.get(h, h) for h in headers], rows)
         render.line(console)
-    render.line(console, verdict.headline())
+    render.line(console, verdict_line(verdict))  # one line, as users quote it (zh fits 80 too)
 
 
 def _render_job(console: Console, outcomes: Sequence[NodeOutcome], payload: dict[str, Any], *,
@@ -193,7 +196,8 @@ def _render_job(console: Console, outcomes: Sequence[NodeOutcome], payload: dict
                               complete=bool(doc.get("complete")))
         _print_verdict(console, verdict)
     if failure is not None:
-        render.status(console, f"job failed: {job_summary(outcomes)}", keep=True)
+        render.status(console, _("job failed: {summary}", summary=job_summary(outcomes)),
+                      keep=True)
         return ExitCode.JOB_FAILED
     return ExitCode.OK if doc is not None and doc.get("ok") else ExitCode.FAILURE
 

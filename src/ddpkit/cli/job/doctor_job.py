@@ -15,9 +15,11 @@ from typing import Any
 from ddpkit.cli.output import render
 from ddpkit.cli.output.console import Console
 from ddpkit.errors import ExitCode
+from ddpkit.i18n import _, _n
 from ddpkit.launch.outcomes import NodeOutcome, job_summary
 
 CHECK_FAILED = "checks-failed"  # a node's report says not ok: the check's answer, not a crash
+_SEVERITY = {"error": _("error"), "warning": _("warning"), "note": _("note"), "info": _("info")}
 
 
 def tail(timeout_s: float) -> list[str]:
@@ -39,28 +41,33 @@ def render_job(console: Console, outcomes: Sequence[NodeOutcome], payload: dict[
     elif doc is not None:
         show_report(console, dict(doc))
     if crashed:
-        render.status(console, f"job failed: {job_summary(outcomes)}", keep=True)
+        render.status(console, _("job failed: {summary}", summary=job_summary(outcomes)), keep=True)
         return int(ExitCode.JOB_FAILED)
     return int(ExitCode.OK if doc is not None and doc.get("ok") else ExitCode.FAILURE)
 
 
 def show_report(console: Console, doc: dict[str, Any]) -> None:
     """A cluster report from its JSON form, in the words of the per-node view."""
-    render.line(console, f"ddpkit doctor: cluster of {doc.get('nnodes')} nodes, master "
-                         f"{doc.get('master', {}).get('address')}")
-    rows = [(f"node{n['rank']}", str(n["hostname"]),
-             ", ".join(f"{c['ifname']} {c['address']}" for c in n.get("candidates", [])) or "none")
-            for n in doc.get("nodes", [])]
-    rows += [(f"node{rank}", "(did not show up)", "") for rank in doc.get("missing", [])]
-    render.table(console, ("node", "hostname", "candidate interfaces"), sorted(rows),
-                 title="nodes")
+    render.line(console, _n("ddpkit doctor: cluster of {count} node, master {address}",
+                            "ddpkit doctor: cluster of {count} nodes, master {address}",
+                            int(doc.get("nnodes") or 0),
+                            address=doc.get("master", {}).get("address")))
+    rows: list[tuple[str, str, str]] = [
+        (f"node{n['rank']}", str(n["hostname"]),
+         ", ".join(f"{c['ifname']} {c['address']}" for c in n.get("candidates", [])) or _("none"))
+        for n in doc.get("nodes", [])]
+    rows += [(f"node{rank}", _("(did not show up)"), "") for rank in doc.get("missing", [])]
+    render.table(console, (_("node"), _("hostname"), _("candidate interfaces")), sorted(rows),
+                 title=_("nodes"))
     for problem in doc.get("problems", []):
-        render.line(console, f"{problem.get('severity', ''):<8} {problem.get('id')}: "
-                             f"{problem.get('message')}")
-        render.line(console, f"  fix: {problem.get('fix')}")
+        # message and fix are node 0's report (a JSON document): English as sent
+        severity = _SEVERITY.get(str(problem.get("severity", "")), str(problem.get("severity", "")))
+        render.line(console, _("{severity:<8} {id}: {message}", severity=severity,
+                               id=problem.get("id"), message=problem.get("message")))
+        render.line(console, _("  fix: {fix}", fix=problem.get("fix")))
     choices = doc.get("verdict", {}).get("interfaces", [])
     if choices:
-        render.line(console, "verdict: " + "; ".join(
-            f"node{c['rank']}: {c['interface']} {c['address']}" for c in choices))
+        render.line(console, _("verdict: {choices}", choices="; ".join(
+            f"node{c['rank']}: {c['interface']} {c['address']}" for c in choices)))
     else:
-        render.line(console, "verdict: no interface assignment reaches every node")
+        render.line(console, _("verdict: no interface assignment reaches every node"))

@@ -21,6 +21,7 @@ from ddpkit.cli.node.launch_options import process_context, sigterm_as_interrupt
 from ddpkit.cli.output import render
 from ddpkit.cli.output.console import Console
 from ddpkit.errors import JobFailed
+from ddpkit.i18n import _, _n
 from ddpkit.launch.envpass import PassedEnv, shown, shown_env
 from ddpkit.launch.outcomes import job_summary
 from ddpkit.launch.ssh import driver as hosts_driver
@@ -45,7 +46,7 @@ def _run(request: JobRequest, console: Console, *, command: JobCommandName, tail
     env, _home, cwd, python = process_context()
     passed = job_env(request, env, cwd, console)
     for warning in duplicate_warnings(hosts):
-        render.log(console, f"warning: {warning}")
+        render.log(console, _("warning: {message}", message=warning))
     job = hosts_driver.HostsJob(
         hosts=hosts, local=hosts_driver.this_machine_flags(hosts),
         job=whole_job(request, command, len(hosts), tail), python=request.remote_python or python,
@@ -63,11 +64,14 @@ def _run(request: JobRequest, console: Console, *, command: JobCommandName, tail
         return render_result(console, result.outcomes, result.payload())
     if not result.ok:
         raise JobFailed("job-failed", job_summary(result.outcomes),
-                        "each node's full output is above (or in --output-dir); its per-rank logs "
-                        "are in its run directory on that machine", details=result.payload())
+                        _("each node's full output is above (or in --output-dir); its per-rank "
+                          "logs are in its run directory on that machine"),
+                        details=result.payload())
     if request.as_json:
         render.emit_json(console, document("launch-job", 1, result.payload()))
-    render.status(console, f"all {len(result.outcomes)} nodes finished successfully", keep=True)
+    render.status(console, _n("{count} node finished successfully",
+                              "all {count} nodes finished successfully", len(result.outcomes)),
+                  keep=True)
     return 0
 
 
@@ -77,16 +81,21 @@ def _print_dry_run(console: Console, nodes: Sequence[NodeCommand], passed: Passe
         render.emit_json(console, document("launch-job-plan", 1, {
             "nodes": [n.to_dict() for n in nodes], "env": passed.to_dict()}))
         return
-    render.line(console, f"{len(nodes)} nodes; each checked first (ssh, python, ddpkit, torch), "
-                         "then started in parallel:")
+    render.line(console, _n("{count} node; checked first (ssh, python, ddpkit, torch), then "
+                            "started:",
+                            "{count} nodes; each checked first (ssh, python, ddpkit, torch), then "
+                            "started in parallel:", len(nodes)))
     for node in nodes:
-        where = "here" if node.local else f"on {node.host.ssh_target}"
-        render.line(console, f"node {node.node_rank} ({where}):")
+        if node.local:
+            render.line(console, _("node {rank} (here):", rank=node.node_rank))
+        else:
+            render.line(console, _("node {rank} (on {target}):", rank=node.node_rank,
+                                   target=node.host.ssh_target))
         render.line(console, "  " + node.display())
     if passed.values or passed.overrides:
-        render.line(console, "environment passed on over each node's stdin, never in a command line "
-                             "(allow-list, env file, --env):")
+        render.line(console, _("environment passed on over each node's stdin, never in a command "
+                               "line (allow-list, env file, --env):"))
         for key, value in shown_env(passed.values).items():
             render.line(console, f"  {key}={value}  ({passed.sources.get(key, '')})")
         for key, value in passed.overrides:
-            render.line(console, f"  {key}={shown(key, value)}  (--env)")
+            render.line(console, _("  {key}={value}  (--env)", key=key, value=shown(key, value)))

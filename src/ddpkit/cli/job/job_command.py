@@ -31,6 +31,7 @@ from ddpkit.cli.node.launch_options import (
 from ddpkit.cli.output import render
 from ddpkit.cli.output.console import Console
 from ddpkit.errors import UsageError
+from ddpkit.i18n import _
 from ddpkit.launch.config import (
     DEFAULT_CONNECT_TIMEOUT,
     DEFAULT_HANG_TIMEOUT,
@@ -111,14 +112,16 @@ class JobRequest:
         """``hosts`` (ssh fan-out), ``join`` (print a token and wait) or ``node`` (this node's
         share); UsageError ``bad-usage`` for flags that cannot go together."""
         if self.hosts and self.hostfile:
-            raise UsageError("bad-usage", "--hosts and --hostfile cannot be combined", "use one of them")
+            raise UsageError("bad-usage", _("--hosts and --hostfile cannot be combined"),
+                             _("use one of them"))
         if self.hosts or self.hostfile:
             if self.supervised:
-                raise UsageError("bad-usage", "a supervised node cannot fan out itself",
-                                 "drop --hosts/--hostfile")
+                raise UsageError("bad-usage", _("a supervised node cannot fan out itself"),
+                                 _("drop --hosts/--hostfile"))
             if self.node_rank != 0:
-                raise UsageError("bad-usage", "--node-rank is decided by the host order with --hosts",
-                                 "list the master first and drop --node-rank")
+                raise UsageError("bad-usage",
+                                 _("--node-rank is decided by the host order with --hosts"),
+                                 _("list the master first and drop --node-rank"))
             return HOSTS
         if self.nnodes > 1 and self.master_addr is None and self.node_rank == 0 and not self.supervised:
             return JOIN
@@ -164,8 +167,9 @@ def load_hosts(request: JobRequest) -> tuple[Host, ...]:
         parse_hosts(request.hosts or "")
     if request.nnodes not in (1, len(hosts)):
         raise UsageError("nnodes-mismatch",
-                         f"--nnodes {request.nnodes} but {len(hosts)} hosts are listed",
-                         "drop --nnodes (the host list decides) or list that many hosts")
+                         _("--nnodes {nnodes} but {count} hosts are listed",
+                           nnodes=request.nnodes, count=len(hosts)),
+                         _("drop --nnodes (the host list decides) or list that many hosts"))
     return hosts
 
 
@@ -192,7 +196,7 @@ def job_env(request: JobRequest, env: Mapping[str, str], cwd: Path,
     warning = untravelled_warning(untravelled(dict(env), passed),
                                   request.env_file or ENV_FILE_NAME)
     if console is not None and warning:
-        render.status(console, f"warning: {warning}")
+        render.status(console, _("warning: {message}", message=warning))
     return passed
 
 
@@ -205,8 +209,8 @@ def node_supervision(supervised: bool) -> Iterator[Callable[[], str | None] | No
     from ddpkit.launch.watch import StopSwitch, watch_for_eof
 
     switch = StopSwitch(interrupt=lambda: os.kill(os.getpid(), signal.SIGTERM))
-    watch_for_eof(sys.stdin.fileno(), switch, "its job supervisor let go (the ssh session ended or "
-                                            "another node failed)")
+    watch_for_eof(sys.stdin.fileno(), switch, _("its job supervisor let go (the ssh session ended "
+                                                "or another node failed)"))
     yield switch.should_stop
 
 

@@ -12,10 +12,14 @@ from pathlib import Path
 
 from ddpkit.cli.output import render
 from ddpkit.cli.output.console import Console
+from ddpkit.i18n import _, _n
+from ddpkit.launch.job import lang_flags
 from ddpkit.launch.join.sides import JoinedNode
 from ddpkit.launch.join.tokens import JoinToken
 from ddpkit.launch.outcomes import OK, JobResult, NodeOutcome
 from ddpkit.launch.ssh.fanout import NodeCommand
+
+_STACK_PREFIX = "ddpkit:   "
 
 
 class JobConsoleEvents:
@@ -30,7 +34,7 @@ class JobConsoleEvents:
         render.status(self.console, message)
 
     def warning(self, message: str) -> None:
-        render.status(self.console, f"warning: {message}")
+        render.status(self.console, _("warning: {message}", message=message))
 
     def node_line(self, node: NodeCommand, text: str) -> None:
         prefixed = f"[{node.label}] {text}"
@@ -40,33 +44,45 @@ class JobConsoleEvents:
             render.line(self.console, prefixed)
 
     def node_finished(self, outcome: NodeOutcome) -> None:
-        how = "finished" if outcome.state == OK else f"{outcome.state}: {outcome.how()}"
-        render.status(self.console, f"node {outcome.node_rank} ({outcome.host}) {how}")
+        if outcome.state == OK:
+            text = _("node {rank} ({host}) finished", rank=outcome.node_rank, host=outcome.host)
+        else:
+            text = _("node {rank} ({host}) {state}: {how}", rank=outcome.node_rank,
+                     host=outcome.host, state=outcome.state, how=outcome.how())
+        render.status(self.console, text)
 
     def stopping(self, reason: str) -> None:
-        render.status(self.console, f"stopping every node: {reason}")
+        render.status(self.console, _("stopping every node: {reason}", reason=reason))
 
     def token_ready(self, token: JoinToken, others: int, token_file: Path | None = None) -> None:
-        where = "the other machine" if others == 1 else f"each of the other {others} machines"
         if token_file is None:
-            render.status(self.console, f"on {where}, run:", keep=True)
-            render.result(self.console, f"  ddpkit join {token}")
+            render.status(self.console, _n("on the other machine, run:",
+                                           "on each of the other {count} machines, run:", others),
+                          keep=True)
+            render.result(self.console, "  " + shlex.join(["ddpkit", "join", *lang_flags(),
+                                                           str(token)]))
             return
         # the secret stays in the file (mode 0600): this output may go to logs
-        render.status(self.console, f"the join token (job store {token.endpoint}) is in "
-                                    f"{token_file}; copy it to {where} (e.g. scp) and run there:",
+        render.status(self.console, _n("the join token (job store {endpoint}) is in {path}; copy "
+                                       "it to the other machine (e.g. scp) and run there:",
+                                       "the join token (job store {endpoint}) is in {path}; copy "
+                                       "it to each of the other {count} machines (e.g. scp) and "
+                                       "run there:", others, endpoint=token.endpoint,
+                                       path=str(token_file)),
                       keep=True)
-        render.command(self.console, shlex.join(["ddpkit", "join", "--token-file",
+        render.command(self.console, shlex.join(["ddpkit", "join", *lang_flags(), "--token-file",
                                                  str(token_file)]), to_err=True, keep=True)
 
     def joined(self, node: JoinedNode, count: int, expected: int) -> None:
-        render.status(self.console, f"{node.describe()} [{count}/{expected}]")
+        render.status(self.console, _("{node} [{count}/{expected}]", node=node.describe(),
+                                      count=count, expected=expected))
 
 
 def show_job_stacks(console: Console, result: JobResult) -> None:
     """A node dumped its ranks' stacks (a hang): every node's ranks grouped together."""
     if result.stack_lines:
-        render.log(console, "ddpkit: every rank of the job, by where it is "
-                            f"({len(result.outcomes)} nodes):")
+        render.log(console, _n("ddpkit: every rank of the job, by where it is ({count} node):",
+                               "ddpkit: every rank of the job, by where it is ({count} nodes):",
+                               len(result.outcomes)))
         for text in result.stack_lines:
-            render.log(console, f"ddpkit:   {text}")
+            render.log(console, _STACK_PREFIX + text)  # a rank's stack: quoted, not ddpkit's prose

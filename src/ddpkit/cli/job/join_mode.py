@@ -29,6 +29,7 @@ from ddpkit.cli.output import render
 from ddpkit.cli.output.console import Console
 from ddpkit.cli.torch_import import import_torch
 from ddpkit.errors import ExitCode, JobFailed
+from ddpkit.i18n import _, _n
 from ddpkit.launch.config import LaunchConfig
 from ddpkit.launch.join import driver as join_driver
 from ddpkit.launch.outcomes import NodeOutcome, job_summary
@@ -94,21 +95,26 @@ def run_master(request: JobRequest, console: Console, job: JobCommand[Options], 
     failure, payload = result.first_failure, result.payload()
     if request.as_json and render_result is not None and result.own_error is None:
         if failure is None:
-            render.status(console, f"all {len(result.outcomes)} nodes finished their part", keep=True)
+            render.status(console, _n("{count} node finished its part",
+                                      "all {count} nodes finished their part",
+                                      len(result.outcomes)), keep=True)
         return render_result(console, result.outcomes, payload)
     if result.ok:
         if request.as_json:
             render.emit_json(console, document(f"{job.name}-job", 1, payload))
         if result.own_code == 0:
-            render.status(console, f"all {len(result.outcomes)} nodes finished successfully", keep=True)
+            render.status(console, _n("{count} node finished successfully",
+                                      "all {count} nodes finished successfully",
+                                      len(result.outcomes)), keep=True)
         return result.own_code
     if failure is None and result.own_error is not None:
         raise result.own_error
     summary = job_summary(result.outcomes)
     if result.own_error is not None or job.name == "launch":
-        raise JobFailed("job-failed", summary, "each node's output and run directory has the "
-                        "details; `ddpkit doctor --log` explains common causes", details=payload)
-    render.status(console, f"job failed: {summary}", keep=True)
+        raise JobFailed("job-failed", summary, _("each node's output and run directory has the "
+                                                 "details; `ddpkit doctor --log` explains common "
+                                                 "causes"), details=payload)
+    render.status(console, _("job failed: {summary}", summary=summary), keep=True)
     return max(result.own_code, int(ExitCode.JOB_FAILED))
 
 
@@ -119,7 +125,9 @@ def _print_dry_run(console: Console, job: join_driver.JoinMasterJob, command: st
             **job.where.to_dict(), **join_driver.shown_job(join_driver.join_job(job))}))
         return
     where = job.where
-    render.line(console, f"would start a job store on {where.address}:{job.join_port} "
-                         f"({where.ifname}: {where.reason}) for {job.job.nnodes} nodes and print a "
-                         "`ddpkit join` token")
-    render.line(console, f"job: {command} {' '.join(tail)}".rstrip())
+    render.wrapped(console, _("would start a job store on {address}:{port} ({ifname}: {reason}) "
+                              "for {nnodes} nodes and print a `ddpkit join` token",
+                              address=where.address, port=job.join_port, ifname=where.ifname,
+                              reason=where.reason, nnodes=job.job.nnodes))
+    shown = " ".join([command, *tail]).rstrip()
+    render.line(console, _("job: {command}", command=shown))

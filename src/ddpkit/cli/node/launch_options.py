@@ -17,6 +17,7 @@ from typing import Any
 
 from ddpkit.cli.options import add_flag
 from ddpkit.errors import UsageError
+from ddpkit.i18n import _
 from ddpkit.launch.config import (
     DEFAULT_CONNECT_TIMEOUT,
     DEFAULT_HANG_TIMEOUT,
@@ -35,43 +36,45 @@ CLUSTER_DEFAULTS: dict[str, Any] = {"nnodes": 1, "node_rank": None, "master_addr
 
 
 def add_launch_options(parser: argparse.ArgumentParser) -> None:
-    group = parser.add_argument_group("cluster (torchrun's spellings work too; inside Slurm, a "
-                                      "PyTorchJob, RunPod or SkyPilot they come from there)")
+    group = parser.add_argument_group(_("cluster (torchrun's spellings work too; inside Slurm, a "
+                                        "PyTorchJob, RunPod or SkyPilot they come from there)"))
     add_flag(group, "--nnodes", type=_nnodes, default=CLUSTER_DEFAULTS["nnodes"],
-             help="number of machines (default 1)")
+             help=_("number of machines (default 1)"))
     add_flag(group, "--node-rank", type=int, default=CLUSTER_DEFAULTS["node_rank"],
-             help="this machine's rank, 0 = master")
+             help=_("this machine's rank, 0 = master"))
     add_flag(group, "--master-addr", default=CLUSTER_DEFAULTS["master_addr"],
-             help="the master's private address (default 127.0.0.1 for one node)")
+             help=_("the master's private address (default 127.0.0.1 for one node)"))
     add_flag(group, "--master-port", type=int, default=CLUSTER_DEFAULTS["master_port"],
-             help=f"rendezvous port on the master (default {DEFAULT_MASTER_PORT})")
+             help=_("rendezvous port on the master (default {port})", port=DEFAULT_MASTER_PORT))
     add_flag(group, "--nproc-per-node", default=CLUSTER_DEFAULTS["nproc_per_node"],
-             help="processes on this machine, usually its GPU count (default 1; 'auto' allowed)")
+             help=_("processes on this machine, usually its GPU count (default 1; 'auto' allowed)"))
     add_flag(group, "--ifname", default=None,
-             help="force the inter-node interface (default: the route to the master)")
+             help=_("force the inter-node interface (default: the route to the master)"))
     add_flag(group, "--connect-timeout", type=float, default=DEFAULT_CONNECT_TIMEOUT,
-             help=f"seconds a worker waits for the master (default {DEFAULT_CONNECT_TIMEOUT:g})")
+             help=_("seconds a worker waits for the master (default {seconds:g})",
+                    seconds=DEFAULT_CONNECT_TIMEOUT))
     add_flag(group, "--rdzv-timeout", type=int, default=DEFAULT_RDZV_TIMEOUT,
-             help="seconds the master waits for every node to join (default "
-                  f"{DEFAULT_RDZV_TIMEOUT})")
-    add_flag(group, "--max-restarts", type=int, default=0, help="torchrun worker-group restarts")
+             help=_("seconds the master waits for every node to join (default {seconds})",
+                    seconds=DEFAULT_RDZV_TIMEOUT))
+    add_flag(group, "--max-restarts", type=int, default=0, help=_("torchrun worker-group restarts"))
     add_flag(group, "--job-timeout", type=float, default=None,
-             help="stop the job after this many seconds")
+             help=_("stop the job after this many seconds"))
     add_flag(group, "--hang-timeout", type=float, default=DEFAULT_HANG_TIMEOUT, metavar="SECONDS",
-             help="the job is hung when no rank printed or used CPU for this long: every rank's "
-                  f"stack goes to <run dir>/stacks/ (default {DEFAULT_HANG_TIMEOUT:g}; 0 = off)")
+             help=_("the job is hung when no rank printed or used CPU for this long: every "
+                    "rank's stack goes to <run dir>/stacks/ (default {seconds:g}; 0 = off)",
+                    seconds=DEFAULT_HANG_TIMEOUT))
     add_flag(group, "--hang-action", choices=HANG_ACTIONS, default=REPORT,
-             help="on a hang: report the stacks and keep waiting, or report and stop the job "
-                  "(default report)")
+             help=_("on a hang: report the stacks and keep waiting, or report and stop the job "
+                    "(default report)"))
     add_flag(group, "--run-dir", default=None,
-             help="where per-rank logs go (default ./ddpkit-runs/<time>-node<R>)")
+             help=_("where per-rank logs go (default ./ddpkit-runs/<time>-node<R>)"))
     add_flag(group, "--env", action="append", default=[], metavar="K=V",
-             help="extra environment for the workers (repeatable)")
+             help=_("extra environment for the workers (repeatable)"))
     parser.add_argument("--debug", action="store_true",
-                        help="NCCL_DEBUG=INFO, NCCL_DEBUG_SUBSYS=INIT,BOOTSTRAP,NET, "
-                             "TORCH_DISTRIBUTED_DEBUG=DETAIL, and where the logs are")
+                        help=_("NCCL_DEBUG=INFO, NCCL_DEBUG_SUBSYS=INIT,BOOTSTRAP,NET, "
+                               "TORCH_DISTRIBUTED_DEBUG=DETAIL, and where the logs are"))
     parser.add_argument("--dry-run", action="store_true",
-                        help="print the plan (argv, env, interface and why) and start nothing")
+                        help=_("print the plan (argv, env, interface and why) and start nothing"))
 
 
 def _nnodes(text: str) -> int:
@@ -92,11 +95,13 @@ def env_overrides(items: list[str]) -> list[tuple[str, str]]:
     for item in items:
         key, sep, value = item.partition("=")
         if not sep or not key:
-            raise UsageError("bad-env", f"--env {item!r} is not KEY=VALUE", "e.g. --env OMP_NUM_THREADS=4")
+            raise UsageError("bad-env", _("--env {item!r} is not KEY=VALUE", item=item),
+                             _("e.g. --env OMP_NUM_THREADS=4"))
         if not _ENV_NAME.fullmatch(key):
-            raise UsageError("bad-env", f"--env {item!r}: {key!r} is not a variable name",
-                             "names are letters, digits and _, not starting with a digit, e.g. "
-                             "--env OMP_NUM_THREADS=4")
+            raise UsageError("bad-env", _("--env {item!r}: {key!r} is not a variable name",
+                                          item=item, key=key),
+                             _("names are letters, digits and _, not starting with a digit, e.g. "
+                               "--env OMP_NUM_THREADS=4"))
         pairs.append((key, value))
     return pairs
 
@@ -109,10 +114,11 @@ def config_from_args(args: argparse.Namespace, *, entry: str, entry_args: list[s
     master = args.master_addr
     if master is None:
         if args.nnodes > 1:
-            raise UsageError("missing-master-addr", f"--nnodes {args.nnodes} needs --master-addr",
-                             "pass the master's private address, from `ddpkit nics` on the master; "
-                             "or start the job on the master without it and run the `ddpkit join "
-                             "TOKEN` line it prints here")
+            raise UsageError("missing-master-addr",
+                             _("--nnodes {nnodes} needs --master-addr", nnodes=args.nnodes),
+                             _("pass the master's private address, from `ddpkit nics` on the "
+                               "master; or start the job on the master without it and run the "
+                               "`ddpkit join TOKEN` line it prints here"))
         master = "127.0.0.1"
     return LaunchConfig(
         nnodes=args.nnodes, node_rank=args.node_rank or 0, master_addr=master,
@@ -239,31 +245,33 @@ def add_cluster_options(parser: argparse.ArgumentParser) -> None:
     from ddpkit.net.ports import DEFAULT_JOIN_PORT
 
     group = parser.add_argument_group(
-        "the whole job from this machine: over ssh (--hosts/--hostfile), or, with --nnodes N and "
-        "no --master-addr, a `ddpkit join` token for the other machines")
+        _("the whole job from this machine: over ssh (--hosts/--hostfile), or, with --nnodes N "
+          "and no --master-addr, a `ddpkit join` token for the other machines"))
     add_flag(group, "--hosts", default=None, metavar="H1,H2[:SLOTS]",
-             help="run on these machines over ssh; node 0 (the master) first")
+             help=_("run on these machines over ssh; node 0 (the master) first"))
     add_flag(group, "--hostfile", default=None, metavar="FILE",
-             help="like --hosts, from a file: `HOST slots=N` (DeepSpeed), `HOST:N` (MPI), "
-                  "`[USER@]HOST[:PORT] slots=N`, # comments")
+             help=_("like --hosts, from a file: `HOST slots=N` (DeepSpeed), `HOST:N` (MPI), "
+                    "`[USER@]HOST[:PORT] slots=N`, # comments"))
     add_flag(group, "--ssh-option", action="append", default=[], metavar="KEY=VALUE",
-             help="an extra `ssh -o` option, e.g. StrictHostKeyChecking=accept-new (repeatable)")
+             help=_("an extra `ssh -o` option, e.g. StrictHostKeyChecking=accept-new (repeatable)"))
     add_flag(group, "--ssh-config", default=None, metavar="FILE",
-             help="an ssh client config file (`ssh -F`; default: ~/.ssh/config as always)")
+             help=_("an ssh client config file (`ssh -F`; default: ~/.ssh/config as always)"))
     add_flag(group, "--ssh-connect-timeout", type=float, default=DEFAULT_SSH_CONNECT_TIMEOUT,
-             help=f"seconds ssh waits for a host (default {DEFAULT_SSH_CONNECT_TIMEOUT:g})")
+             help=_("seconds ssh waits for a host (default {seconds:g})",
+                    seconds=DEFAULT_SSH_CONNECT_TIMEOUT))
     add_flag(group, "--remote-python", default=None, metavar="PATH",
-             help="python on the other machines (default: the same path as here)")
+             help=_("python on the other machines (default: the same path as here)"))
     add_flag(group, "--output-dir", default=None, metavar="DIR",
-             help="also write every node's output to DIR/node<R>-<host>.log")
+             help=_("also write every node's output to DIR/node<R>-<host>.log"))
     add_flag(group, "--env-file", default=None, metavar="FILE",
-             help="KEY=VALUE lines for every node (default: ./.ddpkit_env when it exists)")
+             help=_("KEY=VALUE lines for every node (default: ./.ddpkit_env when it exists)"))
     add_flag(group, "--join-port", type=int, default=DEFAULT_JOIN_PORT,
-             help=f"token mode: the job store's port on the master (default {DEFAULT_JOIN_PORT})")
+             help=_("token mode: the job store's port on the master (default {port})",
+                    port=DEFAULT_JOIN_PORT))
     add_flag(group, "--join-timeout", type=float, default=600.0,
-             help="token mode: seconds the master waits for every node to join (default 600)")
+             help=_("token mode: seconds the master waits for every node to join (default 600)"))
     add_flag(group, "--token-file", default=None, metavar="FILE",
-             help="token mode: also write the join token to FILE (mode 0600)")
+             help=_("token mode: also write the join token to FILE (mode 0600)"))
     parser.add_argument("--supervised", action="store_true", help=argparse.SUPPRESS)
     # ^ run under a job supervisor: stop when stdin reaches end of file, print no peer commands
     parser.add_argument("--env-stdin", action="store_true", help=argparse.SUPPRESS)

@@ -5,15 +5,18 @@ from __future__ import annotations
 
 from ddpkit.cli.output import render
 from ddpkit.cli.output.console import Console
+from ddpkit.i18n import _
 from ddpkit.launch.envpass import shown_env
 from ddpkit.launch.node.plan import NodePlan
 from ddpkit.report import document
+
+_SOURCES = {"flag": _("flag"), "default": _("default")}  # else "Slurm: SLURM_NODEID" (a name)
 
 
 def scheduler_of(sources: tuple[tuple[str, str], ...]) -> str | None:
     """The scheduler this node's rank came from (``"Slurm: SLURM_NODEID"`` -> Slurm), else None."""
     source = dict(sources).get("node_rank", "")
-    name, sep, _ = source.partition(": ")
+    name, sep, _rest = source.partition(": ")
     return name if sep else None
 
 
@@ -28,29 +31,33 @@ class ConsoleEvents:
 
     def planned(self, plan: NodePlan) -> None:
         c = self.console
-        render.wrapped(c, f"ddpkit: node {plan.config.node_rank}/{plan.config.nnodes} on "
-                          f"{plan.hostname}: inter-node interface {plan.interface.ifname} "
-                          f"({plan.interface.reason})", indent="ddpkit:   ", to_err=True)
+        render.wrapped(c, _("ddpkit: node {rank}/{nnodes} on {host}: inter-node interface "
+                            "{ifname} ({reason})", rank=plan.config.node_rank,
+                            nnodes=plan.config.nnodes, host=plan.hostname,
+                            ifname=plan.interface.ifname, reason=plan.interface.reason),
+                       indent="ddpkit:   ", to_err=True)
         for key, value in shown_env(plan.env_set).items():
             render.clipped(c, f"ddpkit:   {key}={value}", middle=True, to_err=True)
         if plan.local_rank.mode:  # a user's script (not ddpkit's own worker)
-            render.wrapped(c, f"ddpkit: local-rank argument: {plan.local_rank.describe()}",
+            render.wrapped(c, _("ddpkit: local-rank argument: {how}",
+                                how=plan.local_rank.describe()),
                            indent="ddpkit:   ", to_err=True)
         for text in plan.config.notes:
-            render.wrapped(c, f"ddpkit: note: {text}", indent="ddpkit:   ", to_err=True)
-        for text in plan.warnings:
-            render.wrapped(c, render.style(c, "warning: ", "warn") + text, indent="  ",
+            render.wrapped(c, _("ddpkit: note: {text}", text=text), indent="ddpkit:   ",
                            to_err=True)
+        for text in plan.warnings:
+            render.warn(c, text)
         started_by = scheduler_of(plan.config.cluster_sources)
         if plan.peer_commands and started_by:
             # srun (or the PyTorchJob, RunPod, SkyPilot) starts every node: nothing to type.
-            render.status(c, f"the other nodes are started by {started_by}, as this one was")
+            render.status(c, _("the other nodes are started by {scheduler}, as this one was",
+                               scheduler=started_by))
         elif plan.peer_commands:
-            render.log(c, "ddpkit: now run on every other node:")
+            render.log(c, _("ddpkit: now run on every other node:"))
             for command in plan.peer_commands:
                 render.command(c, command, to_err=True)
         if plan.config.debug:
-            render.status(c, f"debug logs go to {plan.run_dir}")
+            render.status(c, _("debug logs go to {path}", path=str(plan.run_dir)))
 
     def waiting(self, message: str) -> None:
         render.status(self.console, message)
@@ -73,35 +80,38 @@ class ConsoleEvents:
 
 def print_plan(console: Console, plan: NodePlan) -> None:
     d = plan.to_dict()
-    render.line(console, f"node {d['node_rank']} of {d['nnodes']} on {d['hostname']}, master "
-                         f"{d['master']}")
-    render.wrapped(console, f"interface: {plan.interface.ifname} {plan.interface.address} "
-                            f"({plan.interface.reason})")
+    render.line(console, _("node {rank} of {nnodes} on {host}, master {master}",
+                           rank=d["node_rank"], nnodes=d["nnodes"], host=d["hostname"],
+                           master=d["master"]))
+    render.wrapped(console, _("interface: {ifname} {address} ({reason})",
+                              ifname=plan.interface.ifname, address=plan.interface.address,
+                              reason=plan.interface.reason))
     if plan.env_set:
-        render.line(console, "environment set for the workers:")
+        render.line(console, _("environment set for the workers:"))
         for key, value in shown_env(plan.env_set).items():
             render.clipped(console, f"  {key}={value}", middle=True)
     else:
-        render.line(console, "environment set for the workers: nothing (loopback needs no interface "
-                             "variable)" if plan.interface.source == "loopback" else
-                             "environment set for the workers: nothing")
-    if any(source not in ("flag", "default") for _, source in plan.config.cluster_sources):
-        render.line(console, "cluster from the environment:")
+        render.line(console, _("environment set for the workers: nothing (loopback needs no "
+                               "interface variable)") if plan.interface.source == "loopback" else
+                    _("environment set for the workers: nothing"))
+    if any(source not in ("flag", "default") for _name, source in plan.config.cluster_sources):
+        render.line(console, _("cluster from the environment:"))
         for name, source in plan.config.cluster_sources:
             value = getattr(plan.config, name)
-            render.line(console, f"  --{name.replace('_', '-')} {value}  ({source})")
+            render.line(console, _("  --{flag} {value}  ({source})", flag=name.replace("_", "-"),
+                                   value=value, source=_SOURCES.get(source, source)))
     if plan.local_rank.mode:
-        render.wrapped(console, f"local-rank argument: {plan.local_rank.describe()}")
+        render.wrapped(console, _("local-rank argument: {how}", how=plan.local_rank.describe()))
     for text in plan.config.notes:
-        render.wrapped(console, f"note: {text}")
+        render.wrapped(console, _("note: {text}", text=text))
     for text in plan.warnings:
-        render.wrapped(console, f"warning: {text}")
-    render.line(console, "command:")
+        render.wrapped(console, _("warning: {text}", text=text))
+    render.line(console, _("command:"))
     from ddpkit.launch.torchrun.command import quote_command
 
     render.command(console, quote_command(plan.argv))
     if plan.peer_commands:
-        render.line(console, "on every other node:")
+        render.line(console, _("on every other node:"))
         for command in plan.peer_commands:
             render.command(console, command)
 

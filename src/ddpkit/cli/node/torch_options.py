@@ -11,6 +11,7 @@ from typing import Any
 from ddpkit.choices import parse_choice
 from ddpkit.cli.options import add_flag
 from ddpkit.errors import UsageError
+from ddpkit.i18n import _
 from ddpkit.launch.config import LocalRankMode
 from ddpkit.launch.node.plan import option_flags
 from ddpkit.launch.torchrun.command import PASSED_ON
@@ -22,29 +23,29 @@ _DEST = "torchrun_flag_"
 
 def add_torch_options(parser: argparse.ArgumentParser) -> None:
     """The local-rank argument, torch.distributed.launch's --use-env, and torchrun's own flags."""
-    group = parser.add_argument_group("scripts written for torch.distributed.launch")
+    group = parser.add_argument_group(_("scripts written for torch.distributed.launch"))
     add_flag(group, "--local-rank-arg", choices=MODES, default=AUTO,
-             help="pass each rank its local rank as --local-rank (dash), --local_rank "
-                  "(underscore) or not at all (none); auto (default): the spelling the script's "
-                  "add_argument declares, read from its source")
+             help=_("pass each rank its local rank as --local-rank (dash), --local_rank "
+                    "(underscore) or not at all (none); auto (default): the spelling the "
+                    "script's add_argument declares, read from its source"))
     add_flag(group, "--use-env", action="store_true",
-             help="accepted for torch.distributed.launch: LOCAL_RANK is always set; the script "
-                  "gets no local-rank argument")
+             help=_("accepted for torch.distributed.launch: LOCAL_RANK is always set; the "
+                    "script gets no local-rank argument"))
     torchrun = parser.add_argument_group(
-        "torchrun's own flags (passed on verbatim unless said otherwise; docs/launch.md)")
+        _("torchrun's own flags (passed on verbatim unless said otherwise; docs/launch.md)"))
     add_flag(torchrun, "--rdzv-backend", default=None, metavar="static|c10d",
-             help=f"'{STATIC}', or '{C10D}' with a fixed --nnodes, read as the same job: ddpkit "
-                  "runs torchrun's static rendezvous on the master")
+             help=_("'{static}', or '{c10d}' with a fixed --nnodes, read as the same job: ddpkit "
+                    "runs torchrun's static rendezvous on the master", static=STATIC, c10d=C10D))
     add_flag(torchrun, "--rdzv-endpoint", default=None, metavar="HOST:PORT",
-             help="read as --master-addr HOST --master-port PORT")
+             help=_("read as --master-addr HOST --master-port PORT"))
     for flag in PASSED_ON:
         names = [flag.name] + ([flag.short] if flag.short else [])
         if flag.takes_value:
             add_flag(torchrun, *names, dest=_DEST + flag.name[2:].replace("-", "_"),
-                     default=None, metavar="VALUE", help=flag.help or "passed on")
+                     default=None, metavar="VALUE", help=flag.help or _("passed on"))
         else:
             add_flag(torchrun, *names, dest=_DEST + flag.name[2:].replace("-", "_"),
-                     action="store_true", help=flag.help or "passed on")
+                     action="store_true", help=flag.help or _("passed on"))
 
 
 @dataclass(frozen=True)
@@ -62,11 +63,12 @@ class TorchOptions:
 
     def check_whole_job(self) -> None:
         """For --hosts and join tokens: refuse what names one machine only."""
-        if any(flag == "--local-addr" for flag, _ in self.torchrun_options):
+        if any(flag == "--local-addr" for flag, _value in self.torchrun_options):
             raise UsageError("local-addr-per-node",
-                             "--local-addr names one machine's address, but this command starts "
-                             "several machines", "drop --local-addr: each node's address is "
-                             "chosen there, by its route to the master")
+                             _("--local-addr names one machine's address, but this command "
+                               "starts several machines"),
+                             _("drop --local-addr: each node's address is chosen there, by its "
+                               "route to the master"))
 
     def node_flags(self) -> list[str]:
         """The same options as flags of a per-node ``ddpkit launch`` (for --hosts)."""
@@ -102,21 +104,23 @@ def resolve(args: argparse.Namespace) -> tuple[argparse.Namespace, TorchOptions]
             given.append((flag.name, str(value)))
         elif not flag.takes_value and value:
             given.append((flag.name, None))
-    if rendezvous.standalone and not any(flag == "--standalone" for flag, _ in given):
+    if rendezvous.standalone and not any(flag == "--standalone" for flag, _value in given):
         given.append(("--standalone", None))
     names = {flag for flag, _ in given}
     if "--standalone" in names and args.nnodes > 1:
         raise UsageError("standalone-multi-node",
-                         f"--standalone starts a rendezvous on this machine only, but --nnodes is "
-                         f"{args.nnodes}", "drop --standalone (ddpkit's rendezvous runs on the "
-                         "master given by --master-addr)")
+                         _("--standalone starts a rendezvous on this machine only, but --nnodes "
+                           "is {nnodes}", nnodes=args.nnodes),
+                         _("drop --standalone (ddpkit's rendezvous runs on the master given by "
+                           "--master-addr)"))
     if getattr(args, "module", False) and names & {"--no-python", "--run-path"}:
         other = sorted(names & {"--no-python", "--run-path"})[0]
-        raise UsageError("entry-flags-conflict", f"-m runs a module with python, {other} runs the "
-                         "entry another way", f"drop -m or {other}")
+        raise UsageError("entry-flags-conflict",
+                         _("-m runs a module with python, {flag} runs the entry another way",
+                           flag=other), _("drop -m or {flag}", flag=other))
     check_use_env(args.local_rank_arg, bool(args.use_env))
     if args.use_env:
-        notes.append("--use-env: always on (torchrun sets LOCAL_RANK for every rank)")
+        notes.append(_("--use-env: always on (torchrun sets LOCAL_RANK for every rank)"))
     mode = parse_choice(args.local_rank_arg, (*MODES, OWN_WORKER), "--local-rank-arg")
     return args, TorchOptions(mode, bool(args.use_env), tuple(given), tuple(notes))
 

@@ -89,8 +89,10 @@ class HelpFormatter(argparse.HelpFormatter):
                 shown = shown.replace(",", ", ")
         if not text:
             return localized(_("default {value}", value=shown))
-        default_text = localized(_("(default {value})", value=shown))
-        return text + ("" if default_text.startswith("（") else " ") + default_text
+        suffix = localized(_("(default {value})", value=shown))
+        # no blank next to a full-width bracket (CJK text has none between its words either)
+        tight = char_width(text[-1]) == 2 or char_width(suffix[0]) == 2
+        return text + ("" if tight else " ") + suffix
 
     def start_section(self, heading: str | None) -> None:
         """A long group title wraps like any text (argparse prints it on one line)."""

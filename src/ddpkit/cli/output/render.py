@@ -27,7 +27,7 @@ def style(console: Console, text: str, name: str) -> str:
     code = _STYLES.get(name)
     if not console.color or code is None:
         return text
-    return f"\x1b[{code}m{text}\x1b[0m"
+    return f"\x1b[{code}m{localized(text)}\x1b[0m"
 
 
 def line(console: Console, text: str = "") -> None:
