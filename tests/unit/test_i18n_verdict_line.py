@@ -10,10 +10,13 @@ from typing import Any
 
 import pytest
 
-from ddpkit.cli.job.verdict_line import verdict_line
 from ddpkit.cli.output.width import display_width
 from ddpkit.clustertest import CHECK_ORDER, read_verdict
 from ddpkit.i18n import localized, use_language
+
+
+def verdict_line(verdict: Any) -> Any:
+    return verdict.headline()
 
 
 @pytest.fixture

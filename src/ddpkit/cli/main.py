@@ -56,7 +56,7 @@ def main(argv: Sequence[str] | None = None, console: Console | None = None) -> i
             _overview(console)
             return ExitCode.OK
         if flag == "--version":
-            render.line(console, f"ddpkit {__version__}")
+            render.line(console, _("ddpkit {version}", version=__version__))
             return ExitCode.OK
         if flag == "--traceback":
             show_traceback = True

@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import Any
 
 from ddpkit.cli.job.job_command import NODE, JobCommand, job_request, run_this_node
-from ddpkit.cli.job.verdict_line import verdict_line
 from ddpkit.cli.node.launch_options import (
     ShareContext,
     add_cluster_options,
@@ -173,7 +172,7 @@ def _print_verdict(console: Console, verdict: Any) -> None:
     if verdict.ranks:
         render.table(console, [_HEADINGS.get(h, h) for h in headers], rows)
         render.line(console)
-    render.line(console, verdict_line(verdict))  # one line, as users quote it (zh fits 80 too)
+    render.line(console, verdict.headline())  # one line, as users quote it (zh fits 80 too)
 
 
 def _render_job(console: Console, outcomes: Sequence[NodeOutcome], payload: dict[str, Any], *,
