@@ -20,7 +20,7 @@ from ddpkit.cli.output import render
 from ddpkit.cli.output.console import Console
 from ddpkit.cli.output.width import display_width, elide
 from ddpkit.errors import ExitCode, UsageError
-from ddpkit.i18n import _, _n
+from ddpkit.i18n import _, _n, localized
 from ddpkit.launch.config import LaunchConfig
 from ddpkit.launch.outcomes import OK, NodeOutcome
 from ddpkit.net.ports import DEFAULT_MASTER_PORT
@@ -122,7 +122,7 @@ def _run_logs(paths: Sequence[str], console: Console, *, as_json: bool) -> int:
                 for item in finding.evidence:  # the line's words matter more than its path
                     render.clipped(console, f"    {_place(item.file, item.line)}: {item.text}")
             render.line(console, _("  fix:"))
-            for text in finding.fix.splitlines():
+            for text in localized(finding.fix).splitlines():  # a Text splits as English
                 if text.startswith(" "):  # a command to paste: kept whole
                     render.command(console, text.strip(), indent="    " + text[:-len(text.lstrip())])
                 else:

@@ -18,7 +18,9 @@ from ddpkit.cli.output.width import display_width, elide, pad, truncate, wrap
 from ddpkit.errors import DdpkitError
 from ddpkit.i18n import _, current_language, localized
 
-DOCS_URL = "https://github.com/ddpkit/ddpkit/blob/main/docs"  # where docs/ is read online
+# docs/ as published online: errors.md is DOCS_URL/errors, errors.zh-CN.md DOCS_URL/errors.zh-CN
+# (short, so a link with the longest error id still fits 80 columns after its label)
+DOCS_URL = "https://ddpkit.github.io"
 _STYLES = {"error": "31;1", "warn": "33", "ok": "32", "dim": "2", "bold": "1"}
 
 
@@ -250,5 +252,5 @@ def _after(label: str) -> str:
 
 def error_link(error_id: str) -> str:
     """Where an error id is explained: its anchor in docs/errors.md (the zh twin in Chinese)."""
-    page = "errors.zh-CN.md" if current_language() == "zh" else "errors.md"
+    page = "errors.zh-CN" if current_language() == "zh" else "errors"
     return f"{DOCS_URL}/{page}#{error_id}"
