@@ -14,6 +14,7 @@ from ddpkit.doctor.addresses import address_kind, describe_kind, is_unreachable,
 from ddpkit.doctor.catalogue import entry
 from ddpkit.doctor.findings import Finding, Severity
 from ddpkit.doctor.log.evidence import Bag, Capped, merge, origins_text
+from ddpkit.doctor.log.rules.gloo_mesh import gloo_mesh_failed
 from ddpkit.doctor.log.rules.traps import gloo_on_loopback, mixed_socket_lists, silent_bootstrap_failure
 from ddpkit.doctor.log.scan import Event
 from ddpkit.doctor.wording import replaced, specific_then_general
@@ -187,6 +188,9 @@ class NetworkRules:
         trapped = self._wrong_or_container(multi_node, init_hung, explained)
         if not trapped:
             trapped = self._gloo_loopback(multi_node, explained)
+        if not trapped:
+            mesh = gloo_mesh_failed(self.gloo_mesh_failed, len(self.conns))
+            trapped = [mesh] if mesh else []
         if not trapped and not single_node:
             mixed = mixed_socket_lists(self.socket_lists.data, self.socket_bag.items,
                                        failed=bool(self.conns))
