@@ -74,6 +74,10 @@ ANCHORS: tuple[bytes, ...] = (
     # dumped"; each anchor costs a pass over the log, so there are few)
     b"ERROR", b"core dumped", b"terminate called",
     b"exit code", b"death signal",
+    # ProcessGroupNCCL's watchdog aborting the process (its template in ProcessGroupNCCL.cpp,
+    # torch 1.10 on: "... To avoid data inconsistency, we are taking the entire process down."),
+    # posted without an error word
+    b"entire process down",
 )
 
 # Lines after which the next N lines are examined whatever they contain.
@@ -291,6 +295,7 @@ PATTERNS: tuple[LinePattern, ...] = (
        r"Fatal Python error)[^\n]*)"),
     _fb("failure-line", (), r"(?P<detail>\bwhat\(\): +\S[^\n]*)"),  # after "terminate called"
     _fb("failure-line", ("exit code",), r"(?P<detail>\bexit code[ :=]*(?P<code>-?[1-9]\d*))"),
+    _fb("failure-line", ("entire process down",), r"(?P<detail>[^\n]*entire process down[^\n]*)"),
 )
 
 
