@@ -14,6 +14,7 @@ import pytest
 
 from ddpkit.cli.main import main
 from ddpkit.cli.output.console import Console
+from ddpkit.i18n import use_language
 
 IS_ROOT = hasattr(os, "geteuid") and os.geteuid() == 0
 
@@ -133,3 +134,13 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 def _has_cuda() -> bool:
     # Cheap: look for the driver instead of importing torch in every test session.
     return os.path.exists("/dev/nvidiactl") or os.path.exists("/proc/driver/nvidia/version")
+
+
+@pytest.fixture
+def chinese() -> Iterator[None]:
+    """ddpkit's messages in Chinese for the test, English again after it (issue 23)."""
+    use_language("zh")
+    try:
+        yield
+    finally:
+        use_language("en")

@@ -7,7 +7,6 @@ import ast
 from pathlib import Path
 
 from ddpkit import clustertest
-from ddpkit.i18n import use_language
 
 WORKER = Path(clustertest.__file__).parent / "workers" / "ddp_test.py"
 
@@ -38,13 +37,8 @@ def test_the_line_names_each_check_in_progress_with_its_ranks(tmp_path: Path) ->
                     "15 s so far")
 
 
-def test_the_line_is_translated_part_by_part(tmp_path: Path) -> None:
+def test_the_line_is_translated_part_by_part(tmp_path: Path, chinese: None) -> None:
     (tmp_path / "rank0.stage").write_text("ddp 1.0\n")
-    line = clustertest.progress_line(tmp_path, 9.0)
-    use_language("zh")
-    try:
-        shown = line.localized()
-    finally:
-        use_language("en")
+    shown = clustertest.progress_line(tmp_path, 9.0).localized()
     assert "ddp" in shown and "9" in shown
     assert any("\u4e00" <= char <= "\u9fff" for char in shown), shown

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import io
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -29,19 +29,15 @@ from ddpkit.doctor.log import diagnose as diagnose_module
 from ddpkit.doctor.log import flight_recorder
 from ddpkit.doctor.log.refusal import unreadable
 from ddpkit.errors import ConfigError, DdpkitError, NetworkProblem
-from ddpkit.i18n import _, use_language
+from ddpkit.i18n import _
 
 WIDTH = 80
 _CJK = re.compile(r"[\u4e00-\u9fff]")
 
 
 @pytest.fixture(autouse=True)
-def chinese() -> Iterator[None]:
-    use_language("zh")
-    try:
-        yield
-    finally:
-        use_language("en")
+def in_chinese(chinese: None) -> None:
+    """Every test here renders in Chinese (the shared ``chinese`` fixture of tests/conftest.py)."""
 
 
 def _console() -> tuple[Console, io.StringIO, io.StringIO]:

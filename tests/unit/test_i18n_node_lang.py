@@ -5,26 +5,12 @@ peer commands, the ssh fan-out, a join token's job, the printed `ddpkit join` li
 from __future__ import annotations
 
 import io
-from collections.abc import Iterator
-
-import pytest
 
 from ddpkit.cli.command_table import build_parser
 from ddpkit.cli.job.job_events import JobConsoleEvents
 from ddpkit.cli.output.console import Console
-from ddpkit.i18n import use_language
 from ddpkit.launch.job import JobSpec, node_argv
 from ddpkit.launch.join.tokens import new_token
-
-
-@pytest.fixture
-def chinese() -> Iterator[None]:
-    use_language("zh")
-    try:
-        yield
-    finally:
-        use_language("en")
-
 
 SPEC = JobSpec(command="launch", nnodes=2, entry=("train.py", "--lr", "0.1"))
 

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -12,20 +11,11 @@ import pytest
 
 from ddpkit.cli.output.width import display_width
 from ddpkit.clustertest import CHECK_ORDER, read_verdict
-from ddpkit.i18n import localized, use_language
+from ddpkit.i18n import localized
 
 
 def verdict_line(verdict: Any) -> Any:
     return verdict.headline()
-
-
-@pytest.fixture
-def chinese() -> Iterator[None]:
-    use_language("zh")
-    try:
-        yield
-    finally:
-        use_language("en")
 
 
 def _rank(rank: int, *, failing: str | None = None, nics: tuple[str, ...] = ("eth1",),
