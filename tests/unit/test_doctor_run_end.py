@@ -157,3 +157,27 @@ def test_killed_with_the_oom_killers_line_is_out_of_memory(tmp_path: Path) -> No
                                   "KilledBy: none"])
 def test_killed_inside_other_words_is_no_kill(tmp_path: Path, text: str) -> None:
     assert "rank-failed" not in ids(run(tmp_path, [text]))
+
+
+# --- the tail pass: end markers are looked for near the end of a log only ---------------------------
+
+def test_an_end_marker_after_megabytes_of_output_is_found_with_its_line(tmp_path: Path) -> None:
+    from ddpkit.doctor.log.scan import scan
+
+    filler = [f"epoch 1 step {i} loss 0.5" for i in range(200_000)]  # about 5 MB
+    log = tmp_path / "big.log"
+    log.write_text("\n".join([*BOOTSTRAP, *filler, "[1]+  Killed  python train.py",
+                              *filler[:1000], "all 2 nodes finished successfully"]) + "\n")
+    with log.open("rb") as stream:
+        found = [(e.kind, e.line) for e in scan(stream, "big")
+                 if e.kind in ("killed", "run-complete")]
+    assert found == [("killed", len(BOOTSTRAP) + len(filler) + 1),
+                     ("run-complete", len(BOOTSTRAP) + len(filler) + 1002)]
+
+
+def test_an_end_marker_far_from_the_end_is_not_read(tmp_path: Path) -> None:
+    # a documented limit (patterns.TAIL_BYTES): megabytes after the marker, the log is taken to
+    # go on past it
+    filler = [f"epoch 1 step {i} loss 0.5" for i in range(200_000)]
+    lines = [*BOOTSTRAP, "all 2 nodes finished successfully", *filler]
+    assert ids(run(tmp_path, lines)) == ["no-result"]
