@@ -15,7 +15,7 @@ REQUIRED = {
     "rank-assignment", "node-mismatch", "version-mismatch", "ib-error", "p2p",
     "collective-timeout", "rank-failed", "out-of-memory", "connection-lost", "no-failure",
     "local-rank-argument", "job-hung", "dump-unreadable", "stopped-while-waiting",
-    "unexplained-failure",
+    "unexplained-failure", "no-result",
 }
 
 

@@ -31,7 +31,9 @@ def _case(entry: dict[str, Any]) -> Any:
 @pytest.mark.parametrize("entry", [_case(e) for e in LOGS])
 def test_top_finding_is_the_confirmed_cause(entry: dict[str, Any]) -> None:
     findings = diagnose([str(CORPUS_DIR / entry["file"])])
-    assert findings[0].id == entry["cause"], [f.id for f in findings]
+    # ``answer``: what the log's own lines call for when that differs from the thread's cause
+    # (issue 24: a working run's excerpt that stops before any end marker is no-result)
+    assert findings[0].id == entry.get("answer", entry["cause"]), [f.id for f in findings]
 
 
 def test_corpus_entries_are_complete_and_consistent() -> None:
@@ -82,7 +84,11 @@ def test_no_failure_logs_raise_no_alarm() -> None:
     for entry in LOGS:
         if entry["cause"] == "no-failure":
             findings = diagnose([str(CORPUS_DIR / entry["file"])])
-            assert [f.severity for f in findings] == ["info"], entry["file"]
+            if entry.get("answer") == "no-result":  # stops before its end: a warning, no error
+                assert [f.severity for f in findings] == ["warning"], entry["file"]
+                assert entry["answer_reason"], entry["file"]
+            else:
+                assert [f.severity for f in findings] == ["info"], entry["file"]
 
 
 def test_every_docs_example_line_is_in_its_threads_corpus_log() -> None:

@@ -37,6 +37,7 @@ ORDER = (
     "rank-failed",
     "stopped-while-waiting",
     "unexplained-failure",
+    "no-result",
     "no-failure",
 )
 _BY_ID = {item.id: item for item in (*network.ENTRIES, *node.ENTRIES, *job.ENTRIES)}

@@ -5,6 +5,13 @@ from __future__ import annotations
 from ddpkit.doctor.catalogue.base import Entry
 from ddpkit.i18n import _
 
+# What finds the cause when this log cannot: one home for the wording (stopped-while-waiting,
+# no-result).
+NEXT_STEPS = _("Read the other nodes' logs from the same run, all together:\n"
+               "  ddpkit doctor --log node0.log node1.log ...   (or the run directories)\n"
+               "If a node shows nothing either, check the cluster while it is up: ddpkit doctor "
+               "--nnodes <N> ...; rerun with ddpkit launch --debug to see where each rank waits.")
+
 ENTRIES = (
     Entry(
         "rendezvous-config", "error",
@@ -140,10 +147,7 @@ ENTRIES = (
         "healthy and waiting for the other nodes (at the rendezvous, in process-group or NCCL "
         "init, or in a collective). The cause is on another node, which failed, hung or never "
         "started: its log says which."),
-        _("Read the other nodes' logs from the same run, all together:\n"
-        "  ddpkit doctor --log node0.log node1.log ...   (or the run directories)\n"
-        "If a node shows nothing either, check the cluster while it is up: ddpkit doctor "
-        "--nnodes <N> ...; rerun with ddpkit launch --debug to see where each rank waits."),
+        NEXT_STEPS,
         "torchrun's `Received 15 death signal, shutting down workers` (or `SignalException: "
         "Process N got signal: 15`), slurm's `*** JOB N ON host CANCELLED AT ...`, with no "
         "failure line before it in the same log.",
@@ -166,6 +170,22 @@ ENTRIES = (
         "non-zero `exit code` or `ERROR` line, when no other error finding "
         "holds.",
         25,
+    ),
+    Entry(
+        "no-result", "warning",
+        _("The log shows neither a failure nor the run finishing"),
+        _("Nothing in the log failed, and nothing shows the run finishing either: no launcher, "
+        "NCCL or benchmark line that a run prints at its end. The log stops partway, which is "
+        "what a hang looks like, and also a log cut short (an excerpt, a node whose output was "
+        "not all kept). The other nodes' logs, or the cluster while the job is up, tell which."),
+        NEXT_STEPS,
+        "NCCL init or nccl-tests lines (the stage the run reached), and none of the end markers: "
+        "torchrun's agent `worker group successfully finished` / `Local worker group finished "
+        "(SUCCEEDED)` / `torchelastic.worker.status.SUCCEEDED`, NCCL's `- Destroy COMPLETE`, "
+        "nccl-tests' `# Avg bus bandwidth`, ddpkit's `all N nodes finished successfully` / "
+        "`node N finished in`; no failure line either. A log with no stage line at all stays "
+        "no-failure.",
+        3,
     ),
     Entry(
         "no-failure", "info",

@@ -108,7 +108,8 @@ def diagnose(paths: Sequence[str], stdin: BinaryIO | None = None) -> list[Findin
             raise unreadable(path, exc.strerror or str(exc)) from exc
     found = diagnosis.findings()
     if hung:
-        found = [*hung, *(f for f in found if f.id != "no-failure" or not has_errors(hung))]
+        found = [*hung, *(f for f in found
+                          if f.id not in ("no-failure", "no-result") or not has_errors(hung))]
     return found
 
 

@@ -79,6 +79,14 @@ ANCHORS: tuple[bytes, ...] = (
     # posted without an error word
     b"entire process down",
 )
+# Where a run ends (rules/run_end.py): the end markers a finished run prints (torchrun's agent,
+# ddpkit's summary, nccl-tests' last line) and the shell's report of a SIGKILL. They are looked
+# for in the last TAIL_BYTES of each log only, where a run's end is (a killed rank's peers react
+# within seconds): a pass over the whole log per anchor costs about a tenth of the throughput.
+TAIL_ANCHORS: tuple[bytes, ...] = (b"SUCCEEDED", b"finished", b"Avg bus bandwidth", b"Killed",
+                                   b"Destroy COMPLETE")
+TAIL_KINDS = frozenset({"run-complete", "killed"})  # the events only the tail pass yields
+TAIL_BYTES = 2 << 20
 
 # Lines after which the next N lines are examined whatever they contain.
 FOLLOW: dict[str, int] = {"Root Cause": 8, "Last error:": 2, "ChildFailedError": 5,
@@ -137,7 +145,7 @@ PATTERNS: tuple[LinePattern, ...] = (
     _p("nccl-comm", ("NCCL INFO ncclCommInit", "NCCL INFO comm 0x"),
        r"comm 0x(?P<comm>[0-9a-fA-F]+) rank (?P<rank>\d+) n[Rr]anks (?P<nranks>\d+)",
        r"nNodes (?P<nnodes>\d+) localRanks (?P<local_ranks>\d+)", r"commId 0x(?P<commid>\w+)",
-       r"Init (?P<phase>START|COMPLETE)"),
+       r"Init (?P<phase>START|COMPLETE)", skip_if=("Destroy COMPLETE",)),
     # Gloo could not resolve the host's name and bound to loopback (a trap in a multi-node job).
     _p("gloo-loopback-fallback", ("Unable to resolve hostname",),
        r"(?P<detail>Unable to resolve hostname to a \(local\) address)"),
@@ -283,6 +291,26 @@ PATTERNS: tuple[LinePattern, ...] = (
        r"(?P<detail>\*\*\* (?:JOB|STEP) [\w.]+ ON \S+ CANCELLED AT \S+(?: DUE TO [A-Z ]+)?)"),
     # NCCL's own failure lines when nothing more specific matched.
     _p("nccl-warn", ("NCCL WARN",), r"NCCL WARN (?P<detail>[^\n]*)", claims=True),
+    # --- where a run ends (rules/run_end.py) ---
+    # End markers: torchrun's agent once its workers exited 0 (api.py's "[%s] worker group
+    # successfully finished. ...", "Local worker group finished (%s). ..." with the SUCCEEDED
+    # state; torch 1.9's events "torchelastic.worker.status.SUCCEEDED"), ddpkit's own summary
+    # ("all {count} nodes finished successfully", "node {rank} finished in ..."), NCCL's
+    # "comm %p rank %d nranks %d cudaDev %d busId %lx - Destroy COMPLETE" (2.12 on) and
+    # nccl-tests' "# Avg bus bandwidth : %g", printed once every size ran.
+    _p("run-complete", ("SUCCEEDED", "finished"),
+       r"(?P<detail>worker group successfully finished|Local worker group finished \("
+       r"(?:WorkerState\.)?SUCCEEDED\)|torchelastic\.worker\.status\.SUCCEEDED"
+       r"|all \d+ nodes? finished successfully|node \d+ finished in \d)"),
+    _p("run-complete", ("Avg bus bandwidth",), r"(?P<detail>Avg bus bandwidth\s*: ?[\d.]+)"),
+    _p("run-complete", ("Destroy COMPLETE",),
+       r"(?P<detail>comm 0x\w+ rank \d+ n[Rr]anks \d+[^\n]* - Destroy COMPLETE)"),
+    # The shell's report of a process killed by SIGKILL, alone on its line: bash's
+    # strsignal(SIGKILL) "Killed" (interactive, foreground), its non-interactive "%s: line %d: "
+    # + "<pid> Killed <command>" (jobs.c, notify_of_job_status) and "[1]+  Killed  <command>".
+    _p("killed", ("Killed",),
+       r"^(?:\s*\[[^\]\s]*\](?:<std(?:out|err)>)?:?)*\s*(?:[^\s:]+: line \d+: +(?P<pid>\d+) +"
+       r"|\[\d+\][+-]? +)?Killed(?! +process \d)(?: +(?P<command>\S[^\n]*?))?\s*$"),
     # --- last: failure lines no pattern above read (rules/unexplained.py) ---
     _fb("failure-line", ("rror",), r"(?P<detail>\[Errno -?\d+\][^\n]*|\berrno:? ?-?[1-9]\d*)"),
     # other error lines: glog's "Check failed: ... unhandled cuda error", "prog: error: ..."

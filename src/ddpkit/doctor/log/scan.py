@@ -22,13 +22,15 @@ from ddpkit.doctor.log.patterns import (
     PATTERNS,
     SOCKET_LIST_HEAD,
     SOCKET_LIST_LINES,
+    TAIL_ANCHORS,
+    TAIL_KINDS,
     LinePattern,
     trigger_strings,
 )
+from ddpkit.doctor.log.tail import LINE_WINDOW, Kept, keep_buffer, tail_hits
 from ddpkit.plain_text import strip_controls
 
 CHUNK_BYTES = 1 << 20
-LINE_WINDOW = 8192  # bytes of a line examined per trigger hit
 WINDOW_BEFORE = 1024  # of which at most this many before the trigger
 
 
@@ -58,7 +60,8 @@ class Event:
 # --- anchors and triggers ------------------------------------------------------------------------
 
 
-ANCHOR_RES: tuple[re.Pattern[bytes], ...] = tuple(re.compile(a) for a in ANCHORS)
+# Every trigger is found by an anchor of the main pass or of the tail pass (TAIL_ANCHORS).
+ANCHOR_RES: tuple[re.Pattern[bytes], ...] = tuple(re.compile(a) for a in (*ANCHORS, *TAIL_ANCHORS))
 _TRIGGERS = sorted({t.encode() for t in trigger_strings()})
 
 
@@ -71,7 +74,7 @@ def _group_triggers() -> tuple[tuple[bytes, tuple[bytes, ...]], ...]:
     """Triggers grouped under the first anchor key they contain: a line lacking the key cannot
     contain any trigger of its group, so most triggers are never tested on most lines."""
     groups: dict[bytes, list[bytes]] = {}
-    keys = [_anchor_key(a) for a in ANCHORS]
+    keys = [_anchor_key(a) for a in (*ANCHORS, *TAIL_ANCHORS)]
     for trigger in _TRIGGERS:
         key = next((k for k in keys if k in trigger), b"")
         groups.setdefault(key, []).append(trigger)
@@ -79,6 +82,7 @@ def _group_triggers() -> tuple[tuple[bytes, tuple[bytes, ...]], ...]:
 
 
 _TRIGGER_GROUPS = _group_triggers()
+_MAIN_GROUPS = tuple(g for g in _TRIGGER_GROUPS if g[0] not in TAIL_ANCHORS)  # tail's: tail_hits
 _BY_TRIGGER: dict[bytes, frozenset[int]] = {}
 for _index, _pattern in enumerate(PATTERNS):
     for _trigger in _pattern.triggers:
@@ -86,9 +90,10 @@ for _index, _pattern in enumerate(PATTERNS):
         _BY_TRIGGER[_key] = _BY_TRIGGER.get(_key, frozenset()) | {_index}
 
 
-def triggers_in(raw: bytes) -> frozenset[bytes]:
+def triggers_in(raw: bytes, groups: tuple[tuple[bytes, tuple[bytes, ...]], ...] = _TRIGGER_GROUPS
+                ) -> frozenset[bytes]:
     """The trigger literals ``raw`` contains."""
-    return frozenset(t for key, group in _TRIGGER_GROUPS if key in raw for t in group if t in raw)
+    return frozenset(t for key, group in groups if key in raw for t in group if t in raw)
 
 
 _FOLLOW = tuple((k.encode(), n) for k, n in FOLLOW.items())
@@ -124,7 +129,7 @@ def _follow_count(raw: bytes) -> int:
 # Anchors that are plain literals are found with bytes.find (C fastsearch), the others by regex.
 _REGEX_SYNTAX = frozenset(b".^$*+?{}[]\\|()")
 _LITERAL_ANCHORS = tuple(a for a in ANCHORS if not _REGEX_SYNTAX & set(a))
-_REGEX_ANCHORS = tuple(r for a, r in zip(ANCHORS, ANCHOR_RES, strict=True)
+_REGEX_ANCHORS = tuple(r for a, r in zip(ANCHORS, ANCHOR_RES, strict=False)
                        if _REGEX_SYNTAX & set(a))
 
 
@@ -226,11 +231,17 @@ class _Windows:
         self.line = line + count(b"\n", counted, limit)
 
 
-def raw_hits(stream: BinaryIO) -> Iterator[tuple[int, bytes, bool, int]]:
+def raw_hits(stream: BinaryIO, kept: Kept | None = None) -> Iterator[tuple[int, bytes, bool, int]]:
     """(line number, bytes, is_follow_line, repeat) for every anchored line in ``stream``; a run of
-    identical lines is one hit numbered by its first line."""
+    identical lines is one hit numbered by its first line; ``kept`` gets the last buffers."""
     windows = _Windows()
     tail = b""
+
+    def scanned(buf: bytes, limit: int) -> Iterator[tuple[int, bytes, bool, int]]:
+        if kept is not None:
+            keep_buffer(kept, buf, limit, windows.line)
+        yield from windows.scan(buf, limit)
+
     while True:
         chunk = stream.read(CHUNK_BYTES)
         if not chunk:
@@ -238,16 +249,16 @@ def raw_hits(stream: BinaryIO) -> Iterator[tuple[int, bytes, bool, int]]:
         buf = tail + chunk if tail else chunk
         cut = buf.rfind(b"\n")
         if cut >= 0:
-            yield from windows.scan(buf, cut + 1)
+            yield from scanned(buf, cut + 1)
             tail = buf[cut + 1 :]
         else:
             tail = buf
         if len(tail) > 4 * LINE_WINDOW:  # no newline for a long stretch: scan all but an overlap
             keep = len(tail) - LINE_WINDOW
-            yield from windows.scan(tail, keep)
+            yield from scanned(tail, keep)
             tail = tail[keep:]
     if tail:
-        yield from windows.scan(tail, len(tail))
+        yield from scanned(tail, len(tail))
 
 
 # --- prefixes ------------------------------------------------------------------------------------
@@ -311,9 +322,10 @@ _LINE_CACHE: dict[tuple[bytes, bool], _Parsed] = {}
 _LINE_CACHE_SIZE = 2048  # identical lines (retry spam) are parsed once
 
 
-def _parse_line(raw: bytes, follow: bool) -> _Parsed:
+def _parse_line(raw: bytes, follow: bool, tail: bool = False) -> _Parsed:
     """(kind, shown text, host, node, rank, fields) for each event in one line, in line order."""
-    candidates = _ALL if follow else _patterns_for(triggers_in(raw))
+    candidates = _ALL if follow else _patterns_for(
+        triggers_in(raw, _TRIGGER_GROUPS if tail else _MAIN_GROUPS))
     if not candidates:
         return ()
     text = raw.decode("utf-8", "replace").rstrip("\r\n").replace("\r", " ")
@@ -371,11 +383,18 @@ def scan(stream: BinaryIO, name: str) -> Iterator[Event]:
     host the file has shown so far; in a file mixing several hosts they stay anonymous.
     """
     hosts: set[str] = set()
-    for number, raw, follow, repeat in raw_hits(stream):
+    kept: Kept = []
+    for number, raw, follow, repeat in raw_hits(stream, kept):
         for event in _events_in_line(name, number, raw, follow, repeat):
+            if event.kind in TAIL_KINDS:
+                continue  # the tail pass's (below), wherever the line also had a main anchor
             if event.host:
                 if len(hosts) < 2:
                     hosts.add(event.host)
             elif event.node is None and len(hosts) == 1:
                 event = replace(event, host=next(iter(hosts)))
             yield event
+    for number, raw in tail_hits(kept):  # the end of the log: after the events above
+        for kind, shown, host, node, rank, data in _parse_line(raw, False, tail=True):
+            if kind in TAIL_KINDS:
+                yield Event(kind, name, number, shown, host, node, rank, data)

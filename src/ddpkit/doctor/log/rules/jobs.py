@@ -26,6 +26,13 @@ _LINE_START = re.compile(r"^(?:\[[^\]]*\]:?\s*)*[A-Za-z_][\w.]*(?:Error|Exceptio
 _REMOTE_ERROR = "remote process exited or there was a network error"
 
 
+def sigkill_fix(fix: str) -> str:
+    """``fix`` after where a SIGKILL comes from and how to confirm the OOM killer."""
+    return _("A SIGKILL comes from outside the program: most often the kernel's OOM killer "
+             "(dmesg -T | grep -i -E 'killed process|oom'), or a scheduler/user kill.\n{fix}",
+             fix=fix)
+
+
 @dataclass
 class FailureRecord:
     """One failed rank as torchrun reported it."""
@@ -277,9 +284,7 @@ class JobRules:
             parts.append(_("The other ranks were stopped because of it."))
         fix = e.fix
         if any(r.signal_name == "SIGKILL" for r in roots):
-            fix = _("A SIGKILL comes from outside the program: most often the kernel's OOM "
-                    "killer (dmesg -T | grep -i -E 'killed process|oom'), or a scheduler/user "
-                    "kill.\n{fix}", fix=fix)
+            fix = sigkill_fix(fix)
         elif self.nccl_errors and not roots:
             fix = _("Rerun with NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET to see the call that "
                     "failed, then ddpkit doctor --log on that output.\n{fix}", fix=fix)
@@ -302,9 +307,7 @@ class JobRules:
             bags.insert(0, self.exceptions.data[root.rank][1])
         fix = e.fix
         if root.is_cause and root.signal == "SIGKILL":
-            fix = _("A SIGKILL comes from outside the program: most often the kernel's OOM "
-                    "killer (dmesg -T | grep -i -E 'killed process|oom'), or a scheduler/user "
-                    "kill.\n{fix}", fix=fix)
+            fix = sigkill_fix(fix)
         return (Finding(e.id, e.severity, e.title,
                         specific_then_general(text, e.explanation) if root.is_cause else text,
                         fix,

@@ -18,6 +18,7 @@ from ddpkit.doctor.log.rules.jobs import JobRules
 from ddpkit.doctor.log.rules.local_rank import LocalRankRule
 from ddpkit.doctor.log.rules.network import SOCKET_ITEM, NetworkRules
 from ddpkit.doctor.log.rules.nodes import node_mismatch, versions
+from ddpkit.doctor.log.rules.run_end import RUN_END_KINDS, RunEnd
 from ddpkit.doctor.log.rules.simple import Facts, simple_finding
 from ddpkit.doctor.log.rules.unexplained import UNEXPLAINED_KINDS, UnexplainedRule
 from ddpkit.doctor.log.scan import Event
@@ -45,6 +46,7 @@ class Diagnosis:
         self.init = InitModel()
         self.shared_devices = SharedDevices()
         self.unexplained = UnexplainedRule()
+        self.run_end = RunEnd()
         self.simple: dict[str, Facts] = {}
         self.machines: set[str] = set()
         self.env: Capped[str, dict[str, str]] = Capped()
@@ -71,6 +73,8 @@ class Diagnosis:
         kind = event.kind
         if kind in UNEXPLAINED_KINDS:
             self.unexplained.feed(event)
+        if kind in RUN_END_KINDS:
+            self.run_end.feed(event)
         if kind in _SIMPLE:
             self.simple.setdefault(_SIMPLE[kind], Facts()).add(event)
         elif kind == "nccl-env":
@@ -156,6 +160,8 @@ class Diagnosis:
         if not any(f.severity == "error" for f, _score in scored) and not self.comm_completed:
             add(unreached_peers(self.init, self.job.nccl_errors, self.job.nccl_error_bag,
                                 self.comm_started, len(self.machines)))
+        if "out-of-memory" not in self.simple:  # the shell's "Killed": the OOM finding's, if any
+            add(*(self.run_end.kill_finding() or (None, None)))
         errors_so_far = any(f.severity == "error" for f, _score in scored)
         add(self.job.connection_lost(errors_so_far, bool(self.net.conns)))
         errors_so_far = any(f.severity == "error" for f, _score in scored)
@@ -168,9 +174,12 @@ class Diagnosis:
         if not any(f.severity == "error" for f, _score in scored):
             add(self.unexplained.finding(self._waited_on()))
         if not scored:
+            add(self.run_end.no_result(self._waited_on()))
+        if not scored:
             e = entry("no-failure")
             benign = self.simple.get("benign")
-            text = e.explanation
+            done = self.run_end.completion_text()
+            text = specific_then_general(done, e.explanation) if done else e.explanation
             if benign:
                 text = specific_then_general(
                     _("Only benign lines were found ({count}: {what}).", count=benign.bag.count,
@@ -266,6 +275,13 @@ class Diagnosis:
         if self._init_started():
             return _("NCCL init (ncclCommInitRank), which waits until every rank of the "
                      "communicator joins")
+        stopped = self.init.where_each_stopped()
+        if stopped:
+            return _("NCCL's bootstrap, before any communicator started its init ({stopped})",
+                     stopped=stopped)
+        if self.init.placed:
+            return _("nccl-tests, after it listed its ranks' devices and before its last line "
+                     "(# Avg bus bandwidth)")
         return _("the rendezvous, process-group init or a collective: this log does not say "
                  "which (no NCCL INFO lines; ddpkit launch --debug records them)")
 
