@@ -78,6 +78,8 @@ def test_every_catalogue_id_is_covered_by_a_fixture_case() -> None:
     covered |= {"dump-unreadable"}  # a flight-recorder dump: tests/unit/test_doctor_dump_bombs.py
     # real torchrun logs: tests/unit/test_doctor_unexplained.py
     covered |= {"stopped-while-waiting", "unexplained-failure"}
+    # read from the sources' result codes and raise sites: tests/unit/test_message_mapping.py
+    covered |= {"invalid-usage", "internal-error", "cuda-error"}
     assert covered == set(CATALOGUE)
 
 
