@@ -181,6 +181,9 @@ SOURCE_RULES: tuple[Rule, ...] = (
     (r"^src/include/checks\.h", r"Thread creation failed", "unexplained-failure",
      "std::thread threw (its what() in the line: usually EAGAIN, the process or thread limit); "
      "no finding names OS limits"),
+    (r"^src/init", r"Attempt to use communicator before the previous operation", "invalid-usage",
+     "ncclCommEnsureReady, called by the API functions: a nonblocking communicator used before "
+     "its init (or its last call) returned ncclSuccess"),
     (r"^src/init", r"MNNVL is not supported on this system", "invalid-usage",
      "ncclSystemError when NCCL_MNNVL_ENABLE=1 forces multi-node NVLink on a system without it"),
     (r"^src/proxy", r"Get (?:listenSock|peers\[<\*>\]\.sock) fd fails", "internal-error",
@@ -192,13 +195,16 @@ _COMPILED = tuple((re.compile(w, re.I) if w else None, re.compile(t, re.I), m, r
                   for w, t, m, r in RULES)
 _SOURCE = tuple((re.compile(w) if w else None, re.compile(t), m, r) for w, t, m, r in SOURCE_RULES)
 # What an NCCL WARN's code path returns (tools/msgresult.py): the codes that name a kind.
+_CODES = frozenset({"ncclUnhandledCudaError", "ncclInvalidUsage", "ncclInvalidArgument",
+                    "ncclInternalError", "ncclRemoteError", "ncclSystemError"})
+# The catch-all wording rules (a word, not a cause) that a result code overrides.
+_BROAD = {"peer-unreachable": "a connection", "rank-failed": "ranks or arguments"}
 _CONFIG = re.compile(r"config|NCCL_[A-Z]|attribute|CTA", re.I)
 
 
 def by_result(template: str, result: frozenset[str]) -> tuple[str, str] | None:
     """The mapping an NCCL WARN's result code gives (``msgresult.outcomes``), or None."""
-    codes = sorted(result & {"ncclUnhandledCudaError", "ncclInvalidUsage", "ncclInvalidArgument",
-                             "ncclInternalError", "ncclRemoteError", "ncclSystemError"})
+    codes = sorted(result & _CODES)
     said = "returns " + "/".join(codes)
     if "ncclUnhandledCudaError" in codes:
         return "cuda-error", f"{said}: a CUDA call failed"
@@ -232,8 +238,13 @@ def classify(source: str, file: str, template: str, level: str,
     for where, what, maps, why in _COMPILED:
         if (where is None or where.search(file)) and what.search(template):
             coded = by_result(template, result) if maps == "internal-error" else None
-            if coded and coded[0] == "invalid-usage":
-                maps, why = coded  # the wording of a check, in a public function or a setting
+            if coded and coded[0] in ("invalid-usage", "connection-lost"):
+                maps, why = coded  # a check's wording, in a public function, on a setting, or
+                # on a socket the peer closed (ncclRemoteError)
+            if where is None and maps in _BROAD and result & _CODES == {"ncclInternalError"}:
+                # a word such as "connect" or "ranks" in an assertion of NCCL's own state
+                maps, why = "internal-error", ("returns ncclInternalError: an internal check "
+                                               "(its wording only mentions " + _BROAD[maps] + ")")
             failing = (r"retry|timeout|timed out|refused|closed|abort|exceed" if level == "info"
                        else r"fail|error|retry|timeout|timed out|refused|closed|abort|exceed")
             if (level != "error" and maps not in ("benign", "stopped-while-waiting")
