@@ -3,7 +3,8 @@
 Reads the logging/check/raise calls of NCCL, Gloo and torch.distributed at each release out of
 their git repositories (bare git dirs are fine: only ``git ls-tree``/``git cat-file`` are used),
 and writes every warning/error/info message template with the source file, the first and last
-release that prints it and what ddpkit makes of it (a finding id, benign, or unmapped with a
+release that prints it, for an NCCL WARN the ``ncclResult_t`` its code path returns (``result``:
+see ``msgresult.py``), and what ddpkit makes of it (a finding id, benign, or unmapped with a
 reason: see ``msgmap.py``) into ``src/ddpkit/doctor/log/messages.json``, plus a coverage report
 per source file into ``docs/message-coverage.md``.
 

@@ -34,6 +34,8 @@ FAILURE_KINDS = frozenset({
     "ib-error", "shm-error", "p2p-error", "oom", "rdzv-timeout", "rdzv-config",
     "rdzv-connection", "resolve-failed", "port-in-use", "no-interface", "gloo-mesh-failed",
 })
+# A rank's own failure line, whose template the catalogue may name a cause for (``named``).
+_OWN_KINDS = frozenset({"exception", "failure-line", "nccl-warn"})
 UNEXPLAINED_KINDS = FAILURE_KINDS | {"death-signal"}  # what :meth:`UnexplainedRule.feed` reads
 KEEP = 24  # failure lines remembered per log (the first ones; the decisive ones come early)
 # An exception as a traceback ends: its type first on the line, after any launcher prefix; not
@@ -115,6 +117,8 @@ class UnexplainedRule:
         shown: list[tuple[Event, Message | None]] = []
         for state in self.files.values():
             for event in state.failures:
+                if event.kind not in _OWN_KINDS:
+                    continue  # a peer gone, a timeout: another rule's consequence, not a cause
                 message = catalogue().match(event.text)
                 if message is not None and message.maps not in ("benign", "rank-failed"):
                     shown.append((event, message))
