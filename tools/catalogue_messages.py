@@ -3,7 +3,8 @@
 Reads the logging/check/raise calls of NCCL, Gloo and torch.distributed at each release out of
 their git repositories (bare git dirs are fine: only ``git ls-tree``/``git cat-file`` are used),
 and writes every warning/error/info message template with the source file, the first and last
-release that prints it and what ddpkit makes of it (a finding id, benign, or unmapped with a
+release that prints it, for an NCCL WARN the ``ncclResult_t`` its code path returns (``result``:
+see ``msgresult.py``), and what ddpkit makes of it (a finding id, benign, or unmapped with a
 reason: see ``msgmap.py``) into ``src/ddpkit/doctor/log/messages.json``, plus a coverage report
 per source file into ``docs/message-coverage.md``.
 
@@ -35,6 +36,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import msgextract  # noqa: E402
 import msgmap  # noqa: E402
+import msgresult  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "src" / "ddpkit" / "doctor" / "log" / "messages.json"
@@ -120,6 +122,7 @@ class Record:
     level: str
     call: str
     releases: list[str] = field(default_factory=list)
+    results: set[str] = field(default_factory=set)  # what an NCCL WARN returns (msgresult.py)
 
 
 Key = tuple[str, str, str]  # source, file, template
@@ -130,7 +133,7 @@ def _extract(path: str, text: str) -> list[msgextract.Found]:
 
 
 def _add(records: dict[Key, Record], source: str, label: str, path: str,
-         found: list[msgextract.Found]) -> None:
+         found: list[msgextract.Found], results: dict[str, set[str]] | None = None) -> None:
     for item in found:
         key = (source, path, item.template)
         record = records.get(key)
@@ -140,19 +143,23 @@ def _add(records: dict[Key, Record], source: str, label: str, path: str,
             record.level, record.call = item.level, item.call
         if label not in record.releases:
             record.releases.append(label)
+        if results and item.call == "WARN":
+            record.results |= results.get(item.template, set())
 
 
 def read_git(records: dict[Key, Record], source: str, git: Git,
              revisions: list[tuple[str, str]], files: re.Pattern[str]) -> None:
     """Templates of the ``files`` at each (label, revision) of one repository."""
-    cache: dict[str, list[msgextract.Found]] = {}
+    cache: dict[str, tuple[list[msgextract.Found], dict[str, set[str]]]] = {}
     for label, rev in revisions:
         for path, sha in git.tree(rev):
             if not files.search(path):
                 continue
             if sha not in cache:
-                cache[sha] = _extract(path, git.blob(sha))
-            _add(records, source, label, _canonical(path), cache[sha])
+                text = git.blob(sha)
+                cache[sha] = (_extract(path, text),
+                              msgresult.outcomes(text) if source == "nccl" else {})
+            _add(records, source, label, _canonical(path), *cache[sha])
         print(f"  {source} {label}: {len(records)} templates so far", file=sys.stderr)
 
 
@@ -233,11 +240,12 @@ def build(args: argparse.Namespace) -> tuple[list[dict[str, object]], dict[str, 
         releases = order[record.source]
         seen = sorted(record.releases, key=releases.index)
         mapping, reason = msgmap.classify(record.source, record.file, record.template,
-                                          record.level)
+                                          record.level, frozenset(record.results))
         entries.append({
             "source": record.source, "file": record.file, "template": record.template,
             "level": record.level, "call": record.call, "first": seen[0], "last": seen[-1],
             "releases": len(seen), "maps": mapping, "reason": reason,
+            **({"result": sorted(record.results)} if record.results else {}),
             "matcher": msgmap.matcher(record.template),
         })
     return entries, order

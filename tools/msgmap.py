@@ -41,9 +41,13 @@ RULES: tuple[Rule, ...] = (
     (None, r"Received <\*> death signal|got signal: <\*>|Closing process <\*> via signal"
      r"|Unable to shutdown process", "stopped-while-waiting",
      "the launcher was signalled: this node stopped while waiting, unless a failure came first"),
+    (None, r"ignoring (?:address|mask)\b", "benign",
+     "NCCL skips an address it cannot use (the WARN is followed by no error return)"),
     (None, r"pass NULL|is invalid\b|invalid arguments?\b|wrong socket state|unexpected socket state"
-     r"|should not be called|must be set|Logic error|already been destroyed|is not ready",
-     "unexplained-failure", "an internal check of the library (no setup cause to name)"),
+     r"|should not be called|must be set|Logic error|already been destroyed|is not ready"
+     r"|are NULL\b|file descriptor is -1|invalid socket\b",
+     "internal-error", "an internal check of the library failed (an argument NCCL's own code "
+     "passed, a state it should not be in)"),
     (None, r"NCCL_COMM_ID|No valid (?:<IPv4_or_hostname>|\[IPv6\])|Net : (?:unsupported IP family"
      r"|string is null)|file creation for C10d store|File cannot be created",
      "rendezvous-config", "the rendezvous address or store settings (NCCL_COMM_ID, a file store)"),
@@ -108,16 +112,139 @@ RULES: tuple[Rule, ...] = (
      r"|generated a random|NOTE:|Setting OMP_NUM_THREADS|not supported in MacOs"
      r"|already exists and will be overwritten", "benign", "advisory: nothing failed"),
 )
+# Read at each raise/enforce site in Gloo and torch (the context decides, not the wording alone);
+# tried before RULES. Same shape as RULES.
+SOURCE_RULES: tuple[Rule, ...] = (
+    (r"multiprocessing/redirects\.py", r"CRT _dup|C runtime DLL|C-runtime FILE", "unmapped",
+     "Windows only (the C runtime DLLs torchrun's redirects load on Windows)"),
+    (r"^src/proxy", r"WSAPoll", "unmapped", "Windows only (NCCL's proxy on Windows sockets)"),
+    (r"gloo/rendezvous/file_store", r"File already exists|File cannot be (?:opened|created)",
+     "rendezvous-config", "Gloo's FileStore (init_method file://): its key file is left from an "
+     "earlier run, or cannot be opened (a path not shared by all ranks, or not writable)"),
+    (r"gloo/transport/tcp/address", r"getpeername", "connection-lost",
+     "getpeername(2) on a connected socket fails with ENOTCONN: the peer's end is gone"),
+    (r"gloo/transport/tcp/address", r"getsockname", "internal-error",
+     "getsockname(2) fails only on a bad descriptor (EBADF, ENOTSOCK): Gloo used a socket it "
+     "had closed"),
+    (r"gloo/transport/tcp/loop", r"epoll_(?:create|ctl)", "unexplained-failure",
+     "epoll(7) failed: the errno in the line names the cause (EMFILE/ENFILE: the open-file "
+     "limit; ENOMEM/ENOSPC: kernel memory or max_user_watches); no finding names OS limits"),
+    (r"^gloo/", r"Missing pair in backing context|Key '<\*>' already set|No send to wait for"
+     r"|Remaining bytes do not map|Unknown ai_family|Listener must be setup|Can only switch to "
+     r"sync mode|duplicate buffer for slot|returned false in sync mode|tx_ cannot be empty"
+     r"|unknown sa_family", "internal-error",
+     "a GLOO_ENFORCE on Gloo's own state (a pair, a buffer slot, a queue): an internal check"),
+    (r"c10d/Utils\.hpp", r"No environment variables passed", "internal-error",
+     "getCvarString called by torch itself with no variable names"),
+    (r"c10d/Utils\.hpp", r"Received an empty list", "invalid-usage",
+     "a collective was given an empty list of tensors"),
+    (r"distributed_c10d\.py", r"Cannot automatically create PG with empty tag|Coalescing "
+     r"manager requires|IllegalWork|MPI backend doesn't support|Please use a device_id with index"
+     r"|Unknown (?:c10d )?backend type|monitored_barrier is only implemented|rankset doesn't "
+     r"include", "invalid-usage",
+     "torch.distributed's API was called with arguments it rejects (a backend name, a "
+     "device_id, a group's ranks, a call the backend lacks)"),
+    (r"elastic/agent/server/api\.py", r"Error waiting on exit barrier", "stopped-while-waiting",
+     "the agent's workers finished and it waited at the exit barrier for the other nodes' "
+     "agents, which did not all arrive (still running, failed, or the store's host is gone)"),
+    (r"elastic/agent/server/api\.py", r"Unknown worker", "internal-error",
+     "the agent's own bookkeeping of its workers"),
+    (r"elastic/multiprocessing/api\.py", r"does not match: <|is a file\b", "invalid-usage",
+     "a launcher option is malformed (--redirects/--tee, or --log-dir that is a file)"),
+    (r"elastic/multiprocessing/api\.py", r"already initialized\. Most likely", "internal-error",
+     "the process context was started twice: a bug of the launcher or agent that drives it"),
+    (r"elastic/multiprocessing/api\.py", r"did not exit after .* abandoning", "cuda-error",
+     "a worker survived SIGKILL: stuck in the kernel (uninterruptible sleep, e.g. wedged on "
+     "the GPU or NIC driver); the host needs a check"),
+    (r"elastic/multiprocessing/errors", r"Failed to parse reply file|no error file defined",
+     "rank-failed", "written when a worker failed: its error file is unreadable or has nowhere "
+     "to go; the worker's failure is the cause"),
+    (r"elastic/multiprocessing/tail_log", r"error in log tailer", "benign",
+     "torchrun's log tailer (--tee) failed; the workers are not affected"),
+    (r"elastic/rendezvous/\w+_rendezvous_backend", r"state object is corrupt", "rendezvous-config",
+     "the rendezvous state in the store is not torch's (another job, or a stale store, under the "
+     "same run id)"),
+    (r"elastic/rendezvous/etcd_server", r"process exited with the code", "rendezvous-config",
+     "the etcd server the rendezvous needs exited at start"),
+    (r"elastic/rendezvous/etcd_server", r"No etcd server process started", "internal-error",
+     "EtcdServer used before start(): a bug of the code that drives it"),
+    (r"elastic/rendezvous/etcd_store", r"not found in EtcdStore", "rendezvous-timeout",
+     "raised when the key is still not published after the store's timeout"),
+    (r"elastic/rendezvous/utils", r"timer has already started", "internal-error",
+     "the rendezvous keep-alive timer renamed after start: torch's own bookkeeping"),
+    (r"distributed/run\.py", r"^Cuda is not available", "cuda-error",
+     "--nproc-per-node gpu, and torch.cuda.is_available() is False on this node (no driver, a "
+     "CPU-only torch, or CUDA_VISIBLE_DEVICES hides every GPU)"),
+    (r"distributed/run\.py", r"is not available\.$|Could not find entrypoint", "invalid-usage",
+     "--nproc-per-node names a device type this torch lacks, or --logs-specs names no installed "
+     "entry point"),
+    (r"^src/include/checks\.h", r"Thread creation failed", "unexplained-failure",
+     "std::thread threw (its what() in the line: usually EAGAIN, the process or thread limit); "
+     "no finding names OS limits"),
+    (r"^src/init", r"Attempt to use communicator before the previous operation", "invalid-usage",
+     "ncclCommEnsureReady, called by the API functions: a nonblocking communicator used before "
+     "its init (or its last call) returned ncclSuccess"),
+    (r"^src/init", r"MNNVL is not supported on this system", "invalid-usage",
+     "ncclSystemError when NCCL_MNNVL_ENABLE=1 forces multi-node NVLink on a system without it"),
+    (r"^src/proxy", r"Get (?:listenSock|peers\[<\*>\]\.sock) fd fails", "internal-error",
+     "ncclSocketGetFd fails only for a NULL socket: the proxy's own state"),
+    (r"^src/transport/net_socket", r"socket progress error", "connection-lost",
+     "a socket transfer to a peer failed (the WARN before it names the call and its errno)"),
+)
 _COMPILED = tuple((re.compile(w, re.I) if w else None, re.compile(t, re.I), m, r)
                   for w, t, m, r in RULES)
+_SOURCE = tuple((re.compile(w) if w else None, re.compile(t), m, r) for w, t, m, r in SOURCE_RULES)
+# What an NCCL WARN's code path returns (tools/msgresult.py): the codes that name a kind.
+_CODES = frozenset({"ncclUnhandledCudaError", "ncclInvalidUsage", "ncclInvalidArgument",
+                    "ncclInternalError", "ncclRemoteError", "ncclSystemError"})
+# The catch-all wording rules (a word, not a cause) that a result code overrides.
+_BROAD = {"peer-unreachable": "a connection", "rank-failed": "ranks or arguments"}
+_CONFIG = re.compile(r"config|NCCL_[A-Z]|attribute|CTA", re.I)
+
+
+def by_result(template: str, result: frozenset[str]) -> tuple[str, str] | None:
+    """The mapping an NCCL WARN's result code gives (``msgresult.outcomes``), or None."""
+    codes = sorted(result & _CODES)
+    said = "returns " + "/".join(codes)
+    if "ncclUnhandledCudaError" in codes:
+        return "cuda-error", f"{said}: a CUDA call failed"
+    if "ncclInvalidUsage" in codes or ("ncclInvalidArgument" in codes and (
+            "api" in result or _CONFIG.search(template))):
+        return "invalid-usage", f"{said}: the program's call or an NCCL setting/config is invalid"
+    if "ncclInternalError" in codes or "ncclInvalidArgument" in codes:
+        return "internal-error", f"{said}: an internal check (NCCL's own state or arguments)"
+    if "ncclRemoteError" in codes:
+        return "connection-lost", f"{said}: a peer's process exited or the network failed"
+    if codes:
+        return ("unexplained-failure", f"{said}: a system call failed; the call and its errno "
+                "are in the line (any call: socket, poll, file), and no finding names them all")
+    if result and result <= {"continues", "ncclSuccess", "api"}:
+        return "benign", "NCCL warns and goes on: no error return follows the WARN"
+    if result & {"propagated", "returns"}:
+        return ("unexplained-failure", "returns the error of a call it made (or ends its "
+                "thread) without a code of its own: the source cannot say more")
+    return None
 MIN_MATCHER_LITERAL = 10  # characters of literal text a matcher needs to be recognised
 
 
-def classify(source: str, file: str, template: str, level: str) -> tuple[str, str]:
-    """(finding id | "benign" | "unexplained-failure" | "unmapped", why) for one template."""
+def classify(source: str, file: str, template: str, level: str,
+             result: frozenset[str] = frozenset()) -> tuple[str, str]:
+    """(finding id | "benign" | "unexplained-failure" | "unmapped", why) for one template;
+    ``result``: what an NCCL WARN's code path returns (``msgresult.outcomes``)."""
     literal = max(len(p) for p in matcher(template).split(".*?")) if template else 0
+    for where, what, maps, why in _SOURCE:
+        if (where is None or where.search(file)) and what.search(template):
+            return maps, why
     for where, what, maps, why in _COMPILED:
         if (where is None or where.search(file)) and what.search(template):
+            coded = by_result(template, result) if maps == "internal-error" else None
+            if coded and coded[0] in ("invalid-usage", "connection-lost"):
+                maps, why = coded  # a check's wording, in a public function, on a setting, or
+                # on a socket the peer closed (ncclRemoteError)
+            if where is None and maps in _BROAD and result & _CODES == {"ncclInternalError"}:
+                # a word such as "connect" or "ranks" in an assertion of NCCL's own state
+                maps, why = "internal-error", ("returns ncclInternalError: an internal check "
+                                               "(its wording only mentions " + _BROAD[maps] + ")")
             failing = (r"retry|timeout|timed out|refused|closed|abort|exceed" if level == "info"
                        else r"fail|error|retry|timeout|timed out|refused|closed|abort|exceed")
             if (level != "error" and maps not in ("benign", "stopped-while-waiting")
@@ -131,6 +258,9 @@ def classify(source: str, file: str, template: str, level: str) -> tuple[str, st
         return "benign", "a warning that does not stop the run"
     if literal < MIN_MATCHER_LITERAL:
         return "unmapped", "too little literal text to recognise in a log"
+    coded = by_result(template, result)
+    if coded:
+        return coded
     return ("unexplained-failure",
             "an internal check or error with no setup cause: reported as a failure seen, "
             "with the next step")

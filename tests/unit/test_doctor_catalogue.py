@@ -16,6 +16,8 @@ REQUIRED = {
     "collective-timeout", "rank-failed", "out-of-memory", "connection-lost", "no-failure",
     "local-rank-argument", "job-hung", "dump-unreadable", "stopped-while-waiting",
     "unexplained-failure", "no-result",
+    # issue 24: kinds the message catalogue reads from NCCL's result codes and the raise sites
+    "invalid-usage", "internal-error", "cuda-error",
 }
 
 

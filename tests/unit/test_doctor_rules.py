@@ -79,6 +79,8 @@ def test_every_catalogue_id_is_covered_by_a_fixture_case() -> None:
     # real torchrun logs: tests/unit/test_doctor_unexplained.py
     covered |= {"stopped-while-waiting", "unexplained-failure"}
     covered |= {"no-result"}  # synthetic lines from catalogued templates: test_doctor_run_end.py
+    # read from the sources' result codes and raise sites: tests/unit/test_message_mapping.py
+    covered |= {"invalid-usage", "internal-error", "cuda-error"}
     assert covered == set(CATALOGUE)
 
 

@@ -154,6 +154,44 @@ ENTRIES = (
         35,
     ),
     Entry(
+        "invalid-usage", "error",
+        _("An NCCL setting or a distributed API call is invalid"),
+        _("NCCL or torch.distributed refused a setting or a call: an NCCL_* variable or a "
+        "communicator config value (blocking, cgaClusterSize, CTA policy, NCCL_NET, "
+        "NCCL_MNNVL_ENABLE, ...) that NCCL rejects (ncclInvalidArgument, ncclInvalidUsage), a "
+        "communicator used after it was destroyed or before its init returned, or a "
+        "torch.distributed or torchrun argument that is not accepted (a backend name, "
+        "device_id, --log-dir, --nproc-per-node). The line names the setting or the call."),
+        _("Check the setting or the call the line names: the NCCL_* variables on every node "
+        "(ddpkit nccl-conf show; env | grep NCCL_) and the framework's NCCL config (the "
+        "process group's NCCL options, TORCH_NCCL_* variables); remove or correct it and "
+        "rerun. For an API error, fix the call at the traceback's line."),
+        "NCCL's `Invalid config ... attribute value`, `Error: network X not found.`, `comm X has "
+        "already been destroyed` (ncclInvalidArgument/ncclInvalidUsage, read from the source), "
+        "torch.distributed's and torchrun's ValueErrors about their arguments: catalogued "
+        "templates, when no more specific finding holds.",
+        84,
+    ),
+    Entry(
+        "internal-error", "error",
+        _("A library-internal check failed"),
+        _("NCCL, Gloo or torch.distributed hit one of its own consistency checks "
+        "(ncclInternalError, a GLOO_ENFORCE on its own state, an internal assertion). It is a "
+        "bug, or, more often across nodes, builds that do not fit together (different NCCL or "
+        "torch versions, a mismatched net plugin), or the aftermath of another failure that "
+        "aborted an operation midway."),
+        _("Install the same torch build (it bundles NCCL) and the same NCCL plugins on every "
+        "node, and compare them: ddpkit doctor --nnodes <N> ...; look in the other nodes' logs "
+        "for an earlier failure. If it persists with matching builds, upgrade torch/NCCL and "
+        "report it upstream (NVIDIA/nccl, pytorch/pytorch, facebookincubator/gloo) with the log "
+        "(NCCL_DEBUG=INFO)."),
+        "NCCL WARN lines whose code path returns ncclInternalError (or ncclInvalidArgument "
+        "inside NCCL's own functions), Gloo's enforce failures on its own state (`tx_ cannot "
+        "be empty`, `duplicate buffer for slot`), torch's internal assertions: catalogued "
+        "templates, when no more specific finding holds.",
+        45,
+    ),
+    Entry(
         "unexplained-failure", "error",
         _("The run failed, and no rule names the cause"),
         _("The log shows a failure (an error line, a traceback, an errno, a fatal signal, a "

@@ -79,6 +79,25 @@ ENTRIES = (
         86,
     ),
     Entry(
+        "cuda-error", "error",
+        _("A CUDA call failed on a rank"),
+        _("NCCL or torch reported a CUDA runtime error (NCCL's `Cuda failure '...'`, "
+        "ncclUnhandledCudaError), torch found no usable GPU, or a worker stuck in the GPU "
+        "driver survived SIGKILL. The CUDA error in the line names the failure; the usual "
+        "causes are a driver older than the CUDA runtime of the build, a GPU in a bad state "
+        "(Xid errors in dmesg), or CUDA_VISIBLE_DEVICES hiding the GPUs."),
+        _("Check the GPUs and the driver on that node: nvidia-smi (and dmesg -T | grep -i xid)\n"
+        "Compare the driver's CUDA version (nvidia-smi's header) with the build's: python -c "
+        "'import torch; print(torch.version.cuda, torch.cuda.is_available())'\n"
+        "Check CUDA_VISIBLE_DEVICES in the ranks' environment (e.g. CUDA_VISIBLE_DEVICES=0,1 "
+        "for two GPUs); a wedged GPU needs a reset or a reboot."),
+        "NCCL's `Cuda failure 'X'` (src/include/checks.h, ncclUnhandledCudaError), torchrun's "
+        "`Cuda is not available.` (--nproc-per-node gpu), a worker that `did not exit after "
+        "SIGKILL`: catalogued templates, when no more specific finding (out of memory, P2P) "
+        "holds.",
+        85,
+    ),
+    Entry(
         "node-mismatch", "warning",
         _("Nodes are configured differently"),
         _("The nodes do not look alike: they use different NCCL transports or plugins, different "

@@ -78,6 +78,9 @@ ANCHORS: tuple[bytes, ...] = (
     # torch 1.10 on: "... To avoid data inconsistency, we are taking the entire process down."),
     # posted without an error word
     b"entire process down",
+    # torchrun's teardown giving up on a worker that survived SIGKILL (elastic/multiprocessing/
+    # api.py, an error-level line without an error word)
+    b"abandoning",
 )
 # Where a run ends (rules/run_end.py): the end markers a finished run prints (torchrun's agent,
 # ddpkit's summary, nccl-tests' last line) and the shell's report of a SIGKILL. They are looked
@@ -318,12 +321,18 @@ PATTERNS: tuple[LinePattern, ...] = (
        r"(?P<detail>(?:Check failed:|\bunhandled \w+ error\b|(?:^|[\]:] ?)error: )[^\n]*)",
        skip_if=("NCCL INFO",)),
     _fb("failure-line", ("ERROR",), r"(?P<detail>(?:^|[\s\]:])ERROR[:\]\s][^\n]*)"),
+    # torch.distributed.elastic's own error-level lines ("E1204 09:37:01.823000 27542
+    # torch/distributed/elastic/agent/server/api.py:1009] Error waiting on exit barrier. ...")
+    _fb("failure-line", ("rror",),
+        r"^\[?E\d{4} \d\d:\d\d:\d\d\.\d+ +\d+ \S+\.py:\d+\] (?P<detail>[^\n]*[Ee]rror[^\n]*)"),
     _fb("failure-line", ("core dumped", "terminate called", "Fatal Python error"),
        r"(?P<detail>(?:Segmentation fault|core dumped|terminate called after throwing|"
        r"Fatal Python error)[^\n]*)"),
     _fb("failure-line", (), r"(?P<detail>\bwhat\(\): +\S[^\n]*)"),  # after "terminate called"
     _fb("failure-line", ("exit code",), r"(?P<detail>\bexit code[ :=]*(?P<code>-?[1-9]\d*))"),
     _fb("failure-line", ("entire process down",), r"(?P<detail>[^\n]*entire process down[^\n]*)"),
+    _fb("failure-line", ("abandoning",),
+        r"(?P<detail>Process \d+ did not exit after \w+ within [^\n]*abandoning[^\n]*)"),
 )
 
 

@@ -168,6 +168,8 @@ class Diagnosis:
         failed = self.job.rank_failed(errors_so_far)
         if failed is not None:
             add(*failed)
+            if not errors_so_far:  # the library's raise site may name the failure's kind
+                add(self.unexplained.named())
             if not any(f.id == "out-of-memory" for f, _score in scored):
                 add(self._killed_without_a_word())
         add(self._init_hang(scored))

@@ -34,6 +34,8 @@ FAILURE_KINDS = frozenset({
     "ib-error", "shm-error", "p2p-error", "oom", "rdzv-timeout", "rdzv-config",
     "rdzv-connection", "resolve-failed", "port-in-use", "no-interface", "gloo-mesh-failed",
 })
+# A rank's own failure line, whose template the catalogue may name a cause for (``named``).
+_OWN_KINDS = frozenset({"exception", "failure-line", "nccl-warn"})
 UNEXPLAINED_KINDS = FAILURE_KINDS | {"death-signal"}  # what :meth:`UnexplainedRule.feed` reads
 KEEP = 24  # failure lines remembered per log (the first ones; the decisive ones come early)
 # An exception as a traceback ends: its type first on the line, after any launcher prefix; not
@@ -88,10 +90,14 @@ class UnexplainedRule:
         """``unexplained-failure`` or ``stopped-while-waiting``, or None when the log shows
         neither. ``waited_on`` says what the job was doing when last heard of."""
         shown: list[tuple[Event, Message | None]] = []
+        waits: list[Event] = []  # lines whose source says this node was waiting for its peers
         for state in self.files.values():
             for event in state.failures:
                 message = catalogue().match(event.text)
                 if message is not None and message.maps == "benign":
+                    continue
+                if message is not None and message.maps == "stopped-while-waiting":
+                    waits.append(event)
                     continue
                 shown.append((event, message))
         if shown:
@@ -100,7 +106,23 @@ class UnexplainedRule:
         stops = [s.stop for s in self.files.values() if s.stop is not None]
         if stops:
             return _stopped(stops, waited_on)
+        if waits:
+            return _waited(waits)
         return None
+
+    def named(self) -> Finding | None:
+        """The cause the message catalogue names for a failure line (an exception, NCCL's WARN,
+        an error line), when a rule saw only that a rank failed: the raise site in the library
+        that printed it says what kind of failure it is (issue 24)."""
+        shown: list[tuple[Event, Message | None]] = []
+        for state in self.files.values():
+            for event in state.failures:
+                if event.kind not in _OWN_KINDS:
+                    continue  # a peer gone, a timeout: another rule's consequence, not a cause
+                message = catalogue().match(event.text)
+                if message is not None and message.maps not in ("benign", "rank-failed"):
+                    shown.append((event, message))
+        return _catalogued(shown, sum(s.count for s in self.files.values())) if shown else None
 
 
 def _quote(event: Event) -> Evidence:
@@ -149,6 +171,17 @@ def _catalogued(shown: list[tuple[Event, Message | None]], count: int) -> Findin
             evidence.add(other)
         return Finding(e.id, "error", e.title, text, e.fix, merge(evidence.items))
     return None
+
+
+def _waited(waits: list[Event]) -> Finding:
+    """torchrun's agent gave up at its exit barrier: this node's workers were done and it
+    waited for the other nodes' agents (torch/distributed/elastic/agent/server/api.py)."""
+    e = entry("stopped-while-waiting")
+    first = waits[0]
+    text = _("This node's workers had finished and torchrun waited for the other nodes at its "
+             "exit barrier ({file}:{line}); they did not all arrive. {general}",
+             file=first.file, line=first.line, general=e.explanation)
+    return Finding(e.id, e.severity, e.title, text, e.fix, tuple(_quote(w) for w in waits[:6]))
 
 
 def _stopped(stops: list[Event], waited_on: str) -> Finding:

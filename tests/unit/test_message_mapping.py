@@ -1,0 +1,210 @@
+"""The message catalogue's mapping read from the sources (issue 24): what an NCCL WARN's code path
+returns (tools/msgresult.py), the mapping it gives (tools/msgmap.py), and that doctor --log
+uses each mapping at run time on a line built from the template (not a copied log)."""
+
+from __future__ import annotations
+
+import importlib
+import json
+import re
+import sys
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+from ddpkit.doctor.catalogue import CATALOGUE
+from ddpkit.doctor.log.diagnose import diagnose
+
+ROOT = Path(__file__).resolve().parents[2]
+DATA = ROOT / "src" / "ddpkit" / "doctor" / "log" / "messages.json"
+NEW_IDS = ("invalid-usage", "internal-error", "cuda-error")
+
+
+def tool(name: str) -> ModuleType:
+    sys.path.insert(0, str(ROOT / "tools"))
+    try:
+        return importlib.import_module(name)
+    finally:
+        sys.path.remove(str(ROOT / "tools"))
+
+
+def messages() -> list[dict[str, Any]]:
+    loaded = json.loads(DATA.read_text())["messages"]
+    assert isinstance(loaded, list)
+    return loaded
+
+
+# --- what a WARN's code path returns -------------------------------------------------------------
+
+SOURCE = r'''
+#define CHECKX(cmd, RES, label) do { \
+    if ((cmd) != 0) { WARN("Widget call %s failed", #cmd); RES = ncclUnhandledCudaError; \
+      goto label; } } while (0)
+NCCL_API(ncclResult_t, ncclWidgetSet, ncclComm_t comm, int value);
+ncclResult_t ncclWidgetSet(ncclComm_t comm, int value) {
+  if (value < 0) { WARN("Widget value %d out of range", value); return ncclInvalidArgument; }
+  return ncclSuccess;
+}
+static ncclResult_t widgetQueue(struct widget* w) {
+  ncclResult_t ret = ncclSuccess;
+  if (w == NULL) { WARN("widgetQueue: queue pointer lost"); return ncclInvalidArgument; }
+  if (w->n > 8) {
+    WARN("widgetQueue: %d entries is beyond the ring", w->n);
+    ret = ncclInternalError;
+    goto fail;
+  }
+  if (w->peerGone) { WARN("widgetQueue: peer widget went away"); ret = w->err; goto fail; }
+  if (w->n == 0) {
+    WARN("widgetQueue: nothing queued, going on with defaults");
+  }
+  if (w->bad) WARN("widgetQueue: stray state ignored here");
+  return ncclSuccess;
+fail:
+  return ret;
+}
+static void* widgetThread(void* arg) {
+  if (arg == NULL) { WARN("widgetThread: no argument, thread ends"); return NULL; }
+  return NULL;
+}
+'''
+
+
+def test_each_warn_records_what_its_code_path_returns() -> None:
+    found = tool("msgresult").outcomes(SOURCE)
+    assert found == {
+        "Widget call <*> failed": {"ncclUnhandledCudaError"},
+        "Widget value <*> out of range": {"ncclInvalidArgument", "api"},
+        "widgetQueue: queue pointer lost": {"ncclInvalidArgument"},
+        "widgetQueue: <*> entries is beyond the ring": {"ncclInternalError"},
+        "widgetQueue: peer widget went away": {"propagated"},
+        "widgetQueue: nothing queued, going on with defaults": {"continues"},
+        "widgetQueue: stray state ignored here": {"continues"},
+        "widgetThread: no argument, thread ends": {"returns"},
+    }
+
+
+@pytest.mark.parametrize(
+    ("template", "result", "maps"),
+    [
+        ("Widget call <*> failed", {"ncclUnhandledCudaError"}, "cuda-error"),
+        ("Widget value <*> out of range", {"ncclInvalidArgument", "api"}, "invalid-usage"),
+        ("Widget got bad value <*>", {"ncclInvalidUsage"}, "invalid-usage"),
+        ("Invalid config widget attribute value <*>", {"ncclInvalidArgument"}, "invalid-usage"),
+        ("widgetQueue: queue pointer lost", {"ncclInvalidArgument"}, "internal-error"),
+        ("widgetQueue: <*> entries is beyond the ring", {"ncclInternalError"}, "internal-error"),
+        ("widget peer <*> went away", {"ncclRemoteError"}, "connection-lost"),
+        ("widgetQueue: nothing queued, going on with defaults", {"continues"}, "benign"),
+        ("widgetQueue: peer widget went away", {"propagated"}, "unexplained-failure"),
+        ("widget ioctl said <*>", {"ncclSystemError"}, "unexplained-failure"),
+    ],
+)
+def test_a_result_code_gives_the_mapping(template: str, result: set[str], maps: str) -> None:
+    got, why = tool("msgmap").classify("nccl", "src/misc/widget.cc", template, "error",
+                                       frozenset(result))
+    assert got == maps
+    codes = sorted(r for r in result if r.startswith("nccl"))
+    assert all(code in why for code in codes if maps != "benign"), why
+
+
+def test_shipped_nccl_warns_carry_their_result_codes() -> None:
+    warns = [m for m in messages() if m["source"] == "nccl" and m["call"] == "WARN"]
+    assert len(warns) > 400
+    assert all(m.get("result") for m in warns)
+    allowed = set(tool("msgresult").RESULTS) | {"propagated", "returns", "continues", "fatal",
+                                                "api"}
+    assert all(set(m["result"]) <= allowed for m in warns)
+    # the catalogue's generic entries all say why the source cannot say more
+    for m in messages():
+        if m["maps"] == "unexplained-failure":
+            assert "no setup cause" not in m["reason"], m
+
+
+def test_coverage_by_a_finding_or_benign_is_at_least_95_percent() -> None:
+    entries = messages()
+    named = sum(m["maps"] not in ("unexplained-failure", "unmapped") for m in entries)
+    assert named / len(entries) >= 0.95
+    for source in ("nccl", "gloo", "torch"):
+        mine = [m for m in entries if m["source"] == source]
+        assert sum(m["maps"] not in ("unexplained-failure", "unmapped")
+                   for m in mine) / len(mine) >= 0.95, source
+
+
+# --- doctor --log uses each mapping at run time ---------------------------------------------------
+
+def line_for(message: dict[str, Any]) -> str:
+    """A log line the program would print for ``message``: each hole filled with ``7`` and the
+    source's own prefix (NCCL's WARN, an exception as a rank's traceback ends, a Gloo enforce as
+    torch raises it, torchrun's error-level log line)."""
+    text = message["template"].replace("<*>", "7").split("\n")[0]
+    source, file, call = message["source"], message["file"], message["call"]
+    if source == "nccl":
+        return f"gpu1:4242:4250 [0] {file.rsplit('/', 1)[-1]}:42 NCCL WARN {text}"
+    if source == "gloo":
+        return f"[rank1]: RuntimeError: [enforce fail at /src/third_party/gloo/{file}:77] x. {text}"
+    if call.startswith("raise "):
+        return f"[rank1]: {call.split()[1]}: {text}"
+    if file.endswith((".hpp", ".cpp", ".h")):
+        return f"[rank1]: RuntimeError: {text}"
+    return f"E1204 10:00:00.123000 4242 {file}:900] {text}"
+
+
+# Where the line alone does not reach the catalogued finding, and why.
+NOT_AT_RUN_TIME = {
+    # logger.exception: the traceback's last line that follows it is the failure line
+    "Failed to parse reply file: <*>",
+}
+
+
+def runtime_cases() -> list[dict[str, Any]]:
+    msgmap = tool("msgmap")
+    from_source = {why for _where, _what, _maps, why in msgmap.SOURCE_RULES}
+    cases = []
+    for m in messages():
+        if m["maps"] in ("unmapped", "unexplained-failure") or m["template"] in NOT_AT_RUN_TIME:
+            continue
+        if m["maps"] in NEW_IDS or m["reason"] in from_source or re.match(r"returns ncclRemote",
+                                                                          m["reason"]):
+            cases.append(m)
+    return cases
+
+
+CASES = runtime_cases()
+
+
+def test_the_runtime_cases_cover_every_new_id() -> None:
+    assert {m["maps"] for m in CASES} >= set(NEW_IDS)
+    assert all(finding in CATALOGUE for finding in NEW_IDS)
+    assert len(CASES) > 100
+
+
+@pytest.mark.parametrize("message", CASES, ids=lambda m: f"{m['source']}:{m['template'][:40]}")
+def test_a_line_built_from_the_template_gets_its_finding(tmp_path: Path,
+                                                         message: dict[str, Any]) -> None:
+    log = tmp_path / "rank.log"
+    log.write_text("starting the job\n" + line_for(message) + "\n")
+    findings = diagnose([str(log)])
+    want = "no-failure" if message["maps"] == "benign" else message["maps"]
+    if message["maps"] == "benign" and message["file"].endswith("net_ib.cc"):
+        want = "ib-error"  # ib-error's own rule claims every NET/IB WARN line first
+    assert findings[0].id == want, (line_for(message), [f.id for f in findings])
+    if want in NEW_IDS:
+        assert message["source"] in findings[0].explanation.lower()
+
+
+def test_an_exception_named_by_the_catalogue_comes_before_rank_failed(tmp_path: Path) -> None:
+    log = tmp_path / "rank.log"
+    log.write_text("Traceback (most recent call last):\n  File \"train.py\", line 9, in <module>\n"
+                   "[rank1]: ValueError: monitored_barrier is only implemented for GLOO backend.\n")
+    ids = [f.id for f in diagnose([str(log)])]
+    assert ids[0] == "invalid-usage" and "rank-failed" in ids
+
+
+def test_the_exit_barrier_is_a_wait_for_the_other_nodes(tmp_path: Path) -> None:
+    log = tmp_path / "node0.log"
+    log.write_text("E1204 10:00:00.123000 4242 torch/distributed/elastic/agent/server/api.py:1009]"
+                   " Error waiting on exit barrier. Elapsed: 300.1 seconds\n")
+    (top, *_) = diagnose([str(log)])
+    assert top.id == "stopped-while-waiting" and "exit barrier" in top.explanation
+    assert top.evidence[0].line == 1
