@@ -13,7 +13,9 @@ per source file into ``docs/message-coverage.md``.
 
 ``--torch-wheels`` reads every torch release of which the directory holds a wheel (the last
 patch release of each minor 1.8 .. 2.13, macOS builds: see ``torchwheels.py``), as zip files:
-the Python sources of ``torch/distributed`` and the c10d headers, labelled ``vX.Y.Z``.
+the Python sources of ``torch/distributed`` and the c10d headers, labelled ``vX.Y.Z``. No wheel
+holds the c10d ``.cpp`` files: ``--torch-cpp DIR`` reads stored versions of them from a tree
+``DIR/<commit>/<path>`` (see ``torchcpp.py``), each commit labelled by its version.txt, if any.
 ``--torch`` takes a pytorch git dir (every release tag v1.8.0 .. v2.13.0 is read) or, where the
 repository is too large to have at hand, a plain directory tree laid out like the repository
 (e.g. an installed wheel's site-packages, whose ``torch/include/`` headers count as
@@ -39,6 +41,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import msgextract  # noqa: E402
 import msgmap  # noqa: E402
+import torchcpp  # noqa: E402
 import torchwheels  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -199,11 +202,22 @@ def read_torch_wheels(records: dict[Key, Record], order: dict[str, list[str]],
               file=sys.stderr)
 
 
+def read_torch_cpp(records: dict[Key, Record], order: dict[str, list[str]],
+                   directory: Path) -> None:
+    """The stored c10d ``.cpp`` files under ``directory`` (see ``torchcpp.py``)."""
+    for label, root in torchcpp.trees(directory):
+        _order(order, "torch", label)
+        read_texts(records, "torch", label, torchcpp.texts(root), TORCH_FILES)
+        print(f"  torch {label} (.cpp at {root.name}): {len(records)} templates so far",
+              file=sys.stderr)
+
+
 def _order(order: dict[str, list[str]], source: str, label: str) -> None:
+    """Add a release label: versions in order, then the others (``git <commit>``) as they come."""
     releases = order.setdefault(source, [])
     if label not in releases:
         releases.append(label)
-        releases.sort(key=_version_key)
+        releases.sort(key=lambda r: (0, _version_key(r)) if re.match(r"v\d", r) else (1, ()))
 
 
 def nccl_revisions(git: Git) -> list[tuple[str, str]]:
@@ -245,6 +259,8 @@ def build(args: argparse.Namespace) -> tuple[list[dict[str, object]], dict[str, 
         git.close()
     if args.torch_wheels:
         read_torch_wheels(records, order, args.torch_wheels)
+    if args.torch_cpp:
+        read_torch_cpp(records, order, args.torch_cpp)
     for spec in args.torch or []:
         label, _, where = spec.rpartition("=")
         path = Path(where)
@@ -340,6 +356,8 @@ def main() -> int:
                         help="git dir of pytorch/pytorch, or [LABEL=]DIR of a source tree")
     parser.add_argument("--torch-wheels", type=Path,
                         help="a directory of torch wheels, one release each (torchwheels.py)")
+    parser.add_argument("--torch-cpp", type=Path,
+                        help="a tree COMMIT/PATH of stored c10d .cpp files (torchcpp.py)")
     parser.add_argument("--torch-label", default="v2.13.0",
                         help="the release a plain --torch tree is (default v2.13.0)")
     parser.add_argument("--out", type=Path, default=OUT)

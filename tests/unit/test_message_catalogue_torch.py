@@ -99,6 +99,42 @@ def test_a_wheel_and_a_tree_of_the_same_release_are_one_release(tmp_path: Path) 
     assert {m["template"] for m in doc["messages"]} == {"the wheel says this", "the tree says that"}
 
 
+def test_stored_cpp_files_are_labelled_by_their_version_txt_or_commit(tmp_path: Path) -> None:
+    wheels, cpp = tmp_path / "wheels", tmp_path / "cpp"
+    wheels.mkdir()
+    wheel(wheels, "torch-2.0.1-cp311-none-macosx_11_0_arm64.whl",
+          {"torch/distributed/run.py": 'raise ValueError("from the wheel")\n'})
+    released = cpp / "04ee2b9e1265ddc1bc9a2d94ddd348a482f253ba"
+    (released / "torch/csrc/distributed/c10d").mkdir(parents=True)
+    (released / "version.txt").write_text("2.0.1\n")
+    (released / "torch/csrc/distributed/c10d/socket.cpp").write_text(
+        'C10D_ERROR("The server socket has failed to listen on {}.", addr);\n')
+    unknown = cpp / "cf1380dfb6c8552c8cdb791a85a89499775ad409" / "torch/lib/c10d"
+    unknown.mkdir(parents=True)
+    (unknown / "ProcessGroupNCCL.cpp").write_text(
+        'LOG(ERROR) << "NCCL watchdog thread terminated with exception: " << e.what();\n'
+        'TORCH_CHECK(false, "a check of ProcessGroupNCCL") ;\n')
+    (unknown / "reducer.cpp").write_text('TORCH_CHECK(false, "reducer is not read");\n')
+    out, report = tmp_path / "m.json", tmp_path / "c.md"
+    subprocess.run([sys.executable, str(SCRIPT), "--torch-wheels", str(wheels), "--torch-cpp",
+                    str(cpp), "--out", str(out), "--report", str(report)],
+                   check=True, capture_output=True, timeout=120)
+    doc = json.loads(out.read_text())
+    assert doc["releases"] == {"torch": ["v2.0.1", "git cf1380dfb6c8"]}
+    found = {m["template"]: (m["file"], m["first"], m["last"]) for m in doc["messages"]}
+    assert found == {
+        "from the wheel": ("torch/distributed/run.py", "v2.0.1", "v2.0.1"),
+        "The server socket has failed to listen on <*>.":
+            ("torch/csrc/distributed/c10d/socket.cpp", "v2.0.1", "v2.0.1"),
+        "NCCL watchdog thread terminated with exception: <*>":
+            ("torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp", "git cf1380dfb6c8",
+             "git cf1380dfb6c8"),
+        "a check of ProcessGroupNCCL":
+            ("torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp", "git cf1380dfb6c8",
+             "git cf1380dfb6c8"),
+    }
+
+
 @pytest.mark.slow
 @pytest.mark.skipif(not WHEELS.is_dir(), reason="needs the torch wheels (tools/torchwheels.py)")
 def test_the_script_regenerates_the_torch_part(tmp_path: Path) -> None:
