@@ -16,6 +16,7 @@ ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT / "src" / "ddpkit" / "doctor" / "log" / "messages.json"
 SCRIPT = ROOT / "tools" / "catalogue_messages.py"
 WHEELS = Path("/work/cache/torch-wheels")
+CPP = Path("/work/cache/torch-cpp")
 
 
 def tool(name: str) -> ModuleType:
@@ -32,10 +33,10 @@ def wheel(directory: Path, name: str, files: dict[str, str]) -> None:
             archive.writestr(path, text)
 
 
-def catalogue_of(wheels: Path, tmp_path: Path) -> dict[str, object]:
+def catalogue_of(wheels: Path, tmp_path: Path, *more: str) -> dict[str, object]:
     out, report = tmp_path / "m.json", tmp_path / "c.md"
-    subprocess.run([sys.executable, str(SCRIPT), "--torch-wheels", str(wheels), "--out", str(out),
-                    "--report", str(report)], check=True, capture_output=True, timeout=120)
+    subprocess.run([sys.executable, str(SCRIPT), "--torch-wheels", str(wheels), *more, "--out",
+                    str(out), "--report", str(report)], check=True, capture_output=True, timeout=120)
     loaded = json.loads(out.read_text())
     assert isinstance(loaded, dict)
     return loaded
@@ -136,8 +137,9 @@ def test_stored_cpp_files_are_labelled_by_their_version_txt_or_commit(tmp_path: 
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(not WHEELS.is_dir(), reason="needs the torch wheels (tools/torchwheels.py)")
+@pytest.mark.skipif(not WHEELS.is_dir() or not CPP.is_dir(),
+                    reason="needs the torch wheels (tools/torchwheels.py) and the stored .cpp files")
 def test_the_script_regenerates_the_torch_part(tmp_path: Path) -> None:
-    fresh = catalogue_of(WHEELS, tmp_path)["messages"]
+    fresh = catalogue_of(WHEELS, tmp_path, "--torch-cpp", str(CPP))["messages"]
     shipped = json.loads(DATA.read_text())["messages"]
     assert fresh == [m for m in shipped if m["source"] == "torch"]
