@@ -8,6 +8,7 @@ reason: see ``msgmap.py``) into ``src/ddpkit/doctor/log/messages.json``, plus a 
 per source file into ``docs/message-coverage.md``.
 
     python tools/torchwheels.py /work/cache/torch-wheels   # once: torch 1.8 .. 2.13 wheels
+    tools/regenerate_catalogue.sh       # the shipped catalogue: all sources, with the notes
     python tools/catalogue_messages.py --nccl NCCL_GIT_DIR --gloo GLOO_GIT_DIR \\
         --torch-wheels /work/cache/torch-wheels [--torch TORCH_GIT_DIR_OR_TREE]
 
