@@ -8,9 +8,16 @@ see ``msgresult.py``), and what ddpkit makes of it (a finding id, benign, or unm
 reason: see ``msgmap.py``) into ``src/ddpkit/doctor/log/messages.json``, plus a coverage report
 per source file into ``docs/message-coverage.md``.
 
+    python tools/torchwheels.py /work/cache/torch-wheels   # once: torch 1.8 .. 2.13 wheels
+    tools/regenerate_catalogue.sh       # the shipped catalogue: all sources, with the notes
     python tools/catalogue_messages.py --nccl NCCL_GIT_DIR --gloo GLOO_GIT_DIR \\
-        --torch TORCH_GIT_DIR_OR_TREE [--torch-label v2.13.0]
+        --torch-wheels /work/cache/torch-wheels [--torch TORCH_GIT_DIR_OR_TREE]
 
+``--torch-wheels`` reads every torch release of which the directory holds a wheel (the last
+patch release of each minor 1.8 .. 2.13, macOS builds: see ``torchwheels.py``), as zip files:
+the Python sources of ``torch/distributed`` and the c10d headers, labelled ``vX.Y.Z``. No wheel
+holds the c10d ``.cpp`` files: ``--torch-cpp DIR`` reads stored versions of them from a tree
+``DIR/<commit>/<path>`` (see ``torchcpp.py``), each commit labelled by its version.txt, if any.
 ``--torch`` takes a pytorch git dir (every release tag v1.8.0 .. v2.13.0 is read) or, where the
 repository is too large to have at hand, a plain directory tree laid out like the repository
 (e.g. an installed wheel's site-packages, whose ``torch/include/`` headers count as
@@ -28,7 +35,7 @@ import re
 import subprocess
 import sys
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -37,6 +44,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import msgextract  # noqa: E402
 import msgmap  # noqa: E402
 import msgresult  # noqa: E402
+import torchcpp  # noqa: E402
+import torchwheels  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "src" / "ddpkit" / "doctor" / "log" / "messages.json"
@@ -178,11 +187,45 @@ def _walk_tree(root: Path) -> Iterator[tuple[str, Path]]:
 
 def read_tree(records: dict[Key, Record], source: str, label: str, root: Path,
               files: re.Pattern[str]) -> None:
-    for rel, file in _walk_tree(root):
-        if files.search(rel):
-            _add(records, source, label, _canonical(rel), _extract(rel, file.read_text("utf-8",
-                                                                                      "replace")))
+    texts = ((rel, file.read_text("utf-8", "replace")) for rel, file in _walk_tree(root))
+    read_texts(records, source, label, texts, files)
     print(f"  {source} {label} (tree {root}): {len(records)} templates so far", file=sys.stderr)
+
+
+def read_texts(records: dict[Key, Record], source: str, label: str,
+               texts: Iterable[tuple[str, str]], files: re.Pattern[str]) -> None:
+    """Templates of the (path, text) pairs of one release whose path ``files`` matches."""
+    for rel, text in texts:
+        if files.search(rel):
+            _add(records, source, label, _canonical(rel), _extract(rel, text))
+
+
+def read_torch_wheels(records: dict[Key, Record], order: dict[str, list[str]],
+                      directory: Path) -> None:
+    """Every torch release of which ``directory`` holds a wheel (see ``torchwheels.py``)."""
+    for label, wheel in torchwheels.wheels(directory):
+        _order(order, "torch", label)
+        read_texts(records, "torch", label, torchwheels.members(wheel), TORCH_FILES)
+        print(f"  torch {label} ({wheel.name}): {len(records)} templates so far",
+              file=sys.stderr)
+
+
+def read_torch_cpp(records: dict[Key, Record], order: dict[str, list[str]],
+                   directory: Path) -> None:
+    """The stored c10d ``.cpp`` files under ``directory`` (see ``torchcpp.py``)."""
+    for label, root in torchcpp.trees(directory):
+        _order(order, "torch", label)
+        read_texts(records, "torch", label, torchcpp.texts(root), TORCH_FILES)
+        print(f"  torch {label} (.cpp at {root.name}): {len(records)} templates so far",
+              file=sys.stderr)
+
+
+def _order(order: dict[str, list[str]], source: str, label: str) -> None:
+    """Add a release label: versions in order, then the others (``git <commit>``) as they come."""
+    releases = order.setdefault(source, [])
+    if label not in releases:
+        releases.append(label)
+        releases.sort(key=lambda r: (0, _version_key(r)) if re.match(r"v\d", r) else (1, ()))
 
 
 def nccl_revisions(git: Git) -> list[tuple[str, str]]:
@@ -222,18 +265,23 @@ def build(args: argparse.Namespace) -> tuple[list[dict[str, object]], dict[str, 
         order["gloo"] = [label for label, _ in revisions]
         read_git(records, "gloo", git, revisions, GLOO_FILES)
         git.close()
+    if args.torch_wheels:
+        read_torch_wheels(records, order, args.torch_wheels)
+    if args.torch_cpp:
+        read_torch_cpp(records, order, args.torch_cpp)
     for spec in args.torch or []:
         label, _, where = spec.rpartition("=")
         path = Path(where)
         if (path / "HEAD").exists() and (path / "objects").exists():
             git = Git(where)
             revisions = torch_revisions(git)
-            order.setdefault("torch", []).extend(label for label, _ in revisions)
+            for label, _ in revisions:
+                _order(order, "torch", label)
             read_git(records, "torch", git, revisions, TORCH_FILES)
             git.close()
         else:
             label = label or args.torch_label
-            order.setdefault("torch", []).append(label)
+            _order(order, "torch", label)
             read_tree(records, "torch", label, path, TORCH_FILES)
     entries: list[dict[str, object]] = []
     for record in sorted(records.values(), key=lambda r: (r.source, r.file, r.template)):
@@ -315,6 +363,10 @@ def main() -> int:
     parser.add_argument("--gloo", help="git dir of facebookincubator/gloo")
     parser.add_argument("--torch", action="append",
                         help="git dir of pytorch/pytorch, or [LABEL=]DIR of a source tree")
+    parser.add_argument("--torch-wheels", type=Path,
+                        help="a directory of torch wheels, one release each (torchwheels.py)")
+    parser.add_argument("--torch-cpp", type=Path,
+                        help="a tree COMMIT/PATH of stored c10d .cpp files (torchcpp.py)")
     parser.add_argument("--torch-label", default="v2.13.0",
                         help="the release a plain --torch tree is (default v2.13.0)")
     parser.add_argument("--out", type=Path, default=OUT)

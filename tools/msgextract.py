@@ -65,8 +65,9 @@ _STREAM = re.compile(r"\b(?:LOG|C10_LOG_FIRST_N|LOG_EVERY_N|LOG_FIRST_N)\s*\(\s*
 _STREAM_LEVEL = {"ERROR": "error", "FATAL": "error", "WARNING": "warning", "INFO": "info"}
 _MACRO = re.compile(r"(?<![\w:.>])(" + "|".join(sorted(C_MACROS, key=len, reverse=True))
                     + r"|c10::str|fmt::format)\s*\(")
-_PRINTF = re.compile(r"%[-+ #0]*(?:\d+|\*)?(?:\.(?:\d+|\*))?(?:hh|h|ll|l|z|j|t|L)?[diouxXeEfgGcspn]"
-                     r"|%%")
+# (a Python logging call may name its arguments: "%(role)s")
+_PRINTF = re.compile(r"%(?:\(\w+\))?[-+ #0]*(?:\d+|\*)?(?:\.(?:\d+|\*))?"
+                     r"(?:hh|h|ll|l|z|j|t|L)?[diouxXeEfgGcspn]|%%")
 _FMT = re.compile(r"\{[^{}]*\}|\{\{|\}\}")
 _ESCAPES = {"n": "\n", "t": "\t", "\\": "\\", '"': '"', "'": "'", "r": "", "0": ""}
 
