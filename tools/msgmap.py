@@ -190,6 +190,76 @@ SOURCE_RULES: tuple[Rule, ...] = (
      "ncclSocketGetFd fails only for a NULL socket: the proxy's own state"),
     (r"^src/transport/net_socket", r"socket progress error", "connection-lost",
      "a socket transfer to a peer failed (the WARN before it names the call and its errno)"),
+    # torch's c10d C++ (the stored .cpp versions and the wheels' headers), read at each raise
+    (r"c10d/socket\.cpp", r"Winsock", "unmapped", "Windows only (WSAStartup)"),
+    (r"c10d/socket\.cpp", r"port number of the socket cannot be retrieved|cannot be switched to "
+     r"(?:non-)?blocking mode|socket is not initialized|getsockname failed", "internal-error",
+     "getsockname(2)/fcntl(2) on c10d's own socket fail only on a bad descriptor: torch's own "
+     "state"),
+    (r"c10d/ProcessGroup(?:Gloo|NCCL)\.cpp", r"Cannot use ReduceOp|Unhandled ReduceOp|Invalid "
+     r"(?:backend|scalar type)|Work needs to be completed|does not support list of lists"
+     r"|getDuration", "invalid-usage",
+     "the program asked the process group for a reduction, dtype or Work call it does not "
+     "support (the exception names it)"),
+    (r"c10d/ProcessGroupNCCL\.cpp", r"only allowed with NCCL >=|requires NCCL>=", "invalid-usage",
+     "a feature (CUDA graph capture, PreMulSum) that needs a newer NCCL than this torch was "
+     "built with"),
+    (r"c10d/ProcessGroupNCCL\.cpp", r"GPU devices are not known", "invalid-usage",
+     "a collective before any device was set: torch.cuda.set_device(local_rank) or "
+     "init_process_group(device_id=...) is missing"),
+    (r"c10d/ProcessGroupNCCL\.cpp", r"retrieving ncclUniqueId from \[0\]", "peer-unreachable",
+     "the rank waited in the store for rank 0's ncclUniqueId and the get failed: rank 0 never "
+     "reached NCCL init, died, or its store is out of reach"),
+    (r"c10d/ProcessGroupNCCL\.cpp", r"Communicators not populated", "internal-error",
+     "TORCH_INTERNAL_ASSERT on the communicator cache: torch's own state"),
+    (r"c10d/ProcessGroupNCCL\.cpp", r"^nccl_trace: ", "benign",
+     "the flight recorder's trace, logged with a failure that other lines report"),
+    (r"c10d/ProcessGroupNCCL\.cpp", r"Some NCCL operations have failed or timed out",
+     "collective-timeout", "the watchdog saw a collective fail or pass its timeout "
+     "(the preceding watchdog line says which)"),
+    (r"c10d/ProcessGroupNCCL\.cpp", r"OnCompletion hook requires", "invalid-usage",
+     "register_comm_hook's completion hook needs TORCH_NCCL_ENABLE_TIMING=1"),
+    (r"c10d/ProcessGroupNCCL\.hpp", r"TORCH_NCCL_DEBUG_INFO_(?:PIPE|TEMP)_FILE is empty",
+     "invalid-usage", "the flight recorder's dump path variable is set but empty"),
+    (r"c10d/NCCLUtils\.(?:cpp|hpp)", r"debugInfoWriter already registered|getDuration",
+     "invalid-usage", "an API call torch refuses (a second debug-info writer, a Work's duration "
+     "without timing)"),
+    (r"c10d/NCCLUtils\.(?:cpp|hpp)", r"Error opening file for writing NCCLPG debug info",
+     "benign", "the flight recorder's dump file could not be written; the failure that "
+     "triggered the dump is in other lines"),
+    (r"c10d/NCCLUtils\.hpp", r"segment handle|Segment with ptr", "internal-error",
+     "the CUDA caching allocator's buffer registration with the communicator: torch's own state"),
+    (r"c10d/TCPStore\.cpp", r"use_libuv was requested", "invalid-usage",
+     "USE_LIBUV=1 (or use_libuv=True) with a torch built without libuv: unset it"),
+    (r"c10d/Utils\.hpp", r"larger than INT_MAX", "invalid-usage",
+     "a tensor too large for one Gloo send/recv (over INT_MAX bytes): split it"),
+    (r"c10d/Utils\.hpp", r"failed to send, sent 0 bytes", "connection-lost",
+     "send(2) wrote nothing on a store or Gloo socket: the peer closed it"),
+    (r"distributed_c10d\.py", r"GLOO options not supported|Invalid backend", "invalid-usage",
+     "init_process_group/new_group was given a backend name or options it rejects"),
+    (r"distributed_c10d\.py", r"Expected timeout argument to be of type", "invalid-usage",
+     "init_process_group(timeout=...) given something other than a datetime.timedelta"),
+    (r"elastic/agent/server/api\.py", r"Unknow worker", "internal-error",
+     "the agent's own bookkeeping of its workers (torch 1.9's spelling)"),
+    (r"elastic/multiprocessing/__init__\.py", r"is not empty, please provide an empty log_dir",
+     "invalid-usage", "--log-dir names a directory that is not empty (torch 1.9-1.x)"),
+    (r"elastic/multiprocessing/tail_log", r"error in log tailor", "benign",
+     "torchrun's log tailer (--tee) failed; the workers are not affected (older spelling)"),
+    (r"distributed/rendezvous\.py|elastic/rendezvous/", r"No handler for <\*>://", "rendezvous-config",
+     "init_method (or the rendezvous URL) uses a scheme torch has no handler for"),
+    (r"c10d/NCCLUtils\.cpp", r"^Original reason for failure was", "unexplained-failure",
+     "the tail of an aborted communicator's error: it quotes the earlier failure, whose own "
+     "line names the cause"),
+    (r"c10d/ProcessGroupNCCL\.cpp", r"taking the entire process down", "unexplained-failure",
+     "the watchdog ends the process after a failed or timed-out collective; the lines before "
+     "it say which (a timeout, an NCCL error, a peer gone)"),
+    (r"c10d/TCPStoreBackend\.cpp", r"control pipe", "unexplained-failure",
+     "pipe(2)/write(2) for the store's own thread failed: the errno names the OS limit (open "
+     "files, memory); no finding names OS limits"),
+    (r"c10d/socket\.cpp", r"Failed to listen on socket initialized from fd", "unexplained-failure",
+     "listen(2) on a socket handed over by the launcher failed: the errno in the line names why"),
+    (r"distributed/distributed\.py|elastic/.*\.py", r"^Creating c10d store on", "benign",
+     "the launcher's settings as it creates its store; 'timeout' is a label, not an event"),
 )
 _COMPILED = tuple((re.compile(w, re.I) if w else None, re.compile(t, re.I), m, r)
                   for w, t, m, r in RULES)

@@ -145,6 +145,8 @@ def line_for(message: dict[str, Any]) -> str:
         return f"[rank1]: RuntimeError: [enforce fail at /src/third_party/gloo/{file}:77] x. {text}"
     if call.startswith("raise "):
         return f"[rank1]: {call.split()[1]}: {text}"
+    if file.endswith((".hpp", ".cpp", ".h")) and call == "LOG":  # glog's form, as torch prints it
+        return f"[rank1]:[E1204 10:00:00.123000000 4242 {file.rsplit('/', 1)[-1]}:900] {text}"
     if file.endswith((".hpp", ".cpp", ".h")):
         return f"[rank1]: RuntimeError: {text}"
     return f"E1204 10:00:00.123000 4242 {file}:900] {text}"
