@@ -16,6 +16,7 @@ from ddpkit.doctor.log.rank_ends import (
     root_end,
     unreported_ends,
 )
+from ddpkit.doctor.log.verdict import NodeLogs, read_node, verdict
 from ddpkit.i18n import _, _n
 from ddpkit.launch.hang.watcher import StackReport
 from ddpkit.launch.node.plan import NodePlan
@@ -117,7 +118,14 @@ class NodeResult:
             return None
         return exit_abort_fix(read_lines(end.stderr or None), end.exitcode)
 
+    @cached_property
+    def logs(self) -> NodeLogs:
+        """This node's run directory as ``doctor --log`` reads it (doctor/log/verdict.py): what
+        the master judges the job from, with the other nodes' readings."""
+        return read_node(self.plan.run_dir, self.plan.config.node_rank)
+
     def to_dict(self) -> dict[str, Any]:
+        failed = not self.ok and not self.outcome.timed_out
         return {
             "ok": self.ok,
             "returncode": self.outcome.returncode,
@@ -134,6 +142,8 @@ class NodeResult:
             "plan": self.plan.to_dict(),
             "stack_reports": [r.to_dict() for r in self.stack_reports],
             "restarts": self.restarts,
+            **({"diagnosis": verdict([self.logs]).to_dict(), "logs": self.logs.to_dict()}
+               if failed else {}),
         }
 
 
