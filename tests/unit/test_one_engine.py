@@ -192,3 +192,11 @@ def test_doctor_json_carries_the_diagnosis(tmp_path: Path, run_cli) -> None:  # 
     assert document["findings"][0]["id"] == document["diagnosis"]["finding"] == "out-of-memory"
     assert (document["diagnosis"]["rank"], document["diagnosis"]["host"]) == (1, "node1")
     shutil.rmtree(zero)
+
+
+def test_a_nodes_event_budget_is_shared_so_no_log_crowds_out_the_others() -> None:
+    from ddpkit.doctor.log.verdict import fair_shares
+
+    assert fair_shares([0, 5, 1000, 1000], 512) == [0, 5, 253, 254]
+    assert fair_shares([10, 20], 512) == [10, 20]
+    assert sum(fair_shares([300] * 17, 512)) <= 512

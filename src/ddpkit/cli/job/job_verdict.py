@@ -26,7 +26,7 @@ def judge(outcomes: Sequence[NodeOutcome]) -> tuple[NodeOutcome | None, Verdict 
             continue
         try:
             nodes.append(NodeLogs.from_dict(outcome.logs, outcome.node_rank))
-        except (KeyError, TypeError, ValueError):
+        except (AttributeError, KeyError, TypeError, ValueError):
             continue  # a malformed reading counts as none
     first = first_failure(outcomes)
     if not nodes:

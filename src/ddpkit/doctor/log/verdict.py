@@ -101,14 +101,29 @@ def read_node(path: str, node_rank: int | None = None) -> NodeLogs:
     """A run directory's failed ranks and the events of its logs (their names as under
     ``path``), within the module's bounds."""
     ends, first = run_ends(path)
+    per_file = [_file_events(name) for name in run_dir_files.run_dir_logs(path)]
+    shares = fair_shares([len(kept) for kept, _cut in per_file], NODE_EVENTS)
     events: list[Event] = []
     cut = False
-    for name in run_dir_files.run_dir_logs(path):
-        kept, file_cut = _file_events(name)
-        room = NODE_EVENTS - len(events)
-        cut = cut or file_cut or len(kept) > room
-        events += kept[:max(0, room)]
+    for (kept, file_cut), share in zip(per_file, shares, strict=True):
+        cut = cut or file_cut or share < len(kept)
+        if share < len(kept):  # its first and last events, as a file's own cap keeps them
+            kept = kept[:share // 2] + kept[len(kept) - (share - share // 2):]
+        events += kept
     return NodeLogs(path, tuple(ends), first, tuple(events), cut, node_rank)
+
+
+def fair_shares(counts: Sequence[int], budget: int) -> list[int]:
+    """How many of each file's events to keep within ``budget``: a file with few keeps all of
+    them, the rest share what is left equally (no file crowds out the others)."""
+    shares = [0] * len(counts)
+    left, todo = budget, sorted(range(len(counts)), key=lambda i: counts[i])
+    while todo:
+        even = left // len(todo)
+        index = todo.pop(0)
+        shares[index] = min(counts[index], even)
+        left -= shares[index]
+    return shares
 
 
 def use(diagnosis: Diagnosis, nodes: Sequence[NodeLogs]) -> None:
