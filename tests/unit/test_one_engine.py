@@ -200,3 +200,22 @@ def test_a_nodes_event_budget_is_shared_so_no_log_crowds_out_the_others() -> Non
     assert fair_shares([0, 5, 1000, 1000], 512) == [0, 5, 253, 254]
     assert fair_shares([10, 20], 512) == [10, 20]
     assert sum(fair_shares([300] * 17, 512)) <= 512
+
+
+def test_a_lost_node_stays_first_when_the_other_ranks_only_lost_their_peer(tmp_path: Path) -> None:
+    """Node 1's ssh session died (no reading from it); node 0's rank lost its peer: the engine
+    names no cause, so the lost node is named first, as before."""
+    zero = _run_dir(tmp_path, 0, rank=0, code=1, stderr=(
+        '[rank0]: Traceback (most recent call last):\n'
+        '[rank0]:   File "/job/train.py", line 5, in <module>\n'
+        '[rank0]:     dist.barrier()\n'
+        '[rank0]: RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:534] Connection '
+        'closed by peer [10.0.0.3]:4242\n'))
+    lost = NodeOutcome(1, "node1", "lost", message="the ssh session to node1 ended",
+                       observed_at=1.0)
+    outcomes = [_outcome(zero, 0, observed_at=2.0), lost]
+    launched, summary = _launch(outcomes)
+    assert summary.startswith("node 1 (node1) failed first: the ssh session to node1 ended"), \
+        summary
+    assert launched["cause"] is False and launched["rank"] == 0
+    _same(launched, _doctor(zero))

@@ -32,6 +32,9 @@ def judge(outcomes: Sequence[NodeOutcome]) -> tuple[NodeOutcome | None, Verdict 
     if not nodes:
         return first, None
     judged = verdict(nodes)
+    if judged.root is None or not judged.root.is_cause:
+        return first, judged  # no rank failed of its own: a node lost (its ssh session, its
+        # heartbeat) may be the cause, which only the outcomes know
     named = next((o for o in outcomes if o.failed and o.node_rank == judged.root_node), None)
     return named or first, judged
 
