@@ -10,11 +10,9 @@ import dataclasses
 from collections.abc import Sequence
 from typing import Any
 
-from ddpkit.doctor.log.verdict import NodeLogs, Verdict, verdict
+from ddpkit.doctor.log.verdict import RANK_FINDINGS, NodeLogs, Verdict, verdict
 from ddpkit.i18n import _
 from ddpkit.launch.outcomes import NodeOutcome, first_failure, job_summary
-
-_RANK_FINDINGS = ("rank-failed", "no-failure")  # the summary's own sentence says these
 
 
 def judge(outcomes: Sequence[NodeOutcome]) -> tuple[NodeOutcome | None, Verdict | None]:
@@ -57,7 +55,7 @@ def failure_summary(outcomes: Sequence[NodeOutcome], payload: dict[str, Any]) ->
     if first is not None:
         payload["first_failure"] = first.to_dict(logs=False)
     top = judged.top
-    if top is not None and top.id not in _RANK_FINDINGS and top.severity == "error":
+    if top is not None and top.id not in RANK_FINDINGS and top.severity == "error":
         text = _("{summary}. Most likely cause: {title} [{id}] (ddpkit doctor --log on every "
                  "node's run directory explains it)", summary=text, title=top.title, id=top.id)
     return text

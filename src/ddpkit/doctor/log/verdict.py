@@ -36,6 +36,7 @@ FILE_EVENTS = 256  # events kept of one file: its first and last halves
 NODE_EVENTS = 512  # events kept of one node: a reading stays well under the job store's 1 MiB
 TEXT_LIMIT = 240  # characters of an event's line kept (its evidence)
 COUNT_CHUNK = 8 << 20
+RANK_FINDINGS = ("rank-failed", "no-failure")  # a summary's own sentence about the rank says these
 
 
 @dataclass(frozen=True)
