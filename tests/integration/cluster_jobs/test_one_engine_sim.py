@@ -1,7 +1,8 @@
 """One engine (issue 24): for failing token-mode jobs on the simulated two-node cluster, the root
 cause ``ddpkit launch --json`` gives on the master (its finding, node and rank) is the one
 ``ddpkit doctor --log <every node's run directory> --json`` tops. Each case is one short Gloo job;
-the cases share one cluster."""
+the cases share one cluster and run at once (~1.5-2 min on a loaded 2-core box, ~2 min one after
+another)."""
 
 from __future__ import annotations
 
@@ -83,23 +84,34 @@ def _doctor(run_dirs: list[Path]) -> dict[str, Any]:
     return document
 
 
-@pytest.mark.timeout(300)
+@pytest.mark.timeout(240)
 def test_launch_and_doctor_name_the_same_root_cause(sim_cluster: Callable[..., SimCluster],
                                                     tmp_path: Path) -> None:
+    """The cases run at once (each its own master and join ports): one cluster, one wait."""
     cluster = sim_cluster(nodes=2)
-    wrong: list[str] = []
-    for name, (body, node, rank) in CASES.items():
+    jobs = []
+    for index, (name, (body, node, rank)) in enumerate(CASES.items()):
         where = tmp_path / name
         where.mkdir()
         entry = script(where, "train.py", _HEAD + textwrap.dedent(body))
         token_file = where / "token"
         master = ddpkit_in(cluster, 0, where, "launch", "--json", "--nnodes", "2",
-                           "--join-timeout", "60", "--token-file", str(token_file),
+                           "--join-timeout", "90", "--master-port", str(29640 + index),
+                           "--join-port", str(29660 + index), "--token-file", str(token_file),
                            "--run-dir", str(where / "node0"), str(entry))
-        wait_for_files([token_file], [master], timeout=60)
-        worker = ddpkit_in(cluster, 1, where, "join", "--token-file", str(token_file),
-                           "--run-dir", str(where / "node1"))
-        assert wait_all([master, worker], timeout=90), f"{name}: the job did not end"
+        jobs.append((name, node, rank, where, token_file, master))
+    runs = [job[-1] for job in jobs]
+    try:
+        for _name, _node, _rank, where, token_file, master in jobs:
+            wait_for_files([token_file], [master], timeout=90)
+            runs.append(ddpkit_in(cluster, 1, where, "join", "--token-file", str(token_file),
+                                  "--run-dir", str(where / "node1")))
+    except BaseException:
+        wait_all(runs, timeout=0.1)  # stops every one still running (whole trees)
+        raise
+    assert wait_all(runs, timeout=150), "a job did not end"
+    wrong: list[str] = []
+    for name, node, rank, where, _token, master in jobs:
         assert master.code == ExitCode.JOB_FAILED, f"{name}: {master.err[-3000:]}"
         error = json.loads(master.out)["error"]
         launched = error["details"]["diagnosis"]
