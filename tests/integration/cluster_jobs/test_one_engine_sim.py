@@ -1,7 +1,7 @@
 """One engine (issue 24): for failing token-mode jobs on the simulated two-node cluster, the root
 cause ``ddpkit launch --json`` gives on the master (its finding, node and rank) is the one
 ``ddpkit doctor --log <every node's run directory> --json`` tops. Each case is one short Gloo job;
-the cases share one cluster and run at once (~1.5-2 min on a loaded 2-core box, ~2 min one after
+the cases share one cluster and run at once (76 s on a loaded 2-core box; 111 s one after
 another)."""
 
 from __future__ import annotations
