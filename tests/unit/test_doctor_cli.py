@@ -23,7 +23,9 @@ def test_json_document_has_exactly_the_schema_fields(run_cli: RunCli) -> None:
     assert result.code == ExitCode.FAILURE
     doc = result.json()
     assert doc["schema"] == "ddpkit.doctor/1"
-    assert set(doc) == {"schema", "ddpkit_version", "findings"}
+    assert set(doc) == {"schema", "ddpkit_version", "findings", "diagnosis"}
+    # the top finding, and no rank: a plain log names none (a run directory's ranks' ends do)
+    assert doc["diagnosis"]["finding"] == "wrong-interface" and doc["diagnosis"]["rank"] is None
     (finding,) = doc["findings"]
     assert set(finding) == {"id", "severity", "title", "explanation", "fix", "evidence"}
     assert finding["id"] == "wrong-interface" and finding["severity"] == "error"

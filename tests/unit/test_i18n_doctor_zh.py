@@ -28,6 +28,7 @@ from ddpkit.doctor.findings import Evidence, Finding
 from ddpkit.doctor.log import diagnose as diagnose_module
 from ddpkit.doctor.log import flight_recorder
 from ddpkit.doctor.log.refusal import unreadable
+from ddpkit.doctor.log.verdict import Verdict
 from ddpkit.errors import ConfigError, DdpkitError, NetworkProblem
 from ddpkit.i18n import _
 
@@ -56,7 +57,8 @@ def _finding(item: Entry) -> Finding:
 
 def _shown(item: Entry, monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """The lines ``ddpkit doctor --log`` prints for ``item`` (its summary line left out)."""
-    monkeypatch.setattr(diagnose_module, "diagnose", lambda paths, stdin=None: [_finding(item)])
+    monkeypatch.setattr(diagnose_module, "read_verdict",
+                        lambda paths, stdin=None: Verdict((_finding(item),), None))
     console, out, _err = _console()
     doctor_command._run_logs(["node0.log"], console, as_json=False)
     return out.getvalue().split("\n\n")[0].splitlines()
@@ -83,7 +85,8 @@ def test_every_finding_title_and_fix_are_chinese(monkeypatch: pytest.MonkeyPatch
 
 def test_the_json_finding_stays_english(monkeypatch: pytest.MonkeyPatch) -> None:
     item = ENTRIES[0]
-    monkeypatch.setattr(diagnose_module, "diagnose", lambda paths, stdin=None: [_finding(item)])
+    monkeypatch.setattr(diagnose_module, "read_verdict",
+                        lambda paths, stdin=None: Verdict((_finding(item),), None))
     console, out, _err = _console()
     doctor_command._run_logs(["node0.log"], console, as_json=True)
     assert item.explanation in out.getvalue()

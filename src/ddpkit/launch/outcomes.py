@@ -94,6 +94,9 @@ class NodeOutcome:
     document: Mapping[str, Any] | None = field(default=None, compare=False)
     stack_reports: tuple[Mapping[str, Any], ...] = field(default=(), compare=False)
     # ^ the node's hang reports (every local rank's stack), carried to a join master as JSON
+    logs: Mapping[str, Any] | None = field(default=None, compare=False)
+    # ^ the node's reading of its run directory (doctor/log/verdict.NodeLogs as JSON): what the
+    #   master's summary is judged from, by the engine of ``doctor --log``
 
     @property
     def failed(self) -> bool:
@@ -118,7 +121,8 @@ class NodeOutcome:
         return _("node {node} ({host}) {state}: {how}", node=self.node_rank, host=self.host,
                  state=state_word(self.state), how=self.how())
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self, *, logs: bool = True) -> dict[str, Any]:
+        """As JSON; ``logs=False`` leaves out the node's reading of its logs (a job's payload)."""
         return {
             "node_rank": self.node_rank, "host": self.host, "state": self.state,
             "message": self.message, "error_id": self.error_id, "rank": self.rank,
@@ -126,6 +130,7 @@ class NodeOutcome:
             "how": self.how() if self.failed else None, "last_lines": list(self.last_lines),
             "returncode": self.returncode, "cause": self.cause, "raised": self.raised or None,
             **({"stack_reports": [dict(r) for r in self.stack_reports]} if self.stack_reports else {}),
+            **({"logs": dict(self.logs)} if logs and self.logs is not None else {}),
         }
 
     @classmethod
@@ -149,6 +154,7 @@ class NodeOutcome:
             cause=data["cause"] if isinstance(data.get("cause"), bool) else None,
             raised=str(data.get("raised") or ""),
             stack_reports=tuple(r for r in data.get("stack_reports") or () if isinstance(r, Mapping)),
+            logs=data["logs"] if isinstance(data.get("logs"), Mapping) else None,
         )
 
 
@@ -179,8 +185,8 @@ class JobResult:
         """The job as JSON: the ``job`` part of every whole-job document."""
         first = self.first_failure
         return {"ok": self.ok, "mode": self.mode, "master": dict(self.master),
-                "first_failure": first.to_dict() if first else None,
-                "nodes": [o.to_dict() for o in self.outcomes],
+                "first_failure": first.to_dict(logs=False) if first else None,
+                "nodes": [o.to_dict(logs=False) for o in self.outcomes],
                 "stacks": {"summary": list(self.stack_lines),
                            "reports": [dict(r) for r in self.stack_reports]}
                 if self.stack_reports else None}
@@ -208,9 +214,10 @@ def first_failure(outcomes: Sequence[NodeOutcome]) -> NodeOutcome | None:
     return min(candidates, key=lambda o: (is_consequence(o), o.observed_at, o.node_rank))
 
 
-def job_summary(outcomes: Sequence[NodeOutcome]) -> str:
-    """One paragraph: the first failure (where, how, its last lines), then what the others did."""
-    first = first_failure(outcomes)
+def job_summary(outcomes: Sequence[NodeOutcome], first: NodeOutcome | None = None) -> str:
+    """One paragraph: the first failure (where, how, its last lines), then what the others did;
+    ``first``: the failure to name first, when the caller judged it (else :func:`first_failure`)."""
+    first = first or first_failure(outcomes)
     if first is None:
         stopped = [o for o in outcomes if o.state in (STOPPED, INTERRUPTED)]
         if stopped:
@@ -273,5 +280,6 @@ def outcome_from_error(error: Mapping[str, Any], *, node_rank: int, host: str,
         "node_rank": node_rank, "host": host, "state": state, "message": message,
         "error_id": error_id, "last_lines": last_output_lines(message), "returncode": returncode,
         "stack_reports": details.get("stack_reports") if isinstance(details, Mapping) else None,
+        "logs": details.get("logs") if isinstance(details, Mapping) else None,
         **fields,
     }, observed_at=observed_at)

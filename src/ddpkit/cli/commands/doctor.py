@@ -104,12 +104,14 @@ def run(args: argparse.Namespace, console: Console) -> int:
 
 def _run_logs(paths: Sequence[str], console: Console, *, as_json: bool) -> int:
     from ddpkit.doctor.findings import has_errors
-    from ddpkit.doctor.log.diagnose import diagnose
+    from ddpkit.doctor.log.diagnose import read_verdict
 
-    findings = diagnose(paths, stdin=sys.stdin.buffer if "-" in paths else None)
-    if as_json:
+    verdict = read_verdict(paths, stdin=sys.stdin.buffer if "-" in paths else None)
+    findings = list(verdict.findings)
+    if as_json:  # "diagnosis": the top finding and the rank it names, as launch's summary has it
         render.emit_json(console, document(SCHEMA_KIND, SCHEMA_VERSION,
-                                           {"findings": [f.to_dict() for f in findings]}))
+                                           {"findings": [f.to_dict() for f in findings],
+                                            "diagnosis": verdict.to_dict()}))
     else:
         for finding in findings:
             head = _severity(console, finding.severity)

@@ -17,13 +17,13 @@ from ddpkit.cli.job.job_command import (
     whole_job,
 )
 from ddpkit.cli.job.job_events import JobConsoleEvents, show_job_stacks
+from ddpkit.cli.job.job_verdict import failure_summary
 from ddpkit.cli.node.launch_options import process_context, sigterm_as_interrupt
 from ddpkit.cli.output import render
 from ddpkit.cli.output.console import Console
 from ddpkit.errors import JobFailed
 from ddpkit.i18n import _, _n
 from ddpkit.launch.envpass import PassedEnv, shown, shown_env
-from ddpkit.launch.outcomes import job_summary
 from ddpkit.launch.ssh import driver as hosts_driver
 from ddpkit.launch.ssh.fanout import NodeCommand
 from ddpkit.launch.ssh.hostfile import duplicate_warnings
@@ -63,10 +63,11 @@ def _run(request: JobRequest, console: Console, *, command: JobCommandName, tail
     if render_result is not None:
         return render_result(console, result.outcomes, result.payload())
     if not result.ok:
-        raise JobFailed("job-failed", job_summary(result.outcomes),
+        payload = result.payload()
+        raise JobFailed("job-failed", failure_summary(result.outcomes, payload),
                         _("each node's full output is above (or in --output-dir); its per-rank "
                           "logs are in its run directory on that machine"),
-                        details=result.payload())
+                        details=payload)
     if request.as_json:
         render.emit_json(console, document("launch-job", 1, result.payload()))
     render.status(console, _n("{count} node finished successfully",

@@ -24,6 +24,7 @@ from ddpkit.cli.job.job_command import (
     whole_job,
 )
 from ddpkit.cli.job.job_events import JobConsoleEvents, show_job_stacks
+from ddpkit.cli.job.job_verdict import failure_summary
 from ddpkit.cli.node.launch_options import ShareContext, process_context
 from ddpkit.cli.output import render
 from ddpkit.cli.output.console import Console
@@ -32,7 +33,7 @@ from ddpkit.errors import ExitCode, JobFailed
 from ddpkit.i18n import _, _n
 from ddpkit.launch.config import LaunchConfig
 from ddpkit.launch.join import driver as join_driver
-from ddpkit.launch.outcomes import NodeOutcome, job_summary
+from ddpkit.launch.outcomes import NodeOutcome
 from ddpkit.launch.ssh.fanout import parse_document
 from ddpkit.report import document
 
@@ -109,7 +110,7 @@ def run_master(request: JobRequest, console: Console, job: JobCommand[Options], 
         return result.own_code
     if failure is None and result.own_error is not None:
         raise result.own_error
-    summary = job_summary(result.outcomes)
+    summary = failure_summary(result.outcomes, payload)
     if result.own_error is not None or job.name == "launch":
         raise JobFailed("job-failed", summary, _("each node's output and run directory has the "
                                                  "details; `ddpkit doctor --log` explains common "

@@ -56,6 +56,13 @@ def render_markdown(entries: tuple[Entry, ...]) -> str:
         '"evidence": [{"file": "...", "line": 1, "text": "..."}]}]}',
         "```",
         "",
+        "The document also has `diagnosis`: the top finding's id, severity and title, and, when "
+        "run directories were given, the failed rank that started it (`rank`, `local_rank`, "
+        "`host`, `cause`, `how`, `exception`). `ddpkit launch` puts the same object in its "
+        "job-failed document (`details.diagnosis`), judged by the same engine from every node's "
+        "run directory. A ddpkit run directory's logs are read by their first 2 MiB and last 4 "
+        "MiB each (at most 512 events a node), as a failed launch's node reads its own.",
+        "",
         "| id | severity | meaning |",
         "| --- | --- | --- |",
     ]

@@ -14,6 +14,7 @@ from ddpkit.doctor.log.rank_ends import run_ends
 from ddpkit.doctor.log.refusal import unreadable
 from ddpkit.doctor.log.rules.table import Diagnosis
 from ddpkit.doctor.log.scan import scan
+from ddpkit.doctor.log.verdict import NodeLogs, Verdict, judged, read_node, use
 from ddpkit.i18n import _
 
 STDIN_NAME = "<stdin>"
@@ -61,10 +62,18 @@ def _open_log(path: str) -> BinaryIO:
 
 
 def diagnose(paths: Sequence[str], stdin: BinaryIO | None = None) -> list[Finding]:
-    """Findings for the logs at ``paths`` (``-`` is ``stdin``), most likely root cause first.
+    """Findings for the logs at ``paths`` (``-`` is ``stdin``), most likely root cause first."""
+    return list(read_verdict(paths, stdin).findings)
 
-    Every path is checked before any is read, so a typo fails at once; the files are then
-    streamed one after another in constant memory and correlated at the end.
+
+def read_verdict(paths: Sequence[str], stdin: BinaryIO | None = None) -> Verdict:
+    """The findings for the logs at ``paths`` (``-`` is ``stdin``), most likely root cause
+    first, and the failed rank that started it (from the run directories' ranks' ends).
+
+    Every path is checked before any is read, so a typo fails at once. A ddpkit run directory
+    is read as a launch's node reads its own for the master's summary (verdict.read_node: the
+    same lines, the same bounds); other files are streamed one after another in constant memory;
+    all is correlated at the end.
     """
     from ddpkit.doctor.log import flight_recorder as flight_recorder_input
     from ddpkit.doctor.log import stack_dumps as stacks_input
@@ -77,25 +86,24 @@ def diagnose(paths: Sequence[str], stdin: BinaryIO | None = None) -> list[Findin
     hung = [*([from_stacks] if from_stacks is not None else []),
             *flight_recorder_input.findings(dumps)]
     if (stack_files or dumps) and not paths:
-        return hung
-    run_dirs = [p for p in paths if p != "-" and run_dir.is_run_dir(p)]
-    run_dirs += [os.path.dirname(p) or "." for p in paths if p != "-" and os.path.basename(p) ==
-                 run_dir.LAUNCHER_LOG and run_dir.is_run_dir(os.path.dirname(p) or ".")]
-    run_dirs = list(dict.fromkeys(os.path.realpath(d) for d in run_dirs))  # a run's launcher log
-    # given alone stands for its run directory: its ranks' ends are read all the same
-    paths = run_dir.expand(list(paths))
-    for path in paths:
+        return Verdict(tuple(hung), None)
+    given_dirs = list(dict.fromkeys(p for p in paths if p != "-" and run_dir.is_run_dir(p)))
+    # a run's launcher log given alone stands for its run directory: its ranks' ends are read
+    # all the same (the log itself is streamed as any other file)
+    alone = [os.path.dirname(p) or "." for p in paths if p != "-" and os.path.basename(p) ==
+             run_dir.LAUNCHER_LOG and run_dir.is_run_dir(os.path.dirname(p) or ".")]
+    real_given = {os.path.realpath(d) for d in given_dirs}
+    alone = list(dict.fromkeys(d for d in alone if os.path.realpath(d) not in real_given))
+    files = [p for p in paths if p not in given_dirs]
+    for path in [*run_dir.expand(given_dirs), *files]:
         if path != "-":
             check_readable(path)
+    nodes = [read_node(d) for d in given_dirs]
+    nodes += [NodeLogs(d, tuple(ends), first, ()) for d in alone
+              for ends, first in [run_ends(d)]]
     diagnosis = Diagnosis()
-    if run_dirs:  # each failed rank's end, read as launch's summary reads it (rank_ends)
-        ends, firsts = [], []
-        for directory in run_dirs:
-            read, first = run_ends(directory)
-            ends += read
-            firsts += [first] if first is not None else []
-        diagnosis.job.use_ends(ends, firsts)
-    for path in paths:
+    use(diagnosis, nodes)
+    for path in files:
         if path == "-":
             if stdin is None:
                 raise unreadable(path, _("no standard input"))
@@ -110,7 +118,7 @@ def diagnose(paths: Sequence[str], stdin: BinaryIO | None = None) -> list[Findin
     if hung:
         found = [*hung, *(f for f in found
                           if f.id not in ("no-failure", "no-result") or not has_errors(hung))]
-    return found
+    return judged(found, nodes)
 
 
 def _feed(diagnosis: Diagnosis, stream: BinaryIO, name: str, path: str) -> None:

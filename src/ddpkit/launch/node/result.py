@@ -16,6 +16,7 @@ from ddpkit.doctor.log.rank_ends import (
     root_end,
     unreported_ends,
 )
+from ddpkit.doctor.log.verdict import RANK_FINDINGS, NodeLogs, Verdict, read_node, verdict
 from ddpkit.i18n import _, _n
 from ddpkit.launch.hang.watcher import StackReport
 from ddpkit.launch.node.plan import NodePlan
@@ -102,6 +103,10 @@ class NodeResult:
             text = _("{summary} ({consequence}: it followed a failure elsewhere; look for the "
                      "cause in the other nodes' output)", summary=text,
                      consequence=end.consequence)
+        top = self.verdict().top  # what doctor --log on this run directory tops
+        if top is not None and top.severity == "error" and top.id not in RANK_FINDINGS:
+            text = _("{summary}; most likely cause: {title} [{id}]", summary=text,
+                     title=top.title, id=top.id)
         words = end.sentence() if end is not None else ""
         return _("{summary}. {words}", summary=text, words=words) if words else text
 
@@ -117,7 +122,22 @@ class NodeResult:
             return None
         return exit_abort_fix(read_lines(end.stderr or None), end.exitcode)
 
+    def verdict(self) -> Verdict:
+        """This node's run directory judged as ``doctor --log RUN_DIR`` judges it."""
+        return self._verdict
+
+    @cached_property
+    def _verdict(self) -> Verdict:
+        return verdict([self.logs])
+
+    @cached_property
+    def logs(self) -> NodeLogs:
+        """This node's run directory as ``doctor --log`` reads it (doctor/log/verdict.py): what
+        the master judges the job from, with the other nodes' readings."""
+        return read_node(self.plan.run_dir, self.plan.config.node_rank)
+
     def to_dict(self) -> dict[str, Any]:
+        failed = not self.ok and not self.outcome.timed_out
         return {
             "ok": self.ok,
             "returncode": self.outcome.returncode,
@@ -134,6 +154,8 @@ class NodeResult:
             "plan": self.plan.to_dict(),
             "stack_reports": [r.to_dict() for r in self.stack_reports],
             "restarts": self.restarts,
+            **({"diagnosis": self.verdict().to_dict(), "logs": self.logs.to_dict()}
+               if failed else {}),
         }
 
 
