@@ -208,6 +208,14 @@ def meaningful(template: str) -> bool:
     return len(re.findall(r"[A-Za-z]{3,}", literal)) >= 2 or len(literal.strip()) >= 12
 
 
+def _builder_level(code: str, start: int) -> str:
+    """The level of a message built where it is used (``c10::str(...)``): that of the stream it
+    goes into within its statement (``LOG(WARNING) << c10::str(...)``), else error (thrown)."""
+    statement = max(code.rfind(c, 0, start) for c in ";{}") + 1
+    streamed = list(_STREAM.finditer(code, statement, start))
+    return _STREAM_LEVEL[streamed[-1].group(1)] if streamed else "error"
+
+
 def extract_c(code: str) -> list[Found]:
     """Every message template printed by the logging/check macros in C/C++ ``code``."""
     code = strip_comments(code)
@@ -216,7 +224,7 @@ def extract_c(code: str) -> list[Found]:
         name = match.group(1)
         args, _ = _args(code, match.end())
         if name in C_BUILDERS:
-            level, skip, style = "error", 0, C_BUILDERS[name]
+            level, skip, style = _builder_level(code, match.start()), 0, C_BUILDERS[name]
         else:
             level, skip, style = C_MACROS[name]
         if name == "INFO" and args and '"' in args[0]:

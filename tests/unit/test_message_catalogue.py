@@ -126,3 +126,15 @@ def test_the_script_regenerates_the_nccl_part(tmp_path: Path) -> None:
     fresh = [m for m in json.loads(out.read_text())["messages"]]
     shipped = [m for m in document()["messages"] if m["source"] == "nccl"]  # type: ignore[union-attr]
     assert fresh == shipped
+
+
+def test_a_message_built_for_a_warning_stream_is_a_warning() -> None:
+    # ProcessGroupNCCL: LOG(WARNING) << c10::str(...): the level is the stream's, not "error"
+    # (a thrown c10::str stays an error)
+    code = ('void f() { x = 1; LOG(WARNING) << c10::str(logPrefix(), "using GPU ", dev, " to '
+            'perform barrier as devices used by this process are currently unknown. "); '
+            'TORCH_CHECK(ok, c10::str("the process group refused this reduce op here")); }')
+    found = {(f.template, f.call): f.level for f in tool("msgextract").extract_c(code)}
+    assert found[("<*>using GPU <*> to perform barrier as devices used by this process are "
+                  "currently unknown.", "c10::str")] == "warning"
+    assert found[("the process group refused this reduce op here", "c10::str")] == "error"
