@@ -153,10 +153,12 @@ def test_benign_lines_alone_are_exactly_no_failure() -> None:
         assert benign in texts
 
 
-def test_empty_log_is_no_failure(tmp_path: Path) -> None:
+def test_an_empty_log_is_no_result_not_no_failure(tmp_path: Path) -> None:
     empty = tmp_path / "empty.log"
     empty.write_bytes(b"")
-    assert ids(run(empty)) == ["no-failure"]
+    (finding,) = run(empty)
+    assert (finding.id, finding.severity) == ("no-result", "warning")
+    assert "The log is empty" in finding.explanation
 
 
 def test_a_routable_refused_address_is_not_called_a_wrong_interface(tmp_path: Path) -> None:
@@ -233,4 +235,4 @@ def test_a_healthy_nccl_tests_run_stays_clean(tmp_path: Path) -> None:
 def test_a_truncated_nccl_tests_failure_line_is_not_read(tmp_path: Path) -> None:
     log = tmp_path / "nccltests.log"
     log.write_text("node1: Test NCCL failure common.cu:7")  # cut before its quoted error
-    assert ids(run(log)) == ["no-failure"]
+    assert ids(run(log)) == ["no-result"]  # no finding read into it; no "no failure" either

@@ -221,8 +221,11 @@ ENTRIES = (
         "torchrun's agent `worker group successfully finished` / `Local worker group finished "
         "(SUCCEEDED)` / `torchelastic.worker.status.SUCCEEDED`, NCCL's `- Destroy COMPLETE`, "
         "nccl-tests' `# Avg bus bandwidth`, ddpkit's `all N nodes finished successfully` / "
-        "`node N finished in`; no failure line either. A log with no stage line at all stays "
-        "no-failure.",
+        "`node N finished in`, Lightning's `Trainer.fit stopped`, the Hugging Face Trainer's "
+        "`Training completed`; no failure line either. Also a log of which ddpkit recognises no "
+        "line at all (nothing of NCCL, Gloo, torch, a launcher, a traceback, nor a stage of "
+        "nccl-tests, Lightning or Paddle): an empty log, a script's own prints, a table. A log "
+        "whose lines ddpkit knows, none of them a stage, stays no-failure.",
         3,
     ),
     Entry(

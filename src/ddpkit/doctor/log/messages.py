@@ -69,6 +69,18 @@ class Catalogue:
         return best
 
 
+# A placeholder between two spaces may print nothing ("address %s with" -> "address  with"), and
+# a log pasted into a web page or a terminal often has its runs of spaces collapsed: the
+# placeholder and one of its spaces are optional together.
+_SPACED_PLACEHOLDER = re.compile(r"\\ \.\*\?\\ ")
+
+
+def tolerant(matcher: str) -> str:
+    """``matcher`` (the data file's regex of a template) matching an empty placeholder between
+    spaces with one space or two."""
+    return _SPACED_PLACEHOLDER.sub(lambda _m: r"\ (?:.*?\ )?", matcher)
+
+
 def _literal(matcher: str) -> int:
     return max((len(part) for part in matcher.split(".*?")), default=0)
 
@@ -89,7 +101,7 @@ def build(document: dict[str, object]) -> Catalogue:
             continue
         messages.append(Message(str(item["source"]), str(item["file"]), str(item["template"]),
                                 str(item["level"]), str(item["first"]), str(item["last"]),
-                                str(item["maps"]), re.compile(matcher)))
+                                str(item["maps"]), re.compile(tolerant(matcher))))
         words.append(found)
     frequency: dict[str, int] = {}
     for found in words:

@@ -91,6 +91,15 @@ TAIL_ANCHORS: tuple[bytes, ...] = (b"SUCCEEDED", b"finished", b"Avg bus bandwidt
 TAIL_KINDS = frozenset({"run-complete", "killed"})  # the events only the tail pass yields
 TAIL_BYTES = 2 << 20
 
+# Event kinds that show something failed (whatever the rule that reads them made of it;
+# rules/unexplained.py reads them, and the scan reads a log's quiet tail when it yielded none).
+FAILURE_KINDS = frozenset({
+    "failure-line", "exception", "nccl-warn", "nccl-error", "connect-error", "connection-lost",
+    "watchdog", "watchdog-frame", "work-progress", "gloo-timeout", "barrier-failed",
+    "agent-failed", "summary-exit", "summary-signal", "child-failed", "bootstrap-retcode",
+    "ib-error", "shm-error", "p2p-error", "oom", "rdzv-timeout", "rdzv-config",
+    "rdzv-connection", "resolve-failed", "port-in-use", "no-interface", "gloo-mesh-failed",
+})
 # Lines after which the next N lines are examined whatever they contain.
 FOLLOW: dict[str, int] = {"Root Cause": 8, "Last error:": 2, "ChildFailedError": 5,
                           "Using devices": 64,

@@ -11,6 +11,7 @@ is looked at, so a binary file with no newline costs no more memory than a chunk
 from __future__ import annotations
 
 import re
+from collections import deque
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, replace
 from typing import BinaryIO
@@ -18,6 +19,7 @@ from typing import BinaryIO
 from ddpkit.doctor.findings import clip
 from ddpkit.doctor.log.patterns import (
     ANCHORS,
+    FAILURE_KINDS,
     FOLLOW,
     PATTERNS,
     SOCKET_LIST_HEAD,
@@ -27,6 +29,7 @@ from ddpkit.doctor.log.patterns import (
     LinePattern,
     trigger_strings,
 )
+from ddpkit.doctor.log.quiet import QUIET_LINES, read_quiet
 from ddpkit.doctor.log.tail import LINE_WINDOW, Kept, keep_buffer, tail_hits
 from ddpkit.plain_text import strip_controls
 
@@ -376,14 +379,18 @@ def _events_in_line(name: str, number: int, raw: bytes, follow: bool, repeat: in
             for kind, shown, host, node, rank, data in parsed]
 
 
-def scan(stream: BinaryIO, name: str) -> Iterator[Event]:
+def scan(stream: BinaryIO, name: str, quiet: bool = True) -> Iterator[Event]:
     """Every event in ``stream`` (opened in binary mode), in file order; ``name`` labels evidence.
 
     Lines without any prefix (a traceback, NCCL's ``Last error:`` text) are credited to the one
-    host the file has shown so far; in a file mixing several hosts they stay anonymous.
+    host the file has shown so far; in a file mixing several hosts they stay anonymous. A log
+    that showed no failure and no end has its last lines read whole (:mod:`quiet`), unless
+    ``quiet`` is false (a head read apart from its tail: its last lines are not the log's).
     """
     hosts: set[str] = set()
     kept: Kept = []
+    seen: deque[int] = deque(maxlen=QUIET_LINES)  # the lines events came from, the last ones
+    count, failed = 0, False
     for number, raw, follow, repeat in raw_hits(stream, kept):
         for event in _events_in_line(name, number, raw, follow, repeat):
             if event.kind in TAIL_KINDS:
@@ -393,8 +400,28 @@ def scan(stream: BinaryIO, name: str) -> Iterator[Event]:
                     hosts.add(event.host)
             elif event.node is None and len(hosts) == 1:
                 event = replace(event, host=next(iter(hosts)))
+            count += 1
+            failed = failed or event.kind in FAILURE_KINDS
+            seen.extend(range(number + repeat - min(repeat, QUIET_LINES), number + repeat))
             yield event
+    ended = False
     for number, raw in tail_hits(kept):  # the end of the log: after the events above
         for kind, shown, host, node, rank, data in _parse_line(raw, False, tail=True):
             if kind in TAIL_KINDS:
+                count += 1
+                ended = True
+                seen.append(number)
                 yield Event(kind, name, number, shown, host, node, rank, data)
+    if failed or ended or not quiet:
+        return
+    for kind, number, shown, data in read_quiet(kept, set(seen), count, _line_count(kept)):
+        host, node, rank = parse_prefix(shown) if shown else (None, None, None)
+        yield Event(kind, name, number, shown, host, node, rank, data)
+
+
+def _line_count(kept: Kept) -> int:
+    """How many lines the log has (the last kept buffer ends it)."""
+    if not kept:
+        return 0
+    buf, limit, first_line = kept[-1]
+    return first_line + buf.count(b"\n", 0, limit) - (buf[limit - 1 : limit] == b"\n")

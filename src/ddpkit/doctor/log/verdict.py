@@ -182,7 +182,7 @@ def _bounded_scan(handle: io.BufferedReader, name: str) -> Iterator[Event]:
         return
     head = handle.read(HEAD_BYTES)
     head = head[: head.rfind(b"\n") + 1]
-    yield from _last_half(scan(io.BytesIO(head), name), FILE_EVENTS)
+    yield from _last_half(scan(io.BytesIO(head), name, quiet=False), FILE_EVENTS)
     lines = head.count(b"\n")
     position, tail_start = len(head), size - TAIL_BYTES
     handle.seek(position)
@@ -196,7 +196,9 @@ def _bounded_scan(handle: io.BufferedReader, name: str) -> Iterator[Event]:
     newline = tail.find(b"\n")
     lines += 1 if newline >= 0 else 0  # the partial line the tail starts in
     for event in scan(io.BytesIO(tail[newline + 1:]), name):
-        yield replace(event, line=event.line + lines)
+        data = ({**event.data, "lines": str(int(event.get("lines", "0")) + lines)}
+                if event.kind == "log-read" else event.data)  # the whole log's, not the tail's
+        yield replace(event, line=event.line + lines, data=data)
 
 
 def _last_half(events: Iterator[Event], limit: int) -> Iterator[Event]:

@@ -27,8 +27,9 @@ from ddpkit.wording import commas
 
 # Lines that show the run under way: NCCL's init sequence and nccl-tests' table of devices.
 STAGE_KINDS = frozenset({"nccl-bootstrap", "nccl-socket-ifaces", "nccl-socket-item",
-                         "nccl-network", "nccl-trees", "nccl-comm", "nccltests-rank"})
-RUN_END_KINDS = STAGE_KINDS | {"run-complete", "killed"}
+                         "nccl-network", "nccl-trees", "nccl-comm", "nccltests-rank",
+                         "run-stage"})
+RUN_END_KINDS = STAGE_KINDS | {"run-complete", "killed", "log-read"}
 KILL_PRIORITY = 85  # a kill outranks its network consequences (as in rules/jobs.py)
 # horovodrun/mpirun's "[1]<stderr>:" prefix: the rank's number.
 _RANK_TAG = re.compile(r"^\s*\[(\d+)\]<std(?:out|err)>:")
@@ -43,18 +44,31 @@ class RunEnd:
         self.last_stage: dict[str, Event] = {}  # per file, the last stage line
         self.killed = Bag()
         self.killed_ranks: set[int] = set()
+        self.summaries: list[Event] = []  # nccl-tests' "# Avg bus bandwidth" lines
+        self.tables: set[tuple[str, int]] = set()  # nccl-tests' rank table lines (file, line)
+        self.logs = 0  # logs whose quiet tail was read (scan.py): they showed no failure, no end
+        self.lines = 0  # their lines
+        self.recognised = 0  # their lines ddpkit recognised
 
     def feed(self, event: Event) -> None:
         kind = event.kind
         if kind == "run-complete":
             self.completed.add(event)
+            if "Avg bus bandwidth" in event.get("detail") and len(self.summaries) < 256:
+                self.summaries.append(event)
         elif kind == "killed":
             self.killed.add(event)
             tag = _RANK_TAG.match(event.text)
             rank = event.rank if event.rank is not None else int(tag.group(1)) if tag else None
             if rank is not None and len(self.killed_ranks) < 64:
                 self.killed_ranks.add(rank)
+        elif kind == "log-read":
+            self.logs += 1
+            self.lines += int(event.get("lines", "0"))
+            self.recognised += int(event.get("recognised", "0"))
         elif kind in STAGE_KINDS:
+            if kind == "nccltests-rank" and len(self.tables) < 4096:
+                self.tables.add((event.file, event.line))
             self.stages += event.repeat
             if event.file in self.last_stage or len(self.last_stage) < 256:
                 self.last_stage[event.file] = event
@@ -79,19 +93,78 @@ class RunEnd:
                         sigkill_fix(e.fix), merge(self.killed.items)), KILL_PRIORITY)
 
     def no_result(self, waited_on: str) -> Finding | None:
-        """``no-result`` when the log shows a stage of a run and no end marker; None otherwise.
-        ``waited_on`` says where the run was when the log stops (rules/table.py's stage words)."""
-        if self.completed or not self.stages:
+        """``no-result`` when the log shows a stage of a run and no end marker, or when ddpkit
+        recognises none of its lines; None otherwise. ``waited_on`` says where the run was when
+        the log stops (rules/table.py's stage words)."""
+        if self.completed:
             return None
+        if not self.stages:
+            return self._unrecognised()
         e = entry("no-result")
-        text = _("The log shows no error and no sign that the run finished: it stops in "
-                 "{waited_on}.", waited_on=waited_on)
         last = sorted(self.last_stage.values(), key=lambda ev: (ev.file, ev.line))
+        stage = _stage_words(last[-1]) if last else ""
+        text = (_("It stops after {stage}.", stage=stage) if stage else
+                _("It stops in {waited_on}.", waited_on=waited_on))
         bag = Bag()
         for event in last:
             bag.add(event)
         return Finding(e.id, e.severity, e.title, specific_then_general(text, e.explanation),
                        e.fix, merge(bag.items))
+
+    def _unrecognised(self) -> Finding | None:
+        """``no-result`` for logs none of whose lines ddpkit recognises (no line of NCCL, Gloo,
+        torch.distributed, a launcher, a traceback): nothing in them says whether a run failed
+        or finished, so "no failure" would claim more than they show."""
+        if not self.logs or self.recognised:
+            return None
+        e = entry("no-result")
+        known = _("no line of NCCL, Gloo, torch.distributed, a launcher or a traceback, and "
+                  "no stage or end of a run ddpkit knows. It cannot say whether the run failed "
+                  "or finished.")
+        if not self.lines:
+            text = _("The log is empty: it shows neither a failure nor a run that finished.")
+        elif self.logs == 1:
+            text = _n("ddpkit recognises nothing in the log's one line: {known}",
+                      "ddpkit recognises none of the log's {count} lines: {known}", self.lines,
+                      count=self.lines, known=known)
+        else:
+            text = _("ddpkit recognises none of the {count} lines of these {logs} logs: {known}",
+                     count=self.lines, logs=self.logs, known=known)
+        fix = _("Give ddpkit the run's whole output, every rank's, with NCCL_DEBUG=INFO set "
+                "(ddpkit launch --debug records it), or the run directory of a ddpkit launch: "
+                "ddpkit doctor --log RUN_DIR.")
+        return Finding(e.id, e.severity, e.title, text, fix, ())
+
+    def separate_tests(self) -> Finding | None:
+        """``rank-assignment`` (a warning) when nccl-tests printed its result summary more than
+        once in a log with no table of ranks between two of them. nccl-tests prints through
+        ``PRINT`` (``if (is_main_thread) printf``): the first thread of process 0 only. Two
+        summaries of one launch mean two processes each were process 0: each ran as its own
+        one-process job (built without MPI=1, or started without mpirun), never one job."""
+        by_file: dict[str, list[int]] = {}
+        for event in self.summaries:
+            by_file.setdefault(event.file, []).append(event.line)
+        repeated = [(name, lines) for name, lines in by_file.items() if len(lines) > 1 and any(
+            not any((name, n) in self.tables for n in range(a + 1, b))
+            for a, b in zip(lines, lines[1:], strict=False))]
+        if not repeated:
+            return None
+        e = entry("rank-assignment")
+        name, lines = repeated[0]
+        text = _("nccl-tests printed its result summary {count} times ({file}, lines {lines}) "
+                 "with no table of ranks between; it prints it from its process 0 only, so if "
+                 "these come from one launch, each process was process 0 of a job of its own: "
+                 "the ranks never joined one communicator. That is what a build without MPI=1 "
+                 "(or a start without mpirun) does.",
+                 count=len(lines), file=name, lines=commas([str(n) for n in lines[:8]]))
+        fix = _("Rebuild nccl-tests with MPI support (make clean; make MPI=1 MPI_HOME=<mpi "
+                "dir>) and start it with mpirun -np <ranks>: its table of ranks then lists "
+                "every rank, and it prints one summary.")
+        evidence = Bag()
+        for event in self.summaries:
+            if event.file == name:
+                evidence.add(event)
+        return Finding(e.id, "warning", e.title, text, fix, merge(evidence.items))
 
     def completion_text(self) -> str:
         """A sentence for no-failure: the line that shows the run finished (empty if none)."""
@@ -100,3 +173,23 @@ class RunEnd:
             return ""
         return _("The run finished: `{text}` ({file}:{line}).", text=first.text[:160],
                  file=first.file, line=first.line)
+
+
+def _stage_words(event: Event) -> str:
+    """What a ``run-stage`` line (quiet.py) shows the run had reached; empty for other lines."""
+    stage = event.get("stage")
+    if stage == "nccltests-ranks":
+        return _("nccl-tests' table of ranks (line {line}), before its results",
+                 line=event.line)
+    if stage == "nccltests-results":
+        return _("nccl-tests' results for size {size} B (line {line}), before its last line "
+                 "(# Avg bus bandwidth)", size=event.get("size"), line=event.line)
+    if stage == "lightning-setup":
+        return _("PyTorch Lightning's setup (line {line}), before the fit loop said it "
+                 "stopped", line=event.line)
+    if stage == "gloo-connected":
+        return _("Gloo connected its ranks (line {line})", line=event.line)
+    if stage == "paddle-nccl-init":
+        return _("PaddlePaddle's NCCL context init (line {line}): NCCL's own lines would say "
+                 "where it waits (NCCL_DEBUG=INFO)", line=event.line)
+    return ""

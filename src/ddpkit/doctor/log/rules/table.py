@@ -150,6 +150,7 @@ class Diagnosis:
             add(self._simple_finding(finding_id))
         add(self.local_rank.finding())
         add(self._rank_assignment())
+        add(self.run_end.separate_tests())
         trouble = init_hung or self._failed(scored)
         driver = self.simple.get("version-mismatch")
         add(versions(self.init, driver.bag if driver else None, trouble))

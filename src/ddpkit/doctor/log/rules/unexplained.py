@@ -22,18 +22,11 @@ from ddpkit.doctor.catalogue import CATALOGUE, entry
 from ddpkit.doctor.findings import Evidence, Finding
 from ddpkit.doctor.log.evidence import Bag, merge
 from ddpkit.doctor.log.messages import Message, catalogue
+from ddpkit.doctor.log.patterns import FAILURE_KINDS
 from ddpkit.doctor.log.scan import Event
 from ddpkit.doctor.wording import specific_then_general
 from ddpkit.i18n import _, _n
 
-# Event kinds that show something failed (whatever the rule that reads them made of it).
-FAILURE_KINDS = frozenset({
-    "failure-line", "exception", "nccl-warn", "nccl-error", "connect-error", "connection-lost",
-    "watchdog", "watchdog-frame", "work-progress", "gloo-timeout", "barrier-failed",
-    "agent-failed", "summary-exit", "summary-signal", "child-failed", "bootstrap-retcode",
-    "ib-error", "shm-error", "p2p-error", "oom", "rdzv-timeout", "rdzv-config",
-    "rdzv-connection", "resolve-failed", "port-in-use", "no-interface", "gloo-mesh-failed",
-})
 # A rank's own failure line, whose template the catalogue may name a cause for (``named``).
 _OWN_KINDS = frozenset({"exception", "failure-line", "nccl-warn"})
 UNEXPLAINED_KINDS = FAILURE_KINDS | {"death-signal"}  # what :meth:`UnexplainedRule.feed` reads

@@ -1,0 +1,153 @@
+"""The quiet tail (issue 24): a log whose anchored scan showed no failure has its last lines read
+whole, so that a failure line no anchor catches, and a log ddpkit recognises nothing of, never
+end in "no failure".
+
+Each of the last ``QUIET_LINES`` lines (at most ``QUIET_BYTES``) the scan made no event of is
+read against:
+
+- the message catalogue (``messages.json``, built from NCCL's, Gloo's and torch's sources): a
+  line that prints a catalogued error template is a failure line, whatever prefix it was posted
+  with; any catalogued line, of any level, is a line ddpkit recognises;
+- NCCL's WARN line as its ``debug.cc`` formats it (``<file>:<line> NCCL WARN <text>``), posted
+  without the host prefix or the ``NCCL`` word;
+- ``OTHER_FAILURES``: the failure lines of other programs that distributed runs' logs carry,
+  each from that program's own format (below).
+
+It yields those failure lines as events, and one ``log-read`` event per log: how many lines the
+log has, how many were read here, and how many ddpkit recognised (the scan's events included).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+from ddpkit.doctor.findings import clip
+from ddpkit.doctor.log.messages import catalogue
+from ddpkit.doctor.log.tail import LINE_WINDOW, Kept
+from ddpkit.plain_text import strip_controls
+
+QUIET_LINES = 2000  # the last lines read whole
+QUIET_BYTES = 256 << 10
+# A file and line, as C/C++ sources print their own (__FILE__, __LINE__).
+_SOURCE = r"[\w./-]+\.(?:c|cc|cpp|cu|cuh|h|hpp)"
+# NCCL's WARN (src/debug.cc: "%s:%d:%d [%d] %s:%d NCCL WARN %s"), quoted from the file name on and
+# without the NCCL word ("include/socket.h:344 WARN Socket creation failed : ...").
+NCCL_WARN = re.compile(rf"(?:^|\s){_SOURCE}:\d+ (?:NCCL )?WARN (?P<detail>\S[^\n]*)")
+# strsignal() of the fatal signals a crashed process dies of: SIGSEGV, SIGABRT, SIGBUS, SIGFPE, SIGILL
+_FATAL = "Segmentation fault|Aborted|Bus error|Floating point exception|Illegal instruction"
+OTHER_FAILURES: tuple[re.Pattern[str], ...] = (
+    # NVSHMEM's error macros (NVSHMEMI_NZ_ERROR_JMP and its kin: "%s:%d: non-zero status: %d"),
+    # the code a failed call returned, with where it failed
+    re.compile(rf"(?P<detail>{_SOURCE}:\d+: non-zero status: -?[1-9]\d*[^\n]*)"),
+    # systemd's `systemctl status` of a unit that failed ("Active: failed (Result: exit-code)"):
+    # a service the GPUs need (nvidia-fabricmanager, nvidia-persistenced) not running
+    re.compile(r"(?P<detail>\bActive: failed\b[^\n]*)"),
+    # bash's report of a job killed by a fatal signal, alone on its line: strsignal()'s text
+    # (SIGSEGV, SIGABRT, SIGBUS, SIGFPE, SIGILL), "(core dumped)" if it dumped core, after the
+    # non-interactive "<script>: line <n>: <pid> " (jobs.c, notify_of_job_status)
+    # (the job's command follows only the script's form: alone, the text is the whole line)
+    re.compile(rf"^\s*(?P<detail>[^\s:]+: line \d+: +\d+ +(?:{_FATAL})(?: \(core dumped\))?"
+               rf"(?: +\S[^\n]*)?|(?:{_FATAL})(?: \(core dumped\))?)\s*$"),
+)
+# Lines that show a stage of a run, of programs whose stages the scan's patterns do not read
+# (``run-stage`` events, their ``stage`` field saying which; rules/run_end.py words it).
+STAGES: tuple[tuple[re.Pattern[str], str], ...] = (
+    # nccl-tests' table of ranks ("#  Rank %2d Group %2d Pid %6d on %10s device %2d [0x%02x] %s";
+    # before 2.10 without the group), here without the "# Using devices" line the scan follows
+    (re.compile(r"^\s*#?\s*Rank\s+\d+ (?:Group\s+\d+ )?Pid\s+\d+ on \S+ device\s+\d+ \["),
+     "nccltests-ranks"),
+    # nccl-tests' result rows (common.cu: "%12li  %12li  %8s  %6s  %6i", then time, algbw, busbw
+    # and #wrong, out-of-place and in-place): one collective ran at that size
+    (re.compile(r"^\s*(?P<size>\d+)\s+\d+\s+(?:u?int(?:8|32|64)|half|float|double|bfloat16|"
+                r"f8e4m3|f8e5m2)\s+(?:sum|prod|max|min|avg|mulsum|none)\s+-?\d+\s+[\d.]+\s"),
+     "nccltests-results"),
+    # PyTorch Lightning's device report as the Trainer sets up (trainer/setup.py: "GPU available:
+    # {}, used: {}") and its process-group init (strategies: "Initializing distributed:
+    # GLOBAL_RANK: {}, MEMBER: {}/{}")
+    (re.compile(r"^(?:\S+: ?)?(?:GPU available: \w+|Initializing distributed: GLOBAL_RANK: \d+)"),
+     "lightning-setup"),
+    # ProcessGroupGloo's report once its mesh is up (LOG(INFO): "[Gloo] Rank " << rank << " is
+    # connected to " << n << " peer ranks. Expected number of connected peer ranks is : " << m)
+    (re.compile(r"\[Gloo\] Rank \d+ is connected to \d+ peer ranks"), "gloo-connected"),
+    # PaddlePaddle's NCCL context init (imperative/nccl_context.cc, VLOG(0): "init nccl context
+    # nranks: " << nranks << " local rank: " ...)
+    (re.compile(r"\binit nccl context nranks: \d+ local rank: \d+"), "paddle-nccl-init"),
+)
+# Lines a finished run prints, of programs the tail pass's markers do not cover (``run-complete``):
+# Lightning's fit loop ("`Trainer.fit` stopped: `max_epochs={!r}` reached.", or max_steps) and
+# the Hugging Face Trainer's ("Training completed. Do not forget to share your model on
+# huggingface.co/models =)").
+ENDS = re.compile(r"(?P<detail>`Trainer\.fit` stopped: `max_(?:epochs|steps)=\d+` reached"
+                  r"|Training completed\. Do not forget to share your model)")
+QuietEvent = tuple[str, int, str, dict[str, str]]  # (kind, line number, text, fields)
+
+
+def last_lines(kept: Kept) -> list[tuple[int, bytes]]:
+    """(line number, bytes) of the log's last lines: at most QUIET_LINES and QUIET_BYTES."""
+    found: list[tuple[int, bytes]] = []
+    budget = QUIET_BYTES
+    for buf, limit, first_line in reversed(kept):
+        start = max(0, limit - budget)
+        if start:
+            newline = buf.find(b"\n", start - 1, limit)
+            start = limit if newline < 0 else newline + 1
+        lines = buf[start:limit].split(b"\n")
+        if lines and not lines[-1]:
+            lines.pop()
+        number = first_line + buf.count(b"\n", 0, start)
+        found[:0] = [(number + i, line[:LINE_WINDOW]) for i, line in enumerate(lines)]
+        budget -= limit - start
+        if budget <= 0 or start or len(found) >= QUIET_LINES:
+            break
+    return found[-QUIET_LINES:]
+
+
+def read_quiet(kept: Kept, seen: set[int], scanned: int, total_lines: int
+               ) -> Iterator[QuietEvent]:
+    """The failure, stage and end lines among the log's last lines that the scan made no event of (``seen``:
+    the numbers of the lines it did), then the ``log-read`` event. ``scanned``: how many events
+    the scan yielded."""
+    recognised = scanned
+    read = 0
+    for number, raw in last_lines(kept):
+        if number in seen:
+            continue
+        text = raw.decode("utf-8", "replace").rstrip("\r").replace("\r", " ")
+        if not text.isprintable():
+            text = strip_controls(text)
+        text = text.strip()
+        if not text:
+            continue
+        read += 1
+        found = _recognise(text)
+        if found is not None:
+            recognised += 1
+            if found[0]:
+                yield found[0], number, clip(text), found[1]
+    yield "log-read", total_lines, "", {"lines": str(total_lines), "read": str(read),
+                                        "recognised": str(recognised)}
+
+
+def _recognise(text: str) -> tuple[str, dict[str, str]] | None:
+    """(event kind, fields) when ``text`` is a failure line, a stage or the end of a run; ("",
+    {}) when it is another line ddpkit recognises (a catalogued message of any level); None
+    otherwise."""
+    end = ENDS.search(text)
+    if end is not None:
+        return "run-complete", {"detail": end.group("detail")}
+    for pattern, stage in STAGES:
+        found = pattern.search(text)
+        if found is not None:
+            return "run-stage", {"stage": stage, **found.groupdict()}
+    warn = NCCL_WARN.search(text)
+    if warn is not None:
+        return "nccl-warn", {"detail": warn.group("detail")}
+    for pattern in OTHER_FAILURES:
+        found = pattern.search(text)
+        if found is not None:
+            return "failure-line", {"detail": found.group("detail")}
+    message = catalogue().match(text)
+    if message is None:
+        return None
+    return ("failure-line", {"detail": text}) if message.error else ("", {})

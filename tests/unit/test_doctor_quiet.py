@@ -1,0 +1,211 @@
+"""The quiet tail of a log (issue 24, doctor/log/quiet.py): a log whose anchored scan showed no
+failure and no end has its last lines read whole, so a failure line no anchor catches, a stage
+of another program, or a log ddpkit recognises nothing of, never ends in "no failure".
+
+Failure lines are built from the message catalogue's templates (messages.json, from NCCL's
+sources) with their placeholders filled; the other programs' lines follow the formats named in
+quiet.py (NVSHMEM's error macros, systemd's status, bash's job report, nccl-tests' PRINTs,
+Lightning's, Paddle's and the Hugging Face Trainer's log calls). Real posted logs of each kind
+are in tests/fixtures/real-logs (nccl_1267, nccl_210, deepep_121, pytorch_129749, nccl_258,
+nccltests_232, nccltests_27, lightning_19425, paddlefleetx_1054) and measured by
+benchmarks/doctor_corpus.py.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+import pytest
+
+from ddpkit.doctor.findings import Finding
+from ddpkit.doctor.log import quiet
+from ddpkit.doctor.log import scan as logscan
+from ddpkit.doctor.log.diagnose import diagnose
+from ddpkit.doctor.log.messages import tolerant
+from ddpkit.doctor.log.scan import Event, scan
+
+MESSAGES = Path(__file__).resolve().parents[2] / "src" / "ddpkit" / "doctor" / "log" / \
+    "messages.json"
+
+
+def template(start: str) -> str:
+    """The catalogued NCCL template that starts with ``start``."""
+    messages = json.loads(MESSAGES.read_text())["messages"]
+    found = [m["template"] for m in messages
+             if m["source"] == "nccl" and m["template"].startswith(start)]
+    assert found, start
+    return str(found[0])
+
+
+def run(tmp_path: Path, lines: list[str], name: str = "node.log") -> list[Finding]:
+    log = tmp_path / name
+    log.write_text("\n".join(lines) + "\n")
+    return diagnose([str(log)])
+
+
+def events(data: bytes) -> list[Event]:
+    return list(scan(io.BytesIO(data), "x.log"))
+
+
+# --- failure lines no anchor catches ---------------------------------------------------------------
+
+
+def test_a_catalogued_error_with_an_empty_placeholder_and_collapsed_spaces(tmp_path: Path) -> None:
+    # NCCL's "connecting to address %s with family %d ..." with an empty address, as posted
+    line = template("ncclSocketInit: connecting to address <*> with family").replace(
+        "address <*> with", "address with").replace("<*>", "0", 1).replace("<*>", "2", 1) \
+        .replace("<*>", "10", 1)
+    (top, *_) = run(tmp_path, ["epoch 1", line])
+    assert top.severity == "error" and top.id == "internal-error"
+    assert "src/misc/socket.cc" in top.explanation and "message catalogue" in top.explanation
+
+
+def test_the_tolerant_matcher_takes_one_space_or_two_and_a_value() -> None:
+    import re
+
+    matcher = tolerant(r"address\ .*?\ with\ family")
+    for text in ("address with family", "address  with family", "address 10.0.0.1<5> with family"):
+        assert re.search(matcher, text), text
+    assert not re.search(matcher, "addresswith family")
+
+
+def test_nccl_warn_posted_without_its_host_prefix_or_nccl_word(tmp_path: Path) -> None:
+    (top, *_) = run(tmp_path, ["include/socket.h:344 WARN Socket creation failed : Address "
+                               "family not supported by protocol"])
+    assert (top.id, top.severity) == ("unexplained-failure", "error")
+    assert "Address family not supported" in top.evidence[0].text
+
+
+@pytest.mark.parametrize("line", [
+    # NVSHMEM's NZ error macro
+    "/src/modules/bootstrap/uid/bootstrap_uid.cpp:499: non-zero status: -3 allgather failed",
+    # systemctl status of a failed unit
+    "     Active: failed (Result: exit-code) since Mon 2024-07-01 14:43:57 UTC; 5s ago",
+    # bash: a foreground job, and a script's job with its pid and command
+    "Segmentation fault (core dumped)",
+    "./run.sh: line 7: 4242 Aborted                 (core dumped) python train.py",
+    "Bus error",
+])
+def test_other_programs_failure_lines_are_failures(tmp_path: Path, line: str) -> None:
+    (top, *_) = run(tmp_path, ["step 10 loss 0.31", line])
+    assert top.severity == "error", (line, top.id)
+    assert any(line.strip()[:30] in e.text for e in top.evidence)
+
+
+def test_a_word_in_prose_is_no_failure_line(tmp_path: Path) -> None:
+    # "Aborted" inside a sentence is not bash's report of a job
+    (top,) = run(tmp_path, ["Aborted runs are retried by the scheduler"])
+    assert top.severity != "error"
+
+
+# --- stages and ends of other programs ---------------------------------------------------------------
+
+
+NCCL_TESTS_TABLE = [
+    "#  Rank  0 Group  0 Pid  11 on node1 device  0 [0x01] NVIDIA H100",
+    "     8388608       2097152     float     sum      -1    101.2   82.89  145.06      0"
+    "    100.9   83.14  145.50      0",
+]
+
+
+@pytest.mark.parametrize(("lines", "words"), [
+    (NCCL_TESTS_TABLE[:1], "nccl-tests' table of ranks (line 1)"),
+    (NCCL_TESTS_TABLE, "nccl-tests' results for size 8388608 B (line 2)"),
+    (["GPU available: True (cuda), used: True", "TPU available: False, using: 0 TPU cores"],
+     "PyTorch Lightning's setup (line 1)"),
+    (["I0302 02:01:36.274989 31267 nccl_context.cc:83] init nccl context nranks: 4 local rank: "
+      "0/1 gpu id: 0/1 ring id: 0/1"], "PaddlePaddle's NCCL context init (line 1)"),
+    (["[Gloo] Rank 1 is connected to 1 peer ranks. Expected number of connected peer ranks is : 1"],
+     "Gloo connected its ranks (line 1)"),
+])
+def test_a_stage_without_an_end_is_no_result_naming_it(tmp_path: Path, lines: list[str],
+                                                        words: str) -> None:
+    (finding,) = run(tmp_path, lines)
+    assert (finding.id, finding.severity) == ("no-result", "warning")
+    assert finding.explanation.startswith("It stops after " + words)
+
+
+@pytest.mark.parametrize("end", [
+    "`Trainer.fit` stopped: `max_epochs=3` reached.",
+    "INFO:lightning.pytorch.utilities.rank_zero:`Trainer.fit` stopped: `max_steps=100` reached.",
+    "[INFO|trainer.py:2681] 2025-05-15 07:30:25,556 >> Training completed. Do not forget to share "
+    "your model on huggingface.co/models =)",
+])
+def test_a_frameworks_end_of_training_is_no_failure(tmp_path: Path, end: str) -> None:
+    (finding,) = run(tmp_path, ["GPU available: True (cuda), used: True", "epoch 0 loss 1.2", end])
+    assert finding.id == "no-failure"
+    assert "The run finished" in finding.explanation
+
+
+def test_nccl_tests_summaries_of_separate_one_process_jobs(tmp_path: Path) -> None:
+    summary = ["# Out of bounds values : 0 OK", "# Avg bus bandwidth    : 3.94145 ", "#"]
+    (top, *_) = run(tmp_path, [*summary, *summary])
+    assert (top.id, top.severity) == ("rank-assignment", "warning")
+    assert "2 times" in top.explanation and "MPI=1" in top.fix
+    assert [e.line for e in top.evidence] == [2, 5]
+
+
+def test_nccl_tests_runs_one_after_another_are_no_finding(tmp_path: Path) -> None:
+    one = ["# Using devices", *NCCL_TESTS_TABLE, "# Avg bus bandwidth    : 145.06 "]
+    assert [f.id for f in run(tmp_path, [*one, *one])] == ["no-failure"]
+
+
+# --- what the quiet tail reads -----------------------------------------------------------------------
+
+
+def test_the_log_read_event_counts_lines_and_recognised_ones() -> None:
+    data = b"epoch 1\n" * 5 + b"GPU available: True (cuda), used: True\n"
+    (read,) = [e for e in events(data) if e.kind == "log-read"]
+    assert read.data == {"lines": "6", "read": "6", "recognised": "1"}
+
+
+def test_no_quiet_tail_once_the_scan_saw_a_failure_or_an_end() -> None:
+    failed = b"epoch 1\nRuntimeError: boom\nBus error\n"
+    assert [e.kind for e in events(failed) if e.kind in ("log-read", "failure-line")] == []
+    ended = b"Bus error\nall 2 nodes finished successfully\n"
+    assert "log-read" not in [e.kind for e in events(ended)]
+
+
+def test_line_numbers_across_chunks(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(logscan, "CHUNK_BYTES", 64)
+    lines = [f"filler line {i} with some words" for i in range(300)]
+    lines[149] = "Segmentation fault (core dumped)"
+    (found,) = [e for e in events(("\n".join(lines)).encode()) if e.kind == "failure-line"]
+    assert found.line == 150
+
+
+def test_only_the_last_lines_are_read(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(quiet, "QUIET_LINES", 50)
+    lines = ["Bus error", *[f"step {i}" for i in range(200)]]
+    found = events(("\n".join(lines) + "\n").encode())
+    assert "failure-line" not in [e.kind for e in found]  # line 1: before the last 50
+    (read,) = [e for e in found if e.kind == "log-read"]
+    assert (read.data["lines"], read.data["read"]) == ("201", "50")
+
+
+def test_a_line_an_anchor_read_is_not_read_again() -> None:
+    # NCCL's own WARN (an anchored event) is not counted twice by the quiet tail
+    data = b"gpu1:1:1 [0] NCCL INFO Bootstrap : Using eth1:10.0.0.2<0>\n"
+    found = events(data)
+    (read,) = [e for e in found if e.kind == "log-read"]
+    assert read.data == {"lines": "1", "read": "0", "recognised": "1"}
+
+
+def test_a_log_read_by_head_and_tail_has_one_quiet_tail_with_the_whole_count(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # launch's bounded reading (doctor/log/verdict.py) reads a big log's head and tail apart:
+    # the head's last lines are not the log's, and the count is the whole log's
+    from ddpkit.doctor.log import verdict
+
+    monkeypatch.setattr(verdict, "HEAD_BYTES", 4096)
+    monkeypatch.setattr(verdict, "TAIL_BYTES", 4096)
+    lines = [f"step {i} loss 0.{i % 97}" for i in range(5000)]
+    lines[200] = "Bus error"  # near the end of the head: the head has no quiet tail of its own
+    log = tmp_path / "rank.log"
+    log.write_text("\n".join(lines) + "\n")
+    with open(log, "rb") as handle:
+        found = list(verdict._bounded_scan(handle, str(log)))
+    assert [e.kind for e in found] == ["log-read"]
+    assert found[0].data["lines"] == "5000" and found[0].line == 5000
