@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import importlib
 import json
 import subprocess
 import sys
 from pathlib import Path
-from types import ModuleType
 
 import pytest
+from tools_loader import tool
 
 from ddpkit.doctor.catalogue import CATALOGUE
 from ddpkit.doctor.log.messages import catalogue
@@ -18,14 +17,6 @@ ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT / "src" / "ddpkit" / "doctor" / "log" / "messages.json"
 REPORT = ROOT / "docs" / "message-coverage.md"
 CAPTURED = ROOT / "tests" / "fixtures" / "logs" / "captured"
-
-
-def tool(name: str) -> ModuleType:
-    sys.path.insert(0, str(ROOT / "tools"))
-    try:
-        return importlib.import_module(name)
-    finally:
-        sys.path.remove(str(ROOT / "tools"))
 
 
 def document() -> dict[str, object]:

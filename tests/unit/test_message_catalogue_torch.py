@@ -2,29 +2,20 @@
 
 from __future__ import annotations
 
-import importlib
 import json
 import subprocess
 import sys
 import zipfile
 from pathlib import Path
-from types import ModuleType
 
 import pytest
+from tools_loader import tool
 
 ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT / "src" / "ddpkit" / "doctor" / "log" / "messages.json"
 SCRIPT = ROOT / "tools" / "catalogue_messages.py"
 WHEELS = Path("/work/cache/torch-wheels")
 CPP = Path("/work/cache/torch-cpp")
-
-
-def tool(name: str) -> ModuleType:
-    sys.path.insert(0, str(ROOT / "tools"))
-    try:
-        return importlib.import_module(name)
-    finally:
-        sys.path.remove(str(ROOT / "tools"))
 
 
 def wheel(directory: Path, name: str, files: dict[str, str]) -> None:
