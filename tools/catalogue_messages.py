@@ -35,7 +35,7 @@ import re
 import subprocess
 import sys
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -172,6 +172,17 @@ def read_git(records: dict[Key, Record], source: str, git: Git,
         print(f"  {source} {label}: {len(records)} templates so far", file=sys.stderr)
 
 
+def read_repo(records: dict[Key, Record], order: dict[str, list[str]], source: str, git_dir: str,
+              revisions_of: Callable[[Git], list[tuple[str, str]]], files: re.Pattern[str]) -> None:
+    """Templates of the ``files`` at each release ``revisions_of`` names in one git dir."""
+    git = Git(git_dir)
+    revisions = revisions_of(git)
+    for label, _ in revisions:
+        _order(order, source, label)
+    read_git(records, source, git, revisions, files)
+    git.close()
+
+
 def _canonical(path: str) -> str:
     """One name for a file across releases (NCCL renamed .cu to .cc; torch moved c10d)."""
     path = re.sub(r"^src/(.*)\.cu$", r"src/\1.cc", path)
@@ -226,7 +237,8 @@ def torch_tree(label: str, root: Path) -> Release:
 
 
 def _order(order: dict[str, list[str]], source: str, label: str) -> None:
-    """Add a release label: versions in order, then the others (``git <commit>``) as they come."""
+    """Add a release label: versions in order, then the others (``git <commit>``, Gloo's dates)
+    as they come."""
     releases = order.setdefault(source, [])
     if label not in releases:
         releases.append(label)
@@ -259,17 +271,9 @@ def build(args: argparse.Namespace) -> tuple[list[dict[str, object]], dict[str, 
     records: dict[Key, Record] = {}
     order: dict[str, list[str]] = {}
     if args.nccl:
-        git = Git(args.nccl)
-        revisions = nccl_revisions(git)
-        order["nccl"] = [label for label, _ in revisions]
-        read_git(records, "nccl", git, revisions, NCCL_FILES)
-        git.close()
+        read_repo(records, order, "nccl", args.nccl, nccl_revisions, NCCL_FILES)
     if args.gloo:
-        git = Git(args.gloo)
-        revisions = gloo_revisions(git)
-        order["gloo"] = [label for label, _ in revisions]
-        read_git(records, "gloo", git, revisions, GLOO_FILES)
-        git.close()
+        read_repo(records, order, "gloo", args.gloo, gloo_revisions, GLOO_FILES)
     if args.torch_wheels:
         read_torch(records, order, torch_wheels(args.torch_wheels))
     if args.torch_cpp:
@@ -278,12 +282,7 @@ def build(args: argparse.Namespace) -> tuple[list[dict[str, object]], dict[str, 
         label, _, where = spec.rpartition("=")
         path = Path(where)
         if (path / "HEAD").exists() and (path / "objects").exists():
-            git = Git(where)
-            revisions = torch_revisions(git)
-            for label, _ in revisions:
-                _order(order, "torch", label)
-            read_git(records, "torch", git, revisions, TORCH_FILES)
-            git.close()
+            read_repo(records, order, "torch", where, torch_revisions, TORCH_FILES)
         else:
             read_torch(records, order, [torch_tree(label or args.torch_label, path)])
     entries: list[dict[str, object]] = []
