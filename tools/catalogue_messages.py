@@ -35,7 +35,7 @@ import re
 import subprocess
 import sys
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -172,6 +172,17 @@ def read_git(records: dict[Key, Record], source: str, git: Git,
         print(f"  {source} {label}: {len(records)} templates so far", file=sys.stderr)
 
 
+def read_repo(records: dict[Key, Record], order: dict[str, list[str]], source: str, git_dir: str,
+              revisions_of: Callable[[Git], list[tuple[str, str]]], files: re.Pattern[str]) -> None:
+    """Templates of the ``files`` at each release ``revisions_of`` names in one git dir."""
+    git = Git(git_dir)
+    revisions = revisions_of(git)
+    for label, _ in revisions:
+        _order(order, source, label)
+    read_git(records, source, git, revisions, files)
+    git.close()
+
+
 def _canonical(path: str) -> str:
     """One name for a file across releases (NCCL renamed .cu to .cc; torch moved c10d)."""
     path = re.sub(r"^src/(.*)\.cu$", r"src/\1.cc", path)
@@ -185,13 +196,6 @@ def _walk_tree(root: Path) -> Iterator[tuple[str, Path]]:
             yield rel.replace("torch/include/torch/csrc/", "torch/csrc/"), file
 
 
-def read_tree(records: dict[Key, Record], source: str, label: str, root: Path,
-              files: re.Pattern[str]) -> None:
-    texts = ((rel, file.read_text("utf-8", "replace")) for rel, file in _walk_tree(root))
-    read_texts(records, source, label, texts, files)
-    print(f"  {source} {label} (tree {root}): {len(records)} templates so far", file=sys.stderr)
-
-
 def read_texts(records: dict[Key, Record], source: str, label: str,
                texts: Iterable[tuple[str, str]], files: re.Pattern[str]) -> None:
     """Templates of the (path, text) pairs of one release whose path ``files`` matches."""
@@ -200,28 +204,41 @@ def read_texts(records: dict[Key, Record], source: str, label: str,
             _add(records, source, label, _canonical(rel), _extract(rel, text))
 
 
-def read_torch_wheels(records: dict[Key, Record], order: dict[str, list[str]],
-                      directory: Path) -> None:
+# One torch release read from files at hand: its label, where it was read (for the progress
+# line) and its (path in the pytorch repository, text) pairs.
+Release = tuple[str, str, Iterable[tuple[str, str]]]
+
+
+def read_torch(records: dict[Key, Record], order: dict[str, list[str]],
+               releases: Iterable[Release]) -> None:
+    """Templates of torch releases read from wheels, stored .cpp files or a source tree."""
+    for label, where, texts in releases:
+        _order(order, "torch", label)
+        read_texts(records, "torch", label, texts, TORCH_FILES)
+        print(f"  torch {label} ({where}): {len(records)} templates so far", file=sys.stderr)
+
+
+def torch_wheels(directory: Path) -> Iterator[Release]:
     """Every torch release of which ``directory`` holds a wheel (see ``torchwheels.py``)."""
     for label, wheel in torchwheels.wheels(directory):
-        _order(order, "torch", label)
-        read_texts(records, "torch", label, torchwheels.members(wheel), TORCH_FILES)
-        print(f"  torch {label} ({wheel.name}): {len(records)} templates so far",
-              file=sys.stderr)
+        yield label, wheel.name, torchwheels.members(wheel)
 
 
-def read_torch_cpp(records: dict[Key, Record], order: dict[str, list[str]],
-                   directory: Path) -> None:
+def torch_cpp(directory: Path) -> Iterator[Release]:
     """The stored c10d ``.cpp`` files under ``directory`` (see ``torchcpp.py``)."""
     for label, root in torchcpp.trees(directory):
-        _order(order, "torch", label)
-        read_texts(records, "torch", label, torchcpp.texts(root), TORCH_FILES)
-        print(f"  torch {label} (.cpp at {root.name}): {len(records)} templates so far",
-              file=sys.stderr)
+        yield label, f".cpp at {root.name}", torchcpp.texts(root)
+
+
+def torch_tree(label: str, root: Path) -> Release:
+    """A plain directory tree laid out like the pytorch repository, as one release."""
+    texts = ((rel, file.read_text("utf-8", "replace")) for rel, file in _walk_tree(root))
+    return label, f"tree {root}", texts
 
 
 def _order(order: dict[str, list[str]], source: str, label: str) -> None:
-    """Add a release label: versions in order, then the others (``git <commit>``) as they come."""
+    """Add a release label: versions in order, then the others (``git <commit>``, Gloo's dates)
+    as they come."""
     releases = order.setdefault(source, [])
     if label not in releases:
         releases.append(label)
@@ -254,35 +271,20 @@ def build(args: argparse.Namespace) -> tuple[list[dict[str, object]], dict[str, 
     records: dict[Key, Record] = {}
     order: dict[str, list[str]] = {}
     if args.nccl:
-        git = Git(args.nccl)
-        revisions = nccl_revisions(git)
-        order["nccl"] = [label for label, _ in revisions]
-        read_git(records, "nccl", git, revisions, NCCL_FILES)
-        git.close()
+        read_repo(records, order, "nccl", args.nccl, nccl_revisions, NCCL_FILES)
     if args.gloo:
-        git = Git(args.gloo)
-        revisions = gloo_revisions(git)
-        order["gloo"] = [label for label, _ in revisions]
-        read_git(records, "gloo", git, revisions, GLOO_FILES)
-        git.close()
+        read_repo(records, order, "gloo", args.gloo, gloo_revisions, GLOO_FILES)
     if args.torch_wheels:
-        read_torch_wheels(records, order, args.torch_wheels)
+        read_torch(records, order, torch_wheels(args.torch_wheels))
     if args.torch_cpp:
-        read_torch_cpp(records, order, args.torch_cpp)
+        read_torch(records, order, torch_cpp(args.torch_cpp))
     for spec in args.torch or []:
         label, _, where = spec.rpartition("=")
         path = Path(where)
         if (path / "HEAD").exists() and (path / "objects").exists():
-            git = Git(where)
-            revisions = torch_revisions(git)
-            for label, _ in revisions:
-                _order(order, "torch", label)
-            read_git(records, "torch", git, revisions, TORCH_FILES)
-            git.close()
+            read_repo(records, order, "torch", where, torch_revisions, TORCH_FILES)
         else:
-            label = label or args.torch_label
-            _order(order, "torch", label)
-            read_tree(records, "torch", label, path, TORCH_FILES)
+            read_torch(records, order, [torch_tree(label or args.torch_label, path)])
     entries: list[dict[str, object]] = []
     for record in sorted(records.values(), key=lambda r: (r.source, r.file, r.template)):
         releases = order[record.source]

@@ -79,7 +79,7 @@ def strip_comments(code: str) -> str:
     while i < n:
         c = code[i]
         if c in "\"'":
-            j = _literal_end(code, i)
+            j = literal_end(code, i)
             out.append(code[i:j])
             i = j
         elif code.startswith("//", i):
@@ -95,7 +95,8 @@ def strip_comments(code: str) -> str:
     return "".join(out)
 
 
-def _literal_end(code: str, i: int) -> int:
+def literal_end(code: str, i: int) -> int:
+    """The position just after the string or char literal that starts at ``code[i]`` (a quote)."""
     quote, j, n = code[i], i + 1, len(code)
     while j < n and code[j] != quote:
         if code[j] == "\\":
@@ -114,7 +115,7 @@ def _args(code: str, start: int, stop: str = ")") -> tuple[list[str], int]:
     while i < n:
         c = code[i]
         if c in "\"'":
-            i = _literal_end(code, i)
+            i = literal_end(code, i)
             continue
         if c in "([{":
             depth += 1

@@ -117,7 +117,7 @@ def _call_end(code: str, start: int) -> int:
     while i < n:
         c = code[i]
         if c == '"':
-            i = _string_end(code, i)
+            i = msgextract.literal_end(code, i)
             continue
         if c == "(":
             depth += 1
@@ -127,13 +127,6 @@ def _call_end(code: str, start: int) -> int:
             depth -= 1
         i += 1
     return n
-
-
-def _string_end(code: str, i: int) -> int:
-    j = i + 1
-    while j < len(code) and code[j] not in '"\n':
-        j += 2 if code[j] == "\\" else 1
-    return j + 1
 
 
 def _functions(code: str) -> list[tuple[int, int, str]]:

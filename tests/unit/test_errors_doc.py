@@ -3,14 +3,13 @@ finding id, generated from docs/errors-source.toml by tools/errors_doc.py (commi
 
 from __future__ import annotations
 
-import importlib.util
 import re
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from types import ModuleType
 
 import pytest
+from tools_loader import tool
 
 from ddpkit.cli.output.render import error_link
 from ddpkit.doctor.catalogue import CATALOGUE
@@ -26,16 +25,7 @@ if sys.version_info < (3, 11):  # the generator reads TOML with tomllib
     pytest.skip("tools/errors_doc.py needs Python 3.11+", allow_module_level=True)
 
 
-def _tool() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("errors_doc", ROOT / "tools" / "errors_doc.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up there
-    spec.loader.exec_module(module)
-    return module
-
-
-TOOL = _tool()
+TOOL = tool("errors_doc")
 
 
 def _anchors(page: Path) -> list[str]:

@@ -14,18 +14,17 @@
 from __future__ import annotations
 
 import ast
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from tools_loader import tool
 
 ROOT = Path(__file__).resolve().parents[2]
 SOURCE = ROOT / "src" / "ddpkit"
-sys.path.insert(0, str(ROOT / "tools"))
 
 babel = pytest.importorskip("babel", reason="Babel is a test extra (pip install -e '.[test]')")
-import i18n as catalogue_tool  # noqa: E402  tools/i18n.py
+catalogue_tool = tool("i18n")  # tools/i18n.py
 
 # Programs that run inside the ranks (their output is a rank's, not ddpkit's console) and the sim's
 # shell steps are not scanned; everything else is.

@@ -2,40 +2,21 @@
 
 from __future__ import annotations
 
-import importlib
-import json
-import subprocess
-import sys
 from pathlib import Path
-from types import ModuleType
 
 import pytest
+from tools_loader import run_catalogue, shipped_catalogue, tool
 
 from ddpkit.doctor.catalogue import CATALOGUE
 from ddpkit.doctor.log.messages import catalogue
 
 ROOT = Path(__file__).resolve().parents[2]
-DATA = ROOT / "src" / "ddpkit" / "doctor" / "log" / "messages.json"
 REPORT = ROOT / "docs" / "message-coverage.md"
 CAPTURED = ROOT / "tests" / "fixtures" / "logs" / "captured"
 
 
-def tool(name: str) -> ModuleType:
-    sys.path.insert(0, str(ROOT / "tools"))
-    try:
-        return importlib.import_module(name)
-    finally:
-        sys.path.remove(str(ROOT / "tools"))
-
-
-def document() -> dict[str, object]:
-    loaded = json.loads(DATA.read_text())
-    assert isinstance(loaded, dict)
-    return loaded
-
-
 def test_every_entry_is_complete_and_mapped() -> None:
-    doc = document()
+    doc = shipped_catalogue()
     releases = doc["releases"]
     assert isinstance(releases, dict) and set(releases) == {"nccl", "gloo", "torch"}
     messages = doc["messages"]
@@ -52,12 +33,12 @@ def test_every_entry_is_complete_and_mapped() -> None:
 
 
 def test_nccl_is_read_from_2_4_to_the_newest_release() -> None:
-    nccl = document()["releases"]["nccl"]  # type: ignore[index]
+    nccl = shipped_catalogue()["releases"]["nccl"]  # type: ignore[index]
     assert nccl[0].startswith("v2.4.") and len(nccl) >= 60
 
 
 def test_the_coverage_report_is_regenerated_from_the_data() -> None:
-    doc = document()
+    doc = shipped_catalogue()
     report = tool("catalogue_messages").coverage(doc["messages"], doc["releases"])
     assert REPORT.read_text() == report
 
@@ -119,13 +100,11 @@ def test_real_lines_are_recognised(fixture: str, line: int, source: str, maps: s
 @pytest.mark.skipif(not Path("/work/.mirror/NVIDIA+nccl/repo").is_dir(),
                     reason="needs the fetched NCCL git dir")
 def test_the_script_regenerates_the_nccl_part(tmp_path: Path) -> None:
-    out, report = tmp_path / "m.json", tmp_path / "c.md"
-    subprocess.run([sys.executable, str(ROOT / "tools" / "catalogue_messages.py"), "--nccl",
-                    "/work/.mirror/NVIDIA+nccl/repo", "--out", str(out), "--report", str(report)],
-                   check=True, capture_output=True, timeout=300)
-    fresh = [m for m in json.loads(out.read_text())["messages"]]
-    shipped = [m for m in document()["messages"] if m["source"] == "nccl"]  # type: ignore[union-attr]
-    assert fresh == shipped
+    fresh = run_catalogue(tmp_path, "--nccl", "/work/.mirror/NVIDIA+nccl/repo", timeout=300)
+    shipped = shipped_catalogue()["messages"]
+    assert isinstance(shipped, list)
+    shipped = [m for m in shipped if m["source"] == "nccl"]
+    assert fresh["messages"] == shipped
 
 
 def test_a_message_built_for_a_warning_stream_is_a_warning() -> None:

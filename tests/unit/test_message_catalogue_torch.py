@@ -2,44 +2,20 @@
 
 from __future__ import annotations
 
-import importlib
-import json
-import subprocess
-import sys
 import zipfile
 from pathlib import Path
-from types import ModuleType
 
 import pytest
+from tools_loader import run_catalogue, shipped_catalogue, tool
 
-ROOT = Path(__file__).resolve().parents[2]
-DATA = ROOT / "src" / "ddpkit" / "doctor" / "log" / "messages.json"
-SCRIPT = ROOT / "tools" / "catalogue_messages.py"
 WHEELS = Path("/work/cache/torch-wheels")
 CPP = Path("/work/cache/torch-cpp")
-
-
-def tool(name: str) -> ModuleType:
-    sys.path.insert(0, str(ROOT / "tools"))
-    try:
-        return importlib.import_module(name)
-    finally:
-        sys.path.remove(str(ROOT / "tools"))
 
 
 def wheel(directory: Path, name: str, files: dict[str, str]) -> None:
     with zipfile.ZipFile(directory / name, "w") as archive:
         for path, text in files.items():
             archive.writestr(path, text)
-
-
-def catalogue_of(wheels: Path, tmp_path: Path, *more: str) -> dict[str, object]:
-    out, report = tmp_path / "m.json", tmp_path / "c.md"
-    subprocess.run([sys.executable, str(SCRIPT), "--torch-wheels", str(wheels), *more, "--out",
-                    str(out), "--report", str(report)], check=True, capture_output=True, timeout=120)
-    loaded = json.loads(out.read_text())
-    assert isinstance(loaded, dict)
-    return loaded
 
 
 def test_wheel_versions_are_read_from_the_file_name() -> None:
@@ -67,7 +43,7 @@ def test_templates_merge_across_the_releases_of_the_wheels(tmp_path: Path) -> No
     wheel(wheels, "torch-2.0.1-cp311-none-macosx_11_0_arm64.whl", {
         "torch/distributed/run.py": run_py + 'log.info("[%(role)s] Rendezvous complete", d)\n',
     })
-    doc = catalogue_of(wheels, tmp_path)
+    doc = run_catalogue(tmp_path, "--torch-wheels", str(wheels))
     assert doc["releases"] == {"torch": ["v1.8.1", "v1.10.2", "v2.0.1"]}
     messages = doc["messages"]
     assert isinstance(messages, list)
@@ -91,11 +67,8 @@ def test_a_wheel_and_a_tree_of_the_same_release_are_one_release(tmp_path: Path) 
     wheel(wheels, "torch-2.13.0-cp312-cp312-macosx_14_0_arm64.whl",
           {"torch/distributed/run.py": 'raise ValueError("the wheel says this")\n'})
     (tree / "run.py").write_text('raise ValueError("the tree says that")\n')
-    out, report = tmp_path / "m.json", tmp_path / "c.md"
-    subprocess.run([sys.executable, str(SCRIPT), "--torch-wheels", str(wheels), "--torch",
-                    f"v2.13.0={tmp_path / 'tree'}", "--out", str(out), "--report", str(report)],
-                   check=True, capture_output=True, timeout=120)
-    doc = json.loads(out.read_text())
+    doc = run_catalogue(tmp_path, "--torch-wheels", str(wheels),
+                        "--torch", f"v2.13.0={tmp_path / 'tree'}")
     assert doc["releases"] == {"torch": ["v2.13.0"]}
     assert {m["template"] for m in doc["messages"]} == {"the wheel says this", "the tree says that"}
 
@@ -116,11 +89,7 @@ def test_stored_cpp_files_are_labelled_by_their_version_txt_or_commit(tmp_path: 
         'LOG(ERROR) << "NCCL watchdog thread terminated with exception: " << e.what();\n'
         'TORCH_CHECK(false, "a check of ProcessGroupNCCL") ;\n')
     (unknown / "reducer.cpp").write_text('TORCH_CHECK(false, "reducer is not read");\n')
-    out, report = tmp_path / "m.json", tmp_path / "c.md"
-    subprocess.run([sys.executable, str(SCRIPT), "--torch-wheels", str(wheels), "--torch-cpp",
-                    str(cpp), "--out", str(out), "--report", str(report)],
-                   check=True, capture_output=True, timeout=120)
-    doc = json.loads(out.read_text())
+    doc = run_catalogue(tmp_path, "--torch-wheels", str(wheels), "--torch-cpp", str(cpp))
     assert doc["releases"] == {"torch": ["v2.0.1", "git cf1380dfb6c8"]}
     found = {m["template"]: (m["file"], m["first"], m["last"]) for m in doc["messages"]}
     assert found == {
@@ -140,6 +109,7 @@ def test_stored_cpp_files_are_labelled_by_their_version_txt_or_commit(tmp_path: 
 @pytest.mark.skipif(not WHEELS.is_dir() or not CPP.is_dir(),
                     reason="needs the torch wheels (tools/torchwheels.py) and the stored .cpp files")
 def test_the_script_regenerates_the_torch_part(tmp_path: Path) -> None:
-    fresh = catalogue_of(WHEELS, tmp_path, "--torch-cpp", str(CPP))["messages"]
-    shipped = json.loads(DATA.read_text())["messages"]
-    assert fresh == [m for m in shipped if m["source"] == "torch"]
+    fresh = run_catalogue(tmp_path, "--torch-wheels", str(WHEELS), "--torch-cpp", str(CPP))
+    shipped = shipped_catalogue()["messages"]
+    assert isinstance(shipped, list)
+    assert fresh["messages"] == [m for m in shipped if m["source"] == "torch"]

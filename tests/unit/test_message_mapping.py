@@ -4,34 +4,21 @@ uses each mapping at run time on a line built from the template (not a copied lo
 
 from __future__ import annotations
 
-import importlib
-import json
 import re
-import sys
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
+from tools_loader import shipped_catalogue, tool
 
 from ddpkit.doctor.catalogue import CATALOGUE
 from ddpkit.doctor.log.diagnose import diagnose
 
-ROOT = Path(__file__).resolve().parents[2]
-DATA = ROOT / "src" / "ddpkit" / "doctor" / "log" / "messages.json"
 NEW_IDS = ("invalid-usage", "internal-error", "cuda-error")
 
 
-def tool(name: str) -> ModuleType:
-    sys.path.insert(0, str(ROOT / "tools"))
-    try:
-        return importlib.import_module(name)
-    finally:
-        sys.path.remove(str(ROOT / "tools"))
-
-
 def messages() -> list[dict[str, Any]]:
-    loaded = json.loads(DATA.read_text())["messages"]
+    loaded = shipped_catalogue()["messages"]
     assert isinstance(loaded, list)
     return loaded
 

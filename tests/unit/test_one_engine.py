@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from node_results import node_result
 
 from ddpkit.cli.job.job_verdict import failure_summary, judge
 from ddpkit.doctor.log.diagnose import read_verdict
@@ -221,34 +222,10 @@ def test_a_lost_node_stays_first_when_the_other_ranks_only_lost_their_peer(tmp_p
     _same(launched, _doctor(zero))
 
 
-def _node_result(run_dir: Path, node_rank: int, nnodes: int = 2):  # type: ignore[no-untyped-def]
-    """launch's NodeResult for a node's run directory, as session builds it from torchrun's
-    output (tests/unit/test_rank_ends.py does the same for the recorded run)."""
-    from ddpkit.launch.config import LaunchConfig
-    from ddpkit.launch.node.plan import NodeFacts, plan_node
-    from ddpkit.launch.node.result import NodeResult
-    from ddpkit.launch.torchrun.command import parse_failures
-    from ddpkit.launch.torchrun.processes import ProcessOutcome
-    from ddpkit.net.route import Route
-
-    route = Route(host="127.0.0.1", address="127.0.0.1", family="ipv4", ifname="lo",
-                  source="127.0.0.1", local=True)
-    facts = NodeFacts(hostname=f"node{node_rank}", nics=(), master_addresses=("127.0.0.1",),
-                      route=route)
-    config = LaunchConfig(nnodes=nnodes, node_rank=node_rank, master_addr="127.0.0.1",
-                          entry="train.py")
-    plan = plan_node(config, facts, {}, python="py", run_dir=str(run_dir))
-    tail = tuple((run_dir / "torchrun.log").read_text().splitlines())
-    root, failures = parse_failures(tail)
-    outcome = ProcessOutcome(returncode=1, tail=tail, timed_out=False, interrupted=False,
-                             stopped=None, duration_s=1.0, leftovers_killed=())
-    return NodeResult(plan=plan, outcome=outcome, root_cause=root, failures=failures)
-
-
 def test_a_nodes_own_summary_says_what_doctor_tops_on_its_run_directory(tmp_path: Path) -> None:
     """Per node (no master): the node's summary and --json name doctor's top finding too."""
     one = _run_dir(tmp_path, 1, rank=1, stderr="step 10\n", code=-9, signal="SIGKILL")
-    result = _node_result(one, 1)
+    result = node_result(one, 1)
     summary = result.summary()
     assert summary.startswith("node 1 (node1): rank 1 (local rank 0, host node1) failed first: "
                               "killed by SIGKILL; most likely cause: "), summary
@@ -261,7 +238,7 @@ def test_a_nodes_own_summary_says_what_doctor_tops_on_its_run_directory(tmp_path
 def test_the_recorded_nodes_results_reach_the_same_answer_through_the_master() -> None:
     outcomes = []
     for node_rank in (0, 1):
-        result = _node_result(RUN / f"node{node_rank}", node_rank)
+        result = node_result(RUN / f"node{node_rank}", node_rank)
         error = json.loads(json.dumps({"id": "job-failed", "message": result.summary(),
                                        "details": result.to_dict()}))
         outcomes.append(outcome_from_error(error, node_rank=node_rank, host=f"node{node_rank}",

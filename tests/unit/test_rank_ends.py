@@ -8,6 +8,8 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
+from node_results import node_result
+
 from ddpkit.doctor.log.diagnose import diagnose
 from ddpkit.doctor.log.rank_ends import (
     consequence_of,
@@ -123,30 +125,8 @@ def test_a_node_stopped_before_torchrun_reported_still_names_its_raising_rank(
     assert end.raised is not None and end.raised.type == "ValueError"
 
 
-def _node_result(node_rank: int):  # type: ignore[no-untyped-def]
-    """launch's NodeResult for a recorded node, as session builds it from torchrun's output."""
-    from ddpkit.launch.config import LaunchConfig
-    from ddpkit.launch.node.plan import NodeFacts, plan_node
-    from ddpkit.launch.node.result import NodeResult
-    from ddpkit.launch.torchrun.command import parse_failures
-    from ddpkit.launch.torchrun.processes import ProcessOutcome
-    from ddpkit.net.route import Route
-
-    host, run_dir = f"node{node_rank}", RUN / f"node{node_rank}"
-    route = Route(host="127.0.0.1", address="127.0.0.1", family="ipv4", ifname="lo",
-                  source="127.0.0.1", local=True)
-    facts = NodeFacts(hostname=host, nics=(), master_addresses=("127.0.0.1",), route=route)
-    config = LaunchConfig(nnodes=2, node_rank=node_rank, master_addr="127.0.0.1", entry="train.py")
-    plan = plan_node(config, facts, {}, python="py", run_dir=str(run_dir))
-    tail = tuple((run_dir / "torchrun.log").read_text().splitlines())
-    root, failures = parse_failures(tail)
-    outcome = ProcessOutcome(returncode=1, tail=tail, timed_out=False, interrupted=False,
-                             stopped=None, duration_s=1.0, leftovers_killed=())
-    return NodeResult(plan=plan, outcome=outcome, root_cause=root, failures=failures)
-
-
 def test_launch_node_summaries_and_the_job_summary_from_the_same_reading() -> None:
-    zero, one = _node_result(0), _node_result(1)
+    zero, one = node_result(RUN / "node0", 0), node_result(RUN / "node1", 1)
     assert one.summary() == ("node 1 (node1): rank 1 (local rank 0, host node1) failed first: "
                              f"exit code 1. It raised {RAISED} (at train.py:8 in <module>). Its "
                              "last output: rank 1: bad batch ahead")

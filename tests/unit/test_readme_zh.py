@@ -4,13 +4,11 @@ a quoted last line the CI check (tools/last_line.py) can read."""
 
 from __future__ import annotations
 
-import importlib.util
 import re
-import sys
 from pathlib import Path
-from types import ModuleType
 
 import pytest
+from tools_loader import tool
 
 from ddpkit.errors import ExitCode
 
@@ -21,16 +19,7 @@ README = (ROOT / "README.md").read_text(encoding="utf-8")
 README_ZH = (ROOT / "README.zh-CN.md").read_text(encoding="utf-8")
 
 
-def _last_line() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("last_line", ROOT / "tools" / "last_line.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-LAST_LINE = _last_line()
+LAST_LINE = tool("last_line")
 
 
 def _first_bash_block(text: str, heading: str) -> str:
