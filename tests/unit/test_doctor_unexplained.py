@@ -70,7 +70,7 @@ def test_a_successful_jobs_bare_output_is_no_result_not_a_failure() -> None:
 @pytest.mark.parametrize(
     ("text", "quoted"),
     [
-        ("step 10 loss 0.3\nSegmentation fault (core dumped)\n", "Segmentation fault"),
+        ("step 10 loss 0.3\nFatal Python error: Segmentation fault\n", "Fatal Python error"),
         ("step 10\nterminate called after throwing an instance of 'std::runtime_error'\n",
          "terminate called"),
         ("h1:10:11 [0] NCCL WARN Call to ioctl failed : Operation not permitted\n", "Call to"),

@@ -86,9 +86,13 @@ ANCHORS: tuple[bytes, ...] = (
 # ddpkit's summary, nccl-tests' last line) and the shell's report of a SIGKILL. They are looked
 # for in the last TAIL_BYTES of each log only, where a run's end is (a killed rank's peers react
 # within seconds): a pass over the whole log per anchor costs about a tenth of the throughput.
+# strsignal() of the signals a process crashes of (SIGSEGV, SIGABRT, SIGBUS, SIGFPE, SIGILL): what
+# bash reports for a job they end
+FATAL_SIGNALS = {"Segmentation fault": "SIGSEGV", "Aborted": "SIGABRT", "Bus error": "SIGBUS",
+                 "Floating point exception": "SIGFPE", "Illegal instruction": "SIGILL"}
 TAIL_ANCHORS: tuple[bytes, ...] = (b"SUCCEEDED", b"finished", b"Avg bus bandwidth", b"Killed",
-                                   b"Destroy COMPLETE")
-TAIL_KINDS = frozenset({"run-complete", "killed"})  # the events only the tail pass yields
+                                   b"Destroy COMPLETE", *(s.encode() for s in FATAL_SIGNALS))
+TAIL_KINDS = frozenset({"run-complete", "killed", "fatal-signal"})  # only the tail pass's events
 TAIL_BYTES = 2 << 20
 
 # Event kinds that show something failed (whatever the rule that reads them made of it;
@@ -109,6 +113,9 @@ FOLLOW: dict[str, int] = {"Root Cause": 8, "Last error:": 2, "ChildFailedError":
 # A "NET/Socket : Using" line that ends there: its interfaces follow, one per line.
 SOCKET_LIST_HEAD, SOCKET_LIST_LINES = "NET/Socket : Using", 16
 
+# A launcher's rank tags before a line the shell printed ("[0]<stderr>:", "[rank1]:")
+_SHELL_PREFIX = r"^(?:\s*\[[^\]\s]*\](?:<std(?:out|err)>)?:?)*\s*"
+_FATAL = "|".join(FATAL_SIGNALS)
 _ADDR = r"(?P<addr>[^\s<>\[\](),]+)"
 # Lines reporting a failed connect say "connect"/"Connection" or carry an *Error name.
 _CONNECT_ERRORS = ("onnect", "rror")
@@ -321,8 +328,16 @@ PATTERNS: tuple[LinePattern, ...] = (
     # strsignal(SIGKILL) "Killed" (interactive, foreground), its non-interactive "%s: line %d: "
     # + "<pid> Killed <command>" (jobs.c, notify_of_job_status) and "[1]+  Killed  <command>".
     _p("killed", ("Killed",),
-       r"^(?:\s*\[[^\]\s]*\](?:<std(?:out|err)>)?:?)*\s*(?:[^\s:]+: line \d+: +(?P<pid>\d+) +"
+       rf"{_SHELL_PREFIX}(?:[^\s:]+: line \d+: +(?P<pid>\d+) +"
        r"|\[\d+\][+-]? +)?Killed(?! +process \d)(?: +(?P<command>\S[^\n]*?))?\s*$"),
+    # The same report of a process a fatal signal ended (bash's strsignal() texts, "(core
+    # dumped)" if it dumped core): alone on its line, or after the script's "line N: <pid> " or
+    # the job's "[1]+ ", which its command may follow.
+    _p("fatal-signal", tuple(FATAL_SIGNALS),
+       rf"{_SHELL_PREFIX}(?:[^\s:]+: line \d+: +(?P<pid>\d+) +|\[\d+\][+-]? +)"
+       rf"(?P<signal_text>{_FATAL})(?P<core> \(core dumped\))?(?: +(?P<command>\S[^\n]*?))?\s*$"),
+    _p("fatal-signal", tuple(FATAL_SIGNALS),
+       rf"{_SHELL_PREFIX}(?P<signal_text>{_FATAL})(?P<core> \(core dumped\))?\s*$"),
     # --- last: failure lines no pattern above read (rules/unexplained.py) ---
     _fb("failure-line", ("rror",), r"(?P<detail>\[Errno -?\d+\][^\n]*|\berrno:? ?-?[1-9]\d*)"),
     # other error lines: glog's "Check failed: ... unhandled cuda error", "prog: error: ..."

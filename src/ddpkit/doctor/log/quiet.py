@@ -11,7 +11,8 @@ read against:
 - NCCL's WARN line as its ``debug.cc`` formats it (``<file>:<line> NCCL WARN <text>``), posted
   without the host prefix or the ``NCCL`` word;
 - ``OTHER_FAILURES``: the failure lines of other programs that distributed runs' logs carry,
-  each from that program's own format (below).
+  each from that program's own format (below; the shell's report of a crash is the tail pass's,
+  patterns.py).
 
 It yields those failure lines as events, and one ``log-read`` event per log: how many lines the
 log has, how many were read here, and how many ddpkit recognised (the scan's events included).
@@ -34,8 +35,6 @@ _SOURCE = r"[\w./-]+\.(?:c|cc|cpp|cu|cuh|h|hpp)"
 # NCCL's WARN (src/debug.cc: "%s:%d:%d [%d] %s:%d NCCL WARN %s"), quoted from the file name on and
 # without the NCCL word ("include/socket.h:344 WARN Socket creation failed : ...").
 NCCL_WARN = re.compile(rf"(?:^|\s){_SOURCE}:\d+ (?:NCCL )?WARN (?P<detail>\S[^\n]*)")
-# strsignal() of the fatal signals a crashed process dies of: SIGSEGV, SIGABRT, SIGBUS, SIGFPE, SIGILL
-_FATAL = "Segmentation fault|Aborted|Bus error|Floating point exception|Illegal instruction"
 OTHER_FAILURES: tuple[re.Pattern[str], ...] = (
     # NVSHMEM's error macros (NVSHMEMI_NZ_ERROR_JMP and its kin: "%s:%d: non-zero status: %d"),
     # the code a failed call returned, with where it failed
@@ -43,12 +42,6 @@ OTHER_FAILURES: tuple[re.Pattern[str], ...] = (
     # systemd's `systemctl status` of a unit that failed ("Active: failed (Result: exit-code)"):
     # a service the GPUs need (nvidia-fabricmanager, nvidia-persistenced) not running
     re.compile(r"(?P<detail>\bActive: failed\b[^\n]*)"),
-    # bash's report of a job killed by a fatal signal, alone on its line: strsignal()'s text
-    # (SIGSEGV, SIGABRT, SIGBUS, SIGFPE, SIGILL), "(core dumped)" if it dumped core, after the
-    # non-interactive "<script>: line <n>: <pid> " (jobs.c, notify_of_job_status)
-    # (the job's command follows only the script's form: alone, the text is the whole line)
-    re.compile(rf"^\s*(?P<detail>[^\s:]+: line \d+: +\d+ +(?:{_FATAL})(?: \(core dumped\))?"
-               rf"(?: +\S[^\n]*)?|(?:{_FATAL})(?: \(core dumped\))?)\s*$"),
 )
 # Lines that show a stage of a run, of programs whose stages the scan's patterns do not read
 # (``run-stage`` events, their ``stage`` field saying which; rules/run_end.py words it).

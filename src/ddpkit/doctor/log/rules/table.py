@@ -19,6 +19,7 @@ from ddpkit.doctor.log.rules.local_rank import LocalRankRule
 from ddpkit.doctor.log.rules.network import SOCKET_ITEM, NetworkRules
 from ddpkit.doctor.log.rules.nodes import node_mismatch, versions
 from ddpkit.doctor.log.rules.run_end import RUN_END_KINDS, RunEnd
+from ddpkit.doctor.log.rules.shell_signals import SIGNAL_KINDS, ShellSignals
 from ddpkit.doctor.log.rules.simple import Facts, simple_finding
 from ddpkit.doctor.log.rules.unexplained import UNEXPLAINED_KINDS, UnexplainedRule
 from ddpkit.doctor.log.scan import Event
@@ -47,6 +48,7 @@ class Diagnosis:
         self.shared_devices = SharedDevices()
         self.unexplained = UnexplainedRule()
         self.run_end = RunEnd()
+        self.signals = ShellSignals()
         self.simple: dict[str, Facts] = {}
         self.machines: set[str] = set()
         self.env: Capped[str, dict[str, str]] = Capped()
@@ -75,6 +77,8 @@ class Diagnosis:
             self.unexplained.feed(event)
         if kind in RUN_END_KINDS:
             self.run_end.feed(event)
+        if kind in SIGNAL_KINDS:
+            self.signals.feed(event)
         if kind in _SIMPLE:
             self.simple.setdefault(_SIMPLE[kind], Facts()).add(event)
         elif kind == "nccl-env":
@@ -162,7 +166,7 @@ class Diagnosis:
             add(unreached_peers(self.init, self.job.nccl_errors, self.job.nccl_error_bag,
                                 self.comm_started, len(self.machines)))
         if "out-of-memory" not in self.simple:  # the shell's "Killed": the OOM finding's, if any
-            add(*(self.run_end.kill_finding() or (None, None)))
+            add(*(self.signals.finding() or (None, None)))
         errors_so_far = any(f.severity == "error" for f, _score in scored)
         add(self.job.connection_lost(errors_so_far, bool(self.net.conns)))
         errors_so_far = any(f.severity == "error" for f, _score in scored)

@@ -1,0 +1,68 @@
+"""The shell's report of a crash (issue 24, doctor/log/rules/shell_signals.py): bash prints
+strsignal()'s text for a job a fatal signal ended ("Segmentation fault (core dumped)",
+"Aborted", "Bus error", "Floating point exception", "Illegal instruction"), alone, after a
+script's "<script>: line N: <pid> " or as a job notification "[1]+  ...". The rank died of it;
+what its peers report afterwards is a consequence. Real posted log: pytorch/pytorch#83912
+(tests/fixtures/real-logs/pytorch_83912_gloo_send_to_self_segfault.log)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from ddpkit.doctor.findings import Finding
+from ddpkit.doctor.log.diagnose import diagnose
+
+GLOO_RESET = ("terminate called after throwing an instance of 'gloo::IoException'\n"
+              "  what():  [/pytorch/third_party/gloo/gloo/transport/tcp/pair.cc:589] Read error "
+              "[127.0.0.1]:3977: Connection reset by peer")
+
+
+def run(tmp_path: Path, lines: list[str]) -> list[Finding]:
+    log = tmp_path / "job.log"
+    log.write_text("\n".join(lines) + "\n")
+    return diagnose([str(log)])
+
+
+@pytest.mark.parametrize(("crash", "signal"), [
+    ("Segmentation fault (core dumped)", "SIGSEGV"),
+    ("[0]<stderr>:Bus error", "SIGBUS"),
+    ("./train.sh: line 3: 4242 Illegal instruction     (core dumped) python train.py", "SIGILL"),
+    ("[2]+  Floating point exception  python train.py", "SIGFPE"),
+])
+def test_a_crashed_rank_comes_before_the_connections_it_closed(tmp_path: Path, crash: str,
+                                                               signal: str) -> None:
+    lines = ["epoch 1 batch 0", crash, *("[1]<stderr>:" + x for x in GLOO_RESET.split("\n"))]
+    findings = run(tmp_path, lines)
+    top = findings[0]
+    assert (top.id, top.severity) == ("rank-failed", "error"), [f.id for f in findings]
+    assert f"died of {signal}" in top.explanation and "consequence" in top.explanation
+    assert "PYTHONFAULTHANDLER=1" in top.fix
+    assert top.evidence[0].line == 2
+    if crash.startswith("[0]"):
+        assert top.explanation.startswith("Rank 0 died of SIGBUS")
+
+
+def test_an_abort_alone_is_named_with_where_aborts_come_from(tmp_path: Path) -> None:
+    (top, *_) = run(tmp_path, ["step 3", "Aborted (core dumped)"])
+    assert top.id == "rank-failed" and "died of SIGABRT" in top.explanation
+    assert "`Aborted (core dumped)`" in top.explanation
+    assert "terminate called" in top.fix
+
+
+def test_an_abort_after_std_terminate_leaves_the_cause_to_the_exception(tmp_path: Path) -> None:
+    # std::terminate aborts: the exception it quotes is what failed, not the abort
+    lines = ["terminate called after throwing an instance of 'gloo::IoException'",
+             "  what():  [/pytorch/third_party/gloo/gloo/transport/tcp/pair.cc:598] Read timeout "
+             "[10.0.0.2]:7001", "Aborted (core dumped)"]
+    (top, *_) = run(tmp_path, lines)
+    assert top.id == "collective-timeout"
+    assert "SIGABRT" not in top.explanation
+
+
+@pytest.mark.parametrize("text", ["Aborted runs are retried by the scheduler",
+                                  "Segmentation fault handler installed",
+                                  "the Bus error counter is 0"])
+def test_a_signal_name_inside_other_words_is_no_crash(tmp_path: Path, text: str) -> None:
+    assert "rank-failed" not in [f.id for f in run(tmp_path, [text])]
