@@ -8,7 +8,8 @@ import pytest
 
 from ddpkit.doctor.log import scan as logscan
 from ddpkit.doctor.log.patterns import ANCHORS
-from ddpkit.doctor.log.scan import Event, parse_prefix, raw_hits, scan
+from ddpkit.doctor.log.prefixes import parse_prefix
+from ddpkit.doctor.log.scan import Event, raw_hits, scan
 
 BOOT = b"gpu-a:2201:2201 [0] NCCL INFO Bootstrap : Using eth0:172.17.0.4<0>"
 

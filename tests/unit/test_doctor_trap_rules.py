@@ -93,7 +93,7 @@ def test_an_init_hang_says_where_each_machine_stopped_and_who_is_missing(tmp_pat
 
 
 def test_srun_and_pdsh_labels_before_an_nccl_line_are_read() -> None:
-    from ddpkit.doctor.log.scan import parse_prefix
+    from ddpkit.doctor.log.prefixes import parse_prefix
 
     assert parse_prefix("52: ip-0A0C04E3:76285:76947 [4] NCCL WARN x") == ("ip-0A0C04E3", None, 52)
     assert parse_prefix("104.171.201.172: lambda-scalar03:148966:148966 [0] NCCL INFO x") == (

@@ -29,6 +29,7 @@ from ddpkit.doctor.log.patterns import (
     LinePattern,
     trigger_strings,
 )
+from ddpkit.doctor.log.prefixes import parse_prefix
 from ddpkit.doctor.log.quiet import QUIET_LINES, read_quiet
 from ddpkit.doctor.log.tail import LINE_WINDOW, Kept, keep_buffer, tail_hits
 from ddpkit.plain_text import strip_controls
@@ -262,59 +263,6 @@ def raw_hits(stream: BinaryIO, kept: Kept | None = None) -> Iterator[tuple[int, 
             tail = tail[keep:]
     if tail:
         yield from scanned(tail, len(tail))
-
-
-# --- prefixes ------------------------------------------------------------------------------------
-
-_NCCL_PREFIX = re.compile(r"(?P<host>[\w.-]+):(?P<pid>\d+):(?P<tid>\d+) \[(?P<dev>\d+)\] ")
-_STAMP = re.compile(r"\[?\d{4}-\d\d-\d\d[ T_][\d:.,]+(?:Z|[+-]\d\d:?\d\d)?\]?\s?")
-_GLOG = re.compile(r"\[?[IWEF]\d{4} \d\d:\d\d:\d\d\.\d+(?: +\d+)? [^\]\s]+:\d+\]\s?")
-_TAG = re.compile(r"\[(?P<tag>[^\[\]\s]{1,80})\](?P<colon>(?:<std(?:out|err)>)?:)?\s?")
-_RANK_TAG = re.compile(r"rank(\d+)")
-_NODE_TAG = re.compile(r"([A-Za-z][\w.-]*):(\d+)")
-_MPI_TAG = re.compile(r"(\d+),(\d+)")
-# srun --label ("52: ") and pdsh ("node3: " / "10.0.0.3: ") put a bare label before the line.
-_LABEL = re.compile(r"(?P<label>\d+|[A-Za-z0-9][\w.-]*): (?=\S)")
-
-
-def parse_prefix(text: str) -> tuple[str | None, str | None, int | None]:
-    """(NCCL host, launcher node, global rank) from the prefixes at the start of a line."""
-    host = node = None
-    rank: int | None = None
-    pos = 0
-    for _ in range(8):
-        while pos < len(text) and text[pos] == " ":
-            pos += 1
-        nccl = _NCCL_PREFIX.match(text, pos)
-        if nccl:
-            return nccl.group("host"), node, rank
-        stamp = _STAMP.match(text, pos) or _GLOG.match(text, pos)
-        if stamp:
-            pos = stamp.end()
-            continue
-        tag = _TAG.match(text, pos)
-        if not tag:
-            label = _LABEL.match(text, pos) if pos == 0 else None
-            if label is None or not _NCCL_PREFIX.match(text, label.end()):
-                break  # only a label in front of an NCCL line: "RuntimeError: ..." is no label
-            value = label.group("label")
-            if value.isdigit():
-                rank = int(value)  # srun's task id: the global rank under srun
-            else:
-                node = value
-            pos = label.end()
-            continue
-        value = tag.group("tag")
-        if (found := _RANK_TAG.fullmatch(value)) is not None:
-            rank = int(found.group(1))
-        elif (found := _MPI_TAG.fullmatch(value)) is not None:
-            rank = int(found.group(2))
-        elif (found := _NODE_TAG.fullmatch(value)) is not None:
-            node = found.group(1)
-        elif not tag.group("colon"):
-            break  # [c10d], [0]: part of the message, not a launcher prefix
-        pos = tag.end()
-    return host, node, rank
 
 
 # --- events --------------------------------------------------------------------------------------
