@@ -207,3 +207,31 @@ def test_a_log_read_by_head_and_tail_has_one_quiet_tail_with_the_whole_count(
         found = list(verdict._bounded_scan(handle, str(log)))
     assert [e.kind for e in found] == ["log-read"]
     assert found[0].data["lines"] == "5000" and found[0].line == 5000
+
+
+# --- nvidia-smi topo -m: a table about the machine, not a run's line ---------------------------------
+
+TOPO_PCIE = ["\tGPU0\tGPU1\tGPU2\tGPU3\tCPU Affinity\tNUMA Affinity",
+             "GPU0\t X \tPXB\tSYS\tSYS\t0-27,56-83\t0", "GPU1\tPXB\t X \tSYS\tSYS\t0-27,56-83\t0",
+             "GPU2\tSYS\tSYS\t X \tPIX\t28-55,84-111\t1", "GPU3\tSYS\tSYS\tPIX\t X \t28-55,84-111\t1"]
+TOPO_NVLINK = ["        GPU0    GPU1    CPU Affinity    NUMA Affinity",
+               "GPU0     X      NV12    0-63            0", "GPU1    NV12     X      0-63            0"]
+
+
+def test_a_topology_alone_names_the_pcie_pairs_and_the_p2p_test(tmp_path: Path) -> None:
+    (finding,) = run(tmp_path, TOPO_PCIE)
+    assert (finding.id, finding.severity) == ("no-result", "warning")
+    assert "nvidia-smi's GPU topology" in finding.explanation
+    assert "GPU0-GPU1 (PXB), GPU2-GPU3 (PIX)" in finding.explanation  # SYS pairs: no P2P
+    assert "NCCL_P2P_DISABLE=1" in finding.fix and "ACS" in finding.fix
+
+
+def test_a_topology_of_nvlinks_gives_no_pcie_advice(tmp_path: Path) -> None:
+    (finding,) = run(tmp_path, TOPO_NVLINK)
+    assert finding.id == "no-result" and "nvidia-smi's GPU topology" in finding.explanation
+    assert "NCCL_P2P_DISABLE" not in finding.fix
+
+
+def test_a_topology_beside_a_finished_run_changes_nothing(tmp_path: Path) -> None:
+    lines = [*TOPO_PCIE, "# Avg bus bandwidth    : 22.1 "]
+    assert [f.id for f in run(tmp_path, lines)] == ["no-failure"]

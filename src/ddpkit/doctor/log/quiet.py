@@ -73,6 +73,12 @@ STAGES: tuple[tuple[re.Pattern[str], str], ...] = (
 # huggingface.co/models =)").
 ENDS = re.compile(r"(?P<detail>`Trainer\.fit` stopped: `max_(?:epochs|steps)=\d+` reached"
                   r"|Training completed\. Do not forget to share your model)")
+# `nvidia-smi topo -m`'s matrix, a row per GPU: how it reaches each GPU (its legend: X itself,
+# NV# NVLinks, PIX at most one PCIe bridge, PXB several, PHB a PCIe host bridge, NODE host bridges
+# within a NUMA node, SYS across NUMA nodes). Not a run's line: a ``gpu-topology`` event that
+# rules/run_end.py quotes when nothing else in the log is known.
+TOPOLOGY_ROW = re.compile(r"^\s*GPU(?P<gpu>\d+)\s+(?P<links>(?:(?:X|SYS|NODE|PHB|PXB|PIX|NV\d+)"
+                          r"(?:\s+|$))+)")
 QuietEvent = tuple[str, int, str, dict[str, str]]  # (kind, line number, text, fields)
 
 
@@ -113,6 +119,11 @@ def read_quiet(kept: Kept, seen: set[int], scanned: int, total_lines: int
         if not text:
             continue
         read += 1
+        row = TOPOLOGY_ROW.match(text)
+        if row is not None:  # a table about the machine, not a line of a run
+            yield "gpu-topology", number, clip(text), {"gpu": row.group("gpu"),
+                                                       "links": " ".join(row.group("links").split())}
+            continue
         found = _recognise(text)
         if found is not None:
             recognised += 1

@@ -26,7 +26,8 @@ from ddpkit.wording import commas
 STAGE_KINDS = frozenset({"nccl-bootstrap", "nccl-socket-ifaces", "nccl-socket-item",
                          "nccl-network", "nccl-trees", "nccl-comm", "nccltests-rank",
                          "run-stage"})
-RUN_END_KINDS = STAGE_KINDS | {"run-complete", "log-read"}
+RUN_END_KINDS = STAGE_KINDS | {"run-complete", "log-read", "gpu-topology"}
+_PCIE_PEERS = ("PIX", "PXB", "PHB", "NODE")  # nvidia-smi's links over PCIe within a NUMA node
 
 
 class RunEnd:
@@ -38,6 +39,7 @@ class RunEnd:
         self.last_stage: dict[str, Event] = {}  # per file, the last stage line
         self.summaries: list[Event] = []  # nccl-tests' "# Avg bus bandwidth" lines
         self.tables: set[tuple[str, int]] = set()  # nccl-tests' rank table lines (file, line)
+        self.topology: dict[int, list[str]] = {}  # nvidia-smi topo -m: GPU -> its links
         self.logs = 0  # logs whose quiet tail was read (scan.py): they showed no failure, no end
         self.lines = 0  # their lines
         self.recognised = 0  # their lines ddpkit recognised
@@ -48,6 +50,9 @@ class RunEnd:
             self.completed.add(event)
             if "Avg bus bandwidth" in event.get("detail") and len(self.summaries) < 256:
                 self.summaries.append(event)
+        elif kind == "gpu-topology":
+            if len(self.topology) < 64:
+                self.topology[int(event.get("gpu"))] = event.get("links").split()
         elif kind == "log-read":
             self.logs += 1
             self.lines += int(event.get("lines", "0"))
@@ -100,7 +105,27 @@ class RunEnd:
         fix = _("Give ddpkit the run's whole output, every rank's, with NCCL_DEBUG=INFO set "
                 "(ddpkit launch --debug records it), or the run directory of a ddpkit launch: "
                 "ddpkit doctor --log RUN_DIR.")
+        if self.topology:
+            text = _("The only lines ddpkit knows in it are nvidia-smi's GPU topology (nvidia-smi "
+                     "topo -m), no line of a run: it cannot say whether the run failed or "
+                     "finished.")
+        pairs = self._pcie_pairs()
+        if pairs:
+            text = _("{text} {pairs} reach each other over PCIe, without NVLink. NCCL may use "
+                     "PCIe peer-to-peer between them; where ACS or the IOMMU (VT-d, AMD-Vi) "
+                     "sends that traffic through the CPU's root complex, it runs slowly or hangs "
+                     "(NCCL's troubleshooting guide, ACS).", text=text, pairs=pairs)
+            fix = _("If the run hung or crawled between these GPUs: rerun it once with "
+                    "NCCL_P2P_DISABLE=1; if that runs, disable ACS on the PCIe switches and "
+                    "bridges (or the IOMMU in the BIOS / iommu=pt) and run without it.\n{fix}",
+                    fix=fix)
         return Finding(e.id, e.severity, e.title, text, fix, ())
+
+    def _pcie_pairs(self) -> str:
+        """The GPU pairs the topology links over PCIe within a NUMA node: ``GPU0-GPU1 (PXB)``."""
+        pairs = [f"GPU{a}-GPU{b} ({links[b]})" for a, links in sorted(self.topology.items())
+                 for b in range(a + 1, len(links)) if links[b] in _PCIE_PEERS]
+        return commas(pairs[:6])
 
     def separate_tests(self) -> Finding | None:
         """``rank-assignment`` (a warning) when nccl-tests printed its result summary more than
