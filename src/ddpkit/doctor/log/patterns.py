@@ -91,7 +91,8 @@ ANCHORS: tuple[bytes, ...] = (
 FATAL_SIGNALS = {"Segmentation fault": "SIGSEGV", "Aborted": "SIGABRT", "Bus error": "SIGBUS",
                  "Floating point exception": "SIGFPE", "Illegal instruction": "SIGILL"}
 TAIL_ANCHORS: tuple[bytes, ...] = (b"SUCCEEDED", b"finished", b"Avg bus bandwidth", b"Killed",
-                                   b"Destroy COMPLETE", *(s.encode() for s in FATAL_SIGNALS))
+                                   b"Destroy COMPLETE", b"Trainer.fit` stopped",
+                                   b"Training completed.", *(s.encode() for s in FATAL_SIGNALS))
 TAIL_KINDS = frozenset({"run-complete", "killed", "fatal-signal"})  # only the tail pass's events
 TAIL_BYTES = 2 << 20
 
@@ -324,6 +325,12 @@ PATTERNS: tuple[LinePattern, ...] = (
     _p("run-complete", ("Avg bus bandwidth",), r"(?P<detail>Avg bus bandwidth\s*: ?[\d.]+)"),
     _p("run-complete", ("Destroy COMPLETE",),
        r"(?P<detail>comm 0x\w+ rank \d+ n[Rr]anks \d+[^\n]* - Destroy COMPLETE)"),
+    # Lightning's fit loop ("`Trainer.fit` stopped: `max_epochs={!r}` reached.", or max_steps)
+    # and the Hugging Face Trainer's ("Training completed. Do not forget to share your model on
+    # huggingface.co/models =)") at the end of training
+    _p("run-complete", ("Trainer.fit` stopped", "Training completed."),
+       r"(?P<detail>`Trainer\.fit` stopped: `max_(?:epochs|steps)=\d+` reached"
+       r"|Training completed\. Do not forget to share your model)"),
     # The shell's report of a process killed by SIGKILL, alone on its line: bash's
     # strsignal(SIGKILL) "Killed" (interactive, foreground), its non-interactive "%s: line %d: "
     # + "<pid> Killed <command>" (jobs.c, notify_of_job_status) and "[1]+  Killed  <command>".

@@ -1,6 +1,6 @@
-"""The quiet tail (issue 24): a log whose anchored scan showed no failure has its last lines read
-whole, so that a failure line no anchor catches, and a log ddpkit recognises nothing of, never
-end in "no failure".
+"""The quiet tail (issue 24): a log whose anchored scan showed no failure and no end of the run has
+its last lines read whole, so that a failure line no anchor catches, and a log ddpkit recognises
+nothing of, never end in "no failure".
 
 Each of the last ``QUIET_LINES`` lines (at most ``QUIET_BYTES``) the scan made no event of is
 read against:
@@ -11,11 +11,13 @@ read against:
 - NCCL's WARN line as its ``debug.cc`` formats it (``<file>:<line> NCCL WARN <text>``), posted
   without the host prefix or the ``NCCL`` word;
 - ``OTHER_FAILURES``: the failure lines of other programs that distributed runs' logs carry,
-  each from that program's own format (below; the shell's report of a crash is the tail pass's,
-  patterns.py).
+  each from that program's own format (below; the shell's report of a crash and the end markers
+  are the tail pass's, patterns.py);
+- ``STAGES``: lines that show a stage of a run, of programs the scan's patterns do not read;
+- ``TOPOLOGY_ROW``: ``nvidia-smi topo -m``'s matrix, about the machine, not the run.
 
-It yields those failure lines as events, and one ``log-read`` event per log: how many lines the
-log has, how many were read here, and how many ddpkit recognised (the scan's events included).
+It yields those lines as events, and one ``log-read`` event per log: how many lines the log has,
+how many were read here, and how many ddpkit recognised (the scan's events included).
 """
 
 from __future__ import annotations
@@ -67,12 +69,6 @@ STAGES: tuple[tuple[re.Pattern[str], str], ...] = (
     # nranks: " << nranks << " local rank: " ...)
     (re.compile(r"\binit nccl context nranks: \d+ local rank: \d+"), "paddle-nccl-init"),
 )
-# Lines a finished run prints, of programs the tail pass's markers do not cover (``run-complete``):
-# Lightning's fit loop ("`Trainer.fit` stopped: `max_epochs={!r}` reached.", or max_steps) and
-# the Hugging Face Trainer's ("Training completed. Do not forget to share your model on
-# huggingface.co/models =)").
-ENDS = re.compile(r"(?P<detail>`Trainer\.fit` stopped: `max_(?:epochs|steps)=\d+` reached"
-                  r"|Training completed\. Do not forget to share your model)")
 # `nvidia-smi topo -m`'s matrix, a row per GPU: how it reaches each GPU (its legend: X itself,
 # NV# NVLinks, PIX at most one PCIe bridge, PXB several, PHB a PCIe host bridge, NODE host bridges
 # within a NUMA node, SYS across NUMA nodes). Not a run's line: a ``gpu-topology`` event that
@@ -104,7 +100,7 @@ def last_lines(kept: Kept) -> list[tuple[int, bytes]]:
 
 def read_quiet(kept: Kept, seen: set[int], scanned: int, total_lines: int
                ) -> Iterator[QuietEvent]:
-    """The failure, stage and end lines among the log's last lines that the scan made no event of (``seen``:
+    """The failure and stage lines among the log's last lines that the scan made no event of (``seen``:
     the numbers of the lines it did), then the ``log-read`` event. ``scanned``: how many events
     the scan yielded."""
     recognised = scanned
@@ -134,12 +130,9 @@ def read_quiet(kept: Kept, seen: set[int], scanned: int, total_lines: int
 
 
 def _recognise(text: str) -> tuple[str, dict[str, str]] | None:
-    """(event kind, fields) when ``text`` is a failure line, a stage or the end of a run; ("",
+    """(event kind, fields) when ``text`` is a failure line or a stage of a run; ("",
     {}) when it is another line ddpkit recognises (a catalogued message of any level); None
     otherwise."""
-    end = ENDS.search(text)
-    if end is not None:
-        return "run-complete", {"detail": end.group("detail")}
     for pattern, stage in STAGES:
         found = pattern.search(text)
         if found is not None:
