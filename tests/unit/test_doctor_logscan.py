@@ -247,3 +247,14 @@ def test_what_a_node_runs_with_is_read(line: bytes, kind: str, field: str, value
 def test_other_torch_packages_are_not_the_torch_build() -> None:
     lines = b"[pip3] torchaudio==2.4.0\n[pip3] torchvision==0.19.0\n[conda] pytorch 2.4.0 py3\n"
     assert [e for e in events(lines) if e.kind == "torch-version"] == []
+
+
+def test_a_followed_line_that_asks_for_lines_of_its_own_gets_them() -> None:
+    # "Root Cause" read as one of "ChildFailedError"'s lines still reads its own record after it
+    data = (b"torch.distributed.elastic.multiprocessing.errors.ChildFailedError:\n"
+            b"train.py FAILED\nRoot Cause (first observed failure):\n[0]:\n"
+            b"  time      : 2023-04-14_06:35:35\n  host      : node1\n"
+            b"  rank      : 0 (local_rank: 0)\n  exitcode  : -7 (pid: 3111)\n"
+            b"  error_file: <N/A>\n  traceback : Signal 7 (SIGBUS) received by PID 3111\n")
+    kinds = [e.kind for e in events(data)]
+    assert "summary-exit" in kinds or "summary-signal" in kinds, kinds

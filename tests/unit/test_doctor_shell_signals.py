@@ -27,8 +27,8 @@ def run(tmp_path: Path, lines: list[str]) -> list[Finding]:
 
 @pytest.mark.parametrize(("crash", "signal"), [
     ("Segmentation fault (core dumped)", "SIGSEGV"),
-    ("[0]<stderr>:Bus error", "SIGBUS"),
-    ("./train.sh: line 3: 4242 Illegal instruction     (core dumped) python train.py", "SIGILL"),
+    ("[0]<stderr>:Illegal instruction", "SIGILL"),
+    ("./train.sh: line 3: 4242 Segmentation fault      (core dumped) python train.py", "SIGSEGV"),
     ("[2]+  Floating point exception  python train.py", "SIGFPE"),
 ])
 def test_a_crashed_rank_comes_before_the_connections_it_closed(tmp_path: Path, crash: str,
@@ -41,7 +41,7 @@ def test_a_crashed_rank_comes_before_the_connections_it_closed(tmp_path: Path, c
     assert "PYTHONFAULTHANDLER=1" in top.fix
     assert top.evidence[0].line == 2
     if crash.startswith("[0]"):
-        assert top.explanation.startswith("Rank 0 died of SIGBUS")
+        assert top.explanation.startswith("Rank 0 died of SIGILL")
 
 
 def test_an_abort_alone_is_named_with_where_aborts_come_from(tmp_path: Path) -> None:
@@ -66,3 +66,51 @@ def test_an_abort_after_std_terminate_leaves_the_cause_to_the_exception(tmp_path
                                   "the Bus error counter is 0"])
 def test_a_signal_name_inside_other_words_is_no_crash(tmp_path: Path, text: str) -> None:
     assert "rank-failed" not in [f.id for f in run(tmp_path, [text])]
+
+
+# --- crash handlers in the process, and what a bus error means ---------------------------------------
+
+
+def test_open_mpis_crash_handler_is_a_fatal_signal(tmp_path: Path) -> None:
+    # opal/util/stacktrace.c: "[%s:%05d] *** Process received signal ***", "[%s:%05d] Signal: %s (%d)"
+    lines = ["gpu1:405884:407462 [0] NCCL INFO RAS client listening socket at ::1<28028>",
+             "[gpu1:405884] *** Process received signal ***",
+             "[gpu1:405884] Signal: Segmentation fault (11)",
+             "[gpu1:405884] Signal code: Address not mapped (1)"]
+    (top, *_) = run(tmp_path, lines)
+    assert top.id == "rank-failed" and "died of SIGSEGV" in top.explanation
+    assert "*** Process received signal ***" in top.explanation and top.evidence[0].line == 2
+
+
+def test_a_crash_handler_cut_before_its_signal_line_is_still_a_crash(tmp_path: Path) -> None:
+    (top, *_) = run(tmp_path, ["[gpu1:405884] *** Process received signal ***"])
+    assert top.id == "rank-failed" and "died of a fatal signal" in top.explanation
+
+
+@pytest.mark.parametrize("crash", [
+    "Bus error (core dumped)",  # bash
+    "[8d6bf97c3bf4:3039 :0:3095] Caught signal 7 (Bus error: nonexistent physical address)",  # UCX
+    "[gpu1:4242] Signal: Bus error (7)",  # Open MPI
+])
+def test_a_bus_error_is_shared_memory(tmp_path: Path, crash: str) -> None:
+    (top, *_) = run(tmp_path, ["epoch 0 step 3", crash])
+    assert (top.id, top.severity) == ("shm", "error")
+    assert "died of SIGBUS" in top.explanation and "/dev/shm" in top.explanation
+    assert "--shm-size" in top.fix
+
+
+def test_torchruns_summary_of_a_rank_ended_by_sigbus_is_shared_memory(tmp_path: Path) -> None:
+    # torch.distributed.elastic's error summary (multiprocessing/errors): exitcode -7, no error file
+    lines = ["torch.distributed.elastic.multiprocessing.errors.ChildFailedError:",
+             "train.py FAILED", "Root Cause (first observed failure):", "[0]:",
+             "  time      : 2023-04-14_06:35:35", "  host      : node1",
+             "  rank      : 0 (local_rank: 0)", "  exitcode  : -7 (pid: 3111)",
+             "  error_file: <N/A>", "  traceback : Signal 7 (SIGBUS) received by PID 3111"]
+    findings = run(tmp_path, lines)
+    assert findings[0].id == "shm", [f.id for f in findings]
+    assert "SIGBUS" in findings[0].explanation
+    assert "rank-failed" in [f.id for f in findings]  # the rank it ended, after its cause
+
+
+def test_a_segfault_is_not_called_shared_memory(tmp_path: Path) -> None:
+    assert "shm" not in [f.id for f in run(tmp_path, ["Segmentation fault (core dumped)"])]

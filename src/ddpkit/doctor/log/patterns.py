@@ -92,7 +92,8 @@ FATAL_SIGNALS = {"Segmentation fault": "SIGSEGV", "Aborted": "SIGABRT", "Bus err
                  "Floating point exception": "SIGFPE", "Illegal instruction": "SIGILL"}
 TAIL_ANCHORS: tuple[bytes, ...] = (b"SUCCEEDED", b"finished", b"Avg bus bandwidth", b"Killed",
                                    b"Destroy COMPLETE", b"Trainer.fit` stopped",
-                                   b"Training completed.", *(s.encode() for s in FATAL_SIGNALS))
+                                   b"Training completed.", b"Process received signal",
+                                   *(s.encode() for s in FATAL_SIGNALS))
 TAIL_KINDS = frozenset({"run-complete", "killed", "fatal-signal"})  # only the tail pass's events
 TAIL_BYTES = 2 << 20
 
@@ -345,6 +346,15 @@ PATTERNS: tuple[LinePattern, ...] = (
        rf"(?P<signal_text>{_FATAL})(?P<core> \(core dumped\))?(?: +(?P<command>\S[^\n]*?))?\s*$"),
     _p("fatal-signal", tuple(FATAL_SIGNALS),
        rf"{_SHELL_PREFIX}(?P<signal_text>{_FATAL})(?P<core> \(core dumped\))?\s*$"),
+    # A crash handler's report in the process itself: Open MPI's (opal/util/stacktrace.c:
+    # "[%s:%05d] *** Process received signal ***", then "[%s:%05d] Signal: %s (%d)") and UCX's
+    # (ucs/debug/debug.c: "Caught signal %d (%s)", the signal's strsignal() text and its code's)
+    _p("fatal-signal", ("Process received signal",),
+       r"(?P<detail>\*\*\* Process received signal \*\*\*)"),
+    _p("fatal-signal", tuple(FATAL_SIGNALS),
+       rf"\] (?P<detail>Signal: (?P<signal_text>{_FATAL}) \(\d+\))\s*$"),
+    _p("fatal-signal", tuple(FATAL_SIGNALS),
+       rf"(?P<detail>Caught signal \d+ \((?P<signal_text>{_FATAL})[:)][^\n]*)"),
     # --- last: failure lines no pattern above read (rules/unexplained.py) ---
     _fb("failure-line", ("rror",), r"(?P<detail>\[Errno -?\d+\][^\n]*|\berrno:? ?-?[1-9]\d*)"),
     # other error lines: glog's "Check failed: ... unhandled cuda error", "prog: error: ..."

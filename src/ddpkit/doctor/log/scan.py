@@ -229,8 +229,11 @@ class _Windows:
                 if pos > counted:
                     line += count(b"\n", counted, pos)
                     counted = pos
-                yield line, buf[pos : min(end, pos + LINE_WINDOW)], True, 1
-                self.pending_follow -= 1
+                raw = buf[pos : min(end, pos + LINE_WINDOW)]
+                yield line, raw, True, 1
+                # a followed line may ask for lines of its own ("Root Cause" right after
+                # "ChildFailedError", when a paste drops torchrun's separator lines)
+                self.pending_follow = max(self.pending_follow - 1, _follow_count(raw))
                 pos = end + 1
         self.line = line + count(b"\n", counted, limit)
 

@@ -115,7 +115,8 @@ class JobRules:
         """Run directories were read: name the cause from the ranks' own ends (rank_ends)."""
         self.ends, self.end_firsts = ends, firsts
 
-    def _root_end(self) -> RankEnd | None:
+    def root_end(self) -> RankEnd | None:
+        """The rank end that started the failure, when run directories were read."""
         return root_end(self.ends, self.end_firsts)
 
     def note_rank(self, rank: int | None) -> None:
@@ -237,7 +238,7 @@ class JobRules:
         return roots
 
     def killed_by_signal(self) -> bool:
-        end = self._root_end()
+        end = self.root_end()
         if end is not None:  # killed of its own accord, not after losing a peer
             return end.is_cause and end.exitcode < 0 and end.signal != "SIGTERM"
         return any(r.killed for r in self.root_causes())
@@ -298,7 +299,7 @@ class JobRules:
         connections and timeouts it brought (priority 85); a consequence alone (the cause is on
         a node whose logs were not given) stays below them."""
         e = entry("rank-failed")
-        root = self._root_end()
+        root = self.root_end()
         if root is None:
             return None
         text = explain(self.ends, self.end_firsts)
@@ -382,7 +383,7 @@ class JobRules:
         parts: list[str] = [_("{details} (peer {peers}).", details=said,
                               peers=", ".join(sorted(self.lost_peers)))
                             if self.lost_peers else said + "."]
-        end = self._root_end()
+        end = self.root_end()
         if end is not None and end.is_cause:
             parts.append(_("Rank {rank} failed on its own account first, which explains it: see "
                            "rank-failed.", rank=end.rank))

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 
 from ddpkit.doctor.catalogue import entry
-from ddpkit.doctor.findings import Finding
+from ddpkit.doctor.findings import Evidence, Finding
 from ddpkit.doctor.log.evidence import Bag, merge
 from ddpkit.doctor.log.patterns import FATAL_SIGNALS
 from ddpkit.doctor.log.rules.jobs import sigkill_fix
@@ -43,9 +43,11 @@ class ShellSignals:
             self.terminated = self.terminated or _TERMINATE in event.text
             return
         (self.killed if event.kind == "killed" else self.crashed).add(event)
-        if event.kind == "fatal-signal" and not self.signal_text:
-            self.signal_text = event.get("signal_text")
-            self.said = event.get("signal_text") + event.get("core")
+        if event.kind == "fatal-signal":
+            said = event.get("detail") or event.get("signal_text") + event.get("core")
+            self.said = self.said or said
+            # a crash handler's "received signal" names none; its next line does
+            self.signal_text = self.signal_text or event.get("signal_text")
         tag = _RANK_TAG.match(event.text)
         rank = event.rank if event.rank is not None else int(tag.group(1)) if tag else None
         ranks = self.ranks[event.kind]
@@ -78,17 +80,19 @@ class ShellSignals:
                         sigkill_fix(e.fix), merge(self.killed.items)), KILL_PRIORITY)
 
     def _crashed(self) -> tuple[Finding, int]:
-        e = entry("rank-failed")
         first = self.crashed.items[0]
-        said = self.said
-        signal = FATAL_SIGNALS.get(self.signal_text, self.signal_text)
+        signal = (FATAL_SIGNALS.get(self.signal_text, self.signal_text) if self.signal_text
+                  else _("a fatal signal"))
         ranks = sorted(self.ranks["fatal-signal"])
         who = (_n("Rank {ranks} died of {signal}", "Ranks {ranks} died of {signal}", len(ranks),
                   ranks=commas([str(r) for r in ranks[:8]]), signal=signal)
                if ranks else _("A process died of {signal}", signal=signal))
-        text = _("{who}: the shell reported `{said}` ({file}:{line}). A lost or closed "
-                 "connection on the other ranks after it is a consequence.", who=who, said=said,
-                 file=first.file, line=first.line)
+        text = _("{who}: `{said}` ({file}:{line}). A lost or closed connection on the other "
+                 "ranks after it is a consequence.", who=who, said=self.said, file=first.file,
+                 line=first.line)
+        if signal == "SIGBUS":
+            return bus_error_finding(text, merge(self.crashed.items))
+        e = entry("rank-failed")
         if signal == "SIGABRT":
             why = _("An abort comes from the process itself: a C++ exception nothing caught "
                     "(`terminate called ...` and its `what():` just above it), a failed "
@@ -102,3 +106,17 @@ class ShellSignals:
                     "core dump.\n{fix}", fix=e.fix)
         return (Finding(e.id, e.severity, e.title, specific_then_general(text, e.explanation),
                         why, merge(self.crashed.items)), KILL_PRIORITY)
+
+
+def bus_error_finding(text: str, evidence: tuple[Evidence, ...]) -> tuple[Finding, int]:
+    """``shm`` for a rank a SIGBUS ended (``text`` says which and where): in a training process
+    a bus error is most often a file mapped from /dev/shm that the filesystem cannot back when it
+    is touched (NCCL's shared-memory transport, DataLoader workers); torch's DataLoader says so
+    of its workers' bus errors (csrc/DataLoader.cpp: "This might be caused by insufficient
+    shared memory (shm)")."""
+    e = entry("shm")
+    why = _("{text} A bus error in a training process is most often shared memory running out: "
+            "a file mapped from /dev/shm that the filesystem cannot back once it is full "
+            "(NCCL's shared-memory transport, DataLoader workers); torch's DataLoader says the "
+            "same of its workers' bus errors. {general}", text=text, general=e.explanation)
+    return Finding(e.id, e.severity, e.title, why, e.fix, evidence), e.priority

@@ -19,7 +19,7 @@ from ddpkit.doctor.log.rules.local_rank import LocalRankRule
 from ddpkit.doctor.log.rules.network import SOCKET_ITEM, NetworkRules
 from ddpkit.doctor.log.rules.nodes import node_mismatch, versions
 from ddpkit.doctor.log.rules.run_end import RUN_END_KINDS, RunEnd
-from ddpkit.doctor.log.rules.shell_signals import SIGNAL_KINDS, ShellSignals
+from ddpkit.doctor.log.rules.shell_signals import SIGNAL_KINDS, ShellSignals, bus_error_finding
 from ddpkit.doctor.log.rules.simple import Facts, simple_finding
 from ddpkit.doctor.log.rules.unexplained import UNEXPLAINED_KINDS, UnexplainedRule
 from ddpkit.doctor.log.scan import Event
@@ -177,6 +177,8 @@ class Diagnosis:
                 add(self.unexplained.named())
             if not any(f.id == "out-of-memory" for f, _score in scored):
                 add(self._killed_without_a_word())
+            if not any(f.id == "shm" for f, _score in scored):
+                add(*(self._bus_error() or (None, None)))
         add(self._init_hang(scored))
         if not any(f.severity == "error" for f, _score in scored):
             add(self.unexplained.finding(self._waited_on()))
@@ -273,6 +275,22 @@ class Diagnosis:
                 "load the checkpoint on one rank, or give the job more RAM (--mem for Slurm).")
         return Finding(e.id, e.severity, e.title, specific_then_general(text, e.explanation), fix,
                        merge(*(r.bag.items for r in killed)))
+
+    def _bus_error(self) -> tuple[Finding, int] | None:
+        """A rank that started the failure and died of SIGBUS (torchrun's summary, or its end in
+        a run directory): shared memory, ahead of the rank it ended."""
+        end = self.job.root_end()
+        if end is not None:
+            if not (end.is_cause and end.signal == "SIGBUS"):
+                return None
+            text = _("{who} died of SIGBUS.", who=_("Rank {rank} (host {host})", rank=end.rank,
+                                                     host=end.host))
+            return bus_error_finding(text, ())
+        buses = [r for r in self.job.root_causes() if r.signal_name == "SIGBUS"]
+        if not buses:
+            return None
+        text = _("{who}.", who=clauses([r.describe() for r in buses[:4]]))  # "killed by SIGBUS"
+        return bus_error_finding(text, merge(*(r.bag.items for r in buses)))
 
     def _waited_on(self) -> str:
         """What the job was doing when it was last heard of, as far as the log tells."""
