@@ -235,3 +235,16 @@ def test_a_topology_of_nvlinks_gives_no_pcie_advice(tmp_path: Path) -> None:
 def test_a_topology_beside_a_finished_run_changes_nothing(tmp_path: Path) -> None:
     lines = [*TOPO_PCIE, "# Avg bus bandwidth    : 22.1 "]
     assert [f.id for f in run(tmp_path, lines)] == ["no-failure"]
+
+
+def test_a_log_read_event_from_the_wire_with_bad_counts_is_read_as_none() -> None:
+    # a node's reading arrives as JSON (doctor/log/verdict.NodeLogs): counts are read, not trusted
+    from ddpkit.doctor.log.rules.table import Diagnosis
+
+    diagnosis = Diagnosis()
+    for data in ({"lines": "x", "recognised": "1e9"}, {"lines": "-3"},
+                 {"gpu": "GPU0", "links": "X PXB"}):
+        kind = "gpu-topology" if "gpu" in data else "log-read"
+        diagnosis.feed(Event(kind, "n0.log", 1, "", None, None, None, data))
+    (finding,) = diagnosis.findings()
+    assert finding.id == "no-result" and "The log is empty" in finding.explanation

@@ -51,12 +51,12 @@ class RunEnd:
             if "Avg bus bandwidth" in event.get("detail") and len(self.summaries) < 256:
                 self.summaries.append(event)
         elif kind == "gpu-topology":
-            if len(self.topology) < 64:
+            if len(self.topology) < 64 and event.get("gpu").isdigit():
                 self.topology[int(event.get("gpu"))] = event.get("links").split()
-        elif kind == "log-read":
+        elif kind == "log-read":  # (its counts may come over the wire: read, never trusted)
             self.logs += 1
-            self.lines += int(event.get("lines", "0"))
-            self.recognised += int(event.get("recognised", "0"))
+            self.lines += _count(event.get("lines"))
+            self.recognised += _count(event.get("recognised"))
         elif kind in STAGE_KINDS:
             if kind == "nccltests-rank" and len(self.tables) < 4096:
                 self.tables.add((event.file, event.line))
@@ -185,3 +185,8 @@ def _stage_words(event: Event) -> str:
         return _("PaddlePaddle's NCCL context init (line {line}): NCCL's own lines would say "
                  "where it waits (NCCL_DEBUG=INFO)", line=event.line)
     return ""
+
+
+def _count(text: str) -> int:
+    """A count a ``log-read`` event carries; 0 when it is none."""
+    return int(text) if text.isdigit() and len(text) < 16 else 0
