@@ -28,3 +28,10 @@ def shown(text: str, limit: int) -> str:
     an ellipsis; only the start of ``text`` is ever looked at."""
     clean = strip_controls(text[:limit + 1])
     return clean if len(clean) <= limit else clean[:max(0, limit - 1)] + CUT
+
+
+def line_text(raw: bytes) -> str:
+    """One raw line of a log as text: undecodable bytes replaced, carriage returns (a progress
+    bar's rewrites) turned into spaces, and control sequences stripped when it has any."""
+    text = raw.decode("utf-8", "replace").rstrip("\r\n").replace("\r", " ")
+    return text if text.isprintable() else strip_controls(text)

@@ -28,7 +28,7 @@ from collections.abc import Iterator
 from ddpkit.doctor.findings import clip
 from ddpkit.doctor.log.messages import catalogue
 from ddpkit.doctor.log.tail import LINE_WINDOW, Kept
-from ddpkit.plain_text import strip_controls
+from ddpkit.plain_text import line_text
 
 QUIET_LINES = 2000  # the last lines read whole
 QUIET_BYTES = 256 << 10
@@ -108,10 +108,7 @@ def read_quiet(kept: Kept, seen: set[int], scanned: int, total_lines: int
     for number, raw in last_lines(kept):
         if number in seen:
             continue
-        text = raw.decode("utf-8", "replace").rstrip("\r").replace("\r", " ")
-        if not text.isprintable():
-            text = strip_controls(text)
-        text = text.strip()
+        text = line_text(raw).strip()
         if not text:
             continue
         read += 1

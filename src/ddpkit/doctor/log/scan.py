@@ -32,7 +32,7 @@ from ddpkit.doctor.log.patterns import (
 from ddpkit.doctor.log.prefixes import parse_prefix
 from ddpkit.doctor.log.quiet import QUIET_LINES, read_quiet
 from ddpkit.doctor.log.tail import LINE_WINDOW, Kept, keep_buffer, tail_hits
-from ddpkit.plain_text import strip_controls
+from ddpkit.plain_text import line_text
 
 CHUNK_BYTES = 1 << 20
 WINDOW_BEFORE = 1024  # of which at most this many before the trigger
@@ -282,9 +282,7 @@ def _parse_line(raw: bytes, follow: bool, tail: bool = False) -> _Parsed:
         triggers_in(raw, _TRIGGER_GROUPS if tail else _MAIN_GROUPS))
     if not candidates:
         return ()
-    text = raw.decode("utf-8", "replace").rstrip("\r\n").replace("\r", " ")
-    if not text.isprintable():
-        text = strip_controls(text)
+    text = line_text(raw)
     found: list[tuple[int, int, LinePattern, dict[str, str]]] = []
     for order, pattern in enumerate(candidates):
         if not follow and not pattern.triggers:
@@ -353,7 +351,8 @@ def scan(stream: BinaryIO, name: str, quiet: bool = True) -> Iterator[Event]:
                 event = replace(event, host=next(iter(hosts)))
             count += 1
             failed = failed or event.kind in FAILURE_KINDS
-            seen.extend(range(number + repeat - min(repeat, QUIET_LINES), number + repeat))
+            if not failed:  # the quiet tail reads only a log without a failure
+                seen.extend(range(number + repeat - min(repeat, QUIET_LINES), number + repeat))
             yield event
     ended = False
     for number, raw in tail_hits(kept):  # the end of the log: after the events above
