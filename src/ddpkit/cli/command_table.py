@@ -81,6 +81,17 @@ class Parser(argparse.ArgumentParser):
         if message:
             (self.console.out if self.console is not None else sys.stdout).write(message)
 
+    def _get_value(self, action: argparse.Action, arg_string: str) -> Any:
+        # argparse turns a type function's translated message into "argument X: ..." with %,
+        # which keeps only its English: say it here, with the message still a Text.
+        try:
+            return super()._get_value(action, arg_string)
+        except argparse.ArgumentError as exc:
+            if not isinstance(exc.message, Text):
+                raise
+            flag = "/".join(action.option_strings) or action.metavar or action.dest
+            self.error(_("argument {flag}: {problem}", flag=flag, problem=exc.message))
+
     def error(self, message: str) -> None:  # type: ignore[override]
         raise UsageError("bad-usage",
                          _("{prog}: {problem}", prog=self.prog, problem=self._plain(message)),
