@@ -119,3 +119,22 @@ def test_a_type_functions_message_reaches_the_user_in_chinese(argv: list[str]) -
     assert "错误" in message
     for english in ("is not a number", "elastic ranges", "is not a sweep size", "argument "):
         assert english not in message, message
+
+
+def test_a_ranks_check_detail_is_shown_in_the_users_language(chinese: None) -> None:
+    from ddpkit.clustertest import detail_text
+
+    english = "3 steps, 2632 params bit-identical across ranks"
+    entry = {"detail": english, "say": {"id": "ddp", "steps": 3, "params": 2632}}
+    assert detail_text(entry) == english  # the English value is the rank's own words
+    assert localized(detail_text(entry)) == "3 步，2632 个参数在各 rank 间逐位一致"
+    for say in ({"id": "nonesuch"}, {"id": "ddp", "steps": 3}, {"id": "busbw", "busbw": "x",
+                                                                  "size": "4 MiB"}, "ddp"):
+        assert localized(detail_text({"detail": english, "say": say})) == english
+
+
+def test_interface_kinds_are_words_of_the_users_language(chinese: None) -> None:
+    from ddpkit.net.interfaces import NicKind
+
+    assert localized(NicKind.PHYSICAL.word()) == "物理网卡"
+    assert NicKind.PHYSICAL.word() == "physical" and NicKind.VETH.word() == "veth"
