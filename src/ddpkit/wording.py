@@ -28,7 +28,7 @@ class Sentences(Text):
     def localized(self) -> str:
         if current_language() == "en":
             return str.__str__(self)  # " ".join, as the parts were written
-        first, rest = localized(self.values["first"]), localized(self.values["rest"])
+        first, rest = localized(str(self.values["first"])), localized(str(self.values["rest"]))
         if not first or not rest:
             return first or rest
         if first[-1] in _CJK_STOPS:

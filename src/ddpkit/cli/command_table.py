@@ -47,6 +47,8 @@ COMMANDS: dict[str, tuple[str, Text]] = {
         _("every rank's Python stack of a running job (py-spy)")),
     "join": ("ddpkit.cli.commands.join",
         _("join a job started on the master with a ddpk:// token")),
+    "explain": ("ddpkit.cli.commands.explain",
+        _("explain an error id or a doctor finding id, offline")),
     "sim": ("ddpkit.cli.commands.sim",
         _("a simulated multi-node cluster in network namespaces (root)")),
 }
