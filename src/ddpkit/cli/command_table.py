@@ -130,6 +130,8 @@ _ARGPARSE_MESSAGES: tuple[tuple[re.Pattern[str], Text], ...] = (
      _("argument {flag}: invalid choice: {value} (choose from {choices})")),
     (re.compile(r"argument (?P<flag>\S+): expected one argument"),
      _("argument {flag}: expected one argument")),
+    (re.compile(r"argument (?P<flag>\S+): expected at least one argument"),
+     _("argument {flag}: expected at least one argument")),
     (re.compile(r"argument (?P<flag>\S+): invalid (?P<kind>\w+) value: (?P<value>.*)"),
      _("argument {flag}: invalid {kind} value: {value}")),
     (re.compile(r"argument (?P<flag>\S+): not allowed with argument (?P<other>\S+)"),
