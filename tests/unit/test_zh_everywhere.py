@@ -101,7 +101,9 @@ def test_nics_plan_and_bench_dry_run(chinese_locale: list[str], tmp_path: Path,
     for argv in (("nics",), ("plan", "--params", "7B", "--nodes", "2", "--gpus-per-node", "8",
                              "--inter-node", "25Gbit", "--step-compute", "0.3s"),
                  ("plan", "--params", "7B", "--gpu", "A100-80GB"),
-                 ("bench", "--dry-run"), ("bench", "--dry-run", "--quick")):
+                 ("bench", "--dry-run"), ("bench", "--dry-run", "--quick"),
+                 ("explain", "wrong-interface"), ("explain", "shm"),
+                 ("explain", "no-private-network")):
         _code, text = _run(*argv)
         found += problems(" ".join(argv), text)
     assert found == [] and chinese_locale == [], "\n".join(found + chinese_locale)
