@@ -1,6 +1,7 @@
-"""docs/errors.md and docs/errors.zh-CN.md, generated from docs/errors-source.toml.
+"""docs/errors.md and docs/errors.zh-CN.md, and the entries `ddpkit explain ID` prints offline
+(src/ddpkit/explanations.json, package data), generated from docs/errors-source.toml.
 
-    python tools/errors_doc.py write    # rewrite both pages from the source
+    python tools/errors_doc.py write    # rewrite both pages and the package's entries from the source
     python tools/errors_doc.py check    # exit 1 (and say why) when a page is stale or an id has no entry
 
 Every error ddpkit prints ends with ``more: .../docs/errors.md#<id>`` (``errors.zh-CN.md`` in
@@ -27,6 +28,7 @@ import tomllib
 ROOT = Path(__file__).resolve().parents[1]
 SOURCE = ROOT / "docs" / "errors-source.toml"
 PAGES = {"en": ROOT / "docs" / "errors.md", "zh": ROOT / "docs" / "errors.zh-CN.md"}
+EXPLANATIONS = ROOT / "src" / "ddpkit" / "explanations.json"  # `ddpkit explain`, shipped
 
 # ExitCode names (ddpkit.errors.ExitCode), in the README's spelling, per language.
 EXIT_NAMES = {
@@ -205,20 +207,38 @@ def render(lang: str, errors: list[Entry], findings: list[Entry], codes: dict[st
     return "\n".join(parts) + "\n"
 
 
+def explanations(errors: list[Entry], findings: list[Entry], codes: dict[str, int],
+                 severities: dict[str, str]) -> str:
+    """The same entries as data for `ddpkit explain` (ddpkit.explanations reads it)."""
+    import json
+
+    doc = {
+        "schema": "ddpkit.explanations/1",
+        "source": "docs/errors-source.toml (python tools/errors_doc.py write)",
+        "errors": {e.id: {"exit_code": codes.get(e.id, e.exit_code or 1), "cause": e.cause,
+                          "fix": e.fix} for e in errors},
+        "findings": {f.id: {"severity": severities.get(f.id, "error"), "cause": f.cause,
+                            "fix": f.fix} for f in findings},
+    }
+    return json.dumps(doc, ensure_ascii=False, indent=1, sort_keys=True) + "\n"
+
+
 def pages() -> tuple[dict[str, str], list[str]]:
     """Both pages as generated now, and what is wrong with the source."""
     errors, findings = load()
     codes, severities = known_ids()
-    return ({lang: render(lang, errors, findings, codes, severities) for lang in PAGES},
-            problems(errors, findings, codes, severities))
+    texts = {lang: render(lang, errors, findings, codes, severities) for lang in PAGES}
+    texts["data"] = explanations(errors, findings, codes, severities)
+    return texts, problems(errors, findings, codes, severities)
 
 
 def main(argv: Iterable[str]) -> int:
     args = list(argv)
     command = args[0] if args else "check"
     texts, wrong = pages()
+    outputs = {**PAGES, "data": EXPLANATIONS}
     if command == "write":
-        for lang, path in PAGES.items():
+        for lang, path in outputs.items():
             path.write_text(texts[lang], encoding="utf-8")
             print(f"wrote {path.relative_to(ROOT)}")
     elif command != "check":
@@ -226,7 +246,7 @@ def main(argv: Iterable[str]) -> int:
         return 2
     else:
         wrong += [f"{path.relative_to(ROOT)} is out of date: python tools/errors_doc.py write"
-                  for lang, path in PAGES.items()
+                  for lang, path in outputs.items()
                   if not path.exists() or path.read_text(encoding="utf-8") != texts[lang]]
     for line in wrong:
         print(line, file=sys.stderr)

@@ -2,7 +2,8 @@
 
     python tools/i18n.py extract        # po/ddpkit.pot: every _() / _n() message of src/ddpkit
     python tools/i18n.py missing [DIR]  # PO entries still to translate (of files under DIR)
-    python tools/i18n.py check          # every message translated, placeholders kept; obsolete ones
+    python tools/i18n.py check          # every message translated, placeholders kept, one home per
+                                        # id, glossary terms one way; obsolete ones
     python tools/i18n.py compile        # po/zh_CN/*.po -> src/ddpkit/locale/zh_CN/LC_MESSAGES/ddpkit.mo
 
 Translations live in ``po/<locale>/*.po`` fragments (one per area of the code, so work on different
@@ -96,6 +97,51 @@ def problems(locale: str) -> list[str]:
     return out
 
 
+def duplicates(locale: str) -> list[str]:
+    """Message ids translated in more than one fragment (the first by name would silently win)."""
+    homes: dict[str, list[str]] = {}
+    for path in fragments(locale):
+        with path.open("rb") as handle:
+            for message in read_po(handle, locale=locale):
+                if message.id:
+                    key = message.id[0] if isinstance(message.id, (tuple, list)) else message.id
+                    homes.setdefault(key, []).append(path.name)
+    return [f"{locale}: {key!r} is translated in {len(files)} fragments ({', '.join(files)}): "
+            "keep one" for key, files in homes.items() if len(files) > 1]
+
+
+GLOSSARY = PO_DIR / "GLOSSARY.md"
+
+
+def banned_renderings(glossary: str) -> list[tuple[str, str, re.Pattern[str]]]:
+    """(English, zh, a rendering it must not have) of the glossary's "not" table."""
+    section = glossary.split("## One word for one thing", 1)
+    if len(section) < 2:
+        return []
+    rows = []
+    for line in section[1].splitlines():
+        cells = [cell.strip() for cell in re.split(r"(?<!\\)\|", line.strip())[1:-1]]
+        if len(cells) != 3 or cells[0] in ("English", "---"):
+            continue
+        for pattern in re.findall(r"`([^`]+)`", cells[2]):
+            rows.append((cells[0], cells[1], re.compile(pattern.replace("\\|", "|"))))
+    return rows
+
+
+def glossary_problems(locale: str) -> list[str]:
+    """Translations that render a glossary term the way the glossary says not to."""
+    rules = banned_renderings(GLOSSARY.read_text(encoding="utf-8"))
+    out: list[str] = []
+    for message in merged(locale):
+        strings = message.string if isinstance(message.string, (tuple, list)) else [message.string]
+        for string in strings:
+            for english, chinese, pattern in rules:
+                if pattern.search(string):
+                    out.append(f"{locale}: {english!r} is {chinese} (po/GLOSSARY.md), not "
+                               f"{pattern.pattern!r}: {message.id!r} -> {string!r}")
+    return out
+
+
 def obsolete(locale: str) -> list[str]:
     ids = {key[0] if isinstance(key, tuple) else key for key in extract()}
     return [str(message.id) for message in merged(locale) if message.id and
@@ -148,7 +194,7 @@ def main(argv: list[str]) -> int:
     if command == "check":
         failed = False
         for locale in LOCALES:
-            found = problems(locale)
+            found = problems(locale) + duplicates(locale) + glossary_problems(locale)
             for problem in found:
                 print(problem)
             stale = obsolete(locale)

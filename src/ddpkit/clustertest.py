@@ -74,9 +74,9 @@ class TestVerdict:
                     continue
                 if not entry["ok"] and not detail.startswith("rank"):
                     detail = _("rank {rank}: {detail}", rank=report["rank"],
-                               detail=entry.get("detail", ""))
+                               detail=detail_text(entry))
                 elif not detail:
-                    detail = str(entry.get("detail", ""))
+                    detail = detail_text(entry)
             row += [_cell(_entry(report, name)) for report in shown]
             if others:
                 row.append(_summary_cell([_cell(_entry(report, name)) for report in others]))
@@ -91,7 +91,7 @@ class TestVerdict:
                 if not entry["ok"]:
                     out.append(_("rank {rank} ({host}): {check} failed: {detail}",
                                  rank=report["rank"], host=host, check=entry["name"],
-                                 detail=entry.get("detail", "")))
+                                 detail=detail_text(entry)))
             if report.get("error"):
                 out.append(_("rank {rank} ({host}): {error}", rank=report["rank"], host=host,
                              error=report["error"]))
@@ -180,6 +180,44 @@ def _load(path: Path) -> dict[str, Any] | None:
     except (OSError, ValueError):
         return None
     return doc if isinstance(doc, dict) else None
+
+
+# What a rank's check found, by the id its worker sends beside the English detail
+# (workers/ddp_test.py): the same words, in the user's language.
+_DETAILS: dict[str, Text] = {
+    "sum": _("sum of 1..{n} = {total:g}"),
+    "sum-wrong": _("sum of 1..{n} = {total:g}, {wrong} wrong"),
+    "broadcast": _("4096 floats from rank 0"),
+    "broadcast-mismatch": _("4096 floats from rank 0: mismatch"),
+    "parts": _("{n} parts"),
+    "parts-mismatch": _("{n} parts: mismatch"),
+    "busbw": _("busbw {busbw:.3f} GB/s at {size}"),
+    "ddp": _("{steps} steps, {params} params bit-identical across ranks"),
+    "ddp-differ": _("{steps} steps, {params} params DIFFER from rank 0"),
+    "ddp-still": _("{steps} steps, {params} params bit-identical across ranks, but parameters "
+                   "never changed"),
+    "ddp-differ-still": _("{steps} steps, {params} params DIFFER from rank 0, but parameters "
+                          "never changed"),
+}
+
+
+def detail_text(entry: dict[str, Any]) -> str:
+    """A check's detail: its words by id when the rank sent them (numbers, short plain strings),
+    else the English detail as the rank wrote it."""
+    english = str(entry.get("detail", ""))
+    say = entry.get("say")
+    if not isinstance(say, dict) or not isinstance(say.get("id"), str):
+        return english
+    template = _DETAILS.get(say["id"])
+    values = {key: value for key, value in say.items() if key != "id" and (
+        isinstance(value, (int, float)) and not isinstance(value, bool)
+        or isinstance(value, str) and len(value) <= 40 and value.isprintable())}
+    if template is None:
+        return english
+    try:
+        return Text(template.template, **values)
+    except (KeyError, IndexError, ValueError, TypeError):
+        return english
 
 
 def _entry(report: dict[str, Any], name: str) -> dict[str, Any] | None:

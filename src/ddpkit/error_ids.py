@@ -32,7 +32,7 @@ _BY_KIND: dict[type[DdpkitError], tuple[str, ...]] = {
         "missing-master-addr", "missing-model-size", "missing-script", "missing-to",
         "nnodes-mismatch", "no-token", "node-rank-out-of-range", "nothing-to-measure",
         "nothing-to-set", "rdzv-backend-conflict", "rdzv-endpoint-conflict", "sim-no-such-node",
-        "standalone-multi-node", "unknown-command", "virtual-local-rank-conflict",
+        "standalone-multi-node", "unknown-command", "unknown-id", "virtual-local-rank-conflict",
         "unknown-gpu", "bad-memory-input", "c10d-node-rank",
     ),
     ConfigError: (

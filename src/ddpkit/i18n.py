@@ -1,7 +1,7 @@
 """Translated text: every user-facing string is written as ``_("English, {name}", name=value)``.
 
-``_`` returns a :class:`Text`: a ``str`` whose value is the English text (what ``--json``, logs,
-tests and ``str()`` see), which also remembers its template and values, so the one place that
+``_`` returns a :class:`Text`: a ``str`` whose value is the English text (what ``--json``, logs
+and tests see), which also remembers its template and values, so the one place that
 writes to the terminal (``ddpkit.cli.output.render``) can show it in the user's language with
 :func:`localized`. English is the message id (gettext's convention); placeholders are named, and a
 template never comes from an f-string. ``_n(singular, plural, n, ...)`` is the plural form.
@@ -32,7 +32,9 @@ _language: Language = "en"
 
 class Text(str):
     """A user-facing text: its ``str`` value is English; :meth:`localized` is the current
-    language's. Operations on it (``+``, slicing, ``str()``, f-strings) give plain English text."""
+    language's. ``str()`` of it (and of an exception whose one argument it is) is the Text itself,
+    so ``str(exc)`` keeps the translation; ``+``, slicing, ``join`` and f-strings give plain
+    English text: pass a Text as a placeholder value instead (``tests/unit/test_text_kept.py``)."""
 
     template: str
     plural: str | None
@@ -48,6 +50,9 @@ class Text(str):
         chosen = template if plural is None or count == 1 else plural
         self = super().__new__(cls, _fill(chosen, values, english=True))
         self.template, self.plural, self.number, self.values = template, plural, count, values
+        return self
+
+    def __str__(self) -> str:
         return self
 
     def localized(self) -> str:

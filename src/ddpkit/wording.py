@@ -9,7 +9,35 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ddpkit.i18n import _
+from ddpkit.i18n import Text, _, current_language, localized
+
+_CJK_STOPS = "。！？；：）」"
+_ASCII_STOPS = ".!?;:)"
+
+
+def _is_cjk(char: str) -> bool:
+    return "\u3000" <= char <= "\u9fff" or "\uff00" <= char <= "\uffef"
+
+
+class Sentences(Text):
+    """Two sentences one after another. The glue depends on where they meet, not on one
+    template: a part may stay English in Chinese output (a log's words, an untranslated detail),
+    so after "。" nothing, after an English full stop a space, and after a sentence without its
+    stop a full stop ("。" after Chinese, ". " between English words). English is " ".join."""
+
+    def localized(self) -> str:
+        if current_language() == "en":
+            return str.__str__(self)  # " ".join, as the parts were written
+        first, rest = localized(str(self.values["first"])), localized(str(self.values["rest"]))
+        if not first or not rest:
+            return first or rest
+        if first[-1] in _CJK_STOPS:
+            return first + rest
+        if first[-1] in _ASCII_STOPS:
+            return first + " " + rest
+        if _is_cjk(first[-1]):
+            return first + "。" + rest
+        return first + (". " if not _is_cjk(rest[0]) else "。") + rest
 
 
 def _nested(parts: Sequence[str], template: str) -> str:
@@ -42,8 +70,13 @@ def bars(parts: Sequence[str]) -> str:
 
 
 def sentences(parts: Sequence[str]) -> str:
-    """``parts`` one after another, as sentences (``" ".join`` in English)."""
-    return _nested(parts, _("{first} {rest}").template)
+    """``parts`` one after another, as sentences (``" ".join`` in English; :class:`Sentences`)."""
+    if not parts:
+        return ""
+    text: str = parts[-1]
+    for part in reversed(parts[:-1]):
+        text = Sentences("{first} {rest}", first=part, rest=text)
+    return text
 
 
 def some(parts: Sequence[str], most: int) -> str:

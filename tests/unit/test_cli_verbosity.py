@@ -42,7 +42,8 @@ def test_quiet_keeps_results_and_errors_only() -> None:
     assert console.err.getvalue().splitlines() == [  # type: ignore[attr-defined]
         "ddpkit: node 0 finished in 3.0 s", "error [master-unreachable]: no master",
         "  fix: start it",
-        "  more: https://ddpkit.github.io/errors#master-unreachable"]
+        "  more: https://ddpkit.github.io/errors#master-unreachable (offline: `ddpkit explain",
+        "  master-unreachable`)"]
 
 
 @pytest.mark.parametrize("verbosity, shown", [

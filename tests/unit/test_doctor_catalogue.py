@@ -46,3 +46,12 @@ def test_docs_findings_md_is_generated_from_the_catalogue() -> None:
     )
     for finding_id in CATALOGUE:
         assert f"## {finding_id}\n" in DOCS.read_text()
+
+
+def test_the_shm_fix_leads_with_what_a_container_renter_can_do() -> None:
+    """Issue 35: a renter cannot pass --shm-size or remount the host's /dev/shm."""
+    fix = CATALOGUE["shm"].fix
+    first = fix.splitlines()[0]
+    for step in ("NCCL_SHM_DISABLE=1", "DataLoader workers", "ask the provider"):
+        assert step in first
+    assert "--shm-size" not in first and "--shm-size" in fix

@@ -190,3 +190,43 @@ def test_babel_extracts_every_template() -> None:
                if template not in extracted}
     assert not skipped, "Babel does not extract these templates (move the inner _() out):\n" + \
         "\n".join(f"{where}: {template!r}" for template, where in sorted(skipped.items()))
+
+
+def test_one_message_id_has_one_home() -> None:
+    assert catalogue_tool.duplicates("zh_CN") == []
+
+
+def test_every_fragment_keeps_to_the_glossary() -> None:
+    assert catalogue_tool.glossary_problems("zh_CN") == []
+
+
+_HEADER = 'msgid ""\nmsgstr ""\n"Language: zh_CN\\n"\n"Content-Type: text/plain; charset=utf-8\\n"\n\n'
+
+
+def test_check_fails_on_a_duplicate_and_on_a_term_rendered_another_way(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "zh_CN").mkdir()
+    (tmp_path / "zh_CN" / "a.po").write_text(
+        _HEADER + 'msgid "step"\nmsgstr "每步耗时"\n\nmsgid "raw TCP baseline"\nmsgstr "原始 TCP 基线"\n',
+        encoding="utf-8")
+    (tmp_path / "zh_CN" / "b.po").write_text(_HEADER + 'msgid "step"\nmsgstr "步时"\n',
+                                             encoding="utf-8")
+    monkeypatch.setattr(catalogue_tool, "PO_DIR", tmp_path)
+    assert [problem.split(" is ")[0] for problem in catalogue_tool.duplicates("zh_CN")] == [
+        "zh_CN: 'step'"]
+    glossary = catalogue_tool.glossary_problems("zh_CN")
+    assert len(glossary) == 1 and "raw TCP" in glossary[0] and "原始 TCP" in glossary[0]
+    assert catalogue_tool.main(["check"]) == 1
+
+
+def test_argparse_headings_have_full_width_colons_beside_usage() -> None:
+    from ddpkit.cli.command_table import build_parser
+    from ddpkit.i18n import use_language
+
+    use_language("zh")
+    try:
+        text = build_parser("plan")[0].format_help()
+    finally:
+        use_language("en")
+    assert text.startswith("用法：")
+    assert "\n选项：\n" in text and "选项:" not in text

@@ -37,7 +37,7 @@ def test_only_the_shared_nat_eth0_is_isolated_and_names_what_was_tried() -> None
     found = isolation([LO, NAT_ETH0])
     assert found is not None
     assert [(t.ifname, t.address) for t in found.tried] == [("eth0", "172.17.0.4")]
-    error = no_private_network_error(found)
+    error = no_private_network_error(found, tun_device=False)
     assert isinstance(error, NetworkProblem) and error.exit_code == ExitCode.NETWORK
     assert error.error_id == "no-private-network"
     assert "tried eth0 172.17.0.4, a NAT address in Docker's default subnet" in error.message
@@ -56,7 +56,7 @@ def test_only_the_shared_nat_eth0_is_isolated_and_names_what_was_tried() -> None
 ])
 def test_any_interface_that_may_reach_a_peer_clears_it(other: Nic) -> None:
     assert isolation([LO, NAT_ETH0, other]) is None
-    check_reachable([LO, NAT_ETH0, other])  # does not raise
+    check_reachable([LO, NAT_ETH0, other], tun_device=False)  # does not raise
 
 
 def test_unused_tunnels_and_bridges_do_not_count() -> None:
@@ -66,9 +66,9 @@ def test_unused_tunnels_and_bridges_do_not_count() -> None:
     assert found is not None
     assert [t.ifname for t in found.tried] == ["eth0", "tunl0", "sit0", "docker0"]
     assert "tunl0, down; sit0, no IP address; docker0 172.18.0.1, a container" in (
-        no_private_network_error(found).message)
+        no_private_network_error(found, tun_device=True).message)
     with pytest.raises(NetworkProblem, match="no network between them"):
-        check_reachable(nics)
+        check_reachable(nics, tun_device=True)
 
 
 @pytest.mark.parametrize("broken", [
@@ -82,7 +82,7 @@ def test_a_private_nic_to_repair_is_left_to_the_usual_checks(broken: Nic) -> Non
 def test_loopback_alone_is_isolated() -> None:
     found = isolation([LO])
     assert found is not None and found.tried == ()
-    assert "tried no interface but loopback" in no_private_network_error(found).message
+    assert "tried no interface but loopback" in no_private_network_error(found, tun_device=False).message
 
 
 def test_recorded_machines() -> None:
@@ -91,7 +91,7 @@ def test_recorded_machines() -> None:
 
 
 def test_the_sentence_in_chinese() -> None:
-    error = no_private_network_error(isolation([LO, NAT_ETH0]))  # type: ignore[arg-type]
+    error = no_private_network_error(isolation([LO, NAT_ETH0]), tun_device=False)  # type: ignore[arg-type]
     try:
         use_language("zh")
         shown = error.message.localized()  # type: ignore[attr-defined]
@@ -99,3 +99,35 @@ def test_the_sentence_in_chinese() -> None:
         use_language("en")
     assert "实例之间没有内网" in shown and "eth0 172.17.0.4，Docker 默认网段" in shown
     assert "WireGuard" in shown and "/dev/net/tun" in shown
+
+
+@pytest.mark.parametrize("tun_device", [True, False])
+def test_it_says_whether_this_node_has_the_tun_device_an_overlay_needs(
+        tun_device: bool) -> None:
+    found = isolation([LO, NAT_ETH0])
+    assert found is not None
+    error = no_private_network_error(found, tun_device=tun_device)
+    assert error.details["tun_device"] is tun_device
+    said = ("/dev/net/tun exists on this node" if tun_device else
+            "/dev/net/tun does not exist on this node")
+    assert said in error.message
+    for overlay in ("WireGuard", "Tailscale", "ZeroTier"):
+        assert overlay in error.message
+    assert ("can run here" in error.message) is tun_device
+    assert "The safe choice is more GPUs in one instance" in error.message
+
+    use_language("zh")
+    try:
+        zh = error.message.localized()
+    finally:
+        use_language("en")
+    assert ("本节点有 /dev/net/tun" if tun_device else "本节点没有 /dev/net/tun") in zh
+    assert "ZeroTier" in zh and "在一个实例里租用多卡" in zh
+
+
+def test_the_tun_device_is_looked_for_where_asked(tmp_path: Path) -> None:
+    from ddpkit.net.facts import tun_device_exists
+
+    assert not tun_device_exists(str(tmp_path / "tun"))
+    (tmp_path / "tun").touch()
+    assert tun_device_exists(str(tmp_path / "tun"))

@@ -76,3 +76,76 @@ def test_the_quoted_last_line_matches_a_line_of_that_shape() -> None:
     assert not LAST_LINE.matches(quote, printed + " ·")
     english = LAST_LINE.quoted(README, LAST_LINE.LEAD_INS["en"])
     assert not LAST_LINE.matches(quote, english)
+
+
+# Issue 35: README.zh-CN.md is the whole README, not a subset. Each heading of README.md (## and
+# ###, in order) and its Chinese one; the Chinese page may have sections of its own besides.
+HEADINGS = {
+    "## Get the code": "## 获取代码",
+    "## Try it on one machine (two simulated nodes)": "## 在一台机器上试一试（模拟两个节点）",
+    "## Run the tests": "## 运行测试",
+    "## On a real cluster": "## 在真实集群上",
+    "### The whole job from the master": "### 从主节点管理整个任务",
+    "## Exit codes": "## 退出码",
+    "## More": "## 更多文档",
+}
+
+
+def _headings(text: str) -> list[str]:
+    outside = re.sub(r"```.*?```", "", text, flags=re.S)
+    return [line for line in outside.splitlines() if re.match(r"#{2,3} ", line)]
+
+
+def test_every_section_of_the_readme_has_its_chinese_one_in_the_same_order() -> None:
+    english = _headings(README)
+    assert english == list(HEADINGS), "a README.md section changed: map it here and in zh"
+    chinese = [h for h in _headings(README_ZH) if h in HEADINGS.values()]
+    assert chinese == list(HEADINGS.values())
+
+
+def _commands(text: str) -> list[str]:
+    """The command lines of every ```bash block (comments, which are translated, left out)."""
+    lines = []
+    for block in re.findall(r"```bash\n(.*?)```", text, re.S):
+        for line in block.splitlines():
+            command = re.sub(r"\s+#.*$", "", line).rstrip()
+            if command and not command.lstrip().startswith("#"):
+                lines.append(command)
+    return lines
+
+
+def test_every_command_of_the_readme_is_in_the_chinese_one() -> None:
+    assert _commands(README_ZH) == _commands(README)
+
+
+def test_the_command_table_has_every_command() -> None:
+    table = re.findall(r"^\| `(ddpkit [^`]*)` \|", README, re.M)
+    assert len(table) >= 11 and "ddpkit explain ID" in table
+    assert table == re.findall(r"^\| `(ddpkit [^`]*)` \|", README_ZH, re.M)
+
+
+def test_no_hard_line_break_inside_chinese_prose() -> None:
+    """A line break next to a Chinese character renders as a stray space: Chinese paragraphs are
+    one line each (code blocks, tables, lists and headings aside)."""
+    outside = re.sub(r"```.*?```", "", README_ZH, flags=re.S)
+    lines = outside.splitlines()
+    cjk = re.compile(r"[\u3000-\u9fff\uff00-\uffef]")
+    broken = [f"{a!r} / {b!r}" for a, b in zip(lines, lines[1:])
+              if a.strip() and b.strip() and not re.match(r"[#|\-]|\d+\. ", b.lstrip())
+              and not re.match(r"[#|]", a.lstrip()) and (cjk.match(a[-1]) or cjk.match(b[0]))]
+    assert broken == []
+
+
+def test_installing_from_inside_china() -> None:
+    section = README_ZH.split("### 在国内安装", 1)[1].split("\n## ", 1)[0]
+    assert "pip install -i https://" in section and "git clone --depth 1" in section
+
+
+@pytest.mark.parametrize(("text", "heading"), [(README, "On a real cluster"),
+                                               (README_ZH, "在真实集群上")])
+def test_a_real_cluster_keeps_the_images_torch(text: str, heading: str) -> None:
+    section = text.split("\n## " + heading, 1)[1].split("\n## ", 1)[0]
+    commands = "\n".join(_commands(section))
+    assert "pip install -e ." in commands
+    assert "torch==" not in commands and "pip install torch" not in commands
+    assert "torch==2.13.0" in section  # named only to say it is the demo's, not for here

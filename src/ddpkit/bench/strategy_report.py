@@ -64,7 +64,7 @@ def strategy_tables(payload: Mapping[str, Any]) -> list[Table]:
                _("overlap"), _("link/step"), _("plan link"), _("status")), tuple(steps),
               (*footer, _("link/step: the busiest node's interface bytes per step, one direction"))),
         Table(_("strategies: memory per rank (the largest rank) vs plan, Adam fp32"),
-              (_("strategy"), "params+grads+opt", _("plan"), _("meas/plan"), "peak RSS",
-               "plan+buffers", "CUDA peak"), tuple(memory),
+              (_("strategy"), _("params+grads+opt"), _("plan"), _("meas/plan"), _("peak RSS"),
+               _("plan+buffers"), _("CUDA peak")), tuple(memory),
               (_("peak RSS: resident memory over build and steps above the start of the phase"),)),
     ]

@@ -47,6 +47,8 @@ COMMANDS: dict[str, tuple[str, Text]] = {
         _("every rank's Python stack of a running job (py-spy)")),
     "join": ("ddpkit.cli.commands.join",
         _("join a job started on the master with a ddpk:// token")),
+    "explain": ("ddpkit.cli.commands.explain",
+        _("explain an error id or a doctor finding id, offline")),
     "sim": ("ddpkit.cli.commands.sim",
         _("a simulated multi-node cluster in network namespaces (root)")),
 }
@@ -80,6 +82,17 @@ class Parser(argparse.ArgumentParser):
         # add_subparsers, which have none) the process's stdout.
         if message:
             (self.console.out if self.console is not None else sys.stdout).write(message)
+
+    def _get_value(self, action: argparse.Action, arg_string: str) -> Any:
+        # argparse turns a type function's translated message into "argument X: ..." with %,
+        # which keeps only its English: say it here, with the message still a Text.
+        try:
+            return super()._get_value(action, arg_string)
+        except argparse.ArgumentError as exc:
+            if not isinstance(exc.message, Text):
+                raise
+            flag = "/".join(action.option_strings) or action.metavar or action.dest
+            self.error(_("argument {flag}: {problem}", flag=flag, problem=exc.message))
 
     def error(self, message: str) -> None:  # type: ignore[override]
         raise UsageError("bad-usage",
@@ -117,6 +130,8 @@ _ARGPARSE_MESSAGES: tuple[tuple[re.Pattern[str], Text], ...] = (
      _("argument {flag}: invalid choice: {value} (choose from {choices})")),
     (re.compile(r"argument (?P<flag>\S+): expected one argument"),
      _("argument {flag}: expected one argument")),
+    (re.compile(r"argument (?P<flag>\S+): expected at least one argument"),
+     _("argument {flag}: expected at least one argument")),
     (re.compile(r"argument (?P<flag>\S+): invalid (?P<kind>\w+) value: (?P<value>.*)"),
      _("argument {flag}: invalid {kind} value: {value}")),
     (re.compile(r"argument (?P<flag>\S+): not allowed with argument (?P<other>\S+)"),

@@ -10,14 +10,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ddpkit.i18n import Text, _
-from ddpkit.wording import sentences
+from ddpkit.i18n import Text
+from ddpkit.wording import Sentences, sentences
 
 
 def specific_then_general(specific: str | Sequence[str], general: str) -> Text:
     """What a rule saw (one text, or sentences), then the catalogue's general explanation."""
     seen = specific if isinstance(specific, str) else sentences(specific)
-    return _("{specific} {general}", specific=seen, general=general)
+    return Sentences("{first} {rest}", first=seen, rest=general)
 
 
 class _Replaced(Text):

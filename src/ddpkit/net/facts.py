@@ -15,6 +15,15 @@ from typing import Any
 from ddpkit.net.iproute import RunIp, run_ip_command
 
 FACTS_FORMAT = "ddpkit.net-facts/1"
+TUN_DEVICE = "/dev/net/tun"
+
+
+def tun_device_exists(path: str = TUN_DEVICE) -> bool:
+    """Does this node have the TUN device an overlay network (WireGuard, Tailscale, ZeroTier)
+    needs? Most rented containers do not."""
+    return os.path.exists(path)
+
+
 SYSFS_NET = "/sys/class/net"
 
 # net_device flags as /sys/class/net/<if>/flags shows them (include/uapi/linux/if.h).

@@ -23,6 +23,8 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any, Literal
 
+from ddpkit.i18n import _
+
 # Linux ARPHRD_* link types (include/uapi/linux/if_arp.h) that decide a kind on their own.
 ARPHRD_INFINIBAND = 32
 ARPHRD_LOOPBACK = 772
@@ -68,6 +70,17 @@ class NicKind(str, Enum):
     INFINIBAND = "infiniband"  # IPoIB (link type 32)
     TUNNEL = "tunnel"  # tun/tap, wireguard, ipip, gre, sit, vxlan, geneve
     VIRTUAL = "virtual"  # anything else without a device: dummy, ifb, vlan, bond, macvlan...
+
+    def word(self) -> str:
+        """The kind in the user's words (``value`` is the stable id of --json)."""
+        return _KIND_WORDS[self]
+
+
+_KIND_WORDS: dict[NicKind, str] = {
+    NicKind.LOOPBACK: _("loopback"), NicKind.PHYSICAL: _("physical"), NicKind.VETH: "veth",
+    NicKind.BRIDGE: _("bridge"), NicKind.CONTAINER_BRIDGE: _("container-bridge"),
+    NicKind.INFINIBAND: "infiniband", NicKind.TUNNEL: _("tunnel"), NicKind.VIRTUAL: _("virtual"),
+}
 
 
 @dataclass(frozen=True)

@@ -114,25 +114,37 @@ def tried_text(found: Isolation) -> Text:
     return text
 
 
-def no_private_network_error(found: Isolation) -> NetworkProblem:
+def no_private_network_error(found: Isolation, tun_device: bool) -> NetworkProblem:
     """The one sentence: what was tried, that there is no network between the instances, and the
-    choices (one instance with more GPUs; an overlay network whose interface ddpkit then picks)."""
+    choices: one instance with more GPUs (always open), an overlay network whose interface ddpkit
+    then picks; WireGuard, Tailscale and ZeroTier each need a TUN device, so ``tun_device`` (does
+    /dev/net/tun exist on this node?) says whether that choice is open here."""
     names = [t.ifname for t in found.tried]
+    if tun_device:
+        message = _("no interface of this node reaches another instance (tried {tried}), so the "
+                    "instances have no network between them. The safe choice is more GPUs in one "
+                    "instance, as the provider's guide recommends. /dev/net/tun exists on this "
+                    "node, so an overlay network such as WireGuard or Tailscale (or ZeroTier), "
+                    "which needs that TUN device, can run here if every instance has it too; "
+                    "ddpkit then picks its interface like any other", tried=tried_text(found))
+    else:
+        message = _("no interface of this node reaches another instance (tried {tried}), so the "
+                    "instances have no network between them. The safe choice is more GPUs in one "
+                    "instance, as the provider's guide recommends: /dev/net/tun does not exist on "
+                    "this node, and an overlay network such as WireGuard or Tailscale (or "
+                    "ZeroTier) needs that TUN device, so none can run in this container unless the "
+                    "provider adds it", tried=tried_text(found))
     return NetworkProblem(
-        "no-private-network",
-        _("no interface of this node reaches another instance (tried {tried}), so the instances "
-          "have no network between them: use more GPUs in one instance, as the provider's guide "
-          "recommends, or join the instances with an overlay network such as WireGuard or "
-          "Tailscale where the container allows a TUN device (/dev/net/tun), whose interface "
-          "ddpkit then picks like any other", tried=tried_text(found)),
+        "no-private-network", message,
         _("one instance: `ddpkit launch --nproc-per-node GPUS train.py` (no --nnodes); an "
           "overlay: bring it up on every instance, then `ddpkit nics` shows its interface"),
-        details={"interfaces": names, **found.to_dict()},
+        details={"interfaces": names, "tun_device": tun_device, **found.to_dict()},
     )
 
 
-def check_reachable(nics: Sequence[Nic]) -> None:
-    """Raise ``no-private-network`` when no interface of ``nics`` may reach a peer."""
+def check_reachable(nics: Sequence[Nic], tun_device: bool) -> None:
+    """Raise ``no-private-network`` when no interface of ``nics`` may reach a peer
+    (``tun_device``: :func:`ddpkit.net.facts.tun_device_exists`)."""
     found = isolation(nics)
     if found is not None:
-        raise no_private_network_error(found)
+        raise no_private_network_error(found, tun_device)

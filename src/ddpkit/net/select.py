@@ -32,6 +32,7 @@ from ddpkit.net.interfaces import (
     same_ip,
 )
 from ddpkit.net.route import Route
+from ddpkit.wording import commas
 
 # Traps that make an interface unusable for inter-node traffic; the others only count against it.
 BLOCKING_TRAPS = frozenset({"loopback", "interface-down", "no-address", "link-local-only"})
@@ -219,10 +220,11 @@ def recommend(nics: Sequence[Nic], route: Route | None = None) -> Recommendation
     trap_text = (_("no traps") if not found
                  else _("traps: {ids}", ids=", ".join(t.id for t in found)))
     reason: str = _("{name} is up, {kind}; {address}; {traps}", name=best.name,
-                    kind=best.kind.value, address=held, traps=trap_text)
+                    kind=best.kind.word(), address=held, traps=trap_text)
     others = ranked[1:]
     if others:
-        shown = ", ".join(f"{n.name} ({_trap_ids(n, nics) or n.kind.value})" for n in others)
+        shown = commas([_("{name} ({what})", name=n.name, what=_trap_ids(n, nics) or n.kind.word())
+                        for n in others])
         reason = _("{reason}; ranked above {shown}", reason=reason, shown=shown)
     unusable = [n for n in nics if n not in ranked and n.kind is not NicKind.LOOPBACK]
     if unusable and not others:

@@ -143,6 +143,8 @@ def run_checks(run: RankRun, args: argparse.Namespace) -> None:
         wrong = int((t != expected).sum().item())
         entry["ok"] = wrong == 0
         entry["detail"] = f"sum of 1..{n} = {t[0].item():g}" + (f", {wrong} wrong" if wrong else "")
+        entry["say"] = {"id": "sum-wrong" if wrong else "sum", "n": n, "total": t[0].item(),
+                        "wrong": wrong}
 
     with run.check("interface") as entry:
         used = [a for a in connected_local_addresses() if not a.startswith("127.") and a != "::1"]
@@ -164,6 +166,7 @@ def run_checks(run: RankRun, args: argparse.Namespace) -> None:
         expected_t = torch.arange(4096, dtype=torch.float32, device=device) + 42
         entry["ok"] = bool(torch.equal(t, expected_t))
         entry["detail"] = "4096 floats from rank 0" + ("" if entry["ok"] else ": mismatch")
+        entry["say"] = {"id": "broadcast" if entry["ok"] else "broadcast-mismatch"}
 
     with run.check("all_gather") as entry:
         mine = torch.full((16,), float(run.rank), device=device)
@@ -171,6 +174,7 @@ def run_checks(run: RankRun, args: argparse.Namespace) -> None:
         dist.all_gather(parts, mine)
         entry["ok"] = all(bool((p == r).all()) for r, p in enumerate(parts))
         entry["detail"] = f"{n} parts" + ("" if entry["ok"] else ": mismatch")
+        entry["say"] = {"id": "parts" if entry["ok"] else "parts-mismatch", "n": n}
 
     with run.check("barrier"):
         dist.barrier()
@@ -184,6 +188,8 @@ def run_checks(run: RankRun, args: argparse.Namespace) -> None:
         best = run.bandwidth[-1] if run.bandwidth else None
         if best:
             entry["detail"] = f"busbw {best['busbw_gbps']:.3f} GB/s at {_size_text(best['bytes'])}"
+            entry["say"] = {"id": "busbw", "busbw": best["busbw_gbps"],
+                            "size": _size_text(best["bytes"])}
 
 
 def _ddp_steps(run: RankRun, device: Any, steps: int) -> dict[str, Any]:
@@ -215,6 +221,9 @@ def _ddp_steps(run: RankRun, device: Any, steps: int) -> dict[str, Any]:
         "detail": f"{steps} steps, {flat.numel()} params "
                   + ("bit-identical across ranks" if identical else "DIFFER from rank 0")
                   + ("" if moved else ", but parameters never changed"),
+        # the same words by id, so the CLI can show them in the user's language (issue 35)
+        "say": {"id": ("ddp" if identical else "ddp-differ") + ("" if moved else "-still"),
+                "steps": steps, "params": flat.numel()},
     }
 
 

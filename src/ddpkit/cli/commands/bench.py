@@ -120,8 +120,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def _sweep_size(text: str, flag: str) -> int:
     try:
         return parse_sweep_size(text)
-    except ValueError as exc:
-        raise UsageError("bad-size", _("{flag}: {error}", flag=flag, error=str(exc)),
+    except ValueError:  # (formulas is stdlib-only, for the workers: its reason is English)
+        raise UsageError("bad-size", _("{flag}: {text!r} is not a sweep size: a number of bytes "
+                                       "above 0 with an optional binary suffix, like 8, 1K, 64M, "
+                                       "1G or 64MiB (K = 1024)", flag=flag, text=text),
                          _("e.g. -b 1K -e 64M (K = 1024)")) from None
 
 

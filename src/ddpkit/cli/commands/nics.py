@@ -113,7 +113,7 @@ def _print_human(
         rows.append([
             nic.name,
             _state(nic),
-            nic.kind.value,
+            nic.kind.word(),
             addresses[0],
             str(nic.mtu) if nic.mtu is not None else "-",
             _speed(nic.speed_mbps),

@@ -27,6 +27,9 @@ def _join(lines: list[str]) -> str:
     return text
 
 
+_CJK_HEADING = re.compile(r"(?m)^(\s*\S*[\u4e00-\u9fff]):$")
+
+
 class HelpFormatter(argparse.HelpFormatter):
     def __init__(self, prog: str, indent_increment: int = 2, max_help_position: int = 28,
                  width: int | None = None) -> None:
@@ -93,6 +96,11 @@ class HelpFormatter(argparse.HelpFormatter):
         # no blank next to a full-width bracket (CJK text has none between its words either)
         tight = char_width(text[-1]) == 2 or char_width(suffix[0]) == 2
         return text + ("" if tight else " ") + suffix
+
+    def format_help(self) -> str:
+        # argparse ends a heading with an ASCII colon; after Chinese (选项, 位置参数) it is the
+        # full-width one, as beside 用法：.
+        return _CJK_HEADING.sub("\\1：", super().format_help())
 
     def start_section(self, heading: str | None) -> None:
         """A long group title wraps like any text (argparse prints it on one line)."""

@@ -241,8 +241,9 @@ def error(console: Console, exc: DdpkitError, *, as_json: bool) -> None:
     if exc.hint:
         wrapped(console, localized(_("fix: {hint}", hint=exc.hint)), first="  ", indent="       ",
                 to_err=True, keep=True)
-    wrapped(console, localized(_("more: {link}", link=error_link(exc.error_id))), first="  ",
-            indent="  ", to_err=True, keep=True)
+    wrapped(console, localized(_("more: {link} (offline: `ddpkit explain {id}`)",
+                                 link=error_link(exc.error_id), id=exc.error_id)),
+            first="  ", indent="  ", to_err=True, keep=True)
 
 
 def _after(label: str) -> str:

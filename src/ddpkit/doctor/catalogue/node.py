@@ -24,9 +24,11 @@ ENTRIES = (
         _("Shared memory (/dev/shm) is too small or not writable"),
         _("NCCL (and DataLoader workers) put buffers in /dev/shm. Containers default to a 64 MB "
         "/dev/shm, which is too small for NCCL's intra-node transport."),
-        _("Give the container more shared memory: docker run --shm-size=16g (or --ipc host)\n"
-        "or on a host: mount -o remount,size=16G /dev/shm\n"
-        "Workaround (slower): export NCCL_SHM_DISABLE=1"),
+        _("In a rented container: export NCCL_SHM_DISABLE=1 (NCCL then leaves /dev/shm alone, a "
+        "little slower), use fewer DataLoader workers (num_workers), and ask the provider for a "
+        "larger /dev/shm.\n"
+        "If you start the container yourself: docker run --shm-size=16g (or --ipc host); on a "
+        "host: mount -o remount,size=16G /dev/shm"),
         "`misc/shmutils.cc ... Error while creating shared memory segment`, `failed to extend "
         "/dev/shm/...`, DataLoader's `insufficient shared memory (shm)`, `No space left on device` "
         "for /dev/shm or torch_ files.",

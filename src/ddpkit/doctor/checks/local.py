@@ -54,8 +54,9 @@ def hostname_row(facts: LocalFacts, env: Mapping[str, str], interface: str | Non
 
 def shm_row(facts: LocalFacts) -> CheckRow:
     shm, title = facts.shm, "/dev/shm"
-    fix = _("docker run --shm-size=16g (or --ipc host); on a host: mount -o remount,size=16G "
-            "/dev/shm")
+    fix = _("export NCCL_SHM_DISABLE=1, fewer DataLoader workers, and ask the provider for a "
+            "larger /dev/shm; if you start the container yourself: docker run --shm-size=16g "
+            "(or --ipc host)")
     if not shm.exists:
         return CheckRow("shm", title, "warn", _("/dev/shm does not exist"), fix)
     if not shm.writable:

@@ -181,11 +181,12 @@ def _check_master_side(options: ClusterOptions, nics: Sequence[Nic]) -> str:
 
 def _check_reachable(options: ClusterOptions, nics: Sequence[Nic]) -> None:
     """``no-private-network`` at once when no interface here reaches another machine."""
+    from ddpkit.net.facts import tun_device_exists
     from ddpkit.net.isolation import check_reachable
     from ddpkit.net.route import LOOPBACK_NAMES
 
     if not options.listen_host and options.master_addr not in LOOPBACK_NAMES:
-        check_reachable(nics)
+        check_reachable(nics, tun_device_exists())
 
 
 def _open_store(options: ClusterOptions, ifname: str, deadline: float) -> Any:

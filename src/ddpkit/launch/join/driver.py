@@ -94,6 +94,7 @@ class JoinMasterJob:
 def advertised_address(ifname: str | None) -> StoreAddress:
     """The address the other machines reach this one at: ``ifname``'s, or the recommended
     interface's."""
+    from ddpkit.net.facts import tun_device_exists
     from ddpkit.net.interfaces import discover
     from ddpkit.net.isolation import check_reachable
     from ddpkit.net.select import best_address, find_interface, recommend
@@ -107,7 +108,7 @@ def advertised_address(ifname: str | None) -> StoreAddress:
                                                             name=ifname),
                               _("give it one, or pick another with --ifname (see `ddpkit nics`)"))
         return StoreAddress(address.address, nic.name, _("--ifname {name}", name=nic.name))
-    check_reachable(nics)  # no-private-network before a token nobody can use
+    check_reachable(nics, tun_device_exists())  # no-private-network before a token nobody can use
     choice = recommend(nics)
     return StoreAddress(choice.address, choice.nic.name, choice.reason)
 

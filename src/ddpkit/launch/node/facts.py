@@ -17,6 +17,7 @@ from ddpkit.launch.node.plan import NodeFacts
 from ddpkit.launch.torchrun.entry_file import read_entry
 from ddpkit.launch.torchrun.local_rank import AUTO, EntrySource
 from ddpkit.ncclconf.effective import effective_settings
+from ddpkit.net.facts import tun_device_exists
 from ddpkit.net.interfaces import discover
 from ddpkit.net.isolation import check_reachable
 from ddpkit.net.route import LOOPBACK_NAMES, resolve, route_to
@@ -26,7 +27,7 @@ def gather(config: LaunchConfig, env: Mapping[str, str], home: Path,
            etc_nccl_conf: Path = Path("/etc/nccl.conf"), cwd: Path | None = None) -> NodeFacts:
     nics = discover()
     if config.multi_node and not config.ifname and config.master_addr not in LOOPBACK_NAMES:
-        check_reachable(nics)  # no-private-network: say so now, not after a timeout
+        check_reachable(nics, tun_device_exists())  # no-private-network: say so now, not after a timeout
     try:
         addresses = resolve(config.master_addr)
     except DdpkitError as exc:
