@@ -10,8 +10,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ddpkit.atomic_file import replacing
-from ddpkit.bench.plot import require_matplotlib
 from ddpkit.bench.planning.fit import FitPlan
+from ddpkit.bench.plot import require_matplotlib
 
 GB = 1e9
 

@@ -172,7 +172,6 @@ def decide_fit(inp: MemoryInput, results: tuple[StrategyResult, ...], usable: in
     ddp = next((r for r in results if r.strategy == "ddp"), None)
     if usable is None or not results or (ddp is not None and ddp.fits):
         return None
-    n, gpus = inp.nodes, inp.gpus_per_node
     head = (_("plain DDP does not fit: it needs {need} per GPU, {usable} usable",
               need=_mem(ddp.memory), usable=format_bytes(usable)) if ddp is not None else
             _("{usable} usable per GPU", usable=format_bytes(usable)))

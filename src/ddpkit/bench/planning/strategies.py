@@ -37,7 +37,6 @@ from ddpkit.bench.planning.memory import (
 )
 from ddpkit.bench.planning.model import allreduce_seconds, exposed_seconds
 
-
 # Rules of thumb, stated in the output and overridable (docs/plan.md, "CPU offload"): pinned copies
 # over PCIe 4.0 x16 reach 20-25 GB/s, pageable ones and GPUs sharing a root complex far less;
 # an Adam step on CPU runs from under 1e9 (torch) to a few 1e9 (DeepSpeed's CPU-Adam) params/s.

@@ -54,7 +54,10 @@ def show_memory(console: Console, plan: Plan) -> bool:
                  title=_("memory per GPU, traffic through each node's link per step, step time"))
     render.line(console, render.style(console, localized(_(
         "  vs 1 node: same strategy's step on 1 node / on {n} nodes (weak scaling); "
-        "*: adapters only; host: offloaded state over the node's RAM", n=n)), "dim"))
+        "*: adapters only", n=n)), "dim"))
+    if any(r.host_fits is False or r.host_fits_one_node is False for r in fit.results):
+        render.line(console, render.style(console, localized(_(
+            "  host: fits the GPU, but the offloaded state is more than the node's RAM")), "dim"))
     for note in fit.notes:
         render.wrapped(console, _("  assumes: {note}", note=note), indent="    ",
                        name="dim" if console.color else None)
