@@ -82,7 +82,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     add_flag(memory, "--precision", choices=sorted(GRAD_DTYPE_BYTES),
              help=_("fp32, or bf16/fp16 mixed precision as ZeRO counts it (sets --grad-dtype)"))
     add_flag(memory, "--strategy", metavar="NAME[,NAME]",
-             help=_("compare only these strategies: {names}", names=",".join(STRATEGIES)))
+             help=_("compare only these strategies: {names}", names=", ".join(STRATEGIES)))
     add_flag(memory, "--vocab", type=int, metavar="V",
              help=_("token embedding rows (default 32000; 0: none)"))
     add_flag(memory, "--tied-embeddings", action="store_true",
