@@ -178,8 +178,9 @@ def memory(inp: MemoryInput, strategy: Strategy) -> Memory:
         # DeepSpeed's estimator holds the 16-bit gradients whole until they are reduced.
         held = p * g * (1 - 1 / n)
         state = p * k / n
-        if strategy == "zero2+offload":
-            return Memory(strategy, n, p * w, p * g / n, 0.0, held, acts, state + fp32_grads,
+        if strategy == "zero2+offload":  # ZeRO-Offload streams each reduced bucket to the CPU:
+            # DeepSpeed's estimator counts the 16-bit weights alone on the GPU (2 P).
+            return Memory(strategy, n, p * w, p * g / n, 0.0, 0.0, acts, state + fp32_grads,
                           inp.params)
         return Memory(strategy, n, p * w, p * g / n, state, held + fp32_grads, acts, 0.0,
                       inp.params)
