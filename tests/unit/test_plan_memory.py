@@ -101,6 +101,20 @@ def test_traffic_volumes_match_the_zero_paper() -> None:
     assert traffic(inp, "fsdp", tree, 1)[0] == 0.0  # one node: nothing crosses
 
 
+def test_gloo_traffic_is_counted_as_gloo_runs_it() -> None:
+    """Gloo: DDP's all-reduce one ring over all k ranks, reduce-scatter a whole all-reduce (the sim
+    measured 50.5 MB and 101.0 MB per step for an 8.4M-parameter fp32 model, docs/plan.md)."""
+    inp = MemoryInput(params=8_400_000, nodes=2, gpus_per_node=2, grad_bytes=4)
+    nccl = Link(inter_node=125e6, intra_node=20e9, overlap=0.0)
+    gloo = Link(inter_node=125e6, intra_node=20e9, overlap=0.0, backend="gloo")
+    p, k = 8.4e6, 4
+    assert traffic(inp, "ddp", nccl, 2)[0] == pytest.approx(p * 4)  # hierarchical: 2(N-1)/N
+    assert traffic(inp, "ddp", gloo, 2)[0] == pytest.approx(2 * (k - 1) / k * p * 4)  # 50.4 MB
+    assert traffic(inp, "fsdp", nccl, 2)[0] == pytest.approx((k - 1) / k * p * 12)
+    assert traffic(inp, "fsdp", gloo, 2)[0] == pytest.approx((k - 1) / k * p * 16)  # 100.8 MB
+    assert traffic(inp, "hsdp", gloo, 2)[0] == pytest.approx(traffic(inp, "hsdp", nccl, 2)[0])
+
+
 def test_efficiency_is_against_the_same_strategy_and_never_above_one() -> None:
     inp = MemoryInput(params=7_000_000_000, nodes=2, gpus_per_node=8, grad_bytes=2)
     link = Link(inter_node=1.25e9, intra_node=10e9, overlap=0.7)

@@ -14,6 +14,8 @@ model (:mod:`ddpkit.bench.planning.model`). Per step and per node, through the n
   two links.
 * HSDP: all-gathers and reduce-scatters stay inside a node; across nodes, each GPU all-reduces its
   1/G shard of the gradients with its peers: ``2(N-1)/N x gradients`` per node, DDP's volume.
+* On Gloo (``Link.backend``): DDP's all-reduce is one ring over all ranks (``flat-ring``) and a
+  reduce-scatter is a whole all-reduce (twice a ring reduce-scatter's bytes); measured on the sim.
 * CPU offload costs time: the copies over each GPU's PCIe link per step (ZeRO-Offload: the
   gradient shard down, the updated 16-bit shard up; FSDP's ``CPUOffloadPolicy``: the fp32 shard up
   for forward and again for backward, the fp32 gradient shard down) at ``Link.pcie``, plus the
@@ -56,6 +58,7 @@ class Link:
     pcie: float = PCIE_BYTES_PER_S  # host <-> GPU copies, bytes/s per GPU (offload)
     cpu_optimizer: float = CPU_OPTIMIZER_PARAMS_PER_S  # optimizer step on one node's CPUs
     host_memory: int | None = None  # bytes of RAM per node; None: not checked
+    backend: str = "nccl"  # "gloo": count Gloo's collectives as it runs them (see traffic())
 
 
 
@@ -99,25 +102,32 @@ def traffic(inp: MemoryInput, strategy: Strategy, link: Link, nodes: int) -> tup
     slowest = min(link.inter_node, link.intra_node) if (n > 1 and gpus > 1) else (
         link.inter_node if n > 1 else link.intra_node)
 
+    gloo = link.backend == "gloo"
+
     def allreduce(size: float) -> tuple[float, float]:
-        seconds = allreduce_seconds(size, n, gpus, link.inter_node, link.intra_node,
-                                    link.algorithm)
+        # Gloo's all-reduce is one ring over all ranks: NCCL's flat-ring count.
+        algorithm = "flat-ring" if gloo else link.algorithm
+        seconds = allreduce_seconds(size, n, gpus, link.inter_node, link.intra_node, algorithm)
         if n == 1:
             return 0.0, seconds
-        ranks = k if link.algorithm == "flat-ring" else n
+        ranks = k if algorithm == "flat-ring" else n
         return 2 * (ranks - 1) / ranks * size, seconds
 
     if strategy == "ddp":
         return allreduce(p * g)
     if strategy in ("lora", "qlora"):
         return allreduce(float(lora_params(inp)) * (2 if strategy == "qlora" else 4))
+    # Gloo's reduce_scatter_tensor is a whole all-reduce, then the rank's chunk (torch's
+    # ProcessGroupGloo): twice a ring reduce-scatter's bytes.
+    scatter = 2 * g if gloo else g
     if strategy == "hsdp":
-        intra = _ring(p * (2 * w + g), gpus) / link.intra_node
+        intra = _ring(p * (2 * w + scatter), gpus) / link.intra_node
         if n == 1:
             return 0.0, intra
         across = 2 * (n - 1) / n * p * g
         return across, intra + across / link.inter_node
-    gathered = p * (g + w) if strategy in ("zero1", "zero2", "zero2+offload") else p * (2 * w + g)
+    gathered = p * (w + scatter) if strategy in ("zero1", "zero2", "zero2+offload") else (
+        p * (2 * w + scatter))
     moved = _ring(gathered, k)
     return (moved if n > 1 else 0.0), moved / slowest if moved else 0.0
 
