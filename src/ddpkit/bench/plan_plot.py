@@ -9,9 +9,8 @@ import importlib
 from dataclasses import dataclass
 from pathlib import Path
 
-from ddpkit.atomic_file import replacing
 from ddpkit.bench.planning.fit import FitPlan
-from ddpkit.bench.plot import require_matplotlib
+from ddpkit.bench.plot import require_matplotlib, save_figure
 
 GB = 1e9
 
@@ -65,9 +64,4 @@ def write_plan_plot(fit: FitPlan, path: str | Path) -> None:
         ax.set_title(f"memory per GPU, {titles[column]}")
         ax.grid(True, axis="y", alpha=0.3)
         ax.legend(fontsize="small")
-    figure.tight_layout()
-    try:
-        with replacing(path, suffix=Path(path).suffix) as tmp:
-            figure.savefig(tmp)
-    finally:
-        pyplot.close(figure)
+    save_figure(pyplot, figure, path)
