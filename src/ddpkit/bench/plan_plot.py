@@ -57,9 +57,17 @@ def write_plan_plot(fit: FitPlan, path: str | Path) -> None:
         if data.usable_gb is not None:
             ax.axhline(data.usable_gb, color="black", linestyle="--",
                        label=f"usable {data.usable_gb:.1f} GB")
+        totals = [s + b + a for s, b, a in zip(states, buffers, acts)]
+        # Linear, cut at 1.6 x the usable memory: the strategies near the line stay readable;
+        # a bar over the top is labelled with its total.
+        top = max(totals) * 1.1 if data.usable_gb is None else min(max(totals) * 1.1,
+                                                                   data.usable_gb * 1.6)
+        ax.set_ylim(0, top)
+        for x, total in zip(xs, totals):
+            ax.annotate(f"{total:.3g}", (x, min(total, top * 0.97)), ha="center", va="bottom",
+                        fontsize="x-small")
         ax.set_xticks(list(xs))
         ax.set_xticklabels(data.strategies, rotation=30, ha="right", fontsize="small")
-        ax.set_yscale("log")
         ax.set_ylabel("memory per GPU (GB)")
         ax.set_title(f"memory per GPU, {titles[column]}")
         ax.grid(True, axis="y", alpha=0.3)
