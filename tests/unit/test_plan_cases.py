@@ -15,6 +15,7 @@ from ddpkit.bench.planning.fit import apply_lines
 from ddpkit.bench.planning.memory import STRATEGIES, MemoryInput, memory
 from ddpkit.bench.planning.plan import PlanRequest, make_plan
 from ddpkit.bench.planning.strategies import Link, offload_seconds
+from ddpkit.i18n import localized, use_language
 
 
 def _plan(params: float, nodes: int, gpus: int, inter: float, gpu: str, compute: float,
@@ -82,6 +83,11 @@ def test_lora_is_named_when_full_fine_tuning_needs_offload() -> None:
     v = make_plan(req).verdict
     assert v.strategy in ("zero2+offload", "fsdp+offload"), v.text
     assert "lora fits without it" in v.text and "adapters only" in v.text
+    use_language("zh")
+    try:  # the hint joins the verdict as one translated text, not an English f-string
+        assert "不卸载也放得下" in localized(v.text) and "原生 DDP 放不下" in localized(v.text)
+    finally:
+        use_language("en")
     # The instance's usual 64 GiB of RAM cannot hold 7B's offloaded state: adapters it is.
     v = make_plan(replace(req, host_memory=None)).verdict
     assert v.strategy in ("lora", "qlora"), v.text

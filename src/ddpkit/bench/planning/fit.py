@@ -177,7 +177,8 @@ def decide_fit(inp: MemoryInput, results: tuple[StrategyResult, ...], usable: in
             _("{usable} usable per GPU", usable=format_bytes(usable)))
     verdict = _decide(inp, results, usable, compute_s, threshold, head)
     hint = _adapter_hint(results, verdict)
-    return verdict if hint is None else replace(verdict, text=f"{verdict.text}; {hint}")
+    return verdict if hint is None else replace(
+        verdict, text=_("{verdict}; {hint}", verdict=verdict.text, hint=hint))
 
 
 def _adapter_hint(results: tuple[StrategyResult, ...], verdict: FitVerdict) -> str | None:
