@@ -31,6 +31,19 @@ def test_70b_on_4x8_h100_over_infiniband_runs_fsdp_across_the_nodes() -> None:
     assert (decision, strategy) == ("go-multi-node", "fsdp"), text
 
 
+def test_70b_needs_no_step_compute_to_leave_offload_for_fsdp_across_nodes() -> None:
+    """One node needs CPU offload, whose copies and CPU step alone outweigh 4 nodes' traffic:
+    multi-node pays off whatever the compute per step."""
+    v = make_plan(PlanRequest(params=70_000_000_000, nodes=4, gpus_per_node=8,
+                              inter_node=400e9 / 8, gpu="h100", precision="bf16")).verdict
+    assert (v.decision, v.strategy) == ("go-multi-node", "fsdp"), v.text
+    assert "at any compute per step" in v.text
+    # Without offload on one node the compute decides: undecided, as before.
+    v = make_plan(PlanRequest(params=7_000_000_000, nodes=2, gpus_per_node=8,
+                              inter_node=10e9 / 8, gpu="4090", precision="bf16")).verdict
+    assert v.decision == "undecided" and v.strategy == "fsdp", v.text
+
+
 def test_7b_on_2x8_4090_over_10gbit_stays_on_one_node_with_fsdp() -> None:
     decision, strategy, text = _plan(7e9, 2, 8, 10e9 / 8, "4090", 1.5)
     assert (decision, strategy) == ("stay-on-one-node", "fsdp"), text

@@ -18,6 +18,7 @@ from ddpkit.bench.planning.memory import (
     Strategy,
     activation_bytes,
 )
+from ddpkit.bench.planning.model import exposed_seconds
 from ddpkit.bench.planning.strategies import (
     HOST_USABLE,
     Link,
@@ -158,7 +159,7 @@ def fit_plan(inp: MemoryInput, link: Link, compute_s: float | None, gpu: Gpu | N
                            "(one more forward per step)", now=format_bytes(now),
                            then=format_bytes(then)))
     notes.append(_("sharded all-gathers/reduce-scatters cross nodes as rings over all ranks"))
-    verdict = decide_fit(inp, results, usable, compute_s, threshold)
+    verdict = decide_fit(inp, results, usable, compute_s, threshold, link.overlap)
     return FitPlan(inp, gpu, memory_bytes, usable, link, results, verdict, tuple(notes))
 
 
@@ -167,7 +168,8 @@ def _mem(m: Memory) -> str:
 
 
 def decide_fit(inp: MemoryInput, results: tuple[StrategyResult, ...], usable: int | None,
-               compute_s: float | None, threshold: float) -> FitVerdict | None:
+               compute_s: float | None, threshold: float,
+               overlap: float = 0.7) -> FitVerdict | None:
     """The memory-first verdict, or None when plain DDP fits (the DDP-settings verdict stands)."""
     ddp = next((r for r in results if r.strategy == "ddp"), None)
     if usable is None or not results or (ddp is not None and ddp.fits):
@@ -175,7 +177,7 @@ def decide_fit(inp: MemoryInput, results: tuple[StrategyResult, ...], usable: in
     head = (_("plain DDP does not fit: it needs {need} per GPU, {usable} usable",
               need=_mem(ddp.memory), usable=format_bytes(usable)) if ddp is not None else
             _("{usable} usable per GPU", usable=format_bytes(usable)))
-    verdict = _decide(inp, results, usable, compute_s, threshold, head)
+    verdict = _decide(inp, results, usable, compute_s, threshold, head, overlap)
     hint = _adapter_hint(results, verdict)
     return verdict if hint is None else replace(
         verdict, text=_("{verdict}; {hint}", verdict=verdict.text, hint=hint))
@@ -197,8 +199,18 @@ def _adapter_hint(results: tuple[StrategyResult, ...], verdict: FitVerdict) -> s
              memory=_mem(pick.memory_one_node if one_node else pick.memory))
 
 
+def _least_speedup(one: StrategyResult, multi: StrategyResult, n: int, overlap: float) -> float:
+    """The smallest N-node over 1-node throughput over compute times from 0 to 10^4 s."""
+    def step(compute: float, comm: float, offload: float) -> float:
+        return compute + exposed_seconds(comm, compute, overlap) + offload
+
+    grid = [0.0, *(10.0 ** (e / 4) for e in range(-16, 17))]
+    return min(n * step(c, one.comm_one_node_s, one.offload_one_node_s)
+               / max(1e-12, step(c, multi.comm_s, multi.offload_s)) for c in grid)
+
+
 def _decide(inp: MemoryInput, results: tuple[StrategyResult, ...], usable: int,
-            compute_s: float | None, threshold: float, head: str) -> FitVerdict:
+            compute_s: float | None, threshold: float, head: str, overlap: float) -> FitVerdict:
     n, gpus = inp.nodes, inp.gpus_per_node
     best_n, best_1 = fastest(results, one_node=False), fastest(results, one_node=True)
     if best_n is None:
@@ -227,6 +239,13 @@ def _decide(inp: MemoryInput, results: tuple[StrategyResult, ...], usable: int,
     one = _("one node is enough: {fits}", fits=fits_there)
     apply_1 = apply_lines(best_1.strategy, 1, gpus, dtype)
     if compute_s is None or best_1.step_one_node_s is None or best_n.step_s is None:
+        worst = _least_speedup(best_1, best_n, n, overlap)
+        if worst / n >= threshold:  # whatever the compute per step: e.g. offload's fixed cost
+            return FitVerdict("go-multi-node", best_n.strategy, _(
+                "{head}; go multi-node with {multi}: at any compute per step, {n} nodes give at "
+                "least {speedup:.2f}x the throughput of one node running {strategy} (threshold "
+                "{threshold:.0%})", head=head, multi=multi, n=n, speedup=worst,
+                strategy=best_1.strategy, threshold=threshold), apply_n)
         return FitVerdict("undecided", best_1.strategy, _(
             "{head}; {one}; on {n} nodes: {multi}. Pass --step-compute to say whether {n} "
             "nodes pay off", head=head, one=one, n=n, multi=multi),
