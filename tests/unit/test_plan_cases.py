@@ -170,3 +170,19 @@ def test_fsdp_working_set_is_counted_on_one_gpu() -> None:
                              layers=24, hidden=2048), "fsdp")
     assert one.buffers == two.buffers > 0
     assert one.total > two.total
+
+
+def test_a_named_model_shape_sets_the_memory_inputs(run_cli) -> None:
+    doc = run_cli("plan", "--model", "llama2-70b", "--nodes", "4", "--gpus-per-node", "8",
+                  "--inter-node", "400Gbit", "--gpu", "h100", "--precision", "bf16",
+                  "--json").json()
+    memory_block = doc["memory"]
+    assert (memory_block["layers"], memory_block["hidden"], memory_block["vocab"]) == (80, 8192,
+                                                                                       32000)
+    assert doc["inputs"]["params"] == 68_980_000_000
+    # flags given explicitly win over the shape
+    doc = run_cli("plan", "--model", "llama-7b", "--layers", "40", "--inter-node", "1Gbit",
+                  "--gpu", "4090", "--json").json()
+    assert doc["memory"]["layers"] == 40 and doc["memory"]["hidden"] == 4096
+    bad = run_cli("plan", "--model", "llama-99b", "--inter-node", "1Gbit")
+    assert bad.code == 2 and "unknown-model" in bad.err and "llama2-70b" in bad.err

@@ -29,6 +29,7 @@ from ddpkit.bench.planning.model import (
     default_hidden,
     evaluate,
 )
+from ddpkit.bench.planning.shapes import find_shape
 from ddpkit.bench.planning.strategies import CPU_OPTIMIZER_PARAMS_PER_S, PCIE_BYTES_PER_S, Link
 from ddpkit.bench.units import format_bytes, format_count, format_rate, format_seconds
 from ddpkit.errors import UsageError
@@ -67,6 +68,7 @@ class PlanRequest:
     layers: int | None = None
     checkpointing: bool = False
     lora_rank: int = 16
+    model: str | None = None  # a known shape (shapes.py): params, layers, hidden, vocab
     precision: str | None = None  # fp32 | bf16 | fp16 (mixed precision): sets grad_dtype
     strategies: tuple[Strategy, ...] = STRATEGIES  # the memory-first rows to compare
     vocab: int | None = None
@@ -108,9 +110,22 @@ def _pick(name: str, flag: Any, bench: Any, default: Any, sources: dict[str, str
     return default
 
 
+def with_shape(req: PlanRequest) -> PlanRequest:
+    """``req`` with ``--model``'s shape filling what the flags did not give."""
+    if req.model is None:
+        return req
+    shape = find_shape(req.model)
+    return replace(req, params=req.params if req.params is not None or req.model_bytes else
+                   shape.params, layers=req.layers or shape.layers,
+                   hidden=req.hidden or shape.hidden,
+                   vocab=shape.vocab if req.vocab is None else req.vocab,
+                   tied_embeddings=req.tied_embeddings or shape.tied_embeddings)
+
+
 def resolve(req: PlanRequest, bench: BenchFacts | None = None) -> tuple[PlanInput, dict[str, str],
                                                                           list[str]]:
     """Fill a :class:`PlanInput` and say where each number came from and what was assumed."""
+    req = with_shape(req)
     b = bench or BenchFacts(source="")
     sources: dict[str, str] = {}
     notes: list[str] = []
@@ -293,6 +308,7 @@ def decide(inp: PlanInput, results: tuple[SettingResult, ...]) -> Verdict:
 
 
 def make_plan(req: PlanRequest, bench: BenchFacts | None = None) -> Plan:
+    req = with_shape(req)
     inp, sources, notes = resolve(req, bench)
     notes.append(_("all-reduce model: {algorithm}, bandwidth only (no latency term)",
                    algorithm=inp.algorithm))

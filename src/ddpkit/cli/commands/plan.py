@@ -16,6 +16,7 @@ from ddpkit.bench.planning.plan import (
     make_plan,
     plan_to_dict,
 )
+from ddpkit.bench.planning.shapes import SHAPES
 from ddpkit.bench.units import (
     format_bytes,
     format_count,
@@ -83,6 +84,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
              help=_("fp32, or bf16/fp16 mixed precision as ZeRO counts it (sets --grad-dtype)"))
     add_flag(memory, "--strategy", metavar="NAME[,NAME]",
              help=_("compare only these strategies: {names}", names=", ".join(STRATEGIES)))
+    add_flag(memory, "--model", metavar="NAME",
+             help=_("a known shape: {names} (sets --params, --layers, --hidden, --vocab)",
+                    names=", ".join(s.name for s in SHAPES)))
     add_flag(memory, "--vocab", type=int, metavar="V",
              help=_("token embedding rows (default 32000; 0: none)"))
     add_flag(memory, "--tied-embeddings", action="store_true",
@@ -135,6 +139,7 @@ def request_from_args(args: argparse.Namespace) -> PlanRequest:
         layers=args.layers,
         checkpointing=args.checkpointing,
         lora_rank=args.lora_rank,
+        model=args.model,
         precision=args.precision,
         strategies=STRATEGIES if args.strategy is None else parse_strategies(args.strategy),
         vocab=args.vocab,
