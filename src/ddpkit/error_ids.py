@@ -33,7 +33,7 @@ _BY_KIND: dict[type[DdpkitError], tuple[str, ...]] = {
         "nnodes-mismatch", "no-token", "node-rank-out-of-range", "nothing-to-measure",
         "nothing-to-set", "rdzv-backend-conflict", "rdzv-endpoint-conflict", "sim-no-such-node",
         "standalone-multi-node", "unknown-command", "unknown-id", "virtual-local-rank-conflict",
-        "unknown-gpu", "bad-memory-input", "c10d-node-rank",
+        "unknown-gpu", "bad-memory-input", "bad-strategy", "unknown-model", "c10d-node-rank",
     ),
     ConfigError: (
         "bad-hostlist", "bad-scheduler-env", "job-not-running", "no-rank-list", "bad-rank-list",

@@ -124,7 +124,7 @@ def outcome(strategy: str, ok: bool = True, **more: Any) -> JobOutcome:
 
 def test_rows_put_the_measurement_beside_plans_traffic_and_memory() -> None:
     p = float(PARAMS)
-    docs = {"strategy-ddp.json": strategy_doc("ddp", 0.2, 0.4, 16 * p, 1.5 * 4 * p),
+    docs = {"strategy-ddp.json": strategy_doc("ddp", 0.2, 0.4, 16 * p, 2 * 4 * p),
             "strategy-fsdp.json": strategy_doc("fsdp", 0.3, 0.9, 4 * p, 0.75 * 12 * p),
             "strategy-hsdp.json": strategy_doc("hsdp", 0.3, 0.5, 8 * p, 4 * p)}
     inter = {"busbw_bytes_per_s": RATE}
@@ -134,9 +134,12 @@ def test_rows_put_the_measurement_beside_plans_traffic_and_memory() -> None:
     assert block["link"]["inter_node_bytes_per_s"] == RATE
     rows = {r["strategy"]: r for r in block["rows"]}
     assert list(rows) == ["ddp", "fsdp", "hsdp"]
-    # docs/plan.md, "Traffic per strategy", at N = 2 nodes x G = 2: per node and step
-    assert rows["ddp"]["predicted"]["link_bytes_per_step"] == pytest.approx(4 * p)
-    assert rows["fsdp"]["predicted"]["link_bytes_per_step"] == pytest.approx(0.75 * 12 * p)
+    # docs/plan.md, "Traffic per strategy", at N = 2 nodes x G = 2, counted as Gloo runs them (the
+    # workers' backend): DDP one ring over k = 4 ranks, 2 (k-1)/k x 4P; FSDP's reduce-scatter a
+    # whole all-reduce, (k-1)/k x P (4 + 4 + 2 x 4)
+    assert block["link"]["backend"] == "gloo"
+    assert rows["ddp"]["predicted"]["link_bytes_per_step"] == pytest.approx(1.5 * 4 * p)
+    assert rows["fsdp"]["predicted"]["link_bytes_per_step"] == pytest.approx(0.75 * 16 * p)
     assert rows["hsdp"]["predicted"]["link_bytes_per_step"] == pytest.approx(4 * p)
     # Adam, fp32: 16 bytes per parameter over the shard group (DDP 1, HSDP G = 2, FSDP 4 ranks)
     assert [rows[s]["predicted"]["state_bytes"] for s in ("ddp", "hsdp", "fsdp")] == \
@@ -150,14 +153,14 @@ def test_rows_put_the_measurement_beside_plans_traffic_and_memory() -> None:
         # overlap 0: the N-node step is the 1-node step with the inter-node time put in its place
         assert plan["step_s"] == pytest.approx(got["one_node_step_s"] - plan["one_node_comm_s"]
                                                + plan["comm_s"])
-    assert rows["ddp"]["measured"]["link_bytes_per_step"] == pytest.approx(1.5 * 4 * p)  # node 1 rx
+    assert rows["ddp"]["measured"]["link_bytes_per_step"] == pytest.approx(2 * 4 * p)  # node 1 rx
     # the 1-node reference is the mean of before and after the all-nodes phase
     assert rows["ddp"]["measured"]["one_node_step_s"] == pytest.approx(0.25)
     # with the bytes the link carried, plan's step grows by their extra time on the measured rate
     ddp = rows["ddp"]["predicted"]
     assert ddp["step_s_at_measured_bytes"] - ddp["step_s"] == pytest.approx(0.5 * 4 * p / RATE)
-    # ddp measured 0.4 s, 0.25 s of compute and 1.5 x 4P bytes at RATE: what was hidden of them
-    comm = 1.5 * 4 * p / RATE + (ddp["comm_s"] - 4 * p / RATE)
+    # ddp measured 0.4 s, 0.25 s of compute and 2 x 4P bytes at RATE: what was hidden of them
+    comm = 2 * 4 * p / RATE + (ddp["comm_s"] - 1.5 * 4 * p / RATE)
     assert rows["ddp"]["measured"]["implied_overlap"] == pytest.approx(
         (ddp["compute_s"] + comm - 0.4) / min(comm, ddp["compute_s"]))
     assert rows["hsdp"]["ratio"]["step_at_measured_bytes"] == pytest.approx(

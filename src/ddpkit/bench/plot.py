@@ -99,6 +99,11 @@ def write_plot(payload: Mapping[str, Any], path: str | Path, threshold: float | 
         ax.set_xticklabels(data.settings, rotation=30, ha="right", fontsize="small")
         ax.set_ylabel("parallel efficiency (%)")
         ax.set_title("efficiency per setting (1-node step / N-node step)")
+    save_figure(pyplot, figure, path)
+
+
+def save_figure(pyplot: Any, figure: Any, path: str | Path) -> None:
+    """Lay out ``figure``, write it to ``path`` atomically (format by suffix), and close it."""
     figure.tight_layout()
     try:
         with replacing(path, suffix=Path(path).suffix) as tmp:

@@ -8,7 +8,8 @@ The prediction is plan's own model (:mod:`ddpkit.bench.planning.strategies` and
 
 * link: the measured inter-node all_reduce busbw (what ``plan --from-bench`` reads), else the raw
   TCP wire rate; intra-node plan's default; overlap plan's (0 for a CPU run, else 0.7); the
-  ``hierarchical`` all-reduce model, plan's default;
+  ``hierarchical`` all-reduce model, plan's default, and the collectives counted as the run's
+  backend runs them (Gloo: one ring for all-reduce, a whole all-reduce for reduce-scatter);
 * compute: solved from the strategy's own measured 1-node step (the step = compute + exposed
   1-node communication, as plan models it), so the comparison checks the inter-node traffic terms,
   not a guess of the compute;
@@ -173,12 +174,13 @@ def strategies_block(outcomes: Sequence[_Outcome], docs: Mapping[str, Any],
         rate, basis = None, None
         notes.append(_("no inter-node rate was measured: add --collectives (or --tcp) for plan's "
                        "prediction"))
-    link = None if rate is None else Link(rate, DEFAULT_INTRA_NODE, overlap)
+    backend = next((str(d["backend"]) for d in ran if d.get("backend")), "nccl")
+    link = None if rate is None else Link(rate, DEFAULT_INTRA_NODE, overlap, backend=backend)
     order = {s: i for i, s in enumerate(BENCH_STRATEGIES)}
     rows = [strategy_row(str(o.job.strategy), o, docs.get(o.job.output), link)
             for o in sorted(jobs, key=lambda o: order.get(o.job.strategy, len(order)))]
     return {"link": None if link is None else {
                 "inter_node_bytes_per_s": rate, "basis": basis,
                 "intra_node_bytes_per_s": DEFAULT_INTRA_NODE, "overlap": overlap,
-                "algorithm": link.algorithm},
+                "algorithm": link.algorithm, "backend": link.backend},
             "rows": rows, "notes": notes}

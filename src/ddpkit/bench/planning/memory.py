@@ -31,12 +31,13 @@ from typing import Literal
 
 Optimizer = Literal["adam", "adamw", "sgd"]
 OPTIMIZERS: tuple[Optimizer, ...] = ("adam", "adamw", "sgd")
-Strategy = Literal["ddp", "zero1", "zero2", "zero2+offload", "fsdp", "fsdp+offload", "hsdp",
-                   "lora", "qlora"]
-STRATEGIES: tuple[Strategy, ...] = ("ddp", "zero1", "zero2", "zero2+offload", "fsdp",
+Strategy = Literal["ddp", "zero1", "zero2", "zero2+offload", "zero3", "fsdp", "fsdp+offload",
+                   "hsdp", "lora", "qlora"]
+STRATEGIES: tuple[Strategy, ...] = ("ddp", "zero1", "zero2", "zero2+offload", "zero3", "fsdp",
                                     "fsdp+offload", "hsdp", "lora", "qlora")
 # Strategies that train only adapters: a different model at the end, recommended only as a fallback.
 ADAPTER_STRATEGIES: frozenset[Strategy] = frozenset({"lora", "qlora"})
+OFFLOAD_STRATEGIES: frozenset[Strategy] = frozenset({"zero2+offload", "fsdp+offload"})
 
 # fp32 optimizer state bytes per trained parameter (torch.optim keeps state in the param's dtype;
 # mixed precision steps an fp32 master). SGD means SGD with momentum (one buffer).
@@ -61,6 +62,8 @@ class MemoryInput:
     seq_len: int | None = None
     checkpointing: bool = False
     lora_rank: int = 16
+    vocab: int = 0  # token embedding rows (0: no embedding, e.g. an MLP)
+    tied_embeddings: bool = False  # one matrix for the input embedding and the output head
 
     @property
     def world(self) -> int:
@@ -69,21 +72,31 @@ class MemoryInput:
 
 @dataclass(frozen=True)
 class Memory:
-    """Bytes on each GPU (and in host memory per GPU, for offload) under one strategy."""
+    """Bytes on each GPU (and in host memory per GPU, for offload) under one strategy.
+
+    ``weights + gradients + optimizer`` are the model states as the ZeRO paper counts them;
+    ``buffers`` is what the implementation keeps beside them (DDP buckets, DeepSpeed's fp32
+    gradient partition, the FSDP/ZeRO-3 working set of gathered parameters).
+    """
 
     strategy: Strategy
     shard_group: int  # ranks one copy of the sharded state is spread over (1: not sharded)
     weights: float
     gradients: float
     optimizer: float  # optimizer state including any fp32 master copy
-    buffers: float  # DDP buckets; FSDP's unsharded units being computed
+    buffers: float
     activations: float | None  # None: micro-batch / sequence length not given
     host: float  # bytes per GPU held in CPU memory (offload)
     trainable: int  # parameters the optimizer updates
 
     @property
+    def states(self) -> float:
+        """The ZeRO paper's model states: weights, gradients, optimizer state."""
+        return self.weights + self.gradients + self.optimizer
+
+    @property
     def model_states(self) -> float:
-        return self.weights + self.gradients + self.optimizer + self.buffers
+        return self.states + self.buffers
 
     @property
     def total(self) -> float:
@@ -92,6 +105,23 @@ class Memory:
 
 def _mixed(inp: MemoryInput) -> bool:
     return inp.grad_bytes < 4
+
+
+def embedding_params(inp: MemoryInput) -> int:
+    """Parameters of the token embedding and the output head (one matrix when tied)."""
+    matrices = 1 if inp.tied_embeddings else 2
+    return min(inp.params // 2, matrices * inp.vocab * inp.hidden)
+
+
+def unit_params(inp: MemoryInput) -> float:
+    """One FSDP unit: one transformer block (the embeddings are the root unit)."""
+    return (inp.params - embedding_params(inp)) / max(1, inp.layers)
+
+
+def largest_layer_params(inp: MemoryInput) -> float:
+    """DeepSpeed's "largest layer": the biggest module's own parameters, here the embedding or
+    the widest linear of a block (its 4h MLP matrix), whichever is larger."""
+    return float(min(inp.params, max(inp.vocab * inp.hidden, 4 * inp.hidden**2)))
 
 
 def lora_params(inp: MemoryInput) -> int:
@@ -115,39 +145,81 @@ def activation_bytes(inp: MemoryInput) -> float | None:
     return inp.layers * per_layer
 
 
+def fsdp_working_set(inp: MemoryInput) -> float:
+    """torch FSDP2's unsharded bytes per GPU: the root unit (embeddings, kept gathered between
+    forward and backward) + this block's and the prefetched next block's parameters + one block's
+    unsharded gradients before the reduce-scatter. Counted on one GPU too: FSDP still casts and
+    gathers each unit there."""
+    w = g = float(inp.grad_bytes)  # param_dtype / reduce_dtype = the compute dtype
+    return embedding_params(inp) * w + unit_params(inp) * (2 * w + g)
+
+
+def deepspeed_working_set(inp: MemoryInput) -> float:
+    """DeepSpeed ZeRO-3's estimator: the largest layer's parameters and gradients, gathered
+    (4 bytes per parameter in 16-bit)."""
+    return largest_layer_params(inp) * 2 * inp.grad_bytes
+
+
 def memory(inp: MemoryInput, strategy: Strategy) -> Memory:
     """Per-GPU bytes for ``strategy`` on ``inp.nodes`` x ``inp.gpus_per_node`` GPUs."""
     p, g = float(inp.params), float(inp.grad_bytes)
     w = g  # weights are kept in the compute dtype (ZeRO's accounting)
-    opt = OPTIMIZER_STATE_BYTES[inp.optimizer] + (MASTER_BYTES if _mixed(inp) else 0)
+    k = float(OPTIMIZER_STATE_BYTES[inp.optimizer] + (MASTER_BYTES if _mixed(inp) else 0))
     acts = activation_bytes(inp)
-    world = inp.world
-    unit = p / max(1, inp.layers)  # one FSDP unit = one transformer block
-    if strategy == "ddp":
-        return Memory(strategy, 1, p * w, p * g, p * opt, p * g, acts, 0.0, inp.params)
+    n = inp.world
+    # DeepSpeed steps an fp32 copy of each rank's gradient partition (mixed precision only).
+    fp32_grads = 4.0 * p / n if _mixed(inp) else 0.0
+    if strategy == "ddp":  # one more gradient-sized bucket copy, but only with peers to reduce
+        return Memory(strategy, 1, p * w, p * g, p * k, p * g if n > 1 else 0.0, acts, 0.0,
+                      inp.params)
     if strategy == "zero1":
-        return Memory(strategy, world, p * w, p * g, p * opt / world, 0.0, acts, 0.0, inp.params)
+        return Memory(strategy, n, p * w, p * g, p * k / n, fp32_grads, acts, 0.0, inp.params)
     if strategy in ("zero2", "zero2+offload"):
-        offload = strategy == "zero2+offload"
-        state = p * opt / world
-        return Memory(strategy, world, p * w, p * g / world, 0.0 if offload else state, 0.0,
-                      acts, state if offload else 0.0, inp.params)
+        # DeepSpeed's estimator holds the 16-bit gradients whole until they are reduced.
+        held = p * g * (1 - 1 / n)
+        state = p * k / n
+        if strategy == "zero2+offload":  # ZeRO-Offload streams each reduced bucket to the CPU:
+            # DeepSpeed's estimator counts the 16-bit weights alone on the GPU (2 P).
+            return Memory(strategy, n, p * w, p * g / n, 0.0, 0.0, acts, state + fp32_grads,
+                          inp.params)
+        return Memory(strategy, n, p * w, p * g / n, state, held + fp32_grads, acts, 0.0,
+                      inp.params)
+    if strategy == "zero3":
+        # DeepSpeed keeps the fp32 gradient partition in place of the 16-bit one (its 18 bytes).
+        extra = max(0.0, fp32_grads - p * g / n)
+        return Memory(strategy, n, p * w / n, p * g / n, p * k / n,
+                      extra + deepspeed_working_set(inp), acts, 0.0, inp.params)
     if strategy in ("fsdp", "fsdp+offload", "hsdp"):
-        shard = inp.gpus_per_node if strategy == "hsdp" else world
+        shard = inp.gpus_per_node if strategy == "hsdp" else n
         # FSDP2: sharded params and grads in fp32 (the original dtype), the optimizer steps them.
-        sharded = p * (4 + 4 + OPTIMIZER_STATE_BYTES[inp.optimizer]) / shard
-        weights, grads, state = p * 4 / shard, p * 4 / shard, sharded - p * 8 / shard
-        # Working set: this unit's and the prefetched next unit's parameters, one unit's grads.
-        working = unit * (2 * w + g) if shard > 1 else 0.0
+        opt = float(OPTIMIZER_STATE_BYTES[inp.optimizer])
+        working = fsdp_working_set(inp)
         if strategy == "fsdp+offload":
-            return Memory(strategy, shard, 0.0, 0.0, 0.0, working, acts, sharded, inp.params)
-        return Memory(strategy, shard, weights, grads, state, working, acts, 0.0, inp.params)
-    # LoRA / QLoRA: frozen base replicated (DDP over the adapters), adapters trained in fp32.
-    adapters = lora_params(inp)
-    base = p * (QLORA_BYTES_PER_PARAM if strategy == "qlora" else 2.0)
-    a = float(adapters)
-    adapter_opt = a * OPTIMIZER_STATE_BYTES[inp.optimizer]
-    return Memory(strategy, 1, base + a * 4, a * 4, adapter_opt, a * 4, acts, 0.0, adapters)
+            return Memory(strategy, shard, 0.0, 0.0, 0.0, working, acts, p * (8 + opt) / shard,
+                          inp.params)
+        return Memory(strategy, shard, p * 4 / shard, p * 4 / shard, p * opt / shard, working,
+                      acts, 0.0, inp.params)
+    return _adapters(inp, strategy, acts)
+
+
+def _adapters(inp: MemoryInput, strategy: Strategy, acts: float | None) -> Memory:
+    """LoRA / QLoRA: the frozen base replicated, DDP over the adapters.
+
+    LoRA (peft's default): adapters in fp32, 4 + 4 + optimizer state. QLoRA (Dettmers et al.):
+    NF4 base, embeddings and head kept in 16-bit, adapters in bf16 (2 + 2) with a 32-bit paged
+    optimizer (8 for Adam). A DDP bucket for the adapters' gradients only with peers to reduce.
+    """
+    a = float(lora_params(inp))
+    opt = float(OPTIMIZER_STATE_BYTES[inp.optimizer])
+    element = 2.0 if strategy == "qlora" else 4.0
+    if strategy == "qlora":
+        embed = float(embedding_params(inp))
+        base = (inp.params - embed) * QLORA_BYTES_PER_PARAM + embed * 2
+    else:
+        base = inp.params * 2.0
+    bucket = a * element if inp.world > 1 else 0.0
+    return Memory(strategy, 1, base + a * element, a * element, a * opt, bucket, acts, 0.0,
+                  int(a))
 
 
 def all_memory(inp: MemoryInput) -> tuple[Memory, ...]:

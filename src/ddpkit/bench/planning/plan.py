@@ -11,7 +11,13 @@ from typing import Any
 from ddpkit.bench.planning.bench_results import BenchFacts
 from ddpkit.bench.planning.fit import Decision, FitPlan, fit_plan, fit_to_dict
 from ddpkit.bench.planning.gpus import Gpu, find_gpu
-from ddpkit.bench.planning.memory import MemoryInput, Optimizer
+from ddpkit.bench.planning.memory import (
+    STRATEGIES,
+    MemoryInput,
+    Optimizer,
+    Strategy,
+    embedding_params,
+)
 from ddpkit.bench.planning.model import (
     ALGORITHMS,
     GRAD_DTYPE_BYTES,
@@ -23,7 +29,8 @@ from ddpkit.bench.planning.model import (
     default_hidden,
     evaluate,
 )
-from ddpkit.bench.planning.strategies import Link
+from ddpkit.bench.planning.shapes import find_shape
+from ddpkit.bench.planning.strategies import CPU_OPTIMIZER_PARAMS_PER_S, PCIE_BYTES_PER_S, Link
 from ddpkit.bench.units import format_bytes, format_count, format_rate, format_seconds
 from ddpkit.errors import UsageError
 from ddpkit.i18n import _
@@ -32,6 +39,7 @@ DEFAULT_SETTINGS = "none,bf16,fp16,powersgd:1,powersgd:4,accumulate:2,accumulate
 DEFAULT_INTRA_NODE = 20e9  # bytes/s: PCIe-class busbw without NVLink
 DEFAULT_OVERLAP = 0.7
 CPU_OVERLAP = 0.0
+DEFAULT_VOCAB = 32000  # Llama's; pass --vocab (0: no token embedding)
 
 
 @dataclass(frozen=True)
@@ -60,6 +68,14 @@ class PlanRequest:
     layers: int | None = None
     checkpointing: bool = False
     lora_rank: int = 16
+    model: str | None = None  # a known shape (shapes.py): params, layers, hidden, vocab
+    precision: str | None = None  # fp32 | bf16 | fp16 (mixed precision): sets grad_dtype
+    strategies: tuple[Strategy, ...] = STRATEGIES  # the memory-first rows to compare
+    vocab: int | None = None
+    tied_embeddings: bool = False
+    host_memory: int | None = None  # bytes of RAM per node
+    pcie: float | None = None  # bytes/s per GPU, host <-> GPU
+    cpu_optimizer: float | None = None  # params/s per node
 
 
 @dataclass(frozen=True)
@@ -94,13 +110,31 @@ def _pick(name: str, flag: Any, bench: Any, default: Any, sources: dict[str, str
     return default
 
 
+def with_shape(req: PlanRequest) -> PlanRequest:
+    """``req`` with ``--model``'s shape filling what the flags did not give."""
+    if req.model is None:
+        return req
+    shape = find_shape(req.model)
+    return replace(req, params=req.params if req.params is not None or req.model_bytes else
+                   shape.params, layers=req.layers or shape.layers,
+                   hidden=req.hidden or shape.hidden,
+                   vocab=shape.vocab if req.vocab is None else req.vocab,
+                   tied_embeddings=req.tied_embeddings or shape.tied_embeddings)
+
+
 def resolve(req: PlanRequest, bench: BenchFacts | None = None) -> tuple[PlanInput, dict[str, str],
                                                                           list[str]]:
     """Fill a :class:`PlanInput` and say where each number came from and what was assumed."""
+    req = with_shape(req)
     b = bench or BenchFacts(source="")
     sources: dict[str, str] = {}
     notes: list[str] = []
-    grad_dtype = _pick("grad_dtype", req.grad_dtype, b.grad_dtype, "fp32", sources)
+    if req.precision is not None and req.grad_dtype not in (None, req.precision):
+        raise UsageError("bad-usage", _("--precision {precision} and --grad-dtype {dtype} "
+                                        "disagree", precision=req.precision, dtype=req.grad_dtype),
+                         _("give one of them"))
+    grad_dtype = _pick("grad_dtype", req.precision or req.grad_dtype, b.grad_dtype, "fp32",
+                       sources)
     grad_bytes = GRAD_DTYPE_BYTES[grad_dtype]
     if req.params is None and req.model_bytes is not None:
         params, sources["params"] = max(1, round(req.model_bytes / grad_bytes)), "flag"
@@ -274,6 +308,7 @@ def decide(inp: PlanInput, results: tuple[SettingResult, ...]) -> Verdict:
 
 
 def make_plan(req: PlanRequest, bench: BenchFacts | None = None) -> Plan:
+    req = with_shape(req)
     inp, sources, notes = resolve(req, bench)
     notes.append(_("all-reduce model: {algorithm}, bandwidth only (no latency term)",
                    algorithm=inp.algorithm))
@@ -294,7 +329,10 @@ def make_plan(req: PlanRequest, bench: BenchFacts | None = None) -> Plan:
 
 
 def _fit(req: PlanRequest, inp: PlanInput) -> FitPlan:
-    for name in ("micro_batch", "seq_len", "layers", "lora_rank", "gpu_memory"):
+    if req.vocab is not None and req.vocab < 0:
+        raise UsageError("bad-memory-input", _("--vocab {value} must be at least 0",
+                                               value=req.vocab), _("fix {flag}", flag="--vocab"))
+    for name in ("micro_batch", "seq_len", "layers", "lora_rank", "gpu_memory", "host_memory"):
         value = getattr(req, name)
         if value is not None and value < 1:
             flag = f"--{name.replace('_', '-')}"
@@ -303,15 +341,27 @@ def _fit(req: PlanRequest, inp: PlanInput) -> FitPlan:
     gpu: Gpu | None = find_gpu(req.gpu) if req.gpu is not None else None
     memory_bytes = req.gpu_memory if req.gpu_memory is not None else (
         None if gpu is None else gpu.memory_bytes)
-    layers = req.layers or max(1, round(inp.params / (12 * inp.hidden**2)))
+    for name in ("pcie", "cpu_optimizer"):
+        value = getattr(req, name)
+        if value is not None and value <= 0:
+            flag = "--cpu-optimizer-rate" if name == "cpu_optimizer" else "--pcie"
+            raise UsageError("bad-memory-input", _("{flag} must be positive", flag=flag),
+                             _("fix {flag}", flag=flag))
+    vocab = DEFAULT_VOCAB if req.vocab is None else req.vocab
     mem = MemoryInput(
         params=inp.params, nodes=inp.nodes, gpus_per_node=inp.gpus_per_node,
-        grad_bytes=inp.grad_bytes, optimizer=req.optimizer, layers=layers, hidden=inp.hidden,
+        grad_bytes=inp.grad_bytes, optimizer=req.optimizer, layers=1, hidden=inp.hidden,
         micro_batch=req.micro_batch, seq_len=req.seq_len, checkpointing=req.checkpointing,
-        lora_rank=req.lora_rank)
+        lora_rank=req.lora_rank, vocab=vocab, tied_embeddings=req.tied_embeddings)
+    blocks = (inp.params - embedding_params(mem)) / (12 * inp.hidden**2)
+    mem = replace(mem, layers=req.layers or max(1, round(blocks)))
+    host = req.host_memory if req.host_memory is not None else (
+        None if gpu is None else gpu.host_per_gpu * inp.gpus_per_node)
     link = Link(inp.inter_node_bytes_per_s, inp.intra_node_bytes_per_s, inp.overlap,
-                inp.algorithm)
-    return fit_plan(mem, link, inp.step_compute_s, gpu, memory_bytes, inp.efficiency_threshold)
+                inp.algorithm, pcie=req.pcie or PCIE_BYTES_PER_S,
+                cpu_optimizer=req.cpu_optimizer or CPU_OPTIMIZER_PARAMS_PER_S, host_memory=host)
+    return fit_plan(mem, link, inp.step_compute_s, gpu, memory_bytes, inp.efficiency_threshold,
+                    req.strategies, host_default=req.host_memory is None)
 
 
 def plan_to_dict(plan: Plan) -> dict[str, Any]:

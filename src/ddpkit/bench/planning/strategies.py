@@ -14,6 +14,13 @@ model (:mod:`ddpkit.bench.planning.model`). Per step and per node, through the n
   two links.
 * HSDP: all-gathers and reduce-scatters stay inside a node; across nodes, each GPU all-reduces its
   1/G shard of the gradients with its peers: ``2(N-1)/N x gradients`` per node, DDP's volume.
+* On Gloo (``Link.backend``): DDP's all-reduce is one ring over all ranks (``flat-ring``) and a
+  reduce-scatter is a whole all-reduce (twice a ring reduce-scatter's bytes); measured on the sim.
+* CPU offload costs time: the copies over each GPU's PCIe link per step (ZeRO-Offload: the
+  gradient shard down, the updated 16-bit shard up; FSDP's ``CPUOffloadPolicy``: the fp32 shard up
+  for forward and again for backward, the fp32 gradient shard down) at ``Link.pcie``, plus the
+  optimizer step on the node's CPUs at ``Link.cpu_optimizer`` parameters per second, not hidden.
+  Offloaded state must fit the node's host memory.
 """
 
 from __future__ import annotations
@@ -22,6 +29,7 @@ from dataclasses import dataclass, replace
 
 from ddpkit.bench.planning.memory import (
     ADAPTER_STRATEGIES,
+    OFFLOAD_STRATEGIES,
     STRATEGIES,
     Memory,
     MemoryInput,
@@ -30,6 +38,13 @@ from ddpkit.bench.planning.memory import (
     memory,
 )
 from ddpkit.bench.planning.model import allreduce_seconds, exposed_seconds
+
+# Rules of thumb, stated in the output and overridable (docs/plan.md, "CPU offload"): pinned copies
+# over PCIe 4.0 x16 reach 20-25 GB/s, pageable ones and GPUs sharing a root complex far less;
+# an Adam step on CPU runs from under 1e9 (torch) to a few 1e9 (DeepSpeed's CPU-Adam) params/s.
+PCIE_BYTES_PER_S = 12e9
+CPU_OPTIMIZER_PARAMS_PER_S = 1e9
+HOST_USABLE = 0.9  # of the node's RAM for offloaded state: the OS and data loaders need the rest
 
 
 @dataclass(frozen=True)
@@ -40,6 +55,11 @@ class Link:
     intra_node: float
     overlap: float
     algorithm: str = "hierarchical"  # the all-reduce model for DDP, LoRA and HSDP's cross-node step
+    pcie: float = PCIE_BYTES_PER_S  # host <-> GPU copies, bytes/s per GPU (offload)
+    cpu_optimizer: float = CPU_OPTIMIZER_PARAMS_PER_S  # optimizer step on one node's CPUs
+    host_memory: int | None = None  # bytes of RAM per node; None: not checked
+    backend: str = "nccl"  # "gloo": count Gloo's collectives as it runs them (see traffic())
+
 
 
 @dataclass(frozen=True)
@@ -56,6 +76,12 @@ class StrategyResult:
     step_s: float | None
     step_one_node_s: float | None
     efficiency: float | None  # same strategy: 1-node step / N-node step (weak scaling), <= 1
+    offload_s: float = 0.0  # per step on N nodes: PCIe copies + CPU optimizer step
+    offload_one_node_s: float = 0.0
+    host_bytes: float = 0.0  # offloaded state per node on N nodes
+    host_bytes_one_node: float = 0.0
+    host_fits: bool | None = None  # None: no offload, or host memory unknown
+    host_fits_one_node: bool | None = None
 
     @property
     def adapters_only(self) -> bool:
@@ -76,31 +102,55 @@ def traffic(inp: MemoryInput, strategy: Strategy, link: Link, nodes: int) -> tup
     slowest = min(link.inter_node, link.intra_node) if (n > 1 and gpus > 1) else (
         link.inter_node if n > 1 else link.intra_node)
 
+    gloo = link.backend == "gloo"
+
     def allreduce(size: float) -> tuple[float, float]:
-        seconds = allreduce_seconds(size, n, gpus, link.inter_node, link.intra_node,
-                                    link.algorithm)
+        # Gloo's all-reduce is one ring over all ranks: NCCL's flat-ring count.
+        algorithm = "flat-ring" if gloo else link.algorithm
+        seconds = allreduce_seconds(size, n, gpus, link.inter_node, link.intra_node, algorithm)
         if n == 1:
             return 0.0, seconds
-        ranks = k if link.algorithm == "flat-ring" else n
+        ranks = k if algorithm == "flat-ring" else n
         return 2 * (ranks - 1) / ranks * size, seconds
 
     if strategy == "ddp":
         return allreduce(p * g)
     if strategy in ("lora", "qlora"):
-        return allreduce(float(lora_params(inp)) * 4)
+        return allreduce(float(lora_params(inp)) * (2 if strategy == "qlora" else 4))
+    # Gloo's reduce_scatter_tensor is a whole all-reduce, then the rank's chunk (torch's
+    # ProcessGroupGloo): twice a ring reduce-scatter's bytes.
+    scatter = 2 * g if gloo else g
     if strategy == "hsdp":
-        intra = _ring(p * (2 * w + g), gpus) / link.intra_node
+        intra = _ring(p * (2 * w + scatter), gpus) / link.intra_node
         if n == 1:
             return 0.0, intra
         across = 2 * (n - 1) / n * p * g
         return across, intra + across / link.inter_node
-    gathered = p * (g + w) if strategy in ("zero1", "zero2", "zero2+offload") else p * (2 * w + g)
+    gathered = p * (w + scatter) if strategy in ("zero1", "zero2", "zero2+offload") else (
+        p * (2 * w + scatter))
     moved = _ring(gathered, k)
     return (moved if n > 1 else 0.0), moved / slowest if moved else 0.0
 
 
-def _step(comm: float, compute: float | None, overlap: float) -> float | None:
-    return None if compute is None else compute + exposed_seconds(comm, compute, overlap)
+def offload_seconds(inp: MemoryInput, strategy: Strategy, link: Link, nodes: int) -> float:
+    """PCIe copies per GPU plus the CPU optimizer step of one node, per step (0: no offload)."""
+    if strategy not in OFFLOAD_STRATEGIES:
+        return 0.0
+    p, g = float(inp.params), float(inp.grad_bytes)
+    ranks = nodes * inp.gpus_per_node
+    shard = p / ranks
+    copied = shard * (2 * g if strategy == "zero2+offload" else 3 * 4.0)
+    return copied / link.pcie + shard * inp.gpus_per_node / link.cpu_optimizer
+
+
+def _step(comm: float, compute: float | None, overlap: float, offload: float) -> float | None:
+    return None if compute is None else compute + exposed_seconds(comm, compute, overlap) + offload
+
+
+def _host_fits(host_bytes: float, link: Link) -> bool | None:
+    if host_bytes <= 0 or link.host_memory is None:
+        return None
+    return host_bytes <= link.host_memory * HOST_USABLE
 
 
 def evaluate_strategies(inp: MemoryInput, link: Link, compute_s: float | None,
@@ -110,39 +160,52 @@ def evaluate_strategies(inp: MemoryInput, link: Link, compute_s: float | None,
     results = []
     for strategy in STRATEGIES:
         mem, mem_one = memory(inp, strategy), memory(one, strategy)
-        fits = None if usable_bytes is None else mem.total <= usable_bytes
-        fits_one = None if usable_bytes is None else mem_one.total <= usable_bytes
+        host, host_one = mem.host * inp.gpus_per_node, mem_one.host * inp.gpus_per_node
+        host_fits, host_fits_one = _host_fits(host, link), _host_fits(host_one, link)
+        fits = None if usable_bytes is None else (mem.total <= usable_bytes
+                                                  and host_fits is not False)
+        fits_one = None if usable_bytes is None else (mem_one.total <= usable_bytes
+                                                      and host_fits_one is not False)
         moved, comm = traffic(inp, strategy, link, inp.nodes)
         _, comm_one = traffic(inp, strategy, link, 1)
-        step, step_one = _step(comm, compute_s, link.overlap), _step(comm_one, compute_s,
-                                                                     link.overlap)
+        off = offload_seconds(inp, strategy, link, inp.nodes)
+        off_one = offload_seconds(inp, strategy, link, 1)
+        step = _step(comm, compute_s, link.overlap, off)
+        step_one = _step(comm_one, compute_s, link.overlap, off_one)
         efficiency = None if step is None or step_one is None else step_one / step
         results.append(StrategyResult(
             strategy=strategy, memory=mem, memory_one_node=mem_one, fits=fits,
             fits_one_node=fits_one,
             shortfall=0.0 if usable_bytes is None else max(0.0, mem.total - usable_bytes),
             inter_node_bytes=moved, comm_s=comm, comm_one_node_s=comm_one, step_s=step,
-            step_one_node_s=step_one, efficiency=efficiency))
+            step_one_node_s=step_one, efficiency=efficiency, offload_s=off,
+            offload_one_node_s=off_one, host_bytes=host, host_bytes_one_node=host_one,
+            host_fits=host_fits, host_fits_one_node=host_fits_one))
     return tuple(results)
 
 
 def _speed(r: StrategyResult, one_node: bool) -> float:
     step = r.step_one_node_s if one_node else r.step_s
     comm = r.comm_one_node_s if one_node else r.comm_s
-    return step if step is not None else comm
+    offload = r.offload_one_node_s if one_node else r.offload_s
+    return step if step is not None else comm + offload
+
+
+# Strategies that need DeepSpeed: on equal speed, torch's own (nothing more to install) goes first.
+DEEPSPEED: frozenset[Strategy] = frozenset({"zero1", "zero2", "zero2+offload", "zero3"})
 
 
 def tier(r: StrategyResult) -> int:
-    """0: trains the whole model on the GPUs; 1: with CPU offload (its CPU optimizer step and PCIe
-    copies are not modelled, so it is never preferred to a fit without it); 2: adapters only."""
-    return 2 if r.adapters_only else 1 if r.strategy.endswith("+offload") else 0
+    """0: trains the whole model (offload's cost is in its step time); 1: adapters only."""
+    return 1 if r.adapters_only else 0
 
 
 def fastest(results: tuple[StrategyResult, ...], *, one_node: bool) -> StrategyResult | None:
     """The fastest strategy that fits, from the first tier (:func:`tier`) where any fits."""
-    for level in (0, 1, 2):
+    for level in (0, 1):
         pool = [r for r in results if tier(r) == level]
         fitting = [r for r in pool if (r.fits_one_node if one_node else r.fits)]
         if fitting:
-            return min(fitting, key=lambda r: (_speed(r, one_node), r.memory.total))
+            return min(fitting, key=lambda r: (_speed(r, one_node), r.strategy in DEEPSPEED,
+                                               r.memory.total))
     return None

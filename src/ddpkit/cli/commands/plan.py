@@ -6,7 +6,7 @@ import argparse
 
 from ddpkit.bench.planning import gpus
 from ddpkit.bench.planning.bench_results import BenchFacts, read_bench
-from ddpkit.bench.planning.memory import OPTIMIZERS
+from ddpkit.bench.planning.memory import OPTIMIZERS, STRATEGIES, Strategy
 from ddpkit.bench.planning.model import ALGORITHMS, GRAD_DTYPE_BYTES, parse_setting
 from ddpkit.bench.planning.plan import (
     DEFAULT_SETTINGS,
@@ -16,6 +16,7 @@ from ddpkit.bench.planning.plan import (
     make_plan,
     plan_to_dict,
 )
+from ddpkit.bench.planning.shapes import SHAPES
 from ddpkit.bench.units import (
     format_bytes,
     format_count,
@@ -79,6 +80,26 @@ def configure(parser: argparse.ArgumentParser) -> None:
              help=_("activation checkpointing on every block"))
     add_flag(memory, "--lora-rank", type=int, default=16, metavar="R",
              help=_("LoRA/QLoRA adapter rank (default 16, all linear layers)"))
+    add_flag(memory, "--precision", choices=sorted(GRAD_DTYPE_BYTES),
+             help=_("fp32, or bf16/fp16 mixed precision as ZeRO counts it (sets --grad-dtype)"))
+    add_flag(memory, "--strategy", metavar="NAME[,NAME]",
+             help=_("compare only these strategies: {names}", names=", ".join(STRATEGIES)))
+    add_flag(memory, "--model", metavar="NAME",
+             help=_("a known shape: {names} (sets --params, --layers, --hidden, --vocab)",
+                    names=", ".join(s.name for s in SHAPES)))
+    add_flag(memory, "--vocab", type=int, metavar="V",
+             help=_("token embedding rows (default 32000; 0: none)"))
+    add_flag(memory, "--tied-embeddings", action="store_true",
+             help=_("the output head shares the embedding matrix"))
+    add_flag(memory, "--host-memory", metavar="SIZE",
+             help=_("RAM per node for CPU offload (default: a typical instance of --gpu)"))
+    add_flag(memory, "--pcie", metavar="RATE",
+             help=_("host-GPU copy rate per GPU for offload (default 12GB/s)"))
+    add_flag(memory, "--cpu-optimizer-rate", metavar="N",
+             help=_("parameters per second the CPU optimizer steps per node (default 1e9)"))
+    add_flag(memory, "--plot", metavar="FILE.png",
+             help=_("draw memory per GPU per strategy against the usable memory (needs the "
+                    "'plot' extra: matplotlib)"))
     add_json_flag(parser)
 
 
@@ -118,13 +139,42 @@ def request_from_args(args: argparse.Namespace) -> PlanRequest:
         layers=args.layers,
         checkpointing=args.checkpointing,
         lora_rank=args.lora_rank,
+        model=args.model,
+        precision=args.precision,
+        strategies=STRATEGIES if args.strategy is None else parse_strategies(args.strategy),
+        vocab=args.vocab,
+        tied_embeddings=args.tied_embeddings,
+        host_memory=None if args.host_memory is None
+        else parse_size(args.host_memory, flag="--host-memory"),
+        pcie=None if args.pcie is None else parse_rate(args.pcie, flag="--pcie"),
+        cpu_optimizer=None if args.cpu_optimizer_rate is None
+        else float(parse_count(args.cpu_optimizer_rate, flag="--cpu-optimizer-rate")),
     )
+
+
+def parse_strategies(text: str) -> tuple[Strategy, ...]:
+    """``fsdp,hsdp`` -> the strategies, in the order given, each once."""
+    names = [part.strip() for part in text.split(",") if part.strip()]
+    unknown = [name for name in names if name not in STRATEGIES]
+    if unknown or not names:
+        raise UsageError("bad-strategy", _("unknown strategy {name!r} in --strategy",
+                                           name=(unknown or [text])[0]),
+                         _("choose from {names}", names=",".join(STRATEGIES)))
+    return tuple(dict.fromkeys(s for s in STRATEGIES if s in names))
 
 
 def run(args: argparse.Namespace, console: Console) -> int:
     request = request_from_args(args)
+    if args.plot:
+        from ddpkit.bench.plot import require_matplotlib
+
+        require_matplotlib()  # before any work: a clear error, not a traceback at the end
     bench: BenchFacts | None = read_bench(args.from_bench) if args.from_bench else None
     plan = make_plan(request, bench)
+    if args.plot:
+        from ddpkit.bench.plan_plot import write_plan_plot
+
+        write_plan_plot(plan.fit, args.plot)
     if args.json:
         render.emit_json(console, document("plan", 2, plan_to_dict(plan)))
     else:

@@ -11,18 +11,20 @@ from ddpkit.cli.output.console import Console
 from ddpkit.i18n import _, _n, localized
 
 
-def _fits(fits: bool | None, total: float, usable: int | None) -> str:
+def _fits(fits: bool | None, total: float, usable: int | None, host_fits: bool | None) -> str:
     if fits is None or usable is None:
         return "?"
+    if not fits and total <= usable and host_fits is False:
+        return _("host")  # the GPU holds it, the node's RAM does not hold the offloaded state
     return _("yes") if fits else f"-{format_bytes(total - usable)}"
 
 
 def _row(r: StrategyResult, usable: int | None) -> list[str]:
     eff = "-" if r.efficiency is None or not r.fits_one_node else f"{r.efficiency:.0%}"
     return [r.strategy + (" *" if r.adapters_only else ""), format_bytes(r.memory.total),
-            _fits(r.fits, r.memory.total, usable),
+            _fits(r.fits, r.memory.total, usable, r.host_fits),
             format_bytes(r.memory_one_node.total),
-            _fits(r.fits_one_node, r.memory_one_node.total, usable),
+            _fits(r.fits_one_node, r.memory_one_node.total, usable, r.host_fits_one_node),
             format_bytes(r.inter_node_bytes), format_seconds(r.comm_s),
             "-" if r.step_s is None else format_seconds(r.step_s), eff]
 
@@ -53,6 +55,9 @@ def show_memory(console: Console, plan: Plan) -> bool:
     render.line(console, render.style(console, localized(_(
         "  vs 1 node: same strategy's step on 1 node / on {n} nodes (weak scaling); "
         "*: adapters only", n=n)), "dim"))
+    if any(r.host_fits is False or r.host_fits_one_node is False for r in fit.results):
+        render.line(console, render.style(console, localized(_(
+            "  host: fits the GPU, but the offloaded state is more than the node's RAM")), "dim"))
     for note in fit.notes:
         render.wrapped(console, _("  assumes: {note}", note=note), indent="    ",
                        name="dim" if console.color else None)
