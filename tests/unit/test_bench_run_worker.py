@@ -91,6 +91,8 @@ def test_scaling_worker_measures_one_node_and_both_nodes(tmp_path: Path) -> None
     assert sorted(one) == ["none", "powersgd:1"]
     none = one["none"]
     assert len(none["per_node_step_s"]) == 2 and none["detail"]["ranks"] == 1
+    threads = none["per_node_threads"]  # each node's threads: a run that differs is named
+    assert len(threads) == 2 and all(isinstance(count, int) and count >= 1 for count, _ in threads)
     assert none["step_s"] == pytest.approx((none["before_step_s"] + none["after_step_s"]) / 2)
     psgd = one["powersgd:1"]["detail"]
     assert psgd["hook"] == "powersgd:1:warmup=2" and psgd["bucket_cap_mb"] >= 1  # one Gloo bucket

@@ -24,6 +24,7 @@ class PlotData:
     efficiency: tuple[float, ...]  # 0 for a failed setting
     failed: tuple[bool, ...]
     threshold: float | None
+    suspect: tuple[bool, ...] = ()  # ran, but failed its own sanity check: marked, not advice
 
 
 def plot_data(payload: Mapping[str, Any], threshold: float | None = None) -> PlotData:
@@ -41,7 +42,8 @@ def plot_data(payload: Mapping[str, Any], threshold: float | None = None) -> Plo
         settings=tuple(r["setting"] for r in scaling),
         efficiency=tuple(float(r.get("efficiency") or 0.0) if r.get("ok") else 0.0
                          for r in scaling),
-        failed=tuple(not r.get("ok") for r in scaling), threshold=threshold)
+        failed=tuple(not r.get("ok") for r in scaling), threshold=threshold,
+        suspect=tuple(bool(r.get("ok") and r.get("noisy")) for r in scaling))
 
 
 def require_matplotlib() -> Any:
@@ -85,12 +87,23 @@ def write_plot(payload: Mapping[str, Any], path: str | Path, threshold: float | 
         column += 1
     if data.settings:
         ax = axes[0][column]
-        colours = ["lightgrey" if failed else "tab:blue" for failed in data.failed]
-        bars = ax.bar(range(len(data.settings)), [e * 100 for e in data.efficiency], color=colours)
-        for bar, failed, value in zip(bars, data.failed, data.efficiency):
-            ax.annotate("failed" if failed else f"{value:.0%}",
+        suspect = data.suspect or (False,) * len(data.settings)
+        colours = ["lightgrey" if failed else "white" if odd else "tab:blue"
+                   for failed, odd in zip(data.failed, suspect)]
+        bars = ax.bar(range(len(data.settings)), [e * 100 for e in data.efficiency], color=colours,
+                      edgecolor=["tab:red" if odd else "none" for odd in suspect])
+        for bar, failed, odd, value in zip(bars, data.failed, suspect, data.efficiency):
+            if odd:
+                bar.set_hatch("//")
+            ax.annotate("failed" if failed else f"{value:.0%}?\nfailed check" if odd
+                        else f"{value:.0%}",
                         (bar.get_x() + bar.get_width() / 2, bar.get_height()),
-                        ha="center", va="bottom", fontsize="small")
+                        ha="center", va="bottom", fontsize="small",
+                        color="tab:red" if odd else "black")
+        ax.margins(y=0.15)  # room for the labels over the tallest bar
+        if any(suspect):
+            ax.set_xlabel("hatched: failed its own sanity check (not advice; repeat the run)",
+                          color="tab:red", fontsize="small")
         if data.threshold is not None:
             ax.axhline(data.threshold * 100, color="black", linestyle="--",
                        label=f"threshold {data.threshold:.0%}")
