@@ -1,6 +1,7 @@
 """``ddpkit bench --plot FILE.png``: busbw vs size per collective with the raw TCP line, and the
 efficiency of each scaling setting as bars. matplotlib is the optional extra ``plot``
-(``pip install 'ddpkit[plot]'``); it is imported only here, only when a plot is asked for.
+(``pip install 'ddpkit[plot]'``, ``pip install -e '.[plot]'`` in a source checkout); it is
+imported only here, only when a plot is asked for.
 """
 
 from __future__ import annotations
@@ -46,15 +47,27 @@ def plot_data(payload: Mapping[str, Any], threshold: float | None = None) -> Plo
         suspect=tuple(bool(r.get("ok") and r.get("noisy")) for r in scaling))
 
 
+def source_checkout(module_file: str = __file__) -> Path | None:
+    """The source tree this ddpkit runs from (``pip install -e``: src/ddpkit under a
+    pyproject.toml), or None for an installed wheel."""
+    root = Path(module_file).resolve().parents[3]  # <root>/src/ddpkit/bench/plot.py
+    if (root / "pyproject.toml").is_file() and (root / "src" / "ddpkit").is_dir():
+        return root
+    return None
+
+
 def require_matplotlib() -> Any:
     """The ``matplotlib`` module with a file-only backend; EnvironmentProblem if it is missing."""
     try:
         matplotlib = importlib.import_module("matplotlib")
     except ImportError as exc:
+        root = source_checkout()
+        install = (f"pip install -e '{root}[plot]'" if root is not None
+                   else "pip install 'ddpkit[plot]'")  # a source checkout has no such wheel
         raise EnvironmentProblem(
             "matplotlib-missing", _("--plot needs matplotlib, which is not installed"),
-            _("pip install 'ddpkit[plot]' (or pip install matplotlib), or drop --plot; "
-              "--json and --csv need nothing extra")) from exc
+            _("{install} (or pip install matplotlib), or drop --plot; --json and --csv need "
+              "nothing extra", install=install)) from exc
     matplotlib.use("Agg")
     return matplotlib
 
