@@ -232,6 +232,15 @@ def test_a_flag_of_a_newer_torchrun_passes_on_without_a_change_to_ddpkit(  # typ
     assert doc["argv"][doc["argv"].index("x.py"):] == ["x.py", "--brand-new-switch", "--lr", "1"]
     (peer,) = doc["peer_commands"]  # every node gets them, like the listed flags
     assert "--ddpkit-never-heard-of=7 --brand-new-switch" in peer
+    # a joining node reads the master's job through the same parser (cli/commands/join.py)
+    from ddpkit.cli.command_table import build_parser
+    from ddpkit.cli.node.torch_options import resolve
+
+    line = ["--nnodes=2", "--node-rank=1", "--master-addr=127.0.0.1",
+            "--ddpkit-never-heard-of=7", "x.py"]
+    parser, _module = build_parser("launch", argv=line)
+    _args, options = resolve(parser.parse_args(line))
+    assert ("--ddpkit-never-heard-of", "7") in options.torchrun_options
     # a flag no torchrun has is still refused, and names itself
     monkeypatch.setattr(torch_run, "get_args_parser", original)
     refused = run_cli("launch", "--dry-run", "--ddpkit-never-heard-of=7", "x.py")
