@@ -12,6 +12,7 @@ from typing import Any
 from ddpkit.bench.planning.model import parse_setting
 from ddpkit.bench.planning.plan import cost_of
 from ddpkit.i18n import _
+from ddpkit.wording import clauses, commas
 
 NOISY_SPREAD = 0.25  # the 1-node reference moved this much between before and after
 IMPOSSIBLE = 1.1  # efficiency above this is impossible where nothing shortens the N-node step
@@ -62,7 +63,7 @@ def thread_cause(docs: Sequence[Mapping[str, Any]]) -> str | None:
                           count=item[0]))
         return _("the nodes ran with different thread counts ({counts}): give every node the "
                  "same OMP_NUM_THREADS (e.g. --env OMP_NUM_THREADS=1) and run the bench again",
-                 counts=", ".join(said))
+                 counts=commas(said))
     return None
 
 
@@ -78,8 +79,10 @@ def recommend(rows: Sequence[Mapping[str, Any]], *, nodes: int, threshold: float
     suspect = [r for r in measured if r.get("noisy")]
     repeat = None
     if suspect:
-        why = "; ".join(f"{r['setting']} {r['efficiency']:.0%}: "
-                        f"{r.get('noise') or _('failed the sanity check')}" for r in suspect)
+        why = clauses([_("{setting} {efficiency:.0%}: {noise}", setting=r["setting"],
+                         efficiency=r["efficiency"],
+                         noise=r.get("noise") or _("failed the sanity check"))
+                       for r in suspect])
         repeat = (_("repeat the run: {why}; {cause}", why=why, cause=cause) if cause else
                   _("repeat the run on a quiet machine, the same way on every node: {why}",
                     why=why))
