@@ -225,13 +225,7 @@ def run(args: argparse.Namespace, console: Console) -> int:
                              own_config=lambda address: node_config(with_master(args, address)),
                              render_result=render_job)
     config, node_options = node_config(args)
-    if not config.is_master or config.nnodes < 2 or request.dry_run:
-        return run_this_node(request, console, JOB, config, node_options)
-    try:  # the master of a per-node bench: the others wait for it on its port; tell them it quit
-        return run_this_node(request, console, JOB, config, node_options)
-    except (DdpkitError, KeyboardInterrupt) as exc:
-        _tell_the_others(console, config, exc)
-        raise
+    return run_this_node(request, console, JOB, config, node_options)
 
 
 def _tell_the_others(console: Console, config: LaunchConfig,
@@ -261,7 +255,21 @@ def node_config(args: argparse.Namespace) -> tuple[LaunchConfig, BenchShareOptio
 
 def share(console: Console, base: LaunchConfig, context: ShareContext,
           given: BenchShareOptions) -> tuple[int, NodeOutcome]:
-    """This node's share of the bench: every stage in turn; node 0 merges, writes and shows."""
+    """This node's share of the bench: every stage in turn; node 0 merges, writes and shows. A
+    master that quits before its jobs are done tells the others, who wait for it on its port."""
+    if not base.is_master or base.nnodes < 2 or context.dry_run:
+        return _share(console, base, context, given, [])
+    done: list[bool] = []  # once the jobs ran, the others no longer wait for this node
+    try:
+        return _share(console, base, context, given, done)
+    except (DdpkitError, KeyboardInterrupt) as exc:
+        if not done:
+            _tell_the_others(console, base, exc)
+        raise
+
+
+def _share(console: Console, base: LaunchConfig, context: ShareContext,
+           given: BenchShareOptions, done: list[bool]) -> tuple[int, NodeOutcome]:
     from ddpkit.launch.node import session
 
     options = given.bench
@@ -300,6 +308,7 @@ def share(console: Console, base: LaunchConfig, context: ShareContext,
     finally:
         if watch is not None:
             watch.stop()
+    done.append(True)
     if watch is not None and (quit_reason := watch.reason() or (
             watch.look() if any(not o.ok for o in outcomes) else None)):
         raise JobFailed("job-stopped", _("node 0 quit: {reason}", reason=quit_reason),
