@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import io
 import os
-import socket
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -15,6 +14,7 @@ import pytest
 from ddpkit.cli.main import main
 from ddpkit.cli.output.console import Console
 from ddpkit.i18n import use_language
+from ports import free_port
 
 IS_ROOT = hasattr(os, "geteuid") and os.geteuid() == 0
 
@@ -108,15 +108,11 @@ def assert_fits():  # type: ignore[no-untyped-def]
     return check
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 @pytest.fixture
 def tcp_port() -> int:
-    """A TCP port that was free on loopback a moment ago."""
+    """A TCP port free a moment ago, outside the kernel's ephemeral range (tests/ports.py)."""
     return free_port()
 
 

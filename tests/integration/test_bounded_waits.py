@@ -17,6 +17,8 @@ from pathlib import Path
 import psutil
 import pytest
 
+from ports import free_port
+
 pytestmark = [pytest.mark.slow]
 
 
@@ -103,9 +105,7 @@ def test_a_worker_against_a_silent_master_port_stops_at_the_rdzv_timeout(
 
 @pytest.mark.timeout(120)
 def test_a_master_whose_peers_never_come_stops_at_the_rdzv_timeout(tmp_path: Path) -> None:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+    port = free_port()
     done, took = _launch(tmp_path, "--nnodes", "2", "--node-rank", "0", "--master-addr", "127.0.0.1",
                          "--master-port", str(port), "--rdzv-timeout", "5")
     assert done.returncode == 5, done.stderr[-2000:]
@@ -117,9 +117,7 @@ def test_a_master_whose_peers_never_come_stops_at_the_rdzv_timeout(tmp_path: Pat
 
 @pytest.mark.timeout(120)
 def test_a_closed_master_port_fails_at_the_connect_timeout(tmp_path: Path) -> None:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]  # closed once the with-block ends: nothing listens
+    port = free_port()  # nothing listens on it
     done, took = _launch(tmp_path, "--nnodes", "2", "--node-rank", "1", "--master-addr", "127.0.0.1",
                          "--master-port", str(port), "--connect-timeout", "4")
     assert done.returncode == 5 and "error [master-unreachable]" in done.stderr, done.stderr[-2000:]
@@ -150,9 +148,7 @@ def test_a_worker_started_long_before_its_master_still_joins(tmp_path: Path, rdz
     the master is late (torchrun would give up on the master's store first), it waits for the
     master before starting torchrun. (10 s, not 5: once both start torchrun, the rendezvous must
     complete within it on a loaded 2-core box.)"""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+    port = free_port()
     script = tmp_path / "train.py"
     script.write_text("import torch.distributed as dist\ndist.init_process_group('gloo')\n"
                       "dist.barrier()\nprint('rank', dist.get_rank(), 'met')\n"

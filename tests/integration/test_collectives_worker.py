@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -13,13 +12,11 @@ from pathlib import Path
 import psutil
 import pytest
 
+from ports import free_port
+
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(240)]
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def _env() -> dict[str, str]:
@@ -43,7 +40,7 @@ def _session_members(sid: int) -> list[psutil.Process]:
 def _torchrun(*worker_args: str, timeout: float = 180) -> subprocess.CompletedProcess[str]:
     """Run the worker under torchrun in a session of its own; prove nothing of it survives."""
     argv = [sys.executable, "-m", "torch.distributed.run", "--nnodes", "1", "--nproc-per-node",
-            "2", "--master-addr", "127.0.0.1", "--master-port", str(_free_port()),
+            "2", "--master-addr", "127.0.0.1", "--master-port", str(free_port()),
             "-m", "ddpkit.workers.collectives", *worker_args]
     proc = subprocess.Popen(argv, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True, start_new_session=True)

@@ -26,6 +26,8 @@ from pathlib import Path
 import psutil
 import pytest
 
+from ports import free_port
+
 pytestmark = pytest.mark.slow
 
 CAPTURED = Path(__file__).resolve().parents[1] / "fixtures" / "logs" / "captured"
@@ -66,10 +68,6 @@ def clean_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     return env
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 @pytest.fixture

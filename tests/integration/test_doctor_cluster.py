@@ -23,15 +23,12 @@ from ddpkit.doctor.cluster.model import Candidate
 from ddpkit.doctor.cluster.report import MeetingOutcome, build_report
 from ddpkit.doctor.cluster.session import ClusterOptions, collect_fingerprint, run_node
 from ddpkit.sim.topology import SimCluster, node_argv
+from ports import free_port
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(180)]
 HEALTHY_TIMEOUT = "60"  # generous: four torch imports on a loaded 2-core box take ~20 s
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def doc(run: NodeRun) -> dict[str, Any]:

@@ -12,7 +12,6 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -22,6 +21,7 @@ import psutil
 import pytest
 
 from ddpkit.doctor.log.diagnose import diagnose
+from ports import free_port
 
 pytestmark = pytest.mark.slow
 
@@ -56,10 +56,6 @@ def _env() -> dict[str, str]:
     return {**env, "PYTHONUNBUFFERED": "1", "OMP_NUM_THREADS": "1", "GLOO_SOCKET_IFNAME": "lo"}
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def _start(workdir: Path, node: int, port: int, mode: str) -> subprocess.Popen[bytes]:
@@ -125,7 +121,7 @@ def workdir(tmp_path: Path) -> Path:
 
 
 def test_master_stopped_while_its_peer_hangs_is_stopped_while_waiting(workdir: Path) -> None:
-    port = _free_port()
+    port = free_port()
     node0, node1 = _start(workdir, 0, port, "wait"), _start(workdir, 1, port, "wait")
     try:
         _wait_for(workdir / "initialised", "0")
@@ -143,7 +139,7 @@ def test_master_stopped_while_its_peer_hangs_is_stopped_while_waiting(workdir: P
 
 def test_a_rank_that_raises_is_named_on_its_node_and_its_peer_sees_a_failure(
         workdir: Path) -> None:
-    port = _free_port()
+    port = free_port()
     node0, node1 = _start(workdir, 0, port, "fail"), _start(workdir, 1, port, "fail")
     master, other = _finish(node0, workdir), _finish(node1, workdir)
     assert node0.returncode != 0 and node1.returncode != 0
@@ -156,7 +152,7 @@ def test_a_rank_that_raises_is_named_on_its_node_and_its_peer_sees_a_failure(
 def test_a_successful_two_node_jobs_bare_output_is_no_error(workdir: Path) -> None:
     # torchrun prints nothing of its own when all goes well: the script's lines are all there
     # is, none of them one ddpkit knows, so it claims neither a failure nor a finished run
-    port = _free_port()
+    port = free_port()
     node0, node1 = _start(workdir, 0, port, "ok"), _start(workdir, 1, port, "ok")
     outputs = [_finish(node0, workdir), _finish(node1, workdir)]
     assert node0.returncode == 0 and node1.returncode == 0

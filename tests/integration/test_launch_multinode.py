@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import signal
-import socket
 import sys
 import textwrap
 import time
@@ -20,6 +19,7 @@ from console_noise import assert_quiet_console
 from multinode import NodeRun, alive, ddpkit, descendants, simulated, start, wait_all
 
 from ddpkit.errors import ExitCode
+from ports import free_port
 
 pytestmark = [pytest.mark.root, pytest.mark.slow]
 
@@ -34,10 +34,6 @@ ALL_REDUCE = textwrap.dedent("""
 """)
 
 
-def _port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _test_json(run: NodeRun) -> dict:  # type: ignore[type-arg]
@@ -51,7 +47,7 @@ def test_seed_failure_plain_torchrun_does_not_complete_but_ddpkit_launch_does(tm
     script.write_text(ALL_REDUCE)
     with simulated(2) as cluster:
         master = cluster.nodes[0].private_address
-        port = _port()
+        port = free_port()
         plain = [start(cluster, i, [sys.executable, "-m", "torch.distributed.run", "--nnodes=2",
                                     f"--node-rank={i}", f"--master-addr={master}",
                                     f"--master-port={port}", str(script)])
@@ -61,7 +57,7 @@ def test_seed_failure_plain_torchrun_does_not_complete_but_ddpkit_launch_does(tm
         assert not (finished and all(r.code == 0 for r in plain)), "plain torchrun unexpectedly passed"
         assert "all_reduce ok" not in "".join(r.out for r in plain)
 
-        port = _port()
+        port = free_port()
         fixed = [start(cluster, i, ddpkit("launch", "--nnodes", "2", "--node-rank", str(i),
                                           "--master-addr", master, "--master-port", str(port),
                                           "--run-dir", str(tmp_path / f"run{i}"), str(script)))
@@ -76,7 +72,7 @@ def test_seed_failure_plain_torchrun_does_not_complete_but_ddpkit_launch_does(tm
 
 def _run_test(cluster, tmp_path: Path, nproc: int = 1, extra: tuple[str, ...] = ()) -> list[NodeRun]:  # type: ignore[no-untyped-def]
     master = cluster.nodes[0].private_address
-    port = str(_port())
+    port = str(free_port())
     runs = [start(cluster, i, ddpkit("test", "--quick", "--json", "--nnodes", str(len(cluster.nodes)),
                                      "--node-rank", str(i), "--master-addr", master, "--master-port",
                                      port, "--nproc-per-node", str(nproc), "--run-dir",
@@ -143,7 +139,7 @@ def test_unreachable_master_fails_within_the_connect_timeout(tmp_path: Path) -> 
 @pytest.mark.timeout(120)
 def test_busy_master_port_is_refused_before_any_worker_starts(tmp_path: Path) -> None:
     with simulated(2) as cluster:
-        port = _port()
+        port = free_port()
         holder = start(cluster, 0, [sys.executable, "-c", textwrap.dedent(f"""
             import socket, time
             s = socket.socket(); s.bind(("0.0.0.0", {port})); s.listen(); print("ready", flush=True)
@@ -176,7 +172,7 @@ def test_a_failing_rank_is_named_and_nothing_is_left_behind(tmp_path: Path) -> N
     """))
     with simulated(2) as cluster:
         master = cluster.nodes[0].private_address
-        port = str(_port())
+        port = str(free_port())
         runs = [start(cluster, i, ddpkit("launch", "--nnodes", "2", "--node-rank", str(i),
                                          "--master-addr", master, "--master-port", port,
                                          "--run-dir", str(tmp_path / f"n{i}"), str(script)))
@@ -201,7 +197,7 @@ def test_interrupting_the_launcher_stops_every_process(tmp_path: Path, sig: sign
     """))
     with simulated(2) as cluster:
         master = cluster.nodes[0].private_address
-        port = str(_port())
+        port = str(free_port())
         runs = [start(cluster, i, ddpkit("launch", "--nnodes", "2", "--node-rank", str(i),
                                          "--master-addr", master, "--master-port", port,
                                          "--run-dir", str(tmp_path / f"n{i}"), str(script)))

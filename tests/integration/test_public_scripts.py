@@ -19,7 +19,6 @@ import os
 import queue
 import re
 import shutil
-import socket
 import subprocess
 import sys
 import threading
@@ -34,6 +33,7 @@ from multinode import clean_env, kill_tree
 
 from ddpkit.launch.torchrun.tracebacks import EXIT_ABORT_LINE
 from ddpkit.sim.topology import SimCluster, node_argv
+from ports import free_port
 
 pytestmark = [pytest.mark.root, pytest.mark.slow]
 
@@ -168,10 +168,6 @@ def _finish(nodes: Sequence[Node], deadline: float) -> list[int | None]:
     return [node.finish(timeout=max(0.1, deadline - time.monotonic())) for node in nodes]
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 def _node_processes(cluster: SimCluster) -> dict[int, list[str]]:
@@ -208,7 +204,7 @@ def _named_exit_abort(codes: Sequence[int | None], output: str) -> bool:
 def test_public_script_runs_with_its_readme_line(case: Case, sim_cluster: Callable[..., SimCluster],
                                                  tmp_path: Path) -> None:
     cluster = sim_cluster(nodes=2)
-    values = {"master": cluster.nodes[0].private_address, "port": str(_free_port())}
+    values = {"master": cluster.nodes[0].private_address, "port": str(free_port())}
     cwds = []
     for index in range(2):  # each node has a copy of its own, as separate machines would
         cwd = tmp_path / f"node{index}"

@@ -12,7 +12,6 @@ from __future__ import annotations
 import os
 import queue
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -26,6 +25,7 @@ from multinode import clean_env, kill_tree
 
 from ddpkit.errors import ExitCode
 from ddpkit.sim.topology import SimCluster
+from ports import free_port
 
 pytestmark = [pytest.mark.root, pytest.mark.slow]
 
@@ -41,10 +41,6 @@ print("rank 0 done", flush=True)
 """
 
 
-def _port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 def _in_node(cluster: SimCluster, index: int) -> list[int]:
@@ -77,7 +73,7 @@ def test_sigterm_through_sim_exec_empties_a_node_in_the_exit_barrier(
     cluster = sim_cluster(nodes=2)
     script = tmp_path / "train.py"
     script.write_text(RANKS)
-    port = _port()
+    port = free_port()
     procs = [_sim_exec(cluster, i, tmp_path, script, port) for i in (0, 1)]
     lines: queue.Queue[str] = queue.Queue()
     seen: list[str] = []

@@ -10,7 +10,6 @@ from __future__ import annotations
 import os
 import queue
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -19,6 +18,8 @@ from pathlib import Path
 
 import psutil
 import pytest
+
+from ports import free_port
 
 pytestmark = [pytest.mark.slow]
 
@@ -36,10 +37,6 @@ def _env() -> dict[str, str]:
             if not k.startswith(("NCCL_", "GLOO_", "TORCH_", "PET_", "MASTER_", "DDPKIT_"))}
 
 
-def _port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 class Node:
@@ -106,7 +103,7 @@ def _no_leftovers(tmp_path: Path) -> None:
 def test_the_master_says_it_waits_for_the_other_node(tmp_path: Path) -> None:
     script = tmp_path / "train.py"
     script.write_text(RANKS)
-    node = Node(tmp_path, 0, _port(), script)
+    node = Node(tmp_path, 0, free_port(), script)
     try:
         asked = node.wait_for("now run on every other node", 60)
         first = node.wait_for("waiting for the other node (node rank 1) to join the rendezvous", 30)
@@ -125,7 +122,7 @@ def test_the_master_says_it_waits_for_the_other_node(tmp_path: Path) -> None:
 def test_a_node_in_torchruns_exit_barrier_says_so_and_stops_on_sigterm(tmp_path: Path) -> None:
     script = tmp_path / "train.py"
     script.write_text(RANKS)
-    port = _port()
+    port = free_port()
     nodes = [Node(tmp_path, rank, port, script) for rank in (0, 1)]
     try:
         assert nodes[1].proc.wait(timeout=90) != 0  # its rank failed: node 1 is done

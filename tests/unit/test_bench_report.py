@@ -5,6 +5,7 @@ from __future__ import annotations
 import builtins
 import csv
 import io
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -100,7 +101,13 @@ def test_missing_matplotlib_is_a_clear_error(monkeypatch: pytest.MonkeyPatch, tm
     with pytest.raises(EnvironmentProblem) as caught:
         require_matplotlib()
     assert caught.value.error_id == "matplotlib-missing"
-    assert "ddpkit[plot]" in caught.value.hint
+    # this test runs from a source checkout (pip install -e): there is no 'ddpkit[plot]' wheel
+    root = Path(__file__).resolve().parents[2]
+    assert f"pip install -e '{root}[plot]'" in caught.value.hint
+    monkeypatch.setattr("ddpkit.bench.plot.source_checkout", lambda: None)  # an installed wheel
+    with pytest.raises(EnvironmentProblem) as caught:
+        require_matplotlib()
+    assert "pip install 'ddpkit[plot]'" in caught.value.hint
     with pytest.raises(EnvironmentProblem):
         write_plot({}, tmp_path / "x.png")
     assert not (tmp_path / "x.png").exists()

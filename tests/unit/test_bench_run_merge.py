@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from ddpkit.bench import report
 from ddpkit.bench.merge import (
     ClusterInfo,
     JobOutcome,
@@ -16,6 +17,8 @@ from ddpkit.bench.merge import (
     wire_rate,
 )
 from ddpkit.bench.planning.bench_results import parse_bench
+from ddpkit.bench.planning.plan import PlanRequest, make_plan
+from ddpkit.bench.plot import plot_data
 from ddpkit.bench.run import BenchOptions, plan_jobs
 from ddpkit.report import document
 
@@ -294,11 +297,70 @@ def test_more_than_full_efficiency_with_one_rank_per_node_is_noise() -> None:
 
 def test_noisy_rows_are_not_recommended_while_a_clean_one_exists() -> None:
     table = [{"setting": "none", "ok": True, "efficiency": 0.3, "noisy": False},
-             {"setting": "accumulate:4", "ok": True, "efficiency": 1.46, "noisy": True},
+             {"setting": "accumulate:4", "ok": True, "efficiency": 1.46, "noisy": True,
+              "noise": "146% efficiency is impossible with one rank per node"},
              {"setting": "bf16+accumulate:4", "ok": True, "efficiency": 0.8, "noisy": False}]
     rec = recommend(table, nodes=2, threshold=0.7)
-    assert rec["setting"] == "bf16+accumulate:4"
-    assert "Too noisy to judge (the machine's speed changed): accumulate:4; rerun." in rec["text"]
-    all_noisy = [{**r, "noisy": True} for r in table]
+    assert rec["setting"] == "bf16+accumulate:4" and rec["not_judged"] == ["accumulate:4"]
+    assert "Not judged (failed the sanity check): accumulate:4; repeat the run" in rec["text"]
+    assert "accumulate:4 146%: 146% efficiency is impossible" in rec["repeat"]
+
+
+def test_when_every_row_or_plain_ddp_fails_its_check_nothing_is_advice() -> None:
+    table = [{"setting": "none", "ok": True, "efficiency": 0.3, "noisy": False},
+             {"setting": "accumulate:4", "ok": True, "efficiency": 1.46, "noisy": True,
+              "noise": "the 1-node reference moved 40% during the job"}]
+    all_noisy = [{**r, "noisy": True, "noise": "x"} for r in table]
     rec = recommend(all_noisy, nodes=2, threshold=0.7)
-    assert rec["setting"] == "accumulate:4" and "rerun on a quiet machine" in rec["text"]
+    assert rec["decision"] == "undecided" and rec["setting"] is None
+    assert "repeat the run" in rec["text"] and "go multi-node" not in rec["text"]
+    plain_odd = [{**table[0], "efficiency": 2.74, "noisy": True, "noise": "y"},
+                 {**table[1], "efficiency": 0.9, "noisy": False}]
+    rec = recommend(plain_odd, nodes=2, threshold=0.7)  # accumulate:4 passes, but its reference
+    assert rec["decision"] == "undecided" and rec["setting"] is None  # run is suspect too
+
+
+def _issue_31_run() -> tuple[BenchOptions, dict[str, Any]]:
+    """`bench --quick` across 2 nodes, the worker without OMP_NUM_THREADS=1 (issue 31): plain DDP
+    274%, powersgd:1 308%, accumulate:4 53%; the 1-node reference ran with 1 vs 8 threads."""
+    options = BenchOptions(settings=("none", "powersgd:1", "accumulate:4"))
+    docs = dict(GOOD_DOCS)
+    for setting, one, multi in (("none", 0.274, 0.1), ("powersgd:1", 0.308, 0.1),
+                                ("accumulate:4", 0.053, 0.1)):
+        doc = scaling_doc(setting, one, multi, hook_one=one)
+        doc["phases"]["one_node"]["none"]["per_node_threads"] = [[1, "1"], [8, None]]
+        docs[f"scaling-{setting.replace(':', '-')}.json"] = doc
+    return options, docs
+
+
+def test_a_run_that_fails_its_own_sanity_check_is_never_advice() -> None:
+    options, docs = _issue_31_run()
+    outcomes = outcomes_for(options)
+    assert {o.job.output for o in outcomes if o.job.kind == "scaling"} <= set(docs)
+    payload = build_payload(options, CLUSTER, outcomes, docs)
+    rows = {r["setting"]: r for r in payload["scaling"]}
+    assert rows["none"]["efficiency"] == pytest.approx(2.74)
+    assert rows["none"]["noisy"] and rows["powersgd:1"]["noisy"]
+    assert not rows["accumulate:4"]["noisy"]
+    rec = payload["recommendation"]
+    assert rec["decision"] == "undecided" and rec["setting"] is None and rec["efficiency"] is None
+    assert "go multi-node" not in rec["text"] and "stay on one node" not in rec["text"]
+    assert "none 274%: 274% efficiency is impossible with one rank per node" in rec["text"]
+    assert "node 0: 1 (OMP_NUM_THREADS=1), node 1: 8 (OMP_NUM_THREADS unset)" in rec["repeat"]
+    table = report.scaling_table(payload)
+    assert table is not None
+    marked = {row[0]: row for row in table.rows}
+    assert marked["none"][5] == "274%?" and marked["none"][6].startswith("FAILED CHECK: 274%")
+    assert marked["accumulate:4"][5] == "53%" and marked["accumulate:4"][6] == "ok"
+    assert "not advice" in table.footer[0]
+    data = plot_data(payload, 0.7)
+    assert data.suspect == (True, True, False)
+    # plan --from-bench on the same file: bench's figures, bench's marks, bench's warning
+    plan = make_plan(PlanRequest(), parse_bench(document("bench", 1, payload)))
+    shown = {r.setting.label: r for r in plan.results}
+    for label, row in rows.items():
+        assert shown[label].measured_efficiency == pytest.approx(row["efficiency"])
+        assert (shown[label].measured_check is not None) == row["noisy"]
+    assert "274% efficiency is impossible" in (shown["none"].measured_check or "")
+    assert plan.verdict.decision == "undecided" and plan.verdict.setting is None
+    assert rec["repeat"] in plan.verdict.text

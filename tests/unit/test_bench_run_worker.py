@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -15,6 +14,7 @@ import pytest
 
 from ddpkit.bench.planning.model import parse_setting as plan_setting
 from ddpkit.workers.scaling import hook_label, mlp_shape, parse_setting
+from ports import free_port
 
 
 @pytest.mark.parametrize("params, shape", [(25_000_000, (2048, 6)), (4_000_000, (1024, 4)),
@@ -41,10 +41,6 @@ def test_the_worker_refuses_unknown_settings() -> None:
         parse_setting("powersgd:x")
 
 
-def _port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def _two_node_job(module: str, *args: str, timeout: float = 150) -> list[str]:
@@ -52,7 +48,7 @@ def _two_node_job(module: str, *args: str, timeout: float = 150) -> list[str]:
     env = {k: v for k, v in os.environ.items()
            if not k.startswith(("NCCL_", "GLOO_", "TORCH_", "PET_", "MASTER_"))}
     env.update({"OMP_NUM_THREADS": "1", "GLOO_SOCKET_IFNAME": "lo"})
-    port = _port()
+    port = free_port()
     procs = [subprocess.Popen(
         [sys.executable, "-m", "torch.distributed.run", "--nnodes", "2", "--nproc-per-node", "1",
          "--node-rank", str(node), "--master-addr", "127.0.0.1", "--master-port", str(port),
@@ -95,6 +91,8 @@ def test_scaling_worker_measures_one_node_and_both_nodes(tmp_path: Path) -> None
     assert sorted(one) == ["none", "powersgd:1"]
     none = one["none"]
     assert len(none["per_node_step_s"]) == 2 and none["detail"]["ranks"] == 1
+    threads = none["per_node_threads"]  # each node's threads: a run that differs is named
+    assert len(threads) == 2 and all(isinstance(count, int) and count >= 1 for count, _ in threads)
     assert none["step_s"] == pytest.approx((none["before_step_s"] + none["after_step_s"]) / 2)
     psgd = one["powersgd:1"]["detail"]
     assert psgd["hook"] == "powersgd:1:warmup=2" and psgd["bucket_cap_mb"] >= 1  # one Gloo bucket

@@ -11,8 +11,13 @@ import pytest
 from ddpkit.launch.node import facts
 
 
-def test_same_text_as_the_installed_distribution_metadata() -> None:
-    assert facts._torch_version() == metadata.version("torch")
+def test_same_text_as_torch_itself_and_the_same_release_as_its_metadata() -> None:
+    torch = pytest.importorskip("torch")
+    found = facts._torch_version()
+    assert found == torch.__version__
+    # PyPI's CUDA wheels carry no local tag in their metadata ("2.14.1") while torch says
+    # "2.14.1+cu130"; the CPU wheels have it in both ("2.13.0+cpu"): the release is the same
+    assert found is not None and found.split("+")[0] == metadata.version("torch").split("+")[0]
 
 
 def _fake_torch(root: Path, version_py: str | None) -> None:

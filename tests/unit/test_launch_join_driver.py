@@ -24,6 +24,7 @@ from ddpkit.launch.join.store import connect_store
 from ddpkit.launch.join.tokens import JoinToken
 from ddpkit.launch.join.worker import WorkerSide
 from ddpkit.launch.outcomes import FAILED, OK, STOPPED, NodeOutcome
+from ports import free_port
 
 pytest.importorskip("torch")
 
@@ -55,18 +56,9 @@ class Recorder:
         self.joins.append((node, count, expected))
 
 
-def _free_port(taken: int) -> int:
-    while True:
-        with socket.socket() as sock:
-            sock.bind(("127.0.0.1", 0))
-            port = int(sock.getsockname()[1])
-        if port != taken:
-            return port
-
-
 def _job(join_port: int, *, join_timeout: float = 30,
          token_file: Path | None = None) -> join_driver.JoinMasterJob:
-    spec = JobSpec(command="launch", nnodes=2, master_port=_free_port(join_port),
+    spec = JobSpec(command="launch", nnodes=2, master_port=free_port(),
                    entry=("train.py",))
     return join_driver.JoinMasterJob(job=spec, passed=PassedEnv(values={}, overrides=()), cwd="/w",
                                      where=WHERE, join_port=join_port, join_timeout=join_timeout,

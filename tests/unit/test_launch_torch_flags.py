@@ -204,3 +204,66 @@ def test_a_users_value_replaces_ddpkits_and_rdzv_conf_is_merged() -> None:
     assert [a for a in mine if a.startswith("--tee")] == ["--tee=0"]
     own_timeout = argv(("--rdzv-conf", "timeout=30"))
     assert [a for a in own_timeout if a.startswith("--rdzv-conf")] == ["--rdzv-conf=timeout=30"]
+
+
+def test_a_flag_of_a_newer_torchrun_passes_on_without_a_change_to_ddpkit(  # type: ignore[no-untyped-def]
+        run_cli, tmp_path: Path, monkeypatch) -> None:
+    """A torch release with flags ddpkit has never heard of: they are read from its parser."""
+    import torch.distributed.run as torch_run
+
+    original = torch_run.get_args_parser
+
+    def newer() -> argparse.ArgumentParser:
+        parser = original()
+        parser.add_argument("--ddpkit-never-heard-of", "--ddpkit_never_heard_of", default=None)
+        parser.add_argument("--brand-new-switch", action="store_true")
+        return parser
+
+    monkeypatch.setattr(torch_run, "get_args_parser", newer)
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "x.py").write_text("print('hi')\n")
+    result = run_cli("launch", "--dry-run", "--json", "--ddpkit_never_heard_of", "7",
+                     "--brand-new-switch", "--nnodes=2", "--master-addr=127.0.0.1", "x.py",
+                     "--brand-new-switch", "--lr", "1")
+    assert result.code == 0, result.err
+    doc = result.json()
+    ours = doc["argv"][:doc["argv"].index("x.py")]
+    assert "--ddpkit-never-heard-of=7" in ours and "--brand-new-switch" in ours
+    assert doc["argv"][doc["argv"].index("x.py"):] == ["x.py", "--brand-new-switch", "--lr", "1"]
+    (peer,) = doc["peer_commands"]  # every node gets them, like the listed flags
+    assert "--ddpkit-never-heard-of=7 --brand-new-switch" in peer
+    # a joining node reads the master's job through the same parser (cli/commands/join.py)
+    from ddpkit.cli.command_table import build_parser
+    from ddpkit.cli.node.torch_options import resolve
+
+    line = ["--nnodes=2", "--node-rank=1", "--master-addr=127.0.0.1",
+            "--ddpkit-never-heard-of=7", "x.py"]
+    parser, _module = build_parser("launch", argv=line)
+    _args, options = resolve(parser.parse_args(line))
+    assert ("--ddpkit-never-heard-of", "7") in options.torchrun_options
+    # a flag no torchrun has is still refused, and names itself
+    monkeypatch.setattr(torch_run, "get_args_parser", original)
+    refused = run_cli("launch", "--dry-run", "--ddpkit-never-heard-of=7", "x.py")
+    assert refused.code != 0 and "--ddpkit-never-heard-of" in refused.err
+
+
+def test_torch_is_read_only_for_a_flag_nothing_else_knows(run_cli, tmp_path: Path,  # type: ignore[no-untyped-def]
+                                                          monkeypatch) -> None:
+    import torch.distributed.run as torch_run
+
+    reads: list[int] = []
+    original = torch_run.get_args_parser
+
+    def counted() -> argparse.ArgumentParser:
+        reads.append(1)
+        return original()
+
+    monkeypatch.setattr(torch_run, "get_args_parser", counted)
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "x.py").write_text("print('hi')\n")
+    result = run_cli("launch", "--dry-run", "--json", "--monitor-interval", "1", "--standalone",
+                     "x.py", "--new", "--lr=1")
+    assert result.code == 0, result.err
+    assert reads == []  # the script's own --new is its own
+    assert run_cli("launch", "--dry-run", "--not-a-torchrun-flag", "x.py").code != 0
+    assert reads == [1]

@@ -134,7 +134,7 @@ def test_colour_does_not_count_as_width(assert_fits) -> None:  # type: ignore[no
 def test_bench_report_fits(assert_fits) -> None:  # type: ignore[no-untyped-def]
     from test_bench_run_merge import GOOD_DOCS, _payload
 
-    from ddpkit.cli.commands.bench import show
+    from ddpkit.cli.output.bench_tables import show_bench as show
 
     out = io.StringIO()
     show(Console(out=out, err=io.StringIO(), color=False), _payload(GOOD_DOCS))

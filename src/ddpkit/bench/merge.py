@@ -12,6 +12,9 @@ dict comes out. The fields ``ddpkit plan --from-bench`` reads (docs/plan.md, "Th
   median in-job overhead to it.
 * A setting whose job failed, timed out or whose replicas disagreed is ``ok: false``: shown as
   failed and never recommended.
+* A row whose measurement fails its own sanity check (``noisy``: the reference moved, or an
+  efficiency no real run can reach) is shown marked and never ranked; the recommendation's
+  ``repeat`` says to run again, and why (``thread_cause``: the nodes ran with different threads).
 """
 
 from __future__ import annotations
@@ -21,8 +24,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ddpkit.bench.planning.model import parse_setting
-from ddpkit.bench.planning.plan import cost_of
+from ddpkit.bench.advice import recommend, sanity, thread_cause
 from ddpkit.bench.run import BenchJob, BenchOptions
 from ddpkit.bench.strategy_rows import strategies_block
 from ddpkit.error_ids import JOB_TIMEOUT
@@ -154,34 +156,11 @@ def scaling_row(outcome: JobOutcome | None, doc: Mapping[str, Any] | None,
             "timed_micro_steps": multi["timed_micro_steps"],
             "warmup_micro_steps": multi["warmup_micro_steps"], "notes": multi.get("notes", []),
         })
-        row.update(_noise(phases["one_node"]["none"], row["efficiency"],
-                          multi["ranks"] // max(1, nodes)))
+        row.update(sanity(phases["one_node"]["none"], row["efficiency"],
+                          multi["ranks"] // max(1, nodes), setting))
     elif nodes >= 2:
         row["error"] = _failure_text(outcome, doc)
     return row
-
-
-NOISY_SPREAD = 0.25  # the 1-node reference moved this much between before and after
-
-
-def _noise(reference: Mapping[str, Any], efficiency: float, ranks_per_node: int) -> dict[str, Any]:
-    """Whether the machine's speed changed under the measurement (other load on a shared box).
-
-    The reference is measured before and after the N-node phase; if the two differ by more than
-    25% of their mean, the machine changed speed meanwhile. With one rank per node, efficiency above
-    110% is impossible (N nodes do the same compute plus communication) and also means noise.
-    """
-    before, after = reference.get("before_step_s"), reference.get("after_step_s")
-    spread = abs(after - before) / ((after + before) / 2) if before and after else None
-    why = []
-    if spread is not None and spread > NOISY_SPREAD:
-        why.append(_("the 1-node reference moved {spread:.0%} during the job", spread=spread))
-    if ranks_per_node == 1 and efficiency > 1.1:
-        why.append(_("{efficiency:.0%} efficiency is impossible with one rank per node",
-                     efficiency=efficiency))
-    noise = None if not why else why[0] if len(why) == 1 else _("{first}; {second}",
-                                                                  first=why[0], second=why[1])
-    return {"reference_spread": spread, "noisy": bool(why), "noise": noise}
 
 
 def _single_node(docs: Sequence[Mapping[str, Any]]) -> dict[str, Any] | None:
@@ -206,71 +185,6 @@ def _single_node(docs: Sequence[Mapping[str, Any]]) -> dict[str, Any] | None:
             "hook_overhead_s": {k: statistics.median(v) for k, v in sorted(overheads.items())},
             "references_s": references, "per_node_step_s": per_node,
             "basis": _("median over jobs of plain DDP on one node (every node alone, at once)")}
-
-
-def recommend(rows: Sequence[Mapping[str, Any]], *, nodes: int, threshold: float) -> dict[str, Any]:
-    """The least invasive setting that ran OK and reached ``threshold``; never a failed one."""
-    failed = sorted(r["setting"] for r in rows if not r.get("ok"))
-    measured = [r for r in rows if r.get("ok") and r.get("efficiency") is not None]
-    rated = [r for r in measured if not r.get("noisy")] or measured
-    more: list[str] = []
-    if failed:
-        more.append(_("Failed here, never recommended: {settings}.", settings=", ".join(failed)))
-    noisy = sorted(r["setting"] for r in measured if r.get("noisy"))
-    if noisy and rated is not measured:
-        more.append(_("Too noisy to judge (the machine's speed changed): {settings}; rerun.",
-                      settings=", ".join(noisy)))
-    elif noisy:
-        more.append(_("Every measurement was noisy (the machine's speed changed): rerun on a "
-                      "quiet machine."))
-
-    def told(text: str) -> str:
-        for sentence in more:
-            text = _("{text} {more}", text=text, more=sentence)
-        return text
-
-    pct = f"{threshold:.0%}"
-    if nodes < 2:
-        return {"decision": "undecided", "setting": None, "efficiency": None,
-                "text": _("undecided: one node has nothing to compare with; run the bench on 2+ "
-                          "nodes"), "cost": None, "failed": failed}
-    if not rated:
-        return {"decision": "undecided", "setting": None, "efficiency": None,
-                "text": told(_("undecided: no setting ran OK on {nodes} nodes.", nodes=nodes)),
-                "cost": None, "failed": failed}
-    plain = next((r for r in measured if r["setting"] == "none"), None)
-    plain_text = ((_("{efficiency:.0%}, noisy", efficiency=plain["efficiency"])
-                   if plain.get("noisy") else f"{plain['efficiency']:.0%}")
-                  if plain else _("failed"))
-    passing = sorted((r for r in rated if r["efficiency"] >= threshold),
-                     key=lambda r: (parse_setting(r["setting"]).invasiveness, -r["efficiency"]))
-    if passing:
-        pick = passing[0]
-        eff = pick["efficiency"]
-        if pick["setting"] == "none":
-            text = _("go multi-node: plain DDP keeps {eff:.0%} measured efficiency on {nodes} "
-                     "nodes, {speed:.2f}x one node's throughput (threshold {pct}).", eff=eff,
-                     nodes=nodes, speed=eff * nodes, pct=pct)
-        else:
-            text = _("go multi-node with {setting}: {eff:.0%} measured efficiency on {nodes} "
-                     "nodes, {speed:.2f}x one node's throughput (plain DDP: {plain}; "
-                     "threshold {pct}).", setting=pick["setting"], eff=eff, nodes=nodes,
-                     speed=eff * nodes, plain=plain_text, pct=pct)
-        return {"decision": "go-multi-node", "setting": pick["setting"], "efficiency": eff,
-                "text": told(text), "cost": cost_of(parse_setting(pick["setting"])),
-                "failed": failed}
-    best = max(rated, key=lambda r: (r["efficiency"], r["setting"]))
-    eff = best["efficiency"]
-    speed = (_("{nodes} nodes would be slower than one ({speed:.2f}x)", nodes=nodes,
-               speed=eff * nodes) if eff * nodes <= 1
-             else _("{nodes} nodes would give {speed:.2f}x the throughput for {nodes}x the "
-                    "machines", nodes=nodes, speed=eff * nodes))
-    return {"decision": "stay-on-one-node", "setting": best["setting"], "efficiency": eff,
-            "text": told(_("stay on one node: the best setting that ran ({setting}) reaches "
-                           "{eff:.0%} measured efficiency on {nodes} nodes, under the {pct} "
-                           "threshold (plain DDP: {plain}); {speed}.", setting=best["setting"],
-                           eff=eff, nodes=nodes, pct=pct, plain=plain_text, speed=speed)),
-            "cost": cost_of(parse_setting(best["setting"])), "failed": failed}
 
 
 def _socket_sweep(outcomes: Sequence[JobOutcome], docs: Mapping[str, Any],
@@ -338,7 +252,8 @@ def build_payload(options: BenchOptions, cluster: ClusterInfo, outcomes: Sequenc
         "inter_node": _inter_node(collectives, nodes, wire_rate_value),
         "single_node": _single_node(scaling_docs),
         "scaling": [r for r in rows if nodes >= 2],
-        "recommendation": (recommend(rows, nodes=nodes, threshold=options.efficiency_threshold)
+        "recommendation": (recommend(rows, nodes=nodes, threshold=options.efficiency_threshold,
+                                     cause=thread_cause(scaling_docs))
                            if options.scaling else None),
         "socket_sweep": _socket_sweep(outcomes, docs, socket_skipped),
         "notes": list(notes),

@@ -1,6 +1,7 @@
 """``ddpkit bench --plot FILE.png``: busbw vs size per collective with the raw TCP line, and the
 efficiency of each scaling setting as bars. matplotlib is the optional extra ``plot``
-(``pip install 'ddpkit[plot]'``); it is imported only here, only when a plot is asked for.
+(``pip install 'ddpkit[plot]'``, ``pip install -e '.[plot]'`` in a source checkout); it is
+imported only here, only when a plot is asked for.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ class PlotData:
     efficiency: tuple[float, ...]  # 0 for a failed setting
     failed: tuple[bool, ...]
     threshold: float | None
+    suspect: tuple[bool, ...] = ()  # ran, but failed its own sanity check: marked, not advice
 
 
 def plot_data(payload: Mapping[str, Any], threshold: float | None = None) -> PlotData:
@@ -41,7 +43,17 @@ def plot_data(payload: Mapping[str, Any], threshold: float | None = None) -> Plo
         settings=tuple(r["setting"] for r in scaling),
         efficiency=tuple(float(r.get("efficiency") or 0.0) if r.get("ok") else 0.0
                          for r in scaling),
-        failed=tuple(not r.get("ok") for r in scaling), threshold=threshold)
+        failed=tuple(not r.get("ok") for r in scaling), threshold=threshold,
+        suspect=tuple(bool(r.get("ok") and r.get("noisy")) for r in scaling))
+
+
+def source_checkout(module_file: str = __file__) -> Path | None:
+    """The source tree this ddpkit runs from (``pip install -e``: src/ddpkit under a
+    pyproject.toml), or None for an installed wheel."""
+    root = Path(module_file).resolve().parents[3]  # <root>/src/ddpkit/bench/plot.py
+    if (root / "pyproject.toml").is_file() and (root / "src" / "ddpkit").is_dir():
+        return root
+    return None
 
 
 def require_matplotlib() -> Any:
@@ -49,10 +61,13 @@ def require_matplotlib() -> Any:
     try:
         matplotlib = importlib.import_module("matplotlib")
     except ImportError as exc:
+        root = source_checkout()
+        install = (f"pip install -e '{root}[plot]'" if root is not None
+                   else "pip install 'ddpkit[plot]'")  # a source checkout has no such wheel
         raise EnvironmentProblem(
             "matplotlib-missing", _("--plot needs matplotlib, which is not installed"),
-            _("pip install 'ddpkit[plot]' (or pip install matplotlib), or drop --plot; "
-              "--json and --csv need nothing extra")) from exc
+            _("{install} (or pip install matplotlib), or drop --plot; --json and --csv need "
+              "nothing extra", install=install)) from exc
     matplotlib.use("Agg")
     return matplotlib
 
@@ -85,12 +100,23 @@ def write_plot(payload: Mapping[str, Any], path: str | Path, threshold: float | 
         column += 1
     if data.settings:
         ax = axes[0][column]
-        colours = ["lightgrey" if failed else "tab:blue" for failed in data.failed]
-        bars = ax.bar(range(len(data.settings)), [e * 100 for e in data.efficiency], color=colours)
-        for bar, failed, value in zip(bars, data.failed, data.efficiency):
-            ax.annotate("failed" if failed else f"{value:.0%}",
+        suspect = data.suspect or (False,) * len(data.settings)
+        colours = ["lightgrey" if failed else "white" if odd else "tab:blue"
+                   for failed, odd in zip(data.failed, suspect)]
+        bars = ax.bar(range(len(data.settings)), [e * 100 for e in data.efficiency], color=colours,
+                      edgecolor=["tab:red" if odd else "none" for odd in suspect])
+        for bar, failed, odd, value in zip(bars, data.failed, suspect, data.efficiency):
+            if odd:
+                bar.set_hatch("//")
+            ax.annotate("failed" if failed else f"{value:.0%}?\nfailed check" if odd
+                        else f"{value:.0%}",
                         (bar.get_x() + bar.get_width() / 2, bar.get_height()),
-                        ha="center", va="bottom", fontsize="small")
+                        ha="center", va="bottom", fontsize="small",
+                        color="tab:red" if odd else "black")
+        ax.margins(y=0.15)  # room for the labels over the tallest bar
+        if any(suspect):
+            ax.set_xlabel("hatched: failed its own sanity check (not advice; repeat the run)",
+                          color="tab:red", fontsize="small")
         if data.threshold is not None:
             ax.axhline(data.threshold * 100, color="black", linestyle="--",
                        label=f"threshold {data.threshold:.0%}")

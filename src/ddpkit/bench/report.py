@@ -116,10 +116,11 @@ def scaling_table(payload: Mapping[str, Any]) -> Table | None:
     rows = []
     for r in rows_in:
         if r.get("ok"):
+            mark = "?" if r.get("noisy") else ""  # failed its sanity check: shown, never ranked
             rows.append((r["setting"], _ms(r.get("one_node_step_s")), _ms(r.get("step_s")),
-                         f"{r['samples_per_s']:.0f}", f"{r['throughput_vs_one_node']:.2f}x",
-                         _pct(r.get("efficiency")),
-                         _("ok, noisy: {noise}", noise=r["noise"]) if r.get("noisy")
+                         f"{r['samples_per_s']:.0f}", f"{r['throughput_vs_one_node']:.2f}x{mark}",
+                         _pct(r.get("efficiency")) + mark,
+                         _("FAILED CHECK: {noise}", noise=r["noise"]) if r.get("noisy")
                          else _("ok")))
         else:
             rows.append((r["setting"], _ms(r.get("one_node_step_s")), "-", "-", "-", "-",
@@ -131,9 +132,11 @@ def scaling_table(payload: Mapping[str, Any]) -> Table | None:
                width=model["width"], batch=model["batch_per_rank"]) if model else
              _("DDP steps: {nodes} nodes vs 1 node, efficiency = 1-node step / N-node step, "
                "per micro-step", nodes=nodes))
+    footer = ((_("?: the measurement failed its own sanity check: not advice; repeat the run"),)
+              if any(r.get("ok") and r.get("noisy") for r in rows_in) else ())
     return Table(title, (_("setting"), _("1-node step"), _("{nodes}-node step", nodes=nodes),
                          _("samples/s"), _("vs 1 node"), _("efficiency"), _("status")),
-                 tuple(rows))
+                 tuple(rows), footer)
 
 
 def socket_table(payload: Mapping[str, Any]) -> Table | None:

@@ -236,6 +236,16 @@ def socket_sweep_skip_reason(backend: str, nnodes: int) -> str | None:
     return None
 
 
+def resolve_backend(requested: str) -> str:
+    """``auto``: NCCL where CUDA and NCCL are there, else Gloo (imports torch); else as given."""
+    if requested != "auto":
+        return requested
+    import torch
+    import torch.distributed as dist
+
+    return "nccl" if torch.cuda.is_available() and dist.is_nccl_available() else "gloo"
+
+
 def _strategy_jobs(o: BenchOptions, out: PurePath) -> list[BenchJob]:
     """One job per strategy (a hang or crash costs that strategy only), in BENCH_STRATEGIES order."""
     jobs = []

@@ -132,7 +132,7 @@ class Receiver:
         while not self._stop.is_set():
             try:
                 conn, _ = self._sock.accept()
-            except socket.timeout:  # the poll interval: look at the stop flag again
+            except TimeoutError:  # the poll interval: look at the stop flag again
                 continue
             except OSError:
                 return

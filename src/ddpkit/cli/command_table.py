@@ -19,6 +19,7 @@ import argparse
 import importlib
 import re
 import sys
+from collections.abc import Sequence
 from typing import Any, Protocol, cast
 
 from ddpkit.cli.output.console import Console
@@ -152,13 +153,18 @@ def load_command(name: str) -> CommandModule:
 
 
 def build_parser(
-    name: str, console: Console | None = None
+    name: str, console: Console | None = None, argv: Sequence[str] = ()
 ) -> tuple[argparse.ArgumentParser, CommandModule]:
+    """The command's parser, ready for ``argv``: a command may add options that depend on the line
+    (``extend_parser``: launch reads torchrun flags newer than its list from the installed torch)."""
     module = load_command(name)
     parser = Parser(prog=f"ddpkit {name}", description=module.HELP,
                      epilog=getattr(module, "EXAMPLES", None))
     parser.console = console
     module.configure(parser)
+    extend = getattr(module, "extend_parser", None)
+    if extend is not None:
+        extend(parser, argv)
     parser.add_argument("--lang", choices=LANGUAGES, default=current_language(),
                         help=_("the language of ddpkit's messages (default: from LANGUAGE, LC_ALL, "
                                "LC_MESSAGES or LANG; --json is always English)"))

@@ -83,7 +83,7 @@ def main(argv: Sequence[str] | None = None, console: Console | None = None) -> i
 
     as_json = "--json" in args_in
     try:
-        parser, module = build_parser(name, console)
+        parser, module = build_parser(name, console, args_in)
         try:
             args = parser.parse_args(args_in)
         except SystemExit as exit_request:  # --help inside a subcommand

@@ -196,6 +196,9 @@ def time_phase(run: Run, *, hook: HookName, rank: int | None, accumulate: int, g
         "samples_per_s": group_size * args.batch / step, "final_loss": loss_value,
         "bucket_cap_mb": single_bucket_mb, "notes": list(info.notes), "ok": not problems,
         "problems": problems,
+        # this rank's intra-op threads and where they came from: nodes that ran with different
+        # counts make the 1-node reference and the N-node step incomparable (the merge says so)
+        "threads": torch.get_num_threads(), "omp_num_threads": os.environ.get("OMP_NUM_THREADS"),
     }
 
 
@@ -229,6 +232,7 @@ def run_phases(run: Run) -> None:
         return {
             "step_s": sum(r["step_s"] for r in per_node) / len(per_node),
             "per_node_step_s": [r["step_s"] for r in per_node],
+            "per_node_threads": [[r.get("threads"), r.get("omp_num_threads")] for r in per_node],
             "ok": all(r["ok"] for r in per_node),
             "problems": sorted({p for r in per_node for p in r["problems"]}),
             "detail": per_node[0],

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import textwrap
 import time
 from collections.abc import Callable
@@ -24,6 +23,7 @@ from sshnodes import SshCluster
 
 from ddpkit.errors import ExitCode
 from ddpkit.sim.topology import SimCluster
+from ports import free_port
 
 pytestmark = [pytest.mark.root, pytest.mark.slow]
 
@@ -85,14 +85,10 @@ HEALTHY = textwrap.dedent("""
 """)
 
 
-def _port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _launch(cluster: SimCluster, tmp_path: Path, entry: Path, *extra: str) -> list[NodeRun]:
-    master, port = cluster.nodes[0].private_address, str(_port())
+    master, port = cluster.nodes[0].private_address, str(free_port())
     return [ddpkit_in(cluster, i, tmp_path, "launch", "--nnodes", "2", "--node-rank", str(i),
                       "--master-addr", master, "--master-port", port, "--nproc-per-node", "2",
                       "--run-dir", str(tmp_path / f"run{i}"), *extra, str(entry), str(tmp_path))
@@ -151,7 +147,7 @@ def test_all_ranks_computing_silently_past_the_timeout_is_not_a_hang(
         sim_cluster: Callable[..., SimCluster], tmp_path: Path) -> None:
     cluster = sim_cluster(nodes=2)
     entry = script(tmp_path, "busy.py", BUSY)
-    master, port = cluster.nodes[0].private_address, str(_port())
+    master, port = cluster.nodes[0].private_address, str(free_port())
     runs = [ddpkit_in(cluster, i, tmp_path, "launch", "--nnodes", "2", "--node-rank", str(i),
                       "--master-addr", master, "--master-port", port, "--nproc-per-node", "2",
                       "--run-dir", str(tmp_path / f"run{i}"), "--hang-timeout", "8",
@@ -170,7 +166,7 @@ def test_ranks_waiting_for_a_rank_computing_on_another_node_are_not_hung(
         sim_cluster: Callable[..., SimCluster], tmp_path: Path) -> None:
     cluster = sim_cluster(nodes=2)
     entry = script(tmp_path, "lone.py", LONE)
-    master, port = cluster.nodes[0].private_address, str(_port())
+    master, port = cluster.nodes[0].private_address, str(free_port())
     runs = [ddpkit_in(cluster, i, tmp_path, "launch", "--nnodes", "2", "--node-rank", str(i),
                       "--master-addr", master, "--master-port", port, "--nproc-per-node", "2",
                       "--run-dir", str(tmp_path / f"run{i}"), "--hang-timeout", "8",

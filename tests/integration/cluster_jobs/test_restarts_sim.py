@@ -10,7 +10,6 @@ node's torchrun itself: one failure of the job, one restart on every node.
 from __future__ import annotations
 
 import json
-import socket
 import textwrap
 from collections.abc import Callable
 from pathlib import Path
@@ -21,6 +20,7 @@ from multinode import NodeRun, wait_all
 
 from ddpkit.errors import ExitCode
 from ddpkit.sim.topology import SimCluster
+from ports import free_port
 
 pytestmark = [pytest.mark.root, pytest.mark.slow]
 
@@ -46,15 +46,11 @@ FLAKY = textwrap.dedent("""
 """)
 
 
-def _port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _run(cluster: SimCluster, tmp_path: Path, fails: int, max_restarts: int) -> list[NodeRun]:
     entry = script(tmp_path, "flaky.py", FLAKY)
-    master, port = cluster.nodes[0].private_address, str(_port())
+    master, port = cluster.nodes[0].private_address, str(free_port())
     runs = [ddpkit_in(cluster, i, tmp_path, "launch", "--nnodes", "2", "--node-rank", str(i),
                       "--master-addr", master, "--master-port", port, "--nproc-per-node", "1",
                       "--max-restarts", str(max_restarts), "--rdzv-timeout", "60",

@@ -15,10 +15,10 @@ from __future__ import annotations
 import json
 import math
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
-from ddpkit.bench.planning.model import GRAD_DTYPE_BYTES, parse_setting
+from ddpkit.bench.planning.model import GRAD_DTYPE_BYTES, SettingResult, parse_setting
 from ddpkit.errors import ConfigError, DdpkitError
 from ddpkit.i18n import _
 
@@ -38,6 +38,10 @@ class BenchFacts:
     one_node_step_s: float | None = None  # plain DDP on one node
     hook_step_s: tuple[tuple[str, float], ...] = ()  # 1-node step with each comm hook
     scaling: tuple[tuple[str, int, float | None], ...] = ()  # (setting, nodes, step_s or None=failed)
+    # the bench's own figure per (setting, nodes): its efficiency, and why it failed the bench's
+    # sanity check (None: passed); plan shows these, it does not compute them again
+    measured: tuple[tuple[str, int, float, str | None], ...] = ()
+    repeat: str | None = None  # the bench's "repeat the run: ..." when a figure failed its check
 
 
 def read_bench(path: str | os.PathLike[str]) -> BenchFacts:
@@ -134,7 +138,41 @@ def parse_bench(doc: Any, source: str = "bench file") -> BenchFacts:
         one_node_step_s=_positive(single, "step_s", "single_node.step_s", source),
         hook_step_s=tuple(hook_steps),
         scaling=_scaling(doc.get("scaling", []), source),
+        measured=_figures(doc.get("scaling", []), source),
+        repeat=_text(_block(doc, "recommendation", source), "repeat", "recommendation.repeat",
+                     source),
     )
+
+
+def _figures(rows: list[dict[str, Any]], source: str) -> tuple[tuple[str, int, float, str | None],
+                                                                ...]:
+    """The efficiency ``ddpkit bench`` wrote per row (rows `_scaling` has checked)."""
+    out = []
+    for index, row in enumerate(rows):
+        where = f"scaling[{index}]"
+        efficiency = _positive(row, "efficiency", f"{where}.efficiency", source)
+        if efficiency is None or not row.get("ok", True):
+            continue
+        check = _text(row, "noise", f"{where}.noise", source) if row.get("noisy") else None
+        out.append((_label(row["setting"], source), int(row["nodes"]), efficiency,
+                    check or (_("failed the bench's sanity check") if row.get("noisy") else None)))
+    return tuple(out)
+
+
+def with_bench_figures(results: tuple[SettingResult, ...], bench: BenchFacts | None,
+                       nodes: int) -> tuple[SettingResult, ...]:
+    """``results`` with the bench's own efficiency (and its sanity check) wherever the plan used
+    that bench's measured step: one computation, in ``ddpkit bench``; a hand-written file with
+    only ``step_s`` keeps the model's ratio."""
+    figures = {(label, count): (eff, check) for label, count, eff, check in
+               (bench.measured if bench else ())}
+    out = []
+    for r in results:
+        figure = figures.get((r.setting.label, nodes))
+        if figure is not None and r.measured_step_s is not None:
+            r = replace(r, measured_efficiency=figure[0], measured_check=figure[1])
+        out.append(r)
+    return tuple(out)
 
 
 def _label(text: str, source: str) -> str:
@@ -162,3 +200,21 @@ def _scaling(rows: Any, source: str) -> tuple[tuple[str, int, float | None], ...
             raise _bad(source, f"{where}.step_s", _("a number > 0 when ok is true"))
         out.append((_label(row["setting"], source), nodes, step))
     return tuple(sorted(out, key=lambda item: (item[1], item[0])))
+
+
+def failed_checks(results: tuple[SettingResult, ...],
+                  bench: BenchFacts | None) -> tuple[bool, str] | None:
+    """What plan says of the bench's figures that failed the bench's sanity check, as the bench
+    does: (True, text) when nothing may be advised (plain DDP's own figure failed, or every one
+    did: the predictions rest on the same run), (False, text) to add to the verdict, None if all
+    passed. ``results[0]`` is plain DDP."""
+    if bench is None or not any(r.measured_check for r in results):
+        return None
+    repeat = bench.repeat or _("repeat the run")
+    clean = [r for r in results if r.measured_efficiency is not None and not r.measured_check]
+    if results[0].measured_check is not None or not clean:
+        return True, _("undecided: the bench's figures marked ? failed its own sanity check, so "
+                       "none is advice and nothing is predicted from that run; {repeat}",
+                       repeat=repeat)
+    return False, _("the bench's figures marked ? failed its sanity check and are not used: "
+                    "{repeat}", repeat=repeat)

@@ -135,11 +135,15 @@ class SettingResult:
     measured_efficiency: float | None = None
     failed_in_bench: bool = False
     notes: tuple[str, ...] = field(default_factory=tuple)
+    measured_check: str | None = None  # why the bench's figure failed its sanity check
 
     @property
     def best_efficiency(self) -> float | None:
-        """Measured efficiency where a bench measured it, else the prediction."""
-        return self.measured_efficiency if self.measured_efficiency is not None else self.efficiency
+        """Measured efficiency where a bench measured it (and it passed its check), else the
+        prediction."""
+        if self.measured_efficiency is not None and self.measured_check is None:
+            return self.measured_efficiency
+        return self.efficiency
 
 
 def allreduce_seconds(

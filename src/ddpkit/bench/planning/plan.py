@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
-from ddpkit.bench.planning.bench_results import BenchFacts
+from ddpkit.bench.planning.bench_results import BenchFacts, failed_checks, with_bench_figures
 from ddpkit.bench.planning.fit import Decision, FitPlan, fit_plan, fit_to_dict
 from ddpkit.bench.planning.gpus import Gpu, find_gpu
 from ddpkit.bench.planning.memory import (
@@ -28,6 +28,7 @@ from ddpkit.bench.planning.model import (
     compute_from_one_node_step,
     default_hidden,
     evaluate,
+    parse_setting,
 )
 from ddpkit.bench.planning.shapes import find_shape
 from ddpkit.bench.planning.strategies import CPU_OPTIMIZER_PARAMS_PER_S, PCIE_BYTES_PER_S, Link
@@ -190,7 +191,9 @@ def resolve(req: PlanRequest, bench: BenchFacts | None = None) -> tuple[PlanInpu
     if sources["hidden"] == "default":
         notes.append(_("PowerSGD sizes assume square {hidden}x{hidden} layers (transformer-like "
                        "width for this parameter count); pass --hidden to change", hidden=hidden))
-    settings = tuple(dict.fromkeys((Setting(), *req.settings)))  # plain DDP first, no repeats
+    measured = (parse_setting(label) for label, count, _eff, _check in b.measured if count == nodes)
+    # plain DDP first, then the asked-for ones and those the bench measured; no repeats
+    settings = tuple(dict.fromkeys((Setting(), *req.settings, *measured)))
     inp = PlanInput(
         params=params, grad_dtype=grad_dtype, nodes=nodes, gpus_per_node=gpus,
         inter_node_bytes_per_s=inter, intra_node_bytes_per_s=intra, step_compute_s=None,
@@ -278,7 +281,7 @@ def decide(inp: PlanInput, results: tuple[SettingResult, ...]) -> Verdict:
     if passing:
         pick = passing[0]
         eff = pick.best_efficiency or 0.0
-        how = _("measured") if pick.measured_efficiency is not None else _("predicted")
+        how = _("measured") if pick.best_efficiency == pick.measured_efficiency else _("predicted")
         if pick.setting == Setting():
             text = _("go multi-node: plain DDP keeps {eff:.0%} efficiency ({how}) on {n} nodes, "
                      "{speed:.2f}x the throughput of one node (threshold {pct})",
@@ -318,8 +321,14 @@ def make_plan(req: PlanRequest, bench: BenchFacts | None = None) -> Plan:
         notes.append(_("cast and PowerSGD compute costs are not modelled (no bench measured "
                        "them)"))
     one, results = evaluate(inp)
+    results = with_bench_figures(results, bench, inp.nodes)
     fit = _fit(req, inp)
     verdict = decide(inp, results)
+    checked = failed_checks(results, bench)  # the bench's own figures that failed its check
+    if checked is not None:
+        withhold, said = checked
+        verdict = (Verdict("undecided", None, said) if withhold else
+                   replace(verdict, text=_("{verdict}; {more}", verdict=verdict.text, more=said)))
     if fit.verdict is not None:  # plain DDP does not fit: memory decides
         verdict = Verdict(fit.verdict.decision, None, fit.verdict.text, None,
                           fit.verdict.strategy, fit.verdict.apply)
@@ -396,5 +405,6 @@ def _result_dict(r: SettingResult) -> dict[str, Any]:
         "throughput_vs_one_node": r.throughput_vs_one_node,
         "break_even_compute_s": r.break_even_compute_s,
         "measured_step_s": r.measured_step_s, "measured_efficiency": r.measured_efficiency,
-        "failed_in_bench": r.failed_in_bench, "notes": list(r.notes),
+        "failed_in_bench": r.failed_in_bench, "measured_check": r.measured_check,
+        "notes": list(r.notes),
     }

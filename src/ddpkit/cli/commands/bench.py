@@ -6,16 +6,18 @@ file that `ddpkit plan --from-bench` reads. docs/bench.md describes it all.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
-from ddpkit.atomic_file import replace_file
 from ddpkit.bench.formulas import parse_sweep_size
 from ddpkit.bench.merge import ClusterInfo, JobOutcome, build_payload
+from ddpkit.bench.outputs import check_outputs, write_outputs, write_text
+from ddpkit.bench.quit_notice import QuitWatch
 from ddpkit.bench.run import (
     QUICK,
     BenchJob,
@@ -23,6 +25,7 @@ from ddpkit.bench.run import (
     job_config,
     peer_argv,
     plan_jobs,
+    resolve_backend,
     socket_sweep_skip_reason,
 )
 from ddpkit.bench.units import parse_count, parse_duration, parse_size
@@ -40,12 +43,9 @@ from ddpkit.cli.node.launch_options import (
 from ddpkit.cli.node.node_events import print_plan
 from ddpkit.cli.options import add_flag, add_json_flag, add_verbosity_flags
 from ddpkit.cli.output import render
+from ddpkit.cli.output.bench_tables import show_bench
 from ddpkit.cli.output.console import Console
-from ddpkit.errors import (
-    EnvironmentProblem,
-    ExitCode,
-    UsageError,
-)
+from ddpkit.errors import DdpkitError, ExitCode, JobFailed, UsageError
 from ddpkit.i18n import _, _n
 from ddpkit.launch.config import LaunchConfig
 from ddpkit.launch.node.plan import NodePlan
@@ -170,34 +170,6 @@ def options_from_args(args: argparse.Namespace) -> BenchOptions:
     return BenchOptions(**values)
 
 
-def resolve_backend(requested: str) -> str:
-    if requested != "auto":
-        return requested
-    import torch
-    import torch.distributed as dist
-
-    return "nccl" if torch.cuda.is_available() and dist.is_nccl_available() else "gloo"
-
-
-def _check_output(path: str | None, flag: str) -> None:
-    if path is None:
-        return
-    parent = Path(path).parent
-    if not parent.is_dir() or not os.access(parent, os.W_OK) or Path(path).is_dir():
-        raise EnvironmentProblem("output-unwritable", _("{flag} {path}: cannot write there",
-                                                        flag=flag, path=path),
-                                 _("pass a file in an existing, writable directory"))
-
-
-def write_text_atomically(path: str | Path, text: str) -> None:
-    try:
-        replace_file(path, text)
-    except OSError as exc:
-        raise EnvironmentProblem("output-unwritable", _("cannot write {path}: {error}",
-                                                        path=str(path), error=exc.strerror),
-                                 _("pass a file in a writable directory")) from exc
-
-
 def _dry_run(console: Console, as_json: bool, jobs: tuple[BenchJob, ...], plans: list[NodePlan],
              notes: tuple[str, ...]) -> int:
     if as_json:
@@ -249,11 +221,26 @@ def run(args: argparse.Namespace, console: Console) -> int:
     if mode != NODE:
         from ddpkit.cli.job.whole_job import run_whole_job
 
+        if not request.dry_run:  # written here, by the front end: checked before any node starts
+            check_outputs(options.out, options.csv, options.plot)
         return run_whole_job(request, console, JOB, tail=bench_flags(args),
                              own_config=lambda address: node_config(with_master(args, address)),
                              render_result=render_job)
     config, node_options = node_config(args)
     return run_this_node(request, console, JOB, config, node_options)
+
+
+def _tell_the_others(console: Console, config: LaunchConfig,
+                     exc: DdpkitError | KeyboardInterrupt) -> None:
+    from ddpkit.bench.quit_notice import HOLD_S, serve_notice
+
+    reason = (f"{exc.error_id}: {exc.message}" if isinstance(exc, DdpkitError)
+              else _("interrupted (Ctrl-C)"))
+    render.log(console, _("ddpkit bench: telling the other nodes that node 0 quit (port {port}, "
+                          "up to {seconds:g} s; Ctrl-C skips)", port=config.master_port,
+                          seconds=HOLD_S))
+    with contextlib.suppress(KeyboardInterrupt):
+        serve_notice(config.master_addr, config.master_port, reason, config.nnodes - 1)
 
 
 def share_options(args: argparse.Namespace) -> BenchShareOptions:
@@ -270,7 +257,21 @@ def node_config(args: argparse.Namespace) -> tuple[LaunchConfig, BenchShareOptio
 
 def share(console: Console, base: LaunchConfig, context: ShareContext,
           given: BenchShareOptions) -> tuple[int, NodeOutcome]:
-    """This node's share of the bench: every stage in turn; node 0 merges, writes and shows."""
+    """This node's share of the bench: every stage in turn; node 0 merges, writes and shows. A
+    master that quits before its jobs are done tells the others, who wait for it on its port."""
+    if not base.is_master or base.nnodes < 2 or context.dry_run:
+        return _share(console, base, context, given, [])
+    done: list[bool] = []  # once the jobs ran, the others no longer wait for this node
+    try:
+        return _share(console, base, context, given, done)
+    except (DdpkitError, KeyboardInterrupt) as exc:
+        if not done:
+            _tell_the_others(console, base, exc)
+        raise
+
+
+def _share(console: Console, base: LaunchConfig, context: ShareContext,
+           given: BenchShareOptions, done: list[bool]) -> tuple[int, NodeOutcome]:
     from ddpkit.launch.node import session
 
     options = given.bench
@@ -278,12 +279,7 @@ def share(console: Console, base: LaunchConfig, context: ShareContext,
     run_dir = Path(base.run_dir) if base.run_dir else session.default_run_dir(base, cwd)
     results_dir = run_dir / "results"
     if base.is_master and not context.dry_run:
-        for path, flag in ((given.out, "--out"), (given.csv, "--csv"), (given.plot, "--plot")):
-            _check_output(path, flag)
-        if given.plot:
-            from ddpkit.bench.plot import require_matplotlib
-
-            require_matplotlib()  # fail now, not after a long run
+        check_outputs(given.out, given.csv, given.plot)  # fail now, not after a long run
     if options.socket_sweep and options.backend == "auto":
         from ddpkit.cli.torch_import import import_torch
 
@@ -305,9 +301,20 @@ def share(console: Console, base: LaunchConfig, context: ShareContext,
     results_dir.mkdir(parents=True, exist_ok=True)
     for note in notes:
         render.log(console, _("ddpkit bench: {note}", note=note))
-    outcomes = run_jobs(console, jobs, plans, results_dir,
-                        BenchEvents(console, show_output=given.show_output),
-                        should_stop=context.should_stop)
+    watch = None if base.is_master or base.nnodes < 2 else QuitWatch(
+        base.master_addr, base.master_port, base.node_rank).start()  # hears a master that quit
+    try:
+        outcomes = run_jobs(console, jobs, plans, results_dir,
+                            BenchEvents(console, show_output=given.show_output),
+                            should_stop=_either(context.should_stop, watch))
+    finally:
+        if watch is not None:
+            watch.stop()
+    done.append(True)
+    if watch is not None and (quit_reason := watch.reason() or (
+            watch.look() if any(not o.ok for o in outcomes) else None)):
+        raise JobFailed("job-stopped", _("node 0 quit: {reason}", reason=quit_reason),
+                        _("fix what node 0 said, then start the bench again on every node"))
     if not base.is_master:
         return _node_summary(console, context.as_json, base.node_rank, outcomes), outcome
     docs = {name: doc for name in sorted({j.output for j in jobs} | {"tcp.json"})
@@ -319,7 +326,7 @@ def share(console: Console, base: LaunchConfig, context: ShareContext,
     payload = build_payload(options, cluster, outcomes, docs, notes, skipped)
     payload["run_dir"] = str(run_dir)
     doc = document("bench", 1, payload)
-    write_text_atomically(run_dir / "bench.json", json.dumps(doc, indent=2) + "\n")
+    write_text(run_dir / "bench.json", json.dumps(doc, indent=2) + "\n")
     return report(console, doc, given, as_json=context.as_json,
                   where=given.out or str(run_dir / "bench.json")), outcome
 
@@ -328,26 +335,25 @@ def report(console: Console, doc: dict[str, Any], given: BenchShareOptions, *, a
            where: str) -> int:
     """Node 0's (or a fan-out supervisor's) end of a bench: write --out/--csv/--plot, then show."""
     payload = doc
-    text = json.dumps(doc, indent=2) + "\n"
-    if given.out:
-        write_text_atomically(given.out, text)
-    if given.csv:
-        from ddpkit.bench.report import csv_text
-
-        write_text_atomically(given.csv, csv_text(payload))
-    if given.plot:
-        from ddpkit.bench.plot import write_plot
-
-        write_plot(payload, given.plot, given.bench.efficiency_threshold)
+    write_outputs(doc, out=given.out, csv=given.csv, plot=given.plot,
+                  threshold=given.bench.efficiency_threshold)
     if as_json:
         render.emit_json(console, doc)
     else:
-        show(console, payload)
+        show_bench(console, payload)
     render.status(console, _("results in {where}", where=where), prefix="ddpkit bench: ",
                   keep=True)
     render.command(console, f"ddpkit plan --from-bench {where}", indent=_("  next: "),
                    more="        ", to_err=True, keep=True)
     return ExitCode.OK if payload["ok"] else ExitCode.FAILURE
+
+
+def _either(should_stop: Callable[[], str | None] | None,
+            watch: QuitWatch | None) -> Callable[[], str | None] | None:
+    if watch is None:
+        return should_stop
+    return lambda: (should_stop() if should_stop else None) or (
+        _("node 0 quit: {reason}", reason=said) if (said := watch.reason()) else None)
 
 
 def _node_summary(console: Console, as_json: bool, node_rank: int,
@@ -364,27 +370,6 @@ def _node_summary(console: Console, as_json: bool, node_rank: int,
                                 len(outcomes), node=node_rank, failed=len(failed)))
     essential = [o for o in failed if o.job.kind in ("net", "tcp") or o.job.setting == "none"]
     return ExitCode.FAILURE if essential else ExitCode.OK
-
-
-def show(console: Console, payload: dict[str, Any]) -> None:
-    from ddpkit.bench import report
-    from ddpkit.bench.strategy_report import strategy_tables
-
-    tables = [report.tcp_table(payload), *report.collective_tables(payload),
-              report.scaling_table(payload), *strategy_tables(payload),
-              report.socket_table(payload)]
-    for table in tables:
-        if table is None:
-            continue
-        render.table(console, table.headers, table.rows, title=table.title)
-        for text in table.footer:
-            render.wrapped(console, text, first="  ", indent="    ")
-        render.line(console)
-    for note in payload.get("notes", []):
-        render.wrapped(console, _("note: {note}", note=note), name="dim")
-    for text in [*report.failed_stages(payload), *report.headline(payload)]:
-        lead = text[:len(text) - len(text.lstrip())]
-        render.wrapped(console, text, first=lead, indent=lead + "  ")
 
 
 def _render_job(console: Console, outcomes: Sequence[NodeOutcome], given: BenchShareOptions, *,

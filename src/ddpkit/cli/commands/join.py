@@ -153,7 +153,7 @@ def node_args(spec: Any, rank: int, args: argparse.Namespace) -> argparse.Namesp
            *(["--run-dir", args.run_dir] if args.run_dir else []),
            *(["--show-output"] if args.show_output and spec.command == "test" else [])]
     argv = node_argv(spec.job, rank, spec.master_addr, node_flags=own)
-    parser, _unused = build_parser(argv[0])
+    parser, _unused = build_parser(argv[0], argv=argv[1:])
     try:
         return parser.parse_args(argv[1:])
     except SystemExit:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import os
+from collections.abc import Sequence
 
 from ddpkit.cli.job.job_command import JOIN, NODE, JobCommand, job_request, run_this_node
 from ddpkit.cli.node.launch_options import (
@@ -21,7 +22,7 @@ from ddpkit.cli.node.launch_options import (
     without_peer_commands,
 )
 from ddpkit.cli.node.node_events import ConsoleEvents, show_plan
-from ddpkit.cli.node.torch_options import add_torch_options, resolve
+from ddpkit.cli.node.torch_options import add_installed_torchrun_flags, add_torch_options, resolve
 from ddpkit.cli.options import add_json_flag, add_verbosity_flags
 from ddpkit.cli.output import render
 from ddpkit.cli.output.console import Console
@@ -49,6 +50,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("script", help=_("the training script, or a module name with -m"))
     parser.add_argument("script_args", nargs=argparse.REMAINDER,
                         help=_("arguments for the script"))
+
+
+def extend_parser(parser: argparse.ArgumentParser, argv: Sequence[str]) -> None:
+    """Called by the entry before parsing: torchrun flags newer than ddpkit's list are read from
+    the installed torch, so every torchrun flag is accepted."""
+    add_installed_torchrun_flags(parser, argv)
 
 
 def run(args: argparse.Namespace, console: Console) -> int:

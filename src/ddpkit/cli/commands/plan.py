@@ -221,13 +221,20 @@ def show(console: Console, plan: Plan) -> None:
                _secs(r.exposed_s), _secs(r.step_s), _pct(r.efficiency),
                "-" if r.throughput_vs_one_node is None else f"{r.throughput_vs_one_node:.2f}x"]
         if measured:
-            row.append(_("failed") if r.failed_in_bench else _pct(r.measured_efficiency))
+            row.append(_("failed") if r.failed_in_bench else
+                       _pct(r.measured_efficiency) + ("?" if r.measured_check else ""))
         if inp.step_compute_s is None:
             row.append(compute_needed(r.break_even_compute_s))
         rows.append(row)
     render.table(console, headers, rows,
                  title=_("{nodes} nodes vs 1 node (efficiency = 1-node step / {nodes}-node step,"
                          " same per-GPU batch: weak scaling)", nodes=inp.nodes))
+    for r in plan.results:
+        if r.measured_check:  # the same words as `ddpkit bench`'s table
+            render.wrapped(console, _("  {setting} {efficiency}?: FAILED CHECK: {why}",
+                                      setting=r.setting.label,
+                                      efficiency=_pct(r.measured_efficiency), why=r.measured_check),
+                           indent="    ")
     render.line(console)
     dim = "dim" if console.color else None
     for note in plan.assumptions:

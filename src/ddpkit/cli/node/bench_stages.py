@@ -56,6 +56,8 @@ def run_jobs(console: Console, jobs: tuple[BenchJob, ...], plans: list[NodePlan]
 
     outcomes = []
     for index, (job, plan) in enumerate(zip(jobs, plans)):
+        if should_stop is not None and should_stop():
+            break  # stopped (a supervisor, or a master that quit): start no further job
         render.log(console, _("ddpkit bench: [{index}/{total}] {title} (port {port}, at most"
                               " {limit:g} s)", index=index + 1, total=len(jobs), title=job.title,
                               port=plan.config.master_port, limit=plan.config.job_timeout))

@@ -5,6 +5,7 @@ an error id when it cannot work with ddpkit's static rendezvous on the master.""
 from __future__ import annotations
 
 import argparse
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -14,11 +15,12 @@ from ddpkit.errors import UsageError
 from ddpkit.i18n import _
 from ddpkit.launch.config import LocalRankMode
 from ddpkit.launch.node.plan import option_flags
-from ddpkit.launch.torchrun.command import PASSED_ON
+from ddpkit.launch.torchrun.command import PASSED_ON, TorchrunFlag, installed_flags
 from ddpkit.launch.torchrun.local_rank import AUTO, MODES, OWN_WORKER, check_use_env
 from ddpkit.launch.torchrun.rendezvous import C10D, STATIC, implied_node_rank, read_rendezvous
 
 _DEST = "torchrun_flag_"
+_INSTALLED = "torchrun_installed_flags"  # the Namespace's flags read from the installed torch
 
 
 def add_torch_options(parser: argparse.ArgumentParser) -> None:
@@ -39,13 +41,47 @@ def add_torch_options(parser: argparse.ArgumentParser) -> None:
     add_flag(torchrun, "--rdzv-endpoint", default=None, metavar="HOST:PORT",
              help=_("read as --master-addr HOST --master-port PORT"))
     for flag in PASSED_ON:
-        names = [flag.name] + ([flag.short] if flag.short else [])
-        if flag.takes_value:
-            add_flag(torchrun, *names, dest=_DEST + flag.name[2:].replace("-", "_"),
-                     default=None, metavar="VALUE", help=flag.help or _("passed on"))
-        else:
-            add_flag(torchrun, *names, dest=_DEST + flag.name[2:].replace("-", "_"),
-                     action="store_true", help=flag.help or _("passed on"))
+        _add_passed_on(torchrun, flag)
+
+
+def _add_passed_on(group: Any, flag: TorchrunFlag) -> None:
+    names = [flag.name] + ([flag.short] if flag.short else [])
+    if flag.takes_value:
+        add_flag(group, *names, dest=_DEST + flag.name[2:].replace("-", "_"),
+                 default=None, metavar="VALUE", help=flag.help or _("passed on"))
+    else:
+        add_flag(group, *names, dest=_DEST + flag.name[2:].replace("-", "_"),
+                 action="store_true", help=flag.help or _("passed on"))
+
+
+def _unknown_options(parser: argparse.ArgumentParser, argv: Sequence[str]) -> list[str]:
+    """The long options before the script that ``parser`` does not know (the script's own
+    arguments are not looked at)."""
+    known, unknown = parser._option_string_actions, []
+    index = 0
+    while index < len(argv) and argv[index] != "--" and argv[index].startswith("-"):
+        token = argv[index]
+        name = token.split("=", 1)[0]
+        action = known.get(name)
+        if action is None and name.startswith("--"):
+            unknown.append(name)
+        takes_value = action is None or action.nargs != 0  # an unknown one may: the next word
+        if takes_value and "=" not in token and index + 1 < len(argv) \
+                and not argv[index + 1].startswith("-"):
+            index += 1  # its value (or, after an unknown switch, the script: nothing follows)
+        index += 1
+    return unknown
+
+
+def add_installed_torchrun_flags(parser: argparse.ArgumentParser, argv: Sequence[str]) -> None:
+    """Before parsing ``argv``: the options in it that this parser does not know but the installed
+    torchrun does (a flag newer than ddpkit) are added, to be passed on like the listed ones.
+    torch is imported only when such an option is there."""
+    extra = installed_flags(_unknown_options(parser, argv))
+    for flag in extra:
+        _add_passed_on(parser, flag)
+    if extra:
+        parser.set_defaults(**{_INSTALLED: (*(parser.get_default(_INSTALLED) or ()), *extra)})
 
 
 @dataclass(frozen=True)
@@ -98,7 +134,7 @@ def resolve(args: argparse.Namespace) -> tuple[argparse.Namespace, TorchOptions]
     args = argparse.Namespace(**{**vars(args), "master_addr": rendezvous.master_addr,
                                  "master_port": rendezvous.master_port, "node_rank": node_rank})
     given: list[tuple[str, str | None]] = []
-    for flag in PASSED_ON:
+    for flag in (*PASSED_ON, *getattr(args, _INSTALLED, ())):
         value = getattr(args, _DEST + flag.name[2:].replace("-", "_"))
         if flag.takes_value and value is not None:
             given.append((flag.name, str(value)))

@@ -133,7 +133,7 @@ def probe(me: int, target: ProbeTarget, nonces: Mapping[str, int], *,
                 if not chunk:
                     break
                 answer += chunk
-    except (TimeoutError, socket.timeout):
+    except TimeoutError:
         return classify_error(me, target, None, True)
     except OSError as exc:
         return classify_error(me, target, exc.errno, False, exc.strerror or str(exc))

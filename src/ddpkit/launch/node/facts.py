@@ -74,7 +74,8 @@ def _torch_version() -> str | None:
     """The installed torch's version, read from its ``torch/version.py`` (``__version__ =
     '2.13.0+cpu'``, the line every torch release writes): importing torch takes seconds, and
     ``importlib.metadata`` costs 15-30 ms of imports on a launch's critical path (before torchrun
-    starts). The same text as ``metadata.version("torch")`` gives (a unit test compares them)."""
+    starts). The same text as ``torch.__version__``, local build tag included (``+cu130``, which
+    the metadata of PyPI's CUDA wheels lacks); a unit test compares them."""
     try:
         spec = importlib.util.find_spec("torch")
     except (ImportError, ValueError):

@@ -60,6 +60,45 @@ PASSED_ON: tuple[TorchrunFlag, ...] = (
 )
 
 
+# torch.distributed.run's flags ddpkit handles itself (tests/unit/test_launch_torch_flags.py).
+HANDLED = frozenset({"--nnodes", "--nproc-per-node", "--node-rank", "--master-addr",
+                     "--master-port", "--max-restarts", "--module", "--rdzv-backend",
+                     "--rdzv-endpoint", "--help"})
+
+
+def installed_flags(wanted: Iterable[str]) -> tuple[TorchrunFlag, ...]:
+    """The flags among ``wanted`` (either spelling) that the installed torch's torchrun has and
+    ``PASSED_ON`` does not list: read from its own parser (``torch.distributed.run``'s
+    ``get_args_parser``), so a new release's flags pass on without a change here. Imports torch:
+    call it only for a flag nothing else knows."""
+    spellings = {name.split("=", 1)[0] for name in wanted if name.startswith("-")}
+    if not spellings:
+        return ()
+    try:
+        from torch.distributed import run as torch_run
+        parser = torch_run.get_args_parser()
+    except Exception:  # noqa: BLE001 - no torch or another parser: nothing more is known
+        return ()
+    listed = {f.name for f in PASSED_ON}
+    found: dict[str, TorchrunFlag] = {}
+    for action in parser._actions:
+        options = action.option_strings
+        longs = [o for o in options if o.startswith("--")]
+        if not longs or not spellings & {*options, *(_other_spelling(o) for o in longs)}:
+            continue
+        name = next((o for o in longs if "_" not in o), longs[0].replace("_", "-"))
+        if name in listed or name in HANDLED:
+            continue
+        short = next((o for o in options if not o.startswith("--")), None)
+        found[name] = TorchrunFlag(name, action.nargs != 0, short=short)
+    return tuple(found.values())
+
+
+def _other_spelling(option: str) -> str:
+    body = option[2:]
+    return "--" + (body.replace("_", "-") if "_" in body else body.replace("-", "_"))
+
+
 SHOW_FLAGS = ("--tee", "--redirects", "--local-ranks-filter")  # how torchrun shows rank output
 
 
