@@ -60,6 +60,8 @@ def _port_owner(port: int) -> str:
 
 
 NO_ROUTE_ANSWERS = 2  # the kernel said "no route" this many times in a row: it will not change
+CONNECT_S = 5.0  # one attempt: longer than the kernel's ARP resolution (3 probes, 1 s apart), so
+# that an address nobody holds ends in its "no route to host", not in this timeout
 
 
 def _connect(address: str, port: int, source: str | None, timeout: float) -> None:
@@ -103,7 +105,7 @@ def wait_for_master(
         attempts += 1
         remaining = deadline - clock()
         try:
-            connect(address, port, source, max(0.2, min(3.0, remaining)))
+            connect(address, port, source, max(0.2, min(CONNECT_S, remaining)))
             return clock() - start
         except OSError as exc:
             last_error = _describe(exc)
