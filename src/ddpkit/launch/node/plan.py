@@ -26,6 +26,9 @@ DEBUG_ENV = {
     "TORCH_DISTRIBUTED_DEBUG": "DETAIL",
 }
 FLIGHT_RECORDER_ENTRIES = "2000"
+# the names flight_recorder_env sets, on every torch (shown as one family by default)
+FLIGHT_RECORDER_PREFIXES = ("TORCH_FR_", "TORCH_NCCL_TRACE_", "TORCH_NCCL_DEBUG_INFO_",
+                            "TORCH_NCCL_DUMP_ON_TIMEOUT")
 
 
 def flight_recorder_env(run_dir: str, torch_version: str | None) -> dict[str, str]:
