@@ -204,6 +204,9 @@ def check_master_reachable(config: LaunchConfig, address: str, holder: Nic,
         return
     raise ConfigError(
         "master-address-shared",
+        _("--master-addr {master} is on this machine's {name}, {why}: no other node can reach "
+          "the master there", master=config.master_addr, name=holder.name, why=why)
+        if address == config.master_addr else
         _("--master-addr {master} is this machine's {address} on {name}, {why}: no other node "
           "can reach the master there", master=config.master_addr, address=address,
           name=holder.name, why=why),
