@@ -94,6 +94,15 @@ def test_a_docker_subnet_address_on_a_physical_nic_is_a_real_network() -> None:
     assert plan.interface.ifname == "ens5"
 
 
+def test_a_master_reached_through_a_gateway_is_said_to_be_on_no_network_of_this_machine() -> None:
+    via = Route(host="10.9.0.2", address="10.9.0.2", family="ipv4", ifname="eth1",
+                source="10.0.0.3", gateway="10.0.0.1")
+    plan = _plan(_config(master_addr="10.9.0.2"), _facts(route=via, masters=("10.9.0.2",)))
+    assert plan.interface.ifname == "eth1"
+    assert "on none of this machine's networks" in plan.interface.reason
+    assert "gateway 10.0.0.1 on eth1" in plan.interface.reason
+
+
 def test_ifname_flag_wins_and_is_validated() -> None:
     plan = _plan(_config(ifname="eth0"), _facts(), env={"NCCL_SOCKET_IFNAME": "eth1"})
     assert plan.interface.source == "flag"

@@ -160,6 +160,12 @@ def choose_interface(config: LaunchConfig, facts: NodeFacts) -> InterfaceChoice:
                                            master=config.master_addr),
                              _("check `ddpkit nics --to {master}`", master=config.master_addr))
     route = facts.route
+    if route.gateway:  # a typo'd or public master address goes this way; so do some clouds' VPCs
+        return InterfaceChoice(route.ifname, route.source, "route",
+                               _("{address} is on none of this machine's networks: the routing "
+                                 "table sends it through gateway {gateway} on {name} (source "
+                                 "{source})", address=route.address, gateway=route.gateway,
+                                 name=route.ifname, source=route.source))
     return InterfaceChoice(route.ifname, route.source, "route",
                            _("the routing table reaches {address} via {name} (source {source})",
                              address=route.address, name=route.ifname, source=route.source))
