@@ -40,7 +40,8 @@ def test_the_seed_command_with_ddpkit_launch(tmp_path: Path, script: str, decisi
         master = cluster.nodes[0].private_address
         runs = []
         for rank in range(2):
-            argv = ddpkit("launch", "--nproc_per_node=2", "--nnodes=2", f"--node_rank={rank}",
+            # -v: a "none" decision (torchrun's own way) is said only when asked
+            argv = ddpkit("launch", "-v", "--nproc_per_node=2", "--nnodes=2", f"--node_rank={rank}",
                           f"--master_addr={master}", "--master_port=55568", "ddp.py")
             proc = subprocess.Popen(node_argv(cluster, rank, argv), stdout=subprocess.PIPE,
                                     stderr=subprocess.PIPE, text=True, env=clean_env(),

@@ -65,7 +65,7 @@ def test_seed_failure_plain_torchrun_does_not_complete_but_ddpkit_launch_does(tm
         assert wait_all(fixed, timeout=120), "ddpkit launch did not finish"
         for run in fixed:
             assert run.code == 0, run.err[-3000:]
-            assert "GLOO_SOCKET_IFNAME=eth1" in run.err
+            assert "inter-node interface eth1" in run.err and "set GLOO_SOCKET_IFNAME" in run.err
         assert "all_reduce ok" in fixed[0].out and "all_reduce ok" in fixed[1].out
         assert_quiet_console(*(run.out + run.err for run in fixed))
 
@@ -113,7 +113,7 @@ def test_ddpkit_test_with_differently_named_private_nics(tmp_path: Path) -> None
         runs = _run_test(cluster, tmp_path)
     for run in runs:
         assert run.code == 0, run.err[-3000:]
-    assert "GLOO_SOCKET_IFNAME=ens5" in runs[1].err
+    assert "inter-node interface ens5" in runs[1].err
     doc = _test_json(runs[0])
     used = {r["host"]: r["interfaces_used"] for r in doc["ranks"]}
     assert used == {"node0": ["eth1"], "node1": ["ens5"]}

@@ -195,3 +195,32 @@ def test_ssh_and_token_jobs_warn_before_they_start(run_cli, tmp_path: Path, monk
     warnings = [line for line in result.err.splitlines() if "not sent to the other nodes" in line]
     assert len(warnings) == 1 and "ACCELERATE_USE_CPU" in warnings[0]
     assert "WANDB_MODE" not in warnings[0]  # forwarded by the family line
+
+
+@pytest.mark.parametrize("mode", [("--hosts", "10.0.0.2,10.0.0.3"), ("--nnodes", "2", "--ifname", "lo")])
+def test_a_variable_the_script_reads_set_only_here_is_warned_before_the_job(  # type: ignore[no-untyped-def]
+        run_cli, tmp_path: Path, monkeypatch, mode: tuple[str, ...]) -> None:
+    """`env STEPS=60 ddpkit launch ...`: the workers' ranks would run with the default (issue 31;
+    STEPS is no framework's, so the framework warning stayed silent)."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "train.py").write_text("import os\nsteps = int(os.environ.get('STEPS', 10))\n"
+                                       "lr = os.getenv(\"LR\")\nhome = os.environ['HOME']\n")
+    monkeypatch.setenv("STEPS", "60")
+    monkeypatch.delenv("LR", raising=False)
+    result = run_cli("launch", *mode, "--dry-run", "train.py")
+    assert result.code == 0, result.err
+    said = " ".join(result.err.split())
+    assert "read by the script, but not sent to the other nodes: STEPS" in said, said
+    assert "LR" not in said.split("STEPS", 1)[1].split(")")[0]  # not set here: nothing to send
+    result = run_cli("launch", *mode, "--dry-run", "--env", "STEPS=60", "train.py")
+    assert "read by the script" not in result.err  # sent: nothing to say
+
+
+def test_environment_names_are_read_from_the_source() -> None:
+    from ddpkit.launch.torchrun.entry_file import environment_names
+
+    source = (b"import os\nfrom os import environ\nA = os.environ['STEPS']\n"
+              b"B = os.environ.get(\"LR\", 1)\nC = os.getenv('BATCH')\n"
+              b"environ.setdefault('SEED', '0')\nD = environ[ 'STEPS' ]\nE = os.environ\n"
+              b"F = os.environ.get(name)\n")
+    assert environment_names(source) == ("STEPS", "LR", "BATCH", "SEED")

@@ -66,6 +66,43 @@ def test_master_address_not_on_the_master_is_an_error() -> None:
     assert info.value.error_id == "master-not-local"
 
 
+def test_master_not_local_suggests_this_machines_reachable_addresses() -> None:
+    with pytest.raises(ConfigError) as info:
+        _plan(_config(node_rank=0, master_addr="10.0.0.9"), _facts(masters=("10.0.0.9",)))
+    fix = info.value.hint
+    assert "--master-addr 10.0.0.3 (eth1)" in fix
+    assert "10.0.0.9" not in fix and "172.17" not in fix  # neither the rejected nor the NAT one
+    assert info.value.details["private_addresses"] == ["10.0.0.3"]
+
+
+def test_a_master_given_its_shared_nat_address_stops_like_its_workers() -> None:
+    """The guide's trap from node 0: 172.17.0.4 is on its eth0 too, and every worker's."""
+    with pytest.raises(ConfigError) as info:
+        _plan(_config(node_rank=0, master_addr="172.17.0.4"), _facts(masters=("172.17.0.4",)))
+    assert info.value.error_id == "master-address-shared"
+    assert "eth0" in info.value.message and "--master-addr 10.0.0.3 (eth1)" in info.value.hint
+    worker = pytest.raises(ConfigError)
+    with worker as seen:  # a worker given it: the same id
+        _plan(_config(master_addr="172.17.0.4"), _facts(masters=("172.17.0.4",)))
+    assert seen.value.error_id == "master-address-shared"
+
+
+def test_a_docker_subnet_address_on_a_physical_nic_is_a_real_network() -> None:
+    nics = (_nic("ens5", NicKind.PHYSICAL, ("172.17.0.4", 16)),)
+    plan = _plan(_config(node_rank=0, master_addr="172.17.0.4"),
+                 _facts(nics=nics, route=None, masters=("172.17.0.4",)))
+    assert plan.interface.ifname == "ens5"
+
+
+def test_a_master_reached_through_a_gateway_is_said_to_be_on_no_network_of_this_machine() -> None:
+    via = Route(host="10.9.0.2", address="10.9.0.2", family="ipv4", ifname="eth1",
+                source="10.0.0.3", gateway="10.0.0.1")
+    plan = _plan(_config(master_addr="10.9.0.2"), _facts(route=via, masters=("10.9.0.2",)))
+    assert plan.interface.ifname == "eth1"
+    assert "on none of this machine's networks" in plan.interface.reason
+    assert "gateway 10.0.0.1 on eth1" in plan.interface.reason
+
+
 def test_ifname_flag_wins_and_is_validated() -> None:
     plan = _plan(_config(ifname="eth0"), _facts(), env={"NCCL_SOCKET_IFNAME": "eth1"})
     assert plan.interface.source == "flag"

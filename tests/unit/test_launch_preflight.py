@@ -80,3 +80,44 @@ def test_a_cancelled_wait_returns_without_raising() -> None:
     start = time.monotonic()
     wait_for_master("127.0.0.1", port, source=None, ifname="lo", timeout=30, cancelled=cancelled)
     assert time.monotonic() - start < 5 and len(calls) == 4
+
+
+def test_no_route_to_the_master_ends_the_wait_long_before_its_timeout() -> None:
+    """The kernel's "no route to host" (nobody answers ARP for a wrong address) does not change
+    by waiting: the wait stops at the second such answer, not at --connect-timeout."""
+    import errno
+
+    now = [0.0]
+    tried: list[float] = []
+
+    def no_route(address: str, port: int, source: str | None, timeout: float) -> None:
+        tried.append(now[0])
+        now[0] += 3.0  # the kernel's ARP attempts
+        raise OSError(errno.EHOSTUNREACH, "No route to host")
+
+    with pytest.raises(NetworkProblem) as info:
+        wait_for_master("10.0.0.99", 29500, source="10.0.0.3", ifname="eth1", timeout=60,
+                        clock=lambda: now[0], sleep=lambda s: now.__setitem__(0, now[0] + s),
+                        connect=no_route)
+    exc = info.value
+    assert exc.error_id == "master-unreachable" and exc.details["no_route"] is True
+    assert len(tried) == 2 and now[0] < 10
+    assert "no route to host" in exc.message and "waiting longer cannot help" in exc.message
+    assert "10.0.0.99" in exc.hint
+
+
+def test_a_refusing_master_is_waited_for_until_the_timeout() -> None:
+    """Refused is a master not started yet: that wait may succeed, so it runs its time."""
+    import errno
+
+    now = [0.0]
+
+    def refused(address: str, port: int, source: str | None, timeout: float) -> None:
+        now[0] += 0.01
+        raise ConnectionRefusedError(errno.ECONNREFUSED, "Connection refused")
+
+    with pytest.raises(NetworkProblem) as info:
+        wait_for_master("10.0.0.2", 29500, source=None, ifname="eth1", timeout=20,
+                        clock=lambda: now[0], sleep=lambda s: now.__setitem__(0, now[0] + s),
+                        connect=refused)
+    assert info.value.details["no_route"] is False and now[0] >= 20

@@ -222,6 +222,11 @@ FRAMEWORK_PREFIXES = ("ACCELERATE_", "FSDP_", "HF_", "HUGGINGFACE_", "TRANSFORME
 # node; NODE_RANK, read by some frameworks' launchers, is this node's only).
 LAUNCH_NAMES = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "GROUP_RANK", "NODE_RANK",
                 "MASTER_ADDR", "MASTER_PORT")
+# Every machine's shell has its own (a script reading HOME or PATH reads the node's own value).
+MACHINE_NAMES = frozenset({"HOME", "PATH", "USER", "LOGNAME", "SHELL", "PWD", "OLDPWD", "LANG",
+                           "LANGUAGE", "TERM", "TMPDIR", "HOSTNAME", "LD_LIBRARY_PATH",
+                           "CUDA_HOME", "VIRTUAL_ENV", "CONDA_PREFIX", "DISPLAY"})
+MACHINE_PREFIXES = ("LC_", "XDG_", "SSH_", "SLURM_")
 SHOWN_NAMES = 8  # names listed in the warning; the rest are counted
 
 
@@ -231,24 +236,35 @@ class Untravelled:
 
     framework: tuple[str, ...] = ()  # framework configuration, not sent
     launch: tuple[str, ...] = ()  # launch variables set here (never sent)
+    script: tuple[str, ...] = ()  # what the script reads by name, set here, not sent
 
     def families(self) -> tuple[str, ...]:
         return tuple(dict.fromkeys(p for name in self.framework for p in FRAMEWORK_PREFIXES
                                    if name.startswith(p)))
 
 
-def untravelled(env: Mapping[str, str], passed: PassedEnv) -> Untravelled:
-    """The names in ``env`` (this machine's) that frameworks or launchers read and that
-    ``passed`` does not send (allow-list, env file, its families, ``--env``)."""
+def untravelled(env: Mapping[str, str], passed: PassedEnv,
+                script_reads: Sequence[str] = ()) -> Untravelled:
+    """The names in ``env`` (this machine's) that frameworks or launchers read, or the script
+    itself (``script_reads``: ``entry_file.environment_names``), and that ``passed`` does not
+    send (allow-list, env file, its families, ``--env``)."""
     sent = set(passed.values) | {key for key, _ in passed.overrides}
     framework = tuple(sorted(k for k in env if k.startswith(FRAMEWORK_PREFIXES) and k not in sent))
     launch = tuple(k for k in LAUNCH_NAMES if k in env and k not in sent)
-    return Untravelled(framework, launch)
+    script = tuple(k for k in script_reads if k in env and k not in sent
+                   and k not in framework and k not in LAUNCH_NAMES and k not in MACHINE_NAMES
+                   and not k.startswith(MACHINE_PREFIXES))
+    return Untravelled(framework, launch, script)
 
 
 def untravelled_warning(found: Untravelled, env_file: str = ENV_FILE_NAME) -> str | None:
     """One warning naming every such variable and the fix; None when there is none."""
-    framework = launch = None
+    framework = launch = script = None
+    if found.script:
+        script = _(
+            "set here, read by the script, but not sent to the other nodes: {names} (their ranks "
+            "run without them); send them with --env NAME=VALUE or a `NAME=VALUE` line in "
+            "{env_file}", names=some(found.script, SHOWN_NAMES), env_file=env_file)
     if found.framework:
         framework = _(
             "set here but not sent to the other nodes: {names} (frameworks read them: a node "
@@ -261,6 +277,5 @@ def untravelled_warning(found: Untravelled, env_file: str = ENV_FILE_NAME) -> st
             "{names} set here: launch variables are never sent (every node's torchrun sets RANK, "
             "LOCAL_RANK, WORLD_SIZE, MASTER_ADDR and MASTER_PORT for its ranks; NODE_RANK would "
             "be wrong on the others)", names=", ".join(found.launch))
-    if framework and launch:
-        return clauses([framework, launch])
-    return framework or launch
+    parts = [part for part in (script, framework, launch) if part]
+    return clauses(parts) if parts else None

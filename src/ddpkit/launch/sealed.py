@@ -19,11 +19,6 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
-from cryptography.exceptions import InvalidTag
-from cryptography.hazmat.primitives import hashes
-from cryptography.hazmat.primitives.ciphers.aead import ChaCha20Poly1305
-from cryptography.hazmat.primitives.kdf.hkdf import HKDF
-
 from ddpkit.i18n import _
 from ddpkit.launch.store_value import MAX_VALUE_BYTES, NotOurs, parse_json_dict
 
@@ -41,6 +36,12 @@ class Sealer:
     ``purpose``: the same secret gives unrelated keys for unrelated uses)."""
 
     def __init__(self, secret: str, salt: str, purpose: bytes = JOIN_STORE) -> None:
+        # imported here: every launch imports this module (the hang watch), few seal anything,
+        # and cryptography's bindings cost a launch's start ~20 ms of CPU
+        from cryptography.hazmat.primitives import hashes
+        from cryptography.hazmat.primitives.ciphers.aead import ChaCha20Poly1305
+        from cryptography.hazmat.primitives.kdf.hkdf import HKDF
+
         key = HKDF(algorithm=hashes.SHA256(), length=32, salt=salt.encode(),
                    info=purpose).derive(secret.encode())
         self._aead = ChaCha20Poly1305(key)
@@ -65,6 +66,8 @@ class Sealer:
         except (ValueError, TypeError, KeyError, binascii.Error) as exc:
             raise NotOurs(_("it is not ddpkit's sealed JSON ({kind})",
                             kind=type(exc).__name__)) from None
+        from cryptography.exceptions import InvalidTag
+
         try:
             text = self._aead.decrypt(nonce, sealed, key.encode())
         except InvalidTag:

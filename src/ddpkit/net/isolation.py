@@ -26,7 +26,7 @@ from typing import Any
 from ddpkit.errors import NetworkProblem
 from ddpkit.i18n import Text, _
 from ddpkit.net.interfaces import Nic, NicKind
-from ddpkit.net.select import traps
+from ddpkit.net.select import best_address, ranking, traps
 
 NO_PRIVATE_NETWORK = "no-private-network"
 # interfaces that are never the way to another machine when their address is a container's NAT
@@ -148,3 +148,14 @@ def check_reachable(nics: Sequence[Nic], tun_device: bool) -> None:
     found = isolation(nics)
     if found is not None:
         raise no_private_network_error(found, tun_device)
+
+
+def peer_addresses(nics: Sequence[Nic], *, limit: int = 3) -> tuple[tuple[str, str], ...]:
+    """(interface, address) of this machine that other machines may reach, best ranked first:
+    what to suggest for ``--master-addr`` instead of an address that cannot work."""
+    found: list[tuple[str, str]] = []
+    for nic in ranking(nics):
+        address = best_address(nic)
+        if address is not None and unreachable_why(nic, nics) is None:
+            found.append((nic.name, address.address))
+    return tuple(found[:limit])

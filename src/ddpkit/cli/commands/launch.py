@@ -8,6 +8,7 @@ from the master with a join token the other machines paste (``--nnodes N``, no m
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 from collections.abc import Sequence
 
@@ -73,7 +74,8 @@ def run(args: argparse.Namespace, console: Console) -> int:
         torch.check_whole_job()  # each node decides the local-rank argument from its own copy
         if mode == JOIN:
             _check_own_entry(args)  # node 0 is this machine: before the others are asked to join
-        _preview_local_rank(args, console)
+        reads = _preview_entry(args, console)
+        request = dataclasses.replace(request, script_reads=reads)
         return run_whole_job(request, console, JOB, tail=tail,
                              own_config=lambda address: node_config(with_master(args, address)))
     config, options = node_config(args)
@@ -102,22 +104,25 @@ def _check_own_entry(args: argparse.Namespace) -> None:
         raise entry_error(problem, entry=args.script, is_module=args.module, node_rank=0)
 
 
-def _preview_local_rank(args: argparse.Namespace, console: Console) -> None:
-    """A whole job: every node decides from its own copy of the script (the copy it runs); say
-    what this machine's copy gives, so a mistake shows before anything starts."""
+def _preview_entry(args: argparse.Namespace, console: Console) -> tuple[str, ...]:
+    """A whole job: every node decides the local-rank argument from its own copy of the script
+    (the copy it runs); with -v, say what this machine's copy gives. Returns the environment
+    names the script reads, for the warning about what will not travel."""
     import sys
     from pathlib import Path
 
-    from ddpkit.launch.torchrun.entry_file import read_entry
+    from ddpkit.launch.torchrun.entry_file import environment_names, read_entry
     from ddpkit.launch.torchrun.local_rank import AUTO, decide
 
-    source = None
-    if args.local_rank_arg == AUTO and not args.use_env:
-        source = read_entry(args.script, cwd=Path.cwd(), is_module=args.module,
-                            no_python=bool(args.torchrun_flag_no_python), sys_path=sys.path)
-    choice = decide(args.local_rank_arg, source, tuple(args.script_args), use_env=args.use_env)
-    render.status(console, _("local-rank argument: decided on every node from its own copy; "
-                             "this machine's gives {how}", how=choice.describe()))
+    source = read_entry(args.script, cwd=Path.cwd(), is_module=args.module,
+                        no_python=bool(args.torchrun_flag_no_python), sys_path=sys.path)
+    if console.verbosity == "verbose":
+        auto = args.local_rank_arg == AUTO and not args.use_env
+        choice = decide(args.local_rank_arg, source if auto else None, tuple(args.script_args),
+                        use_env=args.use_env)
+        render.status(console, _("local-rank argument: decided on every node from its own "
+                                 "copy; this machine's gives {how}", how=choice.describe()))
+    return environment_names(source.data) if source.data is not None else ()
 
 
 def share(console: Console, config: LaunchConfig, context: ShareContext,

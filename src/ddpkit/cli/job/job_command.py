@@ -107,6 +107,7 @@ class JobRequest:
     env_stdin: bool = False  # the supervisor sends the passed environment on stdin
     dry_run: bool = False
     as_json: bool = False
+    script_reads: tuple[str, ...] = ()  # environment names the entry reads (its source, here)
 
     def mode(self) -> JobMode:
         """``hosts`` (ssh fan-out), ``join`` (print a token and wait) or ``node`` (this node's
@@ -193,7 +194,7 @@ def job_env(request: JobRequest, env: Mapping[str, str], cwd: Path,
                         file_path=str(path) if loaded is not None else None,
                         file_prefixes=loaded.prefixes if loaded else (),
                         overrides=list(request.env_overrides))
-    warning = untravelled_warning(untravelled(dict(env), passed),
+    warning = untravelled_warning(untravelled(dict(env), passed, request.script_reads),
                                   request.env_file or ENV_FILE_NAME)
     if console is not None and warning:
         render.status(console, _("warning: {message}", message=warning))

@@ -7,8 +7,9 @@ from ddpkit.cli.output import render
 from ddpkit.cli.output.console import Console
 from ddpkit.i18n import _
 from ddpkit.launch.envpass import shown_env
-from ddpkit.launch.node.plan import NodePlan
+from ddpkit.launch.node.plan import FLIGHT_RECORDER_PREFIXES, NodePlan
 from ddpkit.report import document
+from ddpkit.wording import commas
 
 _SOURCES = {"flag": _("flag"), "default": _("default")}  # else "Slurm: SLURM_NODEID" (a name)
 
@@ -18,6 +19,16 @@ def scheduler_of(sources: tuple[tuple[str, str], ...]) -> str | None:
     source = dict(sources).get("node_rank", "")
     name, sep, _rest = source.partition(": ")
     return name if sep else None
+
+
+def set_names(plan: NodePlan) -> str:
+    """One line for what ddpkit set in the ranks' environment: the names (``-v`` shows the
+    values), torch's flight-recorder settings as one family."""
+    recorder = [k for k in plan.env_set if k.startswith(FLIGHT_RECORDER_PREFIXES)]
+    names = [k for k in sorted(plan.env_set) if k not in recorder]
+    if recorder:
+        names.append(_("{count} TORCH_* of the flight recorder", count=len(recorder)))
+    return _("ddpkit: set {names} (-v: values)", names=commas(names))
 
 
 class ConsoleEvents:
@@ -36,9 +47,14 @@ class ConsoleEvents:
                             nnodes=plan.config.nnodes, host=plan.hostname,
                             ifname=plan.interface.ifname, reason=plan.interface.reason),
                        indent="ddpkit:   ", to_err=True)
-        for key, value in shown_env(plan.env_set).items():
-            render.clipped(c, f"ddpkit:   {key}={value}", middle=True, to_err=True)
-        if plan.local_rank.mode:  # a user's script (not ddpkit's own worker)
+        verbose = c.verbosity == "verbose"
+        if verbose:
+            for key, value in shown_env(plan.env_set).items():
+                render.clipped(c, f"ddpkit:   {key}={value}", middle=True, to_err=True)
+        elif plan.env_set:
+            render.wrapped(c, set_names(plan), indent="ddpkit:   ", to_err=True)
+        # a user's script (not ddpkit's own worker); "none" is torchrun's own way: said with -v
+        if plan.local_rank.mode and (verbose or plan.local_rank.flag):
             render.wrapped(c, _("ddpkit: local-rank argument: {how}",
                                 how=plan.local_rank.describe()),
                            indent="ddpkit:   ", to_err=True)
@@ -66,8 +82,9 @@ class ConsoleEvents:
         """torch's C++ log: raw with -v, else as ddpkit condensed it (or not at all)."""
         if self.console.verbosity == "verbose":
             self.output(line)
-        elif condensed is not None:
-            self.output(condensed)
+        elif condensed is not None and not self.quiet_output:
+            # ddpkit's own line (a rank's "[default0]:" kept in front): fits the console
+            render.wrapped(self.console, condensed, indent="    ", to_err=self.output_to_stderr)
 
     def output(self, line: str) -> None:
         if self.quiet_output:

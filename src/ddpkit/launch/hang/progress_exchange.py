@@ -28,7 +28,7 @@ reconnection to a closed port a retry block.
 
 from __future__ import annotations
 
-import secrets
+import os
 import threading
 import time
 from collections.abc import Callable
@@ -104,7 +104,8 @@ class ProgressExchange:
         self.node_rank, self.nnodes = node_rank, nnodes
         self.sealed = bool(key)
         self.counters = PeerCounters(Sealer(key, "hang", PURPOSE) if key else None)
-        self._absent = b"\x00ddpkit-absent-" + secrets.token_hex(16).encode()
+        # os.urandom, not secrets: secrets imports hmac and hashlib on every launch's start
+        self._absent = b"\x00ddpkit-absent-" + os.urandom(16).hex().encode()
         self._lock = threading.Lock()
         self._pending = False
         self._count = 0

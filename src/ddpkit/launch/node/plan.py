@@ -14,9 +14,11 @@ from ddpkit.launch.job import JobSpec, node_argv
 from ddpkit.launch.torchrun.command import LOCAL_RANK_MACRO, quote_command, torchrun_argv
 from ddpkit.launch.torchrun.local_rank import AUTO, OWN_WORKER, EntrySource, LocalRankChoice, decide
 from ddpkit.ncclconf.ifname import matching_interfaces
-from ddpkit.net.interfaces import Nic, interface_holding
+from ddpkit.net.interfaces import Nic, NicKind, interface_holding
+from ddpkit.net.isolation import peer_addresses, unreachable_why
 from ddpkit.net.route import LOOPBACK_NAMES, Route
 from ddpkit.net.select import find_interface, socket_env, traps
+from ddpkit.wording import either
 
 DEBUG_ENV = {
     "NCCL_DEBUG": "INFO",
@@ -24,6 +26,9 @@ DEBUG_ENV = {
     "TORCH_DISTRIBUTED_DEBUG": "DETAIL",
 }
 FLIGHT_RECORDER_ENTRIES = "2000"
+# the names flight_recorder_env sets, on every torch (shown as one family by default)
+FLIGHT_RECORDER_PREFIXES = ("TORCH_FR_", "TORCH_NCCL_TRACE_", "TORCH_NCCL_DEBUG_INFO_",
+                            "TORCH_NCCL_DUMP_ON_TIMEOUT")
 
 
 def flight_recorder_env(run_dir: str, torch_version: str | None) -> dict[str, str]:
@@ -137,6 +142,7 @@ def choose_interface(config: LaunchConfig, facts: NodeFacts) -> InterfaceChoice:
         for address in facts.master_addresses:
             holder = interface_holding(address, facts.nics)
             if holder is not None:
+                check_master_reachable(config, address, holder, facts.nics)
                 return InterfaceChoice(holder.name, address, "master-address",
                                        _("{name} holds the master address {address}",
                                          name=holder.name, address=address))
@@ -145,14 +151,21 @@ def choose_interface(config: LaunchConfig, facts: NodeFacts) -> InterfaceChoice:
             "master-not-local",
             _("this is node 0 (the master) but --master-addr {master} ({shown}) is not an "
               "address of this machine", master=config.master_addr, shown=shown),
-            _("on the master, pass its own private address (see `ddpkit nics`), e.g. "
-              "--master-addr 10.0.0.2; or run this command with --node-rank 1.. on a worker"),
+            _("on the master, pass its own private address, {suggested}; or run this command "
+              "with --node-rank 1.. on a worker", suggested=_suggested(facts.nics)),
+            details={"private_addresses": [a for _n, a in peer_addresses(facts.nics)]},
         )
     if facts.route is None:
         raise NetworkProblem("no-route", _("no route to the master {master} was looked up",
                                            master=config.master_addr),
                              _("check `ddpkit nics --to {master}`", master=config.master_addr))
     route = facts.route
+    if route.gateway:  # a typo'd or public master address goes this way; so do some clouds' VPCs
+        return InterfaceChoice(route.ifname, route.source, "route",
+                               _("{address} is on none of this machine's networks: the routing "
+                                 "table sends it through gateway {gateway} on {name} (source "
+                                 "{source})", address=route.address, gateway=route.gateway,
+                                 name=route.ifname, source=route.source))
     return InterfaceChoice(route.ifname, route.source, "route",
                            _("the routing table reaches {address} via {name} (source {source})",
                              address=route.address, name=route.ifname, source=route.source))
@@ -182,6 +195,40 @@ def check_master_not_own(config: LaunchConfig, facts: NodeFacts) -> None:
             _("give the master's private-network address: run `ddpkit nics` on the master "
               "(node 0) and use the address it recommends, on every node"),
             details={"address": address, "interface": holder.name})
+
+
+def check_master_reachable(config: LaunchConfig, address: str, holder: Nic,
+                           nics: Sequence[Nic]) -> None:
+    """On the master: ``--master-addr`` must be an address other machines reach. One on a
+    container's NAT interface (172.17.0.4 on eth0, the same on every instance) is the guide's
+    trap seen from node 0: every worker holds it too and stops with ``master-address-shared``,
+    while the master would wait for them until --rdzv-timeout. Same error, at once."""
+    if holder.kind is NicKind.LOOPBACK or _is_loopback(address):
+        return
+    why = unreachable_why(holder, nics)
+    if why is None:
+        return
+    raise ConfigError(
+        "master-address-shared",
+        _("--master-addr {master} is on this machine's {name}, {why}: no other node can reach "
+          "the master there", master=config.master_addr, name=holder.name, why=why)
+        if address == config.master_addr else
+        _("--master-addr {master} is this machine's {address} on {name}, {why}: no other node "
+          "can reach the master there", master=config.master_addr, address=address,
+          name=holder.name, why=why),
+        _("give the master's private-network address on every node, {suggested}",
+          suggested=_suggested(nics)),
+        details={"address": address, "interface": holder.name,
+                 "private_addresses": [a for _n, a in peer_addresses(nics)]})
+
+
+def _suggested(nics: Sequence[Nic]) -> str:
+    """``e.g. --master-addr 10.0.0.2 (eth1)`` from this machine's reachable addresses."""
+    found = peer_addresses(nics)
+    if not found:
+        return _("see `ddpkit nics`")
+    return _("e.g. --master-addr {choices} (see `ddpkit nics`)",
+             choices=either([f"{address} ({name})" for name, address in found]))
 
 
 def _is_loopback(address: str) -> bool:

@@ -1,14 +1,17 @@
-"""Checks before any worker starts: the master port is free, the master is reachable."""
+"""Checks before any worker starts: the master port is free, the master is reachable (also while
+torchrun starts: :class:`MasterProbe`)."""
 
 from __future__ import annotations
 
 import errno
 import socket
+import threading
 import time
 from collections.abc import Callable
 
-from ddpkit.errors import NetworkProblem
+from ddpkit.errors import DdpkitError, NetworkProblem
 from ddpkit.i18n import _
+from ddpkit.launch.node.plan import NodePlan
 
 RETRY_S = 0.25  # between connects to a master that is not up yet
 
@@ -56,6 +59,20 @@ def _port_owner(port: int) -> str:
     return ""
 
 
+NO_ROUTE_ANSWERS = 2  # the kernel said "no route" this many times in a row: it will not change
+CONNECT_S = 5.0  # one attempt: longer than the kernel's ARP resolution (3 probes, 1 s apart), so
+# that an address nobody holds ends in its "no route to host", not in this timeout
+
+
+def _connect(address: str, port: int, source: str | None, timeout: float) -> None:
+    family = socket.AF_INET6 if ":" in address else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as sock:
+        sock.settimeout(timeout)
+        if source:
+            sock.bind((source, 0))
+        sock.connect((address, port))
+
+
 def wait_for_master(
     address: str,
     port: int,
@@ -67,55 +84,67 @@ def wait_for_master(
     clock: Callable[[], float] = time.monotonic,
     sleep: Callable[[float], None] = time.sleep,
     cancelled: Callable[[], bool] | None = None,
+    connect: Callable[[str, int, str | None, float], None] = _connect,
 ) -> float:
     """TCP-connect to the master's rendezvous port (from ``source``) until it answers.
 
     Retries every ``RETRY_S`` until ``timeout``: a master that is not started yet refuses
     connections (at once: retrying often costs nothing), one that is not reachable times out.
-    Returns the seconds waited, also when ``cancelled()`` turns true (the caller no longer needs
-    the answer); raises ``master-unreachable`` with what was tried.
+    A wait that cannot succeed ends before that: when this machine's kernel answers "no route
+    to host" (nobody on the network answers for the address) ``NO_ROUTE_ANSWERS`` times in a
+    row. Returns the seconds waited, also when ``cancelled()`` turns true (the caller no longer
+    needs the answer); raises ``master-unreachable`` with what was tried.
     """
     start = clock()
     deadline = start + timeout
-    attempts = 0
+    attempts = no_route = 0
     last_error: str = _("no attempt made")
     while True:
         if cancelled is not None and cancelled():
             return clock() - start
         attempts += 1
         remaining = deadline - clock()
-        family = socket.AF_INET6 if ":" in address else socket.AF_INET
         try:
-            with socket.socket(family, socket.SOCK_STREAM) as sock:
-                sock.settimeout(max(0.2, min(3.0, remaining)))
-                if source:
-                    sock.bind((source, 0))
-                sock.connect((address, port))
+            connect(address, port, source, max(0.2, min(CONNECT_S, remaining)))
             return clock() - start
         except OSError as exc:
             last_error = _describe(exc)
+            no_route = no_route + 1 if exc.errno in (errno.EHOSTUNREACH, errno.ENETUNREACH) else 0
+        if no_route >= NO_ROUTE_ANSWERS:
+            raise _unreachable(address, port, source, ifname, clock() - start, attempts,
+                               last_error, no_route=True)
         if clock() >= deadline:
             break
         if on_retry is not None:
             on_retry(last_error, clock() - start)
         sleep(min(RETRY_S, max(0.0, deadline - clock())))
+    raise _unreachable(address, port, source, ifname, timeout, attempts, last_error)
+
+
+def _unreachable(address: str, port: int, source: str | None, ifname: str, seconds: float,
+                 attempts: int, last_error: str, *, no_route: bool = False) -> NetworkProblem:
     message = (_("could not reach the master at {address}:{port} from {source} on {ifname} "
                  "within {seconds:g} s ({attempts} attempts; last: {error})", address=address,
-                 port=port, source=source, ifname=ifname, seconds=timeout, attempts=attempts,
-                 error=last_error) if source else
+                 port=port, source=source, ifname=ifname, seconds=round(seconds, 1),
+                 attempts=attempts, error=last_error) if source else
                _("could not reach the master at {address}:{port} via {ifname} within "
                  "{seconds:g} s ({attempts} attempts; last: {error})", address=address,
-                 port=port, ifname=ifname, seconds=timeout, attempts=attempts,
+                 port=port, ifname=ifname, seconds=round(seconds, 1), attempts=attempts,
                  error=last_error))
-    raise NetworkProblem(
-        "master-unreachable",
-        message,
-        _("start `ddpkit launch --node-rank 0 ...` on the master first; if it runs, check that "
-          "{address} is its private address (`ddpkit nics` there) and that no firewall blocks "
-          "port {port}; raise --connect-timeout if the master starts slowly", address=address,
-          port=port),
+    if no_route:
+        message = _("{message}: no machine on the network answers for {address}, so waiting "
+                    "longer cannot help", message=message, address=address)
+        fix = _("check that {address} is the master's private address (`ddpkit nics` on the "
+                "master shows it) and give the same one on every node", address=address)
+    else:
+        fix = _("start `ddpkit launch --node-rank 0 ...` on the master first; if it runs, check "
+                "that {address} is its private address (`ddpkit nics` there) and that no "
+                "firewall blocks port {port}; raise --connect-timeout if the master starts "
+                "slowly", address=address, port=port)
+    return NetworkProblem(
+        "master-unreachable", message, fix,
         details={"address": address, "port": port, "interface": ifname, "source": source,
-                 "attempts": attempts, "last_error": last_error},
+                 "attempts": attempts, "last_error": last_error, "no_route": no_route},
     )
 
 
@@ -129,3 +158,43 @@ def _describe(exc: OSError) -> str:
     if exc.errno == errno.EADDRNOTAVAIL:
         return _("source address not available on this machine")
     return exc.strerror or str(exc)
+
+
+class MasterProbe:
+    """A worker's check that the master's port answers, run while torchrun starts (torch's import
+    alone takes seconds, and waiting for the master first put that after the master's start).
+    ``failure`` is the ``master-unreachable`` error once the probe gave up."""
+
+    def __init__(self, plan: NodePlan) -> None:
+        self.plan = plan
+        self.failure: DdpkitError | None = None
+        self.answered: float | None = None  # monotonic time the master's port accepted
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="ddpkit-master-probe", daemon=True)
+
+    def start(self) -> MasterProbe:
+        self._thread.start()
+        return self
+
+    def _run(self) -> None:
+        config = self.plan.config
+        try:
+            wait_for_master(config.master_addr, config.master_port,
+                            source=self.plan.interface.address, ifname=self.plan.interface.ifname,
+                            timeout=config.connect_timeout, cancelled=self._done.is_set)
+            self.answered = time.monotonic()
+        except DdpkitError as exc:
+            self.failure = exc
+        finally:
+            self._done.set()
+
+    def answered_at(self) -> float | None:
+        return self.answered
+
+    def stop_reason(self) -> str | None:
+        return _("the master did not answer") if self.failure is not None else None
+
+    def finish(self) -> None:
+        """Stop probing (torchrun has ended) and wait for the probe thread."""
+        self._done.set()
+        self._thread.join(timeout=5)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ddpkit.doctor.log.rank_ends import (
     RankEnd,
@@ -16,7 +16,6 @@ from ddpkit.doctor.log.rank_ends import (
     root_end,
     unreported_ends,
 )
-from ddpkit.doctor.log.verdict import RANK_FINDINGS, NodeLogs, Verdict, read_node, verdict
 from ddpkit.i18n import _, _n
 from ddpkit.launch.hang.watcher import StackReport
 from ddpkit.launch.node.plan import NodePlan
@@ -24,6 +23,10 @@ from ddpkit.launch.outcomes import describe_exit
 from ddpkit.launch.torchrun.command import RankFailure
 from ddpkit.launch.torchrun.processes import ProcessOutcome
 from ddpkit.launch.torchrun.tracebacks import PythonException, common_exception, exit_abort_fix
+
+if TYPE_CHECKING:  # the doctor's engine (regexes by the hundred) is imported on a failure only:
+    # a successful launch does not pay for it (benchmarks/launch_overhead.py)
+    from ddpkit.doctor.log.verdict import NodeLogs, Verdict
 
 
 @dataclass(frozen=True)
@@ -103,6 +106,8 @@ class NodeResult:
             text = _("{summary} ({consequence}: it followed a failure elsewhere; look for the "
                      "cause in the other nodes' output)", summary=text,
                      consequence=end.consequence)
+        from ddpkit.doctor.log.verdict import RANK_FINDINGS
+
         top = self.verdict().top  # what doctor --log on this run directory tops
         if top is not None and top.severity == "error" and top.id not in RANK_FINDINGS:
             text = _("{summary}; most likely cause: {title} [{id}]", summary=text,
@@ -128,12 +133,16 @@ class NodeResult:
 
     @cached_property
     def _verdict(self) -> Verdict:
+        from ddpkit.doctor.log.verdict import verdict
+
         return verdict([self.logs])
 
     @cached_property
     def logs(self) -> NodeLogs:
         """This node's run directory as ``doctor --log`` reads it (doctor/log/verdict.py): what
         the master judges the job from, with the other nodes' readings."""
+        from ddpkit.doctor.log.verdict import read_node
+
         return read_node(self.plan.run_dir, self.plan.config.node_rank)
 
     def to_dict(self) -> dict[str, Any]:

@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import Protocol
 
 from ddpkit.errors import (
-    DdpkitError,
     DeadlineExceeded,
     EnvironmentProblem,
     Interrupted,
@@ -27,7 +26,7 @@ from ddpkit.launch.hang.watcher import HANG_STOPPED, HangWatcher
 from ddpkit.launch.node import facts as node_facts
 from ddpkit.launch.node.entry_check import entry_error
 from ddpkit.launch.node.plan import NodePlan, plan_node
-from ddpkit.launch.node.preflight import check_port_free, wait_for_master
+from ddpkit.launch.node.preflight import MasterProbe, check_port_free, wait_for_master
 from ddpkit.launch.node.result import NodeResult
 from ddpkit.launch.node.waits import WaitAnnouncer, describe_wait
 from ddpkit.launch.torchrun.command import (
@@ -110,46 +109,6 @@ def prepare(config: LaunchConfig, env: Mapping[str, str], *, home: Path, cwd: Pa
     run_dir = Path(config.run_dir) if config.run_dir else default_run_dir(config, cwd)
     return plan_node(config, facts, env, python=python, run_dir=str(run_dir),
                      peer_command=peer_command)
-
-
-class MasterProbe:
-    """A worker's check that the master's port answers, run while torchrun starts (torch's import
-    alone takes seconds, and waiting for the master first put that after the master's start).
-    ``failure`` is the ``master-unreachable`` error once the probe gave up."""
-
-    def __init__(self, plan: NodePlan) -> None:
-        self.plan = plan
-        self.failure: DdpkitError | None = None
-        self.answered: float | None = None  # monotonic time the master's port accepted
-        self._done = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="ddpkit-master-probe", daemon=True)
-
-    def start(self) -> MasterProbe:
-        self._thread.start()
-        return self
-
-    def _run(self) -> None:
-        config = self.plan.config
-        try:
-            wait_for_master(config.master_addr, config.master_port,
-                            source=self.plan.interface.address, ifname=self.plan.interface.ifname,
-                            timeout=config.connect_timeout, cancelled=self._done.is_set)
-            self.answered = time.monotonic()
-        except DdpkitError as exc:
-            self.failure = exc
-        finally:
-            self._done.set()
-
-    def answered_at(self) -> float | None:
-        return self.answered
-
-    def stop_reason(self) -> str | None:
-        return _("the master did not answer") if self.failure is not None else None
-
-    def finish(self) -> None:
-        """Stop probing (torchrun has ended) and wait for the probe thread."""
-        self._done.set()
-        self._thread.join(timeout=5)
 
 
 def check_startable(plan: NodePlan) -> None:

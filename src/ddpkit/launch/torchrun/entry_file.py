@@ -13,6 +13,7 @@ With ``--no-python`` the entry is an executable; it is read only if it is a Pyth
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import stat
 from collections.abc import Mapping, Sequence
@@ -93,3 +94,16 @@ def _is_python(path: Path, data: bytes) -> bool:
         return True
     first = data.split(b"\n", 1)[0]
     return first.startswith(b"#!") and b"python" in first
+
+
+# os.environ["N"], os.environ.get("N"...), os.getenv("N"...), environ.setdefault("N"...) and
+# environ.pop("N"...), with either quote: the literal names a script reads from its environment
+_ENV_READ = re.compile(r"""\b(?:environ\s*(?:\.\s*(?:get|setdefault|pop)\s*\()?\s*\[?|getenv\s*\()"""
+                       r"""\s*['"]([A-Za-z_][A-Za-z0-9_]*)['"]""")
+
+
+def environment_names(data: bytes) -> tuple[str, ...]:
+    """The environment variables a script's source reads by a literal name, in order of first
+    use (a name built at run time cannot be known from the source)."""
+    text = data.decode("utf-8", errors="replace")
+    return tuple(dict.fromkeys(m[1] for m in _ENV_READ.finditer(text)))

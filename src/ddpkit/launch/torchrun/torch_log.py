@@ -121,8 +121,8 @@ class TorchLog:
             return None
         parts = clauses([_("{meaning} ×{count}", meaning=meaning, count=count)
                          for meaning, count in self.folded.items()])
-        return _n("folded {count} harmless torch warning ({parts}); torchrun.log has it",
-                  "folded {count} harmless torch warnings ({parts}); torchrun.log has them",
+        return _n("folded {count} harmless torch warning into torchrun.log: {parts}",
+                  "folded {count} harmless torch warnings into torchrun.log: {parts}",
                   sum(self.folded.values()), parts=parts)
 
     def _connect_failed(self, message: str) -> None:
