@@ -28,7 +28,8 @@ from ddpkit.launch.node.entry_check import entry_error
 from ddpkit.launch.node.plan import NodePlan, plan_node
 from ddpkit.launch.node.preflight import check_port_free, wait_for_master
 from ddpkit.launch.node.result import NodeResult
-from ddpkit.launch.node.run_dir import LauncherLog, claim, default_run_dir
+from ddpkit.launch.node.run_dir import LauncherLog, claim
+from ddpkit.launch.node.run_dir import default_run_dir as default_run_dir  # bench, test
 from ddpkit.launch.node.waits import WaitAnnouncer, describe_wait
 from ddpkit.launch.torchrun.command import (
     AgentTracebackFilter,
