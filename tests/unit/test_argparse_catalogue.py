@@ -44,10 +44,10 @@ def planted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     old = gettext.bindtextdomain("messages")
     gettext.bindtextdomain("messages", str(localedir))
     monkeypatch.setenv("LANGUAGE", os.path.relpath(target, localedir))
-    saved = (getattr(argparse, "_"), getattr(argparse, "ngettext"))
+    for name in ("_", "ngettext"):  # restored after the test: ddpkit's main replaces them
+        monkeypatch.setattr(argparse, name, getattr(argparse, name))
     yield target
     gettext.bindtextdomain("messages", old)
-    argparse._, argparse.ngettext = saved  # type: ignore[attr-defined]
 
 
 def test_the_planted_catalogue_is_reachable_through_language(planted: Path) -> None:
