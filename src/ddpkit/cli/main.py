@@ -68,6 +68,14 @@ def main(argv: Sequence[str] | None = None, console: Console | None = None) -> i
             continue
         if flag.startswith("--lang=") and flag[len("--lang="):] in LANGUAGES:
             continue
+        if flag == "--lang" or flag.startswith("--lang="):
+            value = flag[len("--lang="):] if "=" in flag else args_in[0] if args_in else ""
+            render.error(console, UsageError(
+                "bad-usage", _("unknown language {value!r} for --lang", value=value) if value
+                else _("--lang needs a language"),
+                _("ddpkit speaks {languages}: --lang {languages}", languages="|".join(LANGUAGES))),
+                as_json=False)
+            return ExitCode.USAGE
         render.error(console, UsageError("bad-usage", _("unknown option {flag}", flag=flag),
                                         _("see `ddpkit --help`")),
                      as_json=False)
