@@ -137,3 +137,15 @@ def test_doctor_log_quotes_a_hostile_file_name_cleaned(tmp_path: Path) -> None:
                           capture_output=True, text=True, timeout=120, env=env)
     assert "rank0" in done.stdout + done.stderr, done.stderr[-2000:]
     _assert_clean(done.stdout + done.stderr)
+
+
+@pytest.mark.parametrize(("raw", "shown"), [
+    ("step 1\r\n", "step 1\n"),  # a CRLF line end keeps its line
+    ("\r 10%|#   |\r 50%|##  |\r100%|####|", "100%|####|"),  # a progress bar: its last state
+    ("ok \x1b[32mgreen\x1b[0m", "ok green"),
+    ("two\nlines", "two\nlines"),
+])
+def test_plain_shows_what_a_terminal_would_end_up_showing(raw: str, shown: str) -> None:
+    from ddpkit.plain_text import plain
+
+    assert plain(raw) == shown
