@@ -28,11 +28,8 @@ def strip_controls(text: str) -> str:
 
 def plain(text: str) -> str:
     """``text`` without terminal control sequences, its line breaks kept: what the renderer
-    makes of every text that came from outside before it reaches the terminal. A line redrawn
-    with carriage returns (a progress bar) is shown as a terminal would end up showing it: its
-    last part."""
-    if "\r" in text:
-        text = "\n".join(line.rstrip("\r").rsplit("\r", 1)[-1] for line in text.split("\n"))
+    makes of every text that came from outside before it reaches the terminal. A carriage
+    return goes too, and nothing it would have hidden on a terminal ("evil.sh\\rtrain.log")."""
     return _CONTROL_BUT_NEWLINE.sub("", text)
 
 
