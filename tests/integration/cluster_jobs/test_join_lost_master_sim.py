@@ -17,25 +17,14 @@ from pathlib import Path
 
 import psutil
 import pytest
-from jobs import SLEEPER, ddpkit_in, script, wait_for_files
+from jobs import SLEEPER, script, wait_for_files
 from multinode import alive, error_message, wait_all
+from test_join_sim import _join, _master, _namespace_processes
 
 from ddpkit.errors import ExitCode
 from ddpkit.sim.topology import SimCluster
 
 pytestmark = [pytest.mark.root, pytest.mark.slow]
-
-
-def _namespace_processes(cluster: SimCluster, index: int) -> list[int]:
-    inode = os.stat(f"/run/netns/{cluster.nodes[index].namespace}").st_ino
-    found = []
-    for proc in psutil.process_iter():
-        try:
-            if os.stat(f"/proc/{proc.pid}/ns/net").st_ino == inode:
-                found.append(proc.pid)
-        except OSError:
-            continue
-    return found
 
 
 @pytest.mark.parametrize("how", ["kill", "cut"])
@@ -45,13 +34,9 @@ def test_a_worker_that_loses_its_master_says_so(sim_cluster: Callable[..., SimCl
                                                 tmp_path: Path, how: str, attempt: int) -> None:
     cluster = sim_cluster(nodes=2)
     sleeper = script(tmp_path, "sleep.py", SLEEPER)
-    token_file = tmp_path / "token"
-    master = ddpkit_in(cluster, 0, tmp_path, "launch", "--nnodes", "2", "--join-timeout", "60",
-                       "--token-file", str(token_file), "--run-dir", str(tmp_path / "node0"),
-                       str(sleeper), str(tmp_path))
-    wait_for_files([token_file], [master], timeout=60)
-    worker = ddpkit_in(cluster, 1, tmp_path, "join", token_file.read_text().strip(),
-                       "--run-dir", str(tmp_path / "node1"))
+    master, token = _master(cluster, tmp_path, "launch", "--nnodes", "2", "--join-timeout", "60",
+                            entry=(str(sleeper), str(tmp_path)))
+    worker = _join(cluster, 1, tmp_path, token)
     wait_for_files([tmp_path / "rank0.pid", tmp_path / "rank1.pid"], [master, worker], timeout=90)
     workers_own = _namespace_processes(cluster, 1)
     if how == "cut":
