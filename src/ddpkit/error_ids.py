@@ -20,6 +20,7 @@ JOB_FAILED = "job-failed"
 JOB_STOPPED = "job-stopped"
 JOB_TIMEOUT = "job-timeout"
 JOB_HUNG = "job-hung"
+JOIN_STORE_LOST = "join-store-lost"
 
 _BY_KIND: dict[type[DdpkitError], tuple[str, ...]] = {
     UsageError: (

@@ -23,6 +23,7 @@ from ddpkit.cli.node.launch_options import ShareContext, process_context, sigter
 from ddpkit.cli.options import add_flag, add_json_flag, add_verbosity_flags
 from ddpkit.cli.output import render
 from ddpkit.cli.output.console import Console
+from ddpkit.error_ids import JOB_STOPPED, JOIN_STORE_LOST
 from ddpkit.errors import (
     ConfigError,
     DdpkitError,
@@ -138,9 +139,9 @@ def _lost_error(worker: Any, why: str, rank: int, host: str,
     """``join-store-lost`` for a node that lost its master: which store, why, and what became of
     this node's ranks (stopped for it, or ended before). Nothing is written to the lost store."""
     ranks: str
-    if isinstance(exc, DdpkitError) and exc.error_id == "job-stopped":
+    if isinstance(exc, DdpkitError) and exc.error_id == JOB_STOPPED:
         ranks = _("its torchrun and ranks were stopped")
-    elif isinstance(exc, DdpkitError) and exc.error_id != "join-store-lost":
+    elif isinstance(exc, DdpkitError) and exc.error_id != JOIN_STORE_LOST:
         ranks = _("its ranks had ended: {summary}", summary=exc.message)
     elif isinstance(exc, KeyboardInterrupt) and exc.args and isinstance(exc.args[0], str):
         ranks = exc.args[0]  # (session's Interrupted: what it stopped, on which node)
