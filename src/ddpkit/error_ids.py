@@ -20,6 +20,7 @@ JOB_FAILED = "job-failed"
 JOB_STOPPED = "job-stopped"
 JOB_TIMEOUT = "job-timeout"
 JOB_HUNG = "job-hung"
+JOIN_STORE_LOST = "join-store-lost"
 
 _BY_KIND: dict[type[DdpkitError], tuple[str, ...]] = {
     UsageError: (
@@ -57,7 +58,8 @@ _BY_KIND: dict[type[DdpkitError], tuple[str, ...]] = {
     EnvironmentProblem: (
         "disk-full", "matplotlib-missing", "missing-package", "missing-tool", "needs-root",
         "netem-unavailable", "nothing-to-plot", "output-unwritable", "permission-denied",
-        "run-dir-unwritable", "sim-down-incomplete", "sim-host-query-failed", "sim-step-failed",
+        "run-dir-in-use", "run-dir-unwritable", "sim-down-incomplete", "sim-host-query-failed",
+        "sim-step-failed",
         "token-file-failed", "version-mismatch", "write-failed",
     ),
     NetworkProblem: (

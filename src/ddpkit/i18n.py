@@ -14,7 +14,8 @@ from ``--lang`` or :func:`language_from_environment`); the library never reads t
 from __future__ import annotations
 
 import gettext
-from collections.abc import Mapping
+import numbers
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Literal
 
@@ -55,27 +56,46 @@ class Text(str):
     def __str__(self) -> str:
         return self
 
-    def localized(self) -> str:
+    def localized(self, clean: Callable[[str], str] | None = None) -> str:
         """This text in the language chosen by :func:`use_language` (English when the catalogue
-        lacks it, or when its translation does not fit the values)."""
+        lacks it, or when its translation does not fit the values). ``clean``: what every value
+        that is not itself a :class:`Text` goes through first (the renderer's sanitiser: the
+        template is ddpkit's own, the values may come from anywhere)."""
         if _language == "en":
-            return str.__str__(self)
-        if self.plural is None:
+            translated = self.template if self.plural is None or self.number == 1 else self.plural
+        elif self.plural is None:
             translated = _catalogue.gettext(self.template)
         else:
             translated = _catalogue.ngettext(self.template, self.plural, self.number)
-        try:
-            return _fill(translated, self.values, english=False)
-        except (KeyError, IndexError, ValueError):
+        if clean is None and _language == "en":
             return str.__str__(self)
+        try:
+            return _fill(translated, self.values, english=False, clean=clean)
+        except (KeyError, IndexError, ValueError, TypeError):
+            # (a translation that does not fit the values, or a value whose format needs the
+            # object itself: the English text, cleaned whole)
+            return str.__str__(self) if clean is None else clean(str.__str__(self))
 
 
-def _fill(template: str, values: Mapping[str, object], *, english: bool) -> str:
+def _fill(template: str, values: Mapping[str, object], *, english: bool,
+          clean: Callable[[str], str] | None = None) -> str:
     if not values:
         return template
+    if clean is not None:
+        return template.format(**{name: _cleaned(value, clean) for name, value in values.items()})
     shown = values if english else {name: localized(value) if isinstance(value, str) else value
                                     for name, value in values.items()}
     return template.format(**shown)
+
+
+def _cleaned(value: object, clean: Callable[[str], str]) -> object:
+    """A value as the renderer shows it: a Text in the current language with its own values
+    cleaned, a number as it is, anything else (a string, a path, an exception) as cleaned text."""
+    if isinstance(value, Text):
+        return value.localized(clean)
+    if isinstance(value, numbers.Real):
+        return value
+    return clean(value if isinstance(value, str) else str(value))
 
 
 def _(template: str, /, **values: object) -> Text:

@@ -10,10 +10,13 @@ from __future__ import annotations
 
 import re
 
-# Every terminal control sequence: OSC (window titles, hyperlinks) up to BEL or ST, CSI (colours,
-# cursor moves), other two-byte escapes, and any remaining C0/C1 control character but the tab.
-_CONTROL = re.compile(r"\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b\[[0-?]*[ -/]*[@-~]|\x9b[0-?]*[ -/]*[@-~]"
-                      r"|\x1b[ -/]*[0-~]|[\x00-\x08\x0a-\x1f\x7f-\x9f]")
+# Every terminal control sequence: OSC (window titles, hyperlinks, clipboard writes) up to BEL or ST,
+# CSI (colours, cursor moves), other two-byte escapes, any remaining C0/C1 control character but the
+# tab, and the bidirectional overrides and isolates that make a line read other than it is stored.
+_SEQUENCES = (r"\x1b\][^\x07\x1b\x9c]*(?:\x07|\x1b\\|\x9c)?|\x1b\[[0-?]*[ -/]*[@-~]"
+              r"|\x9b[0-?]*[ -/]*[@-~]|\x1b[ -/]*[0-~]|[\u202a-\u202e\u2066-\u2069]")
+_CONTROL = re.compile(_SEQUENCES + r"|[\x00-\x08\x0a-\x1f\x7f-\x9f]")
+_CONTROL_BUT_NEWLINE = re.compile(_SEQUENCES + r"|[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 CUT = "…"
 CONTROL_SEQUENCE = _CONTROL  # also what takes no columns on a terminal (ddpkit.cli.output.width)
 
@@ -21,6 +24,13 @@ CONTROL_SEQUENCE = _CONTROL  # also what takes no columns on a terminal (ddpkit.
 def strip_controls(text: str) -> str:
     """``text`` without terminal control sequences, so it prints as plain text."""
     return _CONTROL.sub("", text)
+
+
+def plain(text: str) -> str:
+    """``text`` without terminal control sequences, its line breaks kept: what the renderer
+    makes of every text that came from outside before it reaches the terminal. A carriage
+    return goes too, and nothing it would have hidden on a terminal ("evil.sh\\rtrain.log")."""
+    return _CONTROL_BUT_NEWLINE.sub("", text)
 
 
 def shown(text: str, limit: int) -> str:

@@ -7,9 +7,9 @@ space after a full stop). Used by every layer: the one home of these joins."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
-from ddpkit.i18n import Text, _, current_language, localized
+from ddpkit.i18n import Text, _, current_language
 
 _CJK_STOPS = "。！？；：）」"
 _ASCII_STOPS = ".!?;:)"
@@ -25,10 +25,10 @@ class Sentences(Text):
     so after "。" nothing, after an English full stop a space, and after a sentence without its
     stop a full stop ("。" after Chinese, ". " between English words). English is " ".join."""
 
-    def localized(self) -> str:
+    def localized(self, clean: Callable[[str], str] | None = None) -> str:
+        first, rest = (_part(self.values[name], clean) for name in ("first", "rest"))
         if current_language() == "en":
-            return str.__str__(self)  # " ".join, as the parts were written
-        first, rest = localized(str(self.values["first"])), localized(str(self.values["rest"]))
+            return first + " " + rest  # " ".join, as the parts were written
         if not first or not rest:
             return first or rest
         if first[-1] in _CJK_STOPS:
@@ -38,6 +38,14 @@ class Sentences(Text):
         if _is_cjk(first[-1]):
             return first + "。" + rest
         return first + (". " if not _is_cjk(rest[0]) else "。") + rest
+
+
+def _part(value: object, clean: Callable[[str], str] | None) -> str:
+    """One sentence as the renderer shows it (``clean``: its sanitiser for outside text)."""
+    if isinstance(value, Text):
+        return value.localized(clean)
+    text = str(value)
+    return clean(text) if clean is not None else text
 
 
 def _nested(parts: Sequence[str], template: str) -> str:

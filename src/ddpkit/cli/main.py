@@ -8,6 +8,7 @@ import sys
 from collections.abc import Mapping, Sequence
 
 from ddpkit import __version__
+from ddpkit.cli.argparse_english import keep_argparse_english
 from ddpkit.cli.command_table import COMMANDS, build_parser
 from ddpkit.cli.output import render
 from ddpkit.cli.output.console import Console
@@ -47,6 +48,7 @@ def language_asked(args: Sequence[str], environ: Mapping[str, str]) -> Language:
 def main(argv: Sequence[str] | None = None, console: Console | None = None) -> int:
     """Run one ddpkit command; return its exit code. Never raises, never calls ``sys.exit``."""
     console = console or Console()
+    keep_argparse_english()  # before any parser: its messages never follow LANGUAGE to a file
     args_in = list(sys.argv[1:] if argv is None else argv)
     use_language(language_asked(args_in, os.environ))
     show_traceback = False
@@ -66,6 +68,14 @@ def main(argv: Sequence[str] | None = None, console: Console | None = None) -> i
             continue
         if flag.startswith("--lang=") and flag[len("--lang="):] in LANGUAGES:
             continue
+        if flag == "--lang" or flag.startswith("--lang="):
+            value = flag[len("--lang="):] if "=" in flag else args_in[0] if args_in else ""
+            render.error(console, UsageError(
+                "bad-usage", _("unknown language {value!r} for --lang", value=value) if value
+                else _("--lang needs a language"),
+                _("ddpkit speaks {languages}: --lang {languages}", languages="|".join(LANGUAGES))),
+                as_json=False)
+            return ExitCode.USAGE
         render.error(console, UsageError("bad-usage", _("unknown option {flag}", flag=flag),
                                         _("see `ddpkit --help`")),
                      as_json=False)

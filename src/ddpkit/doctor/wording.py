@@ -8,7 +8,7 @@ template whose values are the parts: each part is translated, and the language d
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from ddpkit.i18n import Text
 from ddpkit.wording import Sentences, sentences
@@ -26,8 +26,8 @@ class _Replaced(Text):
     old: str
     new: str
 
-    def localized(self) -> str:
-        return super().localized().replace(self.old, self.new)
+    def localized(self, clean: Callable[[str], str] | None = None) -> str:
+        return super().localized(clean).replace(self.old, self.new)
 
 
 def replaced(text: str, old: str, new: str) -> str:

@@ -43,6 +43,12 @@ class StopSwitch:
             self._acknowledged.set()
         return reason
 
+    def settle(self) -> None:
+        """The node's work has ended (or is ending) on its own: a reason that comes now is
+        still told, but never turns into an interrupt (one landed in the middle of a node's last
+        report to a store that had just died, and the node ended with a bare ``interrupted``)."""
+        self._acknowledged.set()
+
     def _escalate(self) -> None:
         if not self._acknowledged.wait(self._grace) and self._interrupt is not None:
             self._interrupt()

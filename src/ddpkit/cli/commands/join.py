@@ -23,7 +23,14 @@ from ddpkit.cli.node.launch_options import ShareContext, process_context, sigter
 from ddpkit.cli.options import add_flag, add_json_flag, add_verbosity_flags
 from ddpkit.cli.output import render
 from ddpkit.cli.output.console import Console
-from ddpkit.errors import ConfigError, DdpkitError, EnvironmentProblem, UsageError
+from ddpkit.error_ids import JOB_STOPPED, JOIN_STORE_LOST
+from ddpkit.errors import (
+    ConfigError,
+    DdpkitError,
+    EnvironmentProblem,
+    NetworkProblem,
+    UsageError,
+)
 from ddpkit.file_safety import NotRegularFile, read_regular
 from ddpkit.i18n import _
 from ddpkit.launch.config import DEFAULT_CONNECT_TIMEOUT
@@ -80,7 +87,13 @@ def run(args: argparse.Namespace, console: Console) -> int:
                                  "other nodes", rank=rank, nnodes=spec.nnodes,
                                  job=" ".join([spec.command, *spec.job.entry])))
         switch = StopSwitch(interrupt=lambda: os.kill(os.getpid(), signal.SIGTERM))
-        worker.start_heartbeat(on_lost=switch.trigger)
+        lost: list[str] = []  # why the heartbeat lost the master's store
+
+        def on_lost(why: str) -> None:
+            lost.append(why)
+            switch.trigger(why)
+
+        worker.start_heartbeat(on_lost=on_lost)
         try:
             worker.wait_for_go(spec.join_timeout + 30.0)
             rank = worker.rank or rank  # the go's, for this node's claim (it may have moved)
@@ -93,15 +106,56 @@ def run(args: argparse.Namespace, console: Console) -> int:
                 hide_peer_commands=True)
             code, outcome = job.share(console, config, context, options)
         except DdpkitError as exc:
+            switch.settle()
+            if (why := _master_lost(worker, lost)) is not None:
+                raise _lost_error(worker, why, rank, host, exc) from None
             _report(console, worker, outcome_from_error(exc.to_dict(), node_rank=rank, host=host))
             raise
-        except KeyboardInterrupt:
+        except KeyboardInterrupt as exc:
+            switch.settle()  # (the switch's own interrupt: the master lost, nobody polling)
+            if (why := _master_lost(worker, lost)) is not None:
+                raise _lost_error(worker, why, rank, host, exc) from None
             state, message = (STOPPED, switch.reason) if switch.reason else (INTERRUPTED, "Ctrl-C")
             _report(console, worker, NodeOutcome(node_rank=rank, host=host, state=state,
                                                  message=message or ""))
             raise
+        switch.settle()
         _report(console, worker, outcome)
         return code
+
+
+def _master_lost(worker: Any, lost: list[str]) -> str | None:
+    """How this node lost the master's job store (its heartbeat's connection, or its own):
+    ``lost the job store at ADDRESS:PORT (why)``; None while the store answers."""
+    if lost:
+        return lost[0]
+    store = worker.store
+    return None if store.lost is None else _("lost the job store at {endpoint} ({why})",
+                                             endpoint=store.token.endpoint, why=store.lost)
+
+
+def _lost_error(worker: Any, why: str, rank: int, host: str,
+                exc: BaseException) -> NetworkProblem:
+    """``join-store-lost`` for a node that lost its master: which store, why, and what became of
+    this node's ranks (stopped for it, or ended before). Nothing is written to the lost store."""
+    ranks: str
+    if isinstance(exc, DdpkitError) and exc.error_id == JOB_STOPPED:
+        ranks = _("its torchrun and ranks were stopped")
+    elif isinstance(exc, DdpkitError) and exc.error_id != JOIN_STORE_LOST:
+        ranks = _("its ranks had ended: {summary}", summary=exc.message)
+    elif isinstance(exc, KeyboardInterrupt) and exc.args and isinstance(exc.args[0], str):
+        ranks = exc.args[0]  # (session's Interrupted: what it stopped, on which node)
+    else:
+        ranks = _("no rank of it was running")
+    details = exc.details if isinstance(exc, DdpkitError) else None
+    return NetworkProblem(
+        "join-store-lost",
+        _("node {rank} ({host}) lost the master: {lost}; {ranks}", rank=rank, host=host,
+          lost=why, ranks=ranks),
+        _("check that the master still runs and that this machine reaches {address} (`ddpkit "
+          "nics --to {address}`); this node's ranks' logs are in its run directory",
+          address=worker.store.token.address),
+        details=details)
 
 
 MAX_TOKEN_BYTES = 4096

@@ -78,6 +78,9 @@ class ConsoleEvents:
     def waiting(self, message: str) -> None:
         render.status(self.console, message)
 
+    def warned(self, message: str) -> None:
+        render.warn(self.console, message)
+
     def torch_internal(self, line: str, condensed: str | None) -> None:
         """torch's C++ log: raw with -v, else as ddpkit condensed it (or not at all)."""
         if self.console.verbosity == "verbose":

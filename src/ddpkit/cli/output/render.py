@@ -3,8 +3,13 @@
 Human output fits the console's width (``Console.width``: the terminal's, or 100 columns when
 not a terminal), measured in display columns (:mod:`ddpkit.cli.output.width`): paragraphs wrap,
 tables shrink their widest columns and wrap cells, commands split with ``\\`` continuations, and
-quoted material is cut with an ellipsis. Lines other programs wrote (a rank's output) pass
-through as they are.
+quoted material is cut with an ellipsis.
+
+Every text is made plain here, where it is written (:func:`shown`): the values of a
+:class:`~ddpkit.i18n.Text` (a rank's exception, a file name, a value read from the store, a host
+name) and every plain string (a line a rank printed, a log line quoted as evidence) lose their
+terminal control sequences (:func:`ddpkit.plain_text.plain`), so no message can forget it. The one
+opt-out is :class:`Styled`: ddpkit's own colours, which :func:`style` makes of text it cleaned.
 """
 
 from __future__ import annotations
@@ -16,7 +21,8 @@ from typing import Any
 from ddpkit.cli.output.console import Console
 from ddpkit.cli.output.width import display_width, elide, pad, truncate, wrap
 from ddpkit.errors import DdpkitError
-from ddpkit.i18n import _, current_language, localized
+from ddpkit.i18n import Text, _, current_language
+from ddpkit.plain_text import plain
 
 # docs/ as published online: errors.md is DOCS_URL/errors, errors.zh-CN.md DOCS_URL/errors.zh-CN
 # (short, so a link with the longest error id still fits 80 columns after its label)
@@ -24,18 +30,45 @@ DOCS_URL = "https://ddpkit.github.io"
 _STYLES = {"error": "31;1", "warn": "33", "ok": "32", "dim": "2", "bold": "1"}
 
 
-def style(console: Console, text: str, name: str) -> str:
-    """``text`` wrapped in an ANSI style when the console wants colour, else unchanged."""
+class Styled(str):
+    """Text the renderer already made plain, with ddpkit's own colours: written as it is."""
+
+
+def _clean(text: str) -> str:
+    return text if isinstance(text, Styled) else plain(text)
+
+
+def shown(text: str) -> Styled:
+    """``text`` as it may reach the terminal: a :class:`~ddpkit.i18n.Text` in the user's
+    language with every value that came from outside made plain, any other string made plain
+    whole, a :class:`Styled` text as it is."""
+    if isinstance(text, Styled):
+        return text
+    return Styled(text.localized(_clean) if isinstance(text, Text) else plain(text))
+
+
+def style(console: Console, text: str, name: str) -> Styled:
+    """``text`` (made plain) wrapped in an ANSI style when the console wants colour."""
     code = _STYLES.get(name)
     if not console.color or code is None:
-        return text
-    return f"\x1b[{code}m{localized(text)}\x1b[0m"
+        return shown(text)
+    return Styled(f"\x1b[{code}m{shown(text)}\x1b[0m")
+
+
+def _out(console: Console, text: str) -> None:
+    console.out.write(text + "\n")
+    console.out.flush()
+
+
+def _err(console: Console, text: str, keep: bool) -> None:
+    if keep or console.verbosity != "quiet":
+        console.err.write(text + "\n")
+        console.err.flush()
 
 
 def line(console: Console, text: str = "") -> None:
     """A line of human output on stdout (a :class:`~ddpkit.i18n.Text` in the user's language)."""
-    console.out.write(localized(text) + "\n")
-    console.out.flush()
+    _out(console, shown(text))
 
 
 def wrapped(console: Console, text: str, *, indent: str = "  ", first: str = "",
@@ -44,17 +77,18 @@ def wrapped(console: Console, text: str, *, indent: str = "  ", first: str = "",
     """A paragraph on stdout (stderr with ``to_err``), wrapped to ``width`` display columns (the
     console's width when not given); the first line starts with ``first``, continuation lines
     with ``indent``. On stderr it is a log line (-q hides it) unless ``keep``: a result."""
-    write = line if not to_err else (result if keep else log)
-    for part in wrap(localized(text), width or console.width, initial_indent=first,
-                     subsequent_indent=indent):
-        write(console, style(console, part, name) if name else part)
+    for part in wrap(shown(text), width or console.width, initial_indent=shown(first),
+                     subsequent_indent=shown(indent)):
+        part = style(console, Styled(part), name) if name else part
+        _err(console, part, keep) if to_err else _out(console, part)
 
 
 def clipped(console: Console, text: str, *, middle: bool = False, to_err: bool = False) -> None:
     """A line of quoted material (a log line as evidence) cut to the console's width with an
     ellipsis at its end, or in its ``middle`` (a setting whose value is a long path)."""
+    text = shown(text)
     fitted = elide(text, console.width) if middle else truncate(text, console.width)
-    (log if to_err else line)(console, fitted)
+    _err(console, fitted, False) if to_err else _out(console, fitted)
 
 
 def _shell_words(text: str) -> list[str] | None:
@@ -113,22 +147,19 @@ def command(console: Console, text: str, *, indent: str = "  ", more: str | None
             to_err: bool = False, keep: bool = False) -> None:
     """A shell command to read or paste, fitted to the console's width (:func:`command_lines`);
     on stderr a log line unless ``keep`` (a command the user must run)."""
-    write = line if not to_err else (result if keep else log)
-    indent = localized(indent)
-    for part in command_lines(text, console.width, indent, more):
-        write(console, part)
+    indent = shown(indent)
+    for part in command_lines(shown(text), console.width, indent, more):
+        _err(console, part, keep) if to_err else _out(console, part)
 
 
 def log(console: Console, text: str) -> None:
     """A log or progress line on stderr (never mixed into a JSON document); not with -q."""
-    if console.verbosity != "quiet":
-        result(console, text)
+    _err(console, shown(text), False)
 
 
 def result(console: Console, text: str) -> None:
     """A line on stderr that -q keeps: a command's outcome, or what the user must act on."""
-    console.err.write(localized(text) + "\n")
-    console.err.flush()
+    _err(console, shown(text), True)
 
 
 def status(console: Console, text: str, *, prefix: str = "ddpkit: ", keep: bool = False) -> None:
@@ -140,8 +171,8 @@ def status(console: Console, text: str, *, prefix: str = "ddpkit: ", keep: bool 
 
 def warn(console: Console, text: str) -> None:
     """A warning paragraph on stderr, wrapped to the console's width."""
-    label = localized(_("warning:"))
-    wrapped(console, style(console, label, "warn") + _after(label) + localized(text),
+    label = shown(_("warning:"))
+    wrapped(console, Styled(style(console, label, "warn") + _after(label) + shown(text)),
             indent="  ", to_err=True)
 
 
@@ -196,8 +227,8 @@ def table_lines(headers: Sequence[str], rows: Sequence[Sequence[Any]],
     """An aligned text table in at most ``columns`` display columns: the widest columns shrink
     first (:func:`fit_columns`); a cell wider than its column wraps onto more lines, nothing of it
     lost, and a heading wider than its column is cut with ``…``."""
-    cells = [[localized(h) for h in headers]] + [
-        ["" if c is None else localized(c) if isinstance(c, str) else str(c) for c in r]
+    cells = [[shown(h) for h in headers]] + [
+        ["" if c is None else shown(c if isinstance(c, str) else str(c)) for c in r]
         for r in rows]
     natural = [max(display_width(r[i]) for r in cells) for i in range(len(headers))]
     words = [max((_unbreakable(r[i]) for r in cells[1:]), default=0) for i in range(len(headers))]
@@ -225,7 +256,7 @@ def table(
     if title:
         wrapped(console, title, indent="", name="bold")
     for index, text in enumerate(table_lines(headers, rows, console.width)):
-        line(console, style(console, text, "bold") if index == 0 else text)
+        _out(console, style(console, Styled(text), "bold") if index == 0 else text)
 
 
 def error(console: Console, exc: DdpkitError, *, as_json: bool) -> None:
@@ -234,15 +265,15 @@ def error(console: Console, exc: DdpkitError, *, as_json: bool) -> None:
         from ddpkit.report import document
 
         emit_json(console, document("error", 1, {"error": exc.to_dict()}))
-    label = localized(_("error [{id}]:", id=exc.error_id))
+    label = shown(_("error [{id}]:", id=exc.error_id))
     head = style(console, label, "error")
-    wrapped(console, head + _after(label) + localized(exc.message), indent="  ", to_err=True,
+    wrapped(console, Styled(head + _after(label) + shown(exc.message)), indent="  ", to_err=True,
             keep=True)
     if exc.hint:
-        wrapped(console, localized(_("fix: {hint}", hint=exc.hint)), first="  ", indent="       ",
+        wrapped(console, _("fix: {hint}", hint=exc.hint), first="  ", indent="       ",
                 to_err=True, keep=True)
-    wrapped(console, localized(_("more: {link} (offline: `ddpkit explain {id}`)",
-                                 link=error_link(exc.error_id), id=exc.error_id)),
+    wrapped(console, _("more: {link} (offline: `ddpkit explain {id}`)",
+                       link=error_link(exc.error_id), id=exc.error_id),
             first="  ", indent="  ", to_err=True, keep=True)
 
 

@@ -19,6 +19,7 @@ from ddpkit.i18n import _
 
 STDIN_NAME = "<stdin>"
 FIFO_WAIT_S = 10  # how long a FIFO given as a log may stay without a writer
+KERNEL_FILES = ("/proc/", "/sys/")  # files the kernel makes up as they are read: not logs
 
 
 def check_readable(path: str) -> None:
@@ -36,6 +37,13 @@ def check_readable(path: str) -> None:
         raise unreadable(path, _("it is a device or a socket, not a log file"),
                          fix=_("pass a log file, or pipe the output into stdin: "
                                "<command> 2>&1 | ddpkit doctor --log -"))
+    if os.path.realpath(path).startswith(KERNEL_FILES):
+        raise unreadable(path, _("it is one of the kernel's files under /proc or /sys, not a "
+                                 "log file: some never end (/proc/kmsg waits for the kernel's "
+                                 "next message, and reading it takes the messages away from "
+                                 "the system log)"),
+                         fix=_("save what you want read to a file first (e.g. `dmesg > "
+                               "kernel.log`) and pass that file"))
     try:
         with open(path, "rb"):
             pass

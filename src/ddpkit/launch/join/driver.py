@@ -264,9 +264,18 @@ def _warn_about_strangers(master: MasterSide, events: JoinEvents) -> None:
     """The store held values or keys this job never wrote: someone else writes to it."""
     report = master.store_report()
     rejected = sum(report["rejected"].values())
-    if rejected or report["removed_keys"]:
+    left = report.get("foreign_keys_left", 0)
+    if rejected or report["removed_keys"] or left:
+        names = ", ".join(sorted(report["rejected"])) or "-"
+        if left:
+            events.warning(_("the job store saw {rejected} value(s) that did not open with this "
+                             "job's key ({names}) and {found} key(s) this job never wrote; all "
+                             "were ignored, {removed} of the keys removed and {left} still there "
+                             "when the job ended (someone else is writing to the job store)",
+                             rejected=rejected, names=names, found=report["removed_keys"] + left,
+                             removed=report["removed_keys"], left=left))
+            return
         events.warning(_("the job store saw {rejected} value(s) that did not open with this "
                          "job's key ({names}) and {removed} key(s) this job never wrote; all "
                          "were ignored and removed (someone else is writing to the job store)",
-                         rejected=rejected, names=", ".join(sorted(report["rejected"])) or "-",
-                         removed=report["removed_keys"]))
+                         rejected=rejected, names=names, removed=report["removed_keys"]))

@@ -249,9 +249,11 @@ class MasterSide:
 
     def store_report(self) -> dict[str, Any]:
         """What the store held that this job did not write: values that did not open (per key),
-        and keys someone else put there (deleted)."""
+        and keys someone else put there (deleted, and those a bounded sweep has not reached
+        yet)."""
         self.sweep()
-        return {"rejected": dict(self.store.rejected), "removed_keys": self.store.removed}
+        return {"rejected": dict(self.store.rejected), "removed_keys": self.store.removed,
+                "foreign_keys_left": self.store.foreign_left}
 
     def should_stop(self) -> str | None:
         """The hook for the master's own node: a reason once any worker failed or was lost."""

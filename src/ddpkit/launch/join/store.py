@@ -50,6 +50,7 @@ class JobStore:
         self.call_timeout = call_timeout
         self.rejected: dict[str, int] = {}
         self.removed = 0  # keys deleted by sweep()
+        self.foreign_left = 0  # keys this job never wrote still there after the last sweep
         self.lost: str | None = None  # why the store was given up
         self._absent = b"\x00ddpkit-absent-" + secrets.token_hex(16).encode()
 
@@ -114,9 +115,10 @@ class JobStore:
         if not hasattr(self.store, "list_keys"):  # older torch lacks it
             return 0
         mine = {self.token.key(name) for name in names}
-        foreign = [k for k in self.call(lambda s: s.list_keys()) if k not in mine][:most]
-        removed = sum(1 for key in foreign if self.call(_delete(key)))
+        foreign = [k for k in self.call(lambda s: s.list_keys()) if k not in mine]
+        removed = sum(1 for key in foreign[:most] if self.call(_delete(key)))
         self.removed += removed
+        self.foreign_left = len(foreign) - removed
         return removed
 
     def clone(self) -> JobStore:

@@ -12,13 +12,12 @@ from typing import Protocol
 
 from ddpkit.errors import (
     DeadlineExceeded,
-    EnvironmentProblem,
     Interrupted,
     JobFailed,
     NetworkProblem,
 )
 from ddpkit.i18n import _, _n
-from ddpkit.launch.config import FLIGHT_RECORDER_DIR, LaunchConfig
+from ddpkit.launch.config import LaunchConfig
 from ddpkit.launch.events import Progress
 from ddpkit.launch.hang.model import HangPolicy
 from ddpkit.launch.hang.progress_exchange import Connector
@@ -28,6 +27,8 @@ from ddpkit.launch.node.entry_check import entry_error
 from ddpkit.launch.node.plan import NodePlan, plan_node
 from ddpkit.launch.node.preflight import MasterProbe, check_port_free, wait_for_master
 from ddpkit.launch.node.result import NodeResult
+from ddpkit.launch.node.run_dir import LauncherLog, claim
+from ddpkit.launch.node.run_dir import default_run_dir as default_run_dir  # bench, test
 from ddpkit.launch.node.waits import WaitAnnouncer, describe_wait
 from ddpkit.launch.torchrun.command import (
     AgentTracebackFilter,
@@ -54,6 +55,10 @@ class LaunchEvents(Progress, Protocol):
         """One line of torch's C++ log (``torch_log``) as torch printed it, and what ddpkit
         condensed it to (None: folded, or part of a wait's status line): shown raw only when
         asked."""
+
+    def warned(self, message: str) -> None:
+        """Something the user should know that does not change the job's result (a log file
+        that could not be written)."""
 
 
 RESTART_COUNT_ENV = "DDPKIT_RESTART_COUNT"  # which restart of the whole job a start is (0 first)
@@ -95,11 +100,6 @@ def _rendezvous_hint(plan: NodePlan) -> str:
     return _("check that {master}:{port} is this job's master (another program may hold that "
              "port, or the master runs a different --nnodes), and that the master was started; "
              "then rerun", master=config.master_addr, port=config.master_port)
-
-
-def default_run_dir(config: LaunchConfig, cwd: Path) -> Path:
-    stamp = time.strftime("%Y%m%d-%H%M%S")
-    return cwd / "ddpkit-runs" / f"{stamp}-node{config.node_rank}"
 
 
 def prepare(config: LaunchConfig, env: Mapping[str, str], *, home: Path, cwd: Path,
@@ -196,17 +196,8 @@ def _run_node(plan: NodePlan, events: LaunchEvents, probe: MasterProbe | None,
               stack_request: threading.Event | None,
               store_connector: Connector | None = None,
               running: Callable[[float], str | None] | None = None) -> NodeResult:
-    try:
-        Path(plan.run_dir).mkdir(parents=True, exist_ok=True)
-        if any(k in plan.env_set for k in ("TORCH_FR_DUMP_TEMP_FILE",
-                                           "TORCH_NCCL_DEBUG_INFO_TEMP_FILE")):
-            (Path(plan.run_dir) / FLIGHT_RECORDER_DIR).mkdir(exist_ok=True)
-    except OSError as exc:
-        raise EnvironmentProblem(
-            "run-dir-unwritable", _("cannot create the run directory {path}: {why}",
-                                    path=plan.run_dir, why=str(exc.strerror)),
-            _("run from a writable directory or pass --run-dir PATH"),
-        ) from exc
+    claim(Path(plan.run_dir), flight_recorder=any(
+        k in plan.env_set for k in ("TORCH_FR_DUMP_TEMP_FILE", "TORCH_NCCL_DEBUG_INFO_TEMP_FILE")))
     attempts = 1 + (plan.config.max_restarts if plan.config.multi_node else 0)
     started = time.monotonic()
     for attempt in range(attempts):
@@ -263,27 +254,29 @@ def _attempt(plan: NodePlan, events: LaunchEvents, probe: MasterProbe | None,
         if (line := waits.observe(state, time.monotonic())) is not None:
             events.waiting(line)
 
-    with open(Path(plan.run_dir) / LAUNCHER_LOG, "a" if attempt else "w", encoding="utf-8") as log:
+    log = LauncherLog(Path(plan.run_dir) / LAUNCHER_LOG, append=bool(attempt))
 
-        def on_line(line: str) -> None:
-            log.write(line + "\n")
-            seen = torch_log.feed(line)
-            if seen.internal:
-                events.torch_internal(line, seen.text)
-            elif seen.text is not None:
-                for text in shown.feed(seen.text):
-                    events.output(text)
+    def on_line(line: str) -> None:
+        log.write(line)
+        seen = torch_log.feed(line)
+        if seen.internal:
+            events.torch_internal(line, seen.text)
+        elif seen.text is not None:
+            for text in shown.feed(seen.text):
+                events.output(text)
 
-        try:
-            ranks = (RankOutputTail(plan.log_dir, rank_output_role(plan.config))
-                     if follows_rank_output(plan.config) else None)
-            outcome = run_process(plan.argv, attempt_env(plan.env, attempt), on_line=on_line,
-                                  timeout=timeout, rank_output=ranks,
-                                  should_stop=stop,
-                                  start_deadline=_rendezvous_deadline(plan, probe),
-                                  started=watch.started, on_state=on_state)
-        finally:
-            watch.close()
+    try:
+        ranks = (RankOutputTail(plan.log_dir, rank_output_role(plan.config))
+                 if follows_rank_output(plan.config) else None)
+        outcome = run_process(plan.argv, attempt_env(plan.env, attempt), on_line=on_line,
+                              timeout=timeout, rank_output=ranks, should_stop=stop,
+                              start_deadline=_rendezvous_deadline(plan, probe),
+                              started=watch.started, on_state=on_state)
+    finally:
+        watch.close()
+        log.close()
+    if (unwritten := log.warning(kept=plan.log_dir)) is not None:
+        events.warned(unwritten)
     for text in shown.finish(stopped=bool(outcome.stopped or outcome.interrupted or
                                           outcome.timed_out)):
         events.output(text)
