@@ -5,6 +5,7 @@ the stranger's address, and no rank's data ever reaches it (the membership gate,
 
 from __future__ import annotations
 
+import subprocess
 import sys
 import textwrap
 import time
@@ -12,12 +13,12 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from jobs import ddpkit_in, script, start_in, wait_for_files
+from jobs import SLEEPER, ddpkit_in, script, start_in, wait_for_files
 from multinode import NodeRun, kill_tree, wait_all
 from sshnodes import SshCluster
 from test_join_sim import _census_clean, _join, _master
 
-from ddpkit.sim.topology import SimCluster
+from ddpkit.sim.topology import SimCluster, node_argv
 
 pytestmark = [pytest.mark.root, pytest.mark.slow]
 
@@ -134,3 +135,28 @@ def test_a_stranger_joining_as_node_1_stops_a_hosts_job_naming_its_address(
 
 def _first_start(tmp_path: Path) -> float:
     return min(float(p.read_text()) for p in (tmp_path / "stranger").glob("stranger-started-*"))
+
+
+@pytest.mark.timeout(240)
+def test_per_node_without_a_secret_warns_and_the_store_listens_on_the_private_address_only(
+        sim_cluster: Callable[..., SimCluster], tmp_path: Path) -> None:
+    cluster = sim_cluster(nodes=2)
+    master = cluster.nodes[0].private_address
+    sleeper = script(tmp_path, "sleep.py", SLEEPER)
+    runs = [ddpkit_in(cluster, i, tmp_path, "launch", "--nnodes", "2", "--node-rank", str(i),
+                      "--master-addr", master, "--master-port", PORT, "--nproc-per-node", "1",
+                      "--run-dir", str(tmp_path / f"node{i}"), str(sleeper), str(tmp_path))
+            for i in (0, 1)]
+    try:
+        wait_for_files([tmp_path / "rank0.pid", tmp_path / "rank1.pid"], runs, timeout=120)
+        listening = subprocess.run(node_argv(cluster, 0, ["ss", "-ltnH", f"sport = :{PORT}"]),
+                                   capture_output=True, text=True, timeout=30).stdout.split()
+        print(f"ss in node 0: {' '.join(listening)}", file=sys.stderr)
+        assert listening[3] == f"{master}:{PORT}", listening  # not *:PORT
+    finally:
+        for run in runs:
+            kill_tree(run.proc.pid)
+        wait_all(runs, timeout=30)
+    for run in runs:
+        assert run.err.count("anyone on the private network who reaches") == 1, run.err[-3000:]
+    _census_clean(cluster)

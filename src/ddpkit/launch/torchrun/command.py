@@ -74,6 +74,7 @@ def rank_output_role(config: LaunchConfig) -> str:
     return config.torchrun_option("--role") or "default"
 
 
+BOUND_TORCHRUN = "ddpkit.launch.torchrun.bound"  # torchrun, its store on one address
 MEMBER_GATE = "ddpkit.workers.member_gate"  # runs the entry once every rank proved membership
 JOB_SECRET_ENV = "DDPKIT_JOB_SECRET"  # the secret every node of a job holds (member_gate's)
 
@@ -102,8 +103,12 @@ def torchrun_argv(python: str, config: LaunchConfig, *, local_addr: str | None,
     rdzv_conf = given.get("--rdzv-conf") or ""
     if not any(item.split("=", 1)[0].strip() == "timeout" for item in rdzv_conf.split(",")):
         rdzv_conf = ",".join(p for p in (f"timeout={config.rdzv_timeout}", rdzv_conf) if p)
+    # node 0 hosts the rendezvous store: on the master address only (torchrun's own would listen
+    # on every interface; see bound.py)
+    launcher = (["-m", BOUND_TORCHRUN, "--bind", config.master_addr, "--"]
+                if config.multi_node and config.node_rank == 0 else ["-m", "torch.distributed.run"])
     argv = [
-        python, "-m", "torch.distributed.run",
+        python, *launcher,
         f"--nnodes={config.nnodes}",
         f"--nproc-per-node={config.nproc_per_node}",
         f"--node-rank={config.node_rank}",
