@@ -40,9 +40,10 @@ def test_with_the_jobs_secret_torchrun_runs_the_gate_which_runs_the_entry() -> N
     assert not any("s3cr3t-xyz" in word for word in gated), "the secret never enters the argv"
 
 
-def test_a_program_run_with_no_python_cannot_be_gated() -> None:
+def test_a_program_run_with_no_python_or_a_job_of_one_node_is_not_gated() -> None:
     argv = _argv({JOB_SECRET_ENV: "s"}, torchrun_options=(("--no-python", None),))
     assert MEMBER_GATE not in argv
+    assert MEMBER_GATE not in _argv({JOB_SECRET_ENV: "s"}, nnodes=1, node_rank=0)
 
 
 @pytest.mark.parametrize("secret", [None, "s3cret-value"])

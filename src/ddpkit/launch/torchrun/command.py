@@ -80,9 +80,11 @@ JOB_SECRET_ENV = "DDPKIT_JOB_SECRET"  # the secret every node of a job holds (me
 
 
 def gated(config: LaunchConfig, env: Mapping[str, str]) -> bool:
-    """Whether the ranks prove membership before the entry runs: the node holds the job's secret
-    and the entry is Python (torchrun's --no-python runs a program the gate cannot precede)."""
-    return bool(env.get(JOB_SECRET_ENV)) and not config.has_torchrun_option("--no-python")
+    """Whether the ranks prove membership before the entry runs: a job of several nodes, the node
+    holds the job's secret, and the entry is Python (torchrun's --no-python runs a program the
+    gate cannot precede)."""
+    return (config.multi_node and bool(env.get(JOB_SECRET_ENV))
+            and not config.has_torchrun_option("--no-python"))
 
 
 def torchrun_argv(python: str, config: LaunchConfig, *, local_addr: str | None,
