@@ -8,7 +8,7 @@ instead of the user's entry, and it runs the entry (``os.execve``: the same proc
 interpreter, the command torchrun would have run) only once the whole job has passed:
 
 1. rank 0 (on the master, the machine that hosts torchrun's store) puts a fresh nonce, with its
-   MAC, under ``ddpkit/member/nonce`` in torchrun's own store (JSON, never pickle);
+   MAC, under ``ddpkit/member/nonce`` in torchrun's own store (JSON bytes);
 2. every rank puts its proof under ``ddpkit/member/rank/<R>``: its address (the source address of
    a connection to the store, as the master sees it) and an HMAC-SHA256, under a key derived
    from the secret, over the nonce, its rank and that address;
@@ -154,22 +154,20 @@ def verdict(key: bytes, nonce: str, world: int, proofs: Mapping[int, bytes | Non
 
 
 def describe_failure(found: Mapping[str, Any], port: int) -> str:
-    from ddpkit.i18n import _
-
+    """The line every rank prints before it exits. English, like everything a rank prints: ddpkit's
+    failure summary quotes a rank's last lines as the rank wrote them."""
     missing = ", ".join(map(str, found.get("missing", [])))
     others = ", ".join(map(str, found.get("strangers", [])))
     causes = []
     if others:
-        causes.append(_("a connection to torchrun's store (port {port}) came from {others}, which "
-                        "proved nothing", port=port, others=others))
+        causes.append(f"a connection to torchrun's store (port {port}) came from {others}, "
+                      "which proved nothing")
     if missing:
-        causes.append(_("rank(s) {missing} did not prove they hold the job's secret",
-                        missing=missing))
-    return _("ddpkit membership check failed: {causes}. Someone who is not one of this job's "
-             "nodes joined it; every rank stopped before its script ran, so no rank's data went "
-             "to it. Find who runs torchrun there, and keep the master's port closed to machines "
-             "that are not this job's (see the threat model in docs/multi-node.md)",
-             causes="; ".join(causes))
+        causes.append(f"rank(s) {missing} did not prove they hold the job's secret")
+    return ("ddpkit membership check failed: " + "; ".join(causes) + ". Someone who is not one "
+            "of this job's nodes joined it; every rank stopped before its script ran, so no rank's "
+            "data went to it. Find who runs torchrun there, and keep the master's port closed to "
+            "machines that are not this job's (see the threat model in docs/multi-node.md)")
 
 
 # -- the edge: torchrun's store, the kernel's tables, the exec -----------------------------------
@@ -247,12 +245,9 @@ def _verdict(store: Any, key: bytes, nonce: str) -> dict[str, Any] | None:
 
 
 def _no_verdict(port: int, wait_s: float) -> str:
-    from ddpkit.i18n import _
-
-    return _("ddpkit membership check failed: rank 0 gave no verdict within {seconds:g} s "
-             "(its nonce or verdict in torchrun's store on port {port} was missing or not "
-             "signed with the job's secret): the job stopped before any script ran",
-             seconds=3 * wait_s, port=port)
+    return (f"ddpkit membership check failed: rank 0 gave no verdict within {3 * wait_s:g} s "
+            f"(its nonce or verdict in torchrun's store on port {port} was missing or not signed "
+            "with the job's secret): the job stopped before any script ran")
 
 
 def _fail(message: str) -> None:
