@@ -15,7 +15,7 @@ from pathlib import Path
 import psutil
 import pytest
 from jobs import SLEEPER, script, start_in, wait_for_files
-from multinode import kill_tree, wait_all
+from multinode import alive, kill_tree, wait_all
 from test_join_sim import _census_clean, _join, _master
 
 from ddpkit.errors import ExitCode
@@ -48,13 +48,6 @@ REPLAY = textwrap.dedent("""
 """)
 
 
-def _alive(pid: int) -> bool:
-    try:
-        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
-    except psutil.NoSuchProcess:
-        return False
-
-
 @pytest.mark.timeout(300)
 def test_replayed_heartbeats_do_not_keep_a_cut_off_node_alive(
         sim_cluster: Callable[..., SimCluster], tmp_path: Path) -> None:
@@ -64,7 +57,7 @@ def test_replayed_heartbeats_do_not_keep_a_cut_off_node_alive(
                             "--join-timeout", "90", entry=(str(sleeper), str(tmp_path)))
     worker = _join(cluster, 1, tmp_path, token)
     wait_for_files([tmp_path / "rank0.pid", tmp_path / "rank1.pid"], [master, worker], timeout=120)
-    rank0 = int((tmp_path / "rank0.pid").read_text())
+    rank0 = psutil.Process(int((tmp_path / "rank0.pid").read_text()))
     address, port = token.removeprefix("ddpk://").split("/")[0].rsplit(":", 1)
     replay = start_in(cluster, 2, [sys.executable, str(script(tmp_path, "replay.py", REPLAY)),
                                    address, port, str(tmp_path)], tmp_path)
@@ -73,7 +66,7 @@ def test_replayed_heartbeats_do_not_keep_a_cut_off_node_alive(
         wait_for_files([tmp_path / "captured"], [master, worker, replay], timeout=60)
         subprocess.run(["ip", "link", "set", peer, "down"], check=True, timeout=30)
         cut = time.monotonic()
-        while _alive(rank0):  # node 0's rank runs until the master declares node 1 lost
+        while alive([rank0]):  # node 0's rank runs until the master declares node 1 lost
             assert time.monotonic() - cut <= LOST_WITHIN_S, (
                 f"node 0's rank still runs {time.monotonic() - cut:.0f} s after node 1 was cut "
                 "off: the replayed heartbeats kept node 1 alive")
