@@ -18,7 +18,7 @@ def _config(**kw: object) -> LaunchConfig:
 
 def test_argv_uses_torchrun_not_the_deprecated_launcher() -> None:
     argv = torchrun_argv("/usr/bin/python3", _config(), local_addr="10.0.0.3", log_dir="/r/torchrun")
-    assert argv[:3] == ["/usr/bin/python3", "-m", "torch.distributed.run"]
+    assert argv[:3] == ["/usr/bin/python3", "-m", "torch.distributed.run"]  # node 1: a client
     assert "--nnodes=2" in argv and "--node-rank=1" in argv
     assert "--master-addr=10.0.0.2" in argv and "--master-port=55568" in argv
     assert "--rdzv-backend=static" in argv

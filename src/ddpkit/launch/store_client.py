@@ -11,6 +11,7 @@ holds to a fraction of a second and Ctrl-C and SIGTERM are handled at once. Used
 from __future__ import annotations
 
 import datetime
+import os
 import socket
 import threading
 import time
@@ -130,15 +131,25 @@ def serve(address: str, port: int, timeout: float) -> Any:
     and the socket raise them."""
     from torch.distributed import TCPStore  # type: ignore[attr-defined]
 
+    fd = listening_fd(address, port)
+    try:
+        return TCPStore(address, port, None, True, datetime.timedelta(seconds=timeout),
+                        wait_for_workers=False, master_listen_fd=fd)
+    except (RuntimeError, OSError):
+        os.close(fd)
+        raise
+
+
+def listening_fd(address: str, port: int) -> int:
+    """A TCP socket listening on ``address``:``port`` only, as a file descriptor for TCPStore's
+    ``master_listen_fd`` (the store owns it from then on, and closes it). OSError."""
     family = socket.AF_INET6 if ":" in address else socket.AF_INET
     listener = socket.socket(family, socket.SOCK_STREAM)
     try:
         listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         listener.bind((address, port))
         listener.listen(128)
-        fd = listener.detach()  # the store owns the socket from here on (and closes it)
-        return TCPStore(address, port, None, True, datetime.timedelta(seconds=timeout),
-                        wait_for_workers=False, master_listen_fd=fd)
-    except (RuntimeError, OSError):
+    except OSError:
         listener.close()
         raise
+    return listener.detach()

@@ -79,7 +79,23 @@ def run(args: argparse.Namespace, console: Console) -> int:
         return run_whole_job(request, console, JOB, tail=tail,
                              own_config=lambda address: node_config(with_master(args, address)))
     config, options = node_config(args)
+    if config.multi_node and not request.supervised:
+        _warn_open_membership(console, config, dict(os.environ))
     return run_this_node(request, console, JOB, config, options)
+
+
+def _warn_open_membership(console: Console, config: LaunchConfig, env: dict[str, str]) -> None:
+    """Per node without the job's secret, torchrun's rendezvous takes any node: say so once."""
+    from ddpkit.launch.torchrun.command import JOB_SECRET_ENV
+
+    if not env.get(JOB_SECRET_ENV):
+        render.warn(console, _(
+            "anyone on the private network who reaches {master}:{port} can join this "
+            "job as a node and read its data (torchrun's rendezvous has no authentication). To "
+            "close it, set the same secret on every node (`export {name}=$(openssl rand -hex "
+            "24)` on one, copy it to the others) so every rank proves it before the script "
+            "runs; or start the job with --hosts or a join token, which carry one",
+            master=config.master_addr, port=config.master_port, name=JOB_SECRET_ENV))
 
 
 def node_config(args: argparse.Namespace) -> tuple[LaunchConfig, None]:

@@ -198,7 +198,20 @@ def job_env(request: JobRequest, env: Mapping[str, str], cwd: Path,
                                   request.env_file or ENV_FILE_NAME)
     if console is not None and warning:
         render.status(console, _("warning: {message}", message=warning))
-    return passed
+    return with_job_secret(passed, env)
+
+
+def with_job_secret(passed: PassedEnv, env: Mapping[str, str]) -> PassedEnv:
+    """Every node of a whole job gets the job's secret (this machine's, else a new random one)
+    with the passed environment, which never enters a command line: the ranks prove with it that
+    they are the job's before the script runs (``ddpkit.workers.member_gate``)."""
+    import secrets
+
+    from ddpkit.launch.torchrun.command import JOB_SECRET_ENV
+
+    secret = env.get(JOB_SECRET_ENV) or secrets.token_hex(24)
+    return dataclasses.replace(passed, values={**passed.values, JOB_SECRET_ENV: secret},
+                               sources={**passed.sources, JOB_SECRET_ENV: "ddpkit"})
 
 
 @contextlib.contextmanager

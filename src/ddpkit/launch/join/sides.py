@@ -12,7 +12,10 @@ Keys, all under ``ddpkit/<run-id>/``:
                with the store's atomic ``compare_set``: a sealed claim, not a counter
 ``go``         every node has joined: start torchrun (names each rank's claim id, so a
                node whose claim was displaced before the master saw it stops)
-``alive/<R>``  a heartbeat counter each worker bumps every second
+``pulse``      a random nonce the master replaces every :data:`PULSE_S` seconds
+``alive/<R>``  a heartbeat each worker writes every second: its claim id, a counter that must
+               rise, and the latest pulse it read (:meth:`MasterSide.poll` counts a value only
+               then: a replayed, repeated or held-back value is silence)
 ``done/<R>``   how node R ended (a :class:`~ddpkit.launch.outcomes.NodeOutcome`)
 ``stop``       why every node must stop now (a failure somewhere, or Ctrl-C on the master)
 =============  =====================================================================
@@ -21,6 +24,7 @@ Keys, all under ``ddpkit/<run-id>/``:
 from __future__ import annotations
 
 import contextlib
+import secrets
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -34,10 +38,12 @@ from ddpkit.launch.outcomes import LOST, NodeOutcome
 from ddpkit.launch.store_value import text_field
 from ddpkit.wording import clauses
 
-JOB, GO, STOP = "job", "go", "stop"
+JOB, GO, STOP, PULSE = "job", "go", "stop", "pulse"
 POLL_S = 0.5
 HEARTBEAT_S = 1.0
-HEARTBEAT_LOST_S = 10.0  # a worker whose heartbeat stands still this long is lost
+HEARTBEAT_LOST_S = 10.0  # a worker without a fresh heartbeat this long is lost
+PULSE_S = 2.0  # the master issues a new pulse this often; a beat must carry one issued within
+#                HEARTBEAT_LOST_S, so a beat held back and replayed later buys at most that long
 COMMANDS = ("launch", "test", "bench", "doctor")
 
 
@@ -127,12 +133,45 @@ class MasterSide:
         self.joined: dict[int, JoinedNode] = {}
         self.done: dict[int, NodeOutcome] = {}
         self.lost: dict[int, NodeOutcome] = {}
-        self._beats: dict[int, tuple[Any, float]] = {}
+        self._beats: dict[int, tuple[int, float]] = {}  # rank: (highest counter, when)
+        self.stale_beats: dict[int, int] = {}  # rank: beats ignored (replayed, repeated, old)
+        self._pulses: dict[str, float] = {}  # nonce: when issued
         self._last_poll = -1e9
         self._stop_reason: str | None = None
 
     def publish(self) -> None:
         self.store.put(JOB, self.spec.to_dict())
+        self._pulse(force=True)
+
+    def _pulse(self, force: bool = False) -> None:
+        """Issue a new pulse when the last is PULSE_S old; forget those too old to count."""
+        now = self.clock()
+        newest = max(self._pulses.values(), default=-1e9)
+        if force or now - newest >= PULSE_S:
+            nonce = secrets.token_hex(12)
+            self.store.put(PULSE, {"nonce": nonce})
+            self._pulses[nonce] = now
+        for nonce, issued in list(self._pulses.items()):
+            if now - issued > HEARTBEAT_LOST_S:
+                del self._pulses[nonce]
+
+    def _beat(self, rank: int, record: dict[str, Any] | None, now: float) -> bool:
+        """Whether ``record`` is a fresh heartbeat of rank's current claim: its counter rises
+        above every one seen and it echoes a pulse issued within HEARTBEAT_LOST_S. A replayed,
+        repeated or held-back value (sealed values can be copied, not made) is silence."""
+        if record is None:
+            return False
+        highest, _since = self._beats.get(rank, (0, now))
+        count = record.get("n")
+        if not isinstance(count, int) or isinstance(count, bool):
+            count = -1
+        fresh = (count > highest and text_field(record, "claim") == self.joined[rank].claim
+                 and text_field(record, "pulse") in self._pulses)
+        if fresh:
+            self._beats[rank] = (count, now)
+        elif count != highest:  # what the worker last wrote, read again, is no replay
+            self.stale_beats[rank] = self.stale_beats.get(rank, 0) + 1
+        return fresh
 
     def workers(self) -> range:
         return range(1, self.spec.nnodes)
@@ -151,6 +190,7 @@ class MasterSide:
                 break
             if self.store.read(JOB) is None:  # emptied or overwritten: workers need it
                 self.publish()
+            self._pulse()
             self.sweep()
             if on_wait is not None:
                 on_wait(self.clock() - start, [r for r in self.workers() if r not in self.joined])
@@ -188,10 +228,12 @@ class MasterSide:
                 if held.claim == node.claim:
                     del self.joined[other]  # the same node, moved to this rank
             self.joined[rank] = node
-            self._beats[rank] = (None, self.clock())
+            self._beats[rank] = (0, self.clock())  # a new claim: a new worker, counting from 1
             on_join(node)
 
     def release(self) -> None:
+        now = self.clock()
+        self._beats = {rank: (highest, now) for rank, (highest, _) in self._beats.items()}
         self.store.put(GO, {"nodes": self.spec.nnodes,
                             "claims": {str(r): n.claim for r, n in self.joined.items()}})
 
@@ -211,6 +253,8 @@ class MasterSide:
             return
         self._last_poll = now
         self.sweep()
+        with contextlib.suppress(DdpkitError):  # a lost store shows in the reads below
+            self._pulse()
         for rank in self.joined:
             if rank in self.done or rank in self.lost:
                 continue
@@ -223,23 +267,25 @@ class MasterSide:
                 except (TypeError, ValueError, KeyError, AttributeError):
                     self.store.rejected[done_key(rank)] = 1 + self.store.rejected.get(
                         done_key(rank), 0)
-            beat = self.store.read(alive_key(rank))
-            value = beat.get("n") if beat else None
-            previous, since = self._beats.get(rank, (None, now))
-            if value != previous:
-                self._beats[rank] = (value, now)
-            elif now - since > HEARTBEAT_LOST_S:
+            if self._beat(rank, self.store.read(alive_key(rank)), now):
+                continue
+            if now - self._beats.get(rank, (0, now))[1] > HEARTBEAT_LOST_S:
                 node = self.joined[rank]
-                self.lost[rank] = NodeOutcome(
-                    node_rank=rank, host=node.host, state=LOST, error_id="node-lost",
-                    message=_("node {node} ({host}, {address}) stopped responding: no "
-                              "heartbeat for {seconds:g} s", node=rank, host=node.host,
-                              address=node.address, seconds=HEARTBEAT_LOST_S), observed_at=now)
+                message = _("node {node} ({host}, {address}) stopped responding: no "
+                            "heartbeat for {seconds:g} s", node=rank, host=node.host,
+                            address=node.address, seconds=HEARTBEAT_LOST_S)
+                if self.stale_beats.get(rank):
+                    message = _("{message} ({count} stale or replayed heartbeat value(s) "
+                                "ignored: someone else writes to the job store)",
+                                message=message, count=self.stale_beats[rank])
+                self.lost[rank] = NodeOutcome(node_rank=rank, host=node.host, state=LOST,
+                                              error_id="node-lost", message=message,
+                                              observed_at=now)
 
     def names(self) -> set[str]:
         """Every key this job ever writes."""
         per_node = {f(r) for r in self.workers() for f in (node_key, alive_key, done_key)}
-        return {JOB, GO, STOP, *per_node}
+        return {JOB, GO, STOP, PULSE, *per_node}
 
     def sweep(self) -> None:
         """Delete whatever keys someone else put in the store (it lives in this process's memory),

@@ -7,7 +7,9 @@ The keys are :mod:`ddpkit.launch.join.sides`'. Two guarantees against the networ
   go, the worker re-reads its slot and re-asserts the same claim when someone emptied it or wrote
   junk there (idempotent), or moves to a free slot when another real worker took it; the rank a
   node runs as is the one the go names for its claim id.
-- **A node that loses the master stops.** The heartbeat thread writes ``alive/<R>`` and then reads
+- **A node that loses the master stops.** The heartbeat thread reads the master's ``pulse``,
+  writes ``alive/<R>`` (its claim id, a rising counter, that pulse: nothing an eavesdropper can
+  replay later, see :meth:`~ddpkit.launch.join.sides.MasterSide.poll`) and then reads
   ``stop`` (a round trip: a write alone "succeeds" into the kernel's send buffer on a dead link),
   each under :data:`~ddpkit.launch.join.store.CALL_TIMEOUT_S`; no answer for
   :data:`LOST_AFTER_S` is the master lost, and :meth:`WorkerSide.should_stop` says so without
@@ -28,6 +30,7 @@ from ddpkit.launch.join.sides import (
     HEARTBEAT_S,
     JOB,
     POLL_S,
+    PULSE,
     STOP,
     JoinJob,
     alive_key,
@@ -113,12 +116,15 @@ class WorkerSide:
         self._answered = self.clock()
 
         def beat() -> None:
-            count = 0
+            count, pulse = 0, ""
             while self._beating.is_set():
                 count += 1
                 try:
-                    beats.put(alive_key(self.rank or 0), {"n": count})
-                    record = beats.read(STOP)  # the round trip that proves the master is there
+                    issued = beats.read(PULSE)  # the round trip that proves the master is there
+                    pulse = text_field(issued, "nonce", pulse) if issued else pulse
+                    beats.put(alive_key(self.rank or 0),
+                              {"n": count, "claim": self.claim, "pulse": pulse})
+                    record = beats.read(STOP)
                 except DdpkitError as exc:
                     self._lost(on_lost, exc.message)
                     return

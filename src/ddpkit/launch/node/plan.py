@@ -11,7 +11,12 @@ from ddpkit.i18n import _
 from ddpkit.launch.config import FLIGHT_RECORDER_DIR, LaunchConfig, LocalRankMode
 from ddpkit.launch.envpass import shown_env
 from ddpkit.launch.job import JobSpec, node_argv
-from ddpkit.launch.torchrun.command import LOCAL_RANK_MACRO, quote_command, torchrun_argv
+from ddpkit.launch.torchrun.command import (
+    LOCAL_RANK_MACRO,
+    gated,
+    quote_command,
+    torchrun_argv,
+)
 from ddpkit.launch.torchrun.local_rank import AUTO, OWN_WORKER, EntrySource, LocalRankChoice, decide
 from ddpkit.ncclconf.ifname import matching_interfaces
 from ddpkit.net.interfaces import Nic, NicKind, interface_holding
@@ -291,7 +296,8 @@ def plan_node(
         warnings.append(local_rank.warning)
     log_dir = config.torchrun_option("--log-dir") or f"{run_dir}/torchrun"
     argv = torchrun_argv(python, config, local_addr=local_addr, log_dir=log_dir,
-                         local_rank_arg=local_rank.argument(LOCAL_RANK_MACRO))
+                         local_rank_arg=local_rank.argument(LOCAL_RANK_MACRO),
+                         gate=gated(config, env))
     return NodePlan(
         config=config,
         hostname=facts.hostname,

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from ddpkit.i18n import _
@@ -113,8 +113,22 @@ def rank_output_role(config: LaunchConfig) -> str:
     return config.torchrun_option("--role") or "default"
 
 
+BOUND_TORCHRUN = "ddpkit.launch.torchrun.bound"  # torchrun, its store on one address
+MEMBER_GATE = "ddpkit.workers.member_gate"  # runs the entry once every rank proved membership
+JOB_SECRET_ENV = "DDPKIT_JOB_SECRET"  # the secret every node of a job holds (member_gate's)
+
+
+def gated(config: LaunchConfig, env: Mapping[str, str]) -> bool:
+    """Whether the ranks prove membership before the entry runs: a job of several nodes, the node
+    holds the job's secret, and the entry is Python (torchrun's --no-python runs a program the
+    gate cannot precede)."""
+    return (config.multi_node and bool(env.get(JOB_SECRET_ENV))
+            and not config.has_torchrun_option("--no-python"))
+
+
 def torchrun_argv(python: str, config: LaunchConfig, *, local_addr: str | None,
-                  log_dir: str, local_rank_arg: str | None = None) -> list[str]:
+                  log_dir: str, local_rank_arg: str | None = None,
+                  gate: bool = False) -> list[str]:
     """``python -m torch.distributed.run ...`` for this node (static rendezvous on the master).
 
     ``config.torchrun_options`` (the user's torchrun flags, canonical spelling) follow ddpkit's
@@ -130,8 +144,12 @@ def torchrun_argv(python: str, config: LaunchConfig, *, local_addr: str | None,
     rdzv_conf = given.get("--rdzv-conf") or ""
     if not any(item.split("=", 1)[0].strip() == "timeout" for item in rdzv_conf.split(",")):
         rdzv_conf = ",".join(p for p in (f"timeout={config.rdzv_timeout}", rdzv_conf) if p)
+    # node 0 hosts the rendezvous store: on the master address only (torchrun's own would listen
+    # on every interface; see bound.py)
+    launcher = (["-m", BOUND_TORCHRUN, "--bind", config.master_addr, "--"]
+                if config.multi_node and config.node_rank == 0 else ["-m", "torch.distributed.run"])
     argv = [
-        python, "-m", "torch.distributed.run",
+        python, *launcher,
         f"--nnodes={config.nnodes}",
         f"--nproc-per-node={config.nproc_per_node}",
         f"--node-rank={config.node_rank}",
@@ -151,7 +169,9 @@ def torchrun_argv(python: str, config: LaunchConfig, *, local_addr: str | None,
         if flag in OVERRIDABLE or flag == "--rdzv-conf":
             continue
         argv.append(flag if option_value is None else f"{flag}={option_value}")
-    if config.is_module:
+    if gate:  # torchrun runs the gate as a module; it runs the entry as torchrun would have
+        argv.extend(["-m", MEMBER_GATE, *(["--module"] if config.is_module else [])])
+    elif config.is_module:
         argv.append("-m")
     argv.append(config.entry)
     if local_rank_arg:
