@@ -39,7 +39,7 @@ class LaunchConfig:
     connect_timeout: float = DEFAULT_CONNECT_TIMEOUT
     rdzv_timeout: int = DEFAULT_RDZV_TIMEOUT
     max_restarts: int = 0
-    run_dir: str | None = None  # None: chosen by the session (./ddpkit-runs/<stamp>-node<R>)
+    run_dir: str | None = None  # None: chosen by the session (./ddpkit-runs/<stamp>-node<R>-<pid>)
     job_timeout: float | None = None  # kill the job after this many seconds
     extra_env: tuple[tuple[str, str], ...] = field(default=())  # --env K=V, applied last
     local_rank_arg: LocalRankMode = ""  # see ddpkit.launch.torchrun.local_rank;

@@ -54,7 +54,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
              help=_("seconds to wait for the master (default {seconds:g})",
                     seconds=DEFAULT_CONNECT_TIMEOUT))
     add_flag(parser, "--run-dir", default=None,
-             help=_("where per-rank logs go (default ./ddpkit-runs/<time>-node<R>)"))
+             help=_("where per-rank logs go (default ./ddpkit-runs/<time>-node<R>-<pid>)"))
     parser.add_argument("--show-output", action="store_true",
                         help=_("ddpkit test jobs: stream the ranks' own output"))
     add_json_flag(parser)

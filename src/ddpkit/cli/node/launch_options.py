@@ -67,7 +67,7 @@ def add_launch_options(parser: argparse.ArgumentParser) -> None:
              help=_("on a hang: report the stacks and keep waiting, or report and stop the job "
                     "(default report)"))
     add_flag(group, "--run-dir", default=None,
-             help=_("where per-rank logs go (default ./ddpkit-runs/<time>-node<R>)"))
+             help=_("where per-rank logs go (default ./ddpkit-runs/<time>-node<R>-<pid>)"))
     add_flag(group, "--env", action="append", default=[], metavar="K=V",
              help=_("extra environment for the workers (repeatable)"))
     parser.add_argument("--debug", action="store_true",

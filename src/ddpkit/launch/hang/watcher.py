@@ -304,7 +304,7 @@ def read_registry(run_dir: Path) -> tuple[list[Target], dict[str, Any]]:
         raise ConfigError("no-rank-list", _("{path} does not exist: no job has started ranks "
                                             "there", path=str(path)),
                           _("give the run directory of a running `ddpkit launch` (it prints it; "
-                            "by default ./ddpkit-runs/<time>-node<R>)")) from None
+                            "by default ./ddpkit-runs/<time>-node<R>-<pid>)")) from None
     except (OSError, ValueError, KeyError, TypeError, RecursionError) as exc:
         raise ConfigError("bad-rank-list", _("{path} cannot be read: {error}", path=str(path),
                                              error=shown(getattr(exc, "strerror", None)
