@@ -81,6 +81,12 @@ ANCHORS: tuple[bytes, ...] = (
     # torchrun's teardown giving up on a worker that survived SIGKILL (elastic/multiprocessing/
     # api.py, an error-level line without an error word)
     b"abandoning",
+    # facts a cause reads (doctor/log/causes/): the job's node count, its rendezvous endpoint,
+    # a store-based barrier's counts, torchelastic's restarts; a port in use (c10d's bind
+    # warning "(errno: 98 - Address already in use)", libuv's "name: EADDRINUSE"); c10d's own
+    # log lines ("[c10d] ..."), whose error-level ones are failures
+    b"nodes", b"rdzv", b"based barrier", b"restart", b"next round", b"already in use",
+    b"ADDRINUSE", b"c10d", b"master_addr", b"world_size",
 )
 # Where a run ends (rules/run_end.py): the end markers a finished run prints (torchrun's agent,
 # ddpkit's summary, nccl-tests' last line) and the shell's report of a SIGKILL. They are looked
@@ -106,6 +112,7 @@ FAILURE_KINDS = frozenset({
     "ib-error", "shm-error", "p2p-error", "oom", "rdzv-timeout", "rdzv-config",
     "rdzv-connection", "resolve-failed", "port-in-use", "no-interface", "gloo-mesh-failed",
 })
+FACT_KIND = "job-fact"  # lines read only for the facts the causes read (doctor/log/facts/)
 # Lines after which the next N lines are examined whatever they contain.
 FOLLOW: dict[str, int] = {"Root Cause": 8, "Last error:": 2, "ChildFailedError": 5,
                           "Using devices": 64,
@@ -141,7 +148,10 @@ PATTERNS: tuple[LinePattern, ...] = (
     # The torch build a node runs (torch bundles NCCL): collect_env's line, a pip listing.
     _p("torch-version", ("PyTorch version: ", "torch=="),
        r"(?:PyTorch version: |(?:^|[\s\]])torch==)(?P<version>\d+\.\d+[\w.+-]*)"),
-    _p("benign", ("NCCL INFO NET/", "NCCL INFO Failed to open libibverbs"),
+    # (NCCL 2.4 to 2.17 print "Failed to open libibverbs.so[.1]" as a WARN: every machine
+    # without InfiniBand's libraries does, and NCCL goes on with sockets)
+    _p("benign", ("NCCL INFO NET/", "NCCL INFO Failed to open libibverbs",
+                  "NCCL WARN Failed to open libibverbs", "NCCL WARN NET/IB : No device found"),
        r"(?P<what>No plugin found|Could not find: libnccl-net|Failed to open libibverbs"
        r"|NET/IB ?: No device found)"),
     # The out-of-band (bootstrap) interface NET/IB names, when no "Bootstrap : Using" was posted.
@@ -213,7 +223,7 @@ PATTERNS: tuple[LinePattern, ...] = (
     _p("no-interface", ("NCCL WARN", _LAST, "Error: "),
        r"(?P<detail>(?:Bootstrap|NET/Socket) ?: no (?:socket )?interface found|Unable to find "
        r"address for:? ?(?P<name>\S*))", claims=True),
-    _p("port-in-use", ("rror", "onnect"),
+    _p("port-in-use", ("rror", "onnect", "already in use", "ADDRINUSE"),
        r"(?P<detail>Address already in use|EADDRINUSE|address already in use|errno: 98)",
        r"port: (?P<port>\d+)", r":(?P<port>\d+) \(errno: 98", claims=True),
     # --- the old local-rank argument contract (torch.distributed.launch vs the script) ---
@@ -311,7 +321,15 @@ PATTERNS: tuple[LinePattern, ...] = (
     _p("death-signal", ("rror",),
        r"(?P<detail>\*\*\* (?:JOB|STEP) [\w.]+ ON \S+ CANCELLED AT \S+(?: DUE TO [A-Z ]+)?)"),
     # NCCL's own failure lines when nothing more specific matched.
-    _p("nccl-warn", ("NCCL WARN",), r"NCCL WARN (?P<detail>[^\n]*)", claims=True),
+    _p("nccl-warn", ("NCCL WARN",), r"NCCL WARN (?P<detail>[^\n]*)", claims=True,
+       skip_if=("Failed to open libibverbs", "NET/IB : No device found")),
+    # Facts the causes read (doctor/log/causes/, from doctor/log/facts/): the line is an event
+    # so that its facts are read; nothing reads its kind.
+    _p("job-fact", ("nnodes", "min_nodes", "max_nodes", "group_world_size", "rdzv_endpoint",
+                    "rdzv-endpoint", "based barrier", "restart worker group", "restart_count",
+                    "next round of the rendezvous", "master_addr"),
+       r"(?P<detail>nnodes|min_nodes|max_nodes|group_world_size|rdzv[_-]endpoint|based barrier"
+       r"|restart|next round|master_addr)"),
     # --- where a run ends (rules/run_end.py) ---
     # End markers: torchrun's agent once its workers exited 0 (api.py's "[%s] worker group
     # successfully finished. ...", "Local worker group finished (%s). ..." with the SUCCEEDED
@@ -362,6 +380,10 @@ PATTERNS: tuple[LinePattern, ...] = (
        r"(?P<detail>(?:Check failed:|\bunhandled \w+ error\b|(?:^|[\]:] ?)error: )[^\n]*)",
        skip_if=("NCCL INFO",)),
     _fb("failure-line", ("ERROR",), r"(?P<detail>(?:^|[\s\]:])ERROR[:\]\s][^\n]*)"),
+    # c10d's own error-level lines (c10d/logging.h: "[E socket.cpp:472] [c10d] ...", from torch
+    # 2.2 "[E1204 09:50:12.118000 123 torch/csrc/distributed/c10d/socket.cpp:462] [c10d] ...")
+    _fb("failure-line", ("[c10d]",),
+        r"\[E(?:\d{4} [\d:.]+ +\d+)? ?[\w./-]+:\d+\] \[c10d\] (?P<detail>[^\n]*)"),
     # torch.distributed.elastic's own error-level lines ("E1204 09:37:01.823000 27542
     # torch/distributed/elastic/agent/server/api.py:1009] Error waiting on exit barrier. ...")
     _fb("failure-line", ("rror",),

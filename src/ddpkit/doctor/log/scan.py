@@ -19,6 +19,7 @@ from typing import BinaryIO
 from ddpkit.doctor.findings import clip
 from ddpkit.doctor.log.patterns import (
     ANCHORS,
+    FACT_KIND,
     FAILURE_KINDS,
     FOLLOW,
     PATTERNS,
@@ -349,6 +350,9 @@ def scan(stream: BinaryIO, name: str, quiet: bool = True) -> Iterator[Event]:
                     hosts.add(event.host)
             elif event.node is None and len(hosts) == 1:
                 event = replace(event, host=next(iter(hosts)))
+            if event.kind == FACT_KIND:  # read for its facts only: the quiet tail reads it too
+                yield event
+                continue
             count += 1
             failed = failed or event.kind in FAILURE_KINDS
             if not failed:  # the quiet tail reads only a log without a failure

@@ -141,7 +141,10 @@ def facts_of(text: str) -> tuple[Fact, ...]:
     for match in _ENDPOINT.finditer(text):
         found.append(Fact(FactKind.RDZV_ENDPOINT, match.group(1)))
     for match in _RESTART.finditer(text):
-        found.append(Fact(FactKind.RESTART, match.group(1) or "1"))
+        if match.group(1):  # the agent's count of restarts so far
+            found.append(Fact(FactKind.RESTART, match.group(1), "count"))
+        else:  # one restart, or one new round
+            found.append(Fact(FactKind.RESTART, "1", "round"))
     return tuple(found)
 
 
