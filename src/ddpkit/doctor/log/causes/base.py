@@ -31,13 +31,16 @@ class Cause:
     ``kinds``: the event kinds it reads (empty: every event); ``needs``: the kinds of fact it
     reads (an event without one of them is not fed); ``specificity``: added to the finding's
     catalogue priority (how sure the facts make it); ``supersedes``: finding ids the other
-    rules gave that this cause explains when it fires (they are dropped).
+    rules gave that this cause explains when it fires (they are dropped); ``yields_to``: ids
+    whose error finding from another rule makes this cause's own finding needless (its own id
+    is always among them, unless it supersedes it).
     """
 
     kinds: frozenset[str] = frozenset()
     needs: frozenset[FactKind] = frozenset()
     specificity = 10
     supersedes: frozenset[str] = GENERIC
+    yields_to: frozenset[str] = frozenset()  # another rule's error of these ids says more
 
     def feed(self, event: Event, facts: tuple[Fact, ...]) -> None:
         raise NotImplementedError

@@ -25,7 +25,8 @@ class ContainerBridge(Cause):
     kinds = NETWORK_KINDS
     needs = frozenset({FactKind.ADDRESS})
     specificity = 20
-    supersedes = GENERIC | {"peer-unreachable", "wrong-interface", "firewall", "connection-lost"}
+    supersedes = GENERIC | {"peer-unreachable", "firewall", "connection-lost"}
+    yields_to = frozenset({"wrong-interface"})
 
     def __init__(self) -> None:
         self.bridge: dict[str, set[str]] = {}  # origin -> its bridge addresses

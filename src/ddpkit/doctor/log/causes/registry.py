@@ -24,6 +24,7 @@ CAUSES: tuple[type[Cause], ...] = (
 )
 
 Scored = tuple[Finding, int]
+CauseFinding = tuple[Finding, int, frozenset[str], frozenset[str]]
 
 
 class Causes:
@@ -38,27 +39,30 @@ class Causes:
             if (not cause.kinds or event.kind in cause.kinds) and cause.needs & kinds:
                 cause.feed(event, facts)
 
-    def findings(self, context: Context) -> list[tuple[Finding, int, frozenset[str]]]:
-        """(finding, priority, the ids it supersedes) of every cause that fires."""
+    def findings(self, context: Context) -> list[CauseFinding]:
+        """(finding, priority, the ids it supersedes, the ids it yields to) of every cause that
+        fires."""
         out = []
         for cause in self.causes:
             finding = cause.finding(context)
             if finding is not None:
                 out.append((finding, entry(finding.id).priority + cause.specificity,
-                            cause.supersedes))
+                            cause.supersedes, (cause.yields_to | {finding.id}) - cause.supersedes))
         return out
 
 
-def rank(scored: list[Scored], causes: list[tuple[Finding, int, frozenset[str]]],
+def rank(scored: list[Scored], causes: list[CauseFinding],
          failed: bool) -> list[Finding]:
-    """The one order of findings: the causes' findings replace those they supersede (and give
-    way to a finding of their own id that another rule made); an error from warning-level lines
+    """The one order of findings: the causes' findings replace those they supersede and the
+    other rules' findings of their own id (but give way to another rule's error of their own
+    id or of an id they yield to); an error from warning-level lines
     needs a failure in the logs (without one it is at most a warning); then errors before
     warnings before info, higher priority first, then where the evidence starts."""
-    dropped = frozenset().union(*(s for _f, _p, s in causes)) if causes else frozenset()
+    errors = {f.id for f, _p in scored if f.severity == "error"}
+    firing = [c for c in causes if not c[3] & errors]  # another rule's error says more
+    dropped = frozenset().union(*(c[2] | {c[0].id} for c in firing)) if firing else frozenset()
     kept = [(f, p) for f, p in scored if f.id not in dropped]
-    present = {f.id for f, _p in kept}  # a rule's own finding of the same id says more
-    kept += [(f, p) for f, p, _s in causes if f.id not in present]
+    kept += [(f, p) for f, p, _s, _y in firing]
     if not failed:
         kept = [(_at_most_warning(f), p) for f, p in kept]
     kept.sort(key=_order)
