@@ -31,8 +31,9 @@ def top(tmp_path: Path, lines: list[str]) -> Finding:
 
 @pytest.mark.parametrize("addr", ["127.0.1.1", "localhost", "::1", "127.0.0.1"])
 def test_loopback_in_a_multi_machine_job(tmp_path: Path, addr: str) -> None:
-    found = top(tmp_path, [
-        "torchrun --nnodes=2 --node_rank=1 --nproc_per_node=8 train.py",
+    found = top(tmp_path, [  # torchrun's launch configs (launcher/api.py), one value per line
+        "INFO:torch.distributed.launcher.api:Starting elastic_operator with launch configs:",
+        "  entrypoint       : train.py", "  min_nodes        : 2", "  max_nodes        : 2",
         C10D_CONNECT.format(addr=addr, port=29500, errno=111, text="Connection refused"),
         C10D_TIMEOUT.format(addr=addr, port=29500),
     ])
@@ -100,7 +101,10 @@ def test_store_barrier_counting_more_workers_than_the_world(tmp_path: Path) -> N
 
 def test_rendezvous_endpoint_without_a_port(tmp_path: Path) -> None:
     found = top(tmp_path, [
-        "  rdzv_backend     : c10d", "  rdzv_endpoint    : 10.0.0.2",
+        "INFO:torch.distributed.launcher.api:Starting elastic_operator with launch configs:",
+        "  entrypoint       : train.py", "  min_nodes        : 2", "  max_nodes        : 2",
+        "  nproc_per_node   : 8", "  run_id           : 7", "  rdzv_backend     : c10d",
+        "  rdzv_endpoint    : 10.0.0.2",
         C10D_CONNECT.format(addr="10.0.0.2", port=29400, errno=111, text="Connection refused"),
         "torch.distributed.elastic.rendezvous.api.RendezvousConnectionError: The connection to "
         "the C10d store has failed. See inner exception for details."])
@@ -142,3 +146,13 @@ def test_docker_bridge_on_every_node(tmp_path: Path) -> None:
         "RuntimeError: NCCL error in: ProcessGroupNCCL.cpp:1191, unhandled system error, NCCL "
         "version 2.14.3"])
     assert (found.id, found.severity) == ("container-network", "error")
+
+
+def test_rendezvous_result_naming_debian_hostname_address(tmp_path: Path) -> None:
+    # agent/server/api.py's "Rendezvous complete for workers. Result:" block, one value a line
+    found = top(tmp_path, [
+        "INFO:torch.distributed.elastic.agent.server.api:[default] Rendezvous complete for "
+        "workers. Result:", "  restart_count=0", "  master_addr=127.0.1.1", "  master_port=29500",
+        "  group_rank=1", "  group_world_size=2", "  local_ranks=[0]",
+        C10D_TIMEOUT.format(addr="127.0.1.1", port=29500)])
+    assert found.id == "wrong-interface" and "Debian" in found.explanation

@@ -81,12 +81,13 @@ ANCHORS: tuple[bytes, ...] = (
     # torchrun's teardown giving up on a worker that survived SIGKILL (elastic/multiprocessing/
     # api.py, an error-level line without an error word)
     b"abandoning",
-    # facts a cause reads (doctor/log/causes/): the job's node count, its rendezvous endpoint,
-    # a store-based barrier's counts, torchelastic's restarts; a port in use (c10d's bind
-    # warning "(errno: 98 - Address already in use)", libuv's "name: EADDRINUSE"); c10d's own
-    # log lines ("[c10d] ..."), whose error-level ones are failures
-    b"nodes", b"rdzv", b"based barrier", b"restart", b"next round", b"already in use",
-    b"ADDRINUSE", b"c10d", b"master_addr", b"world_size",
+    # facts a cause reads (doctor/log/causes/), each anchor a pass over the log, so few: a port
+    # in use (c10d's bind warning "(errno: 98 - Address already in use)", libuv's "message:
+    # address already in use"; the error-level line after it is followed), torchrun's launch
+    # configs and each rendezvous' result (their lines followed: node counts, the endpoint,
+    # master_addr, restart_count), the agent restarting its workers, a store-based barrier
+    b"already in use", b"elastic_operator", b"Rendezvous complete", b"will restart",
+    b"based barrier", b"failed to listen",
 )
 # Where a run ends (rules/run_end.py): the end markers a finished run prints (torchrun's agent,
 # ddpkit's summary, nccl-tests' last line) and the shell's report of a SIGKILL. They are looked
@@ -115,6 +116,11 @@ FAILURE_KINDS = frozenset({
 FACT_KIND = "job-fact"  # lines read only for the facts the causes read (doctor/log/facts/)
 # Lines after which the next N lines are examined whatever they contain.
 FOLLOW: dict[str, int] = {"Root Cause": 8, "Last error:": 2, "ChildFailedError": 5,
+                          # c10d's bind warnings, then its "failed to listen" at error level
+                          "already in use": 2,
+                          # torchrun's launch configs and a rendezvous' result, one per line
+                          # (agent/server/api.py, launcher/api.py)
+                          "elastic_operator": 16, "Rendezvous complete": 12,
                           "Using devices": 64,
                           # C++'s std::terminate: the exception's message is on the next line,
                           # "  what():  [enforce fail at gloo/.../device.cc:88] ... Unable to find"
@@ -223,7 +229,7 @@ PATTERNS: tuple[LinePattern, ...] = (
     _p("no-interface", ("NCCL WARN", _LAST, "Error: "),
        r"(?P<detail>(?:Bootstrap|NET/Socket) ?: no (?:socket )?interface found|Unable to find "
        r"address for:? ?(?P<name>\S*))", claims=True),
-    _p("port-in-use", ("rror", "onnect", "already in use", "ADDRINUSE"),
+    _p("port-in-use", ("rror", "onnect", "already in use"),
        r"(?P<detail>Address already in use|EADDRINUSE|address already in use|errno: 98)",
        r"port: (?P<port>\d+)", r":(?P<port>\d+) \(errno: 98", claims=True),
     # --- the old local-rank argument contract (torch.distributed.launch vs the script) ---
@@ -325,11 +331,9 @@ PATTERNS: tuple[LinePattern, ...] = (
        skip_if=("Failed to open libibverbs", "NET/IB : No device found")),
     # Facts the causes read (doctor/log/causes/, from doctor/log/facts/): the line is an event
     # so that its facts are read; nothing reads its kind.
-    _p("job-fact", ("nnodes", "min_nodes", "max_nodes", "group_world_size", "rdzv_endpoint",
-                    "rdzv-endpoint", "based barrier", "restart worker group", "restart_count",
-                    "next round of the rendezvous", "master_addr"),
+    _p("job-fact", ("based barrier", "will restart"),
        r"(?P<detail>nnodes|min_nodes|max_nodes|group_world_size|rdzv[_-]endpoint|based barrier"
-       r"|restart|next round|master_addr)"),
+       r"|restart|master_addr)"),
     # --- where a run ends (rules/run_end.py) ---
     # End markers: torchrun's agent once its workers exited 0 (api.py's "[%s] worker group
     # successfully finished. ...", "Local worker group finished (%s). ..." with the SUCCEEDED
@@ -382,7 +386,7 @@ PATTERNS: tuple[LinePattern, ...] = (
     _fb("failure-line", ("ERROR",), r"(?P<detail>(?:^|[\s\]:])ERROR[:\]\s][^\n]*)"),
     # c10d's own error-level lines (c10d/logging.h: "[E socket.cpp:472] [c10d] ...", from torch
     # 2.2 "[E1204 09:50:12.118000 123 torch/csrc/distributed/c10d/socket.cpp:462] [c10d] ...")
-    _fb("failure-line", ("[c10d]",),
+    _fb("failure-line", ("failed to listen",),
         r"\[E(?:\d{4} [\d:.]+ +\d+)? ?[\w./-]+:\d+\] \[c10d\] (?P<detail>[^\n]*)"),
     # torch.distributed.elastic's own error-level lines ("E1204 09:37:01.823000 27542
     # torch/distributed/elastic/agent/server/api.py:1009] Error waiting on exit barrier. ...")
