@@ -23,6 +23,7 @@ CAUSES: tuple[type[Cause], ...] = (
     Loopback, ContainerBridge, StaleStore, EndpointWithoutPort, EmptyAddress, RendezvousRestarts,
 )
 
+_NEEDED = frozenset().union(*(cause.needs for cause in CAUSES))
 Scored = tuple[Finding, int]
 CauseFinding = tuple[Finding, int, frozenset[str], frozenset[str]]
 
@@ -35,6 +36,8 @@ class Causes:
 
     def feed(self, event: Event, facts: tuple[Fact, ...]) -> None:
         kinds = {f.kind for f in facts}
+        if not kinds & _NEEDED:
+            return
         for cause in self.causes:
             if (not cause.kinds or event.kind in cause.kinds) and cause.needs & kinds:
                 cause.feed(event, facts)
