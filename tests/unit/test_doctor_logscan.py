@@ -276,3 +276,14 @@ def test_alternating_processes_fold_into_one_event_per_line_with_the_true_counts
     assert len(events) < 40  # folded: not one event per line
     first = {e.text: e.line for e in reversed(events)}
     assert first[lines[3]] == 4  # numbered by the first copy
+
+
+def test_time_stamped_copies_of_a_message_keep_their_own_text_and_origin() -> None:
+    # the line cache is asked without glog's time stamp and pid; each event keeps its line
+    lines = [f"[rank{r}]:[W1204 09:50:{10 + r:02d}.{r:06d} {3100 + r} socket.cpp:663] [c10d] The "
+             "client socket has failed to connect to [node-0]:29500 (errno: 111 - Connection "
+             "refused)." for r in range(3)]
+    events = [e for e in scan(io.BytesIO(("\n".join(lines) + "\n").encode()), "x")
+              if e.kind == "connect-error"]
+    assert [e.text for e in events] == lines
+    assert [e.rank for e in events] == [0, 1, 2]

@@ -369,14 +369,32 @@ def _parse_line(raw: bytes, follow: bool, tail: bool = False) -> _Parsed:
     return tuple((p.kind, shown, host, node, rank, d) for _, _, p, d in found)
 
 
+# glog's time stamp and process id ("[W1204 09:50:12.118000 3107 socket.cpp:663]", after any
+# "[rank3]:" tags): every line of a c10d or torchelastic log differs by them, and no pattern
+# reads them. The line cache is asked with them left out (the level and the file stay).
+_STAMP = re.compile(rb"^((?:\s*\[[^\]\s]*\]:?)*\s*\[?[IWEF])\d{4} \d\d:\d\d:\d\d\.\d+ +\d+ ")
+
+
+def _cache_key(raw: bytes) -> bytes:
+    stamp = _STAMP.match(raw)
+    return raw if stamp is None else stamp.group(1) + raw[stamp.end() :]
+
+
 def _events_in_line(name: str, number: int, raw: bytes, follow: bool, repeat: int) -> list[Event]:
-    key = (raw, follow)
+    line_key = _cache_key(raw)
+    key = (line_key, follow)
     parsed = _LINE_CACHE.get(key)
     if parsed is None:
         parsed = _parse_line(raw, follow)
         if len(_LINE_CACHE) >= _LINE_CACHE_SIZE:
             _LINE_CACHE.clear()
         _LINE_CACHE[key] = parsed
+    elif line_key is not raw and parsed:  # the same message at another time: its own text
+        text = line_text(raw)
+        host, node, rank = parse_prefix(text)
+        shown = clip(text.strip())
+        parsed = tuple((kind, shown, host, node, rank, data)
+                       for kind, _shown, _host, _node, _rank, data in parsed)
     return [Event(kind, name, number, shown, host, node, rank, data, repeat)
             for kind, shown, host, node, rank, data in parsed]
 

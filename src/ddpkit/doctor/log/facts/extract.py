@@ -103,48 +103,80 @@ def _first(groups: tuple[str | None, ...]) -> str:
     return next((g for g in groups if g), "")
 
 
-@lru_cache(maxsize=4096)
+# What a line starts with that states no fact: glog's header ("[W1204 09:50:12.118000 3107
+# socket.cpp:663] ", after any "[rank3]:" tags) and NCCL's "host:pid:tid [dev] ". Stripped
+# before the cache is asked, so the same message from other processes, or at other times, is
+# read once.
+_HEADER = re.compile(r"^\s*(?:\[[^\]\s]*\]:?\s?)*(?:\[?[IWEF]\d{4} \d\d:\d\d:\d\d\.\d+ +\d+ "
+                     r"[\w./-]+:\d+\]\s*|[\w.-]+:\d+:\d+ \[\d+\] )")
+
+
 def facts_of(text: str) -> tuple[Fact, ...]:
     """Every fact ``text`` states, in kinds' order (addresses first)."""
+    header = _HEADER.match(text)
+    return _facts(text[header.end() :] if header else text)
+
+
+@lru_cache(maxsize=4096)
+def _facts(text: str) -> tuple[Fact, ...]:
     found: list[Fact] = []
-    for match in _IFACE_ADDR.finditer(text):
-        found.append(Fact(FactKind.INTERFACE, match.group(1), match.group(2)))
+    if "<" in text:
+        for match in _IFACE_ADDR.finditer(text):
+            found.append(Fact(FactKind.INTERFACE, match.group(1), match.group(2)))
     for match in _IPV4.finditer(text):
         _address(found, match.group(1), match.group(2))
-    for match in _IPV6.finditer(text):
-        _address(found, match.group(1) or match.group(3), match.group(2))
-    for match in _LOCALHOST.finditer(text):
-        _address(found, match.group(1), match.group(2))
-    found += [Fact(FactKind.PORT, m.group(1)) for m in _PORT.finditer(text)]
-    found += [Fact(FactKind.IFNAME_SETTING, m.group(2), m.group(1)) for m in _IFNAME.finditer(text)]
-    numbers: list[int] = [int(_first(m.groups())) for m in _ERRNO_NUMBER.finditer(text)]
-    numbers += [ERRNO_BY_NAME[m.group(1)] for m in _ERRNO_NAME.finditer(text)
-                if m.group(1) in ERRNO_BY_NAME]
+    if "::" in text or "[" in text:
+        for match in _IPV6.finditer(text):
+            _address(found, match.group(1) or match.group(3), match.group(2))
+    if "localhost" in text:
+        for match in _LOCALHOST.finditer(text):
+            _address(found, match.group(1), match.group(2))
     lowered = text.lower()
+    if "port" in lowered:
+        found += [Fact(FactKind.PORT, m.group(1)) for m in _PORT.finditer(text)]
+    if "IFNAME" in text:
+        found += [Fact(FactKind.IFNAME_SETTING, m.group(2), m.group(1))
+                  for m in _IFNAME.finditer(text)]
+    numbers: list[int] = []
+    if "rrno" in text or "code: -" in text:
+        numbers += [int(_first(m.groups())) for m in _ERRNO_NUMBER.finditer(text)]
+    numbers += [number for name, number in ERRNO_BY_NAME.items() if name in text
+                and any(m.group(1) == name for m in _ERRNO_NAME.finditer(text))]
     numbers += [n for t, n in ERRNO_BY_TEXT.items() if t in lowered]
     for number in dict.fromkeys(numbers):
         found.append(Fact(FactKind.ERRNO, str(number), ERRNOS.get(number, ("", ""))[0]))
-    found += [Fact(FactKind.SIGNAL, s) for s in dict.fromkeys(_SIGNAL.findall(text))]
-    found += [Fact(FactKind.EXIT_CODE, _first(m.groups())) for m in _EXIT.finditer(text)]
-    found += [Fact(FactKind.WORLD_SIZE, m.group(1)) for m in _WORLD.finditer(text)]
-    found += [Fact(FactKind.WORKER_COUNT, m.group(1)) for m in _WORKERS.finditer(text)]
-    nodes = [int(g) for m in _NNODES.finditer(text) for g in m.groups() if g]
-    if nodes:
-        found.append(Fact(FactKind.NNODES, str(max(nodes))))
-    for whose, regex in _VERSIONS:
-        found += [Fact(FactKind.VERSION, _first(m.groups()), whose) for m in regex.finditer(text)]
-    for match in _HOSTNAME.finditer(text):
-        name = _first(match.groups())
-        if address_class(name) is None:
-            found.append(Fact(FactKind.HOSTNAME, name))
-    found += [Fact(FactKind.EMPTY_ADDRESS, m.group(1)) for m in _EMPTY_ADDRESS.finditer(text)]
-    for match in _ENDPOINT.finditer(text):
-        found.append(Fact(FactKind.RDZV_ENDPOINT, match.group(1)))
-    for match in _RESTART.finditer(text):
-        if match.group(1):  # the agent's count of restarts so far
-            found.append(Fact(FactKind.RESTART, match.group(1), "count"))
-        else:  # one restart, or one new round
-            found.append(Fact(FactKind.RESTART, "1", "round"))
+    if "SIG" in text:
+        found += [Fact(FactKind.SIGNAL, s) for s in dict.fromkeys(_SIGNAL.findall(text))]
+    if "exit" in lowered:
+        found += [Fact(FactKind.EXIT_CODE, _first(m.groups())) for m in _EXIT.finditer(text)]
+    if "world_size" in text:
+        found += [Fact(FactKind.WORLD_SIZE, m.group(1)) for m in _WORLD.finditer(text)]
+    if "worker" in text:
+        found += [Fact(FactKind.WORKER_COUNT, m.group(1)) for m in _WORKERS.finditer(text)]
+    if "odes" in text or "group_world_size" in text:
+        nodes = [int(g) for m in _NNODES.finditer(text) for g in m.groups() if g]
+        if nodes:
+            found.append(Fact(FactKind.NNODES, str(max(nodes))))
+    if "version" in lowered or "torch==" in text or "+cuda" in text:
+        for whose, regex in _VERSIONS:
+            found += [Fact(FactKind.VERSION, _first(m.groups()), whose)
+                      for m in regex.finditer(text)]
+    if "addr" in lowered or "host" in text:
+        for match in _HOSTNAME.finditer(text):
+            name = _first(match.groups())
+            if address_class(name) is None:
+                found.append(Fact(FactKind.HOSTNAME, name))
+    if "family" in text:
+        found += [Fact(FactKind.EMPTY_ADDRESS, m.group(1)) for m in _EMPTY_ADDRESS.finditer(text)]
+    if "endpoint" in text:
+        for match in _ENDPOINT.finditer(text):
+            found.append(Fact(FactKind.RDZV_ENDPOINT, match.group(1)))
+    if "restart" in text or "next round" in text:
+        for match in _RESTART.finditer(text):
+            if match.group(1):  # the agent's count of restarts so far
+                found.append(Fact(FactKind.RESTART, match.group(1), "count"))
+            else:  # one restart, or one new round
+                found.append(Fact(FactKind.RESTART, "1", "round"))
     return tuple(found)
 
 
