@@ -49,6 +49,13 @@ def warning_line(text: str) -> bool:
 # path.cpp:462]", "E1204 09:50:12.1 123 path.py:9]")
 _ERROR_LEVEL = re.compile(r"^\s*(?:\[[\w:.,-]+\]:?\s?)*\[?E(?:\d{4} \d\d:\d\d:\d\d\.\d+"
                           r"| [\w./-]+:\d+\])")
+
+
+def _c10d_error(text: str) -> bool:
+    """A line c10d printed at error level (its words may be a warning's elsewhere)."""
+    return "c10d" in text and _ERROR_LEVEL.search(text) is not None
+
+
 # Catalogue mappings that name no cause of their own.
 _GENERIC = frozenset({"unexplained-failure", "stopped-while-waiting", "no-failure"})
 _RAISED = re.compile(r"(?:^|[\]>:|]\s?)\s*(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Exit): ")
@@ -99,8 +106,8 @@ class UnexplainedRule:
         for state in self.files.values():
             for event in state.failures:
                 message = catalogue().match(event.text)
-                if message is not None and message.maps == "benign" and not _ERROR_LEVEL.search(
-                        event.text):  # (an error-level line is a failure, whatever its words)
+                if message is not None and message.maps == "benign" and not _c10d_error(
+                        event.text):  # (c10d's error-level line is a failure, whatever its words)
                     continue
                 if message is not None and message.maps == "stopped-while-waiting":
                     waits.append(event)
