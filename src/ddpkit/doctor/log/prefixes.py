@@ -19,6 +19,17 @@ _LABEL = re.compile(r"(?P<label>\d+|[A-Za-z0-9][\w.-]*): (?=\S)")
 
 def parse_prefix(text: str) -> tuple[str | None, str | None, int | None]:
     """(NCCL host, launcher node, global rank) from the prefixes at the start of a line."""
+    return _walk(text)[:3]
+
+
+def after_prefixes(text: str) -> str:
+    """The line without its prefixes (tags, time stamps, glog headers, NCCL's ``host:pid:tid
+    [dev]``): the message itself, the same from every process and at every time."""
+    return text[_walk(text)[3] :]
+
+
+def _walk(text: str) -> tuple[str | None, str | None, int | None, int]:
+    """(NCCL host, launcher node, global rank, where the prefixes end)."""
     host = node = None
     rank: int | None = None
     pos = 0
@@ -27,7 +38,7 @@ def parse_prefix(text: str) -> tuple[str | None, str | None, int | None]:
             pos += 1
         nccl = _NCCL_PREFIX.match(text, pos)
         if nccl:
-            return nccl.group("host"), node, rank
+            return nccl.group("host"), node, rank, nccl.end()
         stamp = _STAMP.match(text, pos) or _GLOG.match(text, pos)
         if stamp:
             pos = stamp.end()
@@ -54,4 +65,4 @@ def parse_prefix(text: str) -> tuple[str | None, str | None, int | None]:
         elif not tag.group("colon"):
             break  # [c10d], [0]: part of the message, not a launcher prefix
         pos = tag.end()
-    return host, node, rank
+    return host, node, rank, pos

@@ -219,7 +219,8 @@ def _cycle(buf: bytes, start: int, end: int, limit: int) -> tuple[bytes, int] | 
         return None
     block = buf[start:again]
     lines = block.count(b"\n")
-    if not 2 <= lines <= CYCLE_LINES or any(k in block for k, _n in _FOLLOW):
+    if (not 2 <= lines <= CYCLE_LINES or any(k in block for k, _n in _FOLLOW)
+            or _SOCKET_LIST_HEAD in block):
         return None
     copies = _repeats(buf, block, again, limit)
     return (block, copies) if copies else None

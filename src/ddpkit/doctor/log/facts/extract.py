@@ -12,21 +12,18 @@ Pure functions; the result of a text is cached (retry loops print the same text 
 
 from __future__ import annotations
 
-import ipaddress
 import re
 from functools import lru_cache
 
+from ddpkit.doctor.addresses import address_class
 from ddpkit.doctor.log.facts.kinds import (
     ERRNO_BY_NAME,
     ERRNO_BY_TEXT,
     ERRNOS,
-    AddressClass,
     Fact,
     FactKind,
 )
-
-_DOCKER_DEFAULT = ipaddress.ip_network("172.17.0.0/16")
-_CGNAT = ipaddress.ip_network("100.64.0.0/10")
+from ddpkit.doctor.log.prefixes import after_prefixes
 
 _OCTET = r"(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)"
 _IPV4 = re.compile(rf"(?<![\w.])({_OCTET}(?:\.{_OCTET}){{3}})(?![\w.]*\d)(?:(?::|<)(\d{{1,5}}))?")
@@ -63,31 +60,6 @@ _RESTART = re.compile(r"\brestart_count=(\d+)|(will restart worker group)"
                       r"|(attempts to join the next round of the rendezvous)")
 
 
-def address_class(address: str) -> AddressClass | None:
-    """The class of an address as printed (brackets and an IPv6 scope allowed); ``localhost``
-    is loopback; None for a text that is no address."""
-    text = address.strip().strip("[]").split("%", 1)[0]
-    if text.lower() in ("localhost", "localhost.localdomain"):
-        return AddressClass.LOOPBACK
-    try:
-        ip = ipaddress.ip_address(text)
-    except ValueError:
-        return None
-    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
-        ip = ip.ipv4_mapped
-    if ip.is_unspecified:
-        return AddressClass.UNSPECIFIED
-    if ip.is_loopback:
-        return AddressClass.LOOPBACK
-    if ip.is_link_local:
-        return AddressClass.LINK_LOCAL
-    if isinstance(ip, ipaddress.IPv4Address) and ip in _DOCKER_DEFAULT:
-        return AddressClass.CONTAINER_BRIDGE
-    if ip.is_private or (isinstance(ip, ipaddress.IPv4Address) and ip in _CGNAT):
-        return AddressClass.PRIVATE
-    return AddressClass.PUBLIC
-
-
 def _address(found: list[Fact], address: str, port: str | None) -> None:
     kind = address_class(address)
     if kind is None:
@@ -103,18 +75,12 @@ def _first(groups: tuple[str | None, ...]) -> str:
     return next((g for g in groups if g), "")
 
 
-# What a line starts with that states no fact: glog's header ("[W1204 09:50:12.118000 3107
-# socket.cpp:663] ", after any "[rank3]:" tags) and NCCL's "host:pid:tid [dev] ". Stripped
-# before the cache is asked, so the same message from other processes, or at other times, is
-# read once.
-_HEADER = re.compile(r"^\s*(?:\[[^\]\s]*\]:?\s?)*(?:\[?[IWEF]\d{4} \d\d:\d\d:\d\d\.\d+ +\d+ "
-                     r"[\w./-]+:\d+\]\s*|[\w.-]+:\d+:\d+ \[\d+\] )")
-
-
 def facts_of(text: str) -> tuple[Fact, ...]:
-    """Every fact ``text`` states, in kinds' order (addresses first)."""
-    header = _HEADER.match(text)
-    return _facts(text[header.end() :] if header else text)
+    """Every fact ``text`` states, in kinds' order (addresses first). Its prefixes (launcher
+    tags, glog's header, NCCL's ``host:pid:tid [dev]``) state none: they are left out before
+    the cache is asked, so the same message from other processes, or at other times, is read
+    once."""
+    return _facts(after_prefixes(text))
 
 
 @lru_cache(maxsize=4096)

@@ -1,9 +1,13 @@
-"""The kinds of fact, as enums: what a line states, independent of the message that states it."""
+"""The kinds of fact, as enums: what a line states, independent of the message that states it.
+(An address's class, :class:`AddressClass`, is doctor.addresses', where the network rules
+read it too.)"""
 
 from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
+
+from ddpkit.doctor.addresses import AddressClass
 
 
 class FactKind(enum.Enum):
@@ -24,13 +28,7 @@ class FactKind(enum.Enum):
     RESTART = "restart"  # torchelastic restarting its worker group / re-forming its rendezvous
 
 
-class AddressClass(enum.Enum):
-    LOOPBACK = "loopback"  # 127.0.0.0/8, ::1, localhost (Debian's 127.0.1.1 hostname line)
-    LINK_LOCAL = "link-local"  # 169.254.0.0/16, fe80::/10
-    CONTAINER_BRIDGE = "container-bridge"  # Docker's default bridge 172.17.0.0/16
-    PRIVATE = "private"  # RFC 1918, RFC 6598 (100.64/10), ULA fc00::/7
-    PUBLIC = "public"
-    UNSPECIFIED = "unspecified"  # 0.0.0.0, :: (a server's "any address": no peer dials it)
+__all__ = ["ERRNOS", "AddressClass", "Fact", "FactKind"]
 
 
 @dataclass(frozen=True)
