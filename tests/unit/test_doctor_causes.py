@@ -156,3 +156,12 @@ def test_rendezvous_result_naming_debian_hostname_address(tmp_path: Path) -> Non
         "  group_rank=1", "  group_world_size=2", "  local_ranks=[0]",
         C10D_TIMEOUT.format(addr="127.0.1.1", port=29500)])
     assert found.id == "wrong-interface" and "Debian" in found.explanation
+
+
+def test_another_programs_loopback_error_is_no_network_finding(tmp_path: Path) -> None:
+    found = top(tmp_path, [
+        "INFO:torch.distributed.launcher.api:Starting elastic_operator with launch configs:",
+        "  entrypoint       : train.py", "  min_nodes        : 2", "  max_nodes        : 2",
+        "requests.exceptions.ConnectionError: HTTPConnectionPool(host='localhost', port=8080): "
+        "Max retries exceeded (Caused by NewConnectionError: [Errno 111] Connection refused)"])
+    assert found.id != "wrong-interface"

@@ -11,12 +11,20 @@ from __future__ import annotations
 
 from ddpkit.doctor.findings import Finding, Severity
 from ddpkit.doctor.log.causes.base import GENERIC, Cause, Context, made
+from ddpkit.doctor.log.causes.container_bridge import NETWORK_KINDS
 from ddpkit.doctor.log.evidence import Bag, merge
 from ddpkit.doctor.log.facts.kinds import AddressClass, Fact, FactKind
 from ddpkit.doctor.log.scan import Event
 from ddpkit.i18n import _
 
-_BENIGN_KINDS = frozenset({"benign", "nccl-env", "torch-version", "nccl-version"})
+# Lines of the distributed stack that name an address: NCCL's, Gloo's and c10d's network
+# lines, torchrun's rendezvous result (master_addr), rendezvous and NCCL failures
+_KINDS = NETWORK_KINDS | {"job-fact", "rdzv-connection", "rdzv-timeout", "gloo-mesh-failed",
+                          "gloo-timeout", "nccl-warn", "exception", "failure-line"}
+# An exception or error line counts when it is the distributed stack's (a loopback address in
+# another program's error, a metrics server on localhost, says nothing about the job's network)
+_STACK_WORDS = ("DistNetworkError", "c10d", "Gloo", "gloo", "NCCL", "endezvous", "TCPStore",
+                "client socket", "torch.distributed")
 
 
 class Loopback(Cause):
@@ -29,8 +37,12 @@ class Loopback(Cause):
         self.addresses: dict[str, None] = {}
         self.bag = Bag()
 
+    kinds = _KINDS
+
     def feed(self, event: Event, facts: tuple[Fact, ...]) -> None:
-        if event.kind in _BENIGN_KINDS:
+        generic = event.kind in ("exception", "failure-line", "connection-lost") or (
+            event.kind == "connect-error" and not event.get("source"))  # no known printer
+        if generic and not any(word in event.text for word in _STACK_WORDS):
             return
         found = [f.value for f in facts if f.address_class is AddressClass.LOOPBACK]
         found += [f"lo:{f.detail}" for f in facts
