@@ -1,8 +1,10 @@
 """Events in, findings out: the rule table of ``ddpkit doctor --log``.
 
-``Diagnosis.feed`` keeps bounded facts per event; ``Diagnosis.findings`` decides once all logs
-are read (that is what lets it correlate across files) and orders the findings most likely root
-cause first. Network rules live in :mod:`net_rules`, rank/job rules in :mod:`job_rules`.
+``Diagnosis.feed`` keeps bounded facts per event (and hands each event's typed facts, from
+:mod:`ddpkit.doctor.log.facts`, to the causes of :mod:`ddpkit.doctor.log.causes.registry`);
+``Diagnosis.findings`` decides once all logs are read (that is what lets it correlate across
+files): the rule families below, then the causes, in the one ranking of
+:func:`ddpkit.doctor.log.causes.registry.rank`, most likely root cause first.
 """
 
 from __future__ import annotations
