@@ -165,3 +165,20 @@ def test_another_programs_loopback_error_is_no_network_finding(tmp_path: Path) -
         "requests.exceptions.ConnectionError: HTTPConnectionPool(host='localhost', port=8080): "
         "Max retries exceeded (Caused by NewConnectionError: [Errno 111] Connection refused)"])
     assert found.id != "wrong-interface"
+
+
+def test_a_bridge_beside_another_failure_is_only_a_warning(tmp_path: Path) -> None:
+    # two containers on Docker's bridge, and a rank that ran out of memory: the bridge did not
+    # fail the job
+    found = diagnose_all(tmp_path, [
+        NCCL.format(host="node-a", pid=3, level="INFO", text="Bootstrap : Using eth0:172.17.0.2<0>"),
+        NCCL.format(host="node-b", pid=4, level="INFO", text="Bootstrap : Using eth0:172.17.0.3<0>"),
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB"])
+    assert found[0].id == "out-of-memory"
+    assert all(f.severity == "warning" for f in found if f.id == "container-network")
+
+
+def diagnose_all(tmp_path: Path, lines: list[str]) -> list[Finding]:
+    log = tmp_path / "run.log"
+    log.write_text("\n".join(lines) + "\n")
+    return diagnose([str(log)])

@@ -23,6 +23,9 @@ class Context:
 
     multi_node: bool  # the job spans machines (two hosts, or a node count above one)
     failed: bool  # the logs show a failure (an error-level line, a non-zero exit, a timeout...)
+    # the failure is the network's: a refused, lost or timed-out connection, an NCCL error, a
+    # collective or rendezvous timeout, an init that never completed
+    network_failed: bool = False
 
 
 class Cause:

@@ -52,5 +52,6 @@ class ContainerBridge(Cause):
         text = _("Every address the nodes use is on Docker's default bridge (172.17.0.0/16: "
                  "{addresses}): each container sits behind its own machine's NAT, where the "
                  "other machines cannot reach it.", addresses=", ".join(addresses[:6]))
-        severity: Severity = "error" if context.failed else "warning"
+        # an error when the failure is the network's; beside another failure, a warning
+        severity: Severity = "error" if context.network_failed else "warning"
         return made("container-network", severity, text, None, merge(self.bag.items))

@@ -69,5 +69,6 @@ class Loopback(Cause):
                 "Or fix /etc/hosts so the hostname maps to that IP, not to 127.0.1.1.\n"
                 "Name the routable interface, never lo: export NCCL_SOCKET_IFNAME=<iface> "
                 "GLOO_SOCKET_IFNAME=<iface>")
-        severity: Severity = "error" if context.failed else "warning"
+        # an error when the failure is the network's; beside another failure, a warning
+        severity: Severity = "error" if context.network_failed else "warning"
         return made("wrong-interface", severity, text, fix, merge(self.bag.items))

@@ -218,7 +218,11 @@ class Diagnosis:
                         merge(benign.bag.items) if benign else ()))
         shown = (self.event_failed or self._failed([]) or self.job.root_end() is not None
                  or init_hung)  # a hang in NCCL's init is a failure too
-        context = Context(self.multi_node or self.fact_nodes > 1, shown)
+        net, job = self.net, self.job
+        network = bool(net.conns or net.rdzv_connection or net.gloo_mesh_failed
+                       or net.bootstrap_failed or job.lost or job.timeout_bag or job.nccl_errors
+                       or init_hung)
+        context = Context(self.multi_node or self.fact_nodes > 1, shown, network)
         return rank(scored, self.causes.findings(context), shown)
 
     def _simple_finding(self, finding_id: str) -> Finding | None:
