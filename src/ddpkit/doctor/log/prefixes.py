@@ -17,19 +17,21 @@ _MPI_TAG = re.compile(r"(\d+),(\d+)")
 _LABEL = re.compile(r"(?P<label>\d+|[A-Za-z0-9][\w.-]*): (?=\S)")
 
 
+# The part of a line every process and every moment prints differently: launcher tags, then
+# glog's header or NCCL's "host:pid:tid [dev] " (the regexes above)
+_HEADER = re.compile(r"^(?:\s*\[[^\[\]\s]{1,80}\](?:<std(?:out|err)>)?:?)*\s*(?:" + _GLOG.pattern + "|"
+                     + _NCCL_PREFIX.pattern + ")")
+
+
+def without_header(text: str) -> str:
+    """The line without the launcher tags and the glog header or NCCL prefix before its message
+    (one regex: cheap enough for every line); the line itself when it has neither."""
+    header = _HEADER.match(text)
+    return text[header.end() :] if header else text
+
+
 def parse_prefix(text: str) -> tuple[str | None, str | None, int | None]:
     """(NCCL host, launcher node, global rank) from the prefixes at the start of a line."""
-    return _walk(text)[:3]
-
-
-def after_prefixes(text: str) -> str:
-    """The line without its prefixes (tags, time stamps, glog headers, NCCL's ``host:pid:tid
-    [dev]``): the message itself, the same from every process and at every time."""
-    return text[_walk(text)[3] :]
-
-
-def _walk(text: str) -> tuple[str | None, str | None, int | None, int]:
-    """(NCCL host, launcher node, global rank, where the prefixes end)."""
     host = node = None
     rank: int | None = None
     pos = 0
@@ -38,7 +40,7 @@ def _walk(text: str) -> tuple[str | None, str | None, int | None, int]:
             pos += 1
         nccl = _NCCL_PREFIX.match(text, pos)
         if nccl:
-            return nccl.group("host"), node, rank, nccl.end()
+            return nccl.group("host"), node, rank
         stamp = _STAMP.match(text, pos) or _GLOG.match(text, pos)
         if stamp:
             pos = stamp.end()
@@ -65,4 +67,4 @@ def _walk(text: str) -> tuple[str | None, str | None, int | None, int]:
         elif not tag.group("colon"):
             break  # [c10d], [0]: part of the message, not a launcher prefix
         pos = tag.end()
-    return host, node, rank, pos
+    return host, node, rank

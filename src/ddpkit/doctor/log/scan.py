@@ -127,12 +127,13 @@ _FOLLOW_CACHE: dict[bytes, int] = {}
 def _follow_count(raw: bytes) -> int:
     """How many lines after ``raw`` to read whatever they hold (a retry loop's lines repeat:
     the answer is remembered for a bounded number of them)."""
-    cached = _FOLLOW_CACHE.get(raw)
+    key = _cache_key(raw)  # (glog's time stamp and pid left out, as for the line cache)
+    cached = _FOLLOW_CACHE.get(key)
     if cached is None:
         cached = _follow_count_of(raw)
         if len(_FOLLOW_CACHE) >= _LINE_CACHE_SIZE:
             _FOLLOW_CACHE.clear()
-        _FOLLOW_CACHE[raw] = cached
+        _FOLLOW_CACHE[key] = cached
     return cached
 
 

@@ -23,7 +23,7 @@ from ddpkit.doctor.log.facts.kinds import (
     Fact,
     FactKind,
 )
-from ddpkit.doctor.log.prefixes import after_prefixes
+from ddpkit.doctor.log.prefixes import without_header
 
 _OCTET = r"(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)"
 _IPV4 = re.compile(rf"(?<![\w.])({_OCTET}(?:\.{_OCTET}){{3}})(?![\w.]*\d)(?:(?::|<)(\d{{1,5}}))?")
@@ -80,7 +80,7 @@ def facts_of(text: str) -> tuple[Fact, ...]:
     tags, glog's header, NCCL's ``host:pid:tid [dev]``) state none: they are left out before
     the cache is asked, so the same message from other processes, or at other times, is read
     once."""
-    return _facts(after_prefixes(text))
+    return _facts(without_header(text))
 
 
 @lru_cache(maxsize=4096)
