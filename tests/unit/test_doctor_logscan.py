@@ -95,7 +95,7 @@ def test_a_huge_line_is_windowed_not_held_whole(monkeypatch: pytest.MonkeyPatch)
 
     hits = list(raw_hits(Spy(data)))
     assert max(reads) <= 4096
-    assert all(len(raw) <= logscan.LINE_WINDOW for _, raw, _, _ in hits)
+    assert all(len(raw) <= logscan.LINE_WINDOW for _, raw, _, _, _ in hits)
     kinds = [e.kind for e in scan(io.BytesIO(data), "big")]
     assert kinds.count("port-in-use") >= 2
 
@@ -258,3 +258,32 @@ def test_a_followed_line_that_asks_for_lines_of_its_own_gets_them() -> None:
             b"  error_file: <N/A>\n  traceback : Signal 7 (SIGBUS) received by PID 3111\n")
     kinds = [e.kind for e in events(data)]
     assert "summary-exit" in kinds or "summary-signal" in kinds, kinds
+
+
+def test_alternating_processes_fold_into_one_event_per_line_with_the_true_counts() -> None:
+    # 8 processes' retries alternating line by line (a merged console), then a break in the
+    # cycle, then 3 processes alternating: every line is counted as often as it occurs
+    lines = [f"gpu-b:{3107 + r}:{3140 + r} [{r}] NCCL INFO Call to connect returned Connection "
+             f"refused, retrying" for r in range(8)]
+    text = lines * 500 + ["epoch 1 loss 0.5", lines[0]] + lines[:3] * 40
+    data = ("\n".join(text) + "\n").encode()
+    events = [e for e in scan(io.BytesIO(data), "x") if e.kind == "connect-error"]
+    counts: dict[str, int] = {}
+    for event in events:
+        counts[event.text] = counts.get(event.text, 0) + event.repeat
+    expected = {line: text.count(line) for line in lines}
+    assert counts == expected
+    assert len(events) < 40  # folded: not one event per line
+    first = {e.text: e.line for e in reversed(events)}
+    assert first[lines[3]] == 4  # numbered by the first copy
+
+
+def test_time_stamped_copies_of_a_message_keep_their_own_text_and_origin() -> None:
+    # the line cache is asked without glog's time stamp and pid; each event keeps its line
+    lines = [f"[rank{r}]:[W1204 09:50:{10 + r:02d}.{r:06d} {3100 + r} socket.cpp:663] [c10d] The "
+             "client socket has failed to connect to [node-0]:29500 (errno: 111 - Connection "
+             "refused)." for r in range(3)]
+    events = [e for e in scan(io.BytesIO(("\n".join(lines) + "\n").encode()), "x")
+              if e.kind == "connect-error"]
+    assert [e.text for e in events] == lines
+    assert [e.rank for e in events] == [0, 1, 2]

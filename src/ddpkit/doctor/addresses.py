@@ -6,6 +6,7 @@ interface (loopback, container bridge, link-local, tunnel) from a routable one.
 
 from __future__ import annotations
 
+import enum
 import functools
 import ipaddress
 import re
@@ -22,6 +23,53 @@ _TUNNEL_NAMES = re.compile(r"^(tun|tap|wg|tailscale|zt|ppp|ipsec|gre|nebula)")
 UNREACHABLE_KINDS = ("loopback", "container-bridge", "link-local", "tunnel")
 
 
+class AddressClass(enum.Enum):
+    """The class of an address as a log prints it (doctor/log/facts reads these from lines)."""
+
+    LOOPBACK = "loopback"  # 127.0.0.0/8, ::1, localhost (Debian's 127.0.1.1 hostname line)
+    LINK_LOCAL = "link-local"  # 169.254.0.0/16, fe80::/10
+    CONTAINER_BRIDGE = "container-bridge"  # Docker's default bridge 172.17.0.0/16
+    PRIVATE = "private"  # RFC 1918, RFC 6598 (100.64/10), ULA fc00::/7
+    PUBLIC = "public"
+    UNSPECIFIED = "unspecified"  # 0.0.0.0, :: (a server's "any address": no peer dials it)
+
+
+_CGNAT = ipaddress.ip_network("100.64.0.0/10")
+
+
+@functools.lru_cache(maxsize=1024)
+def address_class(address: str) -> AddressClass | None:
+    """The class of an address as printed (brackets and an IPv6 scope allowed); ``localhost``
+    is loopback; None for a text that is no address."""
+    text = address.strip().strip("[]").split("%", 1)[0]
+    if text.lower() in ("localhost", "localhost.localdomain"):
+        return AddressClass.LOOPBACK
+    try:
+        ip = ipaddress.ip_address(text)
+    except ValueError:
+        return None
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+        ip = ip.ipv4_mapped
+    if ip.is_unspecified:
+        return AddressClass.UNSPECIFIED
+    if ip.is_loopback:
+        return AddressClass.LOOPBACK
+    if ip.is_link_local:
+        return AddressClass.LINK_LOCAL
+    if isinstance(ip, ipaddress.IPv4Address) and ip in _DOCKER_DEFAULT:
+        return AddressClass.CONTAINER_BRIDGE
+    if ip.is_private or (isinstance(ip, ipaddress.IPv4Address) and ip in _CGNAT):
+        return AddressClass.PRIVATE
+    return AddressClass.PUBLIC
+
+
+_KIND_OF_CLASS = {
+    AddressClass.LOOPBACK: "loopback", AddressClass.UNSPECIFIED: "loopback",
+    AddressClass.LINK_LOCAL: "link-local", AddressClass.CONTAINER_BRIDGE: "container-bridge",
+    AddressClass.PRIVATE: "routable", AddressClass.PUBLIC: "routable",
+}
+
+
 @functools.lru_cache(maxsize=1024)
 def address_kind(address: str, interface: str | None = None) -> str:
     """``loopback``, ``container-bridge``, ``link-local``, ``tunnel``, ``routable`` or ``unknown``.
@@ -36,22 +84,8 @@ def address_kind(address: str, interface: str | None = None) -> str:
         return "container-bridge"
     if _TUNNEL_NAMES.match(name):
         return "tunnel"
-    text = address.strip().strip("[]").split("%", 1)[0]
-    try:
-        ip = ipaddress.ip_address(text)
-    except ValueError:
-        if text in ("localhost", "localhost.localdomain"):
-            return "loopback"
-        return "unknown"
-    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
-        ip = ip.ipv4_mapped
-    if ip.is_loopback or ip.is_unspecified:
-        return "loopback"
-    if ip.is_link_local:
-        return "link-local"
-    if isinstance(ip, ipaddress.IPv4Address) and ip in _DOCKER_DEFAULT:
-        return "container-bridge"
-    return "routable"
+    found = address_class(address)
+    return "unknown" if found is None else _KIND_OF_CLASS[found]
 
 
 def is_unreachable(address: str, interface: str | None = None) -> bool:

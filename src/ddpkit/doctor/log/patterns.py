@@ -19,10 +19,12 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from ddpkit.doctor.log.kinds import EventKind
+
 
 @dataclass(frozen=True)
 class LinePattern:
-    kind: str
+    kind: EventKind
     triggers: tuple[str, ...]
     regex: re.Pattern[str]
     extras: tuple[re.Pattern[str], ...] = ()  # searched separately; fill groups the regex lacks
@@ -34,7 +36,7 @@ class LinePattern:
 
 
 def _p(
-    kind: str,
+    kind: EventKind,
     triggers: tuple[str, ...],
     regex: str,
     *extras: str,
@@ -49,7 +51,7 @@ def _p(
     )
 
 
-def _fb(kind: str, triggers: tuple[str, ...], regex: str, *,
+def _fb(kind: EventKind, triggers: tuple[str, ...], regex: str, *,
         skip_if: tuple[str, ...] = ()) -> LinePattern:
     """A fallback pattern: it reads a line only when no pattern before it matched."""
     return LinePattern(kind, triggers, re.compile(regex), skip_if=skip_if, fallback=True)
@@ -81,6 +83,13 @@ ANCHORS: tuple[bytes, ...] = (
     # torchrun's teardown giving up on a worker that survived SIGKILL (elastic/multiprocessing/
     # api.py, an error-level line without an error word)
     b"abandoning",
+    # facts a cause reads (doctor/log/causes/), each anchor a pass over the log, so few: a port
+    # in use (c10d's bind warning "(errno: 98 - Address already in use)", libuv's "message:
+    # address already in use"; the error-level line after it is followed), torchrun's launch
+    # configs and each rendezvous' result (their lines followed: node counts, the endpoint,
+    # master_addr, restart_count), the agent restarting its workers, a store-based barrier
+    b"already in use", b"elastic_operator", b"Rendezvous complete", b"will restart",
+    b"based barrier", b"failed to listen",
 )
 # Where a run ends (rules/run_end.py): the end markers a finished run prints (torchrun's agent,
 # ddpkit's summary, nccl-tests' last line) and the shell's report of a SIGKILL. They are looked
@@ -106,8 +115,14 @@ FAILURE_KINDS = frozenset({
     "ib-error", "shm-error", "p2p-error", "oom", "rdzv-timeout", "rdzv-config",
     "rdzv-connection", "resolve-failed", "port-in-use", "no-interface", "gloo-mesh-failed",
 })
+FACT_KIND = "job-fact"  # lines read only for the facts the causes read (doctor/log/facts/)
 # Lines after which the next N lines are examined whatever they contain.
 FOLLOW: dict[str, int] = {"Root Cause": 8, "Last error:": 2, "ChildFailedError": 5,
+                          # c10d's bind warnings, then its "failed to listen" at error level
+                          "already in use": 2,
+                          # torchrun's launch configs and a rendezvous' result, one per line
+                          # (agent/server/api.py, launcher/api.py)
+                          "elastic_operator": 16, "Rendezvous complete": 12,
                           "Using devices": 64,
                           # C++'s std::terminate: the exception's message is on the next line,
                           # "  what():  [enforce fail at gloo/.../device.cc:88] ... Unable to find"
@@ -127,191 +142,201 @@ _LAST = "Last error:"
 
 PATTERNS: tuple[LinePattern, ...] = (
     # --- facts NCCL states at INFO level (never claim: a line may carry more) ---
-    _p("nccl-bootstrap", ("NCCL INFO Bootstrap",),
+    _p(EventKind.NCCL_BOOTSTRAP, ("NCCL INFO Bootstrap",),
        r"Bootstrap ?: Using (?P<iface>[^\s:]+):(?P<addr>[^\s<]+)<(?P<port>\d+)>"),
-    _p("nccl-socket-ifaces", ("NCCL INFO NET/",),
+    _p(EventKind.NCCL_SOCKET_IFACES, ("NCCL INFO NET/",),
        r"NET/Socket ?: Using (?P<ifaces>(?:\[\d+\][^\s<]+<\d+>\s*)+)"),
-    _p("nccl-env", ("NCCL INFO NCCL_",),
+    _p(EventKind.NCCL_ENV, ("NCCL INFO NCCL_",),
        r"(?P<var>NCCL_[A-Z0-9_]+) set (?:by environment )?to (?P<value>\S*)"),
-    _p("nccl-network", ("NCCL INFO Using network",), r"Using network (?P<name>\S[^\n]*?)\s*$"),
-    _p("nccl-network", ("NCCL INFO Using internal Network",),  # releases before 2.5
+    _p(EventKind.NCCL_NETWORK, ("NCCL INFO Using network",), r"Using network (?P<name>\S[^\n]*?)\s*$"),
+    _p(EventKind.NCCL_NETWORK, ("NCCL INFO Using internal Network",),  # releases before 2.5
        r"Using internal Network (?P<name>\S+)"),
-    _p("nccl-plugin", ("NCCL INFO NET/",), r"NET/Plugin ?:? ?(?P<detail>\S[^\n]*)"),
-    _p("nccl-plugin", ("NCCL INFO Plugin Path",), r"(?P<detail>Plugin Path ?: ?\S+)"),
+    _p(EventKind.NCCL_PLUGIN, ("NCCL INFO NET/",), r"NET/Plugin ?:? ?(?P<detail>\S[^\n]*)"),
+    _p(EventKind.NCCL_PLUGIN, ("NCCL INFO Plugin Path",), r"(?P<detail>Plugin Path ?: ?\S+)"),
     # The torch build a node runs (torch bundles NCCL): collect_env's line, a pip listing.
-    _p("torch-version", ("PyTorch version: ", "torch=="),
+    _p(EventKind.TORCH_VERSION, ("PyTorch version: ", "torch=="),
        r"(?:PyTorch version: |(?:^|[\s\]])torch==)(?P<version>\d+\.\d+[\w.+-]*)"),
-    _p("benign", ("NCCL INFO NET/", "NCCL INFO Failed to open libibverbs"),
+    # (NCCL 2.4 to 2.17 print "Failed to open libibverbs.so[.1]" as a WARN: every machine
+    # without InfiniBand's libraries does, and NCCL goes on with sockets)
+    _p(EventKind.BENIGN, ("NCCL INFO NET/", "NCCL INFO Failed to open libibverbs",
+                  "NCCL WARN Failed to open libibverbs", "NCCL WARN NET/IB : No device found"),
        r"(?P<what>No plugin found|Could not find: libnccl-net|Failed to open libibverbs"
        r"|NET/IB ?: No device found)"),
     # The out-of-band (bootstrap) interface NET/IB names, when no "Bootstrap : Using" was posted.
     # A link NCCL made as within one machine (P2P, shared memory): each end's rank and GPU.
-    _p("nccl-local-link", ("Ring ",),
+    _p(EventKind.NCCL_LOCAL_LINK, ("Ring ",),
        r"Ring \d+ : (?P<src>\d+)\[(?P<srcdev>[0-9a-f]+)\] -> (?P<dst>\d+)\[(?P<dstdev>[0-9a-f]+)\]"
        r" via (?:P2P|SHM|direct)"),
-    _p("nccl-oob", ("NCCL INFO NET/",),
+    _p(EventKind.NCCL_OOB, ("NCCL INFO NET/",),
        r"NET/IB ?: Using [^\n]*?; OOB (?P<iface>[^\s:]+):(?P<addr>[^\s<]+)<(?P<port>\d+)>"),
     # NCCL's return-code trail through bootstrap.cc: the bootstrap failed (posted without a WARN).
-    _p("bootstrap-retcode", ("NCCL INFO bootstrap.cc:",),
+    _p(EventKind.BOOTSTRAP_RETCODE, ("NCCL INFO bootstrap.cc:",),
        r"NCCL INFO bootstrap\.cc:(?P<line>\d+) -> (?P<code>[1-9]\d*)"),
     # A rank's place in NCCL's trees (``Trees [0] -1/-1/-1->1->0 ...``, 2.4 ``Trees [0] 1->0->-1``):
     # NCCL lays them out inside ncclCommInitRank, so init had started. (The ring layout says the
     # same, but its ``Channel`` word also starts every connection line, far too many to read.)
-    _p("nccl-trees", ("NCCL INFO Trees",), r"\bTrees \[\d+\] -?\d+(?:/-?\d+)*->"),
+    _p(EventKind.NCCL_TREES, ("NCCL INFO Trees",), r"\bTrees \[\d+\] -?\d+(?:/-?\d+)*->"),
     # nccl-tests' table of devices (the lines after ``# Using devices``): each rank's host.
-    _p("nccltests-rank", (),
+    _p(EventKind.NCCLTESTS_RANK, (),
        r"Rank +(?P<rank>\d+) +(?:Group +\d+ +)?Pid +\d+ on +(?P<host>[\w.-]+) +device +\d+"),
-    _p("nccl-version", ("NCCL version",), r"NCCL version (?P<version>\d+\.\d+\.\d+)"
+    _p(EventKind.NCCL_VERSION, ("NCCL version",), r"NCCL version (?P<version>\d+\.\d+\.\d+)"
        r"(?:\+(?P<cuda>cuda[\d.]+))?"),
-    _p("nccl-comm", ("NCCL INFO ncclCommInit", "NCCL INFO comm 0x"),
+    _p(EventKind.NCCL_COMM, ("NCCL INFO ncclCommInit", "NCCL INFO comm 0x"),
        r"comm 0x(?P<comm>[0-9a-fA-F]+) rank (?P<rank>\d+) n[Rr]anks (?P<nranks>\d+)",
        r"nNodes (?P<nnodes>\d+) localRanks (?P<local_ranks>\d+)", r"commId 0x(?P<commid>\w+)",
        r"Init (?P<phase>START|COMPLETE)", skip_if=("Destroy COMPLETE",)),
     # Gloo could not resolve the host's name and bound to loopback (a trap in a multi-node job).
-    _p("gloo-loopback-fallback", ("Unable to resolve hostname",),
+    _p(EventKind.GLOO_LOOPBACK_FALLBACK, ("Unable to resolve hostname",),
        r"(?P<detail>Unable to resolve hostname to a \(local\) address)"),
-    _p("gloo-mesh-failed", ("onnect",), r"(?P<detail>Gloo connectFullMesh failed)"),
+    _p(EventKind.GLOO_MESH_FAILED, ("onnect",), r"(?P<detail>Gloo connectFullMesh failed)"),
     # One interface of a NET/Socket list posted one per line (read after a bare "Using").
-    _p("nccl-socket-item", (), r"^\s*\[\d+\](?P<iface>[^\s:\[\]]+):(?P<addr>[^\s<]+)<\d+>\s*$"),
-    _p("nccl-error", ("NCCL error",),
+    _p(EventKind.NCCL_SOCKET_ITEM, (), r"^\s*\[\d+\](?P<iface>[^\s:\[\]]+):(?P<addr>[^\s<]+)<\d+>\s*$"),
+    _p(EventKind.NCCL_ERROR, ("NCCL error",),
        r"NCCL error in:? ?(?P<where>[^,]*), (?P<detail>[^,(]+?)\s*(?:\(run with|,|$)"),
     # nccl-tests' NCCLCHECK: "HOST: Test NCCL failure common.cu:777 'unhandled cuda error'", from
     # 2.13 with NCCL's last warning after " / " (often empty) and a "(run with ...)" hint.
-    _p("nccl-error", ("NCCL failure",),
+    _p(EventKind.NCCL_ERROR, ("NCCL failure",),
        r"Test NCCL failure (?P<where>[^\s']+) '(?P<detail>[^'/(]*[^'/(\s])"),
-    _p("exception", ("Error: ",),
+    _p(EventKind.EXCEPTION, ("Error: ",),
        r"(?P<type>(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception)): (?P<message>[^\n]{0,200})"),
     # --- specific failures first: they claim their line ---
-    _p("ib-error", ("NCCL WARN", _LAST),
+    _p(EventKind.IB_ERROR, ("NCCL WARN", _LAST),
        r"(?P<detail>(?:Call to )?ibv_\w+[^\n]*|NET/IB ?: (?!No device found|Using )[^\n]*"
        r"|IBV_WC_\w+[^\n]*|RLIMIT_MEMLOCK[^\n]*|transport retry counter exceeded[^\n]*)",
        skip_if=("NCCL INFO",), claims=True),
-    _p("shm-error", ("NCCL WARN", _LAST, "Error while creating shared", "bus error", "Bus error",
+    _p(EventKind.SHM_ERROR, ("NCCL WARN", _LAST, "Error while creating shared", "bus error", "Bus error",
                      "Error: unable to write to file"),
        r"(?P<detail>(?:misc/)?shmutils\.cc[^\n]*|Error while creating shared memory segment[^\n]*"
        r"|failed to extend /dev/shm[^\n]*|insufficient shared memory[^\n]*"
        r"|out of shared memory[^\n]*|(?:/dev/shm|</torch_)[^\n]*No space left on device[^\n]*)",
        claims=True),
-    _p("duplicate-gpu", ("NCCL WARN", _LAST, "Duplicate GPU detected"),
+    _p(EventKind.DUPLICATE_GPU, ("NCCL WARN", _LAST, "Duplicate GPU detected"),
        r"Duplicate GPU detected ?: rank (?P<rank_a>\d+) and rank (?P<rank_b>\d+) both on CUDA "
        r"device (?P<device>\w+)", claims=True),
-    _p("root-mismatch", ("NCCL WARN", _LAST),
+    _p(EventKind.ROOT_MISMATCH, ("NCCL WARN", _LAST),
        r"Bootstrap Root ?: (?P<detail>(?:mismatch in rank count|rank \d+ of \d+ ranks has "
        r"already checked in)[^\n]*)", claims=True),
-    _p("p2p-error", ("NCCL WARN", _LAST, "CUDA error"),
+    _p(EventKind.P2P_ERROR, ("NCCL WARN", _LAST, "CUDA error"),
        r"(?P<detail>transport/p2p\.cc[^\n]*|Cuda failure '[^']*peer[^']*'[^\n]*"
        r"|peer access is not supported[^\n]*|failed to open CUDA IPC handle[^\n]*"
        r"|cudaIpc\w+[^\n]*(?:fail|error)[^\n]*)", claims=True),
-    _p("oom", ("CUDA out of memory", "OutOfMemoryError", "CUDA error", "NCCL WARN",
+    _p(EventKind.OOM, ("CUDA out of memory", "OutOfMemoryError", "CUDA error", "NCCL WARN",
                "can't allocate memory", "Out of memory", "MemoryError"),
        r"(?P<detail>CUDA out of memory[^\n]*|(?:[\w.]*)OutOfMemoryError[^\n]*"
        r"|CUDA error: out of memory|Cuda failure 'out of memory'"
        r"|DefaultCPUAllocator: can't allocate memory[^\n]*|Out of memory: Kill(?:ed)? process"
        r"[^\n]*|\bMemoryError\b)", claims=True),
-    _p("version-error", ("CUDA error", "NCCL WARN", "driver version is insufficient"),
+    _p(EventKind.VERSION_ERROR, ("CUDA error", "NCCL WARN", "driver version is insufficient"),
        r"(?P<detail>CUDA driver version is insufficient for CUDA runtime version)", claims=True),
-    _p("no-interface", ("NCCL WARN", _LAST, "Error: "),
+    _p(EventKind.NO_INTERFACE, ("NCCL WARN", _LAST, "Error: "),
        r"(?P<detail>(?:Bootstrap|NET/Socket) ?: no (?:socket )?interface found|Unable to find "
        r"address for:? ?(?P<name>\S*))", claims=True),
-    _p("port-in-use", ("rror", "onnect"),
+    _p(EventKind.PORT_IN_USE, ("rror", "onnect", "already in use"),
        r"(?P<detail>Address already in use|EADDRINUSE|address already in use|errno: 98)",
        r"port: (?P<port>\d+)", r":(?P<port>\d+) \(errno: 98", claims=True),
     # --- the old local-rank argument contract (torch.distributed.launch vs the script) ---
-    _p("local-rank-arg", ("error: unrecognized arguments:",),
+    _p(EventKind.LOCAL_RANK_ARG, ("error: unrecognized arguments:",),
        r"(?P<script>[^\s:]+): error: unrecognized arguments: (?:\S+ )*?(?P<flag>--local[-_]rank)"
        r"(?:[= ](?P<value>-?\d+))?", claims=True),
-    _p("local-rank-arg", ("error: the following arguments are required:",),
+    _p(EventKind.LOCAL_RANK_ARG, ("error: the following arguments are required:",),
        r"(?P<script>[^\s:]+): error: the following arguments are required: [^\n]*?"
        r"(?P<flag>--local[-_]rank)", fixed=(("required", "1"),), claims=True),
-    _p("device-ordinal", ("error: invalid device ordinal", "Error: Device index must not be negative"),
+    _p(EventKind.DEVICE_ORDINAL,
+       ("error: invalid device ordinal", "Error: Device index must not be negative"),
        r"(?P<detail>invalid device ordinal|Device index must not be negative)"),
-    _p("local-rank-minus-one", ("local_rank=-1", "local_rank: -1", "local_rank': -1",
+    _p(EventKind.LOCAL_RANK_MINUS_ONE, ("local_rank=-1", "local_rank: -1", "local_rank': -1",
                                 "set_device(-1)"),
        r"(?P<detail>local_rank(?:=|: |': )-1\b|set_device\(-1\))"),
     # --- watchdog and collective timeouts ---
-    _p("watchdog", ("WorkNCCL(",),
+    _p(EventKind.WATCHDOG, ("WorkNCCL(",),
        r"Rank (?P<rank>\d+)\] Watchdog caught collective operation timeout: WorkNCCL\("
        r"SeqNum=(?P<seq>\d+), OpType=(?P<op>\w+)",
        r"Timeout\(ms\)=(?P<timeout_ms>\d+)", r"ran for (?P<ran_ms>\d+) milliseconds",
        claims=True),
     # Only the watchdog's stack frames: a collective timed out, rank and op unknown.
-    _p("watchdog-frame", ("checkTimeout",),
+    _p(EventKind.WATCHDOG_FRAME, ("checkTimeout",),
        r"(?P<detail>WorkNCCL::checkTimeout|Exception raised from checkTimeout)"),
-    _p("work-progress", ("Timeout at NCCL work",),
+    _p(EventKind.WORK_PROGRESS, ("Timeout at NCCL work",),
        r"Rank (?P<rank>\d+)\] Timeout at NCCL work: (?P<seq>\d+), last enqueued NCCL work: "
        r"(?P<enqueued>-?\d+), last completed NCCL work: (?P<completed>-?\d+)", claims=True),
-    _p("gloo-timeout", ("rror",),
+    _p(EventKind.GLOO_TIMEOUT, ("rror",),
        r"Timed out waiting (?P<ms>\d+) ?ms for (?P<op>\w+) operation", claims=True),
-    _p("barrier-failed", ("Error: ",),
+    _p(EventKind.BARRIER_FAILED, ("Error: ",),
        r"Ranks? (?P<ranks>\d+(?:, ?\d+)*) failed to pass monitoredBarrier in (?P<ms>\d+) ms",
        claims=True),
     # --- rendezvous ---
-    _p("rdzv-timeout", ("rror",),
+    _p(EventKind.RDZV_TIMEOUT, ("rror",),
        r"(?P<detail>RendezvousTimeoutError[^\n]*|Timed out after \d+ seconds waiting for "
        r"clients\. (?P<joined>\d+)/(?P<total>\d+) clients joined|Timed out initializing process "
        r"group in store based barrier[^\n]*)",
        r"world_size=(?P<total>\d+), num_workers_joined=(?P<joined>\d+)", claims=True),
-    _p("rdzv-config", ("Error: ", "RendezvousClosedError", "RendezvousStateError"),
+    _p(EventKind.RDZV_CONFIG, ("Error: ", "RendezvousClosedError", "RendezvousStateError"),
        r"(?P<detail>The (?:port number|hostname) of the rendezvous endpoint[^\n]*"
        r"|Error initializing torch\.distributed using \S+ rendezvous: [^\n]*"
        r"|nnodes=\S+ is not in \"MIN:MAX\" format|Port is absent in endpoint[^\n]*"
        r"|RendezvousClosedError|RendezvousStateError[^\n]*|The rendezvous configuration[^\n]*)",
        claims=True),
-    _p("rdzv-connection", ("RendezvousConnectionError",),
+    _p(EventKind.RDZV_CONNECTION, ("RendezvousConnectionError",),
        r"(?P<detail>RendezvousConnectionError[^\n]*)", claims=True),
-    _p("resolve-failed", ("gai error", "gaierror", "rror"),
+    _p(EventKind.RESOLVE_FAILED, ("gai error", "gaierror", "rror"),
        r"(?P<detail>Name or service not known|Temporary failure in name resolution)",
        r"of \((?P<host>[^,()\s]+), (?P<port>\d+)\) cannot be retrieved", claims=True),
     # --- connections: specific shapes first, the bare error words last ---
-    _p("connect-error", ("onnect",),
+    _p(EventKind.CONNECT_ERROR, ("onnect",),
        r"The client socket has timed out after (?P<ms>\d+)ms while trying to connect to "
        r"\((?P<addr>[^,()]+), (?P<port>\d+)\)", fixed=(("err", "timed out"), ("source", "c10d")),
        claims=True),
-    _p("connect-error", ("onnect",),
+    _p(EventKind.CONNECT_ERROR, ("onnect",),
        r"The client socket has failed to connect to (?:any network address of )?[\[(]" + _ADDR
        + r"[\]]?[:,] ?(?P<port>\d+)\)?(?:[^\n]*?errno: \d+ - (?P<err>[^)]+)\))?",
        fixed=(("source", "c10d"),), claims=True),
-    _p("connect-error", _CONNECT_ERRORS,
+    _p(EventKind.CONNECT_ERROR, _CONNECT_ERRORS,
        r"SO_ERROR: (?P<err>[^,]+), remote=\[" + _ADDR + r"\](?::(?P<port>\d+))?",
        fixed=(("source", "gloo"),), claims=True),
-    _p("connect-error", _CONNECT_ERRORS,
+    _p(EventKind.CONNECT_ERROR, _CONNECT_ERRORS,
        r"[Cc]onnect to " + _ADDR + r"<(?P<port>\d+)> (?:failed ?: ?|returned )(?P<err>[A-Za-z]"
        r"[^,\n(]*)", fixed=(("source", "nccl"),), claims=True),
-    _p("connect-error", _CONNECT_ERRORS,
+    _p(EventKind.CONNECT_ERROR, _CONNECT_ERRORS,
        r"[Cc]onnect returned (?P<err>[A-Za-z][A-Za-z ]*?)(?:,|\.|\(|$)",
        fixed=(("source", "nccl"),), claims=True),
-    _p("connect-error", _CONNECT_ERRORS,
+    _p(EventKind.CONNECT_ERROR, _CONNECT_ERRORS,
        r"connect \[" + _ADDR + r"\]:(?P<port>\d+): (?P<err>[A-Z][A-Za-z ]+)",
        fixed=(("source", "gloo"),), claims=True),
-    _p("connection-lost", _LOST,
+    _p(EventKind.CONNECTION_LOST, _LOST,
        r"(?P<detail>Connection reset by peer|Connection closed by (?:remote )?peer|Broken pipe"
        r"|remote process exited or there was a network error|ECONNRESET)",
        r"\[(?P<addr>[^\]\s]+)\]:(?P<port>\d+)", r"peer (?P<addr>[^\s<]+)<(?P<port>\d+)>",
        claims=True),
-    _p("connect-error", _CONNECT_ERRORS,
+    _p(EventKind.CONNECT_ERROR, _CONNECT_ERRORS,
        r"(?P<err>Connection refused|Connection timed out|No route to host|Network is unreachable"
        r"|Host is unreachable|ECONNREFUSED|ETIMEDOUT)",
        r"remote=\[" + _ADDR + r"\]", claims=True),
     # --- torchrun's error summary (multi-line, or flattened into one line) ---
-    _p("summary-root", _ROOT, r"Root Cause \(first observed failure\)", multi=True),
-    _p("summary-failures", ("ChildFailedError",), r"(?<![\w-])Failures:", multi=True),
-    _p("summary-host", _ROOT, r"\bhost\s*:\s*(?P<host>[^\s\]]+)", multi=True),
-    _p("summary-rank", ("_rank:",) + _ROOT,
+    _p(EventKind.SUMMARY_ROOT, _ROOT, r"Root Cause \(first observed failure\)", multi=True),
+    _p(EventKind.SUMMARY_FAILURES, ("ChildFailedError",), r"(?<![\w-])Failures:", multi=True),
+    _p(EventKind.SUMMARY_HOST, _ROOT, r"\bhost\s*:\s*(?P<host>[^\s\]]+)", multi=True),
+    _p(EventKind.SUMMARY_RANK, ("_rank:",) + _ROOT,
        r"(?<!local_)\brank\s*:\s*(?P<rank>-?\d+) \(local_rank: (?P<local_rank>\d+)\)", multi=True),
-    _p("summary-exit", _ROOT, r"exitcode\s*:\s*(?P<code>-?\d+) \(pid: (?P<pid>\d+)\)", multi=True),
-    _p("summary-signal", _ROOT,
+    _p(EventKind.SUMMARY_EXIT, _ROOT, r"exitcode\s*:\s*(?P<code>-?\d+) \(pid: (?P<pid>\d+)\)", multi=True),
+    _p(EventKind.SUMMARY_SIGNAL, _ROOT,
        r"Signal (?P<signum>\d+) \((?P<signal>SIG\w+)\) received by PID (?P<pid>\d+)", multi=True),
-    _p("agent-failed", ("_rank:",),
+    _p(EventKind.AGENT_FAILED, ("_rank:",),
        r"failed \(exitcode: (?P<code>-?\d+)\) local_rank: (?P<local_rank>\d+) \(pid: "
        r"(?P<pid>\d+)\)", claims=True),
-    _p("child-failed", ("ChildFailedError",), r"(?P<detail>ChildFailedError)"),
+    _p(EventKind.CHILD_FAILED, ("ChildFailedError",), r"(?P<detail>ChildFailedError)"),
     # --- failures no rule may name (read by rules/unexplained.py; never claim) ---
     # torchrun/the elastic agent was told to stop (a scheduler, a user, ddpkit's own teardown)
-    _p("death-signal", ("death signal",), r"Received (?P<signal>\S+) death signal"),
-    _p("death-signal", ("rror",),
+    _p(EventKind.DEATH_SIGNAL, ("death signal",), r"Received (?P<signal>\S+) death signal"),
+    _p(EventKind.DEATH_SIGNAL, ("rror",),
        r"(?P<detail>\*\*\* (?:JOB|STEP) [\w.]+ ON \S+ CANCELLED AT \S+(?: DUE TO [A-Z ]+)?)"),
     # NCCL's own failure lines when nothing more specific matched.
-    _p("nccl-warn", ("NCCL WARN",), r"NCCL WARN (?P<detail>[^\n]*)", claims=True),
+    _p(EventKind.NCCL_WARN, ("NCCL WARN",), r"NCCL WARN (?P<detail>[^\n]*)", claims=True,
+       skip_if=("Failed to open libibverbs", "NET/IB : No device found")),
+    # Facts the causes read (doctor/log/causes/, from doctor/log/facts/): the line is an event
+    # so that its facts are read; nothing reads its kind.
+    _p(EventKind.JOB_FACT, ("based barrier", "will restart"),
+       r"(?P<detail>nnodes|min_nodes|max_nodes|group_world_size|rdzv[_-]endpoint|based barrier"
+       r"|restart|master_addr)"),
     # --- where a run ends (rules/run_end.py) ---
     # End markers: torchrun's agent once its workers exited 0 (api.py's "[%s] worker group
     # successfully finished. ...", "Local worker group finished (%s). ..." with the SUCCEEDED
@@ -319,60 +344,64 @@ PATTERNS: tuple[LinePattern, ...] = (
     # ("all {count} nodes finished successfully", "node {rank} finished in ..."), NCCL's
     # "comm %p rank %d nranks %d cudaDev %d busId %lx - Destroy COMPLETE" (2.12 on) and
     # nccl-tests' "# Avg bus bandwidth : %g", printed once every size ran.
-    _p("run-complete", ("SUCCEEDED", "finished"),
+    _p(EventKind.RUN_COMPLETE, ("SUCCEEDED", "finished"),
        r"(?P<detail>worker group successfully finished|Local worker group finished \("
        r"(?:WorkerState\.)?SUCCEEDED\)|torchelastic\.worker\.status\.SUCCEEDED"
        r"|all \d+ nodes? finished successfully|node \d+ finished in \d)"),
-    _p("run-complete", ("Avg bus bandwidth",), r"(?P<detail>Avg bus bandwidth\s*: ?[\d.]+)"),
-    _p("run-complete", ("Destroy COMPLETE",),
+    _p(EventKind.RUN_COMPLETE, ("Avg bus bandwidth",), r"(?P<detail>Avg bus bandwidth\s*: ?[\d.]+)"),
+    _p(EventKind.RUN_COMPLETE, ("Destroy COMPLETE",),
        r"(?P<detail>comm 0x\w+ rank \d+ n[Rr]anks \d+[^\n]* - Destroy COMPLETE)"),
     # Lightning's fit loop ("`Trainer.fit` stopped: `max_epochs={!r}` reached.", or max_steps)
     # and the Hugging Face Trainer's ("Training completed. Do not forget to share your model on
     # huggingface.co/models =)") at the end of training
-    _p("run-complete", ("Trainer.fit` stopped", "Training completed."),
+    _p(EventKind.RUN_COMPLETE, ("Trainer.fit` stopped", "Training completed."),
        r"(?P<detail>`Trainer\.fit` stopped: `max_(?:epochs|steps)=\d+` reached"
        r"|Training completed\. Do not forget to share your model)"),
     # The shell's report of a process killed by SIGKILL, alone on its line: bash's
     # strsignal(SIGKILL) "Killed" (interactive, foreground), its non-interactive "%s: line %d: "
     # + "<pid> Killed <command>" (jobs.c, notify_of_job_status) and "[1]+  Killed  <command>".
-    _p("killed", ("Killed",),
+    _p(EventKind.KILLED, ("Killed",),
        rf"{_SHELL_PREFIX}(?:[^\s:]+: line \d+: +(?P<pid>\d+) +"
        r"|\[\d+\][+-]? +)?Killed(?! +process \d)(?: +(?P<command>\S[^\n]*?))?\s*$"),
     # The same report of a process a fatal signal ended (bash's strsignal() texts, "(core
     # dumped)" if it dumped core): alone on its line, or after the script's "line N: <pid> " or
     # the job's "[1]+ ", which its command may follow.
-    _p("fatal-signal", tuple(FATAL_SIGNALS),
+    _p(EventKind.FATAL_SIGNAL, tuple(FATAL_SIGNALS),
        rf"{_SHELL_PREFIX}(?:[^\s:]+: line \d+: +(?P<pid>\d+) +|\[\d+\][+-]? +)"
        rf"(?P<signal_text>{_FATAL})(?P<core> \(core dumped\))?(?: +(?P<command>\S[^\n]*?))?\s*$"),
-    _p("fatal-signal", tuple(FATAL_SIGNALS),
+    _p(EventKind.FATAL_SIGNAL, tuple(FATAL_SIGNALS),
        rf"{_SHELL_PREFIX}(?P<signal_text>{_FATAL})(?P<core> \(core dumped\))?\s*$"),
     # A crash handler's report in the process itself: Open MPI's (opal/util/stacktrace.c:
     # "[%s:%05d] *** Process received signal ***", then "[%s:%05d] Signal: %s (%d)") and UCX's
     # (ucs/debug/debug.c: "Caught signal %d (%s)", the signal's strsignal() text and its code's)
-    _p("fatal-signal", ("Process received signal",),
+    _p(EventKind.FATAL_SIGNAL, ("Process received signal",),
        r"(?P<detail>\*\*\* Process received signal \*\*\*)"),
-    _p("fatal-signal", tuple(FATAL_SIGNALS),
+    _p(EventKind.FATAL_SIGNAL, tuple(FATAL_SIGNALS),
        rf"\] (?P<detail>Signal: (?P<signal_text>{_FATAL}) \(\d+\))\s*$"),
-    _p("fatal-signal", tuple(FATAL_SIGNALS),
+    _p(EventKind.FATAL_SIGNAL, tuple(FATAL_SIGNALS),
        rf"(?P<detail>Caught signal \d+ \((?P<signal_text>{_FATAL})[:)][^\n]*)"),
     # --- last: failure lines no pattern above read (rules/unexplained.py) ---
-    _fb("failure-line", ("rror",), r"(?P<detail>\[Errno -?\d+\][^\n]*|\berrno:? ?-?[1-9]\d*)"),
+    _fb(EventKind.FAILURE_LINE, ("rror",), r"(?P<detail>\[Errno -?\d+\][^\n]*|\berrno:? ?-?[1-9]\d*)"),
     # other error lines: glog's "Check failed: ... unhandled cuda error", "prog: error: ..."
-    _fb("failure-line", ("rror",),
+    _fb(EventKind.FAILURE_LINE, ("rror",),
        r"(?P<detail>(?:Check failed:|\bunhandled \w+ error\b|(?:^|[\]:] ?)error: )[^\n]*)",
        skip_if=("NCCL INFO",)),
-    _fb("failure-line", ("ERROR",), r"(?P<detail>(?:^|[\s\]:])ERROR[:\]\s][^\n]*)"),
+    _fb(EventKind.FAILURE_LINE, ("ERROR",), r"(?P<detail>(?:^|[\s\]:])ERROR[:\]\s][^\n]*)"),
+    # c10d's own error-level lines (c10d/logging.h: "[E socket.cpp:472] [c10d] ...", from torch
+    # 2.2 "[E1204 09:50:12.118000 123 torch/csrc/distributed/c10d/socket.cpp:462] [c10d] ...")
+    _fb(EventKind.FAILURE_LINE, ("failed to listen",),
+        r"\[E(?:\d{4} [\d:.]+ +\d+)? ?[\w./-]+:\d+\] \[c10d\] (?P<detail>[^\n]*)"),
     # torch.distributed.elastic's own error-level lines ("E1204 09:37:01.823000 27542
     # torch/distributed/elastic/agent/server/api.py:1009] Error waiting on exit barrier. ...")
-    _fb("failure-line", ("rror",),
+    _fb(EventKind.FAILURE_LINE, ("rror",),
         r"^\[?E\d{4} \d\d:\d\d:\d\d\.\d+ +\d+ \S+\.py:\d+\] (?P<detail>[^\n]*[Ee]rror[^\n]*)"),
-    _fb("failure-line", ("core dumped", "terminate called", "Fatal Python error"),
+    _fb(EventKind.FAILURE_LINE, ("core dumped", "terminate called", "Fatal Python error"),
        r"(?P<detail>(?:Segmentation fault|core dumped|terminate called after throwing|"
        r"Fatal Python error)[^\n]*)"),
-    _fb("failure-line", (), r"(?P<detail>\bwhat\(\): +\S[^\n]*)"),  # after "terminate called"
-    _fb("failure-line", ("exit code",), r"(?P<detail>\bexit code[ :=]*(?P<code>-?[1-9]\d*))"),
-    _fb("failure-line", ("entire process down",), r"(?P<detail>[^\n]*entire process down[^\n]*)"),
-    _fb("failure-line", ("abandoning",),
+    _fb(EventKind.FAILURE_LINE, (), r"(?P<detail>\bwhat\(\): +\S[^\n]*)"),  # after "terminate called"
+    _fb(EventKind.FAILURE_LINE, ("exit code",), r"(?P<detail>\bexit code[ :=]*(?P<code>-?[1-9]\d*))"),
+    _fb(EventKind.FAILURE_LINE, ("entire process down",), r"(?P<detail>[^\n]*entire process down[^\n]*)"),
+    _fb(EventKind.FAILURE_LINE, ("abandoning",),
         r"(?P<detail>Process \d+ did not exit after \w+ within [^\n]*abandoning[^\n]*)"),
 )
 

@@ -17,6 +17,19 @@ _MPI_TAG = re.compile(r"(\d+),(\d+)")
 _LABEL = re.compile(r"(?P<label>\d+|[A-Za-z0-9][\w.-]*): (?=\S)")
 
 
+# The part of a line every process and every moment prints differently: launcher tags, then
+# glog's header or NCCL's "host:pid:tid [dev] " (the regexes above)
+_HEADER = re.compile(r"^(?:\s*\[[^\[\]\s]{1,80}\](?:<std(?:out|err)>)?:?)*\s*(?:" + _GLOG.pattern + "|"
+                     + _NCCL_PREFIX.pattern + ")")
+
+
+def without_header(text: str) -> str:
+    """The line without the launcher tags and the glog header or NCCL prefix before its message
+    (one regex: cheap enough for every line); the line itself when it has neither."""
+    header = _HEADER.match(text)
+    return text[header.end() :] if header else text
+
+
 def parse_prefix(text: str) -> tuple[str | None, str | None, int | None]:
     """(NCCL host, launcher node, global rank) from the prefixes at the start of a line."""
     host = node = None

@@ -19,6 +19,7 @@ from typing import BinaryIO
 from ddpkit.doctor.findings import clip
 from ddpkit.doctor.log.patterns import (
     ANCHORS,
+    FACT_KIND,
     FAILURE_KINDS,
     FOLLOW,
     PATTERNS,
@@ -120,7 +121,23 @@ def _patterns_for(found: frozenset[bytes]) -> tuple[LinePattern, ...]:
 _SOCKET_LIST_HEAD = SOCKET_LIST_HEAD.encode()
 
 
+_FOLLOW_CACHE: dict[bytes, int] = {}
+
+
 def _follow_count(raw: bytes) -> int:
+    """How many lines after ``raw`` to read whatever they hold (a retry loop's lines repeat:
+    the answer is remembered for a bounded number of them)."""
+    key = _cache_key(raw)  # (glog's time stamp and pid left out, as for the line cache)
+    cached = _FOLLOW_CACHE.get(key)
+    if cached is None:
+        cached = _follow_count_of(raw)
+        if len(_FOLLOW_CACHE) >= _LINE_CACHE_SIZE:
+            _FOLLOW_CACHE.clear()
+        _FOLLOW_CACHE[key] = cached
+    return cached
+
+
+def _follow_count_of(raw: bytes) -> int:
     count = 0
     for literal, n in _FOLLOW:
         if n > count and literal in raw:
@@ -185,15 +202,43 @@ def _repeats(buf: bytes, line: bytes, pos: int, limit: int) -> int:
     return count
 
 
+CYCLE_LINES = 16  # the most processes whose lines, alternating, are folded as one cycle
+_Hit = tuple[int, bytes, bool, int, int]
+
+
+def _cycle(buf: bytes, start: int, end: int, limit: int) -> tuple[bytes, int] | None:
+    """The block of lines from ``start`` that repeats whole right after itself, and how many
+    more copies follow (before ``limit``): several processes' retries alternating line by
+    line. None when the line at ``start..end`` does not come back within ``CYCLE_LINES``
+    lines, or the block holds a line that asks for lines after it, or a long line."""
+    line = buf[start : end + 1]
+    horizon = min(limit, end + 1 + (CYCLE_LINES + 1) * max(len(line), 160))
+    again = buf.find(line, end + 1, horizon)
+    while again > 0 and buf[again - 1] != 10:  # a copy that starts a line
+        again = buf.find(line, again + 1, horizon)
+    if again < 0:
+        return None
+    block = buf[start:again]
+    lines = block.count(b"\n")
+    if (not 2 <= lines <= CYCLE_LINES or any(k in block for k, _n in _FOLLOW)
+            or _SOCKET_LIST_HEAD in block):
+        return None
+    copies = _repeats(buf, block, again, limit)
+    return (block, copies) if copies else None
+
+
 class _Windows:
-    """Turns buffers of bytes into (line number, bytes, is_follow_line, repeat) for anchored lines;
-    a line followed by identical copies of itself (a retry loop) is yielded once, with the count."""
+    """Turns buffers of bytes into (line number, bytes, is_follow_line, repeat, period) for
+    anchored lines; a line followed by identical copies of itself (a retry loop) is yielded once,
+    with the count (period 1); a block of lines that repeats whole (several processes' retries,
+    alternating) has each of its lines yielded once, with the count and the block's length
+    (the period: the copies of a line are that many lines apart)."""
 
     def __init__(self) -> None:
         self.line = 1  # number of the line the next buffer starts in
         self.pending_follow = 0
 
-    def scan(self, buf: bytes, limit: int) -> Iterator[tuple[int, bytes, bool, int]]:
+    def scan(self, buf: bytes, limit: int) -> Iterator[_Hit]:
         """Anchored lines (and the lines they ask to follow) starting before ``limit``."""
         find, rfind, count = buf.find, buf.rfind, buf.count
         pos, counted, line = 0, 0, self.line
@@ -211,7 +256,7 @@ class _Windows:
                 window_end = min(end, window_start + LINE_WINDOW)
                 raw = buf[window_start:window_end]
                 if window_end < end:  # a long line: further anchors along it get own windows
-                    yield line, raw, False, 1
+                    yield line, raw, False, 1, 1
                     pos = window_end
                     continue
                 pos = end + 1
@@ -220,7 +265,16 @@ class _Windows:
                 if not follow and window_start == start and end < limit:
                     repeat += _repeats(buf, buf[start : end + 1], pos, limit)
                     pos += (repeat - 1) * (end + 1 - start)
-                yield line, raw, False, repeat
+                    cycle = _cycle(buf, start, end, limit) if repeat == 1 else None
+                    if cycle is not None:
+                        block, copies = cycle
+                        lines = block.split(b"\n")[:-1]
+                        if all(len(one) <= LINE_WINDOW for one in lines):
+                            for offset, one in enumerate(lines):
+                                yield line + offset, one, False, copies + 1, len(lines)
+                            pos = start + (copies + 1) * len(block)
+                            continue
+                yield line, raw, False, repeat, 1
                 if follow > self.pending_follow:
                     self.pending_follow = follow
             while self.pending_follow and pos < limit:
@@ -230,7 +284,7 @@ class _Windows:
                     line += count(b"\n", counted, pos)
                     counted = pos
                 raw = buf[pos : min(end, pos + LINE_WINDOW)]
-                yield line, raw, True, 1
+                yield line, raw, True, 1, 1
                 # a followed line may ask for lines of its own ("Root Cause" right after
                 # "ChildFailedError", when a paste drops torchrun's separator lines)
                 self.pending_follow = max(self.pending_follow - 1, _follow_count(raw))
@@ -238,13 +292,14 @@ class _Windows:
         self.line = line + count(b"\n", counted, limit)
 
 
-def raw_hits(stream: BinaryIO, kept: Kept | None = None) -> Iterator[tuple[int, bytes, bool, int]]:
-    """(line number, bytes, is_follow_line, repeat) for every anchored line in ``stream``; a run of
-    identical lines is one hit numbered by its first line; ``kept`` gets the last buffers."""
+def raw_hits(stream: BinaryIO, kept: Kept | None = None) -> Iterator[_Hit]:
+    """(line number, bytes, is_follow_line, repeat, period) for every anchored line in
+    ``stream``; a run of identical lines (or of identical blocks of lines) is one hit per line
+    numbered by its first copy; ``kept`` gets the last buffers."""
     windows = _Windows()
     tail = b""
 
-    def scanned(buf: bytes, limit: int) -> Iterator[tuple[int, bytes, bool, int]]:
+    def scanned(buf: bytes, limit: int) -> Iterator[_Hit]:
         if kept is not None:
             keep_buffer(kept, buf, limit, windows.line)
         yield from windows.scan(buf, limit)
@@ -316,14 +371,32 @@ def _parse_line(raw: bytes, follow: bool, tail: bool = False) -> _Parsed:
     return tuple((p.kind, shown, host, node, rank, d) for _, _, p, d in found)
 
 
+# glog's time stamp and process id ("[W1204 09:50:12.118000 3107 socket.cpp:663]", after any
+# "[rank3]:" tags): every line of a c10d or torchelastic log differs by them, and no pattern
+# reads them. The line cache is asked with them left out (the level and the file stay).
+_STAMP = re.compile(rb"^((?:\s*\[[^\]\s]*\]:?)*\s*\[?[IWEF])\d{4} \d\d:\d\d:\d\d\.\d+ +\d+ ")
+
+
+def _cache_key(raw: bytes) -> bytes:
+    stamp = _STAMP.match(raw)
+    return raw if stamp is None else stamp.group(1) + raw[stamp.end() :]
+
+
 def _events_in_line(name: str, number: int, raw: bytes, follow: bool, repeat: int) -> list[Event]:
-    key = (raw, follow)
+    line_key = _cache_key(raw)
+    key = (line_key, follow)
     parsed = _LINE_CACHE.get(key)
     if parsed is None:
         parsed = _parse_line(raw, follow)
         if len(_LINE_CACHE) >= _LINE_CACHE_SIZE:
             _LINE_CACHE.clear()
         _LINE_CACHE[key] = parsed
+    elif line_key is not raw and parsed:  # the same message at another time: its own text
+        text = line_text(raw)
+        host, node, rank = parse_prefix(text)
+        shown = clip(text.strip())
+        parsed = tuple((kind, shown, host, node, rank, data)
+                       for kind, _shown, _host, _node, _rank, data in parsed)
     return [Event(kind, name, number, shown, host, node, rank, data, repeat)
             for kind, shown, host, node, rank, data in parsed]
 
@@ -340,7 +413,7 @@ def scan(stream: BinaryIO, name: str, quiet: bool = True) -> Iterator[Event]:
     kept: Kept = []
     seen: deque[int] = deque(maxlen=QUIET_LINES)  # the lines events came from, the last ones
     count, failed = 0, False
-    for number, raw, follow, repeat in raw_hits(stream, kept):
+    for number, raw, follow, repeat, period in raw_hits(stream, kept):
         for event in _events_in_line(name, number, raw, follow, repeat):
             if event.kind in TAIL_KINDS:
                 continue  # the tail pass's (below), wherever the line also had a main anchor
@@ -349,10 +422,14 @@ def scan(stream: BinaryIO, name: str, quiet: bool = True) -> Iterator[Event]:
                     hosts.add(event.host)
             elif event.node is None and len(hosts) == 1:
                 event = replace(event, host=next(iter(hosts)))
+            if event.kind == FACT_KIND:  # read for its facts only: the quiet tail reads it too
+                yield event
+                continue
             count += 1
             failed = failed or event.kind in FAILURE_KINDS
             if not failed:  # the quiet tail reads only a log without a failure
-                seen.extend(range(number + repeat - min(repeat, QUIET_LINES), number + repeat))
+                seen.extend(range(number + (repeat - min(repeat, QUIET_LINES)) * period,
+                                  number + repeat * period, period))
             yield event
     ended = False
     for number, raw in tail_hits(kept):  # the end of the log: after the events above

@@ -1,17 +1,24 @@
 """Events in, findings out: the rule table of ``ddpkit doctor --log``.
 
-``Diagnosis.feed`` keeps bounded facts per event; ``Diagnosis.findings`` decides once all logs
-are read (that is what lets it correlate across files) and orders the findings most likely root
-cause first. Network rules live in :mod:`net_rules`, rank/job rules in :mod:`job_rules`.
+``Diagnosis.feed`` keeps bounded facts per event (and hands each event's typed facts, from
+:mod:`ddpkit.doctor.log.facts`, to the causes of :mod:`ddpkit.doctor.log.causes.registry`);
+``Diagnosis.findings`` decides once all logs are read (that is what lets it correlate across
+files): the rule families below, then the causes, in the one ranking of
+:func:`ddpkit.doctor.log.causes.registry.rank`, most likely root cause first.
 """
 
 from __future__ import annotations
 
 from ddpkit.doctor.addresses import is_unreachable
 from ddpkit.doctor.catalogue import entry
-from ddpkit.doctor.findings import SEVERITY_ORDER, Finding
+from ddpkit.doctor.findings import Finding
+from ddpkit.doctor.log.causes.base import Context
+from ddpkit.doctor.log.causes.registry import Causes, rank
 from ddpkit.doctor.log.evidence import Bag, Capped, merge, origins_text
+from ddpkit.doctor.log.facts.extract import facts_of
+from ddpkit.doctor.log.facts.kinds import FactKind
 from ddpkit.doctor.log.init_model import InitModel
+from ddpkit.doctor.log.patterns import FAILURE_KINDS
 from ddpkit.doctor.log.rules.hosts import SharedDevices
 from ddpkit.doctor.log.rules.init_phase import init_hang, unreached_peers
 from ddpkit.doctor.log.rules.jobs import JobRules
@@ -21,12 +28,14 @@ from ddpkit.doctor.log.rules.nodes import node_mismatch, versions
 from ddpkit.doctor.log.rules.run_end import RUN_END_KINDS, RunEnd
 from ddpkit.doctor.log.rules.shell_signals import SIGNAL_KINDS, ShellSignals, bus_error_finding
 from ddpkit.doctor.log.rules.simple import Facts, simple_finding
-from ddpkit.doctor.log.rules.unexplained import UNEXPLAINED_KINDS, UnexplainedRule
+from ddpkit.doctor.log.rules.unexplained import UNEXPLAINED_KINDS, UnexplainedRule, warning_line
 from ddpkit.doctor.log.scan import Event
 from ddpkit.doctor.wording import specific_then_general
 from ddpkit.i18n import _, _n
 from ddpkit.wording import clauses, commas
 
+# Events that show a failure (a warning-level line among them does not)
+_FAILED_KINDS = FAILURE_KINDS | {"killed", "fatal-signal", "death-signal", "summary-signal"}
 # Variables whose value may rightly differ per node (interface names do).
 _PER_NODE_VARS = frozenset({"NCCL_SOCKET_IFNAME", "NCCL_DEBUG_FILE", "NCCL_IB_HCA"})
 _SIMPLE = {
@@ -63,8 +72,20 @@ class Diagnosis:
         self.duplicate_rank_bag = Bag()
         self.max_nodes = 0
         self.single_node_multi_gpu = False
+        self.causes = Causes()
+        self.fact_nodes = 0  # the largest node count a line stated (--nnodes, nNodes, ...)
+        self.event_failed = False  # an event showed a failure (not a warning-level line)
 
     def feed(self, event: Event) -> None:
+        facts = facts_of(event.text)
+        if facts:
+            for fact in facts:
+                if fact.kind is FactKind.NNODES:
+                    self.fact_nodes = max(self.fact_nodes, int(fact.value))
+            self.causes.feed(event, facts)
+        if not self.event_failed and event.kind in _FAILED_KINDS and (
+                event.kind == "death-signal" or not warning_line(event.text)):
+            self.event_failed = True  # (a job stopped from outside is a failure, at any level)
         if (event.host or event.node) and len(self.machines) < 256:
             self.machines.add(event.host or event.node or "")
         self.net.feed(event)
@@ -195,8 +216,14 @@ class Diagnosis:
                       what=", ".join(benign.one("what"))), text)
             add(Finding(e.id, e.severity, e.title, text, e.fix,
                         merge(benign.bag.items) if benign else ()))
-        scored.sort(key=_order)
-        return [finding for finding, _score in scored]
+        shown = (self.event_failed or self._failed([]) or self.job.root_end() is not None
+                 or init_hung)  # a hang in NCCL's init is a failure too
+        net, job = self.net, self.job
+        network = bool(net.conns or net.rdzv_connection or net.gloo_mesh_failed
+                       or net.bootstrap_failed or job.lost or job.timeout_bag or job.nccl_errors
+                       or init_hung)
+        context = Context(self.multi_node or self.fact_nodes > 1, shown, network)
+        return rank(scored, self.causes.findings(context), shown)
 
     def _simple_finding(self, finding_id: str) -> Finding | None:
         facts = self.simple.get(finding_id)
@@ -325,10 +352,3 @@ class Diagnosis:
         started = self.comm_started if self.comm_started else self.init.trees
         return init_hang(self.init, started, one_machine)
 
-
-def _order(item: tuple[Finding, int]) -> tuple[int, int, str, int]:
-    """Errors before warnings before info; then priority; then where the evidence starts."""
-    finding, priority = item
-    first = finding.evidence[0] if finding.evidence else None
-    return (SEVERITY_ORDER[finding.severity], -priority, first.file if first else "",
-            first.line if first else 0)

@@ -37,6 +37,25 @@ KEEP = 24  # failure lines remembered per log (the first ones; the decisive ones
 # Python's "WARNING:" and "UserWarning"): an errno or an error word in it is no failure.
 _WARNING_LINE = re.compile(r"^\s*(?:\[[\w:.,-]+\]:?\s?)*\[?W(?:\d{4} \d\d:\d\d:\d\d\.\d+"
                            r"| [\w./-]+:\d+\])|^\s*WARNING[:\s]|\bUserWarning\b")
+
+
+def warning_line(text: str) -> bool:
+    """Whether ``text`` was printed at warning level (c10's ``[W``, glog's ``W1204``, Python's
+    ``WARNING:``): what it says is no failure of its own."""
+    return _WARNING_LINE.search(text) is not None
+
+
+# A line printed at error level by c10d or glog ("[E socket.cpp:472]", "[E1204 09:50:12.1 123
+# path.cpp:462]", "E1204 09:50:12.1 123 path.py:9]")
+_ERROR_LEVEL = re.compile(r"^\s*(?:\[[\w:.,-]+\]:?\s?)*\[?E(?:\d{4} \d\d:\d\d:\d\d\.\d+"
+                          r"| [\w./-]+:\d+\])")
+
+
+def _c10d_error(text: str) -> bool:
+    """A line c10d printed at error level (its words may be a warning's elsewhere)."""
+    return "c10d" in text and _ERROR_LEVEL.search(text) is not None
+
+
 # Catalogue mappings that name no cause of their own.
 _GENERIC = frozenset({"unexplained-failure", "stopped-while-waiting", "no-failure"})
 _RAISED = re.compile(r"(?:^|[\]>:|]\s?)\s*(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Exit): ")
@@ -87,7 +106,8 @@ class UnexplainedRule:
         for state in self.files.values():
             for event in state.failures:
                 message = catalogue().match(event.text)
-                if message is not None and message.maps == "benign":
+                if message is not None and message.maps == "benign" and not _c10d_error(
+                        event.text):  # (c10d's error-level line is a failure, whatever its words)
                     continue
                 if message is not None and message.maps == "stopped-while-waiting":
                     waits.append(event)

@@ -1,0 +1,1 @@
+"""Causes that reason from facts: one file per cause, one table (:mod:`registry`)."""

@@ -1,0 +1,61 @@
+"""The one interface of a cause: which events and facts it reads, how specific it is, which
+generic findings it explains away, and its finding once every log is read."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from ddpkit.doctor.catalogue import entry
+from ddpkit.doctor.findings import Evidence, Finding, Severity
+from ddpkit.doctor.log.facts.kinds import Fact, FactKind
+from ddpkit.doctor.log.scan import Event
+from ddpkit.doctor.wording import specific_then_general
+
+# Findings that only say something failed (or nothing did): any cause that fires explains them.
+GENERIC = frozenset({"unexplained-failure", "no-result", "no-failure", "stopped-while-waiting",
+                     "rank-failed"})
+
+
+@dataclass(frozen=True)
+class Context:
+    """What the whole reading says, handed to every cause once all logs are read."""
+
+    multi_node: bool  # the job spans machines (two hosts, or a node count above one)
+    failed: bool  # the logs show a failure (an error-level line, a non-zero exit, a timeout...)
+    # the failure is the network's: a refused, lost or timed-out connection, an NCCL error, a
+    # collective or rendezvous timeout, an init that never completed
+    network_failed: bool = False
+
+
+class Cause:
+    """A cause: subclass it in a file of its own and add the class to ``registry.CAUSES``.
+
+    ``kinds``: the event kinds it reads (empty: every event); ``needs``: the kinds of fact it
+    reads (an event without one of them is not fed); ``specificity``: added to the finding's
+    catalogue priority (how sure the facts make it); ``supersedes``: finding ids the other
+    rules gave that this cause explains when it fires (they are dropped); ``yields_to``: ids
+    whose error finding from another rule makes this cause's own finding needless (its own id
+    is always among them, unless it supersedes it).
+    """
+
+    kinds: frozenset[str] = frozenset()
+    needs: frozenset[FactKind] = frozenset()
+    specificity = 10
+    supersedes: frozenset[str] = GENERIC
+    yields_to: frozenset[str] = frozenset()  # another rule's error of these ids says more
+
+    def feed(self, event: Event, facts: tuple[Fact, ...]) -> None:
+        raise NotImplementedError
+
+    def finding(self, context: Context) -> Finding | None:
+        raise NotImplementedError
+
+
+def made(finding_id: str, severity: Severity, specific: str | Sequence[str], fix: str | None,
+         evidence: tuple[Evidence, ...]) -> Finding:
+    """A finding of the catalogue's ``finding_id`` with the cause's own words first."""
+    e = entry(finding_id)
+    words = specific if isinstance(specific, str) else list(specific)
+    return Finding(e.id, severity, e.title, specific_then_general(words, e.explanation),
+                   fix if fix is not None else e.fix, evidence)

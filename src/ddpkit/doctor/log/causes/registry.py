@@ -1,0 +1,89 @@
+"""The table of causes, and the one ranking of findings.
+
+Adding a cause: a file in this folder with a :class:`~.base.Cause` subclass, its class in
+``CAUSES``, and a test whose lines are made from the printing program's template.
+"""
+
+from __future__ import annotations
+
+from ddpkit.doctor.catalogue import entry
+from ddpkit.doctor.findings import SEVERITY_ORDER, Finding
+from ddpkit.doctor.log.causes.base import Cause, Context
+from ddpkit.doctor.log.causes.container_bridge import ContainerBridge
+from ddpkit.doctor.log.causes.empty_address import EmptyAddress
+from ddpkit.doctor.log.causes.endpoint_port import EndpointWithoutPort
+from ddpkit.doctor.log.causes.loopback import Loopback
+from ddpkit.doctor.log.causes.restarts import RendezvousRestarts
+from ddpkit.doctor.log.causes.stale_store import StaleStore
+from ddpkit.doctor.log.facts.kinds import Fact
+from ddpkit.doctor.log.rules.unexplained import warning_line
+from ddpkit.doctor.log.scan import Event
+
+CAUSES: tuple[type[Cause], ...] = (
+    Loopback, ContainerBridge, StaleStore, EndpointWithoutPort, EmptyAddress, RendezvousRestarts,
+)
+
+_NEEDED = frozenset().union(*(cause.needs for cause in CAUSES))
+Scored = tuple[Finding, int]
+CauseFinding = tuple[Finding, int, frozenset[str], frozenset[str]]
+
+
+class Causes:
+    """One instance of every cause of the table, fed the events that carry what it needs."""
+
+    def __init__(self) -> None:
+        self.causes = tuple(cause() for cause in CAUSES)
+
+    def feed(self, event: Event, facts: tuple[Fact, ...]) -> None:
+        kinds = {f.kind for f in facts}
+        if not kinds & _NEEDED:
+            return
+        for cause in self.causes:
+            if (not cause.kinds or event.kind in cause.kinds) and cause.needs & kinds:
+                cause.feed(event, facts)
+
+    def findings(self, context: Context) -> list[CauseFinding]:
+        """(finding, priority, the ids it supersedes, the ids it yields to) of every cause that
+        fires."""
+        out = []
+        for cause in self.causes:
+            finding = cause.finding(context)
+            if finding is not None:
+                out.append((finding, entry(finding.id).priority + cause.specificity,
+                            cause.supersedes, (cause.yields_to | {finding.id}) - cause.supersedes))
+        return out
+
+
+def rank(scored: list[Scored], causes: list[CauseFinding],
+         failed: bool) -> list[Finding]:
+    """The one order of findings: the causes' findings replace those they supersede and the
+    other rules' findings of their own id (but give way to another rule's error of their own
+    id or of an id they yield to); an error from warning-level lines
+    needs a failure in the logs (without one it is at most a warning); then errors before
+    warnings before info, higher priority first, then where the evidence starts."""
+    errors = {f.id for f, _p in scored if f.severity == "error"}
+    firing = [c for c in causes if not c[3] & errors]  # another rule's error says more
+    dropped = frozenset().union(*(c[2] | {c[0].id} for c in firing)) if firing else frozenset()
+    kept = [(f, p) for f, p in scored if f.id not in dropped]
+    kept += [(f, p) for f, p, _s, _y in firing]
+    if not failed:
+        kept = [(_at_most_warning(f), p) for f, p in kept]
+    kept.sort(key=_order)
+    return [finding for finding, _score in kept]
+
+
+def _at_most_warning(finding: Finding) -> Finding:
+    """An error whose every line was printed at warning level, in logs that show no failure,
+    is a warning (a finding from facts that contradict each other keeps its severity)."""
+    if finding.severity != "error" or not finding.evidence or not all(
+            warning_line(e.text) for e in finding.evidence):
+        return finding
+    return Finding(finding.id, "warning", finding.title, finding.explanation, finding.fix,
+                   finding.evidence)
+
+
+def _order(item: Scored) -> tuple[int, int, str, int]:
+    finding, priority = item
+    first = finding.evidence[0] if finding.evidence else None
+    return (SEVERITY_ORDER[finding.severity], -priority, first.file if first else "",
+            first.line if first else 0)

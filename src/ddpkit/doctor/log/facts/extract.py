@@ -1,0 +1,163 @@
+"""One line's text in, its typed facts out, whatever message template printed it.
+
+The programs behind a distributed job print the same kinds of value in many templates: an
+address ("Using eth0:10.0.0.2<0>", "connect to [::1]:29500", "master_addr=127.0.1.1"), an errno
+("errno: 98 - Address already in use", "[Errno 111]", "code: -98, name: EADDRINUSE"), a count
+("world_size=2, worker_count=3", "nNodes 2", "--nnodes=2"). The rules reason from these facts,
+so a line whose template no pattern knows still says what it says. The catalogue of messages
+still tells which program printed a line and at what level; it no longer decides a cause alone.
+
+Pure functions; the result of a text is cached (retry loops print the same text again and again).
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+
+from ddpkit.doctor.addresses import address_class
+from ddpkit.doctor.log.facts.kinds import (
+    ERRNO_BY_NAME,
+    ERRNO_BY_TEXT,
+    ERRNOS,
+    Fact,
+    FactKind,
+)
+from ddpkit.doctor.log.prefixes import without_header
+
+_OCTET = r"(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)"
+_IPV4 = re.compile(rf"(?<![\w.])({_OCTET}(?:\.{_OCTET}){{3}})(?![\w.]*\d)(?:(?::|<)(\d{{1,5}}))?")
+_IPV6 = re.compile(r"\[([0-9A-Fa-f:]*:[0-9A-Fa-f:.]*)(?:%[\w.-]+)?\](?::(\d{1,5}))?"
+                   r"|(?<![\w:])(::1)(?![\w:])")
+_LOCALHOST = re.compile(r"(?<![\w.-])(localhost(?:\.localdomain)?)(?![\w.-])(?::(\d{1,5}))?")
+# NCCL's "<iface>:<address><port>" (Bootstrap : Using, NET/Socket lists, NET/IB's OOB)
+_IFACE_ADDR = re.compile(r"(?:\]|\s|^)([A-Za-z][\w.-]*):([0-9A-Fa-f.:]+)<\d+>")
+_PORT = re.compile(r"\b(?:port|MASTER_PORT|master_port)\s*[:=]\s*(\d{1,5})\b")
+_IFNAME = re.compile(r"\b([A-Z]+_SOCKET_IFNAME)\b(?:\s*set (?:by environment )?to|\s*[:=])\s*"
+                     r"['\"]?([^\s'\",;)]*)")
+_ERRNO_NUMBER = re.compile(r"\berrno:? ?=? ?-?(\d{1,3})\b|\[Errno (\d{1,3})\]|\bcode: -(\d{1,3})\b")
+_ERRNO_NAME = re.compile(r"\b(E[A-Z]{3,14})\b")
+_SIGNAL = re.compile(r"\b(SIG[A-Z]{2,6})\b")
+_EXIT = re.compile(r"\bexit ?code\s*[:=]?\s*(-?\d+)|\bexitcode\s*:\s*(-?\d+)")
+_WORLD = re.compile(r"\bworld_size\s*[=:]\s*(\d+)")
+_WORKERS = re.compile(r"\b(?:worker_count|num_workers_joined)\s*[=:]\s*(\d+)")
+_NNODES = re.compile(r"--nnodes[= ](\d+)(?::(\d+))?|\bnnodes\s*[=:]\s*(\d+)(?::(\d+))?"
+                     r"|\bnNodes (\d+)|\b(?:min_nodes|max_nodes)\s*:\s*(\d+)"
+                     r"|\bgroup_world_size\s*=\s*(\d+)")
+_VERSIONS = (
+    ("nccl", re.compile(r"\bNCCL version (\d+\.\d+\.\d+)")),
+    ("torch", re.compile(r"PyTorch version: (\d+\.\d+[\w.+-]*)|\btorch==(\d+\.\d+[\w.+-]*)")),
+    ("cuda", re.compile(r"\+cuda(\d+\.\d+)|\bCUDA [Vv]ersion:? (\d+\.\d+)")),
+)
+_HOSTNAME = re.compile(r"\b(?:master_addr|MASTER_ADDR)\s*[=:]\s*['\"]?([A-Za-z][\w.-]*)"
+                       r"|\bhost\s*:\s*([A-Za-z][\w.-]*)")
+# NCCL's "connecting to address %s with family %d" with nothing for %s (no address was found)
+_EMPTY_ADDRESS = re.compile(r"\baddress\s+with family (-?\d+)")
+_ENDPOINT = re.compile(r"rdzv[_-]endpoint\s*[:=]\s*['\"]?([^\s'\",]+)")
+# torchelastic (agent/server/api.py, rendezvous/dynamic_rendezvous.py): a worker group restarted,
+# a rendezvous re-formed
+_RESTART = re.compile(r"\brestart_count=(\d+)|(will restart worker group)"
+                      r"|(attempts to join the next round of the rendezvous)")
+
+
+def _address(found: list[Fact], address: str, port: str | None) -> None:
+    kind = address_class(address)
+    if kind is None:
+        return
+    fact = Fact(FactKind.ADDRESS, address.strip("[]"), kind.value)
+    if fact not in found:
+        found.append(fact)
+    if port:
+        found.append(Fact(FactKind.PORT, port))
+
+
+def _first(groups: tuple[str | None, ...]) -> str:
+    return next((g for g in groups if g), "")
+
+
+def facts_of(text: str) -> tuple[Fact, ...]:
+    """Every fact ``text`` states, in kinds' order (addresses first). Its prefixes (launcher
+    tags, glog's header, NCCL's ``host:pid:tid [dev]``) state none: they are left out before
+    the cache is asked, so the same message from other processes, or at other times, is read
+    once."""
+    return _facts(without_header(text))
+
+
+@lru_cache(maxsize=4096)
+def _facts(text: str) -> tuple[Fact, ...]:
+    found: list[Fact] = []
+    if "<" in text:
+        for match in _IFACE_ADDR.finditer(text):
+            found.append(Fact(FactKind.INTERFACE, match.group(1), match.group(2)))
+    for match in _IPV4.finditer(text):
+        _address(found, match.group(1), match.group(2))
+    if "::" in text or "[" in text:
+        for match in _IPV6.finditer(text):
+            _address(found, match.group(1) or match.group(3), match.group(2))
+    if "localhost" in text:
+        for match in _LOCALHOST.finditer(text):
+            _address(found, match.group(1), match.group(2))
+    lowered = text.lower()
+    if "port" in lowered:
+        found += [Fact(FactKind.PORT, m.group(1)) for m in _PORT.finditer(text)]
+    if "IFNAME" in text:
+        found += [Fact(FactKind.IFNAME_SETTING, m.group(2), m.group(1))
+                  for m in _IFNAME.finditer(text)]
+    numbers: list[int] = []
+    if "rrno" in text or "code: -" in text:
+        numbers += [int(_first(m.groups())) for m in _ERRNO_NUMBER.finditer(text)]
+    numbers += [number for name, number in ERRNO_BY_NAME.items() if name in text
+                and any(m.group(1) == name for m in _ERRNO_NAME.finditer(text))]
+    numbers += [n for t, n in ERRNO_BY_TEXT.items() if t in lowered]
+    for number in dict.fromkeys(numbers):
+        found.append(Fact(FactKind.ERRNO, str(number), ERRNOS.get(number, ("", ""))[0]))
+    if "SIG" in text:
+        found += [Fact(FactKind.SIGNAL, s) for s in dict.fromkeys(_SIGNAL.findall(text))]
+    if "exit" in lowered:
+        found += [Fact(FactKind.EXIT_CODE, _first(m.groups())) for m in _EXIT.finditer(text)]
+    if "world_size" in text:
+        found += [Fact(FactKind.WORLD_SIZE, m.group(1)) for m in _WORLD.finditer(text)]
+    if "worker" in text:
+        found += [Fact(FactKind.WORKER_COUNT, m.group(1)) for m in _WORKERS.finditer(text)]
+    if "odes" in text or "group_world_size" in text:
+        nodes = [int(g) for m in _NNODES.finditer(text) for g in m.groups() if g]
+        if nodes:
+            found.append(Fact(FactKind.NNODES, str(max(nodes))))
+    if "version" in lowered or "torch==" in text or "+cuda" in text:
+        for whose, regex in _VERSIONS:
+            found += [Fact(FactKind.VERSION, _first(m.groups()), whose)
+                      for m in regex.finditer(text)]
+    if "addr" in lowered or "host" in text:
+        for match in _HOSTNAME.finditer(text):
+            name = _first(match.groups())
+            if address_class(name) is None:
+                found.append(Fact(FactKind.HOSTNAME, name))
+    if "family" in text:
+        found += [Fact(FactKind.EMPTY_ADDRESS, m.group(1)) for m in _EMPTY_ADDRESS.finditer(text)]
+    if "endpoint" in text:
+        for match in _ENDPOINT.finditer(text):
+            found.append(Fact(FactKind.RDZV_ENDPOINT, match.group(1)))
+    if "restart" in text or "next round" in text:
+        for match in _RESTART.finditer(text):
+            if match.group(1):  # the agent's count of restarts so far
+                found.append(Fact(FactKind.RESTART, match.group(1), "count"))
+            else:  # one restart, or one new round
+                found.append(Fact(FactKind.RESTART, "1", "round"))
+    return tuple(found)
+
+
+def of_kind(facts: tuple[Fact, ...], kind: FactKind) -> tuple[Fact, ...]:
+    return tuple(f for f in facts if f.kind is kind)
+
+
+def endpoint_port(endpoint: str) -> str | None:
+    """The port a rendezvous endpoint names (``host:port``, ``[v6]:port``), None without one."""
+    text = endpoint.strip()
+    if text.startswith("["):
+        close = text.find("]")
+        rest = text[close + 1 :] if close >= 0 else ""
+        return rest[1:] if rest.startswith(":") and rest[1:].isdigit() else None
+    if text.count(":") > 1:  # a bare IPv6 address: no port
+        return None
+    host, _sep, port = text.partition(":")
+    return port if port.isdigit() and host else None

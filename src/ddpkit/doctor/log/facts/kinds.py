@@ -1,0 +1,67 @@
+"""The kinds of fact, as enums: what a line states, independent of the message that states it.
+(An address's class, :class:`AddressClass`, is doctor.addresses', where the network rules
+read it too.)"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+
+from ddpkit.doctor.addresses import AddressClass
+
+
+class FactKind(enum.Enum):
+    ADDRESS = "address"  # value: the address as printed; detail: its AddressClass
+    PORT = "port"
+    IFNAME_SETTING = "ifname-setting"  # value: the setting; detail: the variable (NCCL_/GLOO_...)
+    INTERFACE = "interface"  # an interface a program says it uses (NCCL's "Using lo:...")
+    ERRNO = "errno"  # value: the number; detail: its name (EADDRINUSE)
+    SIGNAL = "signal"  # value: the name (SIGKILL)
+    EXIT_CODE = "exit-code"
+    WORLD_SIZE = "world-size"
+    WORKER_COUNT = "worker-count"  # workers a store-based barrier counted
+    NNODES = "nnodes"  # value: the largest node count the line states
+    VERSION = "version"  # value: the version; detail: whose (nccl, torch, cuda)
+    HOSTNAME = "hostname"
+    EMPTY_ADDRESS = "empty-address"  # "address  with family N": no address at all
+    RDZV_ENDPOINT = "rdzv-endpoint"  # value: the endpoint as given
+    RESTART = "restart"  # torchelastic restarting its worker group / re-forming its rendezvous
+
+
+__all__ = ["ERRNOS", "AddressClass", "Fact", "FactKind"]
+
+
+@dataclass(frozen=True)
+class Fact:
+    kind: FactKind
+    value: str
+    detail: str = ""
+
+    @property
+    def address_class(self) -> AddressClass | None:
+        if self.kind is not FactKind.ADDRESS:
+            return None
+        return AddressClass(self.detail)
+
+
+# errno numbers of Linux (asm-generic/errno.h) the network and process code paths print, with
+# their names and strerror() texts: a line may carry any of the three.
+ERRNOS: dict[int, tuple[str, str]] = {
+    4: ("EINTR", "Interrupted system call"),
+    11: ("EAGAIN", "Resource temporarily unavailable"),
+    12: ("ENOMEM", "Cannot allocate memory"),
+    13: ("EACCES", "Permission denied"),
+    28: ("ENOSPC", "No space left on device"),
+    32: ("EPIPE", "Broken pipe"),
+    97: ("EAFNOSUPPORT", "Address family not supported by protocol"),
+    98: ("EADDRINUSE", "Address already in use"),
+    99: ("EADDRNOTAVAIL", "Cannot assign requested address"),
+    101: ("ENETUNREACH", "Network is unreachable"),
+    103: ("ECONNABORTED", "Software caused connection abort"),
+    104: ("ECONNRESET", "Connection reset by peer"),
+    110: ("ETIMEDOUT", "Connection timed out"),
+    111: ("ECONNREFUSED", "Connection refused"),
+    113: ("EHOSTUNREACH", "No route to host"),
+}
+ERRNO_BY_NAME = {name: number for number, (name, _text) in ERRNOS.items()}
+ERRNO_BY_TEXT = {text.lower(): number for number, (_name, text) in ERRNOS.items()}
