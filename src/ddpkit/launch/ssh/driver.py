@@ -10,6 +10,7 @@ The front end builds a :class:`HostsJob` (what to run where, decided from its fl
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import subprocess
 from collections.abc import Callable, Mapping, Sequence
@@ -35,6 +36,7 @@ from ddpkit.launch.ssh.probe import (
     require_fit,
 )
 from ddpkit.launch.ssh.remote import SshSettings, remote_command, ssh_argv
+from ddpkit.launch.ssh.reuse import shared_connections
 from ddpkit.net.route import LOOPBACK_NAMES
 from ddpkit.wording import clauses
 
@@ -121,10 +123,15 @@ def plan(job: HostsJob, master_addr: str) -> tuple[NodeCommand, ...]:
 
 def run(job: HostsJob, events: HostsEvents, tools: HostsTools | None = None) -> JobResult:
     """Preflight every host in parallel, choose the master, run every node to its end (the first
-    failure stops the others)."""
+    failure stops the others); over one ssh connection per host (:mod:`.reuse`)."""
+    tools = tools or HostsTools.real()
+    with shared_connections(job.hosts, job.local, job.ssh) as settings:
+        return _run(dataclasses.replace(job, ssh=settings), events, tools)
+
+
+def _run(job: HostsJob, events: HostsEvents, tools: HostsTools) -> JobResult:
     from ddpkit.launch.hang.job_stacks import job_stacks
 
-    tools = tools or HostsTools.real()
     events.waiting(_("checking {count} hosts in parallel (ssh, python, ddpkit, torch, working "
                      "directory)", count=len(job.hosts)))
     probes = tools.probe(job.hosts, local=job.local, python=job.python, cwd=job.cwd,
