@@ -45,6 +45,7 @@ class HostsEvents(Progress, NodeEvents, Protocol):
     """The ssh fan-out (``hosts_driver.run``): preflight progress, then its nodes."""
 
 
+HOSTS_LISTED = 8  # up to this many hosts, each gets its preflight line; beyond, only those failing
 MASTER_PLACEHOLDER = "<node 0's address, found at run time>"  # a dry run's master address
 
 
@@ -136,12 +137,18 @@ def _run(job: HostsJob, events: HostsEvents, tools: HostsTools) -> JobResult:
                      "directory)", count=len(job.hosts)))
     probes = tools.probe(job.hosts, local=job.local, python=job.python, cwd=job.cwd,
                          settings=job.ssh, version=__version__)
+    many = len(probes) > HOSTS_LISTED
     for probe in probes:
+        if many and probe.ok:
+            continue  # at scale, by exception: the hosts with a problem, then one line
         where = _("this machine") if probe.local else f"ssh {probe.host.ssh_target}"
         state = _("ok") if probe.ok else clauses(probe.problems)
         events.waiting(_("  node {node} {host} ({hostname}, {where}): {state}",
                          node=probe.node_rank, host=probe.host.label, hostname=probe.hostname,
                          where=where, state=state))
+    if many:
+        fit = sum(1 for probe in probes if probe.ok)
+        events.waiting(_("  {fit} of {total} hosts ok", fit=fit, total=len(probes)))
     require_fit(probes)
     master = choose_master(probes, explicit=job.master_addr, route_here=tools.route_here,
                            route_on_master=lambda target: tools.route_on_node0(

@@ -1,0 +1,118 @@
+"""Pure: a cluster report for many nodes, by exception (what is wrong, by node and interface).
+
+A 32-node matrix has 32·31 cells per interface pair: no terminal shows it. Past ``SCALE_NODES``
+nodes the human report says, per (interface -> peer interface), which nodes reach every peer they
+probed and which fail to reach whom, nodes with the same answer on one row; ``--json`` keeps every
+path (the matrix) and the probe figures.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from ddpkit.doctor.cluster.matrix import CELL
+from ddpkit.doctor.cluster.sampling import SAMPLE_ABOVE, SAMPLE_PEERS, all_pairs_count
+from ddpkit.i18n import _
+
+if TYPE_CHECKING:
+    from ddpkit.doctor.cluster.problems import Problem
+    from ddpkit.doctor.cluster.report import ClusterReport
+
+SCALE_NODES = 8  # up to this many nodes, the full matrix (or pair table); beyond, by exception
+PEERS_NAMED = 4  # failing peers named on a row; more are counted
+PROBLEMS_PER_ID = 3  # at scale, problems of one id shown in full; the rest counted
+
+
+def compact_ranks(ranks: Iterable[int], prefix: str = "node") -> str:
+    """``[0, 1, 2, 5, 7, 8]`` -> ``node0-2,5,7-8``."""
+    ordered = sorted(set(ranks))
+    runs: list[str] = []
+    start = previous = None
+    for rank in [*ordered, None]:
+        if start is not None and rank is not None and previous is not None and rank == previous + 1:
+            previous = rank
+            continue
+        if start is not None:
+            runs.append(f"{start}" if start == previous else f"{start}-{previous}")
+        start = previous = rank
+    return prefix + ",".join(runs) if runs else ""
+
+
+def probe_figures(report: ClusterReport) -> dict[str, Any]:
+    """How many probes were planned and made, against all pairs, and whether they were sampled."""
+    made = [p for p in report.matrix.results() if p.status != "not-probed"]
+    return {"sampled": report.matrix.sampled, "made": len(made),
+            "planned": len(report.matrix.results()), "all_pairs": all_pairs_count(report.records),
+            "sample_above_nodes": SAMPLE_ABOVE, "random_peers": SAMPLE_PEERS}
+
+
+def probe_line(report: ClusterReport) -> str:
+    figures = probe_figures(report)
+    if figures["sampled"]:
+        return _("{made} probes, sampled (above {above} nodes: each node's ring neighbours, "
+                 "{k} random peers, every peer on another subnet) of {all} for all pairs",
+                 made=figures["made"], above=SAMPLE_ABOVE, k=SAMPLE_PEERS,
+                 all=figures["all_pairs"])
+    return _("{made} probes: every pair of nodes, every interface pair", made=figures["made"])
+
+
+def _cell_text(failures: dict[str, list[int]], probed: int) -> str:
+    if not failures:
+        return _("ok to all {count} probed", count=probed)
+    parts = []
+    for status, peers in sorted(failures.items()):
+        if len(peers) == probed:
+            parts.append(_("{status} to all {count}", status=CELL[status], count=probed))
+        elif len(peers) <= PEERS_NAMED:
+            parts.append(_("{status} to {peers}", status=CELL[status],
+                           peers=compact_ranks(peers)))
+        else:
+            parts.append(_("{status} to {count} of {probed}", status=CELL[status],
+                           count=len(peers), probed=probed))
+    return "; ".join(parts)
+
+
+def reach_rows(report: ClusterReport) -> list[tuple[str, str, str]]:
+    """(interface -> peer interface, nodes, result), nodes with equal answers merged: failing rows
+    first, those of fewer nodes first."""
+    cells: dict[tuple[int, str, str], tuple[dict[str, list[int]], int]] = {}
+    for path in report.matrix.results():
+        key = (path.src, path.src_ifname, path.dst_ifname)
+        failures, probed = cells.get(key, ({}, 0))
+        if path.status != "ok":
+            failures.setdefault(path.status, []).append(path.dst)
+        cells[key] = (failures, probed + 1)
+    grouped: dict[tuple[bool, str, str, str], list[int]] = defaultdict(list)
+    for (rank, ifname, peer_ifname), (failures, probed) in cells.items():
+        grouped[(not failures, ifname, peer_ifname, _cell_text(failures, probed))].append(rank)
+    # failing rows first, the fewest nodes first: one bad node before the trap every node has
+    ordered = sorted(grouped.items(),
+                     key=lambda item: (item[0][0], len(item[1]), *item[0][1:3], min(item[1])))
+    return [(f"{a}->{b}", compact_ranks(ranks), text) for (_ok, a, b, text), ranks in ordered]
+
+
+def node_groups(records: Sequence[Any]) -> list[tuple[str, str]]:
+    """(nodes, their candidate interfaces by name) with nodes of the same names on one row."""
+    groups: dict[str, list[int]] = defaultdict(list)
+    for record in records:
+        names = ", ".join(f"{c.ifname}" for c in record.candidates) or _("none")
+        groups[names].append(record.rank)
+    return [(compact_ranks(ranks), names) for names, ranks in
+            sorted(groups.items(), key=lambda item: min(item[1]))]
+
+
+def shown_problems(problems: Sequence[Problem]) -> tuple[list[Problem], dict[str, int]]:
+    """At scale, the first ``PROBLEMS_PER_ID`` problems of each id, and how many more each has
+    (one unreachable node makes N-1 pair problems: the reachability rows already name it)."""
+    shown: list[Problem] = []
+    more: dict[str, int] = {}
+    seen: dict[str, int] = {}
+    for problem in problems:
+        seen[problem.id] = seen.get(problem.id, 0) + 1
+        if seen[problem.id] <= PROBLEMS_PER_ID:
+            shown.append(problem)
+        else:
+            more[problem.id] = more.get(problem.id, 0) + 1
+    return shown, more
