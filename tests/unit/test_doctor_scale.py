@@ -103,7 +103,7 @@ def test_one_dead_node_among_40_is_named_by_node_and_interface_in_few_lines() ->
     records, reports = cluster(40, dead=frozenset({27}))
     report = report_of(records, reports)
     assert not report.verdict.ok
-    rows = reach_rows(report)
+    rows = reach_rows(report.matrix.results())
     assert rows[0][0] == "eth1->eth1" and rows[0][1] == "node27"
     assert rows[0][2].startswith("timeout to all")
     assert any("timeout to node27" in text for _, _nodes, text in rows)
@@ -131,3 +131,18 @@ def test_an_unprobed_pair_is_never_assumed_across_a_failing_interface() -> None:
 def test_compact_ranks() -> None:
     assert compact_ranks([0, 1, 2, 5, 7, 8]) == "node0-2,5,7-8"
     assert compact_ranks([27]) == "node27" and compact_ranks([]) == ""
+
+
+def test_the_whole_job_report_from_node_0s_json_is_by_exception_too() -> None:
+    from ddpkit.cli.job.doctor_job import show_report
+
+    records, reports = cluster(32, dead=frozenset({27}))
+    doc = report_of(records, reports).to_dict()
+    out = io.StringIO()
+    show_report(Console(out=out, err=io.StringIO(), color=False, width=100), doc)
+    lines = out.getvalue().splitlines()
+    assert all(display_width(line) <= 100 for line in lines), max(lines, key=display_width)
+    assert len(lines) < 45, "\n".join(lines)
+    text = "\n".join(lines)
+    assert "eth1->eth1  node27" in text and "sampled" in text
+    assert "more peer-unreachable problems (every one in --json)" in text

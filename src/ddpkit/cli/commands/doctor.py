@@ -246,9 +246,15 @@ def share(console: Console, config: LaunchConfig, context: ShareContext,
 
 def _render_at_scale(console: Console, report: ClusterReport) -> None:
     """Many nodes: nodes grouped by interface names, reachability by exception (--json: all)."""
-    from ddpkit.doctor.cluster.summary import compact_ranks, node_groups, probe_line, reach_rows
+    from ddpkit.doctor.cluster.summary import (
+        compact_ranks,
+        node_groups,
+        probe_figures,
+        probe_line,
+        reach_rows,
+    )
 
-    rows = node_groups(report.records)
+    rows = node_groups((r.rank, [c.ifname for c in r.candidates]) for r in report.records)
     if report.missing:
         rows.append((compact_ranks(report.missing), _("(did not show up)")))
     render.table(console, (_("nodes"), _("candidate interfaces")), rows,
@@ -256,10 +262,11 @@ def _render_at_scale(console: Console, report: ClusterReport) -> None:
     if report.missing:
         return
     render.line(console)
-    render.table(console, (_("interfaces"), _("from nodes"), _("result")), reach_rows(report),
+    render.table(console, (_("interfaces"), _("from nodes"), _("result")),
+                 reach_rows(report.matrix.results()),
                  title=_("reachability, nodes with the same result on one row (every path: "
                          "--json)"))
-    render.wrapped(console, probe_line(report), first="", indent="  ")
+    render.wrapped(console, probe_line(probe_figures(report)), first="", indent="  ")
 
 
 def _render_cluster(console: Console, report: ClusterReport) -> None:
@@ -297,9 +304,10 @@ def _render_cluster(console: Console, report: ClusterReport) -> None:
     if report.problems:
         render.line(console)
         render.line(console, render.style(console, _("problems"), "bold"))
-        shown, more = (shown_problems(report.problems) if len(report.records) > SCALE_NODES
-                       else (list(report.problems), {}))
-        for problem in shown:
+        indexes, more = (shown_problems([p.id for p in report.problems])
+                         if len(report.records) > SCALE_NODES
+                         else (list(range(len(report.problems))), {}))
+        for problem in (report.problems[i] for i in indexes):
             head = _severity(console, problem.severity)
             render.line(console, _("{head} {id}", head=head,
                                    id=render.style(console, problem.id, "bold")))

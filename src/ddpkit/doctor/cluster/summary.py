@@ -9,15 +9,15 @@ path (the matrix) and the probe figures.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ddpkit.doctor.cluster.matrix import CELL
+from ddpkit.doctor.cluster.model import PathResult
 from ddpkit.doctor.cluster.sampling import SAMPLE_ABOVE, SAMPLE_PEERS, all_pairs_count
 from ddpkit.i18n import _
 
 if TYPE_CHECKING:
-    from ddpkit.doctor.cluster.problems import Problem
     from ddpkit.doctor.cluster.report import ClusterReport
 
 SCALE_NODES = 8  # up to this many nodes, the full matrix (or pair table); beyond, by exception
@@ -48,14 +48,14 @@ def probe_figures(report: ClusterReport) -> dict[str, Any]:
             "sample_above_nodes": SAMPLE_ABOVE, "random_peers": SAMPLE_PEERS}
 
 
-def probe_line(report: ClusterReport) -> str:
-    figures = probe_figures(report)
-    if figures["sampled"]:
+def probe_line(figures: Mapping[str, Any]) -> str:
+    """The probe figures (:func:`probe_figures`, or a report's JSON ``probes``) in one sentence."""
+    if figures.get("sampled"):
         return _("{made} probes, sampled (above {above} nodes: each node's ring neighbours, "
                  "{k} random peers, every peer on another subnet) of {all} for all pairs",
-                 made=figures["made"], above=SAMPLE_ABOVE, k=SAMPLE_PEERS,
-                 all=figures["all_pairs"])
-    return _("{made} probes: every pair of nodes, every interface pair", made=figures["made"])
+                 made=figures.get("made"), above=figures.get("sample_above_nodes"),
+                 k=figures.get("random_peers"), all=figures.get("all_pairs"))
+    return _("{made} probes: every pair of nodes, every interface pair", made=figures.get("made"))
 
 
 def _cell_text(failures: dict[str, list[int]], probed: int) -> str:
@@ -74,11 +74,11 @@ def _cell_text(failures: dict[str, list[int]], probed: int) -> str:
     return "; ".join(parts)
 
 
-def reach_rows(report: ClusterReport) -> list[tuple[str, str, str]]:
+def reach_rows(paths: Iterable[PathResult]) -> list[tuple[str, str, str]]:
     """(interface -> peer interface, nodes, result), nodes with equal answers merged: failing rows
     first, those of fewer nodes first."""
     cells: dict[tuple[int, str, str], tuple[dict[str, list[int]], int]] = {}
-    for path in report.matrix.results():
+    for path in paths:
         key = (path.src, path.src_ifname, path.dst_ifname)
         failures, probed = cells.get(key, ({}, 0))
         if path.status != "ok":
@@ -93,26 +93,27 @@ def reach_rows(report: ClusterReport) -> list[tuple[str, str, str]]:
     return [(f"{a}->{b}", compact_ranks(ranks), text) for (_ok, a, b, text), ranks in ordered]
 
 
-def node_groups(records: Sequence[Any]) -> list[tuple[str, str]]:
-    """(nodes, their candidate interfaces by name) with nodes of the same names on one row."""
+def node_groups(nodes: Iterable[tuple[int, Sequence[str]]]) -> list[tuple[str, str]]:
+    """(nodes, their candidate interfaces by name) from (rank, interface names), nodes with the
+    same names on one row."""
     groups: dict[str, list[int]] = defaultdict(list)
-    for record in records:
-        names = ", ".join(f"{c.ifname}" for c in record.candidates) or _("none")
-        groups[names].append(record.rank)
+    for rank, ifnames in nodes:
+        groups[", ".join(ifnames) or _("none")].append(rank)
     return [(compact_ranks(ranks), names) for names, ranks in
             sorted(groups.items(), key=lambda item: min(item[1]))]
 
 
-def shown_problems(problems: Sequence[Problem]) -> tuple[list[Problem], dict[str, int]]:
-    """At scale, the first ``PROBLEMS_PER_ID`` problems of each id, and how many more each has
-    (one unreachable node makes N-1 pair problems: the reachability rows already name it)."""
-    shown: list[Problem] = []
+def shown_problems(ids: Sequence[str]) -> tuple[list[int], dict[str, int]]:
+    """At scale, which problems to show (indexes into ``ids``, each problem's id): the first
+    ``PROBLEMS_PER_ID`` of each id; and how many more each id has (one unreachable node makes N-1
+    pair problems: the reachability rows already name it)."""
+    shown: list[int] = []
     more: dict[str, int] = {}
     seen: dict[str, int] = {}
-    for problem in problems:
-        seen[problem.id] = seen.get(problem.id, 0) + 1
-        if seen[problem.id] <= PROBLEMS_PER_ID:
-            shown.append(problem)
+    for index, problem_id in enumerate(ids):
+        seen[problem_id] = seen.get(problem_id, 0) + 1
+        if seen[problem_id] <= PROBLEMS_PER_ID:
+            shown.append(index)
         else:
-            more[problem.id] = more.get(problem.id, 0) + 1
+            more[problem_id] = more.get(problem_id, 0) + 1
     return shown, more
