@@ -46,6 +46,9 @@ from ddpkit.errors import ExitCode
 from ddpkit.sim import host, inspect, node_argv
 from ddpkit.sim.topology import NETNS_DIR, owned_namespace_pattern
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "integration"))
+from multinode import error_message  # noqa: E402 - the tests' reading of an error paragraph
+
 TRAIN = textwrap.dedent("""\
     import datetime, os, sys, torch, torch.distributed as dist
     dist.init_process_group("gloo", timeout=datetime.timedelta(seconds=300))
@@ -171,19 +174,6 @@ def wait_idle(name: str, sshd: dict[str, int], limit: float = 60) -> float | Non
     return time.monotonic() - started
 
 
-def error_summary(text: str) -> str:
-    lines = text.splitlines()
-    start = next((i for i, line in enumerate(lines) if line.startswith("error [")), None)
-    if start is None:
-        return ""
-    parts = [lines[start]]
-    for line in lines[start + 1:]:
-        if not line.startswith("  ") or line.lstrip().startswith("fix:"):
-            break
-        parts.append(line.strip())
-    return " ".join(parts)
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--nodes", type=int, default=None)
@@ -269,7 +259,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                                                 *flags, "train.py", str(fail_node))], work,
                              "fail", 900)
             step.exit_code = codes[0]
-            summary = error_summary(texts[0])
+            summary = error_message(texts[0])
             address = ssh_address(ssh["hostfile"], fail_node)
             step.ok = (codes[0] == ExitCode.JOB_FAILED and summary.startswith(
                 f"error [job-failed]: node {fail_node} ({address}, rank {fail_node}")
