@@ -200,6 +200,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                                args.subnet, "--json")], work, "up", 300)
         step.exit_code, step.ok = codes[0], codes[0] == 0
         steps.append(step)
+        progress(step)
         if not step.ok:
             print(texts[0][-3000:], file=sys.stderr)
             return 1
@@ -223,32 +224,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             up_plus_test += step.wall_s
             step.extra["sim_up_plus_test_s"] = round(up_plus_test, 1)
             steps.append(step)
-            wait_idle(args.name, sshd)
-
-        if "doctor" in wanted:
-            step = Step("doctor --hosts", "ddpkit doctor --hostfile H --ssh-config C")
-            codes, step.wall_s, step.ddpkit_peak_rss_mib, step.job_peak_rss_mib, texts = \
-                run_measured(args.name, [ddpkit("doctor", "--timeout", "600", *flags)], work,
-                             "doctor", 900)
-            step.exit_code = codes[0]
-            step.ok = codes[0] == 0 and "doctor: cluster ok" in texts[0]
-            step.widest_line = widest(texts[0])
-            probes = re.search(r"(\d+) probes[,:]", texts[0])
-            step.extra["probes"] = int(probes.group(1)) if probes else None
-            step.extra["sampled"] = "sampled" in texts[0]
-            step.note = next((line.split("] ", 1)[-1] for line in texts[0].splitlines()
-                              if "doctor: cluster" in line), "")
-            steps.append(step)
-            wait_idle(args.name, sshd)
-
-        if "launch" in wanted:
-            step = Step("launch --hosts", "ddpkit launch --hostfile H --ssh-config C train.py")
-            codes, step.wall_s, step.ddpkit_peak_rss_mib, step.job_peak_rss_mib, texts = \
-                run_measured(args.name, [ddpkit("launch", "--run-dir", str(work / "runs-launch"),
-                                                *flags, "train.py")], work, "launch", 900)
-            step.exit_code, step.ok = codes[0], codes[0] == 0
-            step.widest_line = widest(texts[0])
-            steps.append(step)
+            progress(step)
             wait_idle(args.name, sshd)
 
         if "fail" in wanted:
@@ -270,9 +246,39 @@ def main(argv: Sequence[str] | None = None) -> int:
             idle = wait_idle(args.name, sshd)
             step.extra["nodes_idle_after_exit_s"] = None if idle is None else round(idle, 1)
             steps.append(step)
+            progress(step)
+
+        if "doctor" in wanted:
+            step = Step("doctor --hosts", "ddpkit doctor --hostfile H --ssh-config C")
+            codes, step.wall_s, step.ddpkit_peak_rss_mib, step.job_peak_rss_mib, texts = \
+                run_measured(args.name, [ddpkit("doctor", "--timeout", "600", *flags)], work,
+                             "doctor", 900)
+            step.exit_code = codes[0]
+            step.ok = codes[0] == 0 and "doctor: cluster ok" in texts[0]
+            step.widest_line = widest(texts[0])
+            probes = re.search(r"(\d+) probes[,:]", texts[0])
+            step.extra["probes"] = int(probes.group(1)) if probes else None
+            step.extra["sampled"] = "sampled" in texts[0]
+            step.note = next((line.split("] ", 1)[-1] for line in texts[0].splitlines()
+                              if "doctor: cluster" in line), "")
+            steps.append(step)
+            progress(step)
+            wait_idle(args.name, sshd)
+
+        if "launch" in wanted:
+            step = Step("launch --hosts", "ddpkit launch --hostfile H --ssh-config C train.py")
+            codes, step.wall_s, step.ddpkit_peak_rss_mib, step.job_peak_rss_mib, texts = \
+                run_measured(args.name, [ddpkit("launch", "--run-dir", str(work / "runs-launch"),
+                                                *flags, "train.py")], work, "launch", 900)
+            step.exit_code, step.ok = codes[0], codes[0] == 0
+            step.widest_line = widest(texts[0])
+            steps.append(step)
+            progress(step)
+            wait_idle(args.name, sshd)
 
         if "join" in wanted:
             steps.append(join_step(args.name, doc, nodes, work))
+            progress(steps[-1])
             wait_idle(args.name, sshd)
     finally:
         step = Step("sim down", f"ddpkit sim down --name {args.name}")
@@ -333,6 +339,13 @@ def leftovers(name: str) -> list[str]:
         if proc.info.get("name") == "sshd" and f"/run/ddpkit-sim/{name}/" in cmdline:
             found.append(f"sshd pid {proc.pid}")
     return found
+
+
+def progress(step: Step) -> None:
+    print(f"[scale_sim] {step.name}: {step.wall_s:.1f} s, ok={step.ok}, ddpkit "
+          f"{step.ddpkit_peak_rss_mib:.0f} MiB, job {step.job_peak_rss_mib:.0f} MiB, widest "
+          f"{step.widest_line}; {step.note[:200]} {json.dumps(step.extra)}", file=sys.stderr,
+          flush=True)
 
 
 def report(steps: Sequence[Step], nodes: int, out: str | None) -> None:
