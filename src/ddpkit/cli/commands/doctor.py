@@ -266,7 +266,7 @@ def _render_at_scale(console: Console, report: ClusterReport) -> None:
                  reach_rows(report.matrix.results()),
                  title=_("reachability, nodes with the same result on one row (every path: "
                          "--json)"))
-    render.wrapped(console, probe_line(probe_figures(report)), first="", indent="  ")
+    render.wrapped(console, probe_line(probe_figures(report.matrix, report.records)), first="", indent="  ")
 
 
 def _render_cluster(console: Console, report: ClusterReport) -> None:

@@ -82,7 +82,7 @@ class ClusterReport:
                        "fingerprint": r.fingerprint.to_dict()} for r in self.records],
             "missing": list(self.missing),
             "paths": [p.to_dict() for p in self.matrix.results()],
-            "probes": probe_figures(self),
+            "probes": probe_figures(self.matrix, self.records),
             "differences": [d.to_dict() for d in self.differences],
             "verdict": self.verdict.to_dict(),
             "problems": [p.to_dict() for p in self.problems],

@@ -10,15 +10,12 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from ddpkit.doctor.cluster.matrix import CELL
-from ddpkit.doctor.cluster.model import PathResult
+from ddpkit.doctor.cluster.matrix import CELL, Matrix
+from ddpkit.doctor.cluster.model import NodeRecord, PathResult
 from ddpkit.doctor.cluster.sampling import SAMPLE_ABOVE, SAMPLE_PEERS, all_pairs_count
 from ddpkit.i18n import _
-
-if TYPE_CHECKING:
-    from ddpkit.doctor.cluster.report import ClusterReport
 
 SCALE_NODES = 8  # up to this many nodes, the full matrix (or pair table); beyond, by exception
 PEERS_NAMED = 4  # failing peers named on a row; more are counted
@@ -40,11 +37,11 @@ def compact_ranks(ranks: Iterable[int], prefix: str = "node") -> str:
     return prefix + ",".join(runs) if runs else ""
 
 
-def probe_figures(report: ClusterReport) -> dict[str, Any]:
+def probe_figures(matrix: Matrix, records: Sequence[NodeRecord]) -> dict[str, Any]:
     """How many probes were planned and made, against all pairs, and whether they were sampled."""
-    made = [p for p in report.matrix.results() if p.status != "not-probed"]
-    return {"sampled": report.matrix.sampled, "made": len(made),
-            "planned": len(report.matrix.results()), "all_pairs": all_pairs_count(report.records),
+    made = [p for p in matrix.results() if p.status != "not-probed"]
+    return {"sampled": matrix.sampled, "made": len(made),
+            "planned": len(matrix.results()), "all_pairs": all_pairs_count(records),
             "sample_above_nodes": SAMPLE_ABOVE, "random_peers": SAMPLE_PEERS}
 
 
