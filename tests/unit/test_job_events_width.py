@@ -41,3 +41,16 @@ def test_a_word_wider_than_the_line_is_broken_rather_than_overflowing() -> None:
     lines = _lines("x" * 250)
     assert all(len(line) <= 100 for line in lines) and "".join(
         line.removeprefix("[10.0.0.33:31] ").strip() for line in lines) == "x" * 250
+
+
+def test_at_scale_the_nodes_merely_stopped_are_one_clause_with_their_ranks() -> None:
+    from ddpkit.launch.outcomes import FAILED, STOPPED, NodeOutcome, job_summary
+
+    outcomes = [NodeOutcome(node_rank=r, host=f"10.0.0.{2 + r}",
+                            state=FAILED if r == 27 else STOPPED, exitcode=1 if r == 27 else None)
+                for r in range(32)]
+    text = job_summary(outcomes)
+    assert text.startswith("node 27 (10.0.0.29") and "failed first" in text
+    assert text.endswith("Then: nodes 0-26,28-31 were stopped (31)"), text
+    few = job_summary(outcomes[25:29])
+    assert "node 25 (10.0.0.27) was stopped" in few and "nodes " not in few

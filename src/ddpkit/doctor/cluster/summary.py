@@ -16,6 +16,7 @@ from ddpkit.doctor.cluster.matrix import CELL, Matrix
 from ddpkit.doctor.cluster.model import NodeRecord, PathResult
 from ddpkit.doctor.cluster.sampling import SAMPLE_ABOVE, SAMPLE_PEERS, all_pairs_count
 from ddpkit.i18n import _
+from ddpkit.wording import ranges
 
 SCALE_NODES = 8  # up to this many nodes, the full matrix (or pair table); beyond, by exception
 PEERS_NAMED = 4  # failing peers named on a row; more are counted
@@ -24,17 +25,8 @@ PROBLEMS_PER_ID = 3  # at scale, problems of one id shown in full; the rest coun
 
 def compact_ranks(ranks: Iterable[int], prefix: str = "node") -> str:
     """``[0, 1, 2, 5, 7, 8]`` -> ``node0-2,5,7-8``."""
-    ordered = sorted(set(ranks))
-    runs: list[str] = []
-    start = previous = None
-    for rank in [*ordered, None]:
-        if start is not None and rank is not None and previous is not None and rank == previous + 1:
-            previous = rank
-            continue
-        if start is not None:
-            runs.append(f"{start}" if start == previous else f"{start}-{previous}")
-        start = previous = rank
-    return prefix + ",".join(runs) if runs else ""
+    text = ranges(ranks)
+    return prefix + text if text else ""
 
 
 def probe_figures(matrix: Matrix, records: Sequence[NodeRecord]) -> dict[str, Any]:
