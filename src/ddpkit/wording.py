@@ -7,7 +7,7 @@ space after a full stop). Used by every layer: the one home of these joins."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 from ddpkit.i18n import Text, _, current_language
 
@@ -92,3 +92,19 @@ def some(parts: Sequence[str], most: int) -> str:
     shown = commas(parts[:most])
     left = len(parts) - most
     return _("{shown} and {count} more", shown=shown, count=left) if left > 0 else shown
+
+
+def ranges(numbers: Iterable[int]) -> str:
+    """``[0, 1, 2, 5, 7, 8]`` -> ``0-2,5,7-8`` (node ranks at scale)."""
+    ordered = sorted(set(numbers))
+    runs: list[str] = []
+    start = previous = None
+    for number in [*ordered, None]:
+        if start is not None and number is not None and previous is not None \
+                and number == previous + 1:
+            previous = number
+            continue
+        if start is not None:
+            runs.append(f"{start}" if start == previous else f"{start}-{previous}")
+        start = previous = number
+    return ",".join(runs)

@@ -230,7 +230,7 @@ def test_json_payload_shape_is_stable_and_serialisable() -> None:
     report = build_report(outcome(*build(SIM)))
     payload = json.loads(json.dumps(report.to_dict()))
     assert set(payload) == {"ok", "nnodes", "node_rank", "master", "timing", "nodes", "missing",
-                            "paths", "differences", "verdict", "problems"}
+                            "paths", "probes", "differences", "verdict", "problems"}
     assert payload["verdict"]["same_interface_everywhere"] == "eth1"
     assert len(payload["paths"]) == 4 * 3 * 2 * 2
     assert set(payload["paths"][0]) == {"from", "from_interface", "from_address", "to",

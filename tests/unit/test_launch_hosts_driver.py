@@ -3,6 +3,7 @@ every host (both hosts are this machine, so no ssh), a fake preflight, and a rec
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import sys
@@ -135,3 +136,13 @@ def test_a_dry_run_plan_puts_the_given_master_in_every_command(tmp_path: Path) -
     for node in nodes:
         assert node.node_argv[node.node_argv.index("--master-addr") + 1] == \
             hosts_driver.MASTER_PLACEHOLDER
+
+
+def test_at_scale_the_preflight_lists_only_the_hosts_with_a_problem(tmp_path: Path) -> None:
+    events = Recorder()
+    job = dataclasses.replace(_job(tmp_path), hosts=tuple(Host(name="127.0.0.1") for _ in range(12)),
+                              local=(True,) * 12)
+    with pytest.raises(DdpkitError):
+        hosts_driver.run(job, events, _tools({9: "working directory missing there"}))
+    assert events.progress[1:] == ["  node 9 127.0.0.1 (box9, this machine): working directory "
+                                   "missing there", "  11 of 12 hosts ok"]

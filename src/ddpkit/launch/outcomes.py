@@ -25,7 +25,7 @@ from typing import Any, Literal
 from ddpkit.error_ids import JOB_STOPPED
 from ddpkit.errors import DdpkitError
 from ddpkit.i18n import _
-from ddpkit.wording import clauses
+from ddpkit.wording import clauses, ranges
 
 NodeState = Literal["ok", "failed", "lost", "stopped", "interrupted"]  # how one node ended
 OK: NodeState = "ok"
@@ -214,6 +214,9 @@ def first_failure(outcomes: Sequence[NodeOutcome]) -> NodeOutcome | None:
     return min(candidates, key=lambda o: (is_consequence(o), o.observed_at, o.node_rank))
 
 
+GROUP_STOPPED_ABOVE = 3  # more nodes merely stopped than this: one clause with their ranks
+
+
 def job_summary(outcomes: Sequence[NodeOutcome], first: NodeOutcome | None = None) -> str:
     """One paragraph: the first failure (where, how, its last lines), then what the others did;
     ``first``: the failure to name first, when the caller judged it (else :func:`first_failure`)."""
@@ -235,10 +238,18 @@ def job_summary(outcomes: Sequence[NodeOutcome], first: NodeOutcome | None = Non
                  lines=" | ".join(first.last_lines))
     others = [o for o in sorted(outcomes, key=_order) if o is not first and o.state != OK]
     if others:
+        quiet = [o for o in others if not o.failed]
+        grouped = len(quiet) > GROUP_STOPPED_ABOVE  # at scale: "nodes 0-26,28-31 were stopped"
         parts = [_("node {node} ({host}) failed too ({how})", node=o.node_rank, host=o.host,
                    how=o.how()) if o.failed else
                  _("node {node} ({host}) was {state}", node=o.node_rank, host=o.host,
-                   state=state_word(o.state)) for o in others]
+                   state=state_word(o.state)) for o in others if o.failed or not grouped]
+        if grouped:
+            words: dict[str, list[int]] = {}
+            for o in quiet:
+                words.setdefault(state_word(o.state), []).append(o.node_rank)
+            parts += [_("nodes {nodes} were {state} ({count})", nodes=ranges(ranks),
+                        state=word, count=len(ranks)) for word, ranks in words.items()]
         text = _("{summary}. Then: {others}", summary=text, others=clauses(parts))
     return text
 

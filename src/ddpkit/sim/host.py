@@ -29,6 +29,8 @@ TOOL_PACKAGES: Mapping[str, str] = {
     "hostname": "hostname",
     "ip": "iproute2",
     "nsenter": "util-linux",
+    "ssh-keygen": "openssh-client",
+    "sshd": "openssh-server",
     "tc": "iproute2",
     "umount": "mount",
     "unshare": "util-linux",

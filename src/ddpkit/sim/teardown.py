@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ddpkit.errors import EnvironmentProblem
-from ddpkit.sim import host
+from ddpkit.sim import host, ssh
 from ddpkit.sim.topology import (
     ETC_NETNS_DIR,
     NETNS_DIR,
@@ -55,7 +55,7 @@ def teardown(name: str, tools: host.Tools, run: host.CommandRunner) -> DownRepor
         for path in [f"{NETNS_DIR}/{ns}" for ns in namespaces] + uts_files
         if (inode := host.namespace_inode(path)) is not None
     }
-    killed: set[int] = set()
+    killed: set[int] = set(ssh.stop(name))  # its sshds by their recorded pids, then the rest
     for _ in range(5):  # again, in case a process forked while the others were being stopped
         pids = host.processes_in_namespaces(inodes, inodes)
         if not pids:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import subprocess
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,7 +18,7 @@ class SshCluster:
     sim: SimCluster
     root: Path
     client_config: Path
-    sshd: dict[int, subprocess.Popen[bytes]] = field(default_factory=dict)
+    sshd: dict[int, int] = field(default_factory=dict)  # node index -> its sshd's pid
 
     @property
     def addresses(self) -> list[str]:
@@ -34,7 +33,7 @@ class SshCluster:
         return path
 
     def stop_sshd(self, index: int) -> None:
-        proc = self.sshd.pop(index)
+        proc = psutil.Process(self.sshd.pop(index))
         proc.terminate()
         proc.wait(timeout=10)
 
@@ -51,7 +50,7 @@ class SshCluster:
     def node_processes(self, index: int) -> dict[int, str]:
         """Every process inside node ``index`` (by network namespace), but its sshd listener."""
         inode = os.stat(f"/run/netns/{self.sim.nodes[index].namespace}").st_ino
-        listener = self.sshd[index].pid if index in self.sshd else None
+        listener = self.sshd.get(index)
         found = {}
         for proc in psutil.process_iter(["pid", "cmdline"]):
             with contextlib.suppress(OSError, psutil.Error):
@@ -62,6 +61,6 @@ class SshCluster:
     def sessions(self, index: int) -> list[psutil.Process]:
         """The sshd processes serving connections to node ``index`` right now."""
         try:
-            return list(psutil.Process(self.sshd[index].pid).children())
+            return list(psutil.Process(self.sshd[index]).children())
         except psutil.NoSuchProcess:
             return []

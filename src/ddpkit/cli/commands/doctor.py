@@ -244,8 +244,34 @@ def share(console: Console, config: LaunchConfig, context: ShareContext,
     return int(ExitCode.OK if report.ok else ExitCode.FAILURE), state
 
 
+def _render_at_scale(console: Console, report: ClusterReport) -> None:
+    """Many nodes: nodes grouped by interface names, reachability by exception (--json: all)."""
+    from ddpkit.doctor.cluster.summary import (
+        compact_ranks,
+        node_groups,
+        probe_figures,
+        probe_line,
+        reach_rows,
+    )
+
+    rows = node_groups((r.rank, [c.ifname for c in r.candidates]) for r in report.records)
+    if report.missing:
+        rows.append((compact_ranks(report.missing), _("(did not show up)")))
+    render.table(console, (_("nodes"), _("candidate interfaces")), rows,
+                 title=_("nodes, grouped by interface names (addresses: --json)"))
+    if report.missing:
+        return
+    render.line(console)
+    render.table(console, (_("interfaces"), _("from nodes"), _("result")),
+                 reach_rows(report.matrix.results()),
+                 title=_("reachability, nodes with the same result on one row (every path: "
+                         "--json)"))
+    render.wrapped(console, probe_line(probe_figures(report.matrix, report.records)), first="", indent="  ")
+
+
 def _render_cluster(console: Console, report: ClusterReport) -> None:
     from ddpkit.doctor.cluster.report import difference_table, matrix_table, verdict_lines
+    from ddpkit.doctor.cluster.summary import SCALE_NODES, shown_problems
 
     out = report.outcome
     render.line(console, render.style(
@@ -253,19 +279,22 @@ def _render_cluster(console: Console, report: ClusterReport) -> None:
                     "ddpkit doctor: cluster of {count} nodes, master {master}, this is node "
                     "{rank}", out.nnodes, master=out.master, rank=out.node_rank), "bold"))
     render.line(console)
-    nodes: list[tuple[str, str, str]] = [
-        (f"node{r.rank}", r.hostname,
-         ", ".join(f"{c.ifname} {c.address}" for c in r.candidates) or _("none"))
-        for r in report.records]
-    nodes += [(f"node{rank}", _("(did not show up)"), "") for rank in report.missing]
-    render.table(console, (_("node"), _("hostname"), _("candidate interfaces")), sorted(nodes),
-                 title=_("nodes"))
-    if not report.missing:
-        render.line(console)
-        headers, rows = matrix_table(report)
-        render.table(console, headers, rows, title=_("reachability (row dials column; ok = that "
-                                                     "node answered and saw the intended source "
-                                                     "address)"))
+    if len(report.records) > SCALE_NODES:
+        _render_at_scale(console, report)
+    else:
+        nodes: list[tuple[str, str, str]] = [
+            (f"node{r.rank}", r.hostname,
+             ", ".join(f"{c.ifname} {c.address}" for c in r.candidates) or _("none"))
+            for r in report.records]
+        nodes += [(f"node{rank}", _("(did not show up)"), "") for rank in report.missing]
+        render.table(console, (_("node"), _("hostname"), _("candidate interfaces")),
+                     sorted(nodes), title=_("nodes"))
+        if not report.missing:
+            render.line(console)
+            headers, rows = matrix_table(report)
+            render.table(console, headers, rows, title=_(
+                "reachability (row dials column; ok = that node answered and saw the intended "
+                "source address)"))
     render.line(console)
     if report.differences:
         headers, rows = difference_table(report)
@@ -275,12 +304,19 @@ def _render_cluster(console: Console, report: ClusterReport) -> None:
     if report.problems:
         render.line(console)
         render.line(console, render.style(console, _("problems"), "bold"))
-        for problem in report.problems:
+        indexes, more = (shown_problems([p.id for p in report.problems])
+                         if len(report.records) > SCALE_NODES
+                         else (list(range(len(report.problems))), {}))
+        for problem in (report.problems[i] for i in indexes):
             head = _severity(console, problem.severity)
             render.line(console, _("{head} {id}", head=head,
                                    id=render.style(console, problem.id, "bold")))
             render.wrapped(console, problem.message, first="  ")
             render.wrapped(console, _("fix: {fix}", fix=problem.fix), first="  ")
+        for problem_id, count in sorted(more.items()):
+            render.wrapped(console, _n("... and {count} more {id} problem (every one in --json)",
+                                       "... and {count} more {id} problems (every one in --json)",
+                                       count, id=problem_id), first="")
     render.line(console)
     render.line(console, render.style(console, _("verdict"), "bold"))
     for text in verdict_lines(report.verdict):

@@ -32,6 +32,7 @@ from ddpkit.sim import (
     parse_ifname_style,
     plan_up,
 )
+from ddpkit.sim import ssh as sim_ssh
 from ddpkit.sim.host import find_tools, require_root
 from ddpkit.sim.spec import PUBLIC_PREFIXLEN
 
@@ -63,6 +64,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
              help=_("name node I's private NIC NAME instead of eth1, e.g. 1=ens5 (repeatable)"))
     add_flag(up, "--no-private-network", action="store_true",
              help=_("no private NIC: every node has only eth0 172.17.0.4, reaching no other node"))
+    add_flag(up, "--ssh", action="store_true",
+             help=_("also run an OpenSSH server in every node, with keys, known_hosts, an ssh "
+                    "config and a hostfile for `--hostfile`/`--ssh-config` (see docs/sim.md)"))
     add_flag(up, "--dry-run", action="store_true",
              help=_("print every step up would run, run nothing (no root needed)"))
     add_json_flag(up)
@@ -129,10 +133,11 @@ def _up(args: argparse.Namespace, console: Console) -> int:
                 render.command(console, step.shell(), indent="")
         return ExitCode.OK
     result = bring_up(spec)
+    servers = sim_ssh.start(result.cluster) if args.ssh else sim_ssh.read_state(spec.name)
     if args.json:
         render.emit_json(console, _doc("up", spec.name, "up", {
             "changed": result.created, "cluster": result.cluster.to_dict(),
-            "steps_run": len(result.steps)}))
+            "steps_run": len(result.steps), "ssh": servers.to_dict() if servers else None}))
         return ExitCode.OK
     if result.created:
         render.line(console, _("sim cluster {name} is up: {summary}", name=spec.name,
@@ -143,6 +148,8 @@ def _up(args: argparse.Namespace, console: Console) -> int:
     _node_table(console, result.cluster, None)
     flag = "" if spec.name == DEFAULT_NAME else f" --name {spec.name}"
     render.line(console)
+    if servers is not None:
+        _ssh_lines(console, servers)
     render.line(console, _("run a command in a node:  ddpkit sim exec{flag} 0 -- hostname",
                            flag=flag))
     render.line(console, _("tear it down:             ddpkit sim down{flag}", flag=flag))
@@ -153,7 +160,9 @@ def _status(args: argparse.Namespace, console: Console) -> int:
     found = inspect(args.name)
     code = ExitCode.OK if found.phase == "up" else ExitCode.FAILURE
     if args.json:
-        render.emit_json(console, _doc("status", found.name, found.phase, found.to_dict()))
+        servers = sim_ssh.read_state(found.name)
+        render.emit_json(console, _doc("status", found.name, found.phase, {
+            **found.to_dict(), "ssh": servers.to_dict() if servers else None}))
         return code
     flag = "" if found.name == DEFAULT_NAME else f" --name {found.name}"
     if found.phase == "absent":
@@ -175,6 +184,10 @@ def _status(args: argparse.Namespace, console: Console) -> int:
     render.line(console, _("sim cluster {name} is up: {summary}", name=found.name,
                            summary=_summary(found.cluster)))
     _node_table(console, found.cluster, found)
+    servers = sim_ssh.read_state(found.name)
+    if servers is not None:
+        render.line(console)
+        _ssh_lines(console, servers)
     return code
 
 
@@ -269,6 +282,24 @@ def _down(args: argparse.Namespace, console: Console) -> int:
         render.line(console, _("removed sim cluster {name}: {namespaces} namespaces, {links} host"
                                " links, {paths} files/dirs, 0 processes killed", **values))
     return ExitCode.OK
+
+
+def _ssh_lines(console: Console, servers: sim_ssh.SshState) -> None:
+    files = servers.files
+    render.line(console, _n("an sshd runs in {count} node (root, this cluster's key; host keys "
+                            "checked)", "an sshd runs in each of the {count} nodes (root, this "
+                            "cluster's key; host keys checked)", len(servers.pids)))
+    render.line(console, _("the whole job over ssh, from this machine:"))
+    render.command(console, f"ddpkit test --hostfile {files.hostfile} --ssh-config "
+                            f"{files.client_config}", indent="  ")
+    render.line(console, _("one node by hand:  ssh -F {config} {address} hostname",
+                           config=files.client_config, address=_first_address(files.hostfile)))
+
+
+def _first_address(hostfile: str) -> str:
+    with open(hostfile, encoding="utf-8") as handle:
+        return next((line.split()[0] for line in handle if line.strip() and
+                     not line.startswith("#")), "")
 
 
 def _summary(cluster: SimCluster) -> str:

@@ -51,7 +51,7 @@ from ddpkit.launch.envpass import (
 from ddpkit.launch.job import Deadlines, JobSpec
 from ddpkit.launch.outcomes import NodeOutcome
 from ddpkit.launch.ssh.hostfile import Host, load_hostfile, parse_hosts
-from ddpkit.launch.ssh.remote import DEFAULT_SSH_CONNECT_TIMEOUT, SshSettings
+from ddpkit.launch.ssh.remote import DEFAULT_SSH_CONNECT_TIMEOUT, DEFAULT_SSH_PARALLEL, SshSettings
 from ddpkit.net.ports import DEFAULT_JOIN_PORT, DEFAULT_MASTER_PORT
 
 JobCommandName = Literal["launch", "test", "bench", "doctor"]
@@ -152,7 +152,8 @@ def job_request(args: argparse.Namespace) -> JobRequest:
         env_file=getattr(args, "env_file", None), hosts=getattr(args, "hosts", None),
         hostfile=getattr(args, "hostfile", None),
         ssh=SshSettings(float(given("ssh_connect_timeout", DEFAULT_SSH_CONNECT_TIMEOUT)),
-                        tuple(given("ssh_option", [])), getattr(args, "ssh_config", None)),
+                        tuple(given("ssh_option", [])), getattr(args, "ssh_config", None),
+                        parallel=int(given("ssh_parallel", DEFAULT_SSH_PARALLEL))),
         remote_python=getattr(args, "remote_python", None), run_dir=getattr(args, "run_dir", None),
         output_dir=getattr(args, "output_dir", None),
         join_port=int(given("join_port", DEFAULT_JOIN_PORT)),

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from ddpkit.cli.output import render
 from ddpkit.cli.output.console import Console
+from ddpkit.cli.output.width import display_width, wrap
 from ddpkit.i18n import _, _n
 from ddpkit.launch.job import lang_flags
 from ddpkit.launch.join.sides import JoinedNode
@@ -37,11 +38,19 @@ class JobConsoleEvents:
         render.status(self.console, _("warning: {message}", message=message))
 
     def node_line(self, node: NodeCommand, text: str) -> None:
-        prefixed = f"[{node.label}] {text}"
-        if self.node_lines_to_stderr:  # (a node already left out what -q leaves out)
-            render.result(self.console, prefixed)
-        else:
-            render.line(self.console, prefixed)
+        """A node's line after ``[host:rank]``; one the prefix pushes past the console's width
+        goes on over further lines with the same prefix (a node lays its lines out for the full
+        width, and at 32 nodes the widest prefix takes 15 columns of it)."""
+        prefix = f"[{node.label}] "
+        parts = [prefix + text]
+        if display_width(parts[0]) > self.console.width:
+            parts = wrap(text, self.console.width, initial_indent=prefix,
+                         subsequent_indent=prefix + "  ", break_long_words=True) or parts
+        for part in parts:
+            if self.node_lines_to_stderr:  # (a node already left out what -q leaves out)
+                render.result(self.console, part)
+            else:
+                render.line(self.console, part)
 
     def node_finished(self, outcome: NodeOutcome) -> None:
         if outcome.state == OK:

@@ -241,7 +241,7 @@ def process_context() -> tuple[dict[str, str], Path, Path, str]:
 # -- the whole job from one machine: ssh fan-out, or a join token ---------------------------------
 
 def add_cluster_options(parser: argparse.ArgumentParser) -> None:
-    from ddpkit.launch.ssh.remote import DEFAULT_SSH_CONNECT_TIMEOUT
+    from ddpkit.launch.ssh.remote import DEFAULT_SSH_CONNECT_TIMEOUT, DEFAULT_SSH_PARALLEL
     from ddpkit.net.ports import DEFAULT_JOIN_PORT
 
     group = parser.add_argument_group(
@@ -259,6 +259,9 @@ def add_cluster_options(parser: argparse.ArgumentParser) -> None:
     add_flag(group, "--ssh-connect-timeout", type=float, default=DEFAULT_SSH_CONNECT_TIMEOUT,
              help=_("seconds ssh waits for a host (default {seconds:g})",
                     seconds=DEFAULT_SSH_CONNECT_TIMEOUT))
+    add_flag(group, "--ssh-parallel", type=int, default=DEFAULT_SSH_PARALLEL, metavar="N",
+             help=_("connect to at most N hosts at once; each has its own deadline, and the job "
+                    "reuses one connection per host (default {count})", count=DEFAULT_SSH_PARALLEL))
     add_flag(group, "--remote-python", default=None, metavar="PATH",
              help=_("python on the other machines (default: the same path as here)"))
     add_flag(group, "--output-dir", default=None, metavar="DIR",

@@ -19,6 +19,7 @@ from ddpkit.doctor.cluster.model import (
     PathStatus,
     normalise_address,
 )
+from ddpkit.doctor.cluster.sampling import Inference, is_sampled, probed_peers
 
 ECHO_SCHEMA = "ddpkit.doctor-echo/1"
 ANSWER_LIMIT = 4096  # bytes of an answer read at most
@@ -49,10 +50,13 @@ def echo_line(rank: int, nonce: str, saw: str) -> bytes:
 
 
 def plan_probes(me: NodeRecord, peers: Iterable[NodeRecord]) -> tuple[ProbeTarget, ...]:
-    """Every own candidate x every candidate of every other node, same address family only."""
+    """Every own candidate x every candidate of every other node (of the sample above
+    ``sampling.SAMPLE_ABOVE`` nodes), same address family only."""
+    nodes = list(peers)
+    chosen = probed_peers(me, nodes)
     targets = []
-    for peer in sorted(peers, key=lambda p: p.rank):
-        if peer.rank == me.rank:
+    for peer in sorted(nodes, key=lambda p: p.rank):
+        if peer.rank == me.rank or peer.rank not in chosen:
             continue
         for source in me.candidates:
             for target in peer.candidates:
@@ -124,16 +128,23 @@ def classify_error(me: int, target: ProbeTarget, error_number: int | None,
 class Matrix:
     """All probe results of a run, indexed by (from, from interface, to, to interface)."""
 
-    def __init__(self, results: Iterable[PathResult]) -> None:
+    def __init__(self, results: Iterable[PathResult], assume: Inference | None = None) -> None:
         self._paths: dict[tuple[int, str, int, str], PathResult] = {}
         for result in results:
             self._paths[result.key] = result
+        self.assume = assume  # a sampled run: how a pair nobody probed counts
+
+    @property
+    def sampled(self) -> bool:
+        return self.assume is not None
 
     def get(self, src: int, src_ifname: str, dst: int, dst_ifname: str) -> PathResult | None:
         return self._paths.get((src, src_ifname, dst, dst_ifname))
 
     def ok(self, src: int, src_ifname: str, dst: int, dst_ifname: str) -> bool:
         path = self.get(src, src_ifname, dst, dst_ifname)
+        if path is None and self.assume is not None:
+            return self.assume.reachable(src, src_ifname, dst, dst_ifname)
         return path is not None and path.ok
 
     def both_ways(self, a: int, a_ifname: str, b: int, b_ifname: str) -> bool:
@@ -154,7 +165,7 @@ def complete_matrix(records: Sequence[NodeRecord], results: Iterable[PathResult]
             if key not in known:
                 given.append(result_for(record.rank, target, "not-probed",
                                         f"node {record.rank} reported no result for this path"))
-    return Matrix(given)
+    return Matrix(given, Inference.build(records, given) if is_sampled(len(records)) else None)
 
 
 def reach_counts(record: NodeRecord, records: Sequence[NodeRecord],

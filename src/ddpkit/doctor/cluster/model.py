@@ -82,6 +82,7 @@ class Candidate:
     kind: str
     preference: int
     traps: tuple[str, ...] = ()
+    prefixlen: int | None = None  # the address's network (None: a node that did not say)
 
     @property
     def family(self) -> Literal["ipv4", "ipv6"]:
@@ -89,7 +90,8 @@ class Candidate:
 
     def to_dict(self) -> dict[str, Any]:
         return {"ifname": self.ifname, "address": self.address, "kind": self.kind,
-                "preference": self.preference, "traps": list(self.traps)}
+                "preference": self.preference, "traps": list(self.traps),
+                "prefixlen": self.prefixlen}
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Candidate:
@@ -101,8 +103,11 @@ class Candidate:
         traps = data.get("traps") or []
         if not isinstance(traps, list) or not all(isinstance(t, str) for t in traps):
             raise ValueError("field 'traps' is not a list of strings")
+        prefixlen = _optional(data, "prefixlen", int)
+        if prefixlen is not None and not 0 <= prefixlen <= 128:
+            raise ValueError(f"candidate prefixlen {prefixlen!r} is out of range")
         return cls(_require(data, "ifname", str), address, _require(data, "kind", str),
-                   _require(data, "preference", int), tuple(traps))
+                   _require(data, "preference", int), tuple(traps), prefixlen)
 
 
 @dataclass(frozen=True)

@@ -100,6 +100,8 @@ def _pair_paths(matrix: Matrix, left: NodeRecord, right: NodeRecord) -> str:
                     shown.append((bool(a.traps or b.traps), len(shown),
                                   f"node{src.rank} {a.ifname} -> node{dst.rank} {b.ifname} "
                                   f"{b.address}: {CELL[path.status]}"))
+    if not shown and matrix.sampled:
+        return _("not probed (sampled); one of the two failed most of its probes on its network")
     return "; ".join(text for *_rest, text in sorted(shown)[:PATHS_SHOWN]) or _("nothing was "
                                                                                 "probed")
 

@@ -15,6 +15,7 @@ from ddpkit.doctor.cluster.fingerprint import Difference, diff
 from ddpkit.doctor.cluster.matrix import CELL, Matrix, complete_matrix
 from ddpkit.doctor.cluster.model import NodeRecord, ProbeReport
 from ddpkit.doctor.cluster.problems import Problem
+from ddpkit.doctor.cluster.summary import SCALE_NODES, compact_ranks, probe_figures
 from ddpkit.doctor.cluster.verdict import Verdict, decide
 from ddpkit.i18n import _
 
@@ -81,6 +82,7 @@ class ClusterReport:
                        "fingerprint": r.fingerprint.to_dict()} for r in self.records],
             "missing": list(self.missing),
             "paths": [p.to_dict() for p in self.matrix.results()],
+            "probes": probe_figures(self.matrix, self.records),
             "differences": [d.to_dict() for d in self.differences],
             "verdict": self.verdict.to_dict(),
             "problems": [p.to_dict() for p in self.problems],
@@ -186,15 +188,26 @@ def difference_table(report: ClusterReport) -> tuple[tuple[str, ...], list[tuple
 
 
 def verdict_lines(verdict: Verdict) -> list[str]:
-    """The verdict in words and the exact lines to run, node by node."""
+    """The verdict in words and the exact lines to run, node by node (past ``SCALE_NODES`` nodes
+    that all use one interface name: node 0's and node 1's lines, the others follow the pattern)."""
     if not verdict.ok:
         return [_("no interface assignment reaches every node: see the problems above")]
     lines: list[str] = []
     same = verdict.same_name
+    commands = verdict.commands()
+    if same is not None and len(commands) > SCALE_NODES:
+        ranks = [choice.rank for choice in verdict.choices]
+        lines.append(_("{nodes}: {name}, node0 at {address}", nodes=compact_ranks(ranks),
+                       name=same, address=verdict.choices[0].address))
+        lines.append("")
+        lines.append(_("every node uses {name}; persist it once per node:", name=same))
+        lines.append(f"  {commands[0].nccl_conf}")
+        lines.append(_("then launch (train.py stands for your script; node I: --node-rank I):"))
+        lines += [f"  node{c.rank}: {c.launch}" for c in commands[:2]]
+        return lines
     for choice in verdict.choices:
         lines.append(f"node{choice.rank}: {choice.ifname} {choice.address}")
     lines.append("")
-    commands = verdict.commands()
     if same is not None:
         lines.append(_("every node uses {name}; persist it once per node:", name=same))
         lines.append(f"  {commands[0].nccl_conf}")

@@ -95,7 +95,7 @@ def local_candidates(nics: Sequence[Nic]) -> tuple[Candidate, ...]:
             continue
         preference = ranked.index(nic.name) if nic.name in ranked else len(nics) + len(out)
         out.append(Candidate(nic.name, address.address, nic.kind.value, preference,
-                             tuple(t.id for t in traps(nic, nics))))
+                             tuple(t.id for t in traps(nic, nics)), address.prefixlen))
     return tuple(sorted(out, key=lambda c: (c.preference, c.ifname)))
 
 

@@ -10,6 +10,7 @@ The front end builds a :class:`HostsJob` (what to run where, decided from its fl
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import subprocess
 from collections.abc import Callable, Mapping, Sequence
@@ -35,6 +36,7 @@ from ddpkit.launch.ssh.probe import (
     require_fit,
 )
 from ddpkit.launch.ssh.remote import SshSettings, remote_command, ssh_argv
+from ddpkit.launch.ssh.reuse import shared_connections
 from ddpkit.net.route import LOOPBACK_NAMES
 from ddpkit.wording import clauses
 
@@ -43,6 +45,7 @@ class HostsEvents(Progress, NodeEvents, Protocol):
     """The ssh fan-out (``hosts_driver.run``): preflight progress, then its nodes."""
 
 
+HOSTS_LISTED = 8  # up to this many hosts, each gets its preflight line; beyond, only those failing
 MASTER_PLACEHOLDER = "<node 0's address, found at run time>"  # a dry run's master address
 
 
@@ -121,20 +124,31 @@ def plan(job: HostsJob, master_addr: str) -> tuple[NodeCommand, ...]:
 
 def run(job: HostsJob, events: HostsEvents, tools: HostsTools | None = None) -> JobResult:
     """Preflight every host in parallel, choose the master, run every node to its end (the first
-    failure stops the others)."""
+    failure stops the others); over one ssh connection per host (:mod:`.reuse`)."""
+    tools = tools or HostsTools.real()
+    with shared_connections(job.hosts, job.local, job.ssh) as settings:
+        return _run(dataclasses.replace(job, ssh=settings), events, tools)
+
+
+def _run(job: HostsJob, events: HostsEvents, tools: HostsTools) -> JobResult:
     from ddpkit.launch.hang.job_stacks import job_stacks
 
-    tools = tools or HostsTools.real()
     events.waiting(_("checking {count} hosts in parallel (ssh, python, ddpkit, torch, working "
                      "directory)", count=len(job.hosts)))
     probes = tools.probe(job.hosts, local=job.local, python=job.python, cwd=job.cwd,
                          settings=job.ssh, version=__version__)
+    many = len(probes) > HOSTS_LISTED
     for probe in probes:
+        if many and probe.ok:
+            continue  # at scale, by exception: the hosts with a problem, then one line
         where = _("this machine") if probe.local else f"ssh {probe.host.ssh_target}"
         state = _("ok") if probe.ok else clauses(probe.problems)
         events.waiting(_("  node {node} {host} ({hostname}, {where}): {state}",
                          node=probe.node_rank, host=probe.host.label, hostname=probe.hostname,
                          where=where, state=state))
+    if many:
+        fit = sum(1 for probe in probes if probe.ok)
+        events.waiting(_("  {fit} of {total} hosts ok", fit=fit, total=len(probes)))
     require_fit(probes)
     master = choose_master(probes, explicit=job.master_addr, route_here=tools.route_here,
                            route_on_master=lambda target: tools.route_on_node0(

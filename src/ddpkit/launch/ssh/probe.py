@@ -129,7 +129,8 @@ def judge(host: Host, node_rank: int, *, local: bool, returncode: int, stdout: s
 
 def probe_hosts(hosts: Sequence[Host], *, local: Sequence[bool], python: str, cwd: str,
                 settings: SshSettings, version: str) -> tuple[HostProbe, ...]:
-    """Run the probe on every host in parallel; one HostProbe per host, in host order."""
+    """Run the probe on every host, ``settings.parallel`` at once, each with its own deadline (a
+    dead host costs that, not the job's); one HostProbe per host, in host order."""
     timeout = settings.connect_timeout + PROBE_EXTRA_S
 
     def one(index: int) -> HostProbe:
@@ -148,7 +149,7 @@ def probe_hosts(hosts: Sequence[Host], *, local: Sequence[bool], python: str, cw
         return judge(host, index, local=local[index], returncode=proc.returncode,
                      stdout=proc.stdout, stderr=proc.stderr, python=python, version=version)
 
-    with ThreadPoolExecutor(max_workers=min(32, max(1, len(hosts)))) as pool:
+    with ThreadPoolExecutor(max_workers=min(settings.parallel, max(1, len(hosts)))) as pool:
         return tuple(pool.map(one, range(len(hosts))))
 
 

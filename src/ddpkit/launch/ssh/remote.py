@@ -9,6 +9,8 @@ after ``--``.
 
 ``ssh`` runs with ``BatchMode=yes`` (never a password prompt that would hang the job) and a
 ``ConnectTimeout``; it reads the user's ``~/.ssh/config`` as always (or ``--ssh-config FILE``).
+Within one job every host gets one connection (``ControlMaster``, see :mod:`.reuse`): the preflight
+opens it, the node's session and node 0's route lookup ride on it.
 ddpkit never turns off host-key checking: ``--ssh-option StrictHostKeyChecking=accept-new`` is the
 user's choice to make.
 """
@@ -25,6 +27,8 @@ from ddpkit.i18n import _
 from ddpkit.launch.ssh.hostfile import Host
 
 DEFAULT_SSH_CONNECT_TIMEOUT = 10.0
+DEFAULT_SSH_PARALLEL = 32  # hosts connected to at once (the preflight; the job then reuses them)
+CONTROL_PERSIST_S = 60  # a job's shared connection outlives its last session this long at most
 SERVER_ALIVE_INTERVAL_S = 5
 SERVER_ALIVE_COUNT = 3  # a silent connection is declared dead after 5 s x 3
 SSH_FAILED = 255  # what ssh exits with when the connection itself failed
@@ -40,11 +44,16 @@ class SshSettings:
     options: tuple[str, ...] = ()  # user's `-o` options, verbatim ("Key=Value")
     config_file: str | None = None  # `-F FILE`
     executable: str = "ssh"
+    parallel: int = DEFAULT_SSH_PARALLEL  # at most this many hosts connected to at once
+    control_dir: str | None = None  # where the job's shared connections live (None: no reuse)
 
     def __post_init__(self) -> None:
         if self.connect_timeout <= 0:
             raise UsageError("bad-timeout", _("--ssh-connect-timeout must be positive"),
                              _("e.g. --ssh-connect-timeout 10"))
+        if self.parallel < 1:
+            raise UsageError("bad-usage", _("--ssh-parallel must be at least 1"),
+                             _("e.g. --ssh-parallel {count}", count=DEFAULT_SSH_PARALLEL))
         for option in self.options:
             check_ssh_option(option)
 
@@ -72,6 +81,9 @@ def ssh_argv(host: Host, command: str, settings: SshSettings) -> list[str]:
         "-o", f"ServerAliveInterval={SERVER_ALIVE_INTERVAL_S}",
         "-o", f"ServerAliveCountMax={SERVER_ALIVE_COUNT}",
     ]
+    if settings.control_dir:
+        argv += ["-o", "ControlMaster=auto", "-o", f"ControlPath={settings.control_dir}/%C",
+                 "-o", f"ControlPersist={CONTROL_PERSIST_S}"]
     if settings.config_file:
         argv += ["-F", settings.config_file]
     if host.user:
