@@ -4,10 +4,10 @@ Chinese help is Chinese."""
 
 from __future__ import annotations
 
-import argparse
 from collections.abc import Iterator
 
 import pytest
+from parser_tree import parsers
 
 from ddpkit.cli.command_table import COMMANDS, build_parser
 from ddpkit.cli.output.width import display_width
@@ -24,17 +24,10 @@ def language(request: pytest.FixtureRequest) -> Iterator[Language]:
         use_language("en")
 
 
-def _parsers(name: str, parser: argparse.ArgumentParser) -> Iterator[tuple[str, argparse.ArgumentParser]]:
-    yield name, parser
-    for action in parser._actions:
-        if isinstance(action, argparse._SubParsersAction):
-            for sub_name, sub in action.choices.items():
-                yield from _parsers(f"{name} {sub_name}", sub)
-
 
 def _helps(command: str) -> list[tuple[str, str]]:
     parser, _unused = build_parser(command)  # built in the chosen language, as `main` builds it
-    return [(name, sub.format_help()) for name, sub in _parsers(command, parser)]
+    return [(name, sub.format_help()) for name, sub in parsers(command, parser)]
 
 
 def _has_cjk(text: str) -> bool:

@@ -10,13 +10,13 @@ test where it happens (the run-time side of tests/unit/test_text_kept.py).
 
 from __future__ import annotations
 
-import argparse
 import io
 import traceback
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from parser_tree import parsers
 
 from ddpkit.cli.command_table import COMMANDS, build_parser
 from ddpkit.cli.main import main
@@ -62,13 +62,6 @@ def _run(*argv: str) -> tuple[int, str]:
     return code, out.getvalue() + err.getvalue()
 
 
-def _parsers(name: str, parser: argparse.ArgumentParser) -> Iterator[tuple[str, argparse.ArgumentParser]]:
-    yield name, parser
-    for action in parser._actions:
-        if isinstance(action, argparse._SubParsersAction):
-            for sub_name, sub in action.choices.items():
-                yield from _parsers(f"{name} {sub_name}", sub)
-
 
 USAGE_ERRORS = [
     ("launch", "--nnodes", "abc", "x.py"), ("launch", "--nnodes", "2:4", "x.py"),
@@ -85,7 +78,7 @@ def test_usage_errors_and_help(chinese_locale: list[str]) -> None:
             _code, text = _run(*argv)
             found += problems(" ".join(argv), text)
         parser, _module = build_parser(name)
-        for sub_name, sub in _parsers(name, parser):
+        for sub_name, sub in parsers(name, parser):
             found += problems(f"{sub_name} --help", sub.format_help())
     for argv in USAGE_ERRORS:
         code, text = _run(*argv)
