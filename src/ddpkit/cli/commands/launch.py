@@ -90,11 +90,9 @@ def _warn_open_membership(console: Console, config: LaunchConfig, env: dict[str,
 
     if not env.get(JOB_SECRET_ENV):
         render.warn(console, _(
-            "anyone on the private network who reaches {master}:{port} can join this "
-            "job as a node and read its data (torchrun's rendezvous has no authentication). To "
-            "close it, set the same secret on every node (`export {name}=$(openssl rand -hex "
-            "24)` on one, copy it to the others) so every rank proves it before the script "
-            "runs; or start the job with --hosts or a join token, which carry one",
+            "anyone on the private network who reaches {master}:{port} can join this job and "
+            "read its data. Close it: `export {name}=$(openssl rand -hex 24)` on one node and "
+            "the same value on the others, or --hosts or a join token",
             master=config.master_addr, port=config.master_port, name=JOB_SECRET_ENV))
 
 
