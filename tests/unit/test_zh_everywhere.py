@@ -114,16 +114,31 @@ def test_the_checks_can_fail(chinese_locale: list[str]) -> None:
     chinese_locale.clear()
 
 
+def test_quoted_log_words_are_left_out_and_chinese_still_breaks_a_run() -> None:
+    """The checker's own contract: a stretch of the log quoted in Chinese text is not English
+    prose, and two English words twelve Chinese characters from a third are not a run of three
+    (CI's clone path wrapped dgxsparks_14's diagnosis so, and the old join made it one)."""
+    log = "NCCL WARN Call to connect returned Connection refused, retrying"
+    assert not problems("q", "  NCCL 报告 Call to connect returned Connection refused，重试中", log)
+    assert not problems("q", "误，work completion 带着错误状态返回，内存注册失败，或者 GPUDirect RDMA 不可用。",
+                        log)
+    assert problems("q", "误，work completion came back 带着错误状态返回", log)
+
+
 def _logs() -> list[Path]:
     return sorted((FIXTURES / "logs").rglob("*.log")) + sorted((FIXTURES / "real-logs").rglob("*.log"))
 
 
-def test_doctor_log_over_every_fixture(chinese_locale: list[str]) -> None:
+def test_doctor_log_over_every_fixture(chinese_locale: list[str],
+                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    # relative paths: the diagnosis quotes the log's path, so where the clone lies must not move
+    # the line breaks (an absolute path made CI's output differ from a developer's)
+    monkeypatch.chdir(ROOT)
     found: list[str] = []
     logs = _logs()
     assert len(logs) > 100
     for log in logs:
-        _code, text = _run("doctor", "--log", str(log))
+        _code, text = _run("doctor", "--log", str(log.relative_to(ROOT)))
         found += problems(f"doctor --log {log.relative_to(FIXTURES)}", text,
                           quoted_from=log.read_text(encoding="utf-8", errors="replace"))
     assert found == [] and chinese_locale == [], "\n".join(found[:80] + chinese_locale[:40])
