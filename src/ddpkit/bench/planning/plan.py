@@ -146,7 +146,7 @@ def resolve(req: PlanRequest, bench: BenchFacts | None = None) -> tuple[PlanInpu
         params = _pick("params", req.params, b.params, None, sources)
     if params is None:
         raise UsageError("missing-model-size", _("plan needs the model size"),
-                         _("pass --params 7B or --model-bytes 14GB (or --from-bench FILE)"))
+                         _("pass --params 7B, --model llama-7b or --model-bytes 14GB (or --from-bench FILE)"))
     nodes = _pick("nodes", req.nodes, b.nodes if b.nodes and b.nodes > 1 else None, 2, sources)
     if nodes < 2:
         raise UsageError("bad-nodes", _("--nodes {nodes}: plan compares 1 node with N >= 2 nodes",
