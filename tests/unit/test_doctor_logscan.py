@@ -287,3 +287,20 @@ def test_time_stamped_copies_of_a_message_keep_their_own_text_and_origin() -> No
               if e.kind == "connect-error"]
     assert [e.text for e in events] == lines
     assert [e.rank for e in events] == [0, 1, 2]
+
+
+def test_a_run_of_one_message_differing_only_in_glog_stamp_and_pid_is_one_event() -> None:
+    # c10d's retries from 8 processes, each line with glog's own time stamp and pid (nothing
+    # alike byte for byte): one event counts them; another message, a rank tag or the end of
+    # the run breaks it, and the lines after it keep their numbers
+    def retry(i: int, tail: str = "(errno: 111 - Connection refused).") -> str:
+        return (f"[W1204 09:50:{i // 1000 % 60:02d}.{i:06d} {3107 + i % 8} socket.cpp:663] [c10d] "
+                f"The client socket has failed to connect to [node-0]:29500 {tail}")
+    text = ([retry(i) for i in range(300)] + [retry(300, "(errno: 110 - Connection timed out).")]
+            + [retry(i) for i in range(301, 304)] + ["[rank2]:" + retry(304)]
+            + ["Traceback (most recent call last):", "RuntimeError: boom"])
+    found = [e for e in scan(io.BytesIO(("\n".join(text) + "\n").encode()), "x")
+             if e.kind == "connect-error"]
+    assert [(e.line, e.repeat) for e in found] == [(1, 300), (301, 1), (302, 3), (305, 1)]
+    assert found[0].text == text[0] and found[3].rank == 2
+    assert sum(e.repeat for e in found) == 305

@@ -120,8 +120,8 @@ def test_quoted_log_words_are_left_out_and_chinese_still_breaks_a_run() -> None:
     (CI's clone path wrapped dgxsparks_14's diagnosis so, and the old join made it one)."""
     log = "NCCL WARN Call to connect returned Connection refused, retrying"
     assert not problems("q", "  NCCL 报告 Call to connect returned Connection refused，重试中", log)
-    assert not problems("q", "误，work completion 带着错误状态返回，内存注册失败，或者 GPUDirect RDMA 不可用。",
-                        log)
+    line = "误，work completion 带着错误状态返回，内存注册失败，或者 GPUDirect RDMA 不可用。"
+    assert not problems("q", line, log)
     assert problems("q", "误，work completion came back 带着错误状态返回", log)
 
 

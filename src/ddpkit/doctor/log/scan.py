@@ -202,6 +202,30 @@ def _repeats(buf: bytes, line: bytes, pos: int, limit: int) -> int:
     return count
 
 
+_RUN_CACHE: dict[bytes, re.Pattern[bytes]] = {}
+
+
+def _stamped_repeats(buf: bytes, start: int, end: int, limit: int) -> tuple[int, int]:
+    """How many lines after the one at ``start..end`` say the same but for glog's time stamp and
+    process id (c10d's and torchelastic's retries, from any number of processes), and where
+    the line after them starts: no two such lines are alike, so only this folds them (one
+    regular expression made for the line runs over the copies, in C)."""
+    first = _STAMP_AT.match(buf, start, end)
+    if first is None:
+        return 0, end + 1
+    key = buf[start : first.end(1)] + b"\0" + buf[first.end() : end + 1]
+    run = _RUN_CACHE.get(key)
+    if run is None:
+        if len(_RUN_CACHE) >= 64:
+            _RUN_CACHE.clear()
+        run = _RUN_CACHE[key] = re.compile(
+            b"(?:" + re.escape(buf[start : first.end(1)]) + _STAMP_TIME
+            + re.escape(buf[first.end() : end + 1]) + b")*")
+    match = run.match(buf, end + 1, limit)
+    stop = match.end() if match is not None else end + 1
+    return buf.count(b"\n", end + 1, stop), stop
+
+
 CYCLE_LINES = 16  # the most processes whose lines, alternating, are folded as one cycle
 _Hit = tuple[int, bytes, bool, int, int]
 
@@ -274,6 +298,10 @@ class _Windows:
                                 yield line + offset, one, False, copies + 1, len(lines)
                             pos = start + (copies + 1) * len(block)
                             continue
+                    if repeat == 1:
+                        stamped = _stamped_repeats(buf, start, end, limit)
+                        repeat += stamped[0]
+                        pos = stamped[1]
                 yield line, raw, False, repeat, 1
                 if follow > self.pending_follow:
                     self.pending_follow = follow
@@ -374,7 +402,9 @@ def _parse_line(raw: bytes, follow: bool, tail: bool = False) -> _Parsed:
 # glog's time stamp and process id ("[W1204 09:50:12.118000 3107 socket.cpp:663]", after any
 # "[rank3]:" tags): every line of a c10d or torchelastic log differs by them, and no pattern
 # reads them. The line cache is asked with them left out (the level and the file stay).
-_STAMP = re.compile(rb"^((?:\s*\[[^\]\s]*\]:?)*\s*\[?[IWEF])\d{4} \d\d:\d\d:\d\d\.\d+ +\d+ ")
+_STAMP_TIME = rb"\d{4} \d\d:\d\d:\d\d\.\d+ +\d+ "
+_STAMP = re.compile(rb"^((?:\s*\[[^\]\s]*\]:?)*\s*\[?[IWEF])" + _STAMP_TIME)
+_STAMP_AT = re.compile(_STAMP.pattern[1:])  # the same at a position in a buffer ("^" is not)
 
 
 def _cache_key(raw: bytes) -> bytes:
