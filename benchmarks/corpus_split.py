@@ -11,8 +11,10 @@ was gathered after the batch-1 rule changes, batch 3 after the batch-2 rule chan
 the batch-3 rule changes, batch 5 after the batch-4 rule changes, batch 6 after the batch-5 rules
 (with no rule change for it), batches 7 and 8 (issue 24) after the batch-6 rules, with no rule
 change for either, batches 9 and 10 (issue 24) after them too, with no rule change, batch 11 (issue 24)
-after the rules of main at its gathering, with no rule change for it; each batch's split was
-committed, with its untouched measurement, before any rule saw that batch.
+after the rules of main at its gathering, with no rule change for it, batch 12 (issue 30) after
+the facts/causes engine was built, batch 13 (issue 30) after the rule changes batch 12's dev
+split showed (benchmarks/corpus_add_batch.py adds a batch and measures it in one step); each
+batch's split was committed, with its untouched measurement, before any rule saw that batch.
 
     python benchmarks/corpus_split.py          # print the assignment
     python benchmarks/corpus_split.py --write  # store it in corpus.json
@@ -28,7 +30,7 @@ from pathlib import Path
 SEED = 20261203
 BATCH_SEEDS = {1: SEED, 2: 20261204, 3: 20261205, 4: 20261206, 5: 20261207, 6: 20261208,
                7: 20261209, 8: 20261210, 9: 20261211,
-               10: 20261212, 11: 20261213, 12: 20261214}
+               10: 20261212, 11: 20261213, 12: 20261214, 13: 20261215}
 EVAL_FRACTION = 1 / 3
 CORPUS = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "real-logs" / "corpus.json"
 
@@ -68,7 +70,7 @@ def main() -> int:
         "script": "benchmarks/corpus_split.py",
     }
     if args.write:
-        CORPUS.write_text(json.dumps(corpus, indent=1) + "\n")
+        CORPUS.write_text(json.dumps(corpus, indent=1, ensure_ascii=False) + "\n")
     return 0
 
 
