@@ -9,9 +9,10 @@ from pathlib import Path
 from ddpkit.doctor.log import patterns
 from ddpkit.doctor.log.causes.registry import CAUSES
 from ddpkit.doctor.log.kinds import EventKind
+from ddpkit.doctor.log.rules.reading import FAILED_KINDS as _FAILED_KINDS
+from ddpkit.doctor.log.rules.reading import SIMPLE as _SIMPLE
 from ddpkit.doctor.log.rules.run_end import RUN_END_KINDS
 from ddpkit.doctor.log.rules.shell_signals import SIGNAL_KINDS
-from ddpkit.doctor.log.rules.table import _FAILED_KINDS, _SIMPLE
 from ddpkit.doctor.log.rules.unexplained import UNEXPLAINED_KINDS
 
 KINDS = {k.value for k in EventKind}
