@@ -10,7 +10,6 @@ from pathlib import Path
 import pytest
 
 from ddpkit.doctor.catalogue import CATALOGUE
-from ddpkit.doctor.log.causes.base import Context
 from ddpkit.doctor.log.rules.entry import (
     CATALOGUED,
     Condition,
@@ -95,10 +94,8 @@ def test_every_finding_comes_from_an_entry_that_declares_it_or_from_a_cause(path
         declared = by_rule[name].ids
         assert finding.id in declared or (CATALOGUED in declared and finding.id in CATALOGUE), (
             f"{name} gave {finding.id}, which it does not declare")
-    shown = diagnosis.shown()
-    context = Context(diagnosis.multi_node or diagnosis.fact_nodes > 1, shown,
-                      diagnosis.network_failed())
     made = {(f.id, f.explanation) for _n, f, _p in hits}
-    made |= {(c[0].id, c[0].explanation) for c in diagnosis.cause_table.findings(context)}
+    made |= {(c[0].id, c[0].explanation)
+             for c in diagnosis.cause_table.findings(diagnosis.context())}
     for finding in diagnosis.findings():
         assert (finding.id, finding.explanation) in made

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Protocol
 
 from ddpkit.doctor.addresses import is_unreachable
+from ddpkit.doctor.log.causes.base import Context
 from ddpkit.doctor.log.evidence import Bag, Capped
 from ddpkit.doctor.log.facts.extract import facts_of
 from ddpkit.doctor.log.facts.kinds import Fact, FactKind
@@ -187,3 +188,8 @@ class Reading:
         return bool(net.conns or net.rdzv_connection or net.gloo_mesh_failed
                     or net.bootstrap_failed or job.lost or job.timeout_bag or job.nccl_errors
                     or self.init_hung())
+
+    def context(self) -> Context:
+        """What the whole reading says, for the causes."""
+        return Context(self.multi_node or self.fact_nodes > 1, self.shown(),
+                       self.network_failed())

@@ -12,13 +12,10 @@ most likely root cause first.
 from __future__ import annotations
 
 from ddpkit.doctor.findings import Finding
-from ddpkit.doctor.log.causes.base import Context
 from ddpkit.doctor.log.causes.registry import Causes, rank
 from ddpkit.doctor.log.rules.entry import evaluate
 from ddpkit.doctor.log.rules.order import RULES
-from ddpkit.doctor.log.rules.reading import FAILED_KINDS, SIMPLE, Reading
-
-__all__ = ["FAILED_KINDS", "SIMPLE", "Diagnosis"]
+from ddpkit.doctor.log.rules.reading import Reading
 
 
 class Diagnosis(Reading):
@@ -30,6 +27,5 @@ class Diagnosis(Reading):
 
     def findings(self) -> list[Finding]:
         found = [(finding, priority) for _rule, finding, priority in evaluate(RULES, self)]
-        shown = self.shown()
-        context = Context(self.multi_node or self.fact_nodes > 1, shown, self.network_failed())
-        return rank(found, self.cause_table.findings(context), shown)
+        context = self.context()
+        return rank(found, self.cause_table.findings(context), context.failed)
