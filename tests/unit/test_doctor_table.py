@@ -5,16 +5,20 @@ the whole of the dependencies: no cycle, nothing decided by code order elsewhere
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from ddpkit.doctor.catalogue import CATALOGUE
+from ddpkit.doctor.catalogue import CATALOGUE, entry
+from ddpkit.doctor.findings import Finding, Severity
 from ddpkit.doctor.log.rules.entry import (
     CATALOGUED,
+    AnyFound,
     Condition,
     Either,
     ErrorBefore,
+    ErrorFound,
     Fired,
     IdFound,
     Rule,
@@ -99,3 +103,39 @@ def test_every_finding_comes_from_an_entry_that_declares_it_or_from_a_cause(path
              for c in diagnosis.cause_table.findings(diagnosis.context())}
     for finding in diagnosis.findings():
         assert (finding.id, finding.explanation) in made
+
+
+def _finding(finding_id: str, severity: Severity) -> Finding:
+    e = entry(finding_id)
+    return Finding(e.id, severity, e.title, e.explanation, e.fix, ())
+
+
+def test_conditions_read_only_what_the_entries_above_found() -> None:
+    seen: list[tuple[bool, ...]] = []
+
+    def reading(finding_id: str, severity: Severity) -> Callable[..., Finding]:
+        def make(_r: object, read: tuple[bool, ...]) -> Finding:
+            seen.append(read)
+            return _finding(finding_id, severity)
+        return make
+
+    table = (
+        Rule("a", frozenset({"p2p"}), reading("p2p", "warning"), reads=(ErrorFound(),)),
+        Rule("b", frozenset({"shm"}), reading("shm", "error"), reads=(ErrorFound(), AnyFound())),
+        Rule("c", frozenset({"firewall"}), reading("firewall", "error"),
+             unless=(ErrorBefore("b"),)),  # nothing failed before b: asked
+        Rule("d", frozenset({"no-result"}), reading("no-result", "warning"),
+             unless=(ErrorBefore("c"),)),  # b's error came before c: not asked
+        Rule("e", frozenset({"ib-error"}), reading("ib-error", "error"),
+             when=(Fired("d"),)),  # d gave nothing: not asked
+        Rule("f", frozenset({"out-of-memory"}), reading("out-of-memory", "error"),
+             unless=(IdFound("p2p"),)),  # a gave p2p: not asked
+        Rule("g", frozenset({"port-in-use"}), reading("port-in-use", "error"),
+             when=(Fired("a"), Either((IdFound("shm"), IdFound("ib-error"))))),
+    )
+    hits = evaluate(table, Diagnosis())
+    assert [(name, f.id) for name, f, _p in hits] == [
+        ("a", "p2p"), ("b", "shm"), ("c", "firewall"), ("g", "port-in-use")]
+    assert seen[:2] == [(False,), (False, True)]  # read before its own finding is in
+    assert [p for _n, _f, p in hits] == [entry(i).priority for i in
+                                         ("p2p", "shm", "firewall", "port-in-use")]

@@ -1,7 +1,9 @@
 """The table of causes, and the one ranking of findings.
 
 Adding a cause: a file in this folder with a :class:`~.base.Cause` subclass, its class in
-``CAUSES``, and a test whose lines are made from the printing program's template.
+``CAUSES``, and a test whose lines are made from the printing program's template. The causes
+are asked after every entry of the rule table (:data:`ddpkit.doctor.log.rules.order.RULES`,
+where the older rule families' order is stated) and need no place in it: ``rank`` places them.
 """
 
 from __future__ import annotations
