@@ -36,6 +36,17 @@ def simple(finding_id: str) -> Callable[[Reading, Read], Finding | None]:
     return make
 
 
+def firewall(r: Reading, read: Read) -> Finding | None:
+    """``read``: (the gloo-loopback entry fired,)."""
+    return r.net.firewall(r.net.unexplained_conns(r.multi_node, r.init_hung(), read[0]))
+
+
+def peer_unreachable(r: Reading, read: Read) -> Finding | None:
+    """``read``: (the gloo-loopback entry fired, a finding came before)."""
+    rest = r.net.unexplained_conns(r.multi_node, r.init_hung(), read[0])
+    return r.net.peer_unreachable(rest, read[1])
+
+
 def rank_assignment(r: Reading, read: Read) -> Finding | None:
     e = entry("rank-assignment")
     facts = r.simple.get("rank-assignment")

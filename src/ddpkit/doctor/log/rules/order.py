@@ -38,14 +38,36 @@ ONE_NODE_GPUS = Fact("a communicator spans one node with several GPUs",
 # the job failed or its init hung: a difference between machines is then its likely cause
 TROUBLE = Either((INIT_HUNG, ErrorFound(), FAILING))
 
-_WIRING = frozenset({"interface-not-found", "wrong-interface", "container-network",
-                     "rendezvous-config", "firewall", "peer-unreachable"})
+SINGLE_NODE = Fact("NCCL reported a single node", lambda r: r.single_node)
+CONNECT_FAILED = Fact("a connection failed", lambda r: bool(r.net.conns))
+BOOTSTRAP_FAILED = Fact("NCCL's bootstrap failed", lambda r: bool(r.net.bootstrap_failed))
+NCCL_WARNED = Fact("NCCL printed a WARN line", lambda r: r.net.nccl_warned)
+_WRONG = frozenset({"wrong-interface"})
+# one wrong address: the first of these that fires says it
+_TRAPS = (Fired("wrong-or-container"), Fired("gloo-loopback"))
 _SIMPLE_IDS = ("shm", "duplicate-gpu", "p2p", "out-of-memory", "ib-error", "port-in-use",
                "rendezvous-timeout", "rendezvous-config")
 
 RULES: tuple[Rule, ...] = (
-    Rule("network", _WIRING,
-         lambda r, _read: r.net.findings(r.multi_node, r.init_hung(), r.single_node)),
+    # --- the network's wiring (rules/network.py, traps.py, gloo_mesh.py) ---
+    Rule("interface-not-found", frozenset({"interface-not-found"}),
+         lambda r, _read: r.net.interface_not_found()),
+    Rule("wrong-or-container", frozenset({"wrong-interface", "container-network"}),
+         lambda r, _read: r.net.wrong_or_container(r.multi_node, r.init_hung())),
+    Rule("gloo-loopback", _WRONG, lambda r, _read: r.net.gloo_loopback(r.multi_node),
+         unless=_TRAPS[:1]),
+    Rule("gloo-mesh", _WRONG, lambda r, _read: r.net.gloo_mesh(), unless=_TRAPS),
+    Rule("mixed-sockets", _WRONG, lambda r, _read: r.net.mixed_sockets(),
+         unless=(*_TRAPS, Fired("gloo-mesh"), SINGLE_NODE)),
+    Rule("silent-bootstrap", _WRONG, lambda r, _read: r.net.silent_bootstrap(),
+         when=(BOOTSTRAP_FAILED,), unless=(AnyFound(), CONNECT_FAILED, NCCL_WARNED)),
+    Rule("unresolved-master", frozenset({"rendezvous-config"}),
+         lambda r, _read: r.net.unresolved_master()),
+    # a connection an entry above explains is not reported again
+    Rule("firewall", frozenset({"firewall"}), decide.firewall, reads=_TRAPS[1:]),
+    Rule("peer-unreachable", frozenset({"peer-unreachable"}), decide.peer_unreachable,
+         reads=(*_TRAPS[1:], AnyFound())),
+    # --- the lines of one kind each ---
     *(Rule(finding_id, frozenset({finding_id}), decide.simple(finding_id))
       for finding_id in _SIMPLE_IDS),
     Rule("local-rank", frozenset({"local-rank-argument"}),
