@@ -9,9 +9,9 @@ from pathlib import Path
 from ddpkit.doctor.log import patterns
 from ddpkit.doctor.log.causes.registry import CAUSES
 from ddpkit.doctor.log.kinds import EventKind
+from ddpkit.doctor.log.rules.reading import FAILED_KINDS, SIMPLE
 from ddpkit.doctor.log.rules.run_end import RUN_END_KINDS
 from ddpkit.doctor.log.rules.shell_signals import SIGNAL_KINDS
-from ddpkit.doctor.log.rules.table import _FAILED_KINDS, _SIMPLE
 from ddpkit.doctor.log.rules.unexplained import UNEXPLAINED_KINDS
 
 KINDS = {k.value for k in EventKind}
@@ -27,7 +27,7 @@ def test_every_pattern_makes_an_event_kind() -> None:
 
 def test_the_sets_the_rules_route_by_hold_event_kinds_only() -> None:
     for kinds in (patterns.FAILURE_KINDS, patterns.TAIL_KINDS, {patterns.FACT_KIND},
-                  UNEXPLAINED_KINDS, RUN_END_KINDS, SIGNAL_KINDS, _FAILED_KINDS, set(_SIMPLE),
+                  UNEXPLAINED_KINDS, RUN_END_KINDS, SIGNAL_KINDS, FAILED_KINDS, set(SIMPLE),
                   *(cause.kinds for cause in CAUSES)):
         assert set(kinds) <= KINDS, set(kinds) - KINDS
 

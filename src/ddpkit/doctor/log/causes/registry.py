@@ -2,6 +2,10 @@
 
 Adding a cause: a file in this folder with a :class:`~.base.Cause` subclass, its class in
 ``CAUSES``, and a test whose lines are made from the printing program's template.
+
+The whole table is :data:`RULES` (the older rule families' entries, in the order stated in
+:mod:`ddpkit.doctor.log.rules.order`) and then ``CAUSES``, which need no place in that order:
+:func:`judge` evaluates both and :func:`rank` places every finding.
 """
 
 from __future__ import annotations
@@ -16,6 +20,9 @@ from ddpkit.doctor.log.causes.loopback import Loopback
 from ddpkit.doctor.log.causes.restarts import RendezvousRestarts
 from ddpkit.doctor.log.causes.stale_store import StaleStore
 from ddpkit.doctor.log.facts.kinds import Fact
+from ddpkit.doctor.log.rules.entry import evaluate
+from ddpkit.doctor.log.rules.order import RULES
+from ddpkit.doctor.log.rules.reading import Reading
 from ddpkit.doctor.log.rules.unexplained import warning_line
 from ddpkit.doctor.log.scan import Event
 
@@ -52,6 +59,14 @@ class Causes:
                 out.append((finding, entry(finding.id).priority + cause.specificity,
                             cause.supersedes, (cause.yields_to | {finding.id}) - cause.supersedes))
         return out
+
+
+def judge(reading: Reading, causes: Causes) -> list[Finding]:
+    """The table on a whole reading: every entry of ``RULES`` in its order, asked when its
+    conditions hold, then every cause, in the one ranking."""
+    found = [(finding, priority) for _rule, finding, priority in evaluate(RULES, reading)]
+    context = reading.context()
+    return rank(found, causes.findings(context), context.failed)
 
 
 def rank(scored: list[Scored], causes: list[CauseFinding],

@@ -174,48 +174,47 @@ class NetworkRules:
                 listed.append((event.get("iface"), event.get("addr")))
                 self.socket_bag.add(event)
 
-    # --- decisions -------------------------------------------------------------------------------
+    # --- decisions: each an entry of rules/order.RULES, which states when it is asked ------------
 
-    def findings(self, multi_node: bool, init_hung: bool = False,
-                 single_node: bool = False) -> list[Finding]:
-        """``init_hung``: NCCL init started and never completed (a silent wrong address);
-        ``single_node``: NCCL reported a single node (its socket transport then carries nothing)."""
-        out: list[Finding] = []
+    def gloo_mesh(self) -> Finding | None:
+        return gloo_mesh_failed(self.gloo_mesh_failed, len(self.conns))
+
+    def mixed_sockets(self) -> Finding | None:
+        return mixed_socket_lists(self.socket_lists.data, self.socket_bag.items,
+                                  failed=bool(self.conns))
+
+    def silent_bootstrap(self) -> Finding:
+        boot_ifaces = {b.iface: b.address for b in self.boots.data.values()}
+        boot_ifaces.update(dict(self.oob.data.values()))
+        return silent_bootstrap_failure(
+            self.bootstrap_failed, self.bootstrap_failed_origins, self.bootstrap_codes,
+            boot_ifaces,
+            merge(self.oob_bag.items, *(b.bag.items for b in self.boots.data.values())))
+
+    def unexplained_conns(self, multi_node: bool, init_hung: bool,
+                          gloo_loopback: bool) -> list[_Conn]:
+        """The failed connections neither a wrong address, Gloo on loopback (when that entry
+        fired) nor an unresolved master explains."""
         explained: set[tuple[str, str]] = set()
-        missing = self._interface_not_found()
-        if missing:
-            out.append(missing)
-        trapped = self._wrong_or_container(multi_node, init_hung, explained)
-        if not trapped:
-            trapped = self._gloo_loopback(multi_node, explained)
-        if not trapped:
-            mesh = gloo_mesh_failed(self.gloo_mesh_failed, len(self.conns))
-            trapped = [mesh] if mesh else []
-        if not trapped and not single_node:
-            mixed = mixed_socket_lists(self.socket_lists.data, self.socket_bag.items,
-                                       failed=bool(self.conns))
-            trapped = [mixed] if mixed else []
-        out += trapped
-        if self.bootstrap_failed and not out and not self.conns and not self.nccl_warned:
-            boot_ifaces = {b.iface: b.address for b in self.boots.data.values()}
-            boot_ifaces.update(dict(self.oob.data.values()))
-            out.append(silent_bootstrap_failure(
-                self.bootstrap_failed, self.bootstrap_failed_origins, self.bootstrap_codes,
-                boot_ifaces,
-                merge(self.oob_bag.items, *(b.bag.items for b in self.boots.data.values()))))
-        unresolved = self._unresolved(explained)
-        if unresolved:
-            out.append(unresolved)
-        rest = [(k, c) for k, c in self.conns.items() if k not in explained]
-        firewall = [c for _, c in rest if c.err == "timeout" and not c.store_only]
-        if firewall:
-            out.append(self._firewall(firewall))
-        others = [c for _, c in rest if c not in firewall]
-        if others or (self.rdzv_connection and not out):
-            out.append(self._peer_unreachable(others))
-        return out
+        self.wrong_or_container(multi_node, init_hung, explained)
+        if gloo_loopback:
+            self.gloo_loopback(multi_node, explained)
+        self.unresolved_master(explained)
+        return [c for k, c in self.conns.items() if k not in explained]
 
-    def _interface_not_found(self) -> Finding | None:
+    def firewall(self, rest: list[_Conn]) -> Finding | None:
+        timed_out = [c for c in rest if c.err == "timeout" and not c.store_only]
+        return self._firewall(timed_out) if timed_out else None
+
+    def peer_unreachable(self, rest: list[_Conn], found: bool) -> Finding | None:
+        """``found``: a network finding came before (a lone rendezvous error then says no
+        more)."""
+        others = [c for c in rest if not (c.err == "timeout" and not c.store_only)]
+        if others or (self.rdzv_connection and not found):
+            return self._peer_unreachable(others)
+        return None
+
+    def interface_not_found(self) -> Finding | None:
         if not self.missing_bag:
             return None
         e = entry("interface-not-found")
@@ -233,8 +232,11 @@ class NetworkRules:
         return Finding(e.id, e.severity, e.title, specific_then_general(parts, e.explanation), fix,
                        merge(self.missing_bag.items, self.ifname_bag.items))
 
-    def _wrong_or_container(self, multi_node: bool, init_hung: bool,
-                            explained: set[tuple[str, str]]) -> list[Finding]:
+    def wrong_or_container(self, multi_node: bool, init_hung: bool,
+                           explained: set[tuple[str, str]] | None = None) -> list[Finding]:
+        """``init_hung``: NCCL init started and never completed (a silent wrong address);
+        ``explained``: gets the connections the finding explains."""
+        explained = set() if explained is None else explained
         bad = {a: b for a, b in self.boots.items() if is_unreachable(b.address, b.iface)}
         shared = {a: b for a, b in self.boots.items() if len(b.origins) >= 2}
         suspects = {**bad, **shared}
@@ -302,7 +304,9 @@ class NetworkRules:
                         specific_then_general([*facts, *reasons], e.explanation),
                         self._interface_fix(), evidence)]
 
-    def _gloo_loopback(self, multi_node: bool, explained: set[tuple[str, str]]) -> list[Finding]:
+    def gloo_loopback(self, multi_node: bool,
+                      explained: set[tuple[str, str]] | None = None) -> list[Finding]:
+        explained = set() if explained is None else explained
         loopback = [(k, c) for k, c in self.conns.items()
                     if c.address and address_kind(c.address) == "loopback"
                     and c.err in ("refused", "timeout")]
@@ -350,7 +354,9 @@ class NetworkRules:
                  "NCCL_SOCKET_IFNAME==<that node's name>\n{check}", per_node=per_node,
                  check=check)
 
-    def _unresolved(self, explained: set[tuple[str, str]]) -> Finding | None:
+    def unresolved_master(self, explained: set[tuple[str, str]] | None = None) -> Finding | None:
+        """The master's hostname did not resolve (``explained``: as wrong_or_container's)."""
+        explained = set() if explained is None else explained
         if not self.unresolved_bag:
             return None
         bags = [self.unresolved_bag]

@@ -67,7 +67,7 @@ class RunEnd:
     def no_result(self, waited_on: str) -> Finding | None:
         """``no-result`` when the log shows a stage of a run and no end marker, or when ddpkit
         recognises none of its lines; None otherwise. ``waited_on`` says where the run was when
-        the log stops (rules/table.py's stage words)."""
+        the log stops (rules/decide.waited_on's words)."""
         if self.completed:
             return None
         if not self.stages:
