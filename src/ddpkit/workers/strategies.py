@@ -147,9 +147,30 @@ def build(strategy: str, width: int, depth: int, device: torch.device, mesh: Any
     return model
 
 
+def time_allreduce(numel: int, group: Any, device: torch.device, repeats: int = 3) -> float:
+    """The slowest rank's median seconds for one all-reduce of ``numel`` fp32 values over
+    ``group``, after one untimed: the rate the node's own ranks reach while this phase's load is
+    on the machine (on CPU, Gloo over loopback: copies and reductions on the same cores)."""
+    buffer = torch.zeros(numel, dtype=torch.float32, device=device)
+    times = []
+    for index in range(repeats + 1):
+        dist.barrier(group=group)
+        start = time.perf_counter()
+        dist.all_reduce(buffer, group=group)
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
+        if index:
+            times.append(time.perf_counter() - start)
+    slowest = torch.tensor([statistics.median(times)], dtype=torch.float64, device=device)
+    dist.all_reduce(slowest, op=dist.ReduceOp.MAX, group=group)
+    return float(slowest.item())
+
+
 def time_phase(args: argparse.Namespace, model_of: Any, device: torch.device, width: int,
-               leader: bool) -> dict[str, Any]:
-    """This rank's measurements of one phase; ``model_of()`` builds the model."""
+               leader: bool, intra: tuple[Any, int] | None = None) -> dict[str, Any]:
+    """This rank's measurements of one phase; ``model_of()`` builds the model; ``intra`` (the
+    node's own ranks and the parameter count, in the one-node phases) also times an all-reduce of
+    the gradients' size over those ranks."""
     gc.collect()
     dist.barrier()
     reset = reset_peak_rss()
@@ -201,6 +222,11 @@ def time_phase(args: argparse.Namespace, model_of: Any, device: torch.device, wi
         "cuda_peak": torch.cuda.max_memory_allocated(device) if device.type == "cuda" else None,
         "final_loss": loss, "link": link,
     }
+    if intra is not None and dist.get_world_size(intra[0]) > 1:
+        # after the timed steps, the memory peak and the link counters: it changes none of them
+        group, numel = intra
+        result["intra_allreduce"] = {"bytes": numel * 4,
+                                     "seconds": time_allreduce(numel, group, device)}
     return result
 
 
@@ -212,12 +238,15 @@ def summarise(per_rank: list[dict[str, Any]], node_of: list[int], ranks: int) ->
     peaks = [r["peak_rss_delta"] for r in per_rank if r["peak_rss_delta"] is not None]
     cuda = [r["cuda_peak"] for r in per_rank if r["cuda_peak"] is not None]
     links = {node_of[r["rank"]]: r["link"] for r in per_rank if r["link"] is not None}
+    intra = [r["intra_allreduce"] for r in per_rank if r.get("intra_allreduce")]
     return {
         "ranks": ranks, "step_s": max(r["step_s"] for r in per_rank),
         "state_bytes": max(states), "peak_rss_delta": max(peaks) if peaks else None,
         "cuda_peak": max(cuda) if cuda else None,
         "link": [{"node": node, **links[node]} for node in sorted(links)],
         "per_rank": per_rank, "ok": not problems, "problems": problems,
+        # the slowest node's all-reduce of the gradients' size over its own ranks (one-node phases)
+        "intra_allreduce": max(intra, key=lambda r: r["seconds"]) if intra else None,
     }
 
 
@@ -241,8 +270,8 @@ def run(args: argparse.Namespace, doc: dict[str, Any], device: torch.device,
 
     rank, world = dist.get_rank(), dist.get_world_size()
     width, depth = mlp_shape(args.params)
-    doc["model"] = {"kind": "mlp", "width": width, "depth": depth,
-                    "params": depth * (width * width + width), "dtype": "fp32",
+    params = depth * (width * width + width)
+    doc["model"] = {"kind": "mlp", "width": width, "depth": depth, "params": params, "dtype": "fp32",
                     "optimizer": "adam", "batch_per_rank": args.batch}
     node_of = [int(n) for n in all_gather_json(int(os.environ.get("GROUP_RANK", "0")))]
     nodes = len(set(node_of))
@@ -269,7 +298,8 @@ def run(args: argparse.Namespace, doc: dict[str, Any], device: torch.device,
         def model_of(s: str = strategy, m: Any = phase_mesh, g: Any = group) -> nn.Module:
             return build(s, width, depth, device, m, g)
 
-        mine = time_phase(args, model_of, device, width, leader)
+        mine = time_phase(args, model_of, device, width, leader,
+                          (local.get_group(), params) if name != "all_nodes" else None)
         doc["phases"][name] = summarise(all_gather_json(mine), node_of, ranks)
         stage.save(doc)
     doc["ok"] = all(p["ok"] for p in doc["phases"].values())
