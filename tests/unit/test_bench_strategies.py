@@ -208,3 +208,23 @@ def test_without_a_measured_link_there_is_no_prediction_and_a_note_says_why() ->
 def test_no_strategy_jobs_no_block() -> None:
     assert strategies_block([SimpleNamespace(job=SimpleNamespace(kind="net"))],  # type: ignore[list-item]
                             {}, None, None, None) is None
+
+
+def test_the_one_node_steps_alternated_with_the_all_nodes_ones_are_the_reference() -> None:
+    p = float(PARAMS)
+    doc = strategy_doc("fsdp", 0.3, 0.9, 4 * p, 0.75 * 12 * p)
+    del doc["phases"]["one_node_again"]  # this worker's phases: one node, then all nodes
+    doc["phases"]["all_nodes"]["one_node_step_s"] = 0.5  # a busier box during the all-nodes phase
+    doc["phases"]["one_node"]["intra_allreduce"] = {"bytes": 4 * p, "seconds": 4 * p / 2e9}
+    block = strategies_block([outcome("fsdp")], {"strategy-fsdp.json": doc},
+                             {"busbw_bytes_per_s": RATE}, None, None)
+    assert block is not None
+    row = block["rows"][0]
+    assert row["measured"]["one_node_step_s"] == 0.5 and row["measured"]["one_node_steps_s"] == \
+        [0.3, 0.5]
+    plan = row["predicted"]
+    # the node's own all-reduce at 2 GB/s busbw (2 ranks: 4P bytes in 4P / 2e9 s) is plan's
+    # intra-node rate, and the compute is what is left of the alternated 1-node step
+    assert plan["intra_node_bytes_per_s"] == pytest.approx(2e9)
+    assert plan["compute_s"] == pytest.approx(0.5 - plan["one_node_comm_s"])
+    assert plan["step_s"] == pytest.approx(plan["compute_s"] + plan["comm_s"])

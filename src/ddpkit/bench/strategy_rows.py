@@ -143,9 +143,14 @@ def strategy_row(strategy: str, outcome: _Outcome | None, doc: Mapping[str, Any]
         return row
     model, ranks = doc["model"], int(doc["ranks_per_node"])
     ran = multi or one
-    reference = (one["step_s"] + again["step_s"]) / 2 if again else one["step_s"]
-    measured = {"one_node_step_s": reference, "one_node_steps_s": [
-                    p["step_s"] for p in (one, again) if p], "step_s": ran["step_s"],
+    if multi and multi.get("one_node_step_s"):  # alternated with the all-nodes steps
+        reference = multi["one_node_step_s"]
+        references = [one["step_s"], reference]
+    else:  # an older worker's phases before and after, or one node only
+        references = [p["step_s"] for p in (one, again) if p]
+        reference = sum(references) / len(references)
+    measured = {"one_node_step_s": reference, "one_node_steps_s": references,
+                "step_s": ran["step_s"],
                 "state_bytes": ran["state_bytes"], "peak_rss_delta": ran["peak_rss_delta"],
                 "cuda_peak": ran["cuda_peak"],
                 "link_bytes_per_step": _link_bytes(multi) if multi else None}
