@@ -23,17 +23,15 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
-from ddpkit.bench.strategy_rows import link_for, strategy_row
-from ddpkit.sim import SimSpec, down, node_argv, up
+from bench_sim import run_on_sim  # the same directory: run as python benchmarks/strategies_sim.py
 
-RATE = "1gbit"
+from ddpkit.bench.strategy_rows import link_for, strategy_row
+
 BAND = (0.75, 1.25)
 STRATEGIES = ("ddp", "fsdp", "hsdp")
 
@@ -47,36 +45,12 @@ def bench_argv(node: int, master: str, run_dir: Path) -> list[str]:
 
 def run_once(name: str, subnet: str, work: Path) -> float:
     """One bench on a fresh sim; its files stay in ``work``; the seconds it took."""
-    down(name)  # a cluster of this name left by an earlier, killed run
-    cluster = up(SimSpec(nodes=2, name=name, subnet=subnet, rate=RATE))
-    procs: dict[int, subprocess.Popen[str]] = {}
-    logs = []
-    try:
-        master = cluster.nodes[0].private_address
-        started = time.monotonic()
-        for node in (1, 0):
-            logs.append(open(work / f"node{node}.log", "w"))  # noqa: SIM115 - closed below
-            procs[node] = subprocess.Popen(
-                node_argv(cluster, node, bench_argv(node, master, work / f"node{node}")),
-                stdout=subprocess.PIPE, stderr=logs[-1], text=True, start_new_session=True)
-        out, _ = procs[0].communicate(timeout=900)
-        procs[1].communicate(timeout=120)
-        (work / "bench.json").write_text(out)
-        if procs[0].returncode != 0 or procs[1].returncode != 0:
-            print(f"bench failed (node 0: exit {procs[0].returncode}, node 1: exit "
-                  f"{procs[1].returncode}); logs in {work}", file=sys.stderr)
-        return time.monotonic() - started
-    finally:
-        for proc in procs.values():
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait(timeout=30)
-        for log in logs:
-            log.close()
-        report = down(name)
-        if report.processes_killed:
-            print(f"warning: teardown killed leftover processes {report.processes_killed}",
-                  file=sys.stderr)
+    out, codes, elapsed = run_on_sim(name, subnet, work, bench_argv, 900)
+    (work / "bench.json").write_text(out)
+    if codes != (0, 0):
+        print(f"bench failed (node 0: exit {codes[0]}, node 1: exit {codes[1]}); logs in {work}",
+              file=sys.stderr)
+    return elapsed
 
 
 def rows_of(work: Path) -> dict[str, dict[str, Any]] | None:
