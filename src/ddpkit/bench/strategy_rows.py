@@ -150,7 +150,8 @@ def strategy_row(strategy: str, outcome: _Outcome | None, doc: Mapping[str, Any]
         references = [p["step_s"] for p in (one, again) if p]
         reference = sum(references) / len(references)
     measured = {"one_node_step_s": reference, "one_node_steps_s": references,
-                "step_s": ran["step_s"],
+                "step_s": ran["step_s"], "optimizer_s": ran.get("optimizer_s"),
+                "one_node_optimizer_s": (multi or {}).get("one_node_optimizer_s"),
                 "state_bytes": ran["state_bytes"], "peak_rss_delta": ran["peak_rss_delta"],
                 "cuda_peak": ran["cuda_peak"],
                 "link_bytes_per_step": _link_bytes(multi) if multi else None}

@@ -176,12 +176,19 @@ class _Trainer:
         self.x = torch.randn(batch, width, generator=generator).to(device)
         self.y = torch.randn(batch, width, generator=generator).to(device)
         self.loss: torch.Tensor | None = None
+        self.optimizer_s: list[float] = []  # the optimizer step of each call, apart
 
     def __call__(self) -> float:
         start = time.perf_counter()
         loss = nn.functional.mse_loss(self.model(self.x), self.y)
         loss.backward()  # type: ignore[no-untyped-call]
+        if self.device.type == "cuda":
+            torch.cuda.synchronize(self.device)
+        begun = time.perf_counter()
         self.optimizer.step()
+        if self.device.type == "cuda":
+            torch.cuda.synchronize(self.device)
+        self.optimizer_s.append(time.perf_counter() - begun)
         self.optimizer.zero_grad(set_to_none=False)  # gradients stay allocated, as between steps
         if self.device.type == "cuda":
             torch.cuda.synchronize(self.device)
@@ -216,6 +223,9 @@ def time_phase(args: argparse.Namespace, model_of: Any, device: torch.device, wi
             reference()
     dist.barrier()
     before = _net_counters() if leader else {}
+    step.optimizer_s.clear()
+    if reference is not None:
+        reference.optimizer_s.clear()
     times, reference_times = [], []
     for _ in range(args.steps):
         times.append(step())
@@ -240,8 +250,10 @@ def time_phase(args: argparse.Namespace, model_of: Any, device: torch.device, wi
         "peak_rss_delta": (peak_kib - base_kib) * 1024 if reset and peak_kib and base_kib else None,
         "cuda_peak": cuda_peak, "final_loss": loss, "link": link,
     }
-    if reference_times:
+    result["optimizer_s"] = statistics.median(step.optimizer_s)
+    if reference is not None and reference_times:
         result["one_node_step_s"] = statistics.median(reference_times)
+        result["one_node_optimizer_s"] = statistics.median(reference.optimizer_s)
     if intra is not None and dist.get_world_size(intra[0]) > 1:
         # after the timed steps, the memory peak and the link counters: it changes none of them
         group, numel = intra
@@ -260,6 +272,8 @@ def summarise(per_rank: list[dict[str, Any]], node_of: list[int], ranks: int) ->
     links = {node_of[r["rank"]]: r["link"] for r in per_rank if r["link"] is not None}
     intra = [r["intra_allreduce"] for r in per_rank if r.get("intra_allreduce")]
     reference = [r["one_node_step_s"] for r in per_rank if r.get("one_node_step_s")]
+    optimizer = [r["optimizer_s"] for r in per_rank if r.get("optimizer_s") is not None]
+    optimizer_one = [r["one_node_optimizer_s"] for r in per_rank if r.get("one_node_optimizer_s")]
     return {
         "ranks": ranks, "step_s": max(r["step_s"] for r in per_rank),
         "state_bytes": max(states), "peak_rss_delta": max(peaks) if peaks else None,
@@ -270,6 +284,10 @@ def summarise(per_rank: list[dict[str, Any]], node_of: list[int], ranks: int) ->
         "intra_allreduce": max(intra, key=lambda r: r["seconds"]) if intra else None,
         # the all-nodes phase: the one-node steps that alternated with its own (slowest rank)
         "one_node_step_s": max(reference) if reference else None,
+        # the optimizer step alone, part of the steps above (the slowest rank's median): it runs
+        # over the rank's shard, which FSDP halves from one node to two
+        "optimizer_s": max(optimizer) if optimizer else None,
+        "one_node_optimizer_s": max(optimizer_one) if optimizer_one else None,
     }
 
 
