@@ -28,6 +28,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -48,7 +49,10 @@ def bench_argv(node: int, master: str, run_dir: Path, quick: bool) -> list[str]:
     return argv + ["--settings", FULL_SETTINGS, "-b", "1K", "-e", "64M", "-f", "4"]
 
 
-def run_bench(name: str, subnet: str, work: Path, quick: bool) -> tuple[dict[str, Any], float]:
+def run_on_sim(name: str, subnet: str, work: Path, argv_of: Callable[[int, str, Path], list[str]],
+               timeout: float) -> tuple[str, tuple[int | None, int | None], float]:
+    """``argv_of(node, master address, run dir)`` on both nodes of a fresh 2-node sim shaped to
+    RATE (always torn down; stderr in ``work``): node 0's stdout, both exit codes, seconds."""
     down(name)  # a cluster of this name left by an earlier, killed run
     cluster = up(SimSpec(nodes=2, name=name, subnet=subnet, rate=RATE))
     procs: dict[int, subprocess.Popen[str]] = {}
@@ -59,15 +63,11 @@ def run_bench(name: str, subnet: str, work: Path, quick: bool) -> tuple[dict[str
         for node in (1, 0):
             logs.append(open(work / f"node{node}.log", "w"))  # noqa: SIM115 - closed below
             procs[node] = subprocess.Popen(
-                node_argv(cluster, node, bench_argv(node, master, work / f"node{node}", quick)),
+                node_argv(cluster, node, argv_of(node, master, work / f"node{node}")),
                 stdout=subprocess.PIPE, stderr=logs[-1], text=True, start_new_session=True)
-        out, _ = procs[0].communicate(timeout=400 if quick else 3600)
+        out, _ = procs[0].communicate(timeout=timeout)
         procs[1].communicate(timeout=120)
-        elapsed = time.monotonic() - started
-        if procs[0].returncode != 0 or procs[1].returncode != 0:
-            raise SystemExit(f"bench failed (node 0: exit {procs[0].returncode}, node 1: exit "
-                             f"{procs[1].returncode}); logs in {work}")
-        return json.loads(out), elapsed
+        return out, (procs[0].returncode, procs[1].returncode), time.monotonic() - started
     finally:
         for proc in procs.values():
             if proc.poll() is None:
@@ -79,6 +79,16 @@ def run_bench(name: str, subnet: str, work: Path, quick: bool) -> tuple[dict[str
         if report.processes_killed:
             print(f"warning: teardown killed leftover processes {report.processes_killed}",
                   file=sys.stderr)
+
+
+def run_bench(name: str, subnet: str, work: Path, quick: bool) -> tuple[dict[str, Any], float]:
+    out, codes, elapsed = run_on_sim(
+        name, subnet, work, lambda node, master, run_dir: bench_argv(node, master, run_dir, quick),
+        400 if quick else 3600)
+    if codes != (0, 0):
+        raise SystemExit(f"bench failed (node 0: exit {codes[0]}, node 1: exit {codes[1]}); logs "
+                         f"in {work}")
+    return json.loads(out), elapsed
 
 
 def plan_for(doc: dict[str, Any], path: Path) -> dict[str, Any]:

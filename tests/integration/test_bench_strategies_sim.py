@@ -1,6 +1,7 @@
 """`ddpkit bench --strategies ddp,fsdp,hsdp` on a 2-node x 2-rank sim shaped to 1 Gbit: the rows
 exist, their memory is what sharding must give, the link carried the traffic, and the step time is
-recorded beside plan's prediction (issue 25's target: within +-25%; docs/bench.md has the figures)."""
+recorded beside plan's prediction (issue 34's target: within +-25% in 8 of 9 runs, which one run
+cannot show: `benchmarks/strategies_sim.py` repeats it; docs/bench.md has the figures)."""
 
 from __future__ import annotations
 
@@ -45,6 +46,10 @@ def test_strategies_on_two_nodes_of_two_ranks(sim_cluster: Callable[..., SimClus
         assert (row["nodes"], row["ranks_per_node"]) == (2, 2)
         got, plan = row["measured"], row["predicted"]
         assert got["step_s"] > 0 and got["one_node_step_s"] > 0 and plan["step_s"] > 0
+        # the 1-node reference alternated with the 2-node steps, and plan's intra-node rate is
+        # the node's own all-reduce, measured (Gloo over loopback: well under plan's 20 GB/s)
+        assert len(got["one_node_steps_s"]) == 2
+        assert 0 < plan["intra_node_bytes_per_s"] < 20e9
         # the tensors are exactly what sharding leaves on a rank: 16 bytes per parameter of Adam
         # over the shard group (plus Adam's step counters, 4 bytes per tensor)
         assert row["ratio"]["state"] == pytest.approx(1.0, rel=0.01), row

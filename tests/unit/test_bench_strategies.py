@@ -93,10 +93,11 @@ def test_compute_is_solved_so_that_plans_one_node_step_is_the_measured_one(overl
     from ddpkit.bench.planning.model import exposed_seconds
 
     for comm in (0.0, 0.05, 0.25):
-        compute = compute_from_step(0.3, comm, overlap)
+        compute = compute_from_step(0.3, lambda c, m=comm: exposed_seconds(m, c, overlap))
         assert compute + exposed_seconds(comm, compute, overlap) == pytest.approx(0.3, rel=1e-9)
     # plan's 1-node communication alone is longer than the measured step: no compute is left
-    assert compute_from_step(0.3, 0.5, overlap) == pytest.approx(0.0, abs=1e-12)
+    assert compute_from_step(0.3, lambda c: exposed_seconds(0.5, c, overlap)) == pytest.approx(
+        0.0, abs=1e-12)
 
 
 def strategy_doc(strategy: str, one: float, multi: float, state: float,
@@ -150,15 +151,23 @@ def test_rows_put_the_measurement_beside_plans_traffic_and_memory() -> None:
         assert ratio["step"] == pytest.approx(got["step_s"] / plan["step_s"])
         assert ratio["link_bytes"] == pytest.approx(got["link_bytes_per_step"]
                                                     / plan["link_bytes_per_step"])
-        # overlap 0: the N-node step is the 1-node step with the inter-node time put in its place
-        assert plan["step_s"] == pytest.approx(got["one_node_step_s"] - plan["one_node_comm_s"]
-                                               + plan["comm_s"])
+        # the N-node step is the 1-node step with the N-node exposed communication in place of
+        # the 1-node one; on Gloo FSDP and HSDP hide nothing (blocking collectives on CPU)
+        assert plan["step_s"] == pytest.approx(got["one_node_step_s"]
+                                               - plan["one_node_exposed_comm_s"]
+                                               + plan["exposed_comm_s"])
+        if row["strategy"] != "ddp":
+            assert plan["exposed_comm_s"] == plan["comm_s"]
+    # DDP's buckets for 4 layers of 4.2 MB: the last layer alone (over the 1 MiB first cap), then
+    # the other three (under 25 MiB), ready only when backward ends: a quarter of it hides
+    ddp = rows["ddp"]["predicted"]
+    assert ddp["exposed_comm_s"] == pytest.approx(0.75 * ddp["comm_s"])
     assert rows["ddp"]["measured"]["link_bytes_per_step"] == pytest.approx(2 * 4 * p)  # node 1 rx
     # the 1-node reference is the mean of before and after the all-nodes phase
     assert rows["ddp"]["measured"]["one_node_step_s"] == pytest.approx(0.25)
     # with the bytes the link carried, plan's step grows by their extra time on the measured rate
-    ddp = rows["ddp"]["predicted"]
-    assert ddp["step_s_at_measured_bytes"] - ddp["step_s"] == pytest.approx(0.5 * 4 * p / RATE)
+    assert ddp["step_s_at_measured_bytes"] - ddp["step_s"] == pytest.approx(
+        0.75 * 0.5 * 4 * p / RATE)
     # ddp measured 0.4 s, 0.25 s of compute and 2 x 4P bytes at RATE: what was hidden of them
     comm = 2 * 4 * p / RATE + (ddp["comm_s"] - 1.5 * 4 * p / RATE)
     assert rows["ddp"]["measured"]["implied_overlap"] == pytest.approx(
@@ -199,3 +208,23 @@ def test_without_a_measured_link_there_is_no_prediction_and_a_note_says_why() ->
 def test_no_strategy_jobs_no_block() -> None:
     assert strategies_block([SimpleNamespace(job=SimpleNamespace(kind="net"))],  # type: ignore[list-item]
                             {}, None, None, None) is None
+
+
+def test_the_one_node_steps_alternated_with_the_all_nodes_ones_are_the_reference() -> None:
+    p = float(PARAMS)
+    doc = strategy_doc("fsdp", 0.3, 0.9, 4 * p, 0.75 * 12 * p)
+    del doc["phases"]["one_node_again"]  # this worker's phases: one node, then all nodes
+    doc["phases"]["all_nodes"]["one_node_step_s"] = 0.5  # a busier box during the all-nodes phase
+    doc["phases"]["one_node"]["intra_allreduce"] = {"bytes": 4 * p, "seconds": 4 * p / 2e9}
+    block = strategies_block([outcome("fsdp")], {"strategy-fsdp.json": doc},
+                             {"busbw_bytes_per_s": RATE}, None, None)
+    assert block is not None
+    row = block["rows"][0]
+    assert row["measured"]["one_node_step_s"] == 0.5 and row["measured"]["one_node_steps_s"] == \
+        [0.3, 0.5]
+    plan = row["predicted"]
+    # the node's own all-reduce at 2 GB/s busbw (2 ranks: 4P bytes in 4P / 2e9 s) is plan's
+    # intra-node rate, and the compute is what is left of the alternated 1-node step
+    assert plan["intra_node_bytes_per_s"] == pytest.approx(2e9)
+    assert plan["compute_s"] == pytest.approx(0.5 - plan["one_node_comm_s"])
+    assert plan["step_s"] == pytest.approx(plan["compute_s"] + plan["comm_s"])

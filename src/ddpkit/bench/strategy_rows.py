@@ -25,13 +25,13 @@ counting error from a timing one.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from typing import Any, Protocol
 
 from ddpkit.bench.planning.memory import MemoryInput, Strategy, memory
-from ddpkit.bench.planning.model import exposed_seconds
 from ddpkit.bench.planning.plan import CPU_OVERLAP, DEFAULT_INTRA_NODE, DEFAULT_OVERLAP
-from ddpkit.bench.planning.strategies import Link, evaluate_strategies, traffic
+from ddpkit.bench.planning.strategies import Link, evaluate_strategies, exposed_comm, traffic
 from ddpkit.bench.run import BENCH_STRATEGIES
 from ddpkit.choices import parse_choice
 from ddpkit.error_ids import JOB_TIMEOUT
@@ -53,28 +53,52 @@ class _Outcome(Protocol):  # ddpkit.bench.merge.JobOutcome (merge imports this m
     def job(self) -> Any: ...
 
 
-def compute_from_step(one_node_step_s: float, comm_s: float, overlap: float) -> float:
-    """The compute time for which plan's step (``compute + exposed``) equals a measured step."""
+def compute_from_step(one_node_step_s: float, exposed: Callable[[float], float]) -> float:
+    """The compute time for which plan's step (``compute + exposed(compute)``) equals a measured
+    step."""
     low, high = 0.0, one_node_step_s
     for _step in range(200):
         middle = (low + high) / 2
-        step = middle + exposed_seconds(comm_s, middle, overlap)
+        step = middle + exposed(middle)
         low, high = (middle, high) if step < one_node_step_s else (low, middle)
     return (low + high) / 2
+
+
+def intra_node_rate(doc: Mapping[str, Any]) -> float | None:
+    """The node's own all-reduce busbw the worker measured in the one-node phases (bytes/s; the
+    mean of their times), None if it did not."""
+    phases, ranks = doc.get("phases", {}), int(doc.get("ranks_per_node") or 0)
+    runs = [p["intra_allreduce"] for k in ("one_node", "one_node_again")
+            if (p := phases.get(k)) and p.get("intra_allreduce")]
+    if not runs or ranks < 2:
+        return None
+    seconds = sum(r["seconds"] for r in runs) / len(runs)
+    return 2 * (ranks - 1) / ranks * runs[0]["bytes"] / seconds if seconds > 0 else None
+
+
+def run_input(params: int, width: int, depth: int, nodes: int, ranks_per_node: int) -> MemoryInput:
+    """The worker's MLP (fp32, Adam, one FSDP unit per layer) as plan's input."""
+    return MemoryInput(params=params, nodes=nodes, gpus_per_node=ranks_per_node, grad_bytes=4,
+                       optimizer="adam", layers=depth, hidden=width)
 
 
 def predict(strategy: Strategy, *, params: int, width: int, depth: int, nodes: int,
             ranks_per_node: int, one_node_step_s: float | None, link: Link) -> dict[str, Any]:
     """Plan's step time, traffic and memory per rank for ``strategy`` on this run's layout."""
-    inp = MemoryInput(params=params, nodes=nodes, gpus_per_node=ranks_per_node, grad_bytes=4,
-                      optimizer="adam", layers=depth, hidden=width)
+    inp = run_input(params, width, depth, nodes, ranks_per_node)
+    one = replace(inp, nodes=1)
     _, comm_one = traffic(inp, strategy, link, 1)
-    compute = (None if one_node_step_s is None else
-               compute_from_step(one_node_step_s, comm_one, link.overlap))
+    compute = (None if one_node_step_s is None else compute_from_step(
+        one_node_step_s, lambda c: exposed_comm(one, strategy, link, comm_one, c)))
     result = next(r for r in evaluate_strategies(inp, link, compute, None)
                   if r.strategy == strategy)
     mem = memory(inp, strategy)
     return {"compute_s": compute, "comm_s": result.comm_s, "one_node_comm_s": comm_one,
+            "exposed_comm_s": None if compute is None else exposed_comm(
+                inp, strategy, link, result.comm_s, compute),
+            "one_node_exposed_comm_s": None if compute is None else exposed_comm(
+                one, strategy, link, comm_one, compute),
+            "intra_node_bytes_per_s": link.intra_node,
             "step_s": result.step_s, "link_bytes_per_step": result.inter_node_bytes,
             "state_bytes": mem.weights + mem.gradients + mem.optimizer,
             "model_state_bytes": mem.model_states, "shard_group": mem.shard_group}
@@ -119,16 +143,26 @@ def strategy_row(strategy: str, outcome: _Outcome | None, doc: Mapping[str, Any]
         return row
     model, ranks = doc["model"], int(doc["ranks_per_node"])
     ran = multi or one
-    reference = (one["step_s"] + again["step_s"]) / 2 if again else one["step_s"]
-    measured = {"one_node_step_s": reference, "one_node_steps_s": [
-                    p["step_s"] for p in (one, again) if p], "step_s": ran["step_s"],
+    if multi and multi.get("one_node_step_s"):  # alternated with the all-nodes steps
+        reference = multi["one_node_step_s"]
+        references = [one["step_s"], reference]
+    else:  # an older worker's phases before and after, or one node only
+        references = [p["step_s"] for p in (one, again) if p]
+        reference = sum(references) / len(references)
+    measured = {"one_node_step_s": reference, "one_node_steps_s": references,
+                "step_s": ran["step_s"], "optimizer_s": ran.get("optimizer_s"),
+                "one_node_optimizer_s": (multi or {}).get("one_node_optimizer_s"),
                 "state_bytes": ran["state_bytes"], "peak_rss_delta": ran["peak_rss_delta"],
                 "cuda_peak": ran["cuda_peak"],
                 "link_bytes_per_step": _link_bytes(multi) if multi else None}
     row.update(nodes=nodes, ranks_per_node=ranks, model=model, measured=measured)
     if link is None:
         return row
-    predicted = predict(parse_choice(strategy, BENCH_STRATEGIES, "strategy"),
+    measured_intra = intra_node_rate(doc)
+    if measured_intra is not None:  # the node's own ranks, measured under this job's load
+        link = replace(link, intra_node=measured_intra)
+    name = parse_choice(strategy, BENCH_STRATEGIES, "strategy")
+    predicted = predict(name,
                         params=int(model["params"]),
                         width=int(model["width"]), depth=int(model["depth"]), nodes=nodes,
                         ranks_per_node=ranks, one_node_step_s=reference, link=link)
@@ -137,8 +171,10 @@ def strategy_row(strategy: str, outcome: _Outcome | None, doc: Mapping[str, Any]
         # plan's time with the bytes the link really carried in place of its traffic count: what
         # is left of the error is timing (bandwidth, overlap, compute), not counting
         comm = predicted["comm_s"] + (moved - predicted["link_bytes_per_step"]) / link.inter_node
-        predicted["step_s_at_measured_bytes"] = compute + exposed_seconds(comm, compute,
-                                                                          link.overlap)
+        inp = run_input(int(model["params"]), int(model["width"]), int(model["depth"]), nodes,
+                        ranks)
+        predicted["step_s_at_measured_bytes"] = compute + exposed_comm(inp, name, link, comm,
+                                                                       compute)
         hidden = compute + comm - measured["step_s"]
         # the overlap that would make plan's step (at the measured bytes) the measured one: 0
         # nothing hidden, 1 all of it; outside 0..1 the step moved for other reasons (noise)
@@ -154,6 +190,22 @@ def strategy_row(strategy: str, outcome: _Outcome | None, doc: Mapping[str, Any]
     return row
 
 
+def link_for(ran: Sequence[Mapping[str, Any]], inter_node: Mapping[str, Any] | None,
+             wire_bytes_per_s: float | None, device: str | None) -> Link | None:
+    """The link plan is given for the strategy jobs' documents ``ran``: the measured inter-node
+    all_reduce busbw, else the raw TCP wire rate (None: neither was measured)."""
+    device = next((str(d["device"]) for d in ran if d.get("device")), device)
+    overlap = CPU_OVERLAP if device == "cpu" else DEFAULT_OVERLAP
+    if inter_node and inter_node.get("busbw_bytes_per_s"):
+        rate = float(inter_node["busbw_bytes_per_s"])
+    elif wire_bytes_per_s:
+        rate = float(wire_bytes_per_s)
+    else:
+        return None
+    backend = next((str(d["backend"]) for d in ran if d.get("backend")), "nccl")
+    return Link(rate, DEFAULT_INTRA_NODE, overlap, backend=backend)
+
+
 def strategies_block(outcomes: Sequence[_Outcome], docs: Mapping[str, Any],
                      inter_node: Mapping[str, Any] | None, wire_bytes_per_s: float | None,
                      device: str | None) -> dict[str, Any] | None:
@@ -162,25 +214,21 @@ def strategies_block(outcomes: Sequence[_Outcome], docs: Mapping[str, Any],
     if not jobs:
         return None
     ran = [docs.get(o.job.output) or {} for o in jobs]
-    device = next((str(d["device"]) for d in ran if d.get("device")), device)
-    overlap = CPU_OVERLAP if device == "cpu" else DEFAULT_OVERLAP
+    link = link_for(ran, inter_node, wire_bytes_per_s, device)
     notes = []
     if inter_node and inter_node.get("busbw_bytes_per_s"):
-        rate = float(inter_node["busbw_bytes_per_s"])
         basis: str | None = _("all_reduce busbw (collective sweep)")
     elif wire_bytes_per_s:
-        rate, basis = float(wire_bytes_per_s), _("raw TCP wire rate")
+        basis = _("raw TCP wire rate")
     else:
-        rate, basis = None, None
+        basis = None
         notes.append(_("no inter-node rate was measured: add --collectives (or --tcp) for plan's "
                        "prediction"))
-    backend = next((str(d["backend"]) for d in ran if d.get("backend")), "nccl")
-    link = None if rate is None else Link(rate, DEFAULT_INTRA_NODE, overlap, backend=backend)
     order = {s: i for i, s in enumerate(BENCH_STRATEGIES)}
     rows = [strategy_row(str(o.job.strategy), o, docs.get(o.job.output), link)
             for o in sorted(jobs, key=lambda o: order.get(o.job.strategy, len(order)))]
     return {"link": None if link is None else {
-                "inter_node_bytes_per_s": rate, "basis": basis,
-                "intra_node_bytes_per_s": DEFAULT_INTRA_NODE, "overlap": overlap,
+                "inter_node_bytes_per_s": link.inter_node, "basis": basis,
+                "intra_node_bytes_per_s": link.intra_node, "overlap": link.overlap,
                 "algorithm": link.algorithm, "backend": link.backend},
             "rows": rows, "notes": notes}

@@ -147,9 +147,63 @@ def build(strategy: str, width: int, depth: int, device: torch.device, mesh: Any
     return model
 
 
+def time_allreduce(numel: int, group: Any, device: torch.device, repeats: int = 3) -> float:
+    """The slowest rank's median seconds for one all-reduce of ``numel`` fp32 values over
+    ``group``, after one untimed: the rate the node's own ranks reach while this phase's load is
+    on the machine (on CPU, Gloo over loopback: copies and reductions on the same cores)."""
+    buffer = torch.zeros(numel, dtype=torch.float32, device=device)
+    times = []
+    for index in range(repeats + 1):
+        dist.barrier(group=group)
+        start = time.perf_counter()
+        dist.all_reduce(buffer, group=group)
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
+        if index:
+            times.append(time.perf_counter() - start)
+    slowest = torch.tensor([statistics.median(times)], dtype=torch.float64, device=device)
+    dist.all_reduce(slowest, op=dist.ReduceOp.MAX, group=group)
+    return float(slowest.item())
+
+
+class _Trainer:
+    """Training steps of ``model``: Adam, synthetic data per rank; a call is one timed step."""
+
+    def __init__(self, model: nn.Module, width: int, batch: int, device: torch.device) -> None:
+        self.model, self.device = model, device
+        self.optimizer = torch.optim.Adam(model.parameters(), lr=1e-4)
+        generator = torch.Generator().manual_seed(1000 + dist.get_rank())
+        self.x = torch.randn(batch, width, generator=generator).to(device)
+        self.y = torch.randn(batch, width, generator=generator).to(device)
+        self.loss: torch.Tensor | None = None
+        self.optimizer_s: list[float] = []  # the optimizer step of each call, apart
+
+    def __call__(self) -> float:
+        start = time.perf_counter()
+        loss = nn.functional.mse_loss(self.model(self.x), self.y)
+        loss.backward()  # type: ignore[no-untyped-call]
+        if self.device.type == "cuda":
+            torch.cuda.synchronize(self.device)
+        begun = time.perf_counter()
+        self.optimizer.step()
+        if self.device.type == "cuda":
+            torch.cuda.synchronize(self.device)
+        self.optimizer_s.append(time.perf_counter() - begun)
+        self.optimizer.zero_grad(set_to_none=False)  # gradients stay allocated, as between steps
+        if self.device.type == "cuda":
+            torch.cuda.synchronize(self.device)
+        self.loss = loss.detach()
+        return time.perf_counter() - start
+
+
 def time_phase(args: argparse.Namespace, model_of: Any, device: torch.device, width: int,
-               leader: bool) -> dict[str, Any]:
-    """This rank's measurements of one phase; ``model_of()`` builds the model."""
+               leader: bool, intra: tuple[Any, int] | None = None,
+               reference_of: Any = None) -> dict[str, Any]:
+    """This rank's measurements of one phase; ``model_of()`` builds the model; ``intra`` (the
+    node's own ranks and the parameter count, in the one-node phases) also times an all-reduce of
+    the gradients' size over those ranks; ``reference_of()`` (the all-nodes phase) builds the
+    one-node model too, whose steps then alternate with the timed ones, so that both see the same
+    load on the machine (its memory after the peak is read)."""
     gc.collect()
     dist.barrier()
     reset = reset_peak_rss()
@@ -157,36 +211,32 @@ def time_phase(args: argparse.Namespace, model_of: Any, device: torch.device, wi
     if device.type == "cuda":
         torch.cuda.reset_peak_memory_stats(device)
     model = model_of()
-    optimizer = torch.optim.Adam(model.parameters(), lr=1e-4)
-    generator = torch.Generator().manual_seed(1000 + dist.get_rank())
-    x = torch.randn(args.batch, width, generator=generator).to(device)
-    y = torch.randn(args.batch, width, generator=generator).to(device)
-    losses: list[torch.Tensor] = []
-
-    def step() -> None:
-        loss = nn.functional.mse_loss(model(x), y)
-        loss.backward()  # type: ignore[no-untyped-call]
-        optimizer.step()
-        optimizer.zero_grad(set_to_none=False)  # gradients stay allocated, as between real steps
-        losses[:] = [loss.detach()]
-
+    step = _Trainer(model, width, args.batch, device)
     for _ in range(args.warmup):
         step()
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
+    peak_kib = _status_kib("VmHWM")
+    cuda_peak = torch.cuda.max_memory_allocated(device) if device.type == "cuda" else None
+    reference = None
+    if reference_of is not None:
+        reference = _Trainer(reference_of(), width, args.batch, device)
+        for _ in range(args.warmup):
+            reference()
     dist.barrier()
     before = _net_counters() if leader else {}
-    times = []
+    step.optimizer_s.clear()
+    if reference is not None:
+        reference.optimizer_s.clear()
+    times, reference_times = [], []
     for _ in range(args.steps):
-        start = time.perf_counter()
-        step()
-        if device.type == "cuda":
-            torch.cuda.synchronize(device)
-        times.append(time.perf_counter() - start)
+        times.append(step())
+        if reference is not None:  # its traffic stays on the node (lo): the counters are the link's
+            reference_times.append(reference())
     after = _net_counters() if leader else {}
-    peak_kib = _status_kib("VmHWM")
-    state = [t for s in optimizer.state.values() for t in s.values() if torch.is_tensor(t)]
-    loss = float(losses[0]) if losses else float("nan")
+    if reference is None:
+        peak_kib = _status_kib("VmHWM")
+        cuda_peak = torch.cuda.max_memory_allocated(device) if device.type == "cuda" else None
+    state = [t for s in step.optimizer.state.values() for t in s.values() if torch.is_tensor(t)]
+    loss = float(step.loss) if step.loss is not None else float("nan")
     link = None
     names, rx, tx = link_bytes(before, after, os.environ.get("GLOO_SOCKET_IFNAME"))
     if names:
@@ -198,9 +248,17 @@ def time_phase(args: argparse.Namespace, model_of: Any, device: torch.device, wi
         "gradients": storage_bytes(p.grad for p in model.parameters() if p.grad is not None),
         "optimizer": storage_bytes(state),
         "peak_rss_delta": (peak_kib - base_kib) * 1024 if reset and peak_kib and base_kib else None,
-        "cuda_peak": torch.cuda.max_memory_allocated(device) if device.type == "cuda" else None,
-        "final_loss": loss, "link": link,
+        "cuda_peak": cuda_peak, "final_loss": loss, "link": link,
     }
+    result["optimizer_s"] = statistics.median(step.optimizer_s)
+    if reference is not None and reference_times:
+        result["one_node_step_s"] = statistics.median(reference_times)
+        result["one_node_optimizer_s"] = statistics.median(reference.optimizer_s)
+    if intra is not None and dist.get_world_size(intra[0]) > 1:
+        # after the timed steps, the memory peak and the link counters: it changes none of them
+        group, numel = intra
+        result["intra_allreduce"] = {"bytes": numel * 4,
+                                     "seconds": time_allreduce(numel, group, device)}
     return result
 
 
@@ -212,12 +270,24 @@ def summarise(per_rank: list[dict[str, Any]], node_of: list[int], ranks: int) ->
     peaks = [r["peak_rss_delta"] for r in per_rank if r["peak_rss_delta"] is not None]
     cuda = [r["cuda_peak"] for r in per_rank if r["cuda_peak"] is not None]
     links = {node_of[r["rank"]]: r["link"] for r in per_rank if r["link"] is not None}
+    intra = [r["intra_allreduce"] for r in per_rank if r.get("intra_allreduce")]
+    reference = [r["one_node_step_s"] for r in per_rank if r.get("one_node_step_s")]
+    optimizer = [r["optimizer_s"] for r in per_rank if r.get("optimizer_s") is not None]
+    optimizer_one = [r["one_node_optimizer_s"] for r in per_rank if r.get("one_node_optimizer_s")]
     return {
         "ranks": ranks, "step_s": max(r["step_s"] for r in per_rank),
         "state_bytes": max(states), "peak_rss_delta": max(peaks) if peaks else None,
         "cuda_peak": max(cuda) if cuda else None,
         "link": [{"node": node, **links[node]} for node in sorted(links)],
         "per_rank": per_rank, "ok": not problems, "problems": problems,
+        # the slowest node's all-reduce of the gradients' size over its own ranks (one-node phases)
+        "intra_allreduce": max(intra, key=lambda r: r["seconds"]) if intra else None,
+        # the all-nodes phase: the one-node steps that alternated with its own (slowest rank)
+        "one_node_step_s": max(reference) if reference else None,
+        # the optimizer step alone, part of the steps above (the slowest rank's median): it runs
+        # over the rank's shard, which FSDP halves from one node to two
+        "optimizer_s": max(optimizer) if optimizer else None,
+        "one_node_optimizer_s": max(optimizer_one) if optimizer_one else None,
     }
 
 
@@ -241,8 +311,8 @@ def run(args: argparse.Namespace, doc: dict[str, Any], device: torch.device,
 
     rank, world = dist.get_rank(), dist.get_world_size()
     width, depth = mlp_shape(args.params)
-    doc["model"] = {"kind": "mlp", "width": width, "depth": depth,
-                    "params": depth * (width * width + width), "dtype": "fp32",
+    params = depth * (width * width + width)
+    doc["model"] = {"kind": "mlp", "width": width, "depth": depth, "params": params, "dtype": "fp32",
                     "optimizer": "adam", "batch_per_rank": args.batch}
     node_of = [int(n) for n in all_gather_json(int(os.environ.get("GROUP_RANK", "0")))]
     nodes = len(set(node_of))
@@ -259,17 +329,24 @@ def run(args: argparse.Namespace, doc: dict[str, Any], device: torch.device,
     if nodes > 1:
         whole = (mesh if args.strategy == "hsdp" else
                  init_device_mesh(device.type, (world,), mesh_dim_names=("all",)))
-        # the 1-node reference again after: the mean of both brackets the all-nodes phase, so a
-        # machine that got slower or faster meanwhile (other load) biases the comparison less
-        phases += [("all_nodes", whole, None, world), ("one_node_again", *one_node[1:])]
+        # the 1-node steps again, alternating with the all-nodes ones: both see the same load on
+        # the machine, so the comparison holds when other work slows the box down meanwhile
+        phases.append(("all_nodes", whole, None, world))
+    local_strategy = "fsdp" if args.strategy == "hsdp" else args.strategy  # FSDP over one node
+
+    def one_node_model() -> nn.Module:
+        return build(local_strategy, width, depth, device, local, local.get_group())
+
     for name, phase_mesh, group, ranks in phases:
         stage(f"{name}: {args.warmup} warm-up + {args.steps} timed steps")
-        strategy = "fsdp" if (name != "all_nodes" and args.strategy == "hsdp") else args.strategy
+        strategy = args.strategy if name == "all_nodes" else local_strategy
 
         def model_of(s: str = strategy, m: Any = phase_mesh, g: Any = group) -> nn.Module:
             return build(s, width, depth, device, m, g)
 
-        mine = time_phase(args, model_of, device, width, leader)
+        mine = (time_phase(args, model_of, device, width, leader, reference_of=one_node_model)
+                if name == "all_nodes" else
+                time_phase(args, model_of, device, width, leader, (local.get_group(), params)))
         doc["phases"][name] = summarise(all_gather_json(mine), node_of, ranks)
         stage.save(doc)
     doc["ok"] = all(p["ok"] for p in doc["phases"].values())

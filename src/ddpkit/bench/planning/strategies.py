@@ -21,6 +21,20 @@ model (:mod:`ddpkit.bench.planning.model`). Per step and per node, through the n
   for forward and again for backward, the fp32 gradient shard down) at ``Link.pcie``, plus the
   optimizer step on the node's CPUs at ``Link.cpu_optimizer`` parameters per second, not hidden.
   Offloaded state must fit the node's host memory.
+
+What of that communication hides behind compute (docs/plan.md, "Overlap per strategy"):
+
+* DDP (and LoRA): torch's Reducer all-reduces bucket by bucket while backward runs, buckets filled
+  in reverse parameter order, the first capped at 1 MiB (``dist._DEFAULT_FIRST_BUCKET_BYTES``), the
+  rest at ``bucket_cap_mb`` = 25 MiB (``compute_bucket_assignment_by_size``: a bucket closes when it
+  reaches its cap). The last bucket is ready only when backward ends, so its all-reduce never
+  hides; the others can hide behind the backward that follows the first bucket (backward = 2/3 of
+  forward + backward). On NCCL plan's overlap fraction applies within that bound; on Gloo the
+  Reducer's async work runs on Gloo's own threads while autograd continues, so the bound itself.
+* FSDP / HSDP / ZeRO: on NCCL the overlap fraction (FSDP prefetches the next unit's all-gather and
+  reduce-scatters on their own CUDA streams). On Gloo (CPU), none: FSDP's "streams" on CPU are the
+  calling thread and its all-gathers and reduce-scatters are blocking calls (torch's
+  ``_fsdp_param_group.py`` and ``_fsdp_collectives.py``: no ``async_op``).
 """
 
 from __future__ import annotations
@@ -34,6 +48,7 @@ from ddpkit.bench.planning.memory import (
     Memory,
     MemoryInput,
     Strategy,
+    embedding_params,
     lora_params,
     memory,
 )
@@ -45,6 +60,10 @@ from ddpkit.bench.planning.model import allreduce_seconds, exposed_seconds
 PCIE_BYTES_PER_S = 12e9
 CPU_OPTIMIZER_PARAMS_PER_S = 1e9
 HOST_USABLE = 0.9  # of the node's RAM for offloaded state: the OS and data loaders need the rest
+# torch DDP's defaults (torch/nn/parallel/distributed.py): the first bucket, then bucket_cap_mb=25
+DDP_FIRST_BUCKET_BYTES = 1024 * 1024
+DDP_BUCKET_BYTES = 25 * 1024 * 1024
+BACKWARD_SHARE = 2 / 3  # of forward + backward: backward costs twice forward's FLOPs
 
 
 @dataclass(frozen=True)
@@ -143,8 +162,55 @@ def offload_seconds(inp: MemoryInput, strategy: Strategy, link: Link, nodes: int
     return copied / link.pcie + shard * inp.gpus_per_node / link.cpu_optimizer
 
 
-def _step(comm: float, compute: float | None, overlap: float, offload: float) -> float | None:
-    return None if compute is None else compute + exposed_seconds(comm, compute, overlap) + offload
+def ddp_buckets(tensor_bytes: list[float]) -> list[float]:
+    """Bytes of each DDP bucket, in the order they become ready: ``tensor_bytes`` in forward
+    (parameter) order, filled in reverse; a bucket closes once it reaches its cap (1 MiB for the
+    first, 25 MiB after)."""
+    buckets: list[float] = []
+    current = 0.0
+    for size in reversed(tensor_bytes):
+        current += size
+        if current >= (DDP_FIRST_BUCKET_BYTES if not buckets else DDP_BUCKET_BYTES):
+            buckets.append(current)
+            current = 0.0
+    if current > 0:
+        buckets.append(current)
+    return buckets
+
+
+def _ddp_tensor_bytes(inp: MemoryInput, strategy: Strategy) -> list[float]:
+    """The reduced gradients in parameter order: the embeddings, then one tensor per block (the
+    adapters of a block for LoRA)."""
+    if strategy in ADAPTER_STRATEGIES:
+        size = float(lora_params(inp)) * (2 if strategy == "qlora" else 4)
+        return [size / max(1, inp.layers)] * max(1, inp.layers)
+    embed = float(embedding_params(inp)) * inp.grad_bytes
+    blocks = (float(inp.params) * inp.grad_bytes - embed) / max(1, inp.layers)
+    return ([embed] if embed else []) + [blocks] * max(1, inp.layers)
+
+
+def exposed_comm(inp: MemoryInput, strategy: Strategy, link: Link, comm: float,
+                 compute: float) -> float:
+    """Seconds of ``comm`` left on the critical path of a step with ``compute`` (module docstring)."""
+    if strategy in ("ddp", *ADAPTER_STRATEGIES):
+        buckets = ddp_buckets(_ddp_tensor_bytes(inp, strategy))
+        total = sum(buckets)
+        if not comm or total <= 0:
+            return comm
+        hideable = comm * (1 - buckets[-1] / total)
+        backward = BACKWARD_SHARE * compute * (1 - buckets[0] / total)
+        if link.backend == "gloo":
+            return comm - min(hideable, backward)
+        return comm - min(hideable, link.overlap * min(comm, compute))
+    if link.backend == "gloo":
+        return comm
+    return exposed_seconds(comm, compute, link.overlap)
+
+
+def _step(inp: MemoryInput, strategy: Strategy, link: Link, comm: float, compute: float | None,
+          offload: float) -> float | None:
+    return None if compute is None else (compute + exposed_comm(inp, strategy, link, comm, compute)
+                                         + offload)
 
 
 def _host_fits(host_bytes: float, link: Link) -> bool | None:
@@ -170,8 +236,8 @@ def evaluate_strategies(inp: MemoryInput, link: Link, compute_s: float | None,
         _, comm_one = traffic(inp, strategy, link, 1)
         off = offload_seconds(inp, strategy, link, inp.nodes)
         off_one = offload_seconds(inp, strategy, link, 1)
-        step = _step(comm, compute_s, link.overlap, off)
-        step_one = _step(comm_one, compute_s, link.overlap, off_one)
+        step = _step(inp, strategy, link, comm, compute_s, off)
+        step_one = _step(one, strategy, link, comm_one, compute_s, off_one)
         efficiency = None if step is None or step_one is None else step_one / step
         results.append(StrategyResult(
             strategy=strategy, memory=mem, memory_one_node=mem_one, fits=fits,
