@@ -13,7 +13,9 @@ from ddpkit.doctor.log.causes.container_bridge import ContainerBridge
 from ddpkit.doctor.log.causes.empty_address import EmptyAddress
 from ddpkit.doctor.log.causes.endpoint_port import EndpointWithoutPort
 from ddpkit.doctor.log.causes.loopback import Loopback
+from ddpkit.doctor.log.causes.peer_access import PeerAccess
 from ddpkit.doctor.log.causes.restarts import RendezvousRestarts
+from ddpkit.doctor.log.causes.silent_kill import SilentKill
 from ddpkit.doctor.log.causes.stale_store import StaleStore
 from ddpkit.doctor.log.facts.kinds import Fact
 from ddpkit.doctor.log.rules.unexplained import warning_line
@@ -21,6 +23,7 @@ from ddpkit.doctor.log.scan import Event
 
 CAUSES: tuple[type[Cause], ...] = (
     Loopback, ContainerBridge, StaleStore, EndpointWithoutPort, EmptyAddress, RendezvousRestarts,
+    SilentKill, PeerAccess,
 )
 
 _NEEDED = frozenset().union(*(cause.needs for cause in CAUSES))

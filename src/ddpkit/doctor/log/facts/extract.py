@@ -17,9 +17,13 @@ from functools import lru_cache
 
 from ddpkit.doctor.addresses import address_class
 from ddpkit.doctor.log.facts.kinds import (
+    CUDA_ERROR_NAMES,
+    CUDA_ERRORS,
     ERRNO_BY_NAME,
     ERRNO_BY_TEXT,
     ERRNOS,
+    SIGNAL_NUMBERS,
+    SIGNALS,
     Fact,
     FactKind,
 )
@@ -58,6 +62,37 @@ _ENDPOINT = re.compile(r"rdzv[_-]endpoint\s*[:=]\s*['\"]?([^\s'\",]+)")
 # a rendezvous re-formed
 _RESTART = re.compile(r"\brestart_count=(\d+)|(will restart worker group)"
                       r"|(attempts to join the next round of the rendezvous)")
+
+# A process reported dead of a signal, in each reporter's template: torchelastic's "failed
+# (exitcode: -9)" and its summary's "exitcode : -9" (elastic/multiprocessing), DeepSpeed's
+# launcher's "{cmd} exits with return code = -9" (launcher/launch.py), Python's
+# CalledProcessError "died with <Signals.SIGKILL: 9>." (accelerate's simple launcher re-raises
+# it), torch.multiprocessing's "process 0 terminated with signal SIGKILL" (spawn.py),
+# torchelastic's "Signal 9 (SIGKILL) received by PID", a shell's exit status 128+N through
+# CalledProcessError ("returned non-zero exit status 137."), Open MPI's "exited on signal 9".
+_DEATH = re.compile(r"\bexitcode\s*[:=]\s*-(\d{1,2})\b|\breturn code = -(\d{1,2})\b"
+                    r"|died with <Signals\.(SIG[A-Z]+): \d+>|terminated with signal (SIG[A-Z]+)"
+                    r"|\bSignal (\d{1,2}) \(SIG[A-Z]+\) received by PID"
+                    r"|non-zero exit status (1[2-9]\d)\b|\bexited on signal (\d{1,2})\b")
+# bash's report of a job SIGKILL ended, alone on its line (jobs.c: strsignal(SIGKILL), after the
+# script's "line N: <pid> " or the job's "[1]+ "); the kernel's "Killed process N" is not it
+_SHELL_KILLED = re.compile(r"^\s*(?:\S+: line \d+: +\d+ +|\[\d+\][+-]? +)?Killed"
+                           r"(?! +process \d)(?: +\S[^\n]*)?\s*$")
+_CUDA_ERROR = re.compile("|".join(re.escape(t) for t in CUDA_ERRORS)
+                         + r"|\b(" + "|".join(sorted(CUDA_ERROR_NAMES)) + r")\b")
+
+
+def _deaths(text: str) -> list[Fact]:
+    found: list[Fact] = []
+    for match in _DEATH.finditer(text):
+        minus, deepspeed, python, spawn, summary, status, mpi = match.groups()
+        number = int(minus or deepspeed or summary or mpi or 0) or (
+            int(status) - 128 if status else SIGNAL_NUMBERS.get(python or spawn or "", 0))
+        if number in SIGNALS:
+            found.append(Fact(FactKind.DEATH, SIGNALS[number], str(number)))
+    if "Killed" in text and _SHELL_KILLED.match(text):
+        found.append(Fact(FactKind.DEATH, "SIGKILL", "9"))
+    return found
 
 
 def _address(found: list[Fact], address: str, port: str | None) -> None:
@@ -143,6 +178,11 @@ def _facts(text: str) -> tuple[Fact, ...]:
                 found.append(Fact(FactKind.RESTART, match.group(1), "count"))
             else:  # one restart, or one new round
                 found.append(Fact(FactKind.RESTART, "1", "round"))
+    if "xit" in text or "code = -" in text or "ignal" in text or "Killed" in text:
+        found += _deaths(text)
+    if "peer access" in text or "PeerAccess" in text:
+        for match in _CUDA_ERROR.finditer(text):
+            found.append(Fact(FactKind.CUDA_ERROR, match.group(1) or CUDA_ERRORS[match.group(0)]))
     return tuple(found)
 
 

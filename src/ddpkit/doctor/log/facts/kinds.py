@@ -26,6 +26,10 @@ class FactKind(enum.Enum):
     EMPTY_ADDRESS = "empty-address"  # "address  with family N": no address at all
     RDZV_ENDPOINT = "rdzv-endpoint"  # value: the endpoint as given
     RESTART = "restart"  # torchelastic restarting its worker group / re-forming its rendezvous
+    # a process reported dead of a signal (value: its name, SIGKILL; detail: its number), in a
+    # launcher's or the shell's words: exit code -9, "died with <Signals.SIGKILL: 9>", "Killed"
+    DEATH = "death"
+    CUDA_ERROR = "cuda-error"  # value: the cudaError_t name; from cudaGetErrorString's text
 
 
 __all__ = ["ERRNOS", "AddressClass", "Fact", "FactKind"]
@@ -65,3 +69,26 @@ ERRNOS: dict[int, tuple[str, str]] = {
 }
 ERRNO_BY_NAME = {name: number for number, (name, _text) in ERRNOS.items()}
 ERRNO_BY_TEXT = {text.lower(): number for number, (_name, text) in ERRNOS.items()}
+
+
+# Linux's signal numbers (signal(7)) of the signals a launcher reports a process dead of: a
+# negative exit code -N (Python's subprocess and multiprocessing, torchelastic, DeepSpeed's
+# launcher) or a shell's exit status 128+N.
+SIGNALS: dict[int, str] = {
+    1: "SIGHUP", 2: "SIGINT", 3: "SIGQUIT", 4: "SIGILL", 6: "SIGABRT", 7: "SIGBUS", 8: "SIGFPE",
+    9: "SIGKILL", 11: "SIGSEGV", 13: "SIGPIPE", 15: "SIGTERM",
+}
+SIGNAL_NUMBERS = {name: number for number, name in SIGNALS.items()}
+
+# CUDA runtime errors (cudaError_t, driver_types.h) by cudaGetErrorString()'s text, which every
+# CUDA check macro prints (vLLM's and SGLang's custom all-reduce: "Failed: Cuda error %s:%d
+# '%s'", TensorRT-LLM: "CUDA runtime error in %s: %s", torch: "CUDA error: %s"); the driver
+# API's twin (cuGetErrorString of CUDA_ERROR_PEER_ACCESS_UNSUPPORTED) words it "across the
+# given devices".
+CUDA_ERRORS: dict[str, str] = {
+    "peer access is not supported between these two devices": "cudaErrorPeerAccessUnsupported",
+    "peer access is not supported across the given devices": "cudaErrorPeerAccessUnsupported",
+    "peer access has not been enabled": "cudaErrorPeerAccessNotEnabled",
+    "peer access is already enabled": "cudaErrorPeerAccessAlreadyEnabled",
+}
+CUDA_ERROR_NAMES = frozenset(CUDA_ERRORS.values())
