@@ -90,11 +90,11 @@ ANCHORS: tuple[bytes, ...] = (
     # master_addr, restart_count), the agent restarting its workers, a store-based barrier
     b"already in use", b"elastic_operator", b"Rendezvous complete", b"will restart",
     b"based barrier", b"failed to listen",
-    # a process reported dead of SIGKILL (DeepSpeed's launcher's "exits with return code = -9",
-    # torchelastic's "Signal 9 (SIGKILL) received by PID", torch.multiprocessing's "terminated
-    # with signal SIGKILL") and CUDA's peer-access errors ("peer access is not supported between
-    # these two devices"), each posted without an error word on its line
-    b"return code", b"SIGKILL", b"peer access",
+    # a process reported dead of SIGKILL or SIGBUS (DeepSpeed's launcher's "exits with return
+    # code = -9", torchelastic's "Signal 9 (SIGKILL) received by PID", torch.multiprocessing's
+    # "terminated with signal SIGBUS") and CUDA's peer-access errors ("peer access is not
+    # supported between these two devices"), each posted without an error word on its line
+    b"return code", b"SIGKILL", b"SIGBUS", b"peer access",
 )
 # Where a run ends (rules/run_end.py): the end markers a finished run prints (torchrun's agent,
 # ddpkit's summary, nccl-tests' last line) and the shell's report of a SIGKILL. They are looked
@@ -409,9 +409,9 @@ PATTERNS: tuple[LinePattern, ...] = (
     _fb(EventKind.FAILURE_LINE, ("abandoning",),
         r"(?P<detail>Process \d+ did not exit after \w+ within [^\n]*abandoning[^\n]*)"),
     # Facts the causes read from lines no pattern above read: a process's death of a signal, a
-    # CUDA peer-access error (doctor/log/causes/silent_kill.py, peer_access.py)
-    _fb(EventKind.JOB_FACT, ("return code", "SIGKILL", "peer access"),
-        r"(?P<detail>return code = -\d+|SIGKILL|peer access[^\n]*)"),
+    # CUDA peer-access error (doctor/log/causes/silent_kill.py, bus_error.py, peer_access.py)
+    _fb(EventKind.JOB_FACT, ("return code", "SIGKILL", "SIGBUS", "peer access"),
+        r"(?P<detail>return code = -\d+|SIGKILL|SIGBUS|peer access[^\n]*)"),
 )
 
 

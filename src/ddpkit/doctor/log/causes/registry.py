@@ -9,6 +9,7 @@ from __future__ import annotations
 from ddpkit.doctor.catalogue import entry
 from ddpkit.doctor.findings import SEVERITY_ORDER, Finding
 from ddpkit.doctor.log.causes.base import Cause, Context
+from ddpkit.doctor.log.causes.bus_error import BusError
 from ddpkit.doctor.log.causes.container_bridge import ContainerBridge
 from ddpkit.doctor.log.causes.empty_address import EmptyAddress
 from ddpkit.doctor.log.causes.endpoint_port import EndpointWithoutPort
@@ -23,7 +24,7 @@ from ddpkit.doctor.log.scan import Event
 
 CAUSES: tuple[type[Cause], ...] = (
     Loopback, ContainerBridge, StaleStore, EndpointWithoutPort, EmptyAddress, RendezvousRestarts,
-    SilentKill, PeerAccess,
+    SilentKill, BusError, PeerAccess,
 )
 
 _NEEDED = frozenset().union(*(cause.needs for cause in CAUSES))

@@ -22,14 +22,14 @@ from ddpkit.i18n import _
 
 # A rank's failure that the rules name (an exception they read, NCCL's errors, a timeout...)
 # came first and says more; a lost connection is what the peers of a killed rank see.
-_SAYS_MORE = frozenset(ORDER) - GENERIC - {"connection-lost", "out-of-memory"}
+SAYS_MORE = frozenset(ORDER) - GENERIC - {"connection-lost", "out-of-memory"}
 
 
 class SilentKill(Cause):
     needs = frozenset({FactKind.DEATH})
     specificity = 10
     supersedes = GENERIC | {"connection-lost"}
-    yields_to = _SAYS_MORE
+    yields_to = SAYS_MORE
 
     def __init__(self) -> None:
         self.bag = Bag()

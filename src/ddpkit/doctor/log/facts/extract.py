@@ -27,6 +27,7 @@ from ddpkit.doctor.log.facts.kinds import (
     Fact,
     FactKind,
 )
+from ddpkit.doctor.log.patterns import FATAL_SIGNALS
 from ddpkit.doctor.log.prefixes import without_header
 
 _OCTET = r"(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)"
@@ -74,10 +75,14 @@ _DEATH = re.compile(r"\bexitcode\s*[:=]\s*-(\d{1,2})\b|\breturn code = -(\d{1,2}
                     r"|died with <Signals\.(SIG[A-Z]+): \d+>|terminated with signal (SIG[A-Z]+)"
                     r"|\bSignal (\d{1,2}) \(SIG[A-Z]+\) received by PID"
                     r"|non-zero exit status (1[2-9]\d)\b|\bexited on signal (\d{1,2})\b")
-# bash's report of a job SIGKILL ended, alone on its line (jobs.c: strsignal(SIGKILL), after the
-# script's "line N: <pid> " or the job's "[1]+ "); the kernel's "Killed process N" is not it
-_SHELL_KILLED = re.compile(r"^\s*(?:\S+: line \d+: +\d+ +|\[\d+\][+-]? +)?Killed"
-                           r"(?! +process \d)(?: +\S[^\n]*)?\s*$")
+# bash's report of a job a signal ended, alone on its line (jobs.c: strsignal(), "Killed" for
+# SIGKILL, "Bus error" for SIGBUS..., after the script's "line N: <pid> " or the job's "[1]+ ",
+# "(core dumped)" after it if it dumped core); the kernel's "Killed process N" is not it
+_SHELL_SIGNALS = {"Killed": "SIGKILL", **FATAL_SIGNALS}
+_SHELL_DEATH = re.compile(r"^\s*(?:\S+: line \d+: +\d+ +|\[\d+\][+-]? +)?("
+                          + "|".join(_SHELL_SIGNALS) + r")(?! +process \d)(?: \(core dumped\))?"
+                          r"(?: +\S[^\n]*)?\s*$")
+_SHELL_WORDS = re.compile("|".join(_SHELL_SIGNALS))
 _CUDA_ERROR = re.compile("|".join(re.escape(t) for t in CUDA_ERRORS)
                          + r"|\b(" + "|".join(sorted(CUDA_ERROR_NAMES)) + r")\b")
 
@@ -90,8 +95,10 @@ def _deaths(text: str) -> list[Fact]:
             int(status) - 128 if status else SIGNAL_NUMBERS.get(python or spawn or "", 0))
         if number in SIGNALS:
             found.append(Fact(FactKind.DEATH, SIGNALS[number], str(number)))
-    if "Killed" in text and _SHELL_KILLED.match(text):
-        found.append(Fact(FactKind.DEATH, "SIGKILL", "9"))
+    shell = _SHELL_DEATH.match(text)
+    if shell:
+        name = _SHELL_SIGNALS[shell.group(1)]
+        found.append(Fact(FactKind.DEATH, name, str(SIGNAL_NUMBERS[name])))
     return found
 
 
@@ -178,7 +185,7 @@ def _facts(text: str) -> tuple[Fact, ...]:
                 found.append(Fact(FactKind.RESTART, match.group(1), "count"))
             else:  # one restart, or one new round
                 found.append(Fact(FactKind.RESTART, "1", "round"))
-    if "xit" in text or "code = -" in text or "ignal" in text or "Killed" in text:
+    if "xit" in text or "code = -" in text or "ignal" in text or _SHELL_WORDS.search(text):
         found += _deaths(text)
     if "peer access" in text or "PeerAccess" in text:
         for match in _CUDA_ERROR.finditer(text):
