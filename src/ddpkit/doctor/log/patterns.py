@@ -412,6 +412,10 @@ PATTERNS: tuple[LinePattern, ...] = (
     # CUDA peer-access error (doctor/log/causes/silent_kill.py, bus_error.py, peer_access.py)
     _fb(EventKind.JOB_FACT, ("return code", "SIGKILL", "SIGBUS", "peer access"),
         r"(?P<detail>return code = -\d+|SIGKILL|SIGBUS|peer access[^\n]*)"),
+    # Ray's words for a worker that cannot reach its head (causes/firewall.py)
+    _fb(EventKind.JOB_FACT, ("connect to GCS", "connection to redis", "connect to Redis"),
+        r"(?P<detail>(?:Unable|Failed) to connect to (?:GCS|Redis)[^\n]*"
+        r"|Could not establish connection to redis[^\n]*)"),
 )
 
 

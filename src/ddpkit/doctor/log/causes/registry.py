@@ -13,6 +13,7 @@ from ddpkit.doctor.log.causes.bus_error import BusError
 from ddpkit.doctor.log.causes.container_bridge import ContainerBridge
 from ddpkit.doctor.log.causes.empty_address import EmptyAddress
 from ddpkit.doctor.log.causes.endpoint_port import EndpointWithoutPort
+from ddpkit.doctor.log.causes.firewall import Firewall
 from ddpkit.doctor.log.causes.loopback import Loopback
 from ddpkit.doctor.log.causes.peer_access import PeerAccess
 from ddpkit.doctor.log.causes.restarts import RendezvousRestarts
@@ -24,7 +25,7 @@ from ddpkit.doctor.log.scan import Event
 
 CAUSES: tuple[type[Cause], ...] = (
     Loopback, ContainerBridge, StaleStore, EndpointWithoutPort, EmptyAddress, RendezvousRestarts,
-    SilentKill, BusError, PeerAccess,
+    SilentKill, BusError, PeerAccess, Firewall,
 )
 
 _NEEDED = frozenset().union(*(cause.needs for cause in CAUSES))

@@ -82,6 +82,16 @@ _SHELL_SIGNALS = {"Killed": "SIGKILL", **FATAL_SIGNALS}
 _SHELL_DEATH = re.compile(r"^\s*(?:\S+: line \d+: +\d+ +|\[\d+\][+-]? +)?("
                           + "|".join(_SHELL_SIGNALS) + r")(?! +process \d)(?: \(core dumped\))?"
                           r"(?: +\S[^\n]*)?\s*$")
+# Ray's own words for a worker that cannot reach the head: python/ray/_private/utils.py
+# "Unable to connect to GCS at %s. Check that (1) Ray GCS with matching version started
+# successfully at the specified address, and (2) there is no firewall setting preventing
+# access.", the C++ GCS client's "Failed to connect to GCS at address %s within %d seconds."
+# (gcs_rpc_client.h), before Ray 2 redis_context.cc's "Could not establish connection to redis
+# %s:%d (context.err = %d)" and "Failed to connect to Redis, retrying."
+_RAY_UNREACHED = re.compile(r"Unable to connect to GCS at (\S+?)\.? Check that"
+                            r"|Failed to connect to GCS at address (\S+) within"
+                            r"|Could not establish connection to redis (\S+) \(context\.err"
+                            r"|(Failed to connect to Redis), retrying")
 _SHELL_WORDS = re.compile("|".join(_SHELL_SIGNALS))
 _CUDA_ERROR = re.compile("|".join(re.escape(t) for t in CUDA_ERRORS)
                          + r"|\b(" + "|".join(sorted(CUDA_ERROR_NAMES)) + r")\b")
@@ -187,6 +197,10 @@ def _facts(text: str) -> tuple[Fact, ...]:
                 found.append(Fact(FactKind.RESTART, "1", "round"))
     if "xit" in text or "code = -" in text or "ignal" in text or _SHELL_WORDS.search(text):
         found += _deaths(text)
+    if "onnect" in text:
+        for match in _RAY_UNREACHED.finditer(text):
+            address = match.group(1) or match.group(2) or match.group(3) or ""
+            found.append(Fact(FactKind.UNREACHED, address, "ray"))
     if "peer access" in text or "PeerAccess" in text:
         for match in _CUDA_ERROR.finditer(text):
             found.append(Fact(FactKind.CUDA_ERROR, match.group(1) or CUDA_ERRORS[match.group(0)]))

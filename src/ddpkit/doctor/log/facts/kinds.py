@@ -30,6 +30,9 @@ class FactKind(enum.Enum):
     # launcher's or the shell's words: exit code -9, "died with <Signals.SIGKILL: 9>", "Killed"
     DEATH = "death"
     CUDA_ERROR = "cuda-error"  # value: the cudaError_t name; from cudaGetErrorString's text
+    # a program says it could not connect to its peer (value: the address as printed, or ""
+    # without one; detail: whose words): Ray's head (GCS, or Redis before Ray 2)
+    UNREACHED = "unreached"
 
 
 __all__ = ["ERRNOS", "AddressClass", "Fact", "FactKind"]
