@@ -12,33 +12,25 @@ from __future__ import annotations
 
 from ddpkit.doctor.catalogue import entry
 from ddpkit.doctor.findings import Finding
-from ddpkit.doctor.log.causes.base import GENERIC, Cause, Context, made
-from ddpkit.doctor.log.causes.silent_kill import SAYS_MORE
-from ddpkit.doctor.log.evidence import Bag, merge
-from ddpkit.doctor.log.facts.kinds import Fact, FactKind
-from ddpkit.doctor.log.scan import Event
+from ddpkit.doctor.log.causes.base import Context, made
+from ddpkit.doctor.log.causes.silent_kill import SAYS_MORE, SilentKill
+from ddpkit.doctor.log.evidence import merge
 from ddpkit.i18n import _
 
 
-class BusError(Cause):
-    needs = frozenset({FactKind.DEATH})
-    specificity = 10
-    supersedes = GENERIC | {"connection-lost"}
+class BusError(SilentKill):
+    """The silent kill's twin for SIGBUS: ahead of the rank it ended, giving way to a failure a
+    rule names (a CUDA out of memory first says more than the bus error after it)."""
+
     yields_to = (SAYS_MORE | {"out-of-memory"}) - {"shm"}
-
-    def __init__(self) -> None:
-        self.bag = Bag()
-
-    def feed(self, event: Event, facts: tuple[Fact, ...]) -> None:
-        if any(f.kind is FactKind.DEATH and f.value == "SIGBUS" for f in facts):
-            self.bag.add(event)
+    signal = "SIGBUS"
 
     def finding(self, context: Context) -> Finding | None:
         if not self.bag:
             return None
-        text = _("A process died of SIGBUS (exit code -7), and no failure was printed before "
-                 "it: most likely shared memory (/dev/shm) ran out, since a write to shared "
-                 "memory that the full /dev/shm cannot hold raises SIGBUS, not an error.")
+        text = _("A process died of SIGBUS (exit code -7), and no other failure in the log "
+                 "explains it: most likely shared memory (/dev/shm) ran out, since a write to "
+                 "shared memory that the full /dev/shm cannot hold raises SIGBUS, not an error.")
         fix = _("Check the size first: df -h /dev/shm (a container's default is 64M)\n{fix}",
                 fix=entry("shm").fix)
         return made("shm", "error", text, fix, merge(self.bag.items))

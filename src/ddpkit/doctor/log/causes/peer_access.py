@@ -33,9 +33,12 @@ class PeerAccess(Cause):
         self.failed = False  # one line at more than warning level
 
     def feed(self, event: Event, facts: tuple[Fact, ...]) -> None:
-        found = [f.value for f in facts if f.kind is FactKind.CUDA_ERROR and f.value in _FAILED]
+        found = [f"'{f.detail}' ({f.value})" if f.detail else f.value for f in facts
+                 if f.kind is FactKind.CUDA_ERROR and f.value in _FAILED]
         if found:
-            self.errors.update(dict.fromkeys(found))
+            for error in found:
+                if len(self.errors) < 4:
+                    self.errors.setdefault(error)
             self.bag.add(event)
             self.failed = self.failed or not warning_line(event.text)
 

@@ -20,29 +20,35 @@ from ddpkit.doctor.log.facts.kinds import Fact, FactKind
 from ddpkit.doctor.log.scan import Event
 from ddpkit.i18n import _
 
-# A rank's failure that the rules name (an exception they read, NCCL's errors, a timeout...)
-# came first and says more; a lost connection is what the peers of a killed rank see.
-SAYS_MORE = frozenset(ORDER) - GENERIC - {"connection-lost", "out-of-memory"}
+# A failure the rules name (an exception they read, NCCL's errors, a timeout...) says more.
+# (The table feeds a cause only the lines that carry a fact, so "nothing failed first" is read
+# as "no rule named a failure".)
+SAYS_MORE = frozenset(ORDER) - GENERIC - {"out-of-memory"}
 
 
 class SilentKill(Cause):
+    """Ahead of the rank it killed (``rank-failed`` stays, the death's own finding); a lost
+    connection beside it is a failure the cause cannot order against the kill, so it gives way
+    (the rank-failed finding then names the kill, the OOM killer in its fix)."""
+
     needs = frozenset({FactKind.DEATH})
     specificity = 10
-    supersedes = GENERIC | {"connection-lost"}
+    supersedes = GENERIC - {"rank-failed"}
     yields_to = SAYS_MORE
+    signal = "SIGKILL"  # the death it reads
 
     def __init__(self) -> None:
         self.bag = Bag()
 
     def feed(self, event: Event, facts: tuple[Fact, ...]) -> None:
-        if any(f.kind is FactKind.DEATH and f.value == "SIGKILL" for f in facts):
+        if any(f.kind is FactKind.DEATH and f.value == self.signal for f in facts):
             self.bag.add(event)
 
     def finding(self, context: Context) -> Finding | None:
         if not self.bag:
             return None
-        text = [_("A process was killed by SIGKILL (exit code -9), and no failure was printed "
-                  "before it."),
+        text = [_("A process was killed by SIGKILL (exit code -9), and no other failure in the "
+                  "log explains it."),
                 _("SIGKILL cannot be caught, so the killed process prints nothing; it is most "
                   "likely the kernel's OOM killer reclaiming host memory (RAM, not the GPU's), "
                   "though a scheduler or a user can send it too.")]

@@ -27,7 +27,7 @@ from ddpkit.doctor.log.facts.kinds import (
     Fact,
     FactKind,
 )
-from ddpkit.doctor.log.patterns import FATAL_SIGNALS
+from ddpkit.doctor.log.patterns import FATAL_SIGNALS, SHELL_PREFIX
 from ddpkit.doctor.log.prefixes import without_header
 
 _OCTET = r"(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)"
@@ -79,7 +79,7 @@ _DEATH = re.compile(r"\bexitcode\s*[:=]\s*-(\d{1,2})\b|\breturn code = -(\d{1,2}
 # SIGKILL, "Bus error" for SIGBUS..., after the script's "line N: <pid> " or the job's "[1]+ ",
 # "(core dumped)" after it if it dumped core); the kernel's "Killed process N" is not it
 _SHELL_SIGNALS = {"Killed": "SIGKILL", **FATAL_SIGNALS}
-_SHELL_DEATH = re.compile(r"^\s*(?:\S+: line \d+: +\d+ +|\[\d+\][+-]? +)?("
+_SHELL_DEATH = re.compile(SHELL_PREFIX + r"(?:\S+: line \d+: +\d+ +|\[\d+\][+-]? +)?("
                           + "|".join(_SHELL_SIGNALS) + r")(?! +process \d)(?: \(core dumped\))?"
                           r"(?: +\S[^\n]*)?\s*$")
 # Ray's own words for a worker that cannot reach the head: python/ray/_private/utils.py
@@ -203,7 +203,8 @@ def _facts(text: str) -> tuple[Fact, ...]:
             found.append(Fact(FactKind.UNREACHED, address, "ray"))
     if "peer access" in text or "PeerAccess" in text:
         for match in _CUDA_ERROR.finditer(text):
-            found.append(Fact(FactKind.CUDA_ERROR, match.group(1) or CUDA_ERRORS[match.group(0)]))
+            name = match.group(1) or CUDA_ERRORS[match.group(0)]
+            found.append(Fact(FactKind.CUDA_ERROR, name, "" if match.group(1) else match.group(0)))
     return tuple(found)
 
 

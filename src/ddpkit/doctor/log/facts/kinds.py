@@ -29,7 +29,8 @@ class FactKind(enum.Enum):
     # a process reported dead of a signal (value: its name, SIGKILL; detail: its number), in a
     # launcher's or the shell's words: exit code -9, "died with <Signals.SIGKILL: 9>", "Killed"
     DEATH = "death"
-    CUDA_ERROR = "cuda-error"  # value: the cudaError_t name; from cudaGetErrorString's text
+    # value: the cudaError_t name; detail: cudaGetErrorString's text as printed ("" for a name)
+    CUDA_ERROR = "cuda-error"
     # a program says it could not connect to its peer (value: the address as printed, or ""
     # without one; detail: whose words): Ray's head (GCS, or Redis before Ray 2)
     UNREACHED = "unreached"
