@@ -18,9 +18,7 @@ import signal
 from pathlib import Path
 
 import pytest
-
-from ddpkit.doctor.findings import Finding
-from ddpkit.doctor.log.diagnose import diagnose
+from cause_logs import top
 
 BUS = signal.SIGBUS
 REPORTS = {
@@ -34,12 +32,6 @@ REPORTS = {
               f"signal {BUS.name}"),
     "shell": "run.sh: line 3:  4242 Bus error               (core dumped) python train.py",
 }
-
-
-def top(tmp_path: Path, lines: list[str]) -> Finding:
-    log = tmp_path / "run.log"
-    log.write_text("\n".join(lines) + "\n")
-    return diagnose([str(log)])[0]
 
 
 @pytest.mark.parametrize("reporter", sorted(REPORTS))

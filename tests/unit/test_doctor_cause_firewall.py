@@ -21,9 +21,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
-from ddpkit.doctor.findings import Finding
-from ddpkit.doctor.log.diagnose import diagnose
+from cause_logs import top
 
 ADDRESSES = ["10.0.0.2", "172.31.207.130", "192.168.1.20", "203.0.113.7"]  # private, public
 RAY_GCS = ("2024-03-01 10:00:00,000\tWARNING utils.py:1416 -- Unable to connect to GCS at "
@@ -37,12 +35,6 @@ RAY_REDIS = ["W0301 10:00:00.000000 4242 4242 redis_context.cc:303] Failed to co
              "connection to redis {addr}:6379 (context.err = 1)"]
 C10D = ("[W socket.cpp:663] [c10d] The client socket has failed to connect to [{addr}]:29500 "
         "(errno: {n} - {text}).")
-
-
-def top(tmp_path: Path, lines: list[str]) -> Finding:
-    log = tmp_path / "run.log"
-    log.write_text("\n".join(lines) + "\n")
-    return diagnose([str(log)])[0]
 
 
 @pytest.mark.parametrize("addr", ADDRESSES)

@@ -18,9 +18,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
-from ddpkit.doctor.findings import Finding
-from ddpkit.doctor.log.diagnose import diagnose
+from cause_logs import top
 
 UNSUPPORTED = "peer access is not supported between these two devices"
 NOT_ENABLED = "peer access has not been enabled"
@@ -28,12 +26,6 @@ DRIVER = "peer access is not supported across the given devices"
 VLLM = "Failed: Cuda error /workspace/csrc/custom_all_reduce.cuh:{line} '{text}'"
 TRTLLM = "[TensorRT-LLM][ERROR] CUDA runtime error in cudaDeviceEnablePeerAccess: {text}"
 TORCH = "RuntimeError: CUDA error: {text}"
-
-
-def top(tmp_path: Path, lines: list[str]) -> Finding:
-    log = tmp_path / "run.log"
-    log.write_text("\n".join(lines) + "\n")
-    return diagnose([str(log)])[0]
 
 
 @pytest.mark.parametrize("template", [VLLM, TRTLLM, TORCH])

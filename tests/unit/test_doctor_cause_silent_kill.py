@@ -21,9 +21,8 @@ import signal
 from pathlib import Path
 
 import pytest
+from cause_logs import top
 
-from ddpkit.doctor.findings import Finding
-from ddpkit.doctor.log.diagnose import diagnose
 from ddpkit.doctor.log.facts.extract import facts_of
 from ddpkit.doctor.log.facts.kinds import FactKind
 
@@ -37,12 +36,6 @@ SUBPROCESS = ("subprocess.CalledProcessError: Command '['/usr/bin/python', 'trai
 SPAWN = ("torch.multiprocessing.spawn.ProcessExitedException: process 1 terminated with signal "
          "{name}")
 KILL = signal.SIGKILL
-
-
-def top(tmp_path: Path, lines: list[str]) -> Finding:
-    log = tmp_path / "run.log"
-    log.write_text("\n".join(lines) + "\n")
-    return diagnose([str(log)])[0]
 
 
 KILLED = {

@@ -413,9 +413,11 @@ PATTERNS: tuple[LinePattern, ...] = (
     # Facts the causes read from lines no pattern above read: a process's death of a signal, a
     # CUDA peer-access error (doctor/log/causes/silent_kill.py, bus_error.py, peer_access.py)
     # (CUDA's peer-access errors come in a check macro's error line: "Failed: Cuda error ...",
-    # "CUDA runtime error in ...", "CUDA error: ...")
+    # "CUDA runtime error in ...", "CUDA error: ..."; rdma-core's mlx5 provider's "mlx5: <host>:
+    # got completion with error:")
     _fb(EventKind.JOB_FACT, ("return code", "SIGKILL", "SIGBUS", "rror"),
-        r"(?P<detail>return code = -\d+|SIGKILL|SIGBUS|peer access[^\n]*)"),
+        r"(?P<detail>return code = -\d+|SIGKILL|SIGBUS|peer access[^\n]*"
+        r"|got completion with error)"),
     # Ray's words for a worker that cannot reach its head (causes/firewall.py)
     _fb(EventKind.JOB_FACT, ("connect to GCS", "connection to redis", "connect to Redis"),
         r"(?P<detail>(?:Unable|Failed) to connect to (?:GCS|Redis)[^\n]*"

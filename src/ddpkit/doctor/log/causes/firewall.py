@@ -20,8 +20,8 @@ import re
 
 from ddpkit.doctor.catalogue import entry
 from ddpkit.doctor.findings import Finding, Severity
-from ddpkit.doctor.log.causes.base import GENERIC, Cause, Context, made
-from ddpkit.doctor.log.evidence import Bag, merge
+from ddpkit.doctor.log.causes.base import GENERIC, Context, Noting, made
+from ddpkit.doctor.log.evidence import merge
 from ddpkit.doctor.log.facts.kinds import AddressClass, Fact, FactKind
 from ddpkit.doctor.log.rules.unexplained import warning_line
 from ddpkit.doctor.log.scan import Event
@@ -33,35 +33,28 @@ _NOT_ROUTED = (AddressClass.LOOPBACK, AddressClass.UNSPECIFIED)
 _RAY_WARNING = re.compile(r"\sWARNING \S+:\d+ --|^\[[\d-]+ [\d:.,]+ W \d+ \d+\]")
 
 
-class Firewall(Cause):
+class Firewall(Noting):
     needs = frozenset({FactKind.UNREACHED})
     specificity = 10
     supersedes = GENERIC
     yields_to = frozenset({"peer-unreachable", "wrong-interface", "container-network",
                            "interface-not-found", "rendezvous-config"})
 
-    def __init__(self) -> None:
-        self.addresses: dict[str, None] = {}
-        self.failed = False  # a line above warning level
-        self.bag = Bag()
+    failed = False  # a line above warning level
 
     def feed(self, event: Event, facts: tuple[Fact, ...]) -> None:
         if any(f.address_class in _NOT_ROUTED for f in facts):
             return  # (a head on this machine's loopback: no network between)
         ray = [f.value for f in facts if f.kind is FactKind.UNREACHED]
-        if not ray:
-            return
-        for address in ray:
-            if address and len(self.addresses) < 4:
-                self.addresses.setdefault(address)
-        self.bag.add(event)
-        text = event.text
-        self.failed = self.failed or not (warning_line(text) or _RAY_WARNING.search(text))
+        if ray:
+            self.note(event, [address for address in ray if address])
+            text = event.text
+            self.failed = self.failed or not (warning_line(text) or _RAY_WARNING.search(text))
 
     def finding(self, context: Context) -> Finding | None:
         if not self.bag:
             return None
-        where = ", ".join(self.addresses) or _("its address")
+        where = ", ".join(self.values) or _("its address")
         text = _("Ray could not connect to its head ({where}); Ray's own message names the two "
                  "causes: no head of the same Ray version at that address, or a firewall between "
                  "the nodes (a Ray cluster needs many ports open between them).", where=where)

@@ -11,8 +11,8 @@ IOMMU or PCIe ACS settings give no P2P between the GPUs; custom all-reduce kerne
 from __future__ import annotations
 
 from ddpkit.doctor.findings import Finding, Severity
-from ddpkit.doctor.log.causes.base import GENERIC, Cause, Context, made
-from ddpkit.doctor.log.evidence import Bag, merge
+from ddpkit.doctor.log.causes.base import GENERIC, Context, Noting, made
+from ddpkit.doctor.log.evidence import merge
 from ddpkit.doctor.log.facts.kinds import Fact, FactKind
 from ddpkit.doctor.log.rules.unexplained import warning_line
 from ddpkit.doctor.log.scan import Event
@@ -22,33 +22,26 @@ from ddpkit.i18n import _
 _FAILED = frozenset({"cudaErrorPeerAccessUnsupported", "cudaErrorPeerAccessNotEnabled"})
 
 
-class PeerAccess(Cause):
+class PeerAccess(Noting):
     needs = frozenset({FactKind.CUDA_ERROR})
     specificity = 20
     supersedes = GENERIC | {"cuda-error", "p2p"}  # (its own words for the old rule's p2p)
-
-    def __init__(self) -> None:
-        self.errors: dict[str, None] = {}
-        self.bag = Bag()
-        self.failed = False  # one line at more than warning level
+    failed = False  # one line at more than warning level
 
     def feed(self, event: Event, facts: tuple[Fact, ...]) -> None:
         found = [f"'{f.detail}' ({f.value})" if f.detail else f.value for f in facts
                  if f.kind is FactKind.CUDA_ERROR and f.value in _FAILED]
         if found:
-            for error in found:
-                if len(self.errors) < 4:
-                    self.errors.setdefault(error)
-            self.bag.add(event)
+            self.note(event, found)
             self.failed = self.failed or not warning_line(event.text)
 
     def finding(self, context: Context) -> Finding | None:
-        if not self.errors:
+        if not self.bag:
             return None
         text = _("A CUDA call failed with {errors}: the GPUs of this machine cannot reach each "
                  "other's memory directly (peer-to-peer), which custom all-reduce kernels "
                  "(vLLM, SGLang, TensorRT-LLM) and NCCL's P2P transport need.",
-                 errors=", ".join(self.errors))
+                 errors=", ".join(self.values))
         fix = _("Turn off what needs P2P: vLLM --disable-custom-all-reduce, SGLang "
                 "--disable-custom-all-reduce, TensorRT-LLM's engine built with custom all-reduce "
                 "off; for NCCL: export NCCL_P2P_DISABLE=1\n"

@@ -16,7 +16,9 @@ from ddpkit.doctor.log.causes.endpoint_port import EndpointWithoutPort
 from ddpkit.doctor.log.causes.firewall import Firewall
 from ddpkit.doctor.log.causes.loopback import Loopback
 from ddpkit.doctor.log.causes.peer_access import PeerAccess
+from ddpkit.doctor.log.causes.rdma_completion import RdmaCompletion
 from ddpkit.doctor.log.causes.restarts import RendezvousRestarts
+from ddpkit.doctor.log.causes.shm_full import ShmFull
 from ddpkit.doctor.log.causes.silent_kill import SilentKill
 from ddpkit.doctor.log.causes.stale_store import StaleStore
 from ddpkit.doctor.log.facts.kinds import Fact
@@ -25,7 +27,7 @@ from ddpkit.doctor.log.scan import Event
 
 CAUSES: tuple[type[Cause], ...] = (
     Loopback, ContainerBridge, StaleStore, EndpointWithoutPort, EmptyAddress, RendezvousRestarts,
-    SilentKill, BusError, PeerAccess, Firewall,
+    SilentKill, BusError, PeerAccess, Firewall, ShmFull, RdmaCompletion,
 )
 
 _NEEDED = frozenset().union(*(cause.needs for cause in CAUSES))

@@ -92,6 +92,10 @@ _RAY_UNREACHED = re.compile(r"Unable to connect to GCS at (\S+?)\.? Check that"
                             r"|Failed to connect to GCS at address (\S+) within"
                             r"|Could not establish connection to redis (\S+) \(context\.err"
                             r"|(Failed to connect to Redis), retrying")
+_SHM_PATH = re.compile(r"/dev/shm/[\w.-]+|/dev/shm\b")
+# rdma-core's mlx5 provider (providers/mlx5/cq.c): "mlx5: <host>: got completion with error:",
+# then the CQE in hex, for a failed work completion other than a flush
+_RDMA_ERROR = re.compile(r"\b(mlx\d): \S+: got completion with error")
 _SHELL_WORDS = re.compile("|".join(_SHELL_SIGNALS))
 _CUDA_ERROR = re.compile("|".join(re.escape(t) for t in CUDA_ERRORS)
                          + r"|\b(" + "|".join(sorted(CUDA_ERROR_NAMES)) + r")\b")
@@ -201,6 +205,10 @@ def _facts(text: str) -> tuple[Fact, ...]:
         for match in _RAY_UNREACHED.finditer(text):
             address = match.group(1) or match.group(2) or match.group(3) or ""
             found.append(Fact(FactKind.UNREACHED, address, "ray"))
+    if "/dev/shm" in text:
+        found += [Fact(FactKind.SHM_PATH, m) for m in dict.fromkeys(_SHM_PATH.findall(text))]
+    if "completion with error" in text:
+        found += [Fact(FactKind.RDMA_ERROR, m) for m in _RDMA_ERROR.findall(text)]
     if "peer access" in text or "PeerAccess" in text:
         for match in _CUDA_ERROR.finditer(text):
             name = match.group(1) or CUDA_ERRORS[match.group(0)]

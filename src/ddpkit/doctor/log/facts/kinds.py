@@ -34,6 +34,9 @@ class FactKind(enum.Enum):
     # a program says it could not connect to its peer (value: the address as printed, or ""
     # without one; detail: whose words): Ray's head (GCS, or Redis before Ray 2)
     UNREACHED = "unreached"
+    SHM_PATH = "shm-path"  # a path in /dev/shm a line names (value: the path)
+    # an RDMA adapter's driver reporting a failed work completion (value: the provider, mlx5)
+    RDMA_ERROR = "rdma-error"
 
 
 __all__ = ["ERRNOS", "AddressClass", "Fact", "FactKind"]
