@@ -61,6 +61,11 @@ class Noting(Cause):
         self.values: dict[str, None] = {}
         self.bag = Bag()
 
+    @property
+    def listed(self) -> str:
+        """The values noted, for a finding's text."""
+        return ", ".join(self.values)
+
     def note(self, event: Event, values: Sequence[str]) -> None:
         for value in values:
             if len(self.values) < 4:

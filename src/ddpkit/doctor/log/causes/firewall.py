@@ -54,7 +54,7 @@ class Firewall(Noting):
     def finding(self, context: Context) -> Finding | None:
         if not self.bag:
             return None
-        where = ", ".join(self.values) or _("its address")
+        where = self.listed or _("its address")
         text = _("Ray could not connect to its head ({where}); Ray's own message names the two "
                  "causes: no head of the same Ray version at that address, or a firewall between "
                  "the nodes (a Ray cluster needs many ports open between them).", where=where)

@@ -41,7 +41,7 @@ class PeerAccess(Noting):
         text = _("A CUDA call failed with {errors}: the GPUs of this machine cannot reach each "
                  "other's memory directly (peer-to-peer), which custom all-reduce kernels "
                  "(vLLM, SGLang, TensorRT-LLM) and NCCL's P2P transport need.",
-                 errors=", ".join(self.values))
+                 errors=self.listed)
         fix = _("Turn off what needs P2P: vLLM --disable-custom-all-reduce, SGLang "
                 "--disable-custom-all-reduce, TensorRT-LLM's engine built with custom all-reduce "
                 "off; for NCCL: export NCCL_P2P_DISABLE=1\n"

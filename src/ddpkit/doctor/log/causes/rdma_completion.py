@@ -31,5 +31,5 @@ class RdmaCompletion(Noting):
             return None
         text = _("The RDMA adapter's driver ({providers}) reported a work completion with an "
                  "error: a transfer over InfiniBand/RoCE between the nodes failed.",
-                 providers=", ".join(self.values))
+                 providers=self.listed)
         return made("ib-error", "error", text, None, merge(self.bag.items))

@@ -17,6 +17,7 @@ from ddpkit.doctor.log.causes.firewall import Firewall
 from ddpkit.doctor.log.causes.loopback import Loopback
 from ddpkit.doctor.log.causes.peer_access import PeerAccess
 from ddpkit.doctor.log.causes.rdma_completion import RdmaCompletion
+from ddpkit.doctor.log.causes.resolved_later import ResolvedLater
 from ddpkit.doctor.log.causes.restarts import RendezvousRestarts
 from ddpkit.doctor.log.causes.shm_full import ShmFull
 from ddpkit.doctor.log.causes.silent_kill import SilentKill
@@ -27,7 +28,7 @@ from ddpkit.doctor.log.scan import Event
 
 CAUSES: tuple[type[Cause], ...] = (
     Loopback, ContainerBridge, StaleStore, EndpointWithoutPort, EmptyAddress, RendezvousRestarts,
-    SilentKill, BusError, PeerAccess, Firewall, ShmFull, RdmaCompletion,
+    SilentKill, BusError, PeerAccess, Firewall, ShmFull, RdmaCompletion, ResolvedLater,
 )
 
 _NEEDED = frozenset().union(*(cause.needs for cause in CAUSES))

@@ -32,7 +32,7 @@ class ShmFull(Noting):
         if not self.bag:
             return None
         text = _("Writing {paths} failed with No space left on device (ENOSPC): /dev/shm is "
-                 "full.", paths=", ".join(self.values))
+                 "full.", paths=self.listed)
         fix = _("Check the size first: df -h /dev/shm (a container's default is 64M)\n{fix}",
                 fix=entry("shm").fix)
         return made("shm", "error", text, fix, merge(self.bag.items))

@@ -22,6 +22,7 @@ from ddpkit.doctor.log.facts.kinds import (
     ERRNO_BY_NAME,
     ERRNO_BY_TEXT,
     ERRNOS,
+    GAI_ERRORS,
     SIGNAL_NUMBERS,
     SIGNALS,
     Fact,
@@ -92,6 +93,14 @@ _RAY_UNREACHED = re.compile(r"Unable to connect to GCS at (\S+?)\.? Check that"
                             r"|Failed to connect to GCS at address (\S+) within"
                             r"|Could not establish connection to redis (\S+) \(context\.err"
                             r"|(Failed to connect to Redis), retrying")
+# c10d's (torch/csrc/distributed/c10d/socket.cpp): "The IPv4 network addresses of (%s, %d)
+# cannot be retrieved (gai error: %d - %s).", "The client socket has failed to connect to [%s]:%d
+# (errno: ...)", "... to any network address of (%s, %d)", "... while trying to connect to (%s,
+# %d)."
+_DIALLED = re.compile(r"network addresses of \(([^,()\s]+), (\d{1,5})\)"
+                      r"|connect to \[([^\]\s]+)\]:(\d{1,5})"
+                      r"|connect to (?:any network address of )?\(([^,()\s]+), (\d{1,5})\)")
+_GAI_ERROR = re.compile(r"gai error: (-\d{1,2})\b")
 _SHM_PATH = re.compile(r"/dev/shm/[\w.-]+|/dev/shm\b")
 # rdma-core's mlx5 provider (providers/mlx5/cq.c): "mlx5: <host>: got completion with error:",
 # then the CQE in hex, for a failed work completion other than a flush
@@ -205,6 +214,13 @@ def _facts(text: str) -> tuple[Fact, ...]:
         for match in _RAY_UNREACHED.finditer(text):
             address = match.group(1) or match.group(2) or match.group(3) or ""
             found.append(Fact(FactKind.UNREACHED, address, "ray"))
+    if "ddresses of (" in text or "connect to " in text:
+        for match in _DIALLED.finditer(text):
+            host, port = [g for g in match.groups() if g][:2]
+            found.append(Fact(FactKind.DIALLED, host, port))
+    if "gai error" in text:
+        for code in _GAI_ERROR.findall(text):
+            found.append(Fact(FactKind.GAI_ERROR, code, GAI_ERRORS.get(int(code), ("", ""))[0]))
     if "/dev/shm" in text:
         found += [Fact(FactKind.SHM_PATH, m) for m in dict.fromkeys(_SHM_PATH.findall(text))]
     if "completion with error" in text:

@@ -34,6 +34,9 @@ class FactKind(enum.Enum):
     # a program says it could not connect to its peer (value: the address as printed, or ""
     # without one; detail: whose words): Ray's head (GCS, or Redis before Ray 2)
     UNREACHED = "unreached"
+    # the peer a connect or a name lookup names (value: host or address; detail: the port)
+    DIALLED = "dialled"
+    GAI_ERROR = "gai-error"  # getaddrinfo's failure (value: its code, -2; detail: EAI_NONAME)
     SHM_PATH = "shm-path"  # a path in /dev/shm a line names (value: the path)
     # an RDMA adapter's driver reporting a failed work completion (value: the provider, mlx5)
     RDMA_ERROR = "rdma-error"
@@ -99,3 +102,11 @@ CUDA_ERRORS: dict[str, str] = {
     "peer access is already enabled": "cudaErrorPeerAccessAlreadyEnabled",
 }
 CUDA_ERROR_NAMES = frozenset(CUDA_ERRORS.values())
+
+# getaddrinfo(3)'s error codes (glibc's netdb.h) and gai_strerror() texts
+GAI_ERRORS: dict[int, tuple[str, str]] = {
+    -2: ("EAI_NONAME", "Name or service not known"),
+    -3: ("EAI_AGAIN", "Temporary failure in name resolution"),
+    -4: ("EAI_FAIL", "Non-recoverable failure in name resolution"),
+    -5: ("EAI_NODATA", "No address associated with hostname"),
+}
