@@ -22,7 +22,7 @@ from ddpkit.doctor.log.causes.restarts import RendezvousRestarts
 from ddpkit.doctor.log.causes.shm_full import ShmFull
 from ddpkit.doctor.log.causes.silent_kill import SilentKill
 from ddpkit.doctor.log.causes.stale_store import StaleStore
-from ddpkit.doctor.log.facts.kinds import Fact
+from ddpkit.doctor.log.facts.kinds import Fact, FactKind
 from ddpkit.doctor.log.rules.unexplained import warning_line
 from ddpkit.doctor.log.scan import Event
 
@@ -31,7 +31,6 @@ CAUSES: tuple[type[Cause], ...] = (
     SilentKill, BusError, PeerAccess, Firewall, ShmFull, RdmaCompletion, ResolvedLater,
 )
 
-_NEEDED = frozenset().union(*(cause.needs for cause in CAUSES))
 Scored = tuple[Finding, int]
 CauseFinding = tuple[Finding, int, frozenset[str], frozenset[str]]
 
@@ -41,13 +40,18 @@ class Causes:
 
     def __init__(self) -> None:
         self.causes = tuple(cause() for cause in CAUSES)
+        # the causes that need one of a set of fact kinds (a log repeats few such sets)
+        self._needing: dict[frozenset[FactKind], tuple[Cause, ...]] = {}
 
     def feed(self, event: Event, facts: tuple[Fact, ...]) -> None:
-        kinds = {f.kind for f in facts}
-        if not kinds & _NEEDED:
-            return
-        for cause in self.causes:
-            if (not cause.kinds or event.kind in cause.kinds) and cause.needs & kinds:
+        kinds = frozenset(f.kind for f in facts)
+        needing = self._needing.get(kinds)
+        if needing is None:
+            needing = tuple(c for c in self.causes if c.needs & kinds)
+            if len(self._needing) < 256:
+                self._needing[kinds] = needing
+        for cause in needing:
+            if not cause.kinds or event.kind in cause.kinds:
                 cause.feed(event, facts)
 
     def findings(self, context: Context) -> list[CauseFinding]:

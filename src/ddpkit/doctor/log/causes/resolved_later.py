@@ -32,8 +32,11 @@ class ResolvedLater(Noting):
         self.lookups = Bag()
 
     def feed(self, event: Event, facts: tuple[Fact, ...]) -> None:
+        looked_up = any(f.kind is FactKind.GAI_ERROR for f in facts)
+        if not looked_up and not self.unresolved:
+            return  # (a retry loop's connects, before any lookup failed: nothing to pair)
         hosts = [f.value for f in facts if f.kind is FactKind.DIALLED]
-        if any(f.kind is FactKind.GAI_ERROR for f in facts):
+        if looked_up:
             for host in hosts:
                 if len(self.unresolved) < 64:
                     self.unresolved.setdefault((event.file, host), event.line)

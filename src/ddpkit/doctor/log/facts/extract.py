@@ -105,7 +105,6 @@ _SHM_PATH = re.compile(r"/dev/shm/[\w.-]+|/dev/shm\b")
 # rdma-core's mlx5 provider (providers/mlx5/cq.c): "mlx5: <host>: got completion with error:",
 # then the CQE in hex, for a failed work completion other than a flush
 _RDMA_ERROR = re.compile(r"\b(mlx\d): \S+: got completion with error")
-_SHELL_WORDS = re.compile("|".join(_SHELL_SIGNALS))
 _CUDA_ERROR = re.compile("|".join(re.escape(t) for t in CUDA_ERRORS)
                          + r"|\b(" + "|".join(sorted(CUDA_ERROR_NAMES)) + r")\b")
 
@@ -208,9 +207,10 @@ def _facts(text: str) -> tuple[Fact, ...]:
                 found.append(Fact(FactKind.RESTART, match.group(1), "count"))
             else:  # one restart, or one new round
                 found.append(Fact(FactKind.RESTART, "1", "round"))
-    if "xit" in text or "code = -" in text or "ignal" in text or _SHELL_WORDS.search(text):
+    if "xit" in text or "code = -" in text or "ignal" in text or any(
+            word in text for word in _SHELL_SIGNALS):
         found += _deaths(text)
-    if "onnect" in text:
+    if "GCS" in text or "edis" in text:
         for match in _RAY_UNREACHED.finditer(text):
             address = match.group(1) or match.group(2) or match.group(3) or ""
             found.append(Fact(FactKind.UNREACHED, address, "ray"))
