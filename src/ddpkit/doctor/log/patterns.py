@@ -102,7 +102,14 @@ FATAL_SIGNALS = {"Segmentation fault": "SIGSEGV", "Aborted": "SIGABRT", "Bus err
 TAIL_ANCHORS: tuple[bytes, ...] = (b"SUCCEEDED", b"finished", b"Avg bus bandwidth", b"Killed",
                                    b"Destroy COMPLETE", b"Trainer.fit` stopped",
                                    b"Training completed.", b"Process received signal",
-                                   *(s.encode() for s in FATAL_SIGNALS))
+                                   *(s.encode() for s in FATAL_SIGNALS),
+                                   # a process reported dead of a signal, posted without an
+                                   # error word on its line (DeepSpeed's launcher's "exits with
+                                   # return code = -9" wrapped apart from its "[ERROR]",
+                                   # torchelastic's "Signal 9 (SIGKILL) received by PID" without
+                                   # its summary's head, torch.multiprocessing's "terminated
+                                   # with signal SIGBUS"): where a job ends, read for its facts
+                                   b"return code", b"SIG")
 TAIL_KINDS = frozenset({"run-complete", "killed", "fatal-signal"})  # only the tail pass's events
 TAIL_BYTES = 2 << 20
 
@@ -131,7 +138,7 @@ FOLLOW: dict[str, int] = {"Root Cause": 8, "Last error:": 2, "ChildFailedError":
 SOCKET_LIST_HEAD, SOCKET_LIST_LINES = "NET/Socket : Using", 16
 
 # A launcher's rank tags before a line the shell printed ("[0]<stderr>:", "[rank1]:")
-_SHELL_PREFIX = r"^(?:\s*\[[^\]\s]*\](?:<std(?:out|err)>)?:?)*\s*"
+SHELL_PREFIX = r"^(?:\s*\[[^\]\s]*\](?:<std(?:out|err)>)?:?)*\s*"
 _FATAL = "|".join(FATAL_SIGNALS)
 _ADDR = r"(?P<addr>[^\s<>\[\](),]+)"
 # Lines reporting a failed connect say "connect"/"Connection" or carry an *Error name.
@@ -361,16 +368,16 @@ PATTERNS: tuple[LinePattern, ...] = (
     # strsignal(SIGKILL) "Killed" (interactive, foreground), its non-interactive "%s: line %d: "
     # + "<pid> Killed <command>" (jobs.c, notify_of_job_status) and "[1]+  Killed  <command>".
     _p(EventKind.KILLED, ("Killed",),
-       rf"{_SHELL_PREFIX}(?:[^\s:]+: line \d+: +(?P<pid>\d+) +"
+       rf"{SHELL_PREFIX}(?:[^\s:]+: line \d+: +(?P<pid>\d+) +"
        r"|\[\d+\][+-]? +)?Killed(?! +process \d)(?: +(?P<command>\S[^\n]*?))?\s*$"),
     # The same report of a process a fatal signal ended (bash's strsignal() texts, "(core
     # dumped)" if it dumped core): alone on its line, or after the script's "line N: <pid> " or
     # the job's "[1]+ ", which its command may follow.
     _p(EventKind.FATAL_SIGNAL, tuple(FATAL_SIGNALS),
-       rf"{_SHELL_PREFIX}(?:[^\s:]+: line \d+: +(?P<pid>\d+) +|\[\d+\][+-]? +)"
+       rf"{SHELL_PREFIX}(?:[^\s:]+: line \d+: +(?P<pid>\d+) +|\[\d+\][+-]? +)"
        rf"(?P<signal_text>{_FATAL})(?P<core> \(core dumped\))?(?: +(?P<command>\S[^\n]*?))?\s*$"),
     _p(EventKind.FATAL_SIGNAL, tuple(FATAL_SIGNALS),
-       rf"{_SHELL_PREFIX}(?P<signal_text>{_FATAL})(?P<core> \(core dumped\))?\s*$"),
+       rf"{SHELL_PREFIX}(?P<signal_text>{_FATAL})(?P<core> \(core dumped\))?\s*$"),
     # A crash handler's report in the process itself: Open MPI's (opal/util/stacktrace.c:
     # "[%s:%05d] *** Process received signal ***", then "[%s:%05d] Signal: %s (%d)") and UCX's
     # (ucs/debug/debug.c: "Caught signal %d (%s)", the signal's strsignal() text and its code's)
@@ -403,6 +410,18 @@ PATTERNS: tuple[LinePattern, ...] = (
     _fb(EventKind.FAILURE_LINE, ("entire process down",), r"(?P<detail>[^\n]*entire process down[^\n]*)"),
     _fb(EventKind.FAILURE_LINE, ("abandoning",),
         r"(?P<detail>Process \d+ did not exit after \w+ within [^\n]*abandoning[^\n]*)"),
+    # Facts the causes read from lines no pattern above read: a process's death of a signal, a
+    # CUDA peer-access error (doctor/log/causes/silent_kill.py, bus_error.py, peer_access.py)
+    # (CUDA's peer-access errors come in a check macro's error line: "Failed: Cuda error ...",
+    # "CUDA runtime error in ...", "CUDA error: ..."; rdma-core's mlx5 provider's "mlx5: <host>:
+    # got completion with error:")
+    _fb(EventKind.JOB_FACT, ("return code", "SIGKILL", "SIGBUS", "rror"),
+        r"(?P<detail>return code = -\d+|SIGKILL|SIGBUS|peer access[^\n]*"
+        r"|got completion with error)"),
+    # Ray's words for a worker that cannot reach its head (causes/firewall.py)
+    _fb(EventKind.JOB_FACT, ("connect to GCS", "connection to redis", "connect to Redis"),
+        r"(?P<detail>(?:Unable|Failed) to connect to (?:GCS|Redis)[^\n]*"
+        r"|Could not establish connection to redis[^\n]*)"),
 )
 
 

@@ -357,6 +357,7 @@ def raw_hits(stream: BinaryIO, kept: Kept | None = None) -> Iterator[_Hit]:
 _Parsed = tuple[tuple[str, str, "str | None", "str | None", "int | None", Mapping[str, str]], ...]
 _LINE_CACHE: dict[tuple[bytes, bool], _Parsed] = {}
 _LINE_CACHE_SIZE = 2048  # identical lines (retry spam) are parsed once
+_FACT_LINES_MAX = 4096
 
 
 def _parse_line(raw: bytes, follow: bool, tail: bool = False) -> _Parsed:
@@ -443,6 +444,7 @@ def scan(stream: BinaryIO, name: str, quiet: bool = True) -> Iterator[Event]:
     kept: Kept = []
     seen: deque[int] = deque(maxlen=QUIET_LINES)  # the lines events came from, the last ones
     count, failed = 0, False
+    fact_lines: set[int] = set()  # the main pass's fact lines, which the tail pass may read again
     for number, raw, follow, repeat, period in raw_hits(stream, kept):
         for event in _events_in_line(name, number, raw, follow, repeat):
             if event.kind in TAIL_KINDS:
@@ -453,6 +455,8 @@ def scan(stream: BinaryIO, name: str, quiet: bool = True) -> Iterator[Event]:
             elif event.node is None and len(hosts) == 1:
                 event = replace(event, host=next(iter(hosts)))
             if event.kind == FACT_KIND:  # read for its facts only: the quiet tail reads it too
+                if len(fact_lines) < _FACT_LINES_MAX:
+                    fact_lines.add(number)
                 yield event
                 continue
             count += 1
@@ -468,6 +472,8 @@ def scan(stream: BinaryIO, name: str, quiet: bool = True) -> Iterator[Event]:
                 count += 1
                 ended = True
                 seen.append(number)
+                yield Event(kind, name, number, shown, host, node, rank, data)
+            elif kind == FACT_KIND and number not in fact_lines:  # (a death's report)
                 yield Event(kind, name, number, shown, host, node, rank, data)
     if failed or ended or not quiet:
         return

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 from ddpkit.doctor.catalogue import entry
 from ddpkit.doctor.findings import Evidence, Finding, Severity
+from ddpkit.doctor.log.evidence import Bag
 from ddpkit.doctor.log.facts.kinds import Fact, FactKind
 from ddpkit.doctor.log.scan import Event
 from ddpkit.doctor.wording import specific_then_general
@@ -50,6 +51,26 @@ class Cause:
 
     def finding(self, context: Context) -> Finding | None:
         raise NotImplementedError
+
+
+class Noting(Cause):
+    """A cause that notes the values its facts name (the first few, in order) and the lines
+    that named them."""
+
+    def __init__(self) -> None:
+        self.values: dict[str, None] = {}
+        self.bag = Bag()
+
+    @property
+    def listed(self) -> str:
+        """The values noted, for a finding's text."""
+        return ", ".join(self.values)
+
+    def note(self, event: Event, values: Sequence[str]) -> None:
+        for value in values:
+            if len(self.values) < 4:
+                self.values.setdefault(value)
+        self.bag.add(event)
 
 
 def made(finding_id: str, severity: Severity, specific: str | Sequence[str], fix: str | None,

@@ -13,13 +13,20 @@ from __future__ import annotations
 from ddpkit.doctor.catalogue import entry
 from ddpkit.doctor.findings import SEVERITY_ORDER, Finding
 from ddpkit.doctor.log.causes.base import Cause, Context
+from ddpkit.doctor.log.causes.bus_error import BusError
 from ddpkit.doctor.log.causes.container_bridge import ContainerBridge
 from ddpkit.doctor.log.causes.empty_address import EmptyAddress
 from ddpkit.doctor.log.causes.endpoint_port import EndpointWithoutPort
+from ddpkit.doctor.log.causes.firewall import Firewall
 from ddpkit.doctor.log.causes.loopback import Loopback
+from ddpkit.doctor.log.causes.peer_access import PeerAccess
+from ddpkit.doctor.log.causes.rdma_completion import RdmaCompletion
+from ddpkit.doctor.log.causes.resolved_later import ResolvedLater
 from ddpkit.doctor.log.causes.restarts import RendezvousRestarts
+from ddpkit.doctor.log.causes.shm_full import ShmFull
+from ddpkit.doctor.log.causes.silent_kill import SilentKill
 from ddpkit.doctor.log.causes.stale_store import StaleStore
-from ddpkit.doctor.log.facts.kinds import Fact
+from ddpkit.doctor.log.facts.kinds import Fact, FactKind
 from ddpkit.doctor.log.rules.entry import evaluate
 from ddpkit.doctor.log.rules.order import RULES
 from ddpkit.doctor.log.rules.reading import Reading
@@ -28,9 +35,9 @@ from ddpkit.doctor.log.scan import Event
 
 CAUSES: tuple[type[Cause], ...] = (
     Loopback, ContainerBridge, StaleStore, EndpointWithoutPort, EmptyAddress, RendezvousRestarts,
+    SilentKill, BusError, PeerAccess, Firewall, ShmFull, RdmaCompletion, ResolvedLater,
 )
 
-_NEEDED = frozenset().union(*(cause.needs for cause in CAUSES))
 Scored = tuple[Finding, int]
 CauseFinding = tuple[Finding, int, frozenset[str], frozenset[str]]
 
@@ -40,13 +47,18 @@ class Causes:
 
     def __init__(self) -> None:
         self.causes = tuple(cause() for cause in CAUSES)
+        # the causes that need one of a set of fact kinds (a log repeats few such sets)
+        self._needing: dict[frozenset[FactKind], tuple[Cause, ...]] = {}
 
     def feed(self, event: Event, facts: tuple[Fact, ...]) -> None:
-        kinds = {f.kind for f in facts}
-        if not kinds & _NEEDED:
-            return
-        for cause in self.causes:
-            if (not cause.kinds or event.kind in cause.kinds) and cause.needs & kinds:
+        kinds = frozenset(f.kind for f in facts)
+        needing = self._needing.get(kinds)
+        if needing is None:
+            needing = tuple(c for c in self.causes if c.needs & kinds)
+            if len(self._needing) < 256:
+                self._needing[kinds] = needing
+        for cause in needing:
+            if not cause.kinds or event.kind in cause.kinds:
                 cause.feed(event, facts)
 
     def findings(self, context: Context) -> list[CauseFinding]:

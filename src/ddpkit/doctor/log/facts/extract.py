@@ -17,12 +17,18 @@ from functools import lru_cache
 
 from ddpkit.doctor.addresses import address_class
 from ddpkit.doctor.log.facts.kinds import (
+    CUDA_ERROR_NAMES,
+    CUDA_ERRORS,
     ERRNO_BY_NAME,
     ERRNO_BY_TEXT,
     ERRNOS,
+    GAI_ERRORS,
+    SIGNAL_NUMBERS,
+    SIGNALS,
     Fact,
     FactKind,
 )
+from ddpkit.doctor.log.patterns import FATAL_SIGNALS, SHELL_PREFIX
 from ddpkit.doctor.log.prefixes import without_header
 
 _OCTET = r"(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)"
@@ -58,6 +64,64 @@ _ENDPOINT = re.compile(r"rdzv[_-]endpoint\s*[:=]\s*['\"]?([^\s'\",]+)")
 # a rendezvous re-formed
 _RESTART = re.compile(r"\brestart_count=(\d+)|(will restart worker group)"
                       r"|(attempts to join the next round of the rendezvous)")
+
+# A process reported dead of a signal, in each reporter's template: torchelastic's "failed
+# (exitcode: -9)" and its summary's "exitcode : -9" (elastic/multiprocessing), DeepSpeed's
+# launcher's "{cmd} exits with return code = -9" (launcher/launch.py), Python's
+# CalledProcessError "died with <Signals.SIGKILL: 9>." (accelerate's simple launcher re-raises
+# it), torch.multiprocessing's "process 0 terminated with signal SIGKILL" (spawn.py),
+# torchelastic's "Signal 9 (SIGKILL) received by PID", a shell's exit status 128+N through
+# CalledProcessError ("returned non-zero exit status 137."), Open MPI's "exited on signal 9".
+_DEATH = re.compile(r"\bexitcode\s*[:=]\s*-(\d{1,2})\b|\breturn code = -(\d{1,2})\b"
+                    r"|died with <Signals\.(SIG[A-Z]+): \d+>|terminated with signal (SIG[A-Z]+)"
+                    r"|\bSignal (\d{1,2}) \(SIG[A-Z]+\) received by PID"
+                    r"|non-zero exit status (1[2-9]\d)\b|\bexited on signal (\d{1,2})\b")
+# bash's report of a job a signal ended, alone on its line (jobs.c: strsignal(), "Killed" for
+# SIGKILL, "Bus error" for SIGBUS..., after the script's "line N: <pid> " or the job's "[1]+ ",
+# "(core dumped)" after it if it dumped core); the kernel's "Killed process N" is not it
+_SHELL_SIGNALS = {"Killed": "SIGKILL", **FATAL_SIGNALS}
+_SHELL_DEATH = re.compile(SHELL_PREFIX + r"(?:\S+: line \d+: +\d+ +|\[\d+\][+-]? +)?("
+                          + "|".join(_SHELL_SIGNALS) + r")(?! +process \d)(?: \(core dumped\))?"
+                          r"(?: +\S[^\n]*)?\s*$")
+# Ray's own words for a worker that cannot reach the head: python/ray/_private/utils.py
+# "Unable to connect to GCS at %s. Check that (1) Ray GCS with matching version started
+# successfully at the specified address, and (2) there is no firewall setting preventing
+# access.", the C++ GCS client's "Failed to connect to GCS at address %s within %d seconds."
+# (gcs_rpc_client.h), before Ray 2 redis_context.cc's "Could not establish connection to redis
+# %s:%d (context.err = %d)" and "Failed to connect to Redis, retrying."
+_RAY_UNREACHED = re.compile(r"Unable to connect to GCS at (\S+?)\.? Check that"
+                            r"|Failed to connect to GCS at address (\S+) within"
+                            r"|Could not establish connection to redis (\S+) \(context\.err"
+                            r"|(Failed to connect to Redis), retrying")
+# c10d's (torch/csrc/distributed/c10d/socket.cpp): "The IPv4 network addresses of (%s, %d)
+# cannot be retrieved (gai error: %d - %s).", "The client socket has failed to connect to [%s]:%d
+# (errno: ...)", "... to any network address of (%s, %d)", "... while trying to connect to (%s,
+# %d)."
+_DIALLED = re.compile(r"network addresses of \(([^,()\s]+), (\d{1,5})\)"
+                      r"|connect to \[([^\]\s]+)\]:(\d{1,5})"
+                      r"|connect to (?:any network address of )?\(([^,()\s]+), (\d{1,5})\)")
+_GAI_ERROR = re.compile(r"gai error: (-\d{1,2})\b")
+_SHM_PATH = re.compile(r"/dev/shm/[\w.-]+|/dev/shm\b")
+# rdma-core's mlx5 provider (providers/mlx5/cq.c): "mlx5: <host>: got completion with error:",
+# then the CQE in hex, for a failed work completion other than a flush
+_RDMA_ERROR = re.compile(r"\b(mlx\d): \S+: got completion with error")
+_CUDA_ERROR = re.compile("|".join(re.escape(t) for t in CUDA_ERRORS)
+                         + r"|\b(" + "|".join(sorted(CUDA_ERROR_NAMES)) + r")\b")
+
+
+def _deaths(text: str) -> list[Fact]:
+    found: list[Fact] = []
+    for match in _DEATH.finditer(text):
+        minus, deepspeed, python, spawn, summary, status, mpi = match.groups()
+        number = int(minus or deepspeed or summary or mpi or 0) or (
+            int(status) - 128 if status else SIGNAL_NUMBERS.get(python or spawn or "", 0))
+        if number in SIGNALS:
+            found.append(Fact(FactKind.DEATH, SIGNALS[number], str(number)))
+    shell = _SHELL_DEATH.match(text)
+    if shell:
+        name = _SHELL_SIGNALS[shell.group(1)]
+        found.append(Fact(FactKind.DEATH, name, str(SIGNAL_NUMBERS[name])))
+    return found
 
 
 def _address(found: list[Fact], address: str, port: str | None) -> None:
@@ -143,6 +207,28 @@ def _facts(text: str) -> tuple[Fact, ...]:
                 found.append(Fact(FactKind.RESTART, match.group(1), "count"))
             else:  # one restart, or one new round
                 found.append(Fact(FactKind.RESTART, "1", "round"))
+    if "xit" in text or "code = -" in text or "ignal" in text or any(
+            word in text for word in _SHELL_SIGNALS):
+        found += _deaths(text)
+    if "GCS" in text or "edis" in text:
+        for match in _RAY_UNREACHED.finditer(text):
+            address = match.group(1) or match.group(2) or match.group(3) or ""
+            found.append(Fact(FactKind.UNREACHED, address, "ray"))
+    if "ddresses of (" in text or "connect to " in text:
+        for match in _DIALLED.finditer(text):
+            host, port = [g for g in match.groups() if g][:2]
+            found.append(Fact(FactKind.DIALLED, host, port))
+    if "gai error" in text:
+        for code in _GAI_ERROR.findall(text):
+            found.append(Fact(FactKind.GAI_ERROR, code, GAI_ERRORS.get(int(code), ("", ""))[0]))
+    if "/dev/shm" in text:
+        found += [Fact(FactKind.SHM_PATH, m) for m in dict.fromkeys(_SHM_PATH.findall(text))]
+    if "completion with error" in text:
+        found += [Fact(FactKind.RDMA_ERROR, m) for m in _RDMA_ERROR.findall(text)]
+    if "peer access" in text or "PeerAccess" in text:
+        for match in _CUDA_ERROR.finditer(text):
+            name = match.group(1) or CUDA_ERRORS[match.group(0)]
+            found.append(Fact(FactKind.CUDA_ERROR, name, "" if match.group(1) else match.group(0)))
     return tuple(found)
 
 

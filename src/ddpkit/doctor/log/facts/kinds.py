@@ -26,6 +26,20 @@ class FactKind(enum.Enum):
     EMPTY_ADDRESS = "empty-address"  # "address  with family N": no address at all
     RDZV_ENDPOINT = "rdzv-endpoint"  # value: the endpoint as given
     RESTART = "restart"  # torchelastic restarting its worker group / re-forming its rendezvous
+    # a process reported dead of a signal (value: its name, SIGKILL; detail: its number), in a
+    # launcher's or the shell's words: exit code -9, "died with <Signals.SIGKILL: 9>", "Killed"
+    DEATH = "death"
+    # value: the cudaError_t name; detail: cudaGetErrorString's text as printed ("" for a name)
+    CUDA_ERROR = "cuda-error"
+    # a program says it could not connect to its peer (value: the address as printed, or ""
+    # without one; detail: whose words): Ray's head (GCS, or Redis before Ray 2)
+    UNREACHED = "unreached"
+    # the peer a connect or a name lookup names (value: host or address; detail: the port)
+    DIALLED = "dialled"
+    GAI_ERROR = "gai-error"  # getaddrinfo's failure (value: its code, -2; detail: EAI_NONAME)
+    SHM_PATH = "shm-path"  # a path in /dev/shm a line names (value: the path)
+    # an RDMA adapter's driver reporting a failed work completion (value: the provider, mlx5)
+    RDMA_ERROR = "rdma-error"
 
 
 __all__ = ["ERRNOS", "AddressClass", "Fact", "FactKind"]
@@ -65,3 +79,34 @@ ERRNOS: dict[int, tuple[str, str]] = {
 }
 ERRNO_BY_NAME = {name: number for number, (name, _text) in ERRNOS.items()}
 ERRNO_BY_TEXT = {text.lower(): number for number, (_name, text) in ERRNOS.items()}
+
+
+# Linux's signal numbers (signal(7)) of the signals a launcher reports a process dead of: a
+# negative exit code -N (Python's subprocess and multiprocessing, torchelastic, DeepSpeed's
+# launcher) or a shell's exit status 128+N.
+SIGNALS: dict[int, str] = {
+    1: "SIGHUP", 2: "SIGINT", 3: "SIGQUIT", 4: "SIGILL", 6: "SIGABRT", 7: "SIGBUS", 8: "SIGFPE",
+    9: "SIGKILL", 11: "SIGSEGV", 13: "SIGPIPE", 15: "SIGTERM",
+}
+SIGNAL_NUMBERS = {name: number for number, name in SIGNALS.items()}
+
+# CUDA runtime errors (cudaError_t, driver_types.h) by cudaGetErrorString()'s text, which every
+# CUDA check macro prints (vLLM's and SGLang's custom all-reduce: "Failed: Cuda error %s:%d
+# '%s'", TensorRT-LLM: "CUDA runtime error in %s: %s", torch: "CUDA error: %s"); the driver
+# API's twin (cuGetErrorString of CUDA_ERROR_PEER_ACCESS_UNSUPPORTED) words it "across the
+# given devices".
+CUDA_ERRORS: dict[str, str] = {
+    "peer access is not supported between these two devices": "cudaErrorPeerAccessUnsupported",
+    "peer access is not supported across the given devices": "cudaErrorPeerAccessUnsupported",
+    "peer access has not been enabled": "cudaErrorPeerAccessNotEnabled",
+    "peer access is already enabled": "cudaErrorPeerAccessAlreadyEnabled",
+}
+CUDA_ERROR_NAMES = frozenset(CUDA_ERRORS.values())
+
+# getaddrinfo(3)'s error codes (glibc's netdb.h) and gai_strerror() texts
+GAI_ERRORS: dict[int, tuple[str, str]] = {
+    -2: ("EAI_NONAME", "Name or service not known"),
+    -3: ("EAI_AGAIN", "Temporary failure in name resolution"),
+    -4: ("EAI_FAIL", "Non-recoverable failure in name resolution"),
+    -5: ("EAI_NODATA", "No address associated with hostname"),
+}

@@ -1,0 +1,60 @@
+"""A process killed by SIGKILL with nothing failing first: most likely the kernel's OOM killer.
+
+SIGKILL cannot be caught, so the killed process says nothing; only whoever waited on it reports
+the death, each in its own words (the facts' ``DEATH``): torchelastic's ``exitcode: -9`` and
+``Signal 9 (SIGKILL) received by PID``, DeepSpeed's launcher's ``exits with return code = -9``,
+Python's ``died with <Signals.SIGKILL: 9>`` (accelerate's launcher), torch.multiprocessing's
+``terminated with signal SIGKILL``, the shell's ``Killed``. When no other rule found a failure
+that explains it, the usual sender is the kernel's OOM killer reclaiming host memory (a
+scheduler or a user can send it too): named as the most likely cause, with the check that
+confirms it first.
+"""
+
+from __future__ import annotations
+
+from ddpkit.doctor.catalogue import ORDER
+from ddpkit.doctor.findings import Finding
+from ddpkit.doctor.log.causes.base import GENERIC, Cause, Context, made
+from ddpkit.doctor.log.evidence import Bag, merge
+from ddpkit.doctor.log.facts.kinds import Fact, FactKind
+from ddpkit.doctor.log.scan import Event
+from ddpkit.i18n import _
+
+# A failure the rules name (an exception they read, NCCL's errors, a timeout...) says more.
+# (The table feeds a cause only the lines that carry a fact, so "nothing failed first" is read
+# as "no rule named a failure".)
+SAYS_MORE = frozenset(ORDER) - GENERIC - {"out-of-memory"}
+
+
+class SilentKill(Cause):
+    """Ahead of the rank it killed (``rank-failed`` stays, the death's own finding); a lost
+    connection beside it is a failure the cause cannot order against the kill, so it gives way
+    (the rank-failed finding then names the kill, the OOM killer in its fix)."""
+
+    needs = frozenset({FactKind.DEATH})
+    specificity = 10
+    supersedes = GENERIC - {"rank-failed"}
+    yields_to = SAYS_MORE
+    signal = "SIGKILL"  # the death it reads
+
+    def __init__(self) -> None:
+        self.bag = Bag()
+
+    def feed(self, event: Event, facts: tuple[Fact, ...]) -> None:
+        if any(f.kind is FactKind.DEATH and f.value == self.signal for f in facts):
+            self.bag.add(event)
+
+    def finding(self, context: Context) -> Finding | None:
+        if not self.bag:
+            return None
+        text = [_("A process was killed by SIGKILL (exit code -9), and no other failure in the "
+                  "log explains it."),
+                _("SIGKILL cannot be caught, so the killed process prints nothing; it is most "
+                  "likely the kernel's OOM killer reclaiming host memory (RAM, not the GPU's), "
+                  "though a scheduler or a user can send it too.")]
+        fix = _("Confirm on that machine first: dmesg -T | grep -i -E 'killed process|out of "
+                "memory' (a scheduler's kill shows in its own log instead)\n"
+                "If it was the OOM killer: use less host memory per rank (fewer DataLoader "
+                "workers, load the checkpoint on one rank or with mmap, no tensors kept on the "
+                "CPU across steps), or give the job more RAM.")
+        return made("out-of-memory", "error", text, fix, merge(self.bag.items))
