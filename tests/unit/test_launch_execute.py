@@ -188,3 +188,40 @@ def test_the_tracker_meets_a_process_started_after_its_first_scan_and_not_an_unr
         unrelated.kill()
         root.wait(timeout=10)
         unrelated.wait(timeout=10)
+
+
+@pytest.mark.timeout(60)
+def test_the_exit_wait_returns_when_the_child_exits_and_does_not_poll_it_meanwhile() -> None:
+    """run_process's loop waits for torchrun between its checks; on Linux through a pidfd, without
+    Popen.wait's polling (about ten wake-ups per 0.2 s wait, issue 31's launch overhead)."""
+    from ddpkit.launch.torchrun.processes import ExitWait
+
+    proc = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()"],
+                            stdin=subprocess.PIPE, text=True)
+    polls = 0
+    real_try_wait = proc._try_wait  # type: ignore[attr-defined]  # what Popen.wait polls with
+
+    def counted(flags: int) -> tuple[int, int]:
+        nonlocal polls
+        polls += 1
+        return real_try_wait(flags)  # type: ignore[no-any-return]
+
+    proc._try_wait = counted  # type: ignore[attr-defined]
+    waiting, fallback = ExitWait(proc), ExitWait(proc)
+    fallback.close()  # as where there is no pidfd: Popen.wait(timeout)
+    try:
+        waiting.wait(0.3)  # the child lives: the timeout ends the wait
+        assert proc.poll() is None
+        polls_by_pidfd = polls
+        fallback.wait(0.3)
+        assert proc.poll() is None and polls > polls_by_pidfd  # the count sees Popen's polling
+        assert proc.stdin is not None
+        proc.stdin.close()  # the child ends
+        waiting.wait(50)  # returns at its end, long before 50 s (the test's timeout is 60)
+        assert proc.poll() == 0
+    finally:
+        waiting.close()
+        proc.kill()
+        proc.wait()
+    if sys.platform == "linux" and hasattr(os, "pidfd_open"):
+        assert polls_by_pidfd == 0

@@ -4,7 +4,7 @@ from pathlib import Path
 
 from ddpkit.launch.config import LaunchConfig
 from ddpkit.launch.outcomes import describe_exit
-from ddpkit.launch.torchrun.command import parse_failures, torchrun_argv
+from ddpkit.launch.torchrun.command import AGENT, parse_failures, torchrun_argv
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "torchrun"
 
@@ -18,7 +18,9 @@ def _config(**kw: object) -> LaunchConfig:
 
 def test_argv_uses_torchrun_not_the_deprecated_launcher() -> None:
     argv = torchrun_argv("/usr/bin/python3", _config(), local_addr="10.0.0.3", log_dir="/r/torchrun")
-    assert argv[:3] == ["/usr/bin/python3", "-m", "torch.distributed.run"]  # node 1: a client
+    # node 1: a client, torchrun's own main through ddpkit's agent (no --bind)
+    assert argv[:4] == ["/usr/bin/python3", "-m", AGENT, "--"]
+    assert not any("torch.distributed.launch" in arg for arg in argv)
     assert "--nnodes=2" in argv and "--node-rank=1" in argv
     assert "--master-addr=10.0.0.2" in argv and "--master-port=55568" in argv
     assert "--rdzv-backend=static" in argv

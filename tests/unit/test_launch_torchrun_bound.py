@@ -1,6 +1,6 @@
 """torchrun's rendezvous store on the master address only (issue 32, item 1): node 0 runs torchrun
-through ``ddpkit.launch.torchrun.bound``, which hands torch's static rendezvous a socket bound to
-that address (``master_listen_fd``); torch's own would listen on every interface."""
+through ``ddpkit.launch.torchrun.agent --bind``, which hands torch's static rendezvous a socket bound
+to that address (``master_listen_fd``, ``bound.py``); torch's own would listen on every interface."""
 
 from __future__ import annotations
 
@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 
 from ddpkit.launch.config import LaunchConfig
-from ddpkit.launch.torchrun import bound
-from ddpkit.launch.torchrun.command import BOUND_TORCHRUN, torchrun_argv
+from ddpkit.launch.torchrun import agent, bound
+from ddpkit.launch.torchrun.command import AGENT, torchrun_argv
 
 
 def _config(node_rank: int, nnodes: int = 2) -> LaunchConfig:
@@ -25,13 +25,13 @@ def _config(node_rank: int, nnodes: int = 2) -> LaunchConfig:
 
 def test_node_0_runs_torchrun_with_its_store_bound_to_the_master_address() -> None:
     argv = torchrun_argv("py", _config(0), local_addr=None, log_dir="/r")
-    assert argv[:6] == ["py", "-m", BOUND_TORCHRUN, "--bind", "10.0.0.2", "--"]
+    assert argv[:6] == ["py", "-m", AGENT, "--bind", "10.0.0.2", "--"]
     assert "--master-port=29511" in argv and argv[-1] == "train.py"
-    assert torchrun_argv("py", _config(1), local_addr=None, log_dir="/r")[:3] == [
-        "py", "-m", "torch.distributed.run"]
-    assert torchrun_argv("py", _config(0, nnodes=1), local_addr=None, log_dir="/r")[:3] == [
-        "py", "-m", "torch.distributed.run"]  # one node: torchrun as it is
-    assert bound.MODULE == BOUND_TORCHRUN
+    assert torchrun_argv("py", _config(1), local_addr=None, log_dir="/r")[:4] == [
+        "py", "-m", AGENT, "--"]  # a client: nothing to bind
+    assert torchrun_argv("py", _config(0, nnodes=1), local_addr=None, log_dir="/r")[:4] == [
+        "py", "-m", AGENT, "--"]  # one node: its store on every interface, as torchrun's
+    assert agent.MODULE == AGENT
 
 
 def test_only_the_server_for_the_rendezvous_port_gets_the_bound_socket() -> None:
@@ -50,10 +50,12 @@ def test_only_the_server_for_the_rendezvous_port_gets_the_bound_socket() -> None
 
 
 def test_a_malformed_command_line_is_refused() -> None:
-    with pytest.raises(SystemExit):
-        bound.split_argv(["--nnodes=2"])
-    assert bound.split_argv(["--bind", "10.0.0.2", "--", "--nnodes=2"]) == ("10.0.0.2",
+    for argv in (["--nnodes=2"], ["--bind", "10.0.0.2", "--nnodes=2"], ["--bind", "--"], []):
+        with pytest.raises(SystemExit):
+            agent.split_argv(argv)
+    assert agent.split_argv(["--bind", "10.0.0.2", "--", "--nnodes=2"]) == ("10.0.0.2",
                                                                            ["--nnodes=2"])
+    assert agent.split_argv(["--", "--nnodes=2", "--"]) == (None, ["--nnodes=2", "--"])
 
 
 PROBE = """import json, os, socket, sys
@@ -76,7 +78,7 @@ def test_torchruns_store_listens_on_the_bound_address_only(tcp_port: int, tmp_pa
     probe.write_text(PROBE)
     result = tmp_path / "found.json"
     proc = subprocess.run(
-        [sys.executable, "-m", BOUND_TORCHRUN, "--bind", "127.0.0.1", "--", "--nnodes=1",
+        [sys.executable, "-m", AGENT, "--bind", "127.0.0.1", "--", "--nnodes=1",
          "--nproc-per-node=1", "--node-rank=0", "--master-addr=127.0.0.1",
          f"--master-port={tcp_port}", "--rdzv-backend=static", "--max-restarts=0", str(probe),
          str(result)], capture_output=True, text=True, timeout=100,

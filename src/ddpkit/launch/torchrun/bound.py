@@ -4,10 +4,10 @@ torch's static rendezvous (``torch/distributed/elastic/rendezvous/static_tcp_ren
 starts its ``TCPStore`` server with no listening socket of its own, and such a server binds every
 interface (``*:PORT``); neither torchrun nor an environment variable names an address to bind.
 ``TCPStore`` itself takes a socket already bound and listening (``master_listen_fd``), so this
-program binds one to ``--bind ADDRESS`` and has the static rendezvous hand it to its store, then
-runs torchrun's own ``main`` with the remaining arguments: torch's rendezvous, unchanged, on one
-address. On node 0 ``ddpkit launch`` runs torchrun as
-``python -m ddpkit.launch.torchrun.bound --bind ADDRESS -- TORCHRUN_ARGS...``.
+module binds one to the master address and has the static rendezvous hand it to its store:
+torch's rendezvous, unchanged, on one address. On node 0 of a job of several, ``ddpkit launch``
+runs torchrun as ``python -m ddpkit.launch.torchrun.agent --bind ADDRESS -- TORCHRUN_ARGS...``
+(agent.py), which calls :func:`bind_store` before torchrun's own ``main``.
 
 If the address cannot be bound (it is not this machine's), torchrun runs as it would have, on
 every interface, after one line on stderr saying so.
@@ -21,8 +21,6 @@ from typing import Any
 
 from ddpkit.i18n import _
 from ddpkit.launch.store_client import listening_fd
-
-MODULE = "ddpkit.launch.torchrun.bound"
 
 
 def bound_factory(original: Callable[..., Any], address: str, port: int,
@@ -38,14 +36,6 @@ def bound_factory(original: Callable[..., Any], address: str, port: int,
     return store
 
 
-def split_argv(argv: Sequence[str]) -> tuple[str, list[str]]:
-    """``--bind ADDRESS -- TORCHRUN_ARGS...`` -> (address, torchrun's arguments)."""
-    args = list(argv)
-    if len(args) < 3 or args[0] != "--bind" or args[2] != "--":
-        raise SystemExit("usage: python -m ddpkit.launch.torchrun.bound --bind ADDRESS -- ARGS...")
-    return args[1], args[3:]
-
-
 def _master_port(args: Sequence[str]) -> int | None:
     for arg in args:
         if arg.startswith("--master-port=") or arg.startswith("--master_port="):
@@ -53,23 +43,23 @@ def _master_port(args: Sequence[str]) -> int | None:
     return None
 
 
-def main(argv: Sequence[str] | None = None) -> None:
-    address, args = split_argv(sys.argv[1:] if argv is None else argv)
-    from torch.distributed import run as torchrun
+def bind_store(address: str, args: Sequence[str]) -> None:
+    """Have torch's static rendezvous, once imported, serve its store on ``address`` only (the
+    port of ``--master-port`` in torchrun's ``args``); when this machine cannot listen there, one
+    line on stderr says so and torchrun's store listens on every interface, as it would have."""
     from torch.distributed.elastic.rendezvous import static_tcp_rendezvous as static
 
     port = _master_port(args)
-    if port is not None:
-        try:
-            listening_fd_check(address)
-            static.TCPStore = bound_factory(  # type: ignore[attr-defined,assignment]
-                static.TCPStore, address, port)  # type: ignore[attr-defined]
-        except OSError as exc:
-            print(_("ddpkit: torchrun's store listens on every interface: cannot listen on "
-                    "{address} ({error})", address=address, error=exc.strerror or str(exc)),
-                  file=sys.stderr, flush=True)
-    sys.argv = ["torchrun", *args]
-    torchrun.main()
+    if port is None:
+        return
+    try:
+        listening_fd_check(address)
+        static.TCPStore = bound_factory(  # type: ignore[attr-defined,assignment]
+            static.TCPStore, address, port)  # type: ignore[attr-defined]
+    except OSError as exc:
+        print(_("ddpkit: torchrun's store listens on every interface: cannot listen on "
+                "{address} ({error})", address=address, error=exc.strerror or str(exc)),
+              file=sys.stderr, flush=True)
 
 
 def listening_fd_check(address: str) -> None:
@@ -78,6 +68,3 @@ def listening_fd_check(address: str) -> None:
 
     os.close(listening_fd(address, 0))
 
-
-if __name__ == "__main__":
-    main()

@@ -113,7 +113,7 @@ def rank_output_role(config: LaunchConfig) -> str:
     return config.torchrun_option("--role") or "default"
 
 
-BOUND_TORCHRUN = "ddpkit.launch.torchrun.bound"  # torchrun, its store on one address
+AGENT = "ddpkit.launch.torchrun.agent"  # torchrun as ddpkit runs it (agent.py)
 MEMBER_GATE = "ddpkit.workers.member_gate"  # runs the entry once every rank proved membership
 JOB_SECRET_ENV = "DDPKIT_JOB_SECRET"  # the secret every node of a job holds (member_gate's)
 
@@ -129,7 +129,8 @@ def gated(config: LaunchConfig, env: Mapping[str, str]) -> bool:
 def torchrun_argv(python: str, config: LaunchConfig, *, local_addr: str | None,
                   log_dir: str, local_rank_arg: str | None = None,
                   gate: bool = False) -> list[str]:
-    """``python -m torch.distributed.run ...`` for this node (static rendezvous on the master).
+    """torchrun's command line for this node: ``python -m ddpkit.launch.torchrun.agent ...``,
+    torchrun's own ``main`` (agent.py), with its static rendezvous on the master.
 
     ``config.torchrun_options`` (the user's torchrun flags, canonical spelling) follow ddpkit's
     own; one of ``OVERRIDABLE`` replaces ddpkit's value, ``--rdzv-conf`` is merged with ddpkit's
@@ -144,10 +145,11 @@ def torchrun_argv(python: str, config: LaunchConfig, *, local_addr: str | None,
     rdzv_conf = given.get("--rdzv-conf") or ""
     if not any(item.split("=", 1)[0].strip() == "timeout" for item in rdzv_conf.split(",")):
         rdzv_conf = ",".join(p for p in (f"timeout={config.rdzv_timeout}", rdzv_conf) if p)
-    # node 0 hosts the rendezvous store: on the master address only (torchrun's own would listen
-    # on every interface; see bound.py)
-    launcher = (["-m", BOUND_TORCHRUN, "--bind", config.master_addr, "--"]
-                if config.multi_node and config.node_rank == 0 else ["-m", "torch.distributed.run"])
+    # torchrun's own main, ended without the interpreter's teardown (agent.py); node 0 of several
+    # hosts the rendezvous store: on the master address only (torchrun's own would listen on
+    # every interface; see bound.py)
+    bind = ["--bind", config.master_addr] if config.multi_node and config.node_rank == 0 else []
+    launcher = ["-m", AGENT, *bind, "--"]
     argv = [
         python, *launcher,
         f"--nnodes={config.nnodes}",
