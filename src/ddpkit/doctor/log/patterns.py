@@ -418,6 +418,12 @@ PATTERNS: tuple[LinePattern, ...] = (
     _fb(EventKind.JOB_FACT, ("return code", "SIGKILL", "SIGBUS", "rror"),
         r"(?P<detail>return code = -\d+|SIGKILL|SIGBUS|peer access[^\n]*"
         r"|got completion with error)"),
+    # torch built without NCCL, Gloo's address families that differ, an env:// rendezvous
+    # variable not set (causes/no_backend.py, address_family.py, unset_variable.py)
+    # (each line an exception's or a traceback's raise line: the trigger is its error word)
+    _fb(EventKind.JOB_FACT, ("rror",),
+        r"(?P<detail>Distributed package doesn't have[^\n]*|ss1\.ss_family[^\n]*"
+        r"|raise _env_error\([^\n]*|[^\n]*expected, but not set[^\n]*)"),
     # Ray's words for a worker that cannot reach its head (causes/firewall.py)
     _fb(EventKind.JOB_FACT, ("connect to GCS", "connection to redis", "connect to Redis"),
         r"(?P<detail>(?:Unable|Failed) to connect to (?:GCS|Redis)[^\n]*"

@@ -40,6 +40,13 @@ class FactKind(enum.Enum):
     SHM_PATH = "shm-path"  # a path in /dev/shm a line names (value: the path)
     # an RDMA adapter's driver reporting a failed work completion (value: the provider, mlx5)
     RDMA_ERROR = "rdma-error"
+    # torch.distributed built without a backend the job asks for (value: NCCL, MPI, UCC, Gloo)
+    BACKEND_MISSING = "backend-missing"
+    # Gloo's tcp transport comparing two ranks' addresses of different families (value: the
+    # first rank's family number; detail: the other's; Linux: 2 AF_INET, 10 AF_INET6)
+    FAMILY_MISMATCH = "family-mismatch"
+    # a variable the env:// rendezvous reads, not set (value: its name, MASTER_ADDR)
+    UNSET_VARIABLE = "unset-variable"
 
 
 __all__ = ["ERRNOS", "AddressClass", "Fact", "FactKind"]
