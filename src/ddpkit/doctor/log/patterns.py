@@ -61,7 +61,7 @@ ANCHORS: tuple[bytes, ...] = (
     rb"NCCL(?: (?:INFO (?:Bootstrap|bootstrap\.cc|NET/|Using network|Using internal|Plugin Path"
     rb"|NCCL_|Failed to open|comm 0x|ncclCommInit|Trees)|WARN|version|error|failure|work)|\()",
     b"rror", b"onnect", b"emory", b"Root Cause", b"_rank:",
-    rb"local_rank(?:=|': )-1", rb"_device\(-1\)",
+    rb"local_rank(?:=|': )-1", rb"_device\(",  # (set_device(-1), a rank selecting its GPU)
     # failures that real logs post bare, without an NCCL or error word on their line
     b"Duplicate GPU", b"driver version is insufficient", b"Unable to resolve hostname",
     b"INFO NET/Socket",  # also the quoted or pre-2.4 form without the NCCL word
@@ -424,6 +424,10 @@ PATTERNS: tuple[LinePattern, ...] = (
     _fb(EventKind.JOB_FACT, ("rror",),
         r"(?P<detail>Distributed package doesn't have[^\n]*|ss1\.ss_family[^\n]*"
         r"|raise _env_error\([^\n]*|[^\n]*expected, but not set[^\n]*)"),
+    # CUDA's invalid device ordinal, and a rank selecting its GPU in a traceback's lines
+    # (causes/device_ordinal.py)
+    _fb(EventKind.JOB_FACT, ("rror", "set_device("),
+        r"(?P<detail>[^\n]*invalid device ordinal[^\n]*|[^\n]*\bset_device\([^\n]*)"),
     # Ray's words for a worker that cannot reach its head (causes/firewall.py)
     _fb(EventKind.JOB_FACT, ("connect to GCS", "connection to redis", "connect to Redis"),
         r"(?P<detail>(?:Unable|Failed) to connect to (?:GCS|Redis)[^\n]*"

@@ -16,6 +16,7 @@ from ddpkit.doctor.log.causes.address_family import AddressFamily
 from ddpkit.doctor.log.causes.base import Cause, Context
 from ddpkit.doctor.log.causes.bus_error import BusError
 from ddpkit.doctor.log.causes.container_bridge import ContainerBridge
+from ddpkit.doctor.log.causes.device_ordinal import DeviceOrdinal
 from ddpkit.doctor.log.causes.empty_address import EmptyAddress
 from ddpkit.doctor.log.causes.endpoint_port import EndpointWithoutPort
 from ddpkit.doctor.log.causes.firewall import Firewall
@@ -39,7 +40,7 @@ from ddpkit.doctor.log.scan import Event
 CAUSES: tuple[type[Cause], ...] = (
     Loopback, ContainerBridge, StaleStore, EndpointWithoutPort, EmptyAddress, RendezvousRestarts,
     SilentKill, BusError, PeerAccess, Firewall, ShmFull, RdmaCompletion, ResolvedLater,
-    NoBackend, AddressFamily, UnsetVariable,
+    NoBackend, AddressFamily, UnsetVariable, DeviceOrdinal,
 )
 
 Scored = tuple[Finding, int]

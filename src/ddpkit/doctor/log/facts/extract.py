@@ -118,6 +118,11 @@ _FAMILY = re.compile(r"ss1\.ss_family == ss2\.ss_family\.? (\d{1,2}) vs (\d{1,2}
 # torchelastic's utils get_env_variable_or_raise: "Environment variable %s expected, but not set"
 _UNSET = re.compile(r"[Ee]nvironment variable (\w+) expected, but not set"
                     r"|raise _env_error\([\"'](\w+)[\"']\)")
+# a process selecting its GPU, in a traceback's lines or the failing check's own: torch's
+# torch.cuda.set_device (its frame's source line, and torch._C._cuda_setDevice under it), a
+# ``.cuda(local_rank)``, torch 1.x's THCudaCheck in torch/csrc/cuda/Module.cpp
+_SELECT = re.compile(r"\b(set_device|_cuda_setDevice|cudaSetDevice)\("
+                     r"|(\.cuda)\([^()\n]*local_rank|(torch/csrc/cuda/Module\.cpp)")
 _CUDA_ERROR = re.compile("|".join(re.escape(t) for t in CUDA_ERRORS)
                          + r"|\b(" + "|".join(sorted(CUDA_ERROR_NAMES)) + r")\b")
 
@@ -238,7 +243,9 @@ def _facts(text: str) -> tuple[Fact, ...]:
         found += [Fact(FactKind.SHM_PATH, m) for m in dict.fromkeys(_SHM_PATH.findall(text))]
     if "completion with error" in text:
         found += [Fact(FactKind.RDMA_ERROR, m) for m in _RDMA_ERROR.findall(text)]
-    if "peer access" in text or "PeerAccess" in text:
+    if "evice(" in text or ".cuda(" in text or "Module.cpp" in text:
+        found += [Fact(FactKind.DEVICE_SELECT, _first(m.groups())) for m in _SELECT.finditer(text)]
+    if "peer access" in text or "PeerAccess" in text or "device ordinal" in text:
         for match in _CUDA_ERROR.finditer(text):
             name = match.group(1) or CUDA_ERRORS[match.group(0)]
             found.append(Fact(FactKind.CUDA_ERROR, name, "" if match.group(1) else match.group(0)))

@@ -47,6 +47,10 @@ class FactKind(enum.Enum):
     FAMILY_MISMATCH = "family-mismatch"
     # a variable the env:// rendezvous reads, not set (value: its name, MASTER_ADDR)
     UNSET_VARIABLE = "unset-variable"
+    # a process selecting its GPU (value: the call as printed: set_device, cudaSetDevice, or
+    # torch 1.x's torch/csrc/cuda/Module.cpp, whose only check that names an ordinal is
+    # THCPModule_setDevice's cudaSetDevice)
+    DEVICE_SELECT = "device-select"
 
 
 __all__ = ["ERRNOS", "AddressClass", "Fact", "FactKind"]
@@ -107,6 +111,8 @@ CUDA_ERRORS: dict[str, str] = {
     "peer access is not supported across the given devices": "cudaErrorPeerAccessUnsupported",
     "peer access has not been enabled": "cudaErrorPeerAccessNotEnabled",
     "peer access is already enabled": "cudaErrorPeerAccessAlreadyEnabled",
+    # cudaErrorInvalidDevice (101; 10 before CUDA 10.1): an ordinal at or past the device count
+    "invalid device ordinal": "cudaErrorInvalidDevice",
 }
 CUDA_ERROR_NAMES = frozenset(CUDA_ERRORS.values())
 
