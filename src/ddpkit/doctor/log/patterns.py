@@ -428,6 +428,9 @@ PATTERNS: tuple[LinePattern, ...] = (
     # (causes/device_ordinal.py)
     _fb(EventKind.JOB_FACT, ("rror", "set_device("),
         r"(?P<detail>[^\n]*invalid device ordinal[^\n]*|[^\n]*\bset_device\([^\n]*)"),
+    # NCCL before 2.17 rejecting 2.17's "undefined" config value (causes/config_undefined.py),
+    # an NCCL WARN, or posted bare after torch's "Last error:" (a line it follows)
+    _fb(EventKind.JOB_FACT, (), r"(?P<detail>Invalid config \w+ attribute value -2147483648)"),
     # Ray's words for a worker that cannot reach its head (causes/firewall.py)
     _fb(EventKind.JOB_FACT, ("connect to GCS", "connection to redis", "connect to Redis"),
         r"(?P<detail>(?:Unable|Failed) to connect to (?:GCS|Redis)[^\n]*"

@@ -123,6 +123,10 @@ _UNSET = re.compile(r"[Ee]nvironment variable (\w+) expected, but not set"
 # ``.cuda(local_rank)``, torch 1.x's THCudaCheck in torch/csrc/cuda/Module.cpp
 _SELECT = re.compile(r"\b(set_device|_cuda_setDevice|cudaSetDevice)\("
                      r"|(\.cuda)\([^()\n]*local_rank|(torch/csrc/cuda/Module\.cpp)")
+# NCCL v2.14.3 to v2.16.5 src/init.cc, parseCommConfig: "Invalid config blocking attribute value
+# %d" for anything but 0 and 1; from v2.17.1 (nccl.h.in) the initializer's blocking is
+# NCCL_CONFIG_UNDEF_INT, INT_MIN, which those versions reject
+_UNDEF_CONFIG = re.compile(r"Invalid config (\w+) attribute value -2147483648\b")
 _CUDA_ERROR = re.compile("|".join(re.escape(t) for t in CUDA_ERRORS)
                          + r"|\b(" + "|".join(sorted(CUDA_ERROR_NAMES)) + r")\b")
 
@@ -245,6 +249,8 @@ def _facts(text: str) -> tuple[Fact, ...]:
         found += [Fact(FactKind.RDMA_ERROR, m) for m in _RDMA_ERROR.findall(text)]
     if "evice(" in text or ".cuda(" in text or "Module.cpp" in text:
         found += [Fact(FactKind.DEVICE_SELECT, _first(m.groups())) for m in _SELECT.finditer(text)]
+    if "Invalid config" in text:
+        found += [Fact(FactKind.UNDEF_CONFIG, m) for m in _UNDEF_CONFIG.findall(text)]
     if "peer access" in text or "PeerAccess" in text or "device ordinal" in text:
         for match in _CUDA_ERROR.finditer(text):
             name = match.group(1) or CUDA_ERRORS[match.group(0)]

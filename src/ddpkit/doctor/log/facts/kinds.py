@@ -51,6 +51,10 @@ class FactKind(enum.Enum):
     # torch 1.x's torch/csrc/cuda/Module.cpp, whose only check that names an ordinal is
     # THCPModule_setDevice's cudaSetDevice)
     DEVICE_SELECT = "device-select"
+    # NCCL rejecting a communicator config attribute whose value is NCCL_CONFIG_UNDEF_INT
+    # (INT_MIN), the "undefined" that NCCL 2.17's NCCL_CONFIG_INITIALIZER writes and NCCL 2.14
+    # to 2.16 take for an invalid value (value: the attribute, blocking)
+    UNDEF_CONFIG = "undef-config"
 
 
 __all__ = ["ERRNOS", "AddressClass", "Fact", "FactKind"]
