@@ -102,6 +102,7 @@ FATAL_SIGNALS = {"Segmentation fault": "SIGSEGV", "Aborted": "SIGABRT", "Bus err
 TAIL_ANCHORS: tuple[bytes, ...] = (b"SUCCEEDED", b"finished", b"Avg bus bandwidth", b"Killed",
                                    b"Destroy COMPLETE", b"Trainer.fit` stopped",
                                    b"Training completed.", b"Process received signal",
+                                   b"NOT been destroyed",  # ProcessGroupNCCL's, at exit
                                    *(s.encode() for s in FATAL_SIGNALS),
                                    # a process reported dead of a signal, posted without an
                                    # error word on its line (DeepSpeed's launcher's "exits with
@@ -364,6 +365,13 @@ PATTERNS: tuple[LinePattern, ...] = (
     _p(EventKind.RUN_COMPLETE, ("Trainer.fit` stopped", "Training completed."),
        r"(?P<detail>`Trainer\.fit` stopped: `max_(?:epochs|steps)=\d+` reached"
        r"|Training completed\. Do not forget to share your model)"),
+    # ProcessGroupNCCL's destructor (torch v2.4.0 on, torch/csrc/distributed/c10d/
+    # ProcessGroupNCCL.cpp, ~ProcessGroupNCCL: TORCH_WARN_ONCE "WARNING: process group has NOT
+    # been destroyed before we destruct ProcessGroupNCCL. On normal program exit, ..."): the
+    # process reached its exit without destroy_process_group (harmless in itself; a failure
+    # before it shows in its own lines)
+    _p(EventKind.RUN_COMPLETE, ("NOT been destroyed",),
+       r"(?P<detail>process group has NOT been destroyed before we destruct ProcessGroupNCCL)"),
     # The shell's report of a process killed by SIGKILL, alone on its line: bash's
     # strsignal(SIGKILL) "Killed" (interactive, foreground), its non-interactive "%s: line %d: "
     # + "<pid> Killed <command>" (jobs.c, notify_of_job_status) and "[1]+  Killed  <command>".
