@@ -30,6 +30,7 @@ from ddpkit.doctor.log.causes.restarts import RendezvousRestarts
 from ddpkit.doctor.log.causes.shm_full import ShmFull
 from ddpkit.doctor.log.causes.silent_kill import SilentKill
 from ddpkit.doctor.log.causes.stale_store import StaleStore
+from ddpkit.doctor.log.causes.unhandled_cuda import UnhandledCuda
 from ddpkit.doctor.log.causes.unset_variable import UnsetVariable
 from ddpkit.doctor.log.facts.kinds import Fact, FactKind
 from ddpkit.doctor.log.rules.entry import evaluate
@@ -42,6 +43,7 @@ CAUSES: tuple[type[Cause], ...] = (
     Loopback, ContainerBridge, StaleStore, EndpointWithoutPort, EmptyAddress, RendezvousRestarts,
     SilentKill, BusError, PeerAccess, Firewall, ShmFull, RdmaCompletion, ResolvedLater,
     NoBackend, AddressFamily, UnsetVariable, DeviceOrdinal, ConfigUndefined,
+    UnhandledCuda,
 )
 
 Scored = tuple[Finding, int]

@@ -249,6 +249,8 @@ def _facts(text: str) -> tuple[Fact, ...]:
         found += [Fact(FactKind.RDMA_ERROR, m) for m in _RDMA_ERROR.findall(text)]
     if "evice(" in text or ".cuda(" in text or "Module.cpp" in text:
         found += [Fact(FactKind.DEVICE_SELECT, _first(m.groups())) for m in _SELECT.finditer(text)]
+    if "unhandled cuda error" in text:  # NCCL src/init.cc ncclGetErrorString
+        found.append(Fact(FactKind.NCCL_RESULT, "ncclUnhandledCudaError"))
     if "Invalid config" in text:
         found += [Fact(FactKind.UNDEF_CONFIG, m) for m in _UNDEF_CONFIG.findall(text)]
     if "peer access" in text or "PeerAccess" in text or "device ordinal" in text:

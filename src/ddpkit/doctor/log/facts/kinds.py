@@ -55,6 +55,8 @@ class FactKind(enum.Enum):
     # (INT_MIN), the "undefined" that NCCL 2.17's NCCL_CONFIG_INITIALIZER writes and NCCL 2.14
     # to 2.16 take for an invalid value (value: the attribute, blocking)
     UNDEF_CONFIG = "undef-config"
+    # NCCL's result code by ncclGetErrorString's text (value: the ncclResult_t name)
+    NCCL_RESULT = "nccl-result"
 
 
 __all__ = ["ERRNOS", "AddressClass", "Fact", "FactKind"]
