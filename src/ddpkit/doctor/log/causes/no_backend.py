@@ -8,25 +8,18 @@ facts' ``BACKEND_MISSING`` reads the message and the traceback's raise line.
 
 from __future__ import annotations
 
-from ddpkit.doctor.findings import Finding
-from ddpkit.doctor.log.causes.base import GENERIC, Context, Noting, made
-from ddpkit.doctor.log.evidence import merge
-from ddpkit.doctor.log.facts.kinds import Fact, FactKind
-from ddpkit.doctor.log.scan import Event
+from ddpkit.doctor.log.causes.base import GENERIC, NotingValues
+from ddpkit.doctor.log.facts.kinds import FactKind
 from ddpkit.i18n import _
 
 
-class NoBackend(Noting):
+class NoBackend(NotingValues):
     needs = frozenset({FactKind.BACKEND_MISSING})
     specificity = 20
+    finding_id = "invalid-usage"
     supersedes = GENERIC
 
-    def feed(self, event: Event, facts: tuple[Fact, ...]) -> None:
-        self.note(event, [f.value for f in facts if f.kind is FactKind.BACKEND_MISSING])
-
-    def finding(self, context: Context) -> Finding | None:
-        if not self.bag:
-            return None
+    def words(self) -> tuple[str, str]:
         text = _("This build of torch has no {backends} backend: torch.distributed refused to "
                  "create the process group (the Windows and macOS wheels ship without NCCL).",
                  backends=self.listed)
@@ -34,4 +27,4 @@ class NoBackend(Noting):
                 "init_process_group(backend=\"gloo\") (or the job's own backend setting), or run "
                 "on Linux with a CUDA build of torch: python -c \"import torch.distributed as d; "
                 "print(d.is_nccl_available())\"")
-        return made("invalid-usage", "error", text, fix, merge(self.bag.items))
+        return text, fix

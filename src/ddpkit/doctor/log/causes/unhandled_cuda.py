@@ -9,25 +9,18 @@ failure", a glog check): a rule's ``rank-failed`` on an NCCL error says more.
 
 from __future__ import annotations
 
-from ddpkit.doctor.findings import Finding
-from ddpkit.doctor.log.causes.base import GENERIC, Context, Noting, made
-from ddpkit.doctor.log.evidence import merge
-from ddpkit.doctor.log.facts.kinds import Fact, FactKind
-from ddpkit.doctor.log.scan import Event
+from ddpkit.doctor.log.causes.base import GENERIC, NotingValues
+from ddpkit.doctor.log.facts.kinds import FactKind
 
 
-class UnhandledCuda(Noting):
+class UnhandledCuda(NotingValues):
     needs = frozenset({FactKind.NCCL_RESULT})
+    finding_id = "cuda-error"
     specificity = 0
     # (rank-failed's own reading of an NCCL error, with NCCL_DEBUG=INFO as the next step, says
     # more where a rule gives it: nccl-tests' "Test NCCL failure", torch's "NCCL error in:")
     supersedes = GENERIC - {"rank-failed"}
     yields_to = frozenset({"rank-failed"})
 
-    def feed(self, event: Event, facts: tuple[Fact, ...]) -> None:
-        self.note(event, [f.value for f in facts if f.kind is FactKind.NCCL_RESULT])
-
-    def finding(self, context: Context) -> Finding | None:
-        if not self.bag:
-            return None
-        return made("cuda-error", "error", (), None, merge(self.bag.items))
+    def words(self) -> tuple[tuple[str, ...], None]:
+        return (), None  # the catalogue's words

@@ -10,29 +10,22 @@ a traceback may show only the raise line, ``raise _env_error("MASTER_ADDR")``. t
 
 from __future__ import annotations
 
-from ddpkit.doctor.findings import Finding
-from ddpkit.doctor.log.causes.base import GENERIC, Context, Noting, made
-from ddpkit.doctor.log.evidence import merge
-from ddpkit.doctor.log.facts.kinds import Fact, FactKind
-from ddpkit.doctor.log.scan import Event
+from ddpkit.doctor.log.causes.base import GENERIC, NotingValues
+from ddpkit.doctor.log.facts.kinds import FactKind
 from ddpkit.i18n import _
 
 
-class UnsetVariable(Noting):
+class UnsetVariable(NotingValues):
     needs = frozenset({FactKind.UNSET_VARIABLE})
     specificity = 20
+    finding_id = "rendezvous-config"
     supersedes = GENERIC
 
-    def feed(self, event: Event, facts: tuple[Fact, ...]) -> None:
-        self.note(event, [f.value for f in facts if f.kind is FactKind.UNSET_VARIABLE])
-
-    def finding(self, context: Context) -> Finding | None:
-        if not self.bag:
-            return None
+    def words(self) -> tuple[str, str]:
         text = _("The env:// rendezvous needs {variables} in the environment and found it unset: "
                  "the script was started without a launcher that sets MASTER_ADDR, MASTER_PORT, "
                  "RANK and WORLD_SIZE.", variables=self.listed)
         fix = _("Start the script with a launcher, which sets them for every rank:\n"
                 "  ddpkit launch --nproc-per-node <G> train.py   (or torchrun)\n"
                 "or set all four yourself before init_process_group")
-        return made("rendezvous-config", "error", text, fix, merge(self.bag.items))
+        return text, fix
