@@ -136,6 +136,30 @@ def test_a_frameworks_end_of_training_is_no_failure(tmp_path: Path, end: str) ->
     assert "The run finished" in finding.explanation
 
 
+# torch v2.4.0 torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp, ~ProcessGroupNCCL's
+# TORCH_WARN_ONCE, behind c10's warning prefix "[W<MMDD> <time> ProcessGroupNCCL.cpp:<line>]
+# Warning: " (and torchrun's "[rank0]:")
+PG_NOT_DESTROYED = ("[rank{rank}]:[W602 08:42:46.129824551 ProcessGroupNCCL.cpp:{line}] Warning: "
+                    "WARNING: process group has NOT been destroyed before we destruct "
+                    "ProcessGroupNCCL. On normal program exit, the application should call "
+                    "destroy_process_group to ensure that any pending NCCL operations have "
+                    "finished in this process.")
+
+
+@pytest.mark.parametrize("rank,line", [(0, 1126), (1, 1250)])
+def test_a_process_group_destructed_at_exit_is_no_failure(tmp_path: Path, rank: int,
+                                                          line: int) -> None:
+    (finding,) = run(tmp_path, ["GPU available: True (cuda), used: True", "epoch 0 loss 1.2",
+                                PG_NOT_DESTROYED.format(rank=rank, line=line)])
+    assert finding.id == "no-failure"
+
+
+def test_a_process_group_destructed_after_a_failure_is_that_failure(tmp_path: Path) -> None:
+    found = run(tmp_path, ["[rank0]: RuntimeError: CUDA error: an illegal memory access was "
+                           "encountered", PG_NOT_DESTROYED.format(rank=0, line=1168)])
+    assert found[0].id != "no-failure" and found[0].severity == "error"
+
+
 def test_nccl_tests_summaries_of_separate_one_process_jobs(tmp_path: Path) -> None:
     summary = ["# Out of bounds values : 0 OK", "# Avg bus bandwidth    : 3.94145 ", "#"]
     (top, *_) = run(tmp_path, [*summary, *summary])

@@ -76,7 +76,8 @@ def test_a_successful_jobs_bare_output_is_no_result_not_a_failure() -> None:
         ("h1:10:11 [0] NCCL WARN Call to ioctl failed : Operation not permitted\n", "Call to"),
         ("srun: error: node7: task 3: Exited with exit code 1\n", "exit code 1"),
         ("2024-01-01 ERROR:root:worker 3 lost its data shard\n", "worker 3 lost"),
-        ("glog: Check failed: result == ncclSuccess (1 vs. 0)  unhandled cuda error\n",
+        # (ncclUnhandledCudaError's text is cuda-error's: causes/unhandled_cuda.py)
+        ("glog: Check failed: result == ncclSuccess (3 vs. 0)  internal error\n",
          "Check failed"),
     ],
 )

@@ -61,7 +61,7 @@ ANCHORS: tuple[bytes, ...] = (
     rb"NCCL(?: (?:INFO (?:Bootstrap|bootstrap\.cc|NET/|Using network|Using internal|Plugin Path"
     rb"|NCCL_|Failed to open|comm 0x|ncclCommInit|Trees)|WARN|version|error|failure|work)|\()",
     b"rror", b"onnect", b"emory", b"Root Cause", b"_rank:",
-    rb"local_rank(?:=|': )-1", rb"_device\(-1\)",
+    rb"local_rank(?:=|': )-1", rb"_device\(",  # (set_device(-1), a rank selecting its GPU)
     # failures that real logs post bare, without an NCCL or error word on their line
     b"Duplicate GPU", b"driver version is insufficient", b"Unable to resolve hostname",
     b"INFO NET/Socket",  # also the quoted or pre-2.4 form without the NCCL word
@@ -102,6 +102,7 @@ FATAL_SIGNALS = {"Segmentation fault": "SIGSEGV", "Aborted": "SIGABRT", "Bus err
 TAIL_ANCHORS: tuple[bytes, ...] = (b"SUCCEEDED", b"finished", b"Avg bus bandwidth", b"Killed",
                                    b"Destroy COMPLETE", b"Trainer.fit` stopped",
                                    b"Training completed.", b"Process received signal",
+                                   b"NOT been destroyed",  # ProcessGroupNCCL's, at exit
                                    *(s.encode() for s in FATAL_SIGNALS),
                                    # a process reported dead of a signal, posted without an
                                    # error word on its line (DeepSpeed's launcher's "exits with
@@ -364,6 +365,13 @@ PATTERNS: tuple[LinePattern, ...] = (
     _p(EventKind.RUN_COMPLETE, ("Trainer.fit` stopped", "Training completed."),
        r"(?P<detail>`Trainer\.fit` stopped: `max_(?:epochs|steps)=\d+` reached"
        r"|Training completed\. Do not forget to share your model)"),
+    # ProcessGroupNCCL's destructor (torch v2.4.0 on, torch/csrc/distributed/c10d/
+    # ProcessGroupNCCL.cpp, ~ProcessGroupNCCL: TORCH_WARN_ONCE "WARNING: process group has NOT
+    # been destroyed before we destruct ProcessGroupNCCL. On normal program exit, ..."): the
+    # process reached its exit without destroy_process_group (harmless in itself; a failure
+    # before it shows in its own lines)
+    _p(EventKind.RUN_COMPLETE, ("NOT been destroyed",),
+       r"(?P<detail>process group has NOT been destroyed before we destruct ProcessGroupNCCL)"),
     # The shell's report of a process killed by SIGKILL, alone on its line: bash's
     # strsignal(SIGKILL) "Killed" (interactive, foreground), its non-interactive "%s: line %d: "
     # + "<pid> Killed <command>" (jobs.c, notify_of_job_status) and "[1]+  Killed  <command>".
@@ -418,6 +426,19 @@ PATTERNS: tuple[LinePattern, ...] = (
     _fb(EventKind.JOB_FACT, ("return code", "SIGKILL", "SIGBUS", "rror"),
         r"(?P<detail>return code = -\d+|SIGKILL|SIGBUS|peer access[^\n]*"
         r"|got completion with error)"),
+    # torch built without NCCL, Gloo's address families that differ, an env:// rendezvous
+    # variable not set (causes/no_backend.py, address_family.py, unset_variable.py)
+    # (each line an exception's or a traceback's raise line: the trigger is its error word)
+    _fb(EventKind.JOB_FACT, ("rror",),
+        r"(?P<detail>Distributed package doesn't have[^\n]*|ss1\.ss_family[^\n]*"
+        r"|raise _env_error\([^\n]*|[^\n]*expected, but not set[^\n]*)"),
+    # CUDA's invalid device ordinal, and a rank selecting its GPU in a traceback's lines
+    # (causes/device_ordinal.py)
+    _fb(EventKind.JOB_FACT, ("rror", "set_device("),
+        r"(?P<detail>[^\n]*invalid device ordinal[^\n]*|[^\n]*\bset_device\([^\n]*)"),
+    # NCCL before 2.17 rejecting 2.17's "undefined" config value (causes/config_undefined.py),
+    # an NCCL WARN, or posted bare after torch's "Last error:" (a line it follows)
+    _fb(EventKind.JOB_FACT, (), r"(?P<detail>Invalid config \w+ attribute value -2147483648)"),
     # Ray's words for a worker that cannot reach its head (causes/firewall.py)
     _fb(EventKind.JOB_FACT, ("connect to GCS", "connection to redis", "connect to Redis"),
         r"(?P<detail>(?:Unable|Failed) to connect to (?:GCS|Redis)[^\n]*"

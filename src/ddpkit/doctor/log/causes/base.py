@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from ddpkit.doctor.catalogue import entry
 from ddpkit.doctor.findings import Evidence, Finding, Severity
-from ddpkit.doctor.log.evidence import Bag
+from ddpkit.doctor.log.evidence import Bag, merge
 from ddpkit.doctor.log.facts.kinds import Fact, FactKind
 from ddpkit.doctor.log.scan import Event
 from ddpkit.doctor.wording import specific_then_general
@@ -71,6 +71,26 @@ class Noting(Cause):
             if len(self.values) < 4:
                 self.values.setdefault(value)
         self.bag.add(event)
+
+
+class NotingValues(Noting):
+    """A cause that notes the values of the fact kinds it needs, every line that states one,
+    and whose finding, an error of ``finding_id``, is its :meth:`words` on them."""
+
+    finding_id = ""
+
+    def feed(self, event: Event, facts: tuple[Fact, ...]) -> None:
+        self.note(event, [f.value for f in facts if f.kind in self.needs])
+
+    def words(self) -> tuple[str | Sequence[str], str | None]:
+        """The finding's own text and its fix (None: the catalogue's), once a line was noted."""
+        raise NotImplementedError
+
+    def finding(self, context: Context) -> Finding | None:
+        if not self.bag:
+            return None
+        text, fix = self.words()
+        return made(self.finding_id, "error", text, fix, merge(self.bag.items))
 
 
 def made(finding_id: str, severity: Severity, specific: str | Sequence[str], fix: str | None,

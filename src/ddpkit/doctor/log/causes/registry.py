@@ -12,13 +12,17 @@ from __future__ import annotations
 
 from ddpkit.doctor.catalogue import entry
 from ddpkit.doctor.findings import SEVERITY_ORDER, Finding
+from ddpkit.doctor.log.causes.address_family import AddressFamily
 from ddpkit.doctor.log.causes.base import Cause, Context
 from ddpkit.doctor.log.causes.bus_error import BusError
+from ddpkit.doctor.log.causes.config_undefined import ConfigUndefined
 from ddpkit.doctor.log.causes.container_bridge import ContainerBridge
+from ddpkit.doctor.log.causes.device_ordinal import DeviceOrdinal
 from ddpkit.doctor.log.causes.empty_address import EmptyAddress
 from ddpkit.doctor.log.causes.endpoint_port import EndpointWithoutPort
 from ddpkit.doctor.log.causes.firewall import Firewall
 from ddpkit.doctor.log.causes.loopback import Loopback
+from ddpkit.doctor.log.causes.no_backend import NoBackend
 from ddpkit.doctor.log.causes.peer_access import PeerAccess
 from ddpkit.doctor.log.causes.rdma_completion import RdmaCompletion
 from ddpkit.doctor.log.causes.resolved_later import ResolvedLater
@@ -26,6 +30,8 @@ from ddpkit.doctor.log.causes.restarts import RendezvousRestarts
 from ddpkit.doctor.log.causes.shm_full import ShmFull
 from ddpkit.doctor.log.causes.silent_kill import SilentKill
 from ddpkit.doctor.log.causes.stale_store import StaleStore
+from ddpkit.doctor.log.causes.unhandled_cuda import UnhandledCuda
+from ddpkit.doctor.log.causes.unset_variable import UnsetVariable
 from ddpkit.doctor.log.facts.kinds import Fact, FactKind
 from ddpkit.doctor.log.rules.entry import evaluate
 from ddpkit.doctor.log.rules.order import RULES
@@ -36,6 +42,8 @@ from ddpkit.doctor.log.scan import Event
 CAUSES: tuple[type[Cause], ...] = (
     Loopback, ContainerBridge, StaleStore, EndpointWithoutPort, EmptyAddress, RendezvousRestarts,
     SilentKill, BusError, PeerAccess, Firewall, ShmFull, RdmaCompletion, ResolvedLater,
+    NoBackend, AddressFamily, UnsetVariable, DeviceOrdinal, ConfigUndefined,
+    UnhandledCuda,
 )
 
 Scored = tuple[Finding, int]

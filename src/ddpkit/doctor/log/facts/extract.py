@@ -105,6 +105,28 @@ _SHM_PATH = re.compile(r"/dev/shm/[\w.-]+|/dev/shm\b")
 # rdma-core's mlx5 provider (providers/mlx5/cq.c): "mlx5: <host>: got completion with error:",
 # then the CQE in hex, for a failed work completion other than a flush
 _RDMA_ERROR = re.compile(r"\b(mlx\d): \S+: got completion with error")
+# torch's distributed_c10d.py (v1.8 to v2.x, _new_process_group_helper): "Distributed package
+# doesn't have NCCL built in" (also MPI, UCC), the Windows and macOS wheels having no NCCL; the
+# 1.x source split the literal ("... NCCL " "built in"), which a traceback's raise line shows
+_NO_BACKEND = re.compile(r"Distributed package doesn't have (NCCL|MPI|UCC|Gloo)\b")
+# Gloo's GLOO_ENFORCE_EQ in transport/tcp/device.cc (Device::isInitiator, torch v2.4's
+# third_party/gloo): "[enforce fail at .../device.cc:N] ss1.ss_family == ss2.ss_family. 2 vs 10"
+_FAMILY = re.compile(r"ss1\.ss_family == ss2\.ss_family\.? (\d{1,2}) vs (\d{1,2})\b")
+# torch/distributed/rendezvous.py (v1.9 to v2.x), _env_rendezvous_handler's _env_error(var):
+# "Error initializing torch.distributed using env:// rendezvous: environment variable %s
+# expected, but not set", and the traceback's raise line `raise _env_error("MASTER_ADDR")`;
+# torchelastic's utils get_env_variable_or_raise: "Environment variable %s expected, but not set"
+_UNSET = re.compile(r"[Ee]nvironment variable (\w+) expected, but not set"
+                    r"|raise _env_error\([\"'](\w+)[\"']\)")
+# a process selecting its GPU, in a traceback's lines or the failing check's own: torch's
+# torch.cuda.set_device (its frame's source line, and torch._C._cuda_setDevice under it), a
+# ``.cuda(local_rank)``, torch 1.x's THCudaCheck in torch/csrc/cuda/Module.cpp
+_SELECT = re.compile(r"\b(set_device|_cuda_setDevice|cudaSetDevice)\("
+                     r"|(\.cuda)\([^()\n]*local_rank|(torch/csrc/cuda/Module\.cpp)")
+# NCCL v2.14.3 to v2.16.5 src/init.cc, parseCommConfig: "Invalid config blocking attribute value
+# %d" for anything but 0 and 1; from v2.17.1 (nccl.h.in) the initializer's blocking is
+# NCCL_CONFIG_UNDEF_INT, INT_MIN, which those versions reject
+_UNDEF_CONFIG = re.compile(r"Invalid config (\w+) attribute value -2147483648\b")
 _CUDA_ERROR = re.compile("|".join(re.escape(t) for t in CUDA_ERRORS)
                          + r"|\b(" + "|".join(sorted(CUDA_ERROR_NAMES)) + r")\b")
 
@@ -225,10 +247,22 @@ def _facts(text: str) -> tuple[Fact, ...]:
         found += [Fact(FactKind.SHM_PATH, m) for m in dict.fromkeys(_SHM_PATH.findall(text))]
     if "completion with error" in text:
         found += [Fact(FactKind.RDMA_ERROR, m) for m in _RDMA_ERROR.findall(text)]
-    if "peer access" in text or "PeerAccess" in text:
+    if "evice(" in text or ".cuda(" in text or "Module.cpp" in text:
+        found += [Fact(FactKind.DEVICE_SELECT, _first(m.groups())) for m in _SELECT.finditer(text)]
+    if "unhandled cuda error" in text:  # NCCL src/init.cc ncclGetErrorString
+        found.append(Fact(FactKind.NCCL_RESULT, "ncclUnhandledCudaError"))
+    if "Invalid config" in text:
+        found += [Fact(FactKind.UNDEF_CONFIG, m) for m in _UNDEF_CONFIG.findall(text)]
+    if "peer access" in text or "PeerAccess" in text or "device ordinal" in text:
         for match in _CUDA_ERROR.finditer(text):
             name = match.group(1) or CUDA_ERRORS[match.group(0)]
             found.append(Fact(FactKind.CUDA_ERROR, name, "" if match.group(1) else match.group(0)))
+    if "doesn't have" in text:
+        found += [Fact(FactKind.BACKEND_MISSING, m) for m in _NO_BACKEND.findall(text)]
+    if "ss_family" in text:
+        found += [Fact(FactKind.FAMILY_MISMATCH, a, b) for a, b in _FAMILY.findall(text)]
+    if "expected, but not set" in text or "_env_error(" in text:
+        found += [Fact(FactKind.UNSET_VARIABLE, _first(m.groups())) for m in _UNSET.finditer(text)]
     return tuple(found)
 
 

@@ -40,6 +40,23 @@ class FactKind(enum.Enum):
     SHM_PATH = "shm-path"  # a path in /dev/shm a line names (value: the path)
     # an RDMA adapter's driver reporting a failed work completion (value: the provider, mlx5)
     RDMA_ERROR = "rdma-error"
+    # torch.distributed built without a backend the job asks for (value: NCCL, MPI, UCC, Gloo)
+    BACKEND_MISSING = "backend-missing"
+    # Gloo's tcp transport comparing two ranks' addresses of different families (value: the
+    # first rank's family number; detail: the other's; Linux: 2 AF_INET, 10 AF_INET6)
+    FAMILY_MISMATCH = "family-mismatch"
+    # a variable the env:// rendezvous reads, not set (value: its name, MASTER_ADDR)
+    UNSET_VARIABLE = "unset-variable"
+    # a process selecting its GPU (value: the call as printed: set_device, cudaSetDevice, or
+    # torch 1.x's torch/csrc/cuda/Module.cpp, whose only check that names an ordinal is
+    # THCPModule_setDevice's cudaSetDevice)
+    DEVICE_SELECT = "device-select"
+    # NCCL rejecting a communicator config attribute whose value is NCCL_CONFIG_UNDEF_INT
+    # (INT_MIN), the "undefined" that NCCL 2.17's NCCL_CONFIG_INITIALIZER writes and NCCL 2.14
+    # to 2.16 take for an invalid value (value: the attribute, blocking)
+    UNDEF_CONFIG = "undef-config"
+    # NCCL's result code by ncclGetErrorString's text (value: the ncclResult_t name)
+    NCCL_RESULT = "nccl-result"
 
 
 __all__ = ["ERRNOS", "AddressClass", "Fact", "FactKind"]
@@ -100,6 +117,8 @@ CUDA_ERRORS: dict[str, str] = {
     "peer access is not supported across the given devices": "cudaErrorPeerAccessUnsupported",
     "peer access has not been enabled": "cudaErrorPeerAccessNotEnabled",
     "peer access is already enabled": "cudaErrorPeerAccessAlreadyEnabled",
+    # cudaErrorInvalidDevice (101; 10 before CUDA 10.1): an ordinal at or past the device count
+    "invalid device ordinal": "cudaErrorInvalidDevice",
 }
 CUDA_ERROR_NAMES = frozenset(CUDA_ERRORS.values())
 

@@ -1,0 +1,73 @@
+"""A rank selecting a GPU this machine does not have: more processes per node than GPUs.
+
+CUDA's ``cudaErrorInvalidDevice`` (``invalid device ordinal``; error 101, 10 before CUDA 10.1)
+is what ``cudaSetDevice(n)`` returns for an ``n`` at or past the device count. A launcher gives
+each of its processes LOCAL_RANK 0..nproc-1 and the script selects that GPU
+(``torch.cuda.set_device(local_rank)``, ``.cuda(local_rank)``): with more processes than
+visible GPUs the last ranks fail so. The facts read the error (``CUDA_ERROR``) and the
+selection (``DEVICE_SELECT``: the traceback's ``set_device(...)``, torch 1.x's THCudaCheck in
+``torch/csrc/cuda/Module.cpp``); the cause names it only where the lines show the selection or
+several ranks, and says "most likely" when they do not show several ranks. A negative ordinal
+(``set_device(-1)``) is the local-rank argument's, which another rule names.
+"""
+
+from __future__ import annotations
+
+from ddpkit.doctor.findings import Finding, Severity
+from ddpkit.doctor.log.causes.base import GENERIC, Context, Noting, made
+from ddpkit.doctor.log.evidence import Bag, merge
+from ddpkit.doctor.log.facts.kinds import Fact, FactKind
+from ddpkit.doctor.log.rules.unexplained import warning_line
+from ddpkit.doctor.log.scan import Event
+from ddpkit.i18n import _
+
+_INVALID = "cudaErrorInvalidDevice"
+
+
+class DeviceOrdinal(Noting):
+    needs = frozenset({FactKind.CUDA_ERROR, FactKind.DEVICE_SELECT, FactKind.WORLD_SIZE})
+    specificity = 15
+    supersedes = GENERIC | {"cuda-error"}
+    yields_to = frozenset({"local-rank-argument"})
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.selected = Bag(2)  # lines that show a process selecting its GPU
+        self.ranks: set[int] = set()  # the ranks the failing lines name
+        self.world = 0  # the largest world size a line states
+        self.failed = False
+
+    def feed(self, event: Event, facts: tuple[Fact, ...]) -> None:
+        for fact in facts:
+            if fact.kind is FactKind.WORLD_SIZE and fact.value.isdigit():
+                self.world = max(self.world, int(fact.value))
+        if any(f.kind is FactKind.DEVICE_SELECT for f in facts):
+            self.selected.add(event)
+        if any(f.kind is FactKind.CUDA_ERROR and f.value == _INVALID for f in facts):
+            self.note(event, ["invalid device ordinal"])
+            if event.rank is not None:
+                self.ranks.add(event.rank)
+            self.failed = self.failed or not warning_line(event.text)
+
+    def finding(self, context: Context) -> Finding | None:
+        several = self.world > 1 or len(self.ranks) > 1 or any(r > 0 for r in self.ranks)
+        if not self.bag or not (self.selected or several):
+            return None
+        if several:
+            text = _("A rank selecting its GPU failed with CUDA's invalid device ordinal: this "
+                     "node started more ranks than it has GPUs (or than CUDA_VISIBLE_DEVICES "
+                     "lists), so the last local ranks name GPUs that do not exist.")
+        else:
+            text = _("A process selecting its GPU failed with CUDA's invalid device ordinal: the "
+                     "GPU index it asked for does not exist on this machine. Most likely the "
+                     "launcher started more processes per node than the node has GPUs (or "
+                     "than CUDA_VISIBLE_DEVICES lists).")
+        fix = _("Count the GPUs the processes see: nvidia-smi -L (and echo "
+                "$CUDA_VISIBLE_DEVICES), then start at most that many per node:\n"
+                "  ddpkit launch --nproc-per-node <that count> train.py   (torchrun: "
+                "--nproc_per_node)\n"
+                "and select each rank's GPU by its local rank: "
+                "torch.cuda.set_device(int(os.environ['LOCAL_RANK']))")
+        severity: Severity = "error" if self.failed or context.failed else "warning"
+        evidence = merge(self.bag.items, self.selected.items)
+        return made("duplicate-gpu", severity, text, fix, evidence)

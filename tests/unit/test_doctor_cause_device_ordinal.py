@@ -1,0 +1,63 @@
+"""causes/device_ordinal.py: CUDA's invalid device ordinal where a rank selects its GPU is
+duplicate-gpu (more processes per node than GPUs). Sources of the lines:
+
+- CUDA runtime API (driver_types.h): cudaErrorInvalidDevice, 101 (10 before CUDA 10.1),
+  cudaGetErrorString "invalid device ordinal"
+- torch v2.3.0 c10/cuda/CUDAException.cpp: ``CUDA error: %s``; torch/cuda/__init__.py,
+  set_device: ``torch._C._cuda_setDevice(device)`` (a traceback's frame and source lines)
+- torch v1.1.0/v1.6.0 torch/csrc/cuda/Module.cpp, THCPModule_setDevice:
+  ``THCudaCheck(cudaSetDevice(device))``; aten/src/THC/THCGeneral.cpp, __THCudaCheck:
+  ``THCudaCheck FAIL file=%s line=%i error=%i : %s`` and the raised "cuda runtime error (%d) :
+  %s at %s:%d"
+- torch v2.3.0 torch/distributed/run.py's launch: ranks 0..nproc-1 in LOCAL_RANK
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from cause_logs import top
+
+MODERN = ["Traceback (most recent call last):",
+          '  File "train.py", line {n}, in <module>',
+          "    torch.cuda.set_device({arg})",
+          '  File "/usr/lib/python3/site-packages/torch/cuda/__init__.py", line 404, in set_device',
+          "    torch._C._cuda_setDevice(device)",
+          "{prefix}RuntimeError: CUDA error: invalid device ordinal"]
+THC = "THCudaCheck FAIL file=/pytorch/torch/csrc/cuda/Module.cpp line={line} error={code} : " \
+      "invalid device ordinal"
+
+
+@pytest.mark.parametrize("arg", ["args.local_rank", "int(os.environ['LOCAL_RANK'])"])
+@pytest.mark.parametrize("n", [42, 289])
+def test_set_device_failing_is_duplicate_gpu(tmp_path: Path, arg: str, n: int) -> None:
+    lines = [line.format(n=n, arg=arg, prefix="") for line in MODERN]
+    found = top(tmp_path, lines)
+    assert (found.id, found.severity) == ("duplicate-gpu", "error")
+    assert "Most likely" in found.explanation and "--nproc-per-node" in found.fix
+
+
+@pytest.mark.parametrize("line,code", [(33, 10), (59, 101)])
+def test_torch_1s_check_in_set_device_is_duplicate_gpu(tmp_path: Path, line: int,
+                                                       code: int) -> None:
+    found = top(tmp_path, [THC.format(line=line, code=code)])
+    assert (found.id, found.severity) == ("duplicate-gpu", "error")
+
+
+def test_several_ranks_failing_say_so(tmp_path: Path) -> None:
+    lines = [f"[rank{r}]: RuntimeError: CUDA error: invalid device ordinal" for r in (2, 3)]
+    found = top(tmp_path, lines)
+    assert found.id == "duplicate-gpu" and "more ranks than it has GPUs" in found.explanation
+
+
+def test_the_error_alone_is_not_named(tmp_path: Path) -> None:
+    # no selection shown, no sign of several ranks: the ordinal could come from anywhere
+    found = top(tmp_path, ["RuntimeError: CUDA error: invalid device ordinal"])
+    assert found.id != "duplicate-gpu"
+
+
+def test_a_negative_ordinal_is_the_local_rank_argument(tmp_path: Path) -> None:
+    lines = ["Namespace(local_rank=-1)"] + [
+        line.format(n=12, arg="args.local_rank", prefix="") for line in MODERN]
+    assert top(tmp_path, lines).id == "local-rank-argument"

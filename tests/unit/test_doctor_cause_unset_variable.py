@@ -1,0 +1,48 @@
+"""causes/unset_variable.py: an env:// rendezvous without its variables is rendezvous-config.
+Sources of the lines:
+
+- torch v2.3.0 torch/distributed/rendezvous.py, _env_rendezvous_handler: ``_env_error(var)``,
+  "Error initializing torch.distributed using env:// rendezvous: environment variable {var}
+  expected, but not set" (``_rendezvous_error`` makes it a ValueError), raised as
+  ``raise _env_error("MASTER_ADDR")`` and from ``_get_env_or_raise``
+- torch v1.9.0 same file: the same text, ``"environment variable %s expected, but not set" %
+  var``
+- torch v2.3.0 torch/distributed/elastic/utils/api.py, ``get_env_variable_or_raise``:
+  "Environment variable {env_name} expected, but not set" (a ValueError)
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from cause_logs import top
+
+ERROR = ("ValueError: Error initializing torch.distributed using env:// rendezvous: "
+         "environment variable {var} expected, but not set")
+FRAME = ('  File "{path}/torch/distributed/rendezvous.py", line {line}, in '
+         "_env_rendezvous_handler")
+
+
+@pytest.mark.parametrize("var", ["MASTER_ADDR", "RANK", "WORLD_SIZE", "MASTER_PORT"])
+def test_an_unset_rendezvous_variable_is_rendezvous_config(tmp_path: Path, var: str) -> None:
+    found = top(tmp_path, ["Traceback (most recent call last):",
+                           FRAME.format(path="/opt/conda/lib/python3.10/site-packages", line=232),
+                           f'    raise _env_error("{var}")', ERROR.format(var=var)])
+    assert (found.id, found.severity) == ("rendezvous-config", "error")
+    assert "launch" in found.fix
+
+
+@pytest.mark.parametrize("var", ["MASTER_ADDR", "RANK"])
+def test_the_raise_line_alone_names_the_variable(tmp_path: Path, var: str) -> None:
+    # a posted traceback that stops at its raise line, without the exception's own line
+    found = top(tmp_path, ["Traceback (most recent call last):",
+                           FRAME.format(path="/home/u/env/lib/python3.8/site-packages", line=166),
+                           f'    raise _env_error("{var}")'])
+    assert (found.id, found.severity) == ("rendezvous-config", "error")
+    assert var in found.explanation
+
+
+def test_torchelastics_wording_is_read(tmp_path: Path) -> None:
+    found = top(tmp_path, ["ValueError: Environment variable LOCAL_RANK expected, but not set"])
+    assert found.id == "rendezvous-config" and "LOCAL_RANK" in found.explanation
