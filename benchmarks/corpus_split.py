@@ -30,7 +30,7 @@ from pathlib import Path
 SEED = 20261203
 BATCH_SEEDS = {1: SEED, 2: 20261204, 3: 20261205, 4: 20261206, 5: 20261207, 6: 20261208,
                7: 20261209, 8: 20261210, 9: 20261211,
-               10: 20261212, 11: 20261213, 12: 20261214, 13: 20261215}
+               10: 20261212, 11: 20261213, 12: 20261214, 13: 20261215, 14: 20261216}
 EVAL_FRACTION = 1 / 3
 CORPUS = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "real-logs" / "corpus.json"
 
