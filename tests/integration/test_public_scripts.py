@@ -193,9 +193,12 @@ def _named_exit_abort(codes: Sequence[int | None], output: str) -> bool:
     collective's work without the GIL (pytorch/pytorch PR 179291; about 1 run in 12 here, more
     under load). That is torch's failure, not the launch's; what ddpkit must do then is fail the
     job (exit 6, job-failed), name the signal, quote the abort line and give the script's fix.
+    When the aborted rank was on node 1, node 0's torchrun is still in its exit barrier (it waits
+    up to 300 s for every node's agent, and says so): ``_finish`` stops it after 20 s (None).
     """
     flat = " ".join(output.split())  # the summary is wrapped to the terminal's width
-    return (set(codes) <= {0, 6} and "killed by SIGABRT" in flat and EXIT_ABORT_LINE in flat
+    return (6 in codes and set(codes) <= {0, 6, None} and "killed by SIGABRT" in flat
+            and EXIT_ABORT_LINE in flat
             and "the rank aborted while Python was shutting down" in flat)
 
 
