@@ -163,3 +163,29 @@ def test_a_rank_killed_by_another_signal_without_such_words_stays_a_cause(signal
                             lines=("terminate called after throwing an instance of 'c10::Error'",))
     assert not is_consequence(crashed)
     assert not is_consequence(_rank_failure(1, at=1.0, exitcode=exitcode, signal=signal))
+
+
+def test_a_node_s_own_fix_travels_and_comes_first_in_the_job_s_fix() -> None:
+    """The exit-time abort's fix (or a missing module's) that a node gives for its own end
+    reaches the master's summary in token and ssh modes, bounded and stripped of controls."""
+    from ddpkit.cli.job.job_verdict import failure_fix
+
+    fix = "free the model and call gc.collect() before dist.destroy_process_group()"
+    error = {"id": "job-failed", "message": "node 0 failed first: killed by SIGABRT",
+             "details": {"root_cause": {"rank": 0, "local_rank": 0, "exitcode": -6,
+                                        "signal": "SIGABRT"},
+                         "known_fix": fix}}
+    aborted = outcome_from_error(error, node_rank=0, host="node0", observed_at=1.0)
+    assert aborted.fix == fix
+    stopped = outcome_from_error({"id": "job-stopped", "message": "stopped",
+                                  "details": {"known_fix": "not this one"}},
+                                 node_rank=1, host="node1", observed_at=2.0)
+    assert stopped.fix == ""  # a stopped node's end names no cause of the job
+    general = "each node's output has the details"
+    assert failure_fix([aborted, stopped], general) == f"{fix}; {general}"
+    without = outcome_from_error({**error, "details": {**error["details"], "known_fix": None}},
+                                 node_rank=0, host="node0")
+    assert failure_fix([without, stopped], general) == general
+    wire = NodeOutcome.from_dict({**aborted.to_dict(), "fix": "\x1b]52;c;aGk=\x07x" * 1000})
+    assert "\x1b" not in wire.fix and len(wire.fix) <= 600 and wire.fix.startswith("x")
+    assert NodeOutcome.from_dict(aborted.to_dict()).fix == fix

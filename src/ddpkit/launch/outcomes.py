@@ -25,6 +25,7 @@ from typing import Any, Literal
 from ddpkit.error_ids import JOB_STOPPED
 from ddpkit.errors import DdpkitError
 from ddpkit.i18n import _
+from ddpkit.plain_text import shown
 from ddpkit.wording import clauses, ranges
 
 NodeState = Literal["ok", "failed", "lost", "stopped", "interrupted"]  # how one node ended
@@ -73,6 +74,9 @@ def describe_exit(exitcode: int, signal: str | None = None) -> str:
     return _("exit code {code}", code=exitcode)
 
 
+FIX_LIMIT = 600  # characters of a node's fix kept from the wire: one paragraph, never a flood
+
+
 @dataclass(frozen=True)
 class NodeOutcome:
     """How one node's share ended, reduced to what a job summary needs."""
@@ -91,6 +95,7 @@ class NodeOutcome:
     returncode: int | None = None
     cause: bool | None = None  # the node's own reading of its failed rank's end (None: unknown)
     raised: str = ""  # what that rank raised: "ValueError: x (at train.py:8 in <module>)"
+    fix: str = ""  # the node's fix for that end when the end names its cause (node/result.py)
     document: Mapping[str, Any] | None = field(default=None, compare=False)
     stack_reports: tuple[Mapping[str, Any], ...] = field(default=(), compare=False)
     # ^ the node's hang reports (every local rank's stack), carried to a join master as JSON
@@ -129,6 +134,7 @@ class NodeOutcome:
             "local_rank": self.local_rank, "exitcode": self.exitcode, "signal": self.signal,
             "how": self.how() if self.failed else None, "last_lines": list(self.last_lines),
             "returncode": self.returncode, "cause": self.cause, "raised": self.raised or None,
+            "fix": self.fix or None,
             **({"stack_reports": [dict(r) for r in self.stack_reports]} if self.stack_reports else {}),
             **({"logs": dict(self.logs)} if logs and self.logs is not None else {}),
         }
@@ -153,6 +159,7 @@ class NodeOutcome:
             observed_at=observed_at, returncode=optional_int("returncode"),
             cause=data["cause"] if isinstance(data.get("cause"), bool) else None,
             raised=str(data.get("raised") or ""),
+            fix=shown(str(data.get("fix") or ""), FIX_LIMIT),
             stack_reports=tuple(r for r in data.get("stack_reports") or () if isinstance(r, Mapping)),
             logs=data["logs"] if isinstance(data.get("logs"), Mapping) else None,
         )
@@ -287,6 +294,8 @@ def outcome_from_error(error: Mapping[str, Any], *, node_rank: int, host: str,
         exception = end.get("exception")
         fields["cause"] = end.get("cause")
         fields["raised"] = exception.get("text") if isinstance(exception, Mapping) else None
+    if state == FAILED and isinstance(details, Mapping):
+        fields["fix"] = details.get("known_fix")
     return NodeOutcome.from_dict({
         "node_rank": node_rank, "host": host, "state": state, "message": message,
         "error_id": error_id, "last_lines": last_output_lines(message), "returncode": returncode,

@@ -13,6 +13,7 @@ from typing import Any
 from ddpkit.doctor.log.verdict import RANK_FINDINGS, NodeLogs, Verdict, verdict
 from ddpkit.i18n import _
 from ddpkit.launch.outcomes import NodeOutcome, first_failure, job_summary
+from ddpkit.wording import clauses
 
 
 def judge(outcomes: Sequence[NodeOutcome]) -> tuple[NodeOutcome | None, Verdict | None]:
@@ -59,3 +60,11 @@ def failure_summary(outcomes: Sequence[NodeOutcome], payload: dict[str, Any]) ->
         text = _("{summary}. Most likely cause: {title} [{id}] (ddpkit doctor --log on every "
                  "node's run directory explains it)", summary=text, title=top.title, id=top.id)
     return text
+
+
+def failure_fix(outcomes: Sequence[NodeOutcome], general: str) -> str:
+    """The job's fix: the fix the first failed node gave for its own end when that end names
+    its cause (a missing module, the exit-time abort), before ``general`` (where the details
+    are); ``general`` alone otherwise."""
+    first = judge(outcomes)[0]
+    return clauses([first.fix, general]) if first is not None and first.fix else general

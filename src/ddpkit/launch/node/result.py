@@ -22,7 +22,12 @@ from ddpkit.launch.node.plan import NodePlan
 from ddpkit.launch.outcomes import describe_exit
 from ddpkit.launch.torchrun.command import RankFailure
 from ddpkit.launch.torchrun.processes import ProcessOutcome
-from ddpkit.launch.torchrun.tracebacks import PythonException, common_exception, exit_abort_fix
+from ddpkit.launch.torchrun.tracebacks import (
+    PythonException,
+    common_exception,
+    exit_abort_fix,
+    known_fix,
+)
 
 if TYPE_CHECKING:  # the doctor's engine (regexes by the hundred) is imported on a failure only:
     # a successful launch does not pay for it (benchmarks/launch_overhead.py)
@@ -120,8 +125,12 @@ class NodeResult:
         end = self.root_end()
         return None if end is None else end.raised
 
-    def exit_fix(self) -> str | None:
-        """The fix for a first failure that is a known crash at interpreter exit, if it is one."""
+    def known_fix(self) -> str | None:
+        """The fix for a first failure whose cause its own end names: an exception whose message
+        does (a missing module) or a known crash at interpreter exit; None for any other."""
+        raised = self.exception()
+        if raised is not None:
+            return known_fix(raised)
         end = self.root_end()
         if end is None:
             return None
@@ -158,6 +167,7 @@ class NodeResult:
             "torchrun_root_cause": _failure_dict(self.root_cause),
             "exception": (raised.to_dict() if (raised := self.exception()) is not None else None),
             "root_end": end.to_dict() if (end := self.root_end()) is not None else None,
+            "known_fix": self.known_fix() if failed else None,
             "failures": [_failure_dict(f) for f in self.failures],
             "run_dir": self.plan.run_dir,
             "plan": self.plan.to_dict(),

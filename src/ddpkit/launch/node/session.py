@@ -39,7 +39,6 @@ from ddpkit.launch.torchrun.command import (
 from ddpkit.launch.torchrun.processes import ProcessState, StartDeadline, run_process
 from ddpkit.launch.torchrun.rank_output import RankOutputTail
 from ddpkit.launch.torchrun.torch_log import TorchLog
-from ddpkit.launch.torchrun.tracebacks import known_fix
 from ddpkit.wording import clauses
 
 
@@ -347,8 +346,7 @@ def _verdict(plan: NodePlan, probe: MasterProbe | None, result: NodeResult,
                         _("per-rank logs are in {path}", path=plan.run_dir),
                         details=result.to_dict())
     if not result.ok:
-        raised = result.exception()
-        fix = known_fix(raised) if raised is not None else result.exit_fix()
+        fix = result.known_fix()
         summary = result.summary()
         if result.restarts:
             summary = _n("{summary} (after {count} restart of the job, --max-restarts {most})",
