@@ -76,3 +76,44 @@ def test_other_agent_tracebacks_are_kept() -> None:
     lines = ["Traceback (most recent call last):", '  File "x"', "RendezvousTimeoutError: boom"]
     assert [out for line in lines for out in shown_filter.feed(line)] == []
     assert shown_filter.finish() == lines
+
+
+def _console_lines(lines: list[str], *, stopped: bool) -> list[str]:
+    """What a node's console shows of torchrun's lines, as launch/node/session.py feeds them."""
+    from ddpkit.launch.torchrun.command import AgentTracebackFilter
+    from ddpkit.launch.torchrun.torch_log import TorchLog
+
+    torch_log, agent = TorchLog(), AgentTracebackFilter()
+    shown: list[str] = []
+    for line in lines:
+        seen = torch_log.feed(line)
+        if not seen.internal and seen.text is not None:
+            shown += agent.feed(seen.text)
+    return shown + agent.finish(stopped=stopped)
+
+
+def test_a_failed_log_record_of_torchrun_s_exit_barrier_stays_off_the_console() -> None:
+    """torchrun.log of node 1 in a token-mode run of ddpkit (torch 2.13.0, CPU; CI of 2026-12-05
+    and tests/integration/test_public_scripts.py, ddp_example_token): node 0 aborted at exit,
+    node 1's agent was in its exit barrier when the store closed and SIGTERM came, and CPython
+    printed its '--- Logging error ---' block. Only the script's lines reach the console."""
+    lines = (FIXTURES / "logging_error_in_exit_barrier.txt").read_text().splitlines()
+    assert "--- Logging error ---" in lines
+    for stopped in (True, False):
+        shown = _console_lines(lines, stopped=stopped)
+        assert shown == [line for line in lines if line.startswith("[default0]:")
+                         and not line.startswith("[default0]:[W")], stopped
+        assert len(shown) == 4 and shown[-1] == "[default0]:training completed in rank 1!"
+
+
+def test_a_failed_log_record_of_another_message_is_kept() -> None:
+    from ddpkit.launch.torchrun.command import AgentTracebackFilter
+
+    block = ["--- Logging error ---", "Traceback (most recent call last):", '  File "x"',
+             "OSError: [Errno 28] No space left on device", "Call stack:", '  File "y"',
+             "Message: 'Rendezvous failed for %s'", "Arguments: ('node1',)"]
+    harmless = [*block[:6], "Message: 'Error waiting on exit barrier. Elapsed: %s seconds'",
+                "Arguments: (0.1,)"]
+    agent = AgentTracebackFilter()
+    assert [out for line in [*harmless, *block, "after"] for out in agent.feed(line)] == []
+    assert agent.finish() == [*block, "after"]

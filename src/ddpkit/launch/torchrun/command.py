@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 from ddpkit.i18n import _
 from ddpkit.launch.config import LaunchConfig
+from ddpkit.launch.torchrun.torch_log import is_harmless
 
 LOCAL_RANK_MACRO = "${local_rank}"
 # ^ torch.distributed.elastic.utils.macros.local_rank: the agent substitutes each worker's local
@@ -268,11 +269,21 @@ def quote_command(argv: Sequence[str]) -> str:
     return " ".join(shlex.quote(a) for a in argv)
 
 
+# What CPython's logging prints when a handler fails to emit a record (Handler.handleError): this
+# header, the tracebacks, "Call stack:", the caller's frames, "Message: ..." and "Arguments: ...".
+LOGGING_ERROR = "--- Logging error ---"
+_LOGGING_MESSAGE = "Message: "
+_LOGGING_ARGUMENTS = "Arguments: "
+
+
 class AgentTracebackFilter:
     """Holds back torchrun's own traceback (its agent's, never a worker's: those come prefixed
     ``[defaultN]:``) and drops it when it is only the ``ChildFailedError`` report, which ddpkit's
     one-paragraph summary replaces, or, when ddpkit stopped torchrun itself (``stopped``), the
-    ``SignalException`` its SIGTERM raised. Anything else is released unchanged at :meth:`finish`."""
+    ``SignalException`` its SIGTERM raised. A failed log record of torch's agent (Python's
+    ``--- Logging error ---`` block, e.g. a SIGTERM that lands while the agent logs its exit
+    barrier's end) is held the same way and dropped when its message is one that ddpkit folds as
+    harmless. Anything else is released unchanged at :meth:`finish`."""
 
     def __init__(self) -> None:
         self._held: list[str] | None = None
@@ -281,7 +292,7 @@ class AgentTracebackFilter:
         if self._held is not None:
             self._held.append(line)
             return []
-        if line.startswith("Traceback (most recent call last):"):
+        if line.startswith(("Traceback (most recent call last):", LOGGING_ERROR)):
             self._held = [line]
             return []
         return [line]
@@ -292,4 +303,25 @@ class AgentTracebackFilter:
             return []
         if stopped and any("SignalException" in line for line in held):
             return []
-        return held
+        return _without_harmless_logging_errors(held)
+
+
+def _without_harmless_logging_errors(lines: list[str]) -> list[str]:
+    """``lines`` less every complete logging-error block whose message torch_log folds."""
+    kept: list[str] = []
+    block: list[str] | None = None
+    for line in lines:
+        if line.startswith(LOGGING_ERROR):
+            kept += block or []
+            block = [line]
+        elif block is not None:
+            block.append(line)
+            if line.startswith(_LOGGING_ARGUMENTS):
+                message = next((x[len(_LOGGING_MESSAGE):] for x in block
+                                if x.startswith(_LOGGING_MESSAGE)), "")
+                if not is_harmless(message):
+                    kept += block
+                block = None
+        else:
+            kept.append(line)
+    return kept + (block or [])

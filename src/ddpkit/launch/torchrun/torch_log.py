@@ -52,6 +52,13 @@ HARMLESS: tuple[tuple[str, re.Pattern[str]], ...] = (
     (_("torchrun's OMP_NUM_THREADS=1 default for the ranks"),
      re.compile(r"Setting OMP_NUM_THREADS environment variable for each process")),
 )
+
+
+def is_harmless(message: str) -> bool:
+    """Whether ``message`` is one of the known-harmless ones (:data:`HARMLESS`)."""
+    return any(pattern.search(message) for _meaning, pattern in HARMLESS)
+
+
 _DECORATION = re.compile(r"^[\s*=-]*$")  # a message's blank or ***** lines
 
 _TARGET = re.compile(r"(?:to host |network address of \(|while trying to connect to \()"
