@@ -52,3 +52,23 @@ def test_a_minus_one_in_another_file_does_not_count(tmp_path: Path) -> None:
     (tmp_path / "b.log").write_text("torch.cuda.set_device(-1)\n"
                                     "RuntimeError: CUDA error: invalid device ordinal\n")
     assert diagnose([str(tmp_path / "b.log")])[0].id == "local-rank-argument"
+
+
+@pytest.mark.parametrize("line", [
+    "train.py: error: unrecognized arguments: --local_rank=3",
+    "Error: unrecognized arguments: \u2013local_rank=19",  # a thread's copy: no name, an en dash
+    "error: unrecognized arguments: \u2014local-rank=0",
+])
+def test_argparse_s_rejection_is_read_in_a_thread_s_copy_too(tmp_path: Path, line: str) -> None:
+    log = tmp_path / "run.log"
+    log.write_text(line + "\n")
+    top = diagnose([str(log)])[0]
+    assert (top.id, top.severity) == ("local-rank-argument", "error")
+    assert "\u2013" not in top.explanation and "\u2014" not in top.explanation
+    assert "--local" in top.explanation
+
+
+def test_argparse_s_rejection_of_another_flag_is_not_the_local_rank(tmp_path: Path) -> None:
+    log = tmp_path / "run.log"
+    log.write_text("Error: unrecognized arguments: \u2013batch_size=19\n")
+    assert diagnose([str(log)])[0].id != "local-rank-argument"

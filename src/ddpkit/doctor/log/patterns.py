@@ -59,11 +59,14 @@ def _fb(kind: EventKind, triggers: tuple[str, ...], regex: str, *,
 
 ANCHORS: tuple[bytes, ...] = (
     rb"NCCL(?: (?:INFO (?:Bootstrap|bootstrap\.cc|NET/|Using network|Using internal|Plugin Path"
-    rb"|NCCL_|Failed to open|comm 0x|ncclCommInit|Trees)|WARN|version|error|failure|work)|\()",
+    rb"|NCCL_|Failed to open|comm 0x|ncclCommInit|Trees"
+    rb"|[\w/.-]+\.(?:cc|cu|h|cpp):\d+ -> [1-7])"  # (the return chain: causes/nccl_return.py)
+    rb"|WARN|version|error|failure|work)|\()",
     b"rror", b"onnect", b"emory", b"Root Cause", b"_rank:",
     rb"local_rank(?:=|': )-1", rb"_device\(",  # (set_device(-1), a rank selecting its GPU)
     # failures that real logs post bare, without an NCCL or error word on their line
     b"Duplicate GPU", b"driver version is insufficient", b"Unable to resolve hostname",
+    b"GLOBAL_RANK: ",  # PyTorch Lightning's line for each process joining (a rank's claim)
     b"INFO NET/Socket",  # also the quoted or pre-2.4 form without the NCCL word
     b"checkTimeout",  # the NCCL watchdog's stack, posted without its message line
     b"Ring ",  # pre-2.5 ring lines (before 2.4 also without the NCCL word)
@@ -243,9 +246,11 @@ PATTERNS: tuple[LinePattern, ...] = (
        r"(?P<detail>Address already in use|EADDRINUSE|address already in use|errno: 98)",
        r"port: (?P<port>\d+)", r":(?P<port>\d+) \(errno: 98", claims=True),
     # --- the old local-rank argument contract (torch.distributed.launch vs the script) ---
-    _p(EventKind.LOCAL_RANK_ARG, ("error: unrecognized arguments:",),
-       r"(?P<script>[^\s:]+): error: unrecognized arguments: (?:\S+ )*?(?P<flag>--local[-_]rank)"
-       r"(?:[= ](?P<value>-?\d+))?", claims=True),
+    # (argparse's "%(prog)s: error: ..."; a thread's copy may drop the program's name and turn
+    # "--" into a dash, the typographer's en or em dash)
+    _p(EventKind.LOCAL_RANK_ARG, ("rror: unrecognized arguments:",),
+       r"(?:(?P<script>[^\s:]+): )?[Ee]rror: unrecognized arguments: (?:\S+ )*?"
+       r"(?P<flag>(?:--|\u2013|\u2014)local[-_]rank)(?:[= ](?P<value>-?\d+))?", claims=True),
     _p(EventKind.LOCAL_RANK_ARG, ("error: the following arguments are required:",),
        r"(?P<script>[^\s:]+): error: the following arguments are required: [^\n]*?"
        r"(?P<flag>--local[-_]rank)", fixed=(("required", "1"),), claims=True),
@@ -436,6 +441,16 @@ PATTERNS: tuple[LinePattern, ...] = (
     # (causes/device_ordinal.py)
     _fb(EventKind.JOB_FACT, ("rror", "set_device("),
         r"(?P<detail>[^\n]*invalid device ordinal[^\n]*|[^\n]*\bset_device\([^\n]*)"),
+    # a CUDA check macro's error line whose error another rule may not read (causes/cuda_meaning.py)
+    # (NCCL's "Cuda failure" comes in an NCCL WARN line, which other patterns read)
+    _fb(EventKind.JOB_FACT, ("CUDA error", "Cuda error", "CUDA runtime error", "CUDA driver error"),
+        r"(?P<detail>(?:CUDA error|Cuda error|Cuda failure|CUDA (?:runtime|driver) error)[^\n]*)"),
+    # a process announcing its global rank (causes/rank_claims.py)
+    _fb(EventKind.JOB_FACT, ("GLOBAL_RANK: ",),
+        r"(?P<detail>[Ii]nitializing (?:ddp|distributed): GLOBAL_RANK: \d+, MEMBER: \d+/\d+)"),
+    # NCCL's return chain, "<file>:<line> -> <code>" (causes/nccl_return.py)
+    _fb(EventKind.JOB_FACT, tuple(f" -> {code}" for code in range(1, 8)),
+        r"NCCL INFO (?P<detail>[\w/.-]+\.(?:cc|cu|h|cpp):\d+ -> [1-7])\b"),
     # NCCL before 2.17 rejecting 2.17's "undefined" config value (causes/config_undefined.py),
     # an NCCL WARN, or posted bare after torch's "Last error:" (a line it follows)
     _fb(EventKind.JOB_FACT, (), r"(?P<detail>Invalid config \w+ attribute value -2147483648)"),

@@ -17,13 +17,16 @@ from ddpkit.doctor.log.causes.base import Cause, Context
 from ddpkit.doctor.log.causes.bus_error import BusError
 from ddpkit.doctor.log.causes.config_undefined import ConfigUndefined
 from ddpkit.doctor.log.causes.container_bridge import ContainerBridge
+from ddpkit.doctor.log.causes.cuda_meaning import CudaMeaning
 from ddpkit.doctor.log.causes.device_ordinal import DeviceOrdinal
 from ddpkit.doctor.log.causes.empty_address import EmptyAddress
 from ddpkit.doctor.log.causes.endpoint_port import EndpointWithoutPort
 from ddpkit.doctor.log.causes.firewall import Firewall
 from ddpkit.doctor.log.causes.loopback import Loopback
+from ddpkit.doctor.log.causes.nccl_return import NcclReturn
 from ddpkit.doctor.log.causes.no_backend import NoBackend
 from ddpkit.doctor.log.causes.peer_access import PeerAccess
+from ddpkit.doctor.log.causes.rank_claims import RankClaims
 from ddpkit.doctor.log.causes.rdma_completion import RdmaCompletion
 from ddpkit.doctor.log.causes.resolved_later import ResolvedLater
 from ddpkit.doctor.log.causes.restarts import RendezvousRestarts
@@ -43,7 +46,7 @@ CAUSES: tuple[type[Cause], ...] = (
     Loopback, ContainerBridge, StaleStore, EndpointWithoutPort, EmptyAddress, RendezvousRestarts,
     SilentKill, BusError, PeerAccess, Firewall, ShmFull, RdmaCompletion, ResolvedLater,
     NoBackend, AddressFamily, UnsetVariable, DeviceOrdinal, ConfigUndefined,
-    UnhandledCuda,
+    UnhandledCuda, CudaMeaning, NcclReturn, RankClaims,
 )
 
 Scored = tuple[Finding, int]

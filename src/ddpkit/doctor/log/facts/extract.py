@@ -17,12 +17,14 @@ from functools import lru_cache
 
 from ddpkit.doctor.addresses import address_class
 from ddpkit.doctor.log.facts.kinds import (
+    CUDA_CHECK_WORDS,
     CUDA_ERROR_NAMES,
     CUDA_ERRORS,
     ERRNO_BY_NAME,
     ERRNO_BY_TEXT,
     ERRNOS,
     GAI_ERRORS,
+    NCCL_RESULTS,
     SIGNAL_NUMBERS,
     SIGNALS,
     Fact,
@@ -127,6 +129,13 @@ _SELECT = re.compile(r"\b(set_device|_cuda_setDevice|cudaSetDevice)\("
 # %d" for anything but 0 and 1; from v2.17.1 (nccl.h.in) the initializer's blocking is
 # NCCL_CONFIG_UNDEF_INT, INT_MIN, which those versions reject
 _UNDEF_CONFIG = re.compile(r"Invalid config (\w+) attribute value -2147483648\b")
+# PyTorch Lightning 1.x (plugins/training_type/ddp.py) and lightning_fabric 2.x
+# (utilities/distributed.py, _init_dist_connection): one line per process as it joins
+_RANK_CLAIM = re.compile(r"[Ii]nitializing (?:ddp|distributed): GLOBAL_RANK: (\d+), "
+                         r"MEMBER: \d+/(\d+)")
+# NCCL's return chain (src/include/checks.h, NCCLCHECK and NCCLCHECKGOTO): INFO(NCCL_ALL,
+# "%s:%d -> %d", __FILE__, __LINE__, res) at each level a failure returns through
+_RETURN = re.compile(r"[\w.-]\.(?:cc|cu|h|cpp):\d+ -> ([1-7])\b")
 _CUDA_ERROR = re.compile("|".join(re.escape(t) for t in CUDA_ERRORS)
                          + r"|\b(" + "|".join(sorted(CUDA_ERROR_NAMES)) + r")\b")
 
@@ -251,9 +260,14 @@ def _facts(text: str) -> tuple[Fact, ...]:
         found += [Fact(FactKind.DEVICE_SELECT, _first(m.groups())) for m in _SELECT.finditer(text)]
     if "unhandled cuda error" in text:  # NCCL src/init.cc ncclGetErrorString
         found.append(Fact(FactKind.NCCL_RESULT, "ncclUnhandledCudaError"))
+    if "GLOBAL_RANK: " in text:
+        found += [Fact(FactKind.RANK_CLAIM, r, w) for r, w in _RANK_CLAIM.findall(text)]
+    if " -> " in text:
+        found += [Fact(FactKind.NCCL_RETURN, NCCL_RESULTS[int(m)], m) for m in _RETURN.findall(text)]
     if "Invalid config" in text:
         found += [Fact(FactKind.UNDEF_CONFIG, m) for m in _UNDEF_CONFIG.findall(text)]
-    if "peer access" in text or "PeerAccess" in text or "device ordinal" in text:
+    if "peer access" in text or "PeerAccess" in text or "device ordinal" in text or any(
+            word in text for word in CUDA_CHECK_WORDS):
         for match in _CUDA_ERROR.finditer(text):
             name = match.group(1) or CUDA_ERRORS[match.group(0)]
             found.append(Fact(FactKind.CUDA_ERROR, name, "" if match.group(1) else match.group(0)))

@@ -57,6 +57,14 @@ class FactKind(enum.Enum):
     UNDEF_CONFIG = "undef-config"
     # NCCL's result code by ncclGetErrorString's text (value: the ncclResult_t name)
     NCCL_RESULT = "nccl-result"
+    # the code in NCCL's return chain, "NCCL INFO <file>:<line> -> <code>", which NCCLCHECK and
+    # its kin print at each level a failure returns through (value: the ncclResult_t name,
+    # detail: the code)
+    NCCL_RETURN = "nccl-return"
+    # a process announcing the global rank it took (value: the rank, detail: the world size):
+    # PyTorch Lightning's "initializing ddp: GLOBAL_RANK: %d, MEMBER: %d/%d" (1.x) and
+    # "Initializing distributed: GLOBAL_RANK: ..." (lightning_fabric, 2.x)
+    RANK_CLAIM = "rank-claim"
 
 
 __all__ = ["ERRNOS", "AddressClass", "Fact", "FactKind"]
@@ -119,7 +127,40 @@ CUDA_ERRORS: dict[str, str] = {
     "peer access is already enabled": "cudaErrorPeerAccessAlreadyEnabled",
     # cudaErrorInvalidDevice (101; 10 before CUDA 10.1): an ordinal at or past the device count
     "invalid device ordinal": "cudaErrorInvalidDevice",
+    # the others whose meaning names a cause (causes/cuda_meaning.py): the texts of
+    # cudaGetErrorString (CUDA 12 runtime API, driver_types.h), read only in a check macro's line
+    "peer mapping resources exhausted": "cudaErrorTooManyPeers",
+    "system has unsupported display driver / cuda driver combination":
+        "cudaErrorSystemDriverMismatch",
+    "forward compatibility was attempted on non supported HW":
+        "cudaErrorCompatNotSupportedOnDevice",
+    "the provided PTX was compiled with an unsupported toolchain":
+        "cudaErrorUnsupportedPtxVersion",
+    "no kernel image is available for execution on the device":
+        "cudaErrorNoKernelImageForDevice",
+    "no CUDA-capable device is detected": "cudaErrorNoDevice",
+    "CUDA-capable device(s) is/are busy or unavailable": "cudaErrorDevicesUnavailable",
+    "system not yet initialized": "cudaErrorSystemNotReady",
+    "uncorrectable ECC error encountered": "cudaErrorECCUncorrectable",
+    "uncorrectable NVLink error detected during the execution": "cudaErrorNvlinkUncorrectable",
+    "an illegal memory access was encountered": "cudaErrorIllegalAddress",
+    "an illegal instruction was encountered": "cudaErrorIllegalInstruction",
+    "misaligned address": "cudaErrorMisalignedAddress",
+    "unspecified launch failure": "cudaErrorLaunchFailure",
+    "device-side assert triggered": "cudaErrorAssert",
+    "too many resources requested for launch": "cudaErrorLaunchOutOfResources",
 }
+# ncclResult_t (NCCL's nccl.h, v2.0 to v2.2x; 6 and 7 from v2.12 and v2.14)
+NCCL_RESULTS: dict[int, str] = {
+    1: "ncclUnhandledCudaError", 2: "ncclSystemError", 3: "ncclInternalError",
+    4: "ncclInvalidArgument", 5: "ncclInvalidUsage", 6: "ncclRemoteError", 7: "ncclInProgress",
+}
+
+# the check macros' words that open a CUDA error's line (torch's "CUDA error: ", NCCL's "Cuda
+# failure 'x'", vLLM's "Failed: Cuda error f:N 'x'", TensorRT-LLM's "CUDA runtime error in f: x"):
+# the table's longer texts are read in those lines only
+CUDA_CHECK_WORDS = ("CUDA error", "Cuda error", "Cuda failure", "CUDA runtime error",
+                    "CUDA driver error", "cuda error", "CUDA_ERROR_")
 CUDA_ERROR_NAMES = frozenset(CUDA_ERRORS.values())
 
 # getaddrinfo(3)'s error codes (glibc's netdb.h) and gai_strerror() texts

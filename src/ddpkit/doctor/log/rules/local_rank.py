@@ -33,9 +33,10 @@ class LocalRankRule:
     def feed(self, event: Event) -> None:
         if event.kind == "local-rank-arg":
             table = self.required if event.get("required") else self.rejected
-            scripts = table.setdefault(event.get("flag"), set())
+            flag = "--" + event.get("flag").lstrip("-\u2013\u2014")  # (a typographer's dash)
+            scripts = table.setdefault(flag, set())
             if len(scripts) < 8:
-                scripts.add(event.get("script"))
+                scripts.add(event.get("script") or _("the script"))
             self.arg_bag.add(event)
         elif event.kind == "local-rank-minus-one" and len(self.minus_one_files) < 64:
             self.minus_one_files.add(event.file)

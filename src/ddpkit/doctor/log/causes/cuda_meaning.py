@@ -1,0 +1,119 @@
+"""A CUDA error whose documented meaning names the cause.
+
+Every CUDA check macro prints ``cudaGetErrorString``'s text (torch's ``CUDA error: %s``, NCCL's
+``Cuda failure '%s'``, vLLM's ``Failed: Cuda error %s:%d '%s'``, TensorRT-LLM's ``CUDA runtime
+error in %s: %s``); the facts read it as the error's name (``CUDA_ERROR``, facts/kinds.py). What
+each error means is CUDA's own documentation (CUDA 12 runtime API, ``cudaError`` in
+driver_types.h; the CUDA C++ Programming Guide for the limit of eight peer connections per
+device): a few of them name a cause another finding explains (GPU peer-to-peer, the driver
+against the build), the others say what failed on the GPU itself. Peer access and an invalid
+ordinal have causes of their own (peer_access.py, device_ordinal.py).
+"""
+
+from __future__ import annotations
+
+from ddpkit.doctor.findings import Finding, Severity
+from ddpkit.doctor.log.causes.base import GENERIC, Context, Noting, made
+from ddpkit.doctor.log.evidence import merge
+from ddpkit.doctor.log.facts.kinds import Fact, FactKind
+from ddpkit.doctor.log.rules.unexplained import warning_line
+from ddpkit.doctor.log.scan import Event
+from ddpkit.i18n import _
+
+_DRIVER = frozenset({"cudaErrorSystemDriverMismatch", "cudaErrorCompatNotSupportedOnDevice",
+                     "cudaErrorUnsupportedPtxVersion"})
+_HARDWARE = frozenset({"cudaErrorECCUncorrectable", "cudaErrorNvlinkUncorrectable"})
+_KERNEL = frozenset({"cudaErrorIllegalAddress", "cudaErrorIllegalInstruction",
+                     "cudaErrorMisalignedAddress", "cudaErrorLaunchFailure", "cudaErrorAssert",
+                     "cudaErrorLaunchOutOfResources"})
+_READ = _DRIVER | _HARDWARE | _KERNEL | {
+    "cudaErrorTooManyPeers", "cudaErrorNoKernelImageForDevice", "cudaErrorNoDevice",
+    "cudaErrorDevicesUnavailable", "cudaErrorSystemNotReady"}
+
+
+class CudaMeaning(Noting):
+    needs = frozenset({FactKind.CUDA_ERROR})
+    specificity = 12
+    supersedes = GENERIC | {"cuda-error"}
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.first: str | None = None  # the first error read: the one the others followed
+        self.failed = False  # one line at more than warning level
+
+    def feed(self, event: Event, facts: tuple[Fact, ...]) -> None:
+        found = [f.value for f in facts if f.kind is FactKind.CUDA_ERROR and f.value in _READ]
+        if found:
+            self.first = self.first or found[0]
+            self.note(event, found)
+            self.failed = self.failed or not warning_line(event.text)
+
+    def finding(self, context: Context) -> Finding | None:
+        if self.first is None:
+            return None
+        finding_id, text, fix = _meaning(self.first, self.listed)
+        severity: Severity = "error" if self.failed or context.failed else "warning"
+        return made(finding_id, severity, text, fix, merge(self.bag.items))
+
+
+def _meaning(name: str, errors: str) -> tuple[str, str, str]:
+    """(finding id, what the error means here, the fix) of the first error read."""
+    if name == "cudaErrorTooManyPeers":
+        return ("p2p", _(
+            "A CUDA call failed with {errors}: a GPU can hold peer-to-peer mappings to at most "
+            "eight other GPUs, and a process asked for more (one machine with more than eight "
+            "GPUs used as one peer group, e.g. more than eight processes per node).",
+            errors=errors), _(
+            "Start at most eight GPU processes per machine that share peer access (the "
+            "launcher's --nproc-per-node, accelerate's num_processes, CUDA_VISIBLE_DEVICES), "
+            "or turn NCCL's P2P off: export NCCL_P2P_DISABLE=1"))
+    if name in _DRIVER:
+        return ("version-mismatch", _(
+            "A CUDA call failed with {errors}: the CUDA the program was built with does not "
+            "fit this machine's driver (a driver older than the build's CUDA, a CUDA "
+            "forward-compatibility package on a GPU that does not support it, or a libcuda "
+            "in the container that differs from the kernel driver).", errors=errors), _(
+            "Compare the highest CUDA version the driver supports (nvidia-smi, top right) with "
+            "the build's (python -c \"import torch; print(torch.version.cuda)\"); install a "
+            "torch build for the driver's CUDA or a newer driver, and remove cuda-compat "
+            "packages and LD_LIBRARY_PATH entries that bring another libcuda"))
+    if name == "cudaErrorNoKernelImageForDevice":
+        text = _("A CUDA call failed with {errors}: the build has no code for this GPU's "
+                 "architecture (a newer GPU than the build knows, or a build for other GPUs).",
+                 errors=errors)
+        fix = _("Install a build made for this GPU: python -c \"import torch; "
+                "print(torch.cuda.get_device_capability(), torch.cuda.get_arch_list())\" shows "
+                "the GPU's compute capability and the architectures the build has")
+    elif name == "cudaErrorNoDevice":
+        text = _("A CUDA call failed with {errors}: the process sees no GPU (the driver is not "
+                 "loaded, the container was started without GPUs, or CUDA_VISIBLE_DEVICES is "
+                 "empty or names no GPU).", errors=errors)
+        fix = _("Run nvidia-smi on that machine; check CUDA_VISIBLE_DEVICES in the ranks' "
+                "environment; start a container with its GPUs (docker run --gpus all)")
+    elif name == "cudaErrorDevicesUnavailable":
+        text = _("A CUDA call failed with {errors}: the GPU is in an exclusive compute mode and "
+                 "another process already holds it (often a second rank on the same GPU, or "
+                 "another job).", errors=errors)
+        fix = _("See which processes hold the GPUs (nvidia-smi) and the compute mode "
+                "(nvidia-smi -q -d COMPUTE); give each rank its own GPU "
+                "(torch.cuda.set_device(local_rank))")
+    elif name == "cudaErrorSystemNotReady":
+        text = _("A CUDA call failed with {errors}: the machine is not ready for CUDA work. On "
+                 "8-GPU machines with NVSwitch (HGX/DGX A100, H100, H200) this means the NVIDIA "
+                 "Fabric Manager is not running or its version differs from the driver's.",
+                 errors=errors)
+        fix = _("Check the Fabric Manager: systemctl status nvidia-fabricmanager; install the "
+                "one of the driver's exact version and start it, or ask the provider to")
+    elif name in _HARDWARE:
+        text = _("A CUDA call failed with {errors}: the GPU or its NVLink reported an "
+                 "uncorrectable hardware error.", errors=errors)
+        fix = _("Check the GPU: nvidia-smi -q -d ECC and nvidia-smi nvlink -e; on a rented "
+                "instance, move to another machine and tell the provider")
+    else:
+        text = _("A CUDA kernel on that rank failed with {errors}: a fault in the program's "
+                 "own GPU code or a library's (an index out of range for a device-side assert), "
+                 "after which every CUDA call on that rank fails too.", errors=errors)
+        fix = _("Rerun with CUDA_LAUNCH_BLOCKING=1 so the traceback names the failing "
+                "operation; for a device-side assert, check indices and labels (e.g. a class "
+                "label at or above the number of classes)")
+    return ("cuda-error", text, fix)

@@ -1,0 +1,51 @@
+"""The result code a failure in NCCL returned with, from its return chain.
+
+With NCCL_DEBUG=INFO, NCCL prints ``<file>:<line> -> <code>`` at each level a failed call
+returns through (src/include/checks.h, NCCLCHECK: ``INFO(NCCL_ALL,"%s:%d -> %d", ...)``); the
+code is an ncclResult_t (nccl.h). The first chain's code is the failure's own: the WARN line
+before it often comes from a template no catalogue knows (a topology XML attribute, a plugin's
+own message), yet the code says what kind of failure NCCL itself took it for. Only the codes
+whose meaning is a finding are named here: ncclInternalError, and ncclInvalidArgument or
+ncclInvalidUsage (a setting or a call NCCL refused). ncclSystemError and ncclRemoteError are
+the network's and the peers', which the errno and connection rules read; ncclUnhandledCudaError
+is CUDA's (unhandled_cuda.py).
+"""
+
+from __future__ import annotations
+
+from ddpkit.doctor.findings import Finding, Severity
+from ddpkit.doctor.log.causes.base import GENERIC, Context, Noting, made
+from ddpkit.doctor.log.evidence import merge
+from ddpkit.doctor.log.facts.kinds import Fact, FactKind
+from ddpkit.doctor.log.scan import Event
+from ddpkit.i18n import _
+
+_FINDINGS = {"ncclInternalError": "internal-error", "ncclInvalidArgument": "invalid-usage",
+             "ncclInvalidUsage": "invalid-usage"}
+
+
+class NcclReturn(Noting):
+    needs = frozenset({FactKind.NCCL_RETURN})
+    specificity = 0  # any rule that reads the failure's own line says more
+    supersedes = GENERIC
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.first: str | None = None  # the result of the first chain: the failure's own
+
+    def feed(self, event: Event, facts: tuple[Fact, ...]) -> None:
+        codes = [f.value for f in facts if f.kind is FactKind.NCCL_RETURN]
+        if codes and self.first is None:
+            self.first = codes[0]
+        if codes and codes[0] == self.first:
+            self.note(event, codes[:1])
+
+    def finding(self, context: Context) -> Finding | None:
+        finding_id = _FINDINGS.get(self.first or "")
+        if finding_id is None:
+            return None
+        text = _("NCCL returned {result} from the failing call (its return chain, "
+                 "\"file:line -> code\", NCCL_DEBUG=INFO): the line before the chain says what "
+                 "NCCL checked.", result=self.first)
+        severity: Severity = "error"
+        return made(finding_id, severity, text, None, merge(self.bag.items))

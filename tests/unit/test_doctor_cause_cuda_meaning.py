@@ -1,0 +1,68 @@
+"""causes/cuda_meaning.py: a CUDA error whose documented meaning names the cause, read by
+cudaGetErrorString()'s text in any check macro's line. Sources of the lines:
+
+- CUDA 12 runtime API, driver_types.h (cudaError): cudaErrorTooManyPeers (711) "peer mapping
+  resources exhausted", cudaErrorSystemDriverMismatch (803) "system has unsupported display
+  driver / cuda driver combination", cudaErrorCompatNotSupportedOnDevice (804) "forward
+  compatibility was attempted on non supported HW", cudaErrorUnsupportedPtxVersion (222) "the
+  provided PTX was compiled with an unsupported toolchain.", cudaErrorNoKernelImageForDevice
+  (209), cudaErrorNoDevice (100), cudaErrorDevicesUnavailable (46), cudaErrorSystemNotReady
+  (802) "system not yet initialized", cudaErrorECCUncorrectable (214), cudaErrorIllegalAddress
+  (700), cudaErrorAssert (710) "device-side assert triggered"
+- CUDA C++ Programming Guide, Peer-to-Peer Memory Access: at most eight peer connections per
+  device
+- torch v2.3.0 c10/cuda/CUDAException.cpp: ``CUDA error: %s``; NCCL v2.18 src/include/checks.h
+  CUDACHECK: ``Cuda failure '%s'``; vLLM v0.4.3 csrc/custom_all_reduce.cuh: ``Failed: Cuda error
+  %s:%d '%s'``
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from cause_logs import top
+
+TORCH = "RuntimeError: CUDA error: {text}"
+NCCL = "node1:1234:1240 [0] include/alloc.h:48 NCCL WARN Cuda failure '{text}'"
+VLLM = "Failed: Cuda error /workspace/csrc/custom_all_reduce.cuh:307 '{text}'"
+FOLLOW = ("CUDA kernel errors might be asynchronously reported at some other API call, so the "
+          "stacktrace below might be incorrect.")
+
+
+@pytest.mark.parametrize("template", [TORCH, NCCL, VLLM])
+@pytest.mark.parametrize(("text", "expected", "word"), [
+    ("peer mapping resources exhausted", "p2p", "NCCL_P2P_DISABLE=1"),
+    ("system has unsupported display driver / cuda driver combination", "version-mismatch",
+     "nvidia-smi"),
+    ("forward compatibility was attempted on non supported HW", "version-mismatch", "cuda-compat"),
+    ("the provided PTX was compiled with an unsupported toolchain.", "version-mismatch",
+     "torch.version.cuda"),
+    ("no kernel image is available for execution on the device", "cuda-error", "get_arch_list"),
+    ("no CUDA-capable device is detected", "cuda-error", "CUDA_VISIBLE_DEVICES"),
+    ("CUDA-capable device(s) is/are busy or unavailable", "cuda-error", "COMPUTE"),
+    ("system not yet initialized", "cuda-error", "nvidia-fabricmanager"),
+    ("uncorrectable ECC error encountered", "cuda-error", "ECC"),
+    ("an illegal memory access was encountered", "cuda-error", "CUDA_LAUNCH_BLOCKING=1"),
+    ("device-side assert triggered", "cuda-error", "labels"),
+])
+def test_the_error_s_meaning_names_the_cause(tmp_path: Path, template: str, text: str,
+                                             expected: str, word: str) -> None:
+    found = top(tmp_path, ["[rank1]: Traceback (most recent call last):",
+                           template.format(text=text), FOLLOW])
+    assert (found.id, found.severity) == (expected, "error")
+    assert word in found.fix
+    assert any(text.rstrip(".") in e.text for e in found.evidence)
+
+
+def test_the_first_error_names_it_when_others_follow(tmp_path: Path) -> None:
+    found = top(tmp_path, [TORCH.format(text="peer mapping resources exhausted"),
+                           TORCH.format(text="an illegal memory access was encountered")])
+    assert found.id == "p2p"
+
+
+def test_the_words_alone_outside_a_check_line_are_not_read(tmp_path: Path) -> None:
+    # a script's own print of the same words: no check macro printed it
+    found = top(tmp_path, ["epoch 1: misaligned address count 0",
+                           "note: system not yet initialized, waiting"])
+    assert found.id not in ("cuda-error", "p2p", "version-mismatch")
