@@ -157,17 +157,10 @@ def test_other_failure_wording_is_no_nccl_error(line: bytes) -> None:
     assert "nccl-error" not in [e.kind for e in events(line + b"\n")]
 
 
-# Triggers that an anchor reaches by the shape of the whole line, not by the trigger's own
-# text: the line each comes in (NCCL's return chain, checks.h: "%s:%d -> %d")
-REACHED_BY_LINE = {f" -> {code}".encode(): f"h:1:2 [0] NCCL INFO init.cc:1 -> {code}".encode()
-                   for code in range(1, 8)}
-
-
 def test_every_trigger_matches_an_anchor() -> None:
     # The scanner only looks at lines with an anchor: a trigger without one would never be seen.
     for trigger in logscan._TRIGGERS:
-        text = REACHED_BY_LINE.get(trigger, trigger)
-        assert trigger in text and any(a.search(text) for a in logscan.ANCHOR_RES), trigger
+        assert any(a.search(trigger) for a in logscan.ANCHOR_RES), trigger
 
 
 def test_triggers_in_finds_overlapping_triggers() -> None:

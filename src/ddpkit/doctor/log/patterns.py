@@ -59,9 +59,7 @@ def _fb(kind: EventKind, triggers: tuple[str, ...], regex: str, *,
 
 ANCHORS: tuple[bytes, ...] = (
     rb"NCCL(?: (?:INFO (?:Bootstrap|bootstrap\.cc|NET/|Using network|Using internal|Plugin Path"
-    rb"|NCCL_|Failed to open|comm 0x|ncclCommInit|Trees"
-    rb"|[\w/.-]+\.(?:cc|cu|h|cpp):\d+ -> [1-7])"  # (the return chain: causes/nccl_return.py)
-    rb"|WARN|version|error|failure|work)|\()",
+    rb"|NCCL_|Failed to open|comm 0x|ncclCommInit|Trees)|WARN|version|error|failure|work)|\()",
     b"rror", b"onnect", b"emory", b"Root Cause", b"_rank:",
     rb"local_rank(?:=|': )-1", rb"_device\(",  # (set_device(-1), a rank selecting its GPU)
     # failures that real logs post bare, without an NCCL or error word on their line
@@ -137,7 +135,10 @@ FOLLOW: dict[str, int] = {"Root Cause": 8, "Last error:": 2, "ChildFailedError":
                           "Using devices": 64,
                           # C++'s std::terminate: the exception's message is on the next line,
                           # "  what():  [enforce fail at gloo/.../device.cc:88] ... Unable to find"
-                          "terminate called": 2}
+                          "terminate called": 2,
+                          # NCCL's failure at its origin, then the first line of its return
+                          # chain, "<file>:<line> -> <code>" (causes/nccl_return.py)
+                          "NCCL WARN": 2}
 # A "NET/Socket : Using" line that ends there: its interfaces follow, one per line.
 SOCKET_LIST_HEAD, SOCKET_LIST_LINES = "NET/Socket : Using", 16
 
@@ -449,7 +450,8 @@ PATTERNS: tuple[LinePattern, ...] = (
     _fb(EventKind.JOB_FACT, ("GLOBAL_RANK: ",),
         r"(?P<detail>[Ii]nitializing (?:ddp|distributed): GLOBAL_RANK: \d+, MEMBER: \d+/\d+)"),
     # NCCL's return chain, "<file>:<line> -> <code>" (causes/nccl_return.py)
-    _fb(EventKind.JOB_FACT, tuple(f" -> {code}" for code in range(1, 8)),
+    # (read on the line after an NCCL WARN, FOLLOW: the failure's origin warns, then returns)
+    _fb(EventKind.JOB_FACT, (),
         r"NCCL INFO (?P<detail>[\w/.-]+\.(?:cc|cu|h|cpp):\d+ -> [1-7])\b"),
     # NCCL before 2.17 rejecting 2.17's "undefined" config value (causes/config_undefined.py),
     # an NCCL WARN, or posted bare after torch's "Last error:" (a line it follows)

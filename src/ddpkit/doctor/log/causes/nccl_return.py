@@ -2,7 +2,10 @@
 
 With NCCL_DEBUG=INFO, NCCL prints ``<file>:<line> -> <code>`` at each level a failed call
 returns through (src/include/checks.h, NCCLCHECK: ``INFO(NCCL_ALL,"%s:%d -> %d", ...)``); the
-code is an ncclResult_t (nccl.h). The first chain's code is the failure's own: the WARN line
+code is an ncclResult_t (nccl.h). A failure warns where it starts (``NCCL WARN ...``) and its
+chain follows, so the line after each WARN is read for it (patterns.FOLLOW; reading every INFO
+line for an arrow would cost the scan's speed on the retry loops that fill real logs). The first
+chain's code is the failure's own: the WARN line
 before it often comes from a template no catalogue knows (a topology XML attribute, a plugin's
 own message), yet the code says what kind of failure NCCL itself took it for. Only the codes
 whose meaning is a finding are named here: ncclInternalError, and ncclInvalidArgument or
