@@ -7,6 +7,7 @@ a ``sitecustomize`` that marks what ran, that the exit functions ran and the tea
 
 from __future__ import annotations
 
+import io
 import os
 import subprocess
 import sys
@@ -24,6 +25,17 @@ def test_end_now_runs_the_exit_functions_then_ends_with_status_0() -> None:
     agent.end_now(exit_functions=lambda: done.append("exit functions"),
                   end=lambda code: done.append(f"end {code}"))
     assert done == ["exit functions", "end 0"]
+
+
+def test_end_now_ends_with_cpython_s_120_when_the_last_output_cannot_be_flushed() -> None:
+    class Full(io.StringIO):
+        def flush(self) -> None:
+            raise OSError(28, "No space left on device")
+
+    done: list[str] = []
+    agent.end_now(exit_functions=lambda: None, end=lambda code: done.append(f"end {code}"),
+                  streams=[io.StringIO(), Full()])
+    assert done == [f"end {agent.FLUSH_FAILED}"] == ["end 120"]
 
 
 def test_end_now_leaves_the_usual_end_while_a_thread_of_the_run_still_runs() -> None:

@@ -19,11 +19,11 @@ torchrun's own ``main`` runs in this interpreter, unchanged, with two things aro
 from __future__ import annotations
 
 import atexit
-import contextlib
 import os
 import sys
 import threading
 from collections.abc import Callable, Sequence
+from typing import TextIO
 
 MODULE = "ddpkit.launch.torchrun.agent"
 USAGE = f"usage: python -m {MODULE} [--bind ADDRESS] -- TORCHRUN_ARGS..."
@@ -39,18 +39,28 @@ def split_argv(argv: Sequence[str]) -> tuple[str | None, list[str]]:
     raise SystemExit(USAGE)
 
 
+# CPython's status when flushing stdout or stderr at exit fails (Py_FinalizeEx: "Exception
+# ignored ... BrokenPipeError", then 120): what was printed last did not reach its reader
+FLUSH_FAILED = 120
+
+
 def end_now(exit_functions: Callable[[], None] = atexit._run_exitfuncs,
-            end: Callable[[int], object] = os._exit) -> None:
-    """End the process with status 0 after the exit functions, without the interpreter's
-    teardown; return (the usual end follows) while a non-daemon thread other than this one runs."""
+            end: Callable[[int], object] = os._exit,
+            streams: Sequence[TextIO] | None = None) -> None:
+    """End the process after the exit functions, without the interpreter's teardown: status 0,
+    or :data:`FLUSH_FAILED` as CPython's own end gives when the last output could not be
+    flushed; return (the usual end follows) while a non-daemon thread other than this one runs."""
     this = threading.current_thread()
     if any(t is not this and not t.daemon and t.is_alive() for t in threading.enumerate()):
         return
     exit_functions()
-    for stream in (sys.stdout, sys.stderr):
-        with contextlib.suppress(Exception):
+    status = 0
+    for stream in (sys.stdout, sys.stderr) if streams is None else streams:
+        try:
             stream.flush()
-    end(0)
+        except Exception:  # (OSError: a closed pipe, a full disk; ValueError: a closed file)
+            status = FLUSH_FAILED
+    end(status)
 
 
 def main(argv: Sequence[str] | None = None) -> None:
