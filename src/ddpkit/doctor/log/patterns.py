@@ -137,7 +137,7 @@ FOLLOW: dict[str, int] = {"Root Cause": 8, "Last error:": 2, "ChildFailedError":
                           # "  what():  [enforce fail at gloo/.../device.cc:88] ... Unable to find"
                           "terminate called": 2,
                           # NCCL's failure at its origin, then the first line of its return
-                          # chain, "<file>:<line> -> <code>" (causes/nccl_return.py)
+                          # chain, "<file>:<line> -> <code>" (causes/nccl_result.py)
                           "NCCL WARN": 2}
 # A "NET/Socket : Using" line that ends there: its interfaces follow, one per line.
 SOCKET_LIST_HEAD, SOCKET_LIST_LINES = "NET/Socket : Using", 16
@@ -449,7 +449,7 @@ PATTERNS: tuple[LinePattern, ...] = (
     # a process announcing its global rank (causes/rank_claims.py)
     _fb(EventKind.JOB_FACT, ("GLOBAL_RANK: ",),
         r"(?P<detail>[Ii]nitializing (?:ddp|distributed): GLOBAL_RANK: \d+, MEMBER: \d+/\d+)"),
-    # NCCL's return chain, "<file>:<line> -> <code>" (causes/nccl_return.py)
+    # NCCL's return chain, "<file>:<line> -> <code>" (causes/nccl_result.py)
     # (read on the line after an NCCL WARN, FOLLOW: the failure's origin warns, then returns)
     _fb(EventKind.JOB_FACT, (),
         r"NCCL INFO (?P<detail>[\w/.-]+\.(?:cc|cu|h|cpp):\d+ -> [1-7])\b"),

@@ -23,7 +23,7 @@ from ddpkit.doctor.log.causes.empty_address import EmptyAddress
 from ddpkit.doctor.log.causes.endpoint_port import EndpointWithoutPort
 from ddpkit.doctor.log.causes.firewall import Firewall
 from ddpkit.doctor.log.causes.loopback import Loopback
-from ddpkit.doctor.log.causes.nccl_return import NcclReturn
+from ddpkit.doctor.log.causes.nccl_result import NcclResult
 from ddpkit.doctor.log.causes.no_backend import NoBackend
 from ddpkit.doctor.log.causes.peer_access import PeerAccess
 from ddpkit.doctor.log.causes.rank_claims import RankClaims
@@ -46,7 +46,7 @@ CAUSES: tuple[type[Cause], ...] = (
     Loopback, ContainerBridge, StaleStore, EndpointWithoutPort, EmptyAddress, RendezvousRestarts,
     SilentKill, BusError, PeerAccess, Firewall, ShmFull, RdmaCompletion, ResolvedLater,
     NoBackend, AddressFamily, UnsetVariable, DeviceOrdinal, ConfigUndefined,
-    UnhandledCuda, CudaMeaning, NcclReturn, RankClaims,
+    UnhandledCuda, CudaMeaning, NcclResult, RankClaims,
 )
 
 Scored = tuple[Finding, int]

@@ -10,7 +10,10 @@ failure", a glog check): a rule's ``rank-failed`` on an NCCL error says more.
 from __future__ import annotations
 
 from ddpkit.doctor.log.causes.base import GENERIC, NotingValues
-from ddpkit.doctor.log.facts.kinds import FactKind
+from ddpkit.doctor.log.facts.kinds import Fact, FactKind
+from ddpkit.doctor.log.scan import Event
+
+UNHANDLED = "ncclUnhandledCudaError"
 
 
 class UnhandledCuda(NotingValues):
@@ -21,6 +24,10 @@ class UnhandledCuda(NotingValues):
     # more where a rule gives it: nccl-tests' "Test NCCL failure", torch's "NCCL error in:")
     supersedes = GENERIC - {"rank-failed"}
     yields_to = frozenset({"rank-failed"})
+
+    def feed(self, event: Event, facts: tuple[Fact, ...]) -> None:
+        if any(f.kind is FactKind.NCCL_RESULT and f.value == UNHANDLED for f in facts):
+            self.note(event, [UNHANDLED])
 
     def words(self) -> tuple[tuple[str, ...], None]:
         return (), None  # the catalogue's words

@@ -24,6 +24,7 @@ from ddpkit.doctor.log.facts.kinds import (
     ERRNO_BY_TEXT,
     ERRNOS,
     GAI_ERRORS,
+    NCCL_RESULT_TEXTS,
     NCCL_RESULTS,
     SIGNAL_NUMBERS,
     SIGNALS,
@@ -136,6 +137,14 @@ _RANK_CLAIM = re.compile(r"[Ii]nitializing (?:ddp|distributed): GLOBAL_RANK: (\d
 # NCCL's return chain (src/include/checks.h, NCCLCHECK and NCCLCHECKGOTO): INFO(NCCL_ALL,
 # "%s:%d -> %d", __FILE__, __LINE__, res) at each level a failure returns through
 _RETURN = re.compile(r"[\w.-]\.(?:cc|cu|h|cpp):\d+ -> ([1-7])\b")
+# an ncclResult_t by its name (torch's detail line "ncclInvalidUsage: This usually reflects ...")
+# or by ncclGetErrorString's text where an NCCL error is quoted: torch's "NCCL error in: <where>,
+# <text> (run with NCCL_DEBUG=...)", a copy of it without its head, nccl-tests' "NCCL failure
+# <where> '<text>'"
+_RESULT_NAME = re.compile(r"\b(" + "|".join(NCCL_RESULTS.values()) + r")\b")
+_TEXTS = "|".join(re.escape(t) for t in NCCL_RESULT_TEXTS)
+_RESULT_TEXT = re.compile(rf"(?:NCCL error in:? ?[^,\n]*, |NCCL failure [^\s']+ ')({_TEXTS})"
+                          rf"|(?:^|\]:\s?)({_TEXTS}) \(run with NCCL_DEBUG")
 _CUDA_ERROR = re.compile("|".join(re.escape(t) for t in CUDA_ERRORS)
                          + r"|\b(" + "|".join(sorted(CUDA_ERROR_NAMES)) + r")\b")
 
@@ -258,8 +267,12 @@ def _facts(text: str) -> tuple[Fact, ...]:
         found += [Fact(FactKind.RDMA_ERROR, m) for m in _RDMA_ERROR.findall(text)]
     if "evice(" in text or ".cuda(" in text or "Module.cpp" in text:
         found += [Fact(FactKind.DEVICE_SELECT, _first(m.groups())) for m in _SELECT.finditer(text)]
-    if "unhandled cuda error" in text:  # NCCL src/init.cc ncclGetErrorString
+    if "unhandled cuda error" in text:  # (also glog's "Check failed: ... unhandled cuda error")
         found.append(Fact(FactKind.NCCL_RESULT, "ncclUnhandledCudaError"))
+    elif "nccl" in text or "NCCL" in text or " (run with" in text:
+        named = _RESULT_NAME.findall(text) or [
+            NCCL_RESULT_TEXTS[a or b] for a, b in _RESULT_TEXT.findall(text)]
+        found += [Fact(FactKind.NCCL_RESULT, name) for name in named[:1]]
     if "GLOBAL_RANK: " in text:
         found += [Fact(FactKind.RANK_CLAIM, r, w) for r, w in _RANK_CLAIM.findall(text)]
     if " -> " in text:

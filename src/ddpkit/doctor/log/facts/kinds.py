@@ -155,6 +155,17 @@ NCCL_RESULTS: dict[int, str] = {
     1: "ncclUnhandledCudaError", 2: "ncclSystemError", 3: "ncclInternalError",
     4: "ncclInvalidArgument", 5: "ncclInvalidUsage", 6: "ncclRemoteError", 7: "ncclInProgress",
 }
+# ncclGetErrorString's texts (NCCL src/init.cc; "internal error" went on with " - please report
+# this issue to the NCCL developers" from v2.12), which torch's "NCCL error in: <where>, <text>"
+# and nccl-tests' "NCCL failure <where> '<text>'" quote
+NCCL_RESULT_TEXTS: dict[str, str] = {
+    "unhandled cuda error": "ncclUnhandledCudaError",
+    "unhandled system error": "ncclSystemError",
+    "internal error": "ncclInternalError",
+    "invalid argument": "ncclInvalidArgument",
+    "invalid usage": "ncclInvalidUsage",
+    "remote process exited or there was a network error": "ncclRemoteError",
+}
 
 # the check macros' words that open a CUDA error's line (torch's "CUDA error: ", NCCL's "Cuda
 # failure 'x'", vLLM's "Failed: Cuda error f:N 'x'", TensorRT-LLM's "CUDA runtime error in f: x"):
