@@ -10,9 +10,10 @@ is looked at, so a binary file with no newline costs no more memory than a chunk
 
 from __future__ import annotations
 
+import heapq
 import re
 from collections import deque
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, replace
 from typing import BinaryIO
 
@@ -154,30 +155,47 @@ _REGEX_ANCHORS = tuple(r for a, r in zip(ANCHORS, ANCHOR_RES, strict=False)
                        if _REGEX_SYNTAX & set(a))
 
 
-def _anchor_hits(buf: bytes, limit: int) -> list[int]:
-    """Sorted start positions of anchor matches before ``limit`` (at most one per anchor and
-    line, except along lines longer than a window)."""
-    hits: list[int] = []
-    find = buf.find
-    step = LINE_WINDOW // 2
-    for anchor in _REGEX_ANCHORS:
-        search = anchor.search
-        match = search(buf, 0, limit)
-        while match is not None:
-            start = match.start()
-            hits.append(start)
-            newline = find(b"\n", start, limit)
-            after = limit if newline < 0 else newline + 1
-            match = search(buf, min(after, start + step), limit)
-    for literal in _LITERAL_ANCHORS:
-        start = find(literal, 0, limit)
-        while start >= 0:
-            hits.append(start)
-            newline = find(b"\n", start, limit)
-            after = limit if newline < 0 else newline + 1
-            start = find(literal, min(after, start + step), limit)
-    hits.sort()
-    return hits
+class _AnchorHits:
+    """The anchors' matches in one buffer, found lazily: :meth:`next_from` gives the first match
+    at or after a position, so a stretch the scan skips whole (a retry loop's copies, the
+    alternating lines of several processes) costs one search per anchor, not one per line."""
+
+    def __init__(self, buf: bytes, limit: int) -> None:
+        self.buf, self.limit = buf, limit
+        self.heap: list[tuple[int, int]] = []  # (a match's start, the anchor's index)
+        for index in range(len(_SEARCHES)):
+            self._push(index, 0)
+
+    def _push(self, index: int, start: int) -> None:
+        found = _SEARCHES[index](self.buf, start, self.limit)
+        if found >= 0:
+            heapq.heappush(self.heap, (found, index))
+
+    def next_from(self, pos: int) -> int:
+        """The start of the first anchor match at or after ``pos`` (-1: none before the limit)."""
+        heap = self.heap
+        while heap:
+            found, index = heap[0]
+            if found >= pos:
+                return found
+            heapq.heappop(heap)
+            self._push(index, pos)
+        return -1
+
+
+def _literal_search(literal: bytes) -> Callable[[bytes, int, int], int]:
+    return lambda buf, start, limit: buf.find(literal, start, limit)
+
+
+def _regex_search(anchor: re.Pattern[bytes]) -> Callable[[bytes, int, int], int]:
+    def search(buf: bytes, start: int, limit: int) -> int:
+        match = anchor.search(buf, start, limit)
+        return -1 if match is None else match.start()
+    return search
+
+
+_SEARCHES = tuple([_regex_search(r) for r in _REGEX_ANCHORS]
+                  + [_literal_search(a) for a in _LITERAL_ANCHORS])
 
 
 # --- raw line windows ----------------------------------------------------------------------------
@@ -266,7 +284,14 @@ class _Windows:
         """Anchored lines (and the lines they ask to follow) starting before ``limit``."""
         find, rfind, count = buf.find, buf.rfind, buf.count
         pos, counted, line = 0, 0, self.line
-        for hit in [-1, *_anchor_hits(buf, limit)]:
+        hits, first = _AnchorHits(buf, limit), True
+        while True:
+            if first:  # no hit: the lines a line of the last buffer asked to follow, if any
+                hit, first = -1, False
+            else:
+                hit = hits.next_from(pos)
+                if hit < 0:
+                    break
             if hit >= 0:
                 if hit < pos:
                     continue  # inside a line or window already read
