@@ -11,6 +11,11 @@ cudaGetErrorString()'s text in any check macro's line. Sources of the lines:
   (700), cudaErrorAssert (710) "device-side assert triggered"
 - CUDA C++ Programming Guide, Peer-to-Peer Memory Access: at most eight peer connections per
   device
+- CUDA driver API, cuGetErrorString: CUDA_ERROR_ILLEGAL_STATE (401) "the operation cannot be
+  performed in the present state"; NCCL v2.27 src/transport/nvls.cc: "Failed to bind NVLink SHARP
+  (NVLS) Multicast memory of size %zu : CUDA error %d '%s'", after torch's "Last error:"
+- NCCL v2.18 src/include/checks.h, CUDACHECK: ``WARN("Cuda failure %d '%s'", ...)`` and return
+  ncclUnhandledCudaError
 - torch v2.3.0 c10/cuda/CUDAException.cpp: ``CUDA error: %s``; NCCL v2.18 src/include/checks.h
   CUDACHECK: ``Cuda failure '%s'``; vLLM v0.4.3 csrc/custom_all_reduce.cuh: ``Failed: Cuda error
   %s:%d '%s'``
@@ -66,3 +71,21 @@ def test_the_words_alone_outside_a_check_line_are_not_read(tmp_path: Path) -> No
     found = top(tmp_path, ["epoch 1: misaligned address count 0",
                            "note: system not yet initialized, waiting"])
     assert found.id not in ("cuda-error", "p2p", "version-mismatch")
+
+
+def test_nvls_binding_in_an_illegal_state_is_the_fabric_manager_s(tmp_path: Path) -> None:
+    found = top(tmp_path, [
+        "torch.distributed.DistBackendError: NCCL error in: NCCLUtils.cpp:93, unhandled cuda "
+        "error (run with NCCL_DEBUG=INFO for details), NCCL version 2.27.3",
+        "ncclUnhandledCudaError: Call to CUDA function failed.", "Last error:",
+        "Failed to bind NVLink SHARP (NVLS) Multicast memory of size 2097152 : CUDA error 401 "
+        "'the operation cannot be performed in the present state'"])
+    assert (found.id, found.severity) == ("cuda-error", "error")
+    assert "NCCL_NVLS_ENABLE=0" in found.fix and "nvidia-fabricmanager" in found.fix
+
+
+def test_an_nccl_warn_cuda_failure_of_another_error_is_a_cuda_error(tmp_path: Path) -> None:
+    # NCCL's CUDACHECK returned ncclUnhandledCudaError; CUDA's "unknown error" names no cause
+    found = top(tmp_path, ["gpu47:4962:5097 [1] transport/nvls.cc:223 NCCL WARN Cuda failure 999 "
+                           "'unknown error'"])
+    assert (found.id, found.severity) == ("cuda-error", "error")

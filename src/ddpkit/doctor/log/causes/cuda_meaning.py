@@ -4,9 +4,10 @@ Every CUDA check macro prints ``cudaGetErrorString``'s text (torch's ``CUDA erro
 ``Cuda failure '%s'``, vLLM's ``Failed: Cuda error %s:%d '%s'``, TensorRT-LLM's ``CUDA runtime
 error in %s: %s``); the facts read it as the error's name (``CUDA_ERROR``, facts/kinds.py). What
 each error means is CUDA's own documentation (CUDA 12 runtime API, ``cudaError`` in
-driver_types.h; the CUDA C++ Programming Guide for the limit of eight peer connections per
-device): a few of them name a cause another finding explains (GPU peer-to-peer, the driver
-against the build), the others say what failed on the GPU itself. Peer access and an invalid
+driver_types.h; the driver API's cuGetErrorString for CUDA_ERROR_ILLEGAL_STATE; the CUDA C++
+Programming Guide for the limit of eight peer connections per device): a few of them name a
+cause another finding explains (GPU peer-to-peer, the driver against the build), the others say
+what failed on the GPU itself. Peer access and an invalid
 ordinal have causes of their own (peer_access.py, device_ordinal.py).
 """
 
@@ -28,7 +29,7 @@ _KERNEL = frozenset({"cudaErrorIllegalAddress", "cudaErrorIllegalInstruction",
                      "cudaErrorLaunchOutOfResources"})
 _READ = _DRIVER | _HARDWARE | _KERNEL | {
     "cudaErrorTooManyPeers", "cudaErrorNoKernelImageForDevice", "cudaErrorNoDevice",
-    "cudaErrorDevicesUnavailable", "cudaErrorSystemNotReady"}
+    "cudaErrorDevicesUnavailable", "cudaErrorSystemNotReady", "CUDA_ERROR_ILLEGAL_STATE"}
 
 
 class CudaMeaning(Noting):
@@ -104,6 +105,14 @@ def _meaning(name: str, errors: str) -> tuple[str, str, str]:
                  errors=errors)
         fix = _("Check the Fabric Manager: systemctl status nvidia-fabricmanager; install the "
                 "one of the driver's exact version and start it, or ask the provider to")
+    elif name == "CUDA_ERROR_ILLEGAL_STATE":
+        text = _("A CUDA call failed with {errors}: the driver refused an operation in the GPUs' "
+                 "present state. NCCL reports it when binding NVLink SHARP (NVLS) multicast "
+                 "memory while the Fabric Manager or the NVSwitches are not in order.",
+                 errors=errors)
+        fix = _("Check the Fabric Manager (systemctl status nvidia-fabricmanager) and reset the "
+                "GPUs or restart the machine; until then, run without NVLS: export "
+                "NCCL_NVLS_ENABLE=0")
     elif name in _HARDWARE:
         text = _("A CUDA call failed with {errors}: the GPU or its NVLink reported an "
                  "uncorrectable hardware error.", errors=errors)

@@ -267,7 +267,9 @@ def _facts(text: str) -> tuple[Fact, ...]:
         found += [Fact(FactKind.RDMA_ERROR, m) for m in _RDMA_ERROR.findall(text)]
     if "evice(" in text or ".cuda(" in text or "Module.cpp" in text:
         found += [Fact(FactKind.DEVICE_SELECT, _first(m.groups())) for m in _SELECT.finditer(text)]
-    if "unhandled cuda error" in text:  # (also glog's "Check failed: ... unhandled cuda error")
+    # (also glog's "Check failed: ... unhandled cuda error"; NCCL's CUDACHECK warns "Cuda failure
+    # [%d] '%s'" and returns ncclUnhandledCudaError, src/include/checks.h)
+    if "unhandled cuda error" in text or ("Cuda failure" in text and "NCCL" in text):
         found.append(Fact(FactKind.NCCL_RESULT, "ncclUnhandledCudaError"))
     elif "nccl" in text or "NCCL" in text or " (run with" in text:
         named = _RESULT_NAME.findall(text) or [

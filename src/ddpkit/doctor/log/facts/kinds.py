@@ -149,6 +149,9 @@ CUDA_ERRORS: dict[str, str] = {
     "unspecified launch failure": "cudaErrorLaunchFailure",
     "device-side assert triggered": "cudaErrorAssert",
     "too many resources requested for launch": "cudaErrorLaunchOutOfResources",
+    # the driver API's CUDA_ERROR_ILLEGAL_STATE (401, cuGetErrorString), which NCCL's NVLS
+    # multicast binding reports when the Fabric Manager or the NVSwitches are not in order
+    "the operation cannot be performed in the present state": "CUDA_ERROR_ILLEGAL_STATE",
 }
 # ncclResult_t (NCCL's nccl.h, v2.0 to v2.2x; 6 and 7 from v2.12 and v2.14)
 NCCL_RESULTS: dict[int, str] = {
