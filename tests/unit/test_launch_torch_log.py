@@ -102,3 +102,22 @@ def test_the_record_pattern_matches_torchs_prefixes_only() -> None:
     assert CPP_RECORD.match("W1204 12:00:00.000000 123 file.cpp:12] x")
     assert not CPP_RECORD.match("[W] my own log line")
     assert not CPP_RECORD.match("Warning: socket.cpp:12] is not a prefix")
+
+
+def test_an_exit_barrier_that_ran_out_of_time_is_said_once_not_folded() -> None:
+    # torchrun's agent (agent/server/api.py, _exit_barrier, torch 2.x): logger.exception("Error
+    # waiting on exit barrier. Elapsed: %s seconds", ...) after its 300 s exit_barrier_timeout,
+    # when another node's agent never arrived (its ranks failed or hung there)
+    from ddpkit.launch.torchrun.torch_log import barrier_gave_up_warning
+
+    log = TorchLog()
+    shown = log.feed("E1205 10:05:00.984000 21088 torch/distributed/elastic/agent/server/"
+                     "api.py:1008] Error waiting on exit barrier. Elapsed: 300.0123 seconds")
+    assert shown.text is None and shown.internal
+    assert log.barrier_gave_up == 300.0123 and log.folded == {}
+    assert "300 s" in barrier_gave_up_warning(300.0123)
+    assert "not every node" in barrier_gave_up_warning(300.0123)
+    quick = TorchLog()  # the store closing under the barrier: the harmless race, folded
+    quick.feed("E1205 10:05:00.984000 21088 torch/distributed/elastic/agent/server/api.py:1008]"
+               " Error waiting on exit barrier. Elapsed: 0.0143 seconds")
+    assert quick.barrier_gave_up is None and sum(quick.folded.values()) == 1

@@ -38,7 +38,7 @@ from ddpkit.launch.torchrun.command import (
 )
 from ddpkit.launch.torchrun.processes import ProcessState, StartDeadline, run_process
 from ddpkit.launch.torchrun.rank_output import RankOutputTail
-from ddpkit.launch.torchrun.torch_log import TorchLog
+from ddpkit.launch.torchrun.torch_log import TorchLog, barrier_gave_up_warning
 from ddpkit.wording import clauses
 
 
@@ -281,6 +281,8 @@ def _attempt(plan: NodePlan, events: LaunchEvents, probe: MasterProbe | None,
         events.output(text)
     if (folded := torch_log.folded_summary()) is not None:
         events.waiting(folded)
+    if torch_log.barrier_gave_up is not None:
+        events.warned(barrier_gave_up_warning(torch_log.barrier_gave_up))
     root, failures = parse_failures(outcome.tail)
     return NodeResult(plan=plan, outcome=outcome, root_cause=root, failures=failures,
                       stack_reports=tuple(watch.reports), restarts=attempt), watch

@@ -48,6 +48,8 @@ HARMLESS: tuple[tuple[str, re.Pattern[str]], ...] = (
      re.compile(r"recvValue(?:WithTimeout)? failed on SocketImpl")),
     (_("torchrun's exit barrier ended as the master's store closed"),
      re.compile(r"Error waiting on exit barrier")),
+    # (once its timeout ran out, the same line means another node never came: TorchLog's
+    # barrier_gave_up, not folded)
     # torchrun's own banner with more than one rank per node and no OMP_NUM_THREADS
     (_("torchrun's OMP_NUM_THREADS=1 default for the ranks"),
      re.compile(r"Setting OMP_NUM_THREADS environment variable for each process")),
@@ -57,6 +59,20 @@ HARMLESS: tuple[tuple[str, re.Pattern[str]], ...] = (
 def is_harmless(message: str) -> bool:
     """Whether ``message`` is one of the known-harmless ones (:data:`HARMLESS`)."""
     return any(pattern.search(message) for _meaning, pattern in HARMLESS)
+
+
+# torchrun's agent (agent/server/api.py, _exit_barrier): "Error waiting on exit barrier. Elapsed:
+# %s seconds" both when the master's store closed under it (a fraction of a second: harmless) and
+# when its exit_barrier_timeout (300 s) ran out because some node's agent never arrived
+_BARRIER_ELAPSED = re.compile(r"Error waiting on exit barrier\. Elapsed: (\d+(?:\.\d*)?)")
+BARRIER_GAVE_UP_S = 30.0  # an exit barrier that ended after this long ended by its timeout
+
+
+def barrier_gave_up_warning(seconds: float) -> str:
+    """What a node says when torchrun's exit barrier ran out of time."""
+    return _("torchrun waited {seconds:.0f} s at its exit barrier and gave up: this node's ranks "
+             "finished, but not every node did (another node failed, hung or was stopped; its "
+             "own output says why), so the job as a whole did not complete", seconds=seconds)
 
 
 _DECORATION = re.compile(r"^[\s*=-]*$")  # a message's blank or ***** lines
@@ -84,6 +100,7 @@ class TorchLog:
     folded: dict[str, int] = field(default_factory=dict)  # HARMLESS meaning -> times seen
     connect_problem: str | None = None  # the last store connect failure, e.g. "refused"
     connect_target: str | None = None  # its "host:port"
+    barrier_gave_up: float | None = None  # seconds torchrun's exit barrier waited in vain
     records: int = 0  # log records seen
     _in_record: set[str] = field(default_factory=set)  # rank prefixes inside a C++ backtrace
     _record: dict[str, tuple[str, bool]] = field(default_factory=dict)
@@ -112,6 +129,10 @@ class TorchLog:
             self._record[prefix] = (key, False)
             return Shown(None, True)
         self._record[prefix] = (key, True)
+        if (waited := _BARRIER_ELAPSED.search(message)) is not None and \
+                float(waited.group(1)) >= BARRIER_GAVE_UP_S:
+            self.barrier_gave_up = float(waited.group(1))
+            return Shown(None, True)  # said once, after the run (barrier_gave_up_warning)
         for meaning, pattern in HARMLESS:
             if pattern.search(message):
                 self.folded[meaning] = self.folded.get(meaning, 0) + 1
