@@ -229,6 +229,25 @@ def test_dry_run_shell_lines_are_valid_shell_words() -> None:
             assert tuple(words) == step.argv
 
 
+def test_the_ssh_plan_names_every_node_s_server_and_the_files_up_writes() -> None:
+    import shlex
+
+    from ddpkit.sim import ssh as sim_ssh
+
+    cluster = build_cluster(SimSpec(nodes=3, name="dks12", subnet="10.77.12.0/24"))
+    steps = sim_ssh.plan(cluster)
+    files = sim_ssh.layout("dks12")
+    servers = [s for s in steps if "sshd" in s.argv]
+    assert [s.argv[-1] for s in servers] == [files.sshd_config(i) for i in range(3)]
+    assert [s.argv[:3] for s in servers] == [("ip", "netns", "exec")] * 3
+    written = {s.path: s.content for s in steps if not s.argv}
+    assert written[files.hostfile] == sim_ssh.hostfile_text(cluster)
+    assert written[files.client_config] == sim_ssh.client_config_text(files)
+    assert "ListenAddress 10.77.12.4" in written[files.sshd_config(2)]
+    for step in steps:
+        assert shlex.split(step.shell())
+
+
 # -- flag values ---------------------------------------------------------------------------------
 
 

@@ -28,6 +28,7 @@ from ddpkit.atomic_file import replace_file
 from ddpkit.errors import EnvironmentProblem
 from ddpkit.i18n import _
 from ddpkit.sim import host
+from ddpkit.sim.steps import Step
 from ddpkit.sim.topology import (
     NETNS_DIR,
     SimCluster,
@@ -116,6 +117,36 @@ def hostfile_text(cluster: SimCluster) -> str:
     lines = [f"# sim cluster {cluster.name}: {len(cluster.nodes)} nodes, node 0 is the master"]
     lines += [f"{node.private_address} slots=1" for node in cluster.nodes]
     return "\n".join(lines) + "\n"
+
+
+def plan(cluster: SimCluster) -> tuple[Step, ...]:
+    """Pure: what ``up --ssh`` does after the network is up, as steps for ``--dry-run`` (the keys
+    are generated, so their public halves and known_hosts are named, not shown)."""
+    files = layout(cluster.name)
+    steps = [Step(_("generate the cluster's client key"),
+                  ("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C",
+                   f"ddpkit-sim-{cluster.name}", "-f", files.client_key)),
+             Step(_("authorize it for root in every node"),
+                  ("cp", files.client_key + ".pub", files.authorized_keys))]
+    for node in cluster.nodes:
+        steps += [Step(_("generate {host}'s host key (its public half goes into {path})",
+                         host=node.hostname, path=files.known_hosts),
+                       ("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", node.hostname,
+                        "-f", files.host_key(node.index))),
+                  Step(_("write {host}'s sshd configuration", host=node.hostname),
+                       path=files.sshd_config(node.index),
+                       content=sshd_config_text(cluster, node.index, files))]
+    steps.append(Step(_("write the ssh client configuration (StrictHostKeyChecking yes)"),
+                      path=files.client_config, content=client_config_text(files)))
+    for node in cluster.nodes:
+        steps.append(Step(_("start sshd in {host} on {address}:22 (its pid in {path})",
+                            host=node.hostname, address=node.private_address,
+                            path=files.pids_file),
+                          tuple(node_argv(cluster, node.index, [
+                              "sshd", "-D", "-e", "-f", files.sshd_config(node.index)]))))
+    steps.append(Step(_("write the hostfile for --hosts"), path=files.hostfile,
+                      content=hostfile_text(cluster)))
+    return tuple(steps)
 
 
 @dataclass(frozen=True)

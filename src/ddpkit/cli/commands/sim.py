@@ -26,6 +26,7 @@ from ddpkit.sim import (
     SimSpec,
     SimStatus,
     bring_up,
+    build_cluster,
     down,
     inspect,
     node_argv,
@@ -119,6 +120,8 @@ def _up(args: argparse.Namespace, console: Console) -> int:
     )
     if args.dry_run:
         steps = plan_up(spec)
+        if args.ssh:
+            steps += sim_ssh.plan(build_cluster(spec))
         if args.json:
             render.emit_json(console, _doc("up", spec.name, "planned", {
                 "dry_run": True, "spec": spec.to_dict(), "plan": [s.to_dict() for s in steps]}))
