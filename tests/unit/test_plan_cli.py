@@ -90,6 +90,26 @@ def test_from_bench(run_cli, tmp_path: Path) -> None:
     assert abs(doc["settings"][0]["efficiency"] / doc["settings"][0]["measured_efficiency"] - 1) < 0.2
 
 
+def test_a_gloo_bench_costs_the_strategies_on_gloo_unless_a_gpu_is_named(run_cli,
+                                                                          tmp_path: Path) -> None:
+    def bench(backend: str) -> str:
+        path = tmp_path / f"{backend}.json"
+        path.write_text(json.dumps({
+            "schema": "ddpkit.bench/1", "model": {"params": 21_000_000, "grad_dtype": "fp32"},
+            "cluster": {"nodes": 2, "gpus_per_node": 1, "backend": backend, "device": "cpu"},
+            "inter_node": {"busbw_bytes_per_s": 0.98e9 / 8}, "single_node": {"step_s": 0.291}}))
+        return str(path)
+
+    def strategies(*args: str) -> list[dict[str, object]]:
+        doc = run_cli("plan", "--from-bench", *args, "--json").json()
+        return list(doc["memory"]["strategies"])
+
+    # the measured cluster ran Gloo: its sharded strategies are costed as Gloo runs them
+    assert strategies(bench("gloo")) != strategies(bench("nccl"))
+    # a plan for GPUs (--gpu) is for NCCL whatever backend measured the link
+    assert strategies(bench("gloo"), "--gpu", "H100") == strategies(bench("nccl"), "--gpu", "H100")
+
+
 def test_missing_bench_file_is_a_config_error(run_cli, tmp_path: Path) -> None:
     result = run_cli("plan", "--from-bench", str(tmp_path / "nope.json"), "--json")
     assert result.code == ExitCode.CONFIG

@@ -44,6 +44,13 @@ class BenchFacts:
     repeat: str | None = None  # the bench's "repeat the run: ..." when a figure failed its check
 
 
+def costed_backend(bench: BenchFacts | None, *, gpu_named: bool) -> str:
+    """The backend a plan costs its strategies on: the bench's Gloo when the plan is for the
+    cluster that bench measured (no GPU named), else NCCL (what GPUs run)."""
+    measured = (bench.backend or "").lower() if bench is not None else ""
+    return "gloo" if measured == "gloo" and not gpu_named else "nccl"
+
+
 def read_bench(path: str | os.PathLike[str]) -> BenchFacts:
     """Load and check a bench results file."""
     hint = _("pass the JSON file `ddpkit bench --json` wrote (schema ddpkit.bench/1)")

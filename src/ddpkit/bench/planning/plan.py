@@ -8,7 +8,12 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
-from ddpkit.bench.planning.bench_results import BenchFacts, failed_checks, with_bench_figures
+from ddpkit.bench.planning.bench_results import (
+    BenchFacts,
+    costed_backend,
+    failed_checks,
+    with_bench_figures,
+)
 from ddpkit.bench.planning.fit import Decision, FitPlan, fit_plan, fit_to_dict
 from ddpkit.bench.planning.gpus import Gpu, find_gpu
 from ddpkit.bench.planning.memory import (
@@ -322,7 +327,7 @@ def make_plan(req: PlanRequest, bench: BenchFacts | None = None) -> Plan:
                        "them)"))
     one, results = evaluate(inp)
     results = with_bench_figures(results, bench, inp.nodes)
-    fit = _fit(req, inp)
+    fit = _fit(req, inp, bench)
     verdict = decide(inp, results)
     checked = failed_checks(results, bench)  # the bench's own figures that failed its check
     if checked is not None:
@@ -337,7 +342,7 @@ def make_plan(req: PlanRequest, bench: BenchFacts | None = None) -> Plan:
     return Plan(inp, tuple(sorted(sources.items())), tuple(notes), one, results, verdict, fit)
 
 
-def _fit(req: PlanRequest, inp: PlanInput) -> FitPlan:
+def _fit(req: PlanRequest, inp: PlanInput, bench: BenchFacts | None = None) -> FitPlan:
     if req.vocab is not None and req.vocab < 0:
         raise UsageError("bad-memory-input", _("--vocab {value} must be at least 0",
                                                value=req.vocab), _("fix {flag}", flag="--vocab"))
@@ -368,7 +373,8 @@ def _fit(req: PlanRequest, inp: PlanInput) -> FitPlan:
         None if gpu is None else gpu.host_per_gpu * inp.gpus_per_node)
     link = Link(inp.inter_node_bytes_per_s, inp.intra_node_bytes_per_s, inp.overlap,
                 inp.algorithm, pcie=req.pcie or PCIE_BYTES_PER_S,
-                cpu_optimizer=req.cpu_optimizer or CPU_OPTIMIZER_PARAMS_PER_S, host_memory=host)
+                cpu_optimizer=req.cpu_optimizer or CPU_OPTIMIZER_PARAMS_PER_S, host_memory=host,
+                backend=costed_backend(bench, gpu_named=req.gpu is not None))
     return fit_plan(mem, link, inp.step_compute_s, gpu, memory_bytes, inp.efficiency_threshold,
                     req.strategies, host_default=req.host_memory is None)
 
