@@ -262,9 +262,10 @@ PATTERNS: tuple[LinePattern, ...] = (
                                 "set_device(-1)"),
        r"(?P<detail>local_rank(?:=|: |': )-1\b|set_device\(-1\))"),
     # --- watchdog and collective timeouts ---
+    # (torch 1.11 put "SeqNum=N, " first in WorkNCCL's operator<<; 1.8-1.10 began at OpType)
     _p(EventKind.WATCHDOG, ("WorkNCCL(",),
        r"Rank (?P<rank>\d+)\] Watchdog caught collective operation timeout: WorkNCCL\("
-       r"SeqNum=(?P<seq>\d+), OpType=(?P<op>\w+)",
+       r"(?:SeqNum=(?P<seq>\d+), )?OpType=(?P<op>\w+)",
        r"Timeout\(ms\)=(?P<timeout_ms>\d+)", r"ran for (?P<ran_ms>\d+) milliseconds",
        claims=True),
     # Only the watchdog's stack frames: a collective timed out, rank and op unknown.
