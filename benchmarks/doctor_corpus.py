@@ -38,17 +38,28 @@ def top_finding(path: Path) -> tuple[str, str]:
     return (findings[0].id, findings[0].severity) if findings else ("(none)", "info")
 
 
+FRESH_BATCH_LOGS = 30  # issue 30: a fresh batch is at least this many logs
+
+
 def untouched_headline(measurements: list[dict[str, object]]) -> list[str]:
-    """The figure that counts (issue 30): the newest fresh batch as it was measured untouched,
-    before any rule saw it (recorded in corpus.json by benchmarks/corpus_add_batch.py)."""
+    """The figure that counts (issue 30): the newest fresh batch of at least
+    ``FRESH_BATCH_LOGS`` logs as it was measured untouched, before any rule saw it (recorded in
+    corpus.json by benchmarks/corpus_add_batch.py); any newer, smaller batch follows it."""
+    lines: list[str] = []
     for record in reversed(measurements):
         figures = {k: v for k, v in record.items() if k.startswith("batch ") and ", " in k
                    and k.split(", ", 1)[0].split()[-1].isdigit()}
-        if any("top finding right" in k for k in figures):
+        if not any("top finding right" in k for k in figures):
+            continue
+        total = next((int(str(v).split(" ", 1)[0].split("/")[1]) for k, v in figures.items()
+                      if k.endswith(", untouched")), 0)
+        shown = [f"  {k}: {v}" for k, v in figures.items()]
+        if total >= FRESH_BATCH_LOGS:
             return ["headline, the newest fresh batch measured untouched "
-                    f"({str(record['when'])[:60]}...):"] + [f"  {k}: {v}" for k, v in
-                                                          figures.items()]
-    return []
+                    f"({str(record['when'])[:60]}...):", *shown, *lines]
+        lines += [f"newer, smaller than a fresh batch ({total} logs < {FRESH_BATCH_LOGS}), also "
+                  "untouched:", *shown]
+    return lines
 
 
 def main() -> int:
