@@ -308,9 +308,10 @@ PATTERNS: tuple[LinePattern, ...] = (
     _p(EventKind.CONNECT_ERROR, _CONNECT_ERRORS,
        r"SO_ERROR: (?P<err>[^,]+), remote=\[" + _ADDR + r"\](?::(?P<port>\d+))?",
        fixed=(("source", "gloo"),), claims=True),
+    # (a thread's copy may elide the port: "connect to 169.254.170.23<...> returned ...")
     _p(EventKind.CONNECT_ERROR, _CONNECT_ERRORS,
-       r"[Cc]onnect to " + _ADDR + r"<(?P<port>\d+)> (?:failed ?: ?|returned )(?P<err>[A-Za-z]"
-       r"[^,\n(]*)", fixed=(("source", "nccl"),), claims=True),
+       r"[Cc]onnect to " + _ADDR + r"<(?:(?P<port>\d+)|\.\.\.)> (?:failed ?: ?|returned )"
+       r"(?P<err>[A-Za-z][^,\n(]*)", fixed=(("source", "nccl"),), claims=True),
     _p(EventKind.CONNECT_ERROR, _CONNECT_ERRORS,
        r"[Cc]onnect returned (?P<err>[A-Za-z][A-Za-z ]*?)(?:,|\.|\(|$)",
        fixed=(("source", "nccl"),), claims=True),

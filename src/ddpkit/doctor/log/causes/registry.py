@@ -22,7 +22,6 @@ from ddpkit.doctor.log.causes.device_ordinal import DeviceOrdinal
 from ddpkit.doctor.log.causes.empty_address import EmptyAddress
 from ddpkit.doctor.log.causes.endpoint_port import EndpointWithoutPort
 from ddpkit.doctor.log.causes.firewall import Firewall
-from ddpkit.doctor.log.causes.link_local import LinkLocal
 from ddpkit.doctor.log.causes.loopback import Loopback
 from ddpkit.doctor.log.causes.nccl_result import NcclResult
 from ddpkit.doctor.log.causes.no_backend import NoBackend
@@ -45,7 +44,7 @@ from ddpkit.doctor.log.rules.unexplained import warning_line
 from ddpkit.doctor.log.scan import Event
 
 CAUSES: tuple[type[Cause], ...] = (
-    Loopback, LinkLocal, ContainerBridge, StaleStore, EndpointWithoutPort, EmptyAddress,
+    Loopback, ContainerBridge, StaleStore, EndpointWithoutPort, EmptyAddress,
     RendezvousRestarts, SilentKill, BusError, PeerAccess, Firewall, ShmFull, RdmaCompletion,
     ResolvedLater, NoBackend, AddressFamily, UnsetVariable, DeviceOrdinal, ConfigUndefined,
     UnhandledCuda, CudaMeaning, NcclResult, RankClaims, NoRoute,
