@@ -168,7 +168,10 @@ def test_a_rank_killed_by_another_signal_without_such_words_stays_a_cause(signal
 def test_a_node_s_own_fix_travels_and_comes_first_in_the_job_s_fix() -> None:
     """The exit-time abort's fix (or a missing module's) that a node gives for its own end
     reaches the master's summary in token and ssh modes, bounded and stripped of controls."""
-    from ddpkit.cli.job.job_verdict import failure_fix
+    from ddpkit.cli.job.job_verdict import failure_summary
+
+    def failure_fix(outcomes: list[NodeOutcome], general: str) -> str:
+        return failure_summary(outcomes, {}, general)[1]
 
     fix = "free the model and call gc.collect() before dist.destroy_process_group()"
     error = {"id": "job-failed", "message": "node 0 failed first: killed by SIGABRT",

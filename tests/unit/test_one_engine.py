@@ -78,7 +78,7 @@ def _doctor(*runs: Path) -> dict[str, Any]:
 
 def _launch(outcomes: list[NodeOutcome]) -> tuple[dict[str, Any], str]:
     payload: dict[str, Any] = {}
-    summary = failure_summary(outcomes, payload)
+    summary = failure_summary(outcomes, payload, "details")[0]
     return payload["diagnosis"], summary
 
 
@@ -156,7 +156,7 @@ def test_without_readings_the_outcomes_decide_as_before() -> None:
                             observed_at=2.0)]
     assert judge(outcomes) == (outcomes[0], None)
     payload: dict[str, Any] = {}
-    assert failure_summary(outcomes, payload).startswith("node 0 (node0, rank 0) failed first")
+    assert failure_summary(outcomes, payload, "details")[0].startswith("node 0 (node0, rank 0) failed first")
     assert "diagnosis" not in payload
 
 

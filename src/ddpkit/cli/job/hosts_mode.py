@@ -17,7 +17,7 @@ from ddpkit.cli.job.job_command import (
     whole_job,
 )
 from ddpkit.cli.job.job_events import JobConsoleEvents, show_job_stacks
-from ddpkit.cli.job.job_verdict import failure_fix, failure_summary
+from ddpkit.cli.job.job_verdict import failure_summary
 from ddpkit.cli.node.launch_options import process_context, sigterm_as_interrupt
 from ddpkit.cli.output import render
 from ddpkit.cli.output.console import Console
@@ -64,11 +64,10 @@ def _run(request: JobRequest, console: Console, *, command: JobCommandName, tail
         return render_result(console, result.outcomes, result.payload())
     if not result.ok:
         payload = result.payload()
-        raise JobFailed("job-failed", failure_summary(result.outcomes, payload),
-                        failure_fix(result.outcomes, _(
-                            "each node's full output is above (or in --output-dir); its per-rank "
-                            "logs are in its run directory on that machine")),
-                        details=payload)
+        summary, fix = failure_summary(result.outcomes, payload, _(
+            "each node's full output is above (or in --output-dir); its per-rank logs are in its "
+            "run directory on that machine"))
+        raise JobFailed("job-failed", summary, fix, details=payload)
     if request.as_json:
         render.emit_json(console, document("launch-job", 1, result.payload()))
     render.status(console, _n("{count} node finished successfully",

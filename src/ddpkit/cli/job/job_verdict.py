@@ -38,11 +38,16 @@ def judge(outcomes: Sequence[NodeOutcome]) -> tuple[NodeOutcome | None, Verdict 
     return named or first, judged
 
 
-def failure_summary(outcomes: Sequence[NodeOutcome], payload: dict[str, Any]) -> str:
-    """The job summary, its first failure the verdict's, quoting what the root rank raised and
-    said last as the engine read them; ``payload`` (the job's JSON) gets the verdict as
+def failure_summary(outcomes: Sequence[NodeOutcome], payload: dict[str, Any],
+                    general_fix: str) -> tuple[str, str]:
+    """The job summary and its fix, from one judgement of the job. The summary names the
+    verdict's first failure, quoting what the root rank raised and said last as the engine read
+    them; the fix is the one that failure's node gave for its own end when that end names its
+    cause (a missing module, the exit-time abort), before ``general_fix`` (where the details
+    are), else ``general_fix`` alone. ``payload`` (the job's JSON) gets the verdict as
     ``diagnosis`` and that failure as ``first_failure``."""
     first, judged = judge(outcomes)
+    fix = clauses([first.fix, general_fix]) if first is not None and first.fix else general_fix
     root = judged.root if judged is not None else None
     if first is not None and root is not None and root.rank == first.rank:
         quoted = dataclasses.replace(first, raised=str(root.raised) if root.raised else
@@ -51,7 +56,7 @@ def failure_summary(outcomes: Sequence[NodeOutcome], payload: dict[str, Any]) ->
         first = quoted
     text = job_summary(outcomes, first)
     if judged is None:
-        return text
+        return text, fix
     payload["diagnosis"] = judged.to_dict()
     if first is not None:
         payload["first_failure"] = first.to_dict(logs=False)
@@ -59,12 +64,4 @@ def failure_summary(outcomes: Sequence[NodeOutcome], payload: dict[str, Any]) ->
     if top is not None and top.id not in RANK_FINDINGS and top.severity == "error":
         text = _("{summary}. Most likely cause: {title} [{id}] (ddpkit doctor --log on every "
                  "node's run directory explains it)", summary=text, title=top.title, id=top.id)
-    return text
-
-
-def failure_fix(outcomes: Sequence[NodeOutcome], general: str) -> str:
-    """The job's fix: the fix the first failed node gave for its own end when that end names
-    its cause (a missing module, the exit-time abort), before ``general`` (where the details
-    are); ``general`` alone otherwise."""
-    first = judge(outcomes)[0]
-    return clauses([first.fix, general]) if first is not None and first.fix else general
+    return text, fix

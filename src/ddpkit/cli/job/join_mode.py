@@ -24,7 +24,7 @@ from ddpkit.cli.job.job_command import (
     whole_job,
 )
 from ddpkit.cli.job.job_events import JobConsoleEvents, show_job_stacks
-from ddpkit.cli.job.job_verdict import failure_fix, failure_summary
+from ddpkit.cli.job.job_verdict import failure_summary
 from ddpkit.cli.node.launch_options import ShareContext, process_context
 from ddpkit.cli.output import render
 from ddpkit.cli.output.console import Console
@@ -110,11 +110,11 @@ def run_master(request: JobRequest, console: Console, job: JobCommand[Options], 
         return result.own_code
     if failure is None and result.own_error is not None:
         raise result.own_error
-    summary = failure_summary(result.outcomes, payload)
+    summary, fix = failure_summary(result.outcomes, payload, _(
+        "each node's output and run directory has the details; `ddpkit doctor --log` explains "
+        "common causes"))
     if result.own_error is not None or job.name == "launch":
-        raise JobFailed("job-failed", summary, failure_fix(result.outcomes, _(
-            "each node's output and run directory has the details; `ddpkit doctor --log` "
-            "explains common causes")), details=payload)
+        raise JobFailed("job-failed", summary, fix, details=payload)
     render.status(console, _("job failed: {summary}", summary=summary), keep=True)
     return max(result.own_code, int(ExitCode.JOB_FAILED))
 
