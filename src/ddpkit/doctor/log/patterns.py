@@ -91,6 +91,11 @@ ANCHORS: tuple[bytes, ...] = (
     # master_addr, restart_count), the agent restarting its workers, a store-based barrier
     b"already in use", b"elastic_operator", b"Rendezvous complete", b"will restart",
     b"based barrier", b"failed to listen",
+    # Open MPI's TCP transport's "received unexpected process identifier" (btl_tcp_endpoint.c),
+    # posted bare (its other messages carry "onnect")
+    b"process identifier",
+    # vLLM's PyNcclCommunicator's assertion, whose message a traceback posts on its own line
+    b"communicator is created to work on",
 )
 # Where a run ends (rules/run_end.py): the end markers a finished run prints (torchrun's agent,
 # ddpkit's summary, nccl-tests' last line) and the shell's report of a SIGKILL. They are looked
@@ -214,7 +219,11 @@ PATTERNS: tuple[LinePattern, ...] = (
     # --- specific failures first: they claim their line ---
     _p(EventKind.IB_ERROR, ("NCCL WARN", _LAST),
        r"(?P<detail>(?:Call to )?ibv_\w+[^\n]*|NET/IB ?: (?!No device found|Using )[^\n]*"
-       r"|IBV_WC_\w+[^\n]*|RLIMIT_MEMLOCK[^\n]*|transport retry counter exceeded[^\n]*)",
+       r"|IBV_WC_\w+[^\n]*|RLIMIT_MEMLOCK[^\n]*|transport retry counter exceeded[^\n]*"
+       # the EFA/libfabric net plugin's (aws-ofi-nccl) memory registration failing: "NET/OFI
+       # Unable to register memory (type = %d) for device %d. RC: %d, Error: %s", "Could not
+       # register memory ...", "Couldn't register memory region ..."
+       r"|NET/OFI [^\n]*register memory[^\n]*)",
        skip_if=("NCCL INFO",), claims=True),
     _p(EventKind.SHM_ERROR, ("NCCL WARN", _LAST, "Error while creating shared", "bus error", "Bus error",
                      "Error: unable to write to file"),
@@ -458,6 +467,17 @@ PATTERNS: tuple[LinePattern, ...] = (
     # NCCL before 2.17 rejecting 2.17's "undefined" config value (causes/config_undefined.py),
     # an NCCL WARN, or posted bare after torch's "Last error:" (a line it follows)
     _fb(EventKind.JOB_FACT, (), r"(?P<detail>Invalid config \w+ attribute value -2147483648)"),
+    # Open MPI's TCP transports in their own words, and torch's TCPStore asked for libuv by a
+    # build without it (causes/open_mpi_tcp.py, store_without_libuv.py)
+    # (and vLLM's PyNcclCommunicator handed a tensor on another GPU, causes/communicator_device.py)
+    _fb(EventKind.JOB_FACT, ("TCP connect", "connect()", "process identifier", "use_libuv",
+                             "communicator is created to work on"),
+        r"(?P<detail>Open MPI failed to TCP connect[^\n]*|Message:\s+connect\(\) to \S+ failed"
+        r"|received unexpected process identifier[^\n]*"
+        r"|accepted a TCP connection from what appears to be[^\n]*"
+        r"|inbound MPI TCP connection request[^\n]*|unable to complete a TCP connection[^\n]*"
+        r"|use_libuv was requested but PyTorch was built without libuv[^\n]*"
+        r"|nccl communicator is created to work on[^\n]*)"),
     # Ray's words for a worker that cannot reach its head (causes/firewall.py)
     _fb(EventKind.JOB_FACT, ("connect to GCS", "connection to redis", "connect to Redis"),
         r"(?P<detail>(?:Unable|Failed) to connect to (?:GCS|Redis)[^\n]*"

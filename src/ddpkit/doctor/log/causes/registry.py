@@ -15,6 +15,7 @@ from ddpkit.doctor.findings import SEVERITY_ORDER, Finding
 from ddpkit.doctor.log.causes.address_family import AddressFamily
 from ddpkit.doctor.log.causes.base import Cause, Context
 from ddpkit.doctor.log.causes.bus_error import BusError
+from ddpkit.doctor.log.causes.communicator_device import CommunicatorDevice
 from ddpkit.doctor.log.causes.config_undefined import ConfigUndefined
 from ddpkit.doctor.log.causes.container_bridge import ContainerBridge
 from ddpkit.doctor.log.causes.cuda_meaning import CudaMeaning
@@ -26,6 +27,7 @@ from ddpkit.doctor.log.causes.loopback import Loopback
 from ddpkit.doctor.log.causes.nccl_result import NcclResult
 from ddpkit.doctor.log.causes.no_backend import NoBackend
 from ddpkit.doctor.log.causes.no_route import NoRoute
+from ddpkit.doctor.log.causes.open_mpi_tcp import OpenMpiTcp
 from ddpkit.doctor.log.causes.peer_access import PeerAccess
 from ddpkit.doctor.log.causes.rank_claims import RankClaims
 from ddpkit.doctor.log.causes.rdma_completion import RdmaCompletion
@@ -34,6 +36,7 @@ from ddpkit.doctor.log.causes.restarts import RendezvousRestarts
 from ddpkit.doctor.log.causes.shm_full import ShmFull
 from ddpkit.doctor.log.causes.silent_kill import SilentKill
 from ddpkit.doctor.log.causes.stale_store import StaleStore
+from ddpkit.doctor.log.causes.store_without_libuv import StoreWithoutLibuv
 from ddpkit.doctor.log.causes.unhandled_cuda import UnhandledCuda
 from ddpkit.doctor.log.causes.unset_variable import UnsetVariable
 from ddpkit.doctor.log.facts.kinds import Fact, FactKind
@@ -47,7 +50,8 @@ CAUSES: tuple[type[Cause], ...] = (
     Loopback, ContainerBridge, StaleStore, EndpointWithoutPort, EmptyAddress,
     RendezvousRestarts, SilentKill, BusError, PeerAccess, Firewall, ShmFull, RdmaCompletion,
     ResolvedLater, NoBackend, AddressFamily, UnsetVariable, DeviceOrdinal, ConfigUndefined,
-    UnhandledCuda, CudaMeaning, NcclResult, RankClaims, NoRoute,
+    UnhandledCuda, CudaMeaning, NcclResult, RankClaims, NoRoute, OpenMpiTcp, StoreWithoutLibuv,
+    CommunicatorDevice,
 )
 
 Scored = tuple[Finding, int]

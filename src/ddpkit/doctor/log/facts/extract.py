@@ -24,6 +24,7 @@ from ddpkit.doctor.log.facts.kinds import (
     ERRNO_BY_TEXT,
     ERRNOS,
     GAI_ERRORS,
+    MPI_TCP_TOPICS,
     NCCL_RESULT_TEXTS,
     NCCL_RESULTS,
     SIGNAL_NUMBERS,
@@ -145,6 +146,18 @@ _RESULT_NAME = re.compile(r"\b(" + "|".join(NCCL_RESULTS.values()) + r")\b")
 _TEXTS = "|".join(re.escape(t) for t in NCCL_RESULT_TEXTS)
 _RESULT_TEXT = re.compile(rf"(?:NCCL error in:? ?[^,\n]*, |NCCL failure [^\s']+ ')({_TEXTS})"
                           rf"|(?:^|\]:\s?)({_TEXTS}) \(run with NCCL_DEBUG")
+# Open MPI's TCP transports (facts/kinds.py MPI_TCP_TOPICS), and the btl's "Message: connect() to
+# %s:%d failed" line of its "client connect fail" help (opal_asprintf in btl_tcp_endpoint.c)
+_MPI_TCP = re.compile("|".join(re.escape(words) for words in MPI_TCP_TOPICS)
+                      + r"|^\s*(Message:\s+connect\(\) to \S+ failed)")
+# torch's TCPStore (torch/csrc/distributed/c10d/TCPStore.cpp, v2.3 on): "use_libuv was requested
+# but PyTorch was built without libuv support, run with USE_LIBUV=0 to disable it."
+_NO_LIBUV = re.compile(r"use_libuv was requested but PyTorch was built without libuv support")
+# vLLM's PyNcclCommunicator (vllm/distributed/device_communicators/pynccl.py, 2024 on; SGLang's
+# copy too) asserting before each collective: "this nccl communicator is created to work on
+# {self.device}, but the input tensor is on {tensor.device}"
+_DEVICE_MISMATCH = re.compile(r"nccl communicator is created to work on (\w+(?::\d+)?),?"
+                              r"(?:\s*but the input tensor is on (\w+(?::\d+)?))?")
 _CUDA_ERROR = re.compile("|".join(re.escape(t) for t in CUDA_ERRORS)
                          + r"|\b(" + "|".join(sorted(CUDA_ERROR_NAMES)) + r")\b")
 
@@ -288,6 +301,15 @@ def _facts(text: str) -> tuple[Fact, ...]:
             found.append(Fact(FactKind.CUDA_ERROR, name, "" if match.group(1) else match.group(0)))
     if "doesn't have" in text:
         found += [Fact(FactKind.BACKEND_MISSING, m) for m in _NO_BACKEND.findall(text)]
+    if "TCP connect" in text or "connect()" in text or "process identifier" in text:
+        for match in _MPI_TCP.finditer(text):
+            topic = "client connect fail" if match.group(1) else MPI_TCP_TOPICS[match.group(0)]
+            found.append(Fact(FactKind.MPI_TCP, topic))
+    if "communicator is created to work on" in text:
+        found += [Fact(FactKind.DEVICE_MISMATCH, bound, given)
+                  for bound, given in _DEVICE_MISMATCH.findall(text)]
+    if "use_libuv" in text:
+        found += [Fact(FactKind.STORE_WITHOUT_LIBUV, "libuv") for _m in _NO_LIBUV.findall(text)]
     if "ss_family" in text:
         found += [Fact(FactKind.FAMILY_MISMATCH, a, b) for a, b in _FAMILY.findall(text)]
     if "expected, but not set" in text or "_env_error(" in text:

@@ -65,6 +65,16 @@ class FactKind(enum.Enum):
     # PyTorch Lightning's "initializing ddp: GLOBAL_RANK: %d, MEMBER: %d/%d" (1.x) and
     # "Initializing distributed: GLOBAL_RANK: ..." (lightning_fabric, 2.x)
     RANK_CLAIM = "rank-claim"
+    # Open MPI's TCP transports in their own words (value: the help topic or message that
+    # printed the line, MPI_TCP_TOPICS' values): opal/mca/btl/tcp's help-mpi-btl-tcp.txt and
+    # btl_tcp_endpoint.c, orte/mca/oob/tcp's oob_tcp_connection.c
+    MPI_TCP = "mpi-tcp"
+    # torch's TCPStore asked for libuv by a build that has none (value: "libuv")
+    STORE_WITHOUT_LIBUV = "store-without-libuv"
+    # a tensor handed to an NCCL communicator bound to another GPU (value: the communicator's
+    # device, cuda:1; detail: the tensor's, "" where its line was not posted): vLLM's
+    # PyNcclCommunicator, which SGLang and others copy
+    DEVICE_MISMATCH = "device-mismatch"
 
 
 __all__ = ["ERRNOS", "AddressClass", "Fact", "FactKind"]
@@ -176,6 +186,19 @@ NCCL_RESULT_TEXTS: dict[str, str] = {
 CUDA_CHECK_WORDS = ("CUDA error", "Cuda error", "Cuda failure", "CUDA runtime error",
                     "CUDA driver error", "cuda error", "CUDA_ERROR_")
 CUDA_ERROR_NAMES = frozenset(CUDA_ERRORS.values())
+
+# Open MPI's messages of its TCP transports (v4.0 to v5.0; the help texts of opal/mca/btl/tcp/
+# help-mpi-btl-tcp.txt, BTL_ERROR of btl_tcp_endpoint.c, orte/mca/oob/tcp/oob_tcp_connection.c's
+# out-of-band daemons): a line's words, and the help topic or message they come from. The btl's
+# connect failure prints its "Message: connect() to %s:%d failed" on a line of its own
+# (facts/extract.py reads that line too).
+MPI_TCP_TOPICS: dict[str, str] = {
+    "Open MPI failed to TCP connect to a peer": "client connect fail",
+    "received unexpected process identifier": "unexpected process identifier",
+    "accepted a TCP connection from what appears to be": "server accept cannot find guid",
+    "inbound MPI TCP connection request from a peer": "dropped inbound connection",
+    "unable to complete a TCP connection": "oob connect fail",
+}
 
 # getaddrinfo(3)'s error codes (glibc's netdb.h) and gai_strerror() texts
 GAI_ERRORS: dict[int, tuple[str, str]] = {

@@ -77,7 +77,10 @@ def simple_finding(finding_id: str, facts: Facts) -> Finding:
                 if host_side else
                 _("Out of GPU memory{where}: {details}.", where=facts.where(), details=details))
     elif finding_id == "ib-error":
-        text = _("InfiniBand failed{where}: {details}.", where=facts.where(), details=details)
+        text = (_("The RDMA network (EFA, through the libfabric net plugin) failed{where}: "
+                  "{details}.", where=facts.where(), details=details)
+                if "NET/OFI" in details else
+                _("InfiniBand failed{where}: {details}.", where=facts.where(), details=details))
         memlock = any(w in details for w in ("Cannot allocate memory", "MEMLOCK", "memlock"))
         if memlock:
             text = sentences([text, _("Registering memory failed for lack of locked memory: the "
