@@ -38,6 +38,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -350,6 +351,17 @@ def coverage(entries: list[dict[str, object]], order: dict[str, list[str]]) -> s
     return "\n".join(lines) + "\n"
 
 
+def remapped(document: dict[str, Any]) -> dict[str, Any]:
+    """``document`` (a data file) with every template mapped by msgmap as it stands."""
+    messages = []
+    for message in document["messages"]:
+        mapping, reason = msgmap.classify(message["source"], message["file"],
+                                          message["template"], message["level"],
+                                          frozenset(message.get("result", ())))
+        messages.append({**message, "maps": mapping, "reason": reason})
+    return {**document, "messages": messages}
+
+
 def dump(document: dict[str, object]) -> str:
     """The data file: one message a line (diffs between regenerations stay readable)."""
     head = {k: v for k, v in document.items() if k != "messages"}
@@ -375,10 +387,17 @@ def main() -> int:
     parser.add_argument("--report", type=Path, default=REPORT)
     parser.add_argument("--note", action="append", default=[],
                         help="a line recorded in the data file (how the sources were read)")
+    parser.add_argument("--remap", type=Path, metavar="CATALOGUE",
+                        help="read no sources: map the templates of an existing data file anew "
+                             "(after a change to msgmap.py), keeping its releases and notes")
     args = parser.parse_args()
-    entries, order = build(args)
-    document = {"format": FORMAT_VERSION, "releases": order, "notes": args.note,
-                "messages": entries}
+    if args.remap:
+        document = remapped(json.loads(args.remap.read_text()))
+        entries, order = document["messages"], document["releases"]
+    else:
+        entries, order = build(args)
+        document = {"format": FORMAT_VERSION, "releases": order, "notes": args.note,
+                    "messages": entries}
     args.out.write_text(dump(document))
     args.report.write_text(coverage(entries, order))
     print(f"{len(entries)} templates -> {args.out}; coverage -> {args.report}", file=sys.stderr)

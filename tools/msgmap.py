@@ -33,6 +33,20 @@ def matcher(template: str) -> str:
 # (where: a regex on the source file or None, what: a regex on the template, maps to, why).
 # First match wins; case-insensitive. Ordered from the most specific cause to the generic.
 Rule = tuple[str | None, str, str, str]
+
+# The words of a check on what a program handed a library (argument, tensor, group, device...).
+_CALLED_WRONGLY = (r"Tensor|tensor|dtype|\bdevice\b|sparse|dense|\bsize\b|shape|split|\bop\b"
+                   r"|argument|must (?:NOT )?be|expected|Expected|cannot be None|not part of"
+                   r"|group|ranks?\b")
+# torch's checks that report another failure's aftermath or its own state, not the caller's
+# arguments: a communicator aborted, destroyed, shut down or cleaned up (after an error, or in a
+# teardown that only warns), a failed health check, the monitored barrier's report, a buffer
+# registration, the communicator cache, the store's protocol, a socket's port, the agent's own
+# rank bookkeeping
+_AFTERMATH = (r"abort|destroy|shutdown|clean up|Health check failure|encountered error"
+              r"|Caught exception|Successfully processed|register segment|communicator map"
+              r"|ncclUniqueId|response expected|query type|listen fd|rank mapping mismatch")
+
 RULES: tuple[Rule, ...] = (
     (None, r"Duplicate GPU", "duplicate-gpu", "two ranks on one GPU"),
     (None, r"Bootstrap Root.*(?:mismatch|already checked in|out of range)|rank count|nranks <\*> vs"
@@ -105,8 +119,14 @@ RULES: tuple[Rule, ...] = (
      "a peer could not be reached"),
     (None, r"Worker group|failed \(exitcode|exitcode|ChildFailedError|worker pids",
      "rank-failed", "a worker process failed"),
-    (None, r"Tensor|tensor|dtype|\bdevice\b|sparse|dense|\bsize\b|shape|split|\bop\b"
-     r"|argument|must (?:NOT )?be|expected|Expected|cannot be None|not part of|group|ranks?\b",
+    # torch's checks of what the program handed it (an argument, a tensor, a group, a device):
+    # torch.distributed refused the call, which is invalid-usage; not the checks that report
+    # another failure's aftermath (an aborted or destroyed communicator, a failed health check)
+    # or torch's own protocol and bookkeeping (the store's replies, a communicator map)
+    (r"^torch/", rf"^(?!.*(?:{_AFTERMATH}))(?=.*(?:{_CALLED_WRONGLY}))", "invalid-usage",
+     "torch refused the program's call (an argument, a tensor, a group or a device it does not "
+     "accept): the rank raises an exception"),
+    (None, _CALLED_WRONGLY,
      "rank-failed", "the program called the library wrongly: the rank raises an exception"),
     (None, r"deprecated|is ignored|will be ignored|ignoring|Ignoring|falling back|using default"
      r"|generated a random|NOTE:|Setting OMP_NUM_THREADS|not supported in MacOs"
@@ -115,6 +135,16 @@ RULES: tuple[Rule, ...] = (
 # Read at each raise/enforce site in Gloo and torch (the context decides, not the wording alone);
 # tried before RULES. Same shape as RULES.
 SOURCE_RULES: tuple[Rule, ...] = (
+    # torch's checks of the caller's setup whose meaning names a finding of its own
+    (r"c10d/ProcessGroupNCCL", r"only supported with GPUs, no GPUs found", "cuda-error",
+     "a NCCL process group where torch sees no GPU (no driver, a CPU-only torch, or "
+     "CUDA_VISIBLE_DEVICES hiding every GPU)"),
+    (r"elastic/agent/server/local_elastic_agent\.py", r"exceeds available GPUs",
+     "duplicate-gpu", "--nproc-per-node starts more workers than CUDA_VISIBLE_DEVICES leaves "
+     "GPUs"),
+    (r"distributed/rendezvous\.py|elastic/rendezvous/",
+     r"must be (?:an integer|a string)|node-specific arguments|number of nodes|protocol must be",
+     "rendezvous-config", "the rendezvous URL, its scheme or its node counts are malformed"),
     (r"multiprocessing/redirects\.py", r"CRT _dup|C runtime DLL|C-runtime FILE", "unmapped",
      "Windows only (the C runtime DLLs torchrun's redirects load on Windows)"),
     (r"^src/proxy", r"WSAPoll", "unmapped", "Windows only (NCCL's proxy on Windows sockets)"),

@@ -1,8 +1,9 @@
 """causes/store_without_libuv.py: torch's TCPStore asked for libuv by a build without it is
-rendezvous-config. Source of the line: torch v2.4.0 torch/csrc/distributed/c10d/TCPStore.cpp,
-``C10D_THROW_ERROR(DistStoreError, "use_libuv was requested but PyTorch was built without libuv
-support, run with USE_LIBUV=0 to disable it.")``, raised in torchrun's or init_process_group's
-store creation (torch/distributed/rendezvous.py _create_c10d_store)."""
+invalid-usage (a setting torch refused, as the message catalogue files it). Source of the line:
+torch v2.4.0 torch/csrc/distributed/c10d/TCPStore.cpp, ``C10D_THROW_ERROR(DistStoreError,
+"use_libuv was requested but PyTorch was built without libuv support, run with USE_LIBUV=0 to
+disable it.")``, raised in torchrun's or init_process_group's store creation
+(torch/distributed/rendezvous.py _create_c10d_store)."""
 
 from __future__ import annotations
 
@@ -17,17 +18,17 @@ MESSAGE = ("use_libuv was requested but PyTorch was built without libuv support,
 
 @pytest.mark.parametrize("head", ["torch.distributed.DistStoreError: ", "[rank0]: "
                                   "torch.distributed.DistStoreError: "])
-def test_a_store_without_libuv_is_rendezvous_config(tmp_path: Path, head: str) -> None:
+def test_a_store_without_libuv_is_invalid_usage(tmp_path: Path, head: str) -> None:
     found = top(tmp_path, [
         "Traceback (most recent call last):",
         '  File "C:\\Python311\\Lib\\site-packages\\torch\\distributed\\rendezvous.py", line 189,'
         " in _create_c10d_store",
         "    return TCPStore(",
         head + MESSAGE])
-    assert (found.id, found.severity) == ("rendezvous-config", "error")
+    assert (found.id, found.severity) == ("invalid-usage", "error")
     assert "USE_LIBUV=0" in found.fix
 
 
 def test_the_variable_alone_is_not_this_cause(tmp_path: Path) -> None:
     found = top(tmp_path, ["USE_LIBUV=0 set in the environment", "training started"])
-    assert found.id != "rendezvous-config"
+    assert found.id != "invalid-usage"

@@ -95,6 +95,48 @@ def test_a_result_code_gives_the_mapping(template: str, result: set[str], maps: 
     assert all(code in why for code in codes if maps != "benign"), why
 
 
+@pytest.mark.parametrize(
+    ("file", "template", "level", "maps"),
+    [
+        # torch refusing what the program handed it (an argument, a tensor, a group): the call
+        ("torch/distributed/distributed_c10d.py", "Default process group has not been "
+         "initialized, please make sure to call init_process_group.", "error", "invalid-usage"),
+        ("torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp", "Tensors must be CUDA and dense",
+         "error", "invalid-usage"),
+        # the same words in the aftermath of another failure, or a teardown that only warns
+        ("torch/csrc/distributed/c10d/NCCLUtils.cpp", "NCCL communicator was aborted on rank "
+         "<*>. <*>", "error", "rank-failed"),
+        ("torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp", "Process Group destroyed on rank "
+         "<*>", "error", "rank-failed"),
+        ("torch/distributed/distributed_c10d.py", "Failed to abort process group <*>", "warning",
+         "rank-failed"),
+        # torch's checks whose meaning is a finding of its own
+        ("torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp", "ProcessGroupNCCL is only "
+         "supported with GPUs, no GPUs found!", "error", "cuda-error"),
+        ("torch/distributed/elastic/agent/server/local_elastic_agent.py", "local_rank <*> "
+         "exceeds available GPUs in CUDA_VISIBLE_DEVICES=<*>", "error", "duplicate-gpu"),
+        ("torch/distributed/rendezvous.py", "`world_size` must be an integer. <*>", "error",
+         "rendezvous-config"),
+        # another library's check with the same words is not torch refusing a call
+        ("src/init.cc", "Invalid device count requested : <*>", "error", "rank-failed"),
+    ],
+)
+def test_torch_refusing_a_call_is_invalid_usage(file: str, template: str, level: str,
+                                                maps: str) -> None:
+    source = "torch" if file.startswith("torch/") else "nccl"
+    assert tool("msgmap").classify(source, file, template, level, frozenset())[0] == maps
+
+
+def test_a_remap_changes_the_mappings_only() -> None:
+    document = shipped_catalogue()
+    again = tool("catalogue_messages").remapped(document)
+    assert again["releases"] == document["releases"] and again["notes"] == document["notes"]
+    for before, after in zip(document["messages"], again["messages"], strict=True):
+        assert {k: v for k, v in before.items() if k not in ("maps", "reason")} == {
+            k: v for k, v in after.items() if k not in ("maps", "reason")}
+        assert (before["maps"], before["reason"]) == (after["maps"], after["reason"]), before
+
+
 def test_shipped_nccl_warns_carry_their_result_codes() -> None:
     warns = [m for m in messages() if m["source"] == "nccl" and m["call"] == "WARN"]
     assert len(warns) > 400

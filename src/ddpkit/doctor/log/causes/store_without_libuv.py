@@ -5,7 +5,8 @@ torch 2.4 made it the default where torchrun and ``init_process_group`` create t
 (``USE_LIBUV``, default 1). A build without libuv (the Windows wheels of those releases) refuses:
 "use_libuv was requested but PyTorch was built without libuv support, run with USE_LIBUV=0 to
 disable it." The rendezvous store is never created, so no rank gets past its start (the facts'
-``STORE_WITHOUT_LIBUV``).
+``STORE_WITHOUT_LIBUV``). It is a setting torch refused: invalid-usage, as the message catalogue
+files the message (tools/msgmap.py).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from ddpkit.i18n import _
 class StoreWithoutLibuv(NotingValues):
     needs = frozenset({FactKind.STORE_WITHOUT_LIBUV})
     specificity = 20
-    finding_id = "rendezvous-config"
+    finding_id = "invalid-usage"
     supersedes = GENERIC | {"peer-unreachable", "rendezvous-timeout"}
 
     def words(self) -> tuple[str, str]:
