@@ -96,6 +96,8 @@ ANCHORS: tuple[bytes, ...] = (
     b"process identifier",
     # vLLM's PyNcclCommunicator's assertion, whose message a traceback posts on its own line
     b"communicator is created to work on",
+    # torch's check of a group without a backend for a tensor's device type, posted bare
+    b"No backend type",
 )
 # Where a run ends (rules/run_end.py): the end markers a finished run prints (torchrun's agent,
 # ddpkit's summary, nccl-tests' last line) and the shell's report of a SIGKILL. They are looked
@@ -470,14 +472,20 @@ PATTERNS: tuple[LinePattern, ...] = (
     # Open MPI's TCP transports in their own words, and torch's TCPStore asked for libuv by a
     # build without it (causes/open_mpi_tcp.py, store_without_libuv.py)
     # (and vLLM's PyNcclCommunicator handed a tensor on another GPU, causes/communicator_device.py)
+    # (and torch.distributed's checks of a program's use of DDP, ranks issuing different
+    # collectives: causes/ddp_checks.py, collective_mismatch.py; posted without their exception)
     _fb(EventKind.JOB_FACT, ("TCP connect", "connect()", "process identifier", "use_libuv",
-                             "communicator is created to work on"),
+                             "communicator is created to work on", "Expected to ",
+                             "No backend type", "mismatch between collectives"),
         r"(?P<detail>Open MPI failed to TCP connect[^\n]*|Message:\s+connect\(\) to \S+ failed"
         r"|received unexpected process identifier[^\n]*"
         r"|accepted a TCP connection from what appears to be[^\n]*"
         r"|inbound MPI TCP connection request[^\n]*|unable to complete a TCP connection[^\n]*"
         r"|use_libuv was requested but PyTorch was built without libuv[^\n]*"
-        r"|nccl communicator is created to work on[^\n]*)"),
+        r"|nccl communicator is created to work on[^\n]*"
+        r"|Expected to (?:have finished reduction in the prior iteration|mark a variable ready "
+        r"only once)[^\n]*|No backend type associated with device type[^\n]*"
+        r"|Detected mismatch between collectives on ranks[^\n]*)"),
     # Ray's words for a worker that cannot reach its head (causes/firewall.py)
     _fb(EventKind.JOB_FACT, ("connect to GCS", "connection to redis", "connect to Redis"),
         r"(?P<detail>(?:Unable|Failed) to connect to (?:GCS|Redis)[^\n]*"

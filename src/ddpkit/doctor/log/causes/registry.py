@@ -15,10 +15,12 @@ from ddpkit.doctor.findings import SEVERITY_ORDER, Finding
 from ddpkit.doctor.log.causes.address_family import AddressFamily
 from ddpkit.doctor.log.causes.base import Cause, Context
 from ddpkit.doctor.log.causes.bus_error import BusError
+from ddpkit.doctor.log.causes.collective_mismatch import CollectiveMismatch
 from ddpkit.doctor.log.causes.communicator_device import CommunicatorDevice
 from ddpkit.doctor.log.causes.config_undefined import ConfigUndefined
 from ddpkit.doctor.log.causes.container_bridge import ContainerBridge
 from ddpkit.doctor.log.causes.cuda_meaning import CudaMeaning
+from ddpkit.doctor.log.causes.ddp_checks import DdpChecks
 from ddpkit.doctor.log.causes.device_ordinal import DeviceOrdinal
 from ddpkit.doctor.log.causes.empty_address import EmptyAddress
 from ddpkit.doctor.log.causes.endpoint_port import EndpointWithoutPort
@@ -51,7 +53,7 @@ CAUSES: tuple[type[Cause], ...] = (
     RendezvousRestarts, SilentKill, BusError, PeerAccess, Firewall, ShmFull, RdmaCompletion,
     ResolvedLater, NoBackend, AddressFamily, UnsetVariable, DeviceOrdinal, ConfigUndefined,
     UnhandledCuda, CudaMeaning, NcclResult, RankClaims, NoRoute, OpenMpiTcp, StoreWithoutLibuv,
-    CommunicatorDevice,
+    CommunicatorDevice, DdpChecks, CollectiveMismatch,
 )
 
 Scored = tuple[Finding, int]

@@ -29,6 +29,7 @@ from ddpkit.doctor.log.facts.kinds import (
     NCCL_RESULTS,
     SIGNAL_NUMBERS,
     SIGNALS,
+    TORCH_CHECKS,
     Fact,
     FactKind,
 )
@@ -158,6 +159,12 @@ _NO_LIBUV = re.compile(r"use_libuv was requested but PyTorch was built without l
 # {self.device}, but the input tensor is on {tensor.device}"
 _DEVICE_MISMATCH = re.compile(r"nccl communicator is created to work on (\w+(?::\d+)?),?"
                               r"(?:\s*but the input tensor is on (\w+(?::\d+)?))?")
+_TORCH_CHECK = re.compile("|".join(re.escape(words) for words in TORCH_CHECKS))
+# torch's ProcessGroupWrapper (c10d/ProcessGroupWrapper.cpp, TORCH_DISTRIBUTED_DEBUG=DETAIL):
+# "Detected mismatch between collectives on ranks. Rank %d is running collective: %s, but Rank
+# %d is running collective: %s."
+# (each collective printed as its CollectiveFingerPrint, "OpType=ALLREDUCE" among its fields)
+_OP_TYPE = re.compile(r"\bOpType=(\w+)")
 _CUDA_ERROR = re.compile("|".join(re.escape(t) for t in CUDA_ERRORS)
                          + r"|\b(" + "|".join(sorted(CUDA_ERROR_NAMES)) + r")\b")
 
@@ -308,6 +315,11 @@ def _facts(text: str) -> tuple[Fact, ...]:
     if "communicator is created to work on" in text:
         found += [Fact(FactKind.DEVICE_MISMATCH, bound, given)
                   for bound, given in _DEVICE_MISMATCH.findall(text)]
+    if "Expected to " in text or "No backend type" in text:
+        found += [Fact(FactKind.TORCH_CHECK, TORCH_CHECKS[m]) for m in _TORCH_CHECK.findall(text)]
+    if "Detected mismatch between collectives" in text:
+        found.append(Fact(FactKind.COLLECTIVE_MISMATCH,
+                          " / ".join(dict.fromkeys(_OP_TYPE.findall(text)))))
     if "use_libuv" in text:
         found += [Fact(FactKind.STORE_WITHOUT_LIBUV, "libuv") for _m in _NO_LIBUV.findall(text)]
     if "ss_family" in text:

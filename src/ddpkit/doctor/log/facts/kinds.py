@@ -75,6 +75,12 @@ class FactKind(enum.Enum):
     # device, cuda:1; detail: the tensor's, "" where its line was not posted): vLLM's
     # PyNcclCommunicator, which SGLang and others copy
     DEVICE_MISMATCH = "device-mismatch"
+    # torch.distributed's checks of how a program uses DDP and its groups (value: the check's
+    # key in TORCH_CHECKS): the reducer's, the group's backend for a device type
+    TORCH_CHECK = "torch-check"
+    # ranks issuing different collectives (value: the collectives' OpTypes as printed, "ALLREDUCE
+    # / BROADCAST", "" where not shown): ProcessGroupWrapper's check (TORCH_DISTRIBUTED_DEBUG)
+    COLLECTIVE_MISMATCH = "collective-mismatch"
 
 
 __all__ = ["ERRNOS", "AddressClass", "Fact", "FactKind"]
@@ -198,6 +204,18 @@ MPI_TCP_TOPICS: dict[str, str] = {
     "accepted a TCP connection from what appears to be": "server accept cannot find guid",
     "inbound MPI TCP connection request from a peer": "dropped inbound connection",
     "unable to complete a TCP connection": "oob connect fail",
+}
+
+# torch.distributed's checks of a program's use of DDP and its groups, by the words that open
+# them, and their key (causes/ddp_checks.py): torch/csrc/distributed/c10d/reducer.cpp (v1.8 to
+# v2.x: Reducer::prepare_for_backward's "Expected to have finished reduction in the prior
+# iteration before starting a new one.", Reducer::mark_variable_ready's "Expected to mark a
+# variable ready only once."), ProcessGroup.hpp getBackend's "No backend type associated with
+# device type " (torch 2.0 on)
+TORCH_CHECKS: dict[str, str] = {
+    "Expected to have finished reduction in the prior iteration": "unused-parameters",
+    "Expected to mark a variable ready only once": "ready-twice",
+    "No backend type associated with device type": "no-backend-for-device",
 }
 
 # getaddrinfo(3)'s error codes (glibc's netdb.h) and gai_strerror() texts

@@ -1,0 +1,41 @@
+"""Ranks issuing different collectives, as torch's debug wrapper caught them.
+
+With ``TORCH_DISTRIBUTED_DEBUG=DETAIL`` (torch 1.10 on) every collective first compares its
+fingerprint across the ranks (torch/csrc/distributed/c10d/ProcessGroupWrapper.cpp): "Detected
+mismatch between collectives on ranks. Rank 0 is running collective: CollectiveFingerPrint(
+OpType=ALLREDUCE, ...), but Rank 1 is running collective: CollectiveFingerPrint(OpType=
+BROADCAST, ...)." (the facts' ``COLLECTIVE_MISMATCH``). Without the wrapper the same program
+hangs until the collective timeout: the ranks took different paths through the code (a
+condition true on one rank only, a loop of a different length, a rank that skipped a batch).
+"""
+
+from __future__ import annotations
+
+from ddpkit.doctor.log.causes.base import GENERIC, NotingValues
+from ddpkit.doctor.log.facts.kinds import Fact, FactKind
+from ddpkit.doctor.log.scan import Event
+from ddpkit.i18n import _
+
+
+class CollectiveMismatch(NotingValues):
+    needs = frozenset({FactKind.COLLECTIVE_MISMATCH})
+    specificity = 20
+    finding_id = "collective-timeout"
+    supersedes = GENERIC | {"internal-error", "invalid-usage"}
+
+    def feed(self, event: Event, facts: tuple[Fact, ...]) -> None:
+        self.note(event, [f.value for f in facts
+                          if f.kind is FactKind.COLLECTIVE_MISMATCH and f.value])
+
+    def words(self) -> tuple[str, str]:
+        text = (_("The ranks called different collectives at the same step ({ops}): torch's "
+                  "debug wrapper compared them and stopped the job before it hung.",
+                  ops=self.listed) if self.values else
+                _("The ranks called different collectives at the same step: torch's debug "
+                  "wrapper compared them and stopped the job before it hung."))
+        fix = _("Every rank must call the same collectives in the same order: look for a "
+                "condition that holds on some ranks only (rank == 0 around a collective, an "
+                "early stop or a skipped batch decided per rank, data of different lengths "
+                "per rank: DistributedSampler(drop_last=True)); the fingerprints in the message "
+                "name the two calls.")
+        return text, fix

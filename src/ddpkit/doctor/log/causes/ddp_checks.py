@@ -1,0 +1,69 @@
+"""torch.distributed's checks of how a program uses DDP and its process groups.
+
+torch refuses, in its own words (the facts' ``TORCH_CHECK``; torch/csrc/distributed/c10d/):
+
+- reducer.cpp, ``Reducer::prepare_for_backward``: "Expected to have finished reduction in the
+  prior iteration before starting a new one. This error indicates that your module has
+  parameters that were not used in producing loss." DDP waits for a gradient of every
+  parameter; some took no part in the loss, so the last iteration never finished.
+- reducer.cpp, ``Reducer::mark_variable_ready``: "Expected to mark a variable ready only once."
+  A parameter's gradient arrived twice in one backward pass: a parameter used outside
+  ``forward`` or shared by concurrent forward passes, or reentrant activation checkpointing
+  (which runs a part of the model's backward twice) under ``find_unused_parameters=True``.
+- ProcessGroup.hpp, ``getBackend``: "No backend type associated with device type cpu": a
+  collective on a tensor of a device type the group has no backend for (a CPU tensor in an
+  NCCL-only group).
+
+Each is the program's use that torch does not accept: invalid-usage, with the check's own remedy.
+"""
+
+from __future__ import annotations
+
+from ddpkit.doctor.findings import Finding
+from ddpkit.doctor.log.causes.base import GENERIC, Context, Noting, made
+from ddpkit.doctor.log.evidence import merge
+from ddpkit.doctor.log.facts.kinds import Fact, FactKind
+from ddpkit.doctor.log.scan import Event
+from ddpkit.i18n import _
+from ddpkit.wording import sentences
+
+
+class DdpChecks(Noting):
+    needs = frozenset({FactKind.TORCH_CHECK})
+    specificity = 20
+    supersedes = GENERIC | {"collective-timeout", "internal-error"}
+
+    def feed(self, event: Event, facts: tuple[Fact, ...]) -> None:
+        self.note(event, [f.value for f in facts if f.kind is FactKind.TORCH_CHECK])
+
+    def finding(self, context: Context) -> Finding | None:
+        if not self.bag:
+            return None
+        texts, fixes = [], []
+        if "unused-parameters" in self.values:
+            texts.append(_("DDP refused to start an iteration before the last one's gradients "
+                           "were all reduced: some parameters took no part in the loss, so "
+                           "DDP waited for gradients that never came."))
+            fixes.append(_("Let DDP look for unused parameters: "
+                           "DistributedDataParallel(model, find_unused_parameters=True) "
+                           "(Hugging Face Trainer: ddp_find_unused_parameters=True; Lightning: "
+                           "strategy=\"ddp_find_unused_parameters_true\"), or make every "
+                           "parameter take part in the loss (freeze or remove the others)."))
+        if "ready-twice" in self.values:
+            texts.append(_("DDP saw a parameter's gradient twice in one backward pass: a "
+                           "parameter used outside forward() or by concurrent forward passes, "
+                           "or reentrant activation checkpointing together with "
+                           "find_unused_parameters=True."))
+            fixes.append(_("Use non-reentrant activation checkpointing "
+                           "(torch.utils.checkpoint(..., use_reentrant=False); Hugging Face: "
+                           "gradient_checkpointing_kwargs={\"use_reentrant\": False}), or "
+                           "DistributedDataParallel(..., static_graph=True), or drop "
+                           "find_unused_parameters=True where no parameter is unused."))
+        if "no-backend-for-device" in self.values:
+            texts.append(_("A collective was called on a tensor of a device type the process "
+                           "group has no backend for (a CPU tensor in an NCCL group)."))
+            fixes.append(_("Move the tensor to the rank's GPU before the collective "
+                           "(tensor.cuda()), or create the group with a backend for both: "
+                           "init_process_group(backend=\"cpu:gloo,cuda:nccl\")."))
+        return made("invalid-usage", "error", sentences(texts), "\n".join(fixes),
+                    merge(self.bag.items))

@@ -1,0 +1,71 @@
+"""causes/ddp_checks.py and collective_mismatch.py: torch.distributed's checks of how a program
+uses DDP and its groups are invalid-usage; ranks calling different collectives is
+collective-timeout (the hang the debug wrapper prevented). Sources of the lines (torch v2.4.0,
+torch/csrc/distributed/c10d/):
+
+- reducer.cpp, Reducer::prepare_for_backward: "Expected to have finished reduction in the prior
+  iteration before starting a new one. This error indicates that your module has parameters that
+  were not used in producing loss. You can enable unused parameter detection by passing the
+  keyword argument `find_unused_parameters=True` to `torch.nn.parallel.DistributedDataParallel`,
+  ..."; Reducer::mark_variable_ready: "Expected to mark a variable ready only once. This error
+  is caused by one of the following reasons: 1) Use of a module parameter outside the `forward`
+  function. ..."
+- ProcessGroup.hpp, getBackend: ``TORCH_CHECK(false, "No backend type associated with device
+  type ", deviceType)``
+- ProcessGroupWrapper.cpp, CollectiveFingerPrint::verify: "Detected mismatch between collectives
+  on ranks. Rank " << rank << " is running collective: " << fingerprint << ", but Rank " << r <<
+  " is running collective: " << other << "."; a fingerprint prints "CollectiveFingerPrint(
+  SequenceNumber=N, OpType=ALLREDUCE, TensorShape=[...], ...)"
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from cause_logs import top
+
+UNUSED = ("Expected to have finished reduction in the prior iteration before starting a new "
+          "one. This error indicates that your module has parameters that were not used in "
+          "producing loss. You can enable unused parameter detection by passing the keyword "
+          "argument `find_unused_parameters=True` to `torch.nn.parallel.DistributedDataParallel`")
+TWICE = ("Expected to mark a variable ready only once. This error is caused by one of the "
+         "following reasons: 1) Use of a module parameter outside the `forward` function.")
+NO_BACKEND = "No backend type associated with device type {device}"
+FINGERPRINT = ("CollectiveFingerPrint(SequenceNumber={seq}, OpType={op}, TensorShape=[{shape}], "
+               "TensorDtypes=Float, TensorDeviceTypes=TensorOptions(dtype=float (default), "
+               "device=cuda))")
+MISMATCH = ("Detected mismatch between collectives on ranks. Rank {rank} is running collective: "
+            "{mine}, but Rank {other} is running collective: {theirs}.")
+TRACE = ["Traceback (most recent call last):", '  File "train.py", line 88, in <module>',
+         "    loss.backward()"]
+
+
+@pytest.mark.parametrize(("message", "fix_word"), [
+    (UNUSED, "find_unused_parameters=True"), (TWICE, "use_reentrant"),
+    (NO_BACKEND.format(device="cpu"), "cpu:gloo,cuda:nccl")])
+@pytest.mark.parametrize("head", ["RuntimeError: ", "[rank1]: RuntimeError: ", ""])
+def test_a_check_on_the_programs_use_is_invalid_usage(tmp_path: Path, message: str,
+                                                      fix_word: str, head: str) -> None:
+    found = top(tmp_path, [*TRACE, head + message])
+    assert (found.id, found.severity) == ("invalid-usage", "error")
+    assert fix_word in found.fix
+
+
+@pytest.mark.parametrize(("mine", "theirs"), [("ALLREDUCE", "BROADCAST"),
+                                              ("_ALLGATHER_BASE", "ALLREDUCE")])
+def test_ranks_calling_different_collectives_is_the_mismatch(tmp_path: Path, mine: str,
+                                                             theirs: str) -> None:
+    line = "RuntimeError: " + MISMATCH.format(
+        rank=0, other=1, mine=FINGERPRINT.format(seq=12, op=mine, shape=4),
+        theirs=FINGERPRINT.format(seq=12, op=theirs, shape=1853171))
+    found = top(tmp_path, [*TRACE, line])
+    assert (found.id, found.severity) == ("collective-timeout", "error")
+    assert mine in found.explanation  # (the line is clipped for its evidence: its first call)
+    assert "same order" in found.fix
+
+
+def test_an_other_expected_is_not_a_ddp_check(tmp_path: Path) -> None:
+    found = top(tmp_path, [*TRACE, "RuntimeError: Expected all tensors to be on the same device, "
+                                   "but found at least two devices, cuda:0 and cpu!"])
+    assert "DDP" not in found.explanation
