@@ -44,12 +44,19 @@ TRACE = ["Traceback (most recent call last):", '  File "train.py", line 88, in <
 @pytest.mark.parametrize(("message", "fix_word"), [
     (UNUSED, "find_unused_parameters=True"), (TWICE, "use_reentrant"),
     (NO_BACKEND.format(device="cpu"), "cpu:gloo,cuda:nccl")])
-@pytest.mark.parametrize("head", ["RuntimeError: ", "[rank1]: RuntimeError: ", ""])
+@pytest.mark.parametrize("head", ["RuntimeError: ", "[rank1]: RuntimeError: "])
 def test_a_check_on_the_programs_use_is_invalid_usage(tmp_path: Path, message: str,
                                                       fix_word: str, head: str) -> None:
     found = top(tmp_path, [*TRACE, head + message])
     assert (found.id, found.severity) == ("invalid-usage", "error")
     assert fix_word in found.fix
+
+
+@pytest.mark.parametrize("message", [UNUSED, TWICE])
+def test_the_reducers_message_alone_is_read(tmp_path: Path, message: str) -> None:
+    # (posted without "RuntimeError:": its own "This error ..." sentence is what the scan sees)
+    found = top(tmp_path, [message])
+    assert (found.id, found.severity) == ("invalid-usage", "error")
 
 
 @pytest.mark.parametrize(("mine", "theirs"), [("ALLREDUCE", "BROADCAST"),

@@ -77,6 +77,8 @@ ANCHORS: tuple[bytes, ...] = (
     # dumped"; each anchor costs a pass over the log, so there are few)
     b"ERROR", b"core dumped", b"terminate called",
     b"exit code", b"death signal",
+    # torch.multiprocessing.spawn's "process %d terminated with signal %s" (ProcessExitedException)
+    b"terminated with signal",
     # ProcessGroupNCCL's watchdog aborting the process (its template in ProcessGroupNCCL.cpp,
     # torch 1.10 on: "... To avoid data inconsistency, we are taking the entire process down."),
     # posted without an error word
@@ -94,10 +96,6 @@ ANCHORS: tuple[bytes, ...] = (
     # Open MPI's TCP transport's "received unexpected process identifier" (btl_tcp_endpoint.c),
     # posted bare (its other messages carry "onnect")
     b"process identifier",
-    # vLLM's PyNcclCommunicator's assertion, whose message a traceback posts on its own line
-    b"communicator is created to work on",
-    # torch's check of a group without a backend for a tensor's device type, posted bare
-    b"No backend type",
 )
 # Where a run ends (rules/run_end.py): the end markers a finished run prints (torchrun's agent,
 # ddpkit's summary, nccl-tests' last line) and the shell's report of a SIGKILL. They are looked
@@ -145,7 +143,11 @@ FOLLOW: dict[str, int] = {"Root Cause": 8, "Last error:": 2, "ChildFailedError":
                           "terminate called": 2,
                           # NCCL's failure at its origin, then the first line of its return
                           # chain, "<file>:<line> -> <code>" (causes/nccl_result.py)
-                          "NCCL WARN": 2}
+                          "NCCL WARN": 2,
+                          # an assertion's message, which a traceback may post on the lines
+                          # after "AssertionError:" (vLLM's PyNcclCommunicator's device check,
+                          # causes/communicator_device.py)
+                          "AssertionError:": 2}
 # A "NET/Socket : Using" line that ends there: its interfaces follow, one per line.
 SOCKET_LIST_HEAD, SOCKET_LIST_LINES = "NET/Socket : Using", 16
 
@@ -434,6 +436,8 @@ PATTERNS: tuple[LinePattern, ...] = (
        r"Fatal Python error)[^\n]*)"),
     _fb(EventKind.FAILURE_LINE, (), r"(?P<detail>\bwhat\(\): +\S[^\n]*)"),  # after "terminate called"
     _fb(EventKind.FAILURE_LINE, ("exit code",), r"(?P<detail>\bexit code[ :=]*(?P<code>-?[1-9]\d*))"),
+    _fb(EventKind.FAILURE_LINE, ("terminated with signal",),
+        r"(?P<detail>process \d+ terminated with signal (?P<signal>SIG[A-Z]+))"),
     _fb(EventKind.FAILURE_LINE, ("entire process down",), r"(?P<detail>[^\n]*entire process down[^\n]*)"),
     _fb(EventKind.FAILURE_LINE, ("abandoning",),
         r"(?P<detail>Process \d+ did not exit after \w+ within [^\n]*abandoning[^\n]*)"),
@@ -469,14 +473,15 @@ PATTERNS: tuple[LinePattern, ...] = (
     # NCCL before 2.17 rejecting 2.17's "undefined" config value (causes/config_undefined.py),
     # an NCCL WARN, or posted bare after torch's "Last error:" (a line it follows)
     _fb(EventKind.JOB_FACT, (), r"(?P<detail>Invalid config \w+ attribute value -2147483648)"),
-    # Open MPI's TCP transports in their own words, and torch's TCPStore asked for libuv by a
-    # build without it (causes/open_mpi_tcp.py, store_without_libuv.py)
-    # (and vLLM's PyNcclCommunicator handed a tensor on another GPU, causes/communicator_device.py)
-    # (and torch.distributed's checks of a program's use of DDP, ranks issuing different
-    # collectives: causes/ddp_checks.py, collective_mismatch.py; posted without their exception)
-    _fb(EventKind.JOB_FACT, ("TCP connect", "connect()", "process identifier", "use_libuv",
-                             "communicator is created to work on", "Expected to ",
-                             "No backend type", "mismatch between collectives"),
+    # Lines read for the causes of other programs' own words, when no pattern above read them:
+    # Open MPI's TCP transports (causes/open_mpi_tcp.py), torch's TCPStore asked for libuv by a
+    # build without it (store_without_libuv.py), vLLM's PyNcclCommunicator handed a tensor on
+    # another GPU (communicator_device.py; its message comes on the lines after
+    # "AssertionError:", which FOLLOW reads), torch's checks of a program's use of DDP and ranks
+    # calling different collectives (ddp_checks.py, collective_mismatch.py), the dynamic loader
+    # failing on a CUDA library (cuda_library.py). torch's lines come with their exception's
+    # name: "rror" is their trigger.
+    _fb(EventKind.JOB_FACT, ("TCP connect", "connect()", "process identifier", "rror"),
         r"(?P<detail>Open MPI failed to TCP connect[^\n]*|Message:\s+connect\(\) to \S+ failed"
         r"|received unexpected process identifier[^\n]*"
         r"|accepted a TCP connection from what appears to be[^\n]*"
@@ -485,7 +490,8 @@ PATTERNS: tuple[LinePattern, ...] = (
         r"|nccl communicator is created to work on[^\n]*"
         r"|Expected to (?:have finished reduction in the prior iteration|mark a variable ready "
         r"only once)[^\n]*|No backend type associated with device type[^\n]*"
-        r"|Detected mismatch between collectives on ranks[^\n]*)"),
+        r"|Detected mismatch between collectives on ranks[^\n]*"
+        r"|\S*lib\w+\.so[\w.]*: (?:cannot open shared object file|undefined symbol)[^\n]*)"),
     # Ray's words for a worker that cannot reach its head (causes/firewall.py)
     _fb(EventKind.JOB_FACT, ("connect to GCS", "connection to redis", "connect to Redis"),
         r"(?P<detail>(?:Unable|Failed) to connect to (?:GCS|Redis)[^\n]*"

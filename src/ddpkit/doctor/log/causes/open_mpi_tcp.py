@@ -75,7 +75,17 @@ class OpenMpiTcp(Noting):
                    "MPI uses every interface a node has unless told which, and an address the "
                    "other nodes cannot reach (a container or virtual-machine bridge such as "
                    "docker0 or virbr0, or the same address on two machines) breaks the job's "
-                   "connections.", topics=clauses(list(self.topics)))
+                   "connections.", topics=clauses([_said(topic) for topic in self.topics]))
         said = [paired, _("Addresses in its messages: {where}.", where=where)] if where else [paired]
         return made("wrong-interface", severity, sentences(said), fix, merge(self.bag.items))
 
+
+def _said(topic: str) -> str:
+    """What Open MPI's message of ``topic`` (facts/kinds.py MPI_TCP_TOPICS) says, in words."""
+    if topic == "client connect fail":
+        return _("a connect to a peer's address failed")
+    if topic == "unexpected process identifier":
+        return _("a peer answered as another process")
+    if topic == "server accept cannot find guid":
+        return _("a connection came from a process it does not know")
+    return _("a connection came from an address it did not expect")

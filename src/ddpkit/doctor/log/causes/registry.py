@@ -19,6 +19,7 @@ from ddpkit.doctor.log.causes.collective_mismatch import CollectiveMismatch
 from ddpkit.doctor.log.causes.communicator_device import CommunicatorDevice
 from ddpkit.doctor.log.causes.config_undefined import ConfigUndefined
 from ddpkit.doctor.log.causes.container_bridge import ContainerBridge
+from ddpkit.doctor.log.causes.cuda_library import CudaLibrary
 from ddpkit.doctor.log.causes.cuda_meaning import CudaMeaning
 from ddpkit.doctor.log.causes.ddp_checks import DdpChecks
 from ddpkit.doctor.log.causes.device_ordinal import DeviceOrdinal
@@ -53,7 +54,7 @@ CAUSES: tuple[type[Cause], ...] = (
     RendezvousRestarts, SilentKill, BusError, PeerAccess, Firewall, ShmFull, RdmaCompletion,
     ResolvedLater, NoBackend, AddressFamily, UnsetVariable, DeviceOrdinal, ConfigUndefined,
     UnhandledCuda, CudaMeaning, NcclResult, RankClaims, NoRoute, OpenMpiTcp, StoreWithoutLibuv,
-    CommunicatorDevice, DdpChecks, CollectiveMismatch,
+    CommunicatorDevice, DdpChecks, CollectiveMismatch, CudaLibrary,
 )
 
 Scored = tuple[Finding, int]

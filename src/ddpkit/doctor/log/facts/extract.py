@@ -165,6 +165,13 @@ _TORCH_CHECK = re.compile("|".join(re.escape(words) for words in TORCH_CHECKS))
 # %d is running collective: %s."
 # (each collective printed as its CollectiveFingerPrint, "OpType=ALLREDUCE" among its fields)
 _OP_TYPE = re.compile(r"\bOpType=(\w+)")
+# glibc's dynamic loader (dlerror(3), as Python's ImportError/OSError and ctypes print it): "<lib>:
+# cannot open shared object file: No such file or directory", "<path>/<lib>: undefined symbol:
+# <name>"; read for the CUDA and NCCL libraries (and torch's own CUDA parts) only
+_CUDA_LIB = (r"lib(?:nccl|cuda|cudart|cublas(?:Lt)?|cudnn\w*|nvrtc|cusparse(?:Lt)?|cufft|curand"
+             r"|cusolver|nvJitLink|nvToolsExt|cupti|torch_cuda|c10_cuda)\b[\w.-]*\.so[\w.]*")
+_LIBRARY = re.compile(rf"(?:[\w./+-]*/)?({_CUDA_LIB}): cannot open shared object file"
+                      rf"|(?:[\w./+-]*/)?({_CUDA_LIB}): undefined symbol: (\w+)")
 _CUDA_ERROR = re.compile("|".join(re.escape(t) for t in CUDA_ERRORS)
                          + r"|\b(" + "|".join(sorted(CUDA_ERROR_NAMES)) + r")\b")
 
@@ -320,6 +327,10 @@ def _facts(text: str) -> tuple[Fact, ...]:
     if "Detected mismatch between collectives" in text:
         found.append(Fact(FactKind.COLLECTIVE_MISMATCH,
                           " / ".join(dict.fromkeys(_OP_TYPE.findall(text)))))
+    if "shared object file" in text or "undefined symbol" in text:
+        for missing, library, symbol in _LIBRARY.findall(text):
+            found.append(Fact(FactKind.CUDA_LIBRARY, missing or library,
+                              "missing" if missing else symbol))
     if "use_libuv" in text:
         found += [Fact(FactKind.STORE_WITHOUT_LIBUV, "libuv") for _m in _NO_LIBUV.findall(text)]
     if "ss_family" in text:

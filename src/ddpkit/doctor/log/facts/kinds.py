@@ -81,6 +81,9 @@ class FactKind(enum.Enum):
     # ranks issuing different collectives (value: the collectives' OpTypes as printed, "ALLREDUCE
     # / BROADCAST", "" where not shown): ProcessGroupWrapper's check (TORCH_DISTRIBUTED_DEBUG)
     COLLECTIVE_MISMATCH = "collective-mismatch"
+    # the dynamic loader failing on a CUDA or NCCL library (value: the library as printed,
+    # libnccl.so.2; detail: "missing", or the undefined symbol)
+    CUDA_LIBRARY = "cuda-library"
 
 
 __all__ = ["ERRNOS", "AddressClass", "Fact", "FactKind"]
