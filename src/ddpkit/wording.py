@@ -77,6 +77,11 @@ def bars(parts: Sequence[str]) -> str:
     return _nested(parts, _("{first} | {rest}").template)
 
 
+def lines(parts: Sequence[str]) -> str:
+    """``parts`` one per line (``"\\n".join`` that keeps each part's translation)."""
+    return _nested(parts, _("{first}\n{rest}").template)
+
+
 def sentences(parts: Sequence[str]) -> str:
     """``parts`` one after another, as sentences (``" ".join`` in English; :class:`Sentences`)."""
     if not parts:

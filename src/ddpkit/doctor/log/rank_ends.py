@@ -33,7 +33,7 @@ LAST_LINES = 3
 MAX_LOG_BYTES = 4 << 20  # of a rank's stderr read (its end): a rank that printed more is cut
 _TRACEBACK = "Traceback (most recent call last):"
 _RANK_PREFIX = re.compile(r"^\[rank(\d+)\]:")  # torch's prefix on a rank's stderr lines
-_GLOG_WARNING = re.compile(r"^(?:\[rank\d+\]:\s?)?\[?W\d{4} \d\d:\d\d:\d\d\.\d+")  # c10d's [W1204 ...]
+_GLOG_WARNING = re.compile(r"^(?:\[rank\d+\]:\s?)?\[?W\d{3,4} \d\d:\d\d:\d\d\.\d+")  # c10d's [W1204 ...]
 
 
 @dataclass(frozen=True)

@@ -428,7 +428,7 @@ def _parse_line(raw: bytes, follow: bool, tail: bool = False) -> _Parsed:
 # glog's time stamp and process id ("[W1204 09:50:12.118000 3107 socket.cpp:663]", after any
 # "[rank3]:" tags): every line of a c10d or torchelastic log differs by them, and no pattern
 # reads them. The line cache is asked with them left out (the level and the file stay).
-_STAMP_TIME = rb"\d{4} \d\d:\d\d:\d\d\.\d+ +\d+ "
+_STAMP_TIME = rb"\d{3,4} \d\d:\d\d:\d\d\.\d+ +\d+ "
 _STAMP = re.compile(rb"^((?:\s*\[[^\]\s]*\]:?)*\s*\[?[IWEF])" + _STAMP_TIME)
 _STAMP_AT = re.compile(_STAMP.pattern[1:])  # the same at a position in a buffer ("^" is not)
 

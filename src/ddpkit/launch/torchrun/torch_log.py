@@ -27,7 +27,7 @@ from ddpkit.wording import clauses
 
 RANK_PREFIX = re.compile(r"^(\[[A-Za-z_][\w-]*\d+\]:)")  # torchrun's "[default0]:"
 CPP_RECORD = re.compile(
-    r"^(?P<key>\[?(?P<level>[IWEF])(?:\d{4} \d\d:\d\d:\d\d\.\d+)?(?: +\d+)? +"
+    r"^(?P<key>\[?(?P<level>[IWEF])(?:\d{3,4} \d\d:\d\d:\d\d\.\d+)?(?: +\d+)? +"
     r"(?:[\w.+-]+/)*(?P<file>[\w.+-]+\.(?:cpp|cc|h|hpp|cu|py)):(?P<line>\d+)\]) ?(?P<message>.*)$")
 # ^ torchelastic's own Python loggers (torchrun's agent: ``W1204 10:22:33.984000 21088
 #   torch/distributed/run.py:874] ...``) use the same glog shape, one prefix per line of a message

@@ -12,6 +12,7 @@ from ddpkit.doctor.log.evidence import Bag, merge
 from ddpkit.doctor.log.facts.kinds import Fact, FactKind
 from ddpkit.doctor.log.scan import Event
 from ddpkit.doctor.wording import specific_then_general
+from ddpkit.wording import commas
 
 # Findings that only say something failed (or nothing did): any cause that fires explains them.
 GENERIC = frozenset({"unexplained-failure", "no-result", "no-failure", "stopped-while-waiting",
@@ -63,8 +64,8 @@ class Noting(Cause):
 
     @property
     def listed(self) -> str:
-        """The values noted, for a finding's text."""
-        return ", ".join(self.values)
+        """The values noted, for a finding's text (a value that is a translated text stays one)."""
+        return commas(list(self.values))
 
     def note(self, event: Event, values: Sequence[str]) -> None:
         for value in values:

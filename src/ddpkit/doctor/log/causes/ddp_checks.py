@@ -25,7 +25,7 @@ from ddpkit.doctor.log.evidence import merge
 from ddpkit.doctor.log.facts.kinds import Fact, FactKind
 from ddpkit.doctor.log.scan import Event
 from ddpkit.i18n import _
-from ddpkit.wording import sentences
+from ddpkit.wording import lines, sentences
 
 
 class DdpChecks(Noting):
@@ -65,5 +65,5 @@ class DdpChecks(Noting):
             fixes.append(_("Move the tensor to the rank's GPU before the collective "
                            "(tensor.cuda()), or create the group with a backend for both: "
                            "init_process_group(backend=\"cpu:gloo,cuda:nccl\")."))
-        return made("invalid-usage", "error", sentences(texts), "\n".join(fixes),
+        return made("invalid-usage", "error", sentences(texts), lines(fixes),
                     merge(self.bag.items))

@@ -72,6 +72,9 @@ class Reading:
         self.causes = causes
         self.fact_nodes = 0  # the largest node count a line stated (--nnodes, nNodes, ...)
         self.event_failed = False  # an event showed a failure (not a warning-level line)
+        # a connection lost, said above warning level (c10d's TCPStore client warns of a reset
+        # it then retries: "[W ... TCPStore.cpp:125] [c10d] recvValue failed on ...")
+        self.lost_failed = False
 
     def feed(self, event: Event) -> None:
         facts = facts_of(event.text)
@@ -83,6 +86,8 @@ class Reading:
         if not self.event_failed and event.kind in FAILED_KINDS and (
                 event.kind == "death-signal" or not warning_line(event.text)):
             self.event_failed = True  # (a job stopped from outside is a failure, at any level)
+        if event.kind == "connection-lost" and not self.lost_failed:
+            self.lost_failed = not warning_line(event.text)
         if (event.host or event.node) and len(self.machines) < 256:
             self.machines.add(event.host or event.node or "")
         self.net.feed(event)
@@ -173,8 +178,8 @@ class Reading:
         """Whether the facts show a failure: a failed rank, an NCCL error, a lost or refused
         connection, a timeout (the rules' error findings aside)."""
         job = self.job
-        return bool(self.net.conns) or bool(job.root_causes() or job.nccl_errors or job.lost
-                                            or job.timeout_bag)
+        return bool(self.net.conns) or bool(job.root_causes() or job.nccl_errors
+                                            or self.lost_failed or job.timeout_bag)
 
     def shown(self) -> bool:
         """The logs show a failure (a hang in NCCL's init is one too)."""
