@@ -352,13 +352,15 @@ def coverage(entries: list[dict[str, object]], order: dict[str, list[str]]) -> s
 
 
 def remapped(document: dict[str, Any]) -> dict[str, Any]:
-    """``document`` (a data file) with every template mapped by msgmap as it stands."""
+    """``document`` (a data file) with every template mapped, and matched, by msgmap as it
+    stands."""
     messages = []
     for message in document["messages"]:
         mapping, reason = msgmap.classify(message["source"], message["file"],
                                           message["template"], message["level"],
                                           frozenset(message.get("result", ())))
-        messages.append({**message, "maps": mapping, "reason": reason})
+        messages.append({**message, "maps": mapping, "reason": reason,
+                         "matcher": msgmap.matcher(message["template"])})
     return {**document, "messages": messages}
 
 

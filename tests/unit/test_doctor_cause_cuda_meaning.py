@@ -16,6 +16,8 @@ cudaGetErrorString()'s text in any check macro's line. Sources of the lines:
   (NVLS) Multicast memory of size %zu : CUDA error %d '%s'", after torch's "Last error:"
 - NCCL v2.18 src/include/checks.h, CUDACHECK: ``WARN("Cuda failure %d '%s'", ...)`` and return
   ncclUnhandledCudaError
+- torch v0.4 aten/src/THC/THCGeneral.cpp, __THCudaCheck: ``"cuda runtime error (%d) : %s at
+  %s:%d"`` (the runtime's error number and cudaGetErrorString's text)
 - torch v2.3.0 c10/cuda/CUDAException.cpp: ``CUDA error: %s``; NCCL v2.18 src/include/checks.h
   CUDACHECK: ``Cuda failure '%s'``; vLLM v0.4.3 csrc/custom_all_reduce.cuh: ``Failed: Cuda error
   %s:%d '%s'``
@@ -31,11 +33,12 @@ from cause_logs import top
 TORCH = "RuntimeError: CUDA error: {text}"
 NCCL = "node1:1234:1240 [0] include/alloc.h:48 NCCL WARN Cuda failure '{text}'"
 VLLM = "Failed: Cuda error /workspace/csrc/custom_all_reduce.cuh:307 '{text}'"
+THC = "RuntimeError: cuda runtime error (60) : {text} at /opt/conda/torch/lib/THC/THCGeneral.c:224"
 FOLLOW = ("CUDA kernel errors might be asynchronously reported at some other API call, so the "
           "stacktrace below might be incorrect.")
 
 
-@pytest.mark.parametrize("template", [TORCH, NCCL, VLLM])
+@pytest.mark.parametrize("template", [TORCH, NCCL, VLLM, THC])
 @pytest.mark.parametrize(("text", "expected", "word"), [
     ("peer mapping resources exhausted", "p2p", "NCCL_P2P_DISABLE=1"),
     ("system has unsupported display driver / cuda driver combination", "version-mismatch",

@@ -10,6 +10,10 @@ torch/csrc/distributed/c10d/):
   ..."; Reducer::mark_variable_ready: "Expected to mark a variable ready only once. This error
   is caused by one of the following reasons: 1) Use of a module parameter outside the `forward`
   function. ..."
+- ProcessGroupNCCL.cpp (torch v1.0.0), ProcessGroupNCCL::barrier: ``throw
+  std::runtime_error("ProcessGroupNCCL does not support barrier")``; v2.4.0's "ProcessGroupNCCL
+  does not support recvAnysource", ProcessGroupGloo.cpp's "ProcessGroupGloo does not support
+  reduce_scatter"
 - ProcessGroup.hpp, getBackend: ``TORCH_CHECK(false, "No backend type associated with device
   type ", deviceType)``
 - ProcessGroupWrapper.cpp, CollectiveFingerPrint::verify: "Detected mismatch between collectives
@@ -43,7 +47,9 @@ TRACE = ["Traceback (most recent call last):", '  File "train.py", line 88, in <
 
 @pytest.mark.parametrize(("message", "fix_word"), [
     (UNUSED, "find_unused_parameters=True"), (TWICE, "use_reentrant"),
-    (NO_BACKEND.format(device="cpu"), "cpu:gloo,cuda:nccl")])
+    (NO_BACKEND.format(device="cpu"), "cpu:gloo,cuda:nccl"),
+    # (torch 1.0's: the catalogue reads torch from 1.8, whose own templates it names)
+    ("ProcessGroupNCCL does not support barrier", "update torch")])
 @pytest.mark.parametrize("head", ["RuntimeError: ", "[rank1]: RuntimeError: "])
 def test_a_check_on_the_programs_use_is_invalid_usage(tmp_path: Path, message: str,
                                                       fix_word: str, head: str) -> None:

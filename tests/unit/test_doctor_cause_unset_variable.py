@@ -9,6 +9,10 @@ Sources of the lines:
   var``
 - torch v2.3.0 torch/distributed/elastic/utils/api.py, ``get_env_variable_or_raise``:
   "Environment variable {env_name} expected, but not set" (a ValueError)
+- torch v0.4.0 torch/lib/THD/process_group/General.cpp (env:// init): "rank is not set but it is
+  required for env:// init method" (also world_size)
+- CPython's os.environ[key] for a missing key: ``raise KeyError(key) from None``, printed
+  "KeyError: 'RANK'", in a script that reads the launcher's variables itself
 """
 
 from __future__ import annotations
@@ -46,3 +50,27 @@ def test_the_raise_line_alone_names_the_variable(tmp_path: Path, var: str) -> No
 def test_torchelastics_wording_is_read(tmp_path: Path) -> None:
     found = top(tmp_path, ["ValueError: Environment variable LOCAL_RANK expected, but not set"])
     assert found.id == "rendezvous-config" and "LOCAL_RANK" in found.explanation
+
+
+@pytest.mark.parametrize("name", ["rank", "world_size"])
+def test_torch_04s_wording_is_read(tmp_path: Path, name: str) -> None:
+    found = top(tmp_path, [f"RuntimeError: {name} is not set but it is required for env:// init "
+                           "method at /opt/conda/torch/lib/THD/process_group/General.cpp:17"])
+    assert (found.id, found.severity) == ("rendezvous-config", "error")
+    assert name.upper() in found.explanation
+
+
+@pytest.mark.parametrize("var", ["RANK", "LOCAL_RANK", "WORLD_SIZE", "MASTER_ADDR"])
+def test_a_launchers_variable_read_by_the_script_is_read(tmp_path: Path, var: str) -> None:
+    found = top(tmp_path, ["Traceback (most recent call last):",
+                           '  File "train.py", line 12, in <module>',
+                           f"    local_rank = int(os.environ['{var}'])",
+                           '  File "/usr/lib/python3.10/os.py", line 680, in __getitem__',
+                           "    raise KeyError(key) from None", f"KeyError: '{var}'"])
+    assert (found.id, found.severity) == ("rendezvous-config", "error")
+    assert var in found.explanation
+
+
+def test_another_key_is_not_this_cause(tmp_path: Path) -> None:
+    found = top(tmp_path, ["Traceback (most recent call last):", "KeyError: 'model_state'"])
+    assert found.id != "rendezvous-config"

@@ -461,8 +461,10 @@ PATTERNS: tuple[LinePattern, ...] = (
         r"(?P<detail>[^\n]*invalid device ordinal[^\n]*|[^\n]*\bset_device\([^\n]*)"),
     # a CUDA check macro's error line whose error another rule may not read (causes/cuda_meaning.py)
     # (NCCL's "Cuda failure" comes in an NCCL WARN line, which other patterns read)
-    _fb(EventKind.JOB_FACT, ("CUDA error", "Cuda error", "CUDA runtime error", "CUDA driver error"),
-        r"(?P<detail>(?:CUDA error|Cuda error|Cuda failure|CUDA (?:runtime|driver) error)[^\n]*)"),
+    _fb(EventKind.JOB_FACT, ("CUDA error", "Cuda error", "CUDA runtime error", "CUDA driver error",
+                             "cuda runtime error"),
+        r"(?P<detail>(?:CUDA error|Cuda error|Cuda failure|CUDA (?:runtime|driver) error"
+        r"|cuda runtime error)[^\n]*)"),
     # a process announcing its global rank (causes/rank_claims.py)
     _fb(EventKind.JOB_FACT, ("GLOBAL_RANK: ",),
         r"(?P<detail>[Ii]nitializing (?:ddp|distributed): GLOBAL_RANK: \d+, MEMBER: \d+/\d+)"),

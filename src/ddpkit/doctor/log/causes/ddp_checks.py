@@ -10,6 +10,9 @@ torch refuses, in its own words (the facts' ``TORCH_CHECK``; torch/csrc/distribu
   A parameter's gradient arrived twice in one backward pass: a parameter used outside
   ``forward`` or shared by concurrent forward passes, or reentrant activation checkpointing
   (which runs a part of the model's backward twice) under ``find_unused_parameters=True``.
+- ProcessGroupNCCL.cpp, ProcessGroupGloo.cpp, ProcessGroupMPI.cpp: "ProcessGroupNCCL does not
+  support barrier" (torch 1.0), "... does not support recvAnysource", "ProcessGroupGloo does not
+  support reduce_scatter": the backend has no such operation.
 - ProcessGroup.hpp, ``getBackend``: "No backend type associated with device type cpu": a
   collective on a tensor of a device type the group has no backend for (a CPU tensor in an
   NCCL-only group).
@@ -59,6 +62,13 @@ class DdpChecks(Noting):
                            "gradient_checkpointing_kwargs={\"use_reentrant\": False}), or "
                            "DistributedDataParallel(..., static_graph=True), or drop "
                            "find_unused_parameters=True where no parameter is unused."))
+        if "backend-lacks-op" in self.values:
+            texts.append(_("The process group's backend does not have the operation the program "
+                           "called (an old torch's NCCL without barrier, Gloo without "
+                           "reduce_scatter, a receive from any source on NCCL)."))
+            fixes.append(_("Call an operation the backend has, use a backend that has it (a "
+                           "Gloo group for CPU-side operations: new_group(backend=\"gloo\")), or "
+                           "update torch: newer releases add operations to each backend."))
         if "no-backend-for-device" in self.values:
             texts.append(_("A collective was called on a tensor of a device type the process "
                            "group has no backend for (a CPU tensor in an NCCL group)."))

@@ -117,12 +117,20 @@ _NO_BACKEND = re.compile(r"Distributed package doesn't have (NCCL|MPI|UCC|Gloo)\
 # Gloo's GLOO_ENFORCE_EQ in transport/tcp/device.cc (Device::isInitiator, torch v2.4's
 # third_party/gloo): "[enforce fail at .../device.cc:N] ss1.ss_family == ss2.ss_family. 2 vs 10"
 _FAMILY = re.compile(r"ss1\.ss_family == ss2\.ss_family\.? (\d{1,2}) vs (\d{1,2})\b")
+# the variables torchrun (torch.distributed.launch before it) sets for each worker
+_LAUNCHER_VARIABLES = ("RANK|LOCAL_RANK|WORLD_SIZE|LOCAL_WORLD_SIZE|MASTER_ADDR|MASTER_PORT"
+                       "|GROUP_RANK")
 # torch/distributed/rendezvous.py (v1.9 to v2.x), _env_rendezvous_handler's _env_error(var):
 # "Error initializing torch.distributed using env:// rendezvous: environment variable %s
 # expected, but not set", and the traceback's raise line `raise _env_error("MASTER_ADDR")`;
 # torchelastic's utils get_env_variable_or_raise: "Environment variable %s expected, but not set"
 _UNSET = re.compile(r"[Ee]nvironment variable (\w+) expected, but not set"
-                    r"|raise _env_error\([\"'](\w+)[\"']\)")
+                    r"|raise _env_error\([\"'](\w+)[\"']\)"
+                    # torch 0.4's THD (process_group/General.cpp): "rank is not set but it is
+                    # required for env:// init method"; a script reading a launcher's variable
+                    # itself: os.environ's "KeyError: 'RANK'"
+                    r"|\b(rank|world_size) is not set but it is required for env://"
+                    rf"|KeyError: '({_LAUNCHER_VARIABLES})'")
 # a process selecting its GPU, in a traceback's lines or the failing check's own: torch's
 # torch.cuda.set_device (its frame's source line, and torch._C._cuda_setDevice under it), a
 # ``.cuda(local_rank)``, torch 1.x's THCudaCheck in torch/csrc/cuda/Module.cpp
@@ -322,7 +330,7 @@ def _facts(text: str) -> tuple[Fact, ...]:
     if "communicator is created to work on" in text:
         found += [Fact(FactKind.DEVICE_MISMATCH, bound, given)
                   for bound, given in _DEVICE_MISMATCH.findall(text)]
-    if "Expected to " in text or "No backend type" in text:
+    if "Expected to " in text or "No backend type" in text or "does not support" in text:
         found += [Fact(FactKind.TORCH_CHECK, TORCH_CHECKS[m]) for m in _TORCH_CHECK.findall(text)]
     if "Detected mismatch between collectives" in text:
         found.append(Fact(FactKind.COLLECTIVE_MISMATCH,
@@ -335,8 +343,10 @@ def _facts(text: str) -> tuple[Fact, ...]:
         found += [Fact(FactKind.STORE_WITHOUT_LIBUV, "libuv") for _m in _NO_LIBUV.findall(text)]
     if "ss_family" in text:
         found += [Fact(FactKind.FAMILY_MISMATCH, a, b) for a, b in _FAMILY.findall(text)]
-    if "expected, but not set" in text or "_env_error(" in text:
-        found += [Fact(FactKind.UNSET_VARIABLE, _first(m.groups())) for m in _UNSET.finditer(text)]
+    if ("expected, but not set" in text or "_env_error(" in text or "KeyError: '" in text
+            or "required for env://" in text):
+        found += [Fact(FactKind.UNSET_VARIABLE, _first(m.groups()).upper())
+                  for m in _UNSET.finditer(text)]
     return tuple(found)
 
 

@@ -193,7 +193,9 @@ NCCL_RESULT_TEXTS: dict[str, str] = {
 # failure 'x'", vLLM's "Failed: Cuda error f:N 'x'", TensorRT-LLM's "CUDA runtime error in f: x"):
 # the table's longer texts are read in those lines only
 CUDA_CHECK_WORDS = ("CUDA error", "Cuda error", "Cuda failure", "CUDA runtime error",
-                    "CUDA driver error", "cuda error", "CUDA_ERROR_")
+                    "CUDA driver error", "cuda error", "CUDA_ERROR_",
+                    # torch 0.x's THCudaCheck (THC/THCGeneral.c): "cuda runtime error (%d) : %s"
+                    "cuda runtime error")
 CUDA_ERROR_NAMES = frozenset(CUDA_ERRORS.values())
 
 # Open MPI's messages of its TCP transports (v4.0 to v5.0; the help texts of opal/mca/btl/tcp/
@@ -216,6 +218,12 @@ MPI_TCP_TOPICS: dict[str, str] = {
 # variable ready only once."), ProcessGroup.hpp getBackend's "No backend type associated with
 # device type " (torch 2.0 on)
 TORCH_CHECKS: dict[str, str] = {
+    # a backend without the operation asked of it (ProcessGroupNCCL.cpp, ProcessGroupGloo.cpp,
+    # ProcessGroupMPI.cpp: "ProcessGroupNCCL does not support barrier" in torch 1.0, "...
+    # does not support recvAnysource", "ProcessGroupGloo does not support reduce_scatter")
+    "ProcessGroupNCCL does not support": "backend-lacks-op",
+    "ProcessGroupGloo does not support": "backend-lacks-op",
+    "ProcessGroupMPI does not support": "backend-lacks-op",
     "Expected to have finished reduction in the prior iteration": "unused-parameters",
     "Expected to mark a variable ready only once": "ready-twice",
     "No backend type associated with device type": "no-backend-for-device",
