@@ -37,9 +37,11 @@ ENTRIES = (
     Entry(
         "version-mismatch", "error",
         _("Nodes run different NCCL/CUDA versions"),
-        _("The ranks do not all run the same NCCL or torch build (or the CUDA runtime needs a newer "
-        "driver than the node has). NCCL requires the same version on every rank, and each torch "
-        "build bundles its own; mixed versions fail or hang during init."),
+        _("The ranks do not all run the same NCCL or torch build, or a build does not fit the "
+        "node: its CUDA runtime needs a newer driver than the node has, or the CUDA or NCCL "
+        "libraries it loads are not the ones it was built against. NCCL requires the same "
+        "version on every rank, and each torch build bundles its own; mixed versions fail or "
+        "hang during init."),
         _("Install the same torch build on every node (it bundles NCCL), e.g. pip install "
         "torch==<same version>\n"
         "Compare nodes: python -c 'import torch; print(torch.__version__, "
@@ -86,8 +88,9 @@ ENTRIES = (
         _("NCCL or torch reported a CUDA runtime error (NCCL's `Cuda failure '...'`, "
         "ncclUnhandledCudaError), torch found no usable GPU, or a worker stuck in the GPU "
         "driver survived SIGKILL. The CUDA error in the line names the failure; the usual "
-        "causes are a driver older than the CUDA runtime of the build, a GPU in a bad state "
-        "(Xid errors in dmesg), or CUDA_VISIBLE_DEVICES hiding the GPUs."),
+        "causes are a GPU in a bad state (Xid errors in dmesg), a GPU another process holds, or "
+        "CUDA_VISIBLE_DEVICES hiding the GPUs. (A driver older than the build's CUDA runtime, "
+        "or a CUDA or NCCL library that does not fit the build, is version-mismatch.)"),
         _("Check the GPUs and the driver on that node: nvidia-smi (and dmesg -T | grep -i xid)\n"
         "Compare the driver's CUDA version (nvidia-smi's header) with the build's: python -c "
         "'import torch; print(torch.version.cuda, torch.cuda.is_available())'\n"
