@@ -16,46 +16,11 @@ error summary, NCCL's ``Last error:``). ``claims`` stops later patterns from als
 
 from __future__ import annotations
 
-import re
-from dataclasses import dataclass
-
+from ddpkit.doctor.log.cause_lines import CAUSE_PATTERNS
 from ddpkit.doctor.log.kinds import EventKind
-
-
-@dataclass(frozen=True)
-class LinePattern:
-    kind: EventKind
-    triggers: tuple[str, ...]
-    regex: re.Pattern[str]
-    extras: tuple[re.Pattern[str], ...] = ()  # searched separately; fill groups the regex lacks
-    fixed: tuple[tuple[str, str], ...] = ()  # constant fields added to the event
-    skip_if: tuple[str, ...] = ()  # substrings that make the line not this pattern's
-    claims: bool = False
-    multi: bool = False
-    fallback: bool = False  # read only when no earlier pattern matched the line
-
-
-def _p(
-    kind: EventKind,
-    triggers: tuple[str, ...],
-    regex: str,
-    *extras: str,
-    fixed: tuple[tuple[str, str], ...] = (),
-    skip_if: tuple[str, ...] = (),
-    claims: bool = False,
-    multi: bool = False,
-) -> LinePattern:
-    return LinePattern(
-        kind, triggers, re.compile(regex), tuple(re.compile(e) for e in extras), fixed, skip_if,
-        claims, multi,
-    )
-
-
-def _fb(kind: EventKind, triggers: tuple[str, ...], regex: str, *,
-        skip_if: tuple[str, ...] = ()) -> LinePattern:
-    """A fallback pattern: it reads a line only when no pattern before it matched."""
-    return LinePattern(kind, triggers, re.compile(regex), skip_if=skip_if, fallback=True)
-
+from ddpkit.doctor.log.line_pattern import LinePattern
+from ddpkit.doctor.log.line_pattern import fallback_pattern as _fb
+from ddpkit.doctor.log.line_pattern import pattern as _p
 
 ANCHORS: tuple[bytes, ...] = (
     rb"NCCL(?: (?:INFO (?:Bootstrap|bootstrap\.cc|NET/|Using network|Using internal|Plugin Path"
@@ -441,63 +406,8 @@ PATTERNS: tuple[LinePattern, ...] = (
     _fb(EventKind.FAILURE_LINE, ("entire process down",), r"(?P<detail>[^\n]*entire process down[^\n]*)"),
     _fb(EventKind.FAILURE_LINE, ("abandoning",),
         r"(?P<detail>Process \d+ did not exit after \w+ within [^\n]*abandoning[^\n]*)"),
-    # Facts the causes read from lines no pattern above read: a process's death of a signal, a
-    # CUDA peer-access error (doctor/log/causes/silent_kill.py, bus_error.py, peer_access.py)
-    # (CUDA's peer-access errors come in a check macro's error line: "Failed: Cuda error ...",
-    # "CUDA runtime error in ...", "CUDA error: ..."; rdma-core's mlx5 provider's "mlx5: <host>:
-    # got completion with error:")
-    _fb(EventKind.JOB_FACT, ("return code", "SIGKILL", "SIGBUS", "rror"),
-        r"(?P<detail>return code = -\d+|SIGKILL|SIGBUS|peer access[^\n]*"
-        r"|got completion with error)"),
-    # torch built without NCCL, Gloo's address families that differ, an env:// rendezvous
-    # variable not set (causes/no_backend.py, address_family.py, unset_variable.py)
-    # (each line an exception's or a traceback's raise line: the trigger is its error word)
-    _fb(EventKind.JOB_FACT, ("rror",),
-        r"(?P<detail>Distributed package doesn't have[^\n]*|ss1\.ss_family[^\n]*"
-        r"|raise _env_error\([^\n]*|[^\n]*expected, but not set[^\n]*)"),
-    # CUDA's invalid device ordinal, and a rank selecting its GPU in a traceback's lines
-    # (causes/device_ordinal.py)
-    _fb(EventKind.JOB_FACT, ("rror", "set_device("),
-        r"(?P<detail>[^\n]*invalid device ordinal[^\n]*|[^\n]*\bset_device\([^\n]*)"),
-    # a CUDA check macro's error line whose error another rule may not read (causes/cuda_meaning.py)
-    # (NCCL's "Cuda failure" comes in an NCCL WARN line, which other patterns read)
-    _fb(EventKind.JOB_FACT, ("CUDA error", "Cuda error", "CUDA runtime error", "CUDA driver error",
-                             "cuda runtime error"),
-        r"(?P<detail>(?:CUDA error|Cuda error|Cuda failure|CUDA (?:runtime|driver) error"
-        r"|cuda runtime error)[^\n]*)"),
-    # a process announcing its global rank (causes/rank_claims.py)
-    _fb(EventKind.JOB_FACT, ("GLOBAL_RANK: ",),
-        r"(?P<detail>[Ii]nitializing (?:ddp|distributed): GLOBAL_RANK: \d+, MEMBER: \d+/\d+)"),
-    # NCCL's return chain, "<file>:<line> -> <code>" (causes/nccl_result.py)
-    # (read on the line after an NCCL WARN, FOLLOW: the failure's origin warns, then returns)
-    _fb(EventKind.JOB_FACT, (),
-        r"NCCL INFO (?P<detail>[\w/.-]+\.(?:cc|cu|h|cpp):\d+ -> [1-7])\b"),
-    # NCCL before 2.17 rejecting 2.17's "undefined" config value (causes/config_undefined.py),
-    # an NCCL WARN, or posted bare after torch's "Last error:" (a line it follows)
-    _fb(EventKind.JOB_FACT, (), r"(?P<detail>Invalid config \w+ attribute value -2147483648)"),
-    # Lines read for the causes of other programs' own words, when no pattern above read them:
-    # Open MPI's TCP transports (causes/open_mpi_tcp.py), torch's TCPStore asked for libuv by a
-    # build without it (store_without_libuv.py), vLLM's PyNcclCommunicator handed a tensor on
-    # another GPU (communicator_device.py; its message comes on the lines after
-    # "AssertionError:", which FOLLOW reads), torch's checks of a program's use of DDP and ranks
-    # calling different collectives (ddp_checks.py, collective_mismatch.py), the dynamic loader
-    # failing on a CUDA library (cuda_library.py). torch's lines come with their exception's
-    # name: "rror" is their trigger.
-    _fb(EventKind.JOB_FACT, ("TCP connect", "connect()", "process identifier", "rror"),
-        r"(?P<detail>Open MPI failed to TCP connect[^\n]*|Message:\s+connect\(\) to \S+ failed"
-        r"|received unexpected process identifier[^\n]*"
-        r"|accepted a TCP connection from what appears to be[^\n]*"
-        r"|inbound MPI TCP connection request[^\n]*|unable to complete a TCP connection[^\n]*"
-        r"|use_libuv was requested but PyTorch was built without libuv[^\n]*"
-        r"|nccl communicator is created to work on[^\n]*"
-        r"|Expected to (?:have finished reduction in the prior iteration|mark a variable ready "
-        r"only once)[^\n]*|No backend type associated with device type[^\n]*"
-        r"|Detected mismatch between collectives on ranks[^\n]*"
-        r"|\S*lib\w+\.so[\w.]*: (?:cannot open shared object file|undefined symbol)[^\n]*)"),
-    # Ray's words for a worker that cannot reach its head (causes/firewall.py)
-    _fb(EventKind.JOB_FACT, ("connect to GCS", "connection to redis", "connect to Redis"),
-        r"(?P<detail>(?:Unable|Failed) to connect to (?:GCS|Redis)[^\n]*"
-        r"|Could not establish connection to redis[^\n]*)"),
+    # the lines read for the causes' facts (doctor/log/cause_lines.py), last
+    *CAUSE_PATTERNS,
 )
 
 

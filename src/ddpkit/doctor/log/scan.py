@@ -18,6 +18,7 @@ from dataclasses import dataclass, replace
 from typing import BinaryIO
 
 from ddpkit.doctor.findings import clip
+from ddpkit.doctor.log.line_pattern import LinePattern
 from ddpkit.doctor.log.patterns import (
     ANCHORS,
     FACT_KIND,
@@ -28,7 +29,6 @@ from ddpkit.doctor.log.patterns import (
     SOCKET_LIST_LINES,
     TAIL_ANCHORS,
     TAIL_KINDS,
-    LinePattern,
     trigger_strings,
 )
 from ddpkit.doctor.log.prefixes import parse_prefix

@@ -1,0 +1,70 @@
+"""The lines read for the facts the causes read (doctor/log/causes/, doctor/log/facts/): the last
+patterns of the scan's table (doctor/log/patterns.py), fallbacks that read a line only when no
+pattern before them did. Their event is a ``job-fact``: nothing reads its kind, the line is an
+event so that its facts are read."""
+
+from __future__ import annotations
+
+from ddpkit.doctor.log.kinds import EventKind
+from ddpkit.doctor.log.line_pattern import LinePattern
+from ddpkit.doctor.log.line_pattern import fallback_pattern as _fb
+
+CAUSE_PATTERNS: tuple[LinePattern, ...] = (
+    # Facts the causes read from lines no pattern above read: a process's death of a signal, a
+    # CUDA peer-access error (doctor/log/causes/silent_kill.py, bus_error.py, peer_access.py)
+    # (CUDA's peer-access errors come in a check macro's error line: "Failed: Cuda error ...",
+    # "CUDA runtime error in ...", "CUDA error: ..."; rdma-core's mlx5 provider's "mlx5: <host>:
+    # got completion with error:")
+    _fb(EventKind.JOB_FACT, ("return code", "SIGKILL", "SIGBUS", "rror"),
+        r"(?P<detail>return code = -\d+|SIGKILL|SIGBUS|peer access[^\n]*"
+        r"|got completion with error)"),
+    # torch built without NCCL, Gloo's address families that differ, an env:// rendezvous
+    # variable not set (causes/no_backend.py, address_family.py, unset_variable.py)
+    # (each line an exception's or a traceback's raise line: the trigger is its error word)
+    _fb(EventKind.JOB_FACT, ("rror",),
+        r"(?P<detail>Distributed package doesn't have[^\n]*|ss1\.ss_family[^\n]*"
+        r"|raise _env_error\([^\n]*|[^\n]*expected, but not set[^\n]*)"),
+    # CUDA's invalid device ordinal, and a rank selecting its GPU in a traceback's lines
+    # (causes/device_ordinal.py)
+    _fb(EventKind.JOB_FACT, ("rror", "set_device("),
+        r"(?P<detail>[^\n]*invalid device ordinal[^\n]*|[^\n]*\bset_device\([^\n]*)"),
+    # a CUDA check macro's error line whose error another rule may not read (causes/cuda_meaning.py)
+    # (NCCL's "Cuda failure" comes in an NCCL WARN line, which other patterns read)
+    _fb(EventKind.JOB_FACT, ("CUDA error", "Cuda error", "CUDA runtime error", "CUDA driver error",
+                             "cuda runtime error"),
+        r"(?P<detail>(?:CUDA error|Cuda error|Cuda failure|CUDA (?:runtime|driver) error"
+        r"|cuda runtime error)[^\n]*)"),
+    # a process announcing its global rank (causes/rank_claims.py)
+    _fb(EventKind.JOB_FACT, ("GLOBAL_RANK: ",),
+        r"(?P<detail>[Ii]nitializing (?:ddp|distributed): GLOBAL_RANK: \d+, MEMBER: \d+/\d+)"),
+    # NCCL's return chain, "<file>:<line> -> <code>" (causes/nccl_result.py)
+    # (read on the line after an NCCL WARN, FOLLOW: the failure's origin warns, then returns)
+    _fb(EventKind.JOB_FACT, (),
+        r"NCCL INFO (?P<detail>[\w/.-]+\.(?:cc|cu|h|cpp):\d+ -> [1-7])\b"),
+    # NCCL before 2.17 rejecting 2.17's "undefined" config value (causes/config_undefined.py),
+    # an NCCL WARN, or posted bare after torch's "Last error:" (a line it follows)
+    _fb(EventKind.JOB_FACT, (), r"(?P<detail>Invalid config \w+ attribute value -2147483648)"),
+    # Lines read for the causes of other programs' own words, when no pattern above read them:
+    # Open MPI's TCP transports (causes/open_mpi_tcp.py), torch's TCPStore asked for libuv by a
+    # build without it (store_without_libuv.py), vLLM's PyNcclCommunicator handed a tensor on
+    # another GPU (communicator_device.py; its message comes on the lines after
+    # "AssertionError:", which FOLLOW reads), torch's checks of a program's use of DDP and ranks
+    # calling different collectives (ddp_checks.py, collective_mismatch.py), the dynamic loader
+    # failing on a CUDA library (cuda_library.py). torch's lines come with their exception's
+    # name: "rror" is their trigger.
+    _fb(EventKind.JOB_FACT, ("TCP connect", "connect()", "process identifier", "rror"),
+        r"(?P<detail>Open MPI failed to TCP connect[^\n]*|Message:\s+connect\(\) to \S+ failed"
+        r"|received unexpected process identifier[^\n]*"
+        r"|accepted a TCP connection from what appears to be[^\n]*"
+        r"|inbound MPI TCP connection request[^\n]*|unable to complete a TCP connection[^\n]*"
+        r"|use_libuv was requested but PyTorch was built without libuv[^\n]*"
+        r"|nccl communicator is created to work on[^\n]*"
+        r"|Expected to (?:have finished reduction in the prior iteration|mark a variable ready "
+        r"only once)[^\n]*|No backend type associated with device type[^\n]*"
+        r"|Detected mismatch between collectives on ranks[^\n]*"
+        r"|\S*lib\w+\.so[\w.]*: (?:cannot open shared object file|undefined symbol)[^\n]*)"),
+    # Ray's words for a worker that cannot reach its head (causes/firewall.py)
+    _fb(EventKind.JOB_FACT, ("connect to GCS", "connection to redis", "connect to Redis"),
+        r"(?P<detail>(?:Unable|Failed) to connect to (?:GCS|Redis)[^\n]*"
+        r"|Could not establish connection to redis[^\n]*)"),
+)
