@@ -48,8 +48,11 @@ def test_the_raise_line_alone_names_the_variable(tmp_path: Path, var: str) -> No
 
 
 def test_torchelastics_wording_is_read(tmp_path: Path) -> None:
+    found = top(tmp_path, ["ValueError: Environment variable WORLD_SIZE expected, but not set"])
+    assert found.id == "rendezvous-config" and "WORLD_SIZE" in found.explanation
+    # (the local rank alone, which a launcher hands each process: the local rank's finding)
     found = top(tmp_path, ["ValueError: Environment variable LOCAL_RANK expected, but not set"])
-    assert found.id == "rendezvous-config" and "LOCAL_RANK" in found.explanation
+    assert found.id == "local-rank-argument" and "LOCAL_RANK" in found.explanation
 
 
 @pytest.mark.parametrize("name", ["rank", "world_size"])
@@ -60,14 +63,19 @@ def test_torch_04s_wording_is_read(tmp_path: Path, name: str) -> None:
     assert name.upper() in found.explanation
 
 
-@pytest.mark.parametrize("var", ["RANK", "LOCAL_RANK", "WORLD_SIZE", "MASTER_ADDR"])
-def test_a_launchers_variable_read_by_the_script_is_read(tmp_path: Path, var: str) -> None:
+@pytest.mark.parametrize(("var", "finding"), [
+    ("RANK", "rendezvous-config"), ("WORLD_SIZE", "rendezvous-config"),
+    ("MASTER_ADDR", "rendezvous-config"),
+    # the local rank a launcher hands each process: the local rank's finding
+    ("LOCAL_RANK", "local-rank-argument")])
+def test_a_launchers_variable_read_by_the_script_is_read(tmp_path: Path, var: str,
+                                                          finding: str) -> None:
     found = top(tmp_path, ["Traceback (most recent call last):",
                            '  File "train.py", line 12, in <module>',
                            f"    local_rank = int(os.environ['{var}'])",
                            '  File "/usr/lib/python3.10/os.py", line 680, in __getitem__',
                            "    raise KeyError(key) from None", f"KeyError: '{var}'"])
-    assert (found.id, found.severity) == ("rendezvous-config", "error")
+    assert (found.id, found.severity) == (finding, "error")
     assert var in found.explanation
 
 

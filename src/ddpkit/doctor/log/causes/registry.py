@@ -29,6 +29,7 @@ from ddpkit.doctor.log.causes.firewall import Firewall
 from ddpkit.doctor.log.causes.loopback import Loopback
 from ddpkit.doctor.log.causes.nccl_result import NcclResult
 from ddpkit.doctor.log.causes.no_backend import NoBackend
+from ddpkit.doctor.log.causes.no_gpu import NoGpu
 from ddpkit.doctor.log.causes.no_route import NoRoute
 from ddpkit.doctor.log.causes.open_mpi_tcp import OpenMpiTcp
 from ddpkit.doctor.log.causes.peer_access import PeerAccess
@@ -54,7 +55,7 @@ CAUSES: tuple[type[Cause], ...] = (
     RendezvousRestarts, SilentKill, BusError, PeerAccess, Firewall, ShmFull, RdmaCompletion,
     ResolvedLater, NoBackend, AddressFamily, UnsetVariable, DeviceOrdinal, ConfigUndefined,
     UnhandledCuda, CudaMeaning, NcclResult, RankClaims, NoRoute, OpenMpiTcp, StoreWithoutLibuv,
-    CommunicatorDevice, DdpChecks, CollectiveMismatch, CudaLibrary,
+    CommunicatorDevice, DdpChecks, CollectiveMismatch, CudaLibrary, NoGpu,
 )
 
 Scored = tuple[Finding, int]

@@ -5,14 +5,21 @@ torch's ``torch/distributed/rendezvous.py`` (v1.9 to v2.x), ``_env_rendezvous_ha
 environment variable MASTER_ADDR expected, but not set`` (also RANK, WORLD_SIZE, MASTER_PORT);
 a traceback may show only the raise line, ``raise _env_error("MASTER_ADDR")``. torchelastic's
 ``get_env_variable_or_raise`` prints ``Environment variable X expected, but not set``. torchrun
-(or ``python -m torch.distributed.launch``) sets them; ``python train.py`` does not.
+(or ``python -m torch.distributed.launch``) sets them; ``python train.py`` does not. A script that
+reads them itself fails with os.environ's ``KeyError: 'RANK'``; when all it missed is
+``LOCAL_RANK``, the variable through which a launcher hands each process its local rank, the
+finding is the local rank's (``local-rank-argument``).
 """
 
 from __future__ import annotations
 
-from ddpkit.doctor.log.causes.base import GENERIC, NotingValues
+from ddpkit.doctor.findings import Finding
+from ddpkit.doctor.log.causes.base import GENERIC, Context, NotingValues, made
+from ddpkit.doctor.log.evidence import merge
 from ddpkit.doctor.log.facts.kinds import FactKind
 from ddpkit.i18n import _
+
+LOCAL_RANK = "LOCAL_RANK"
 
 
 class UnsetVariable(NotingValues):
@@ -29,3 +36,16 @@ class UnsetVariable(NotingValues):
                 "  ddpkit launch --nproc-per-node <G> train.py   (or torchrun)\n"
                 "or set all four yourself before init_process_group")
         return text, fix
+
+    def finding(self, context: Context) -> Finding | None:
+        if set(self.values) != {LOCAL_RANK}:
+            return super().finding(context)
+        text = _("The script reads its local rank from LOCAL_RANK, which a launcher sets for "
+                 "each process it starts (torchrun, torch.distributed.launch, DeepSpeed's and "
+                 "accelerate's launchers), and found it unset: the script was started without "
+                 "one.")
+        fix = _("Start the script with a launcher:\n"
+                "  ddpkit launch --nproc-per-node <G> train.py   (or torchrun)\n"
+                "or, for one process, set LOCAL_RANK=0 (and RANK, WORLD_SIZE, MASTER_ADDR, "
+                "MASTER_PORT) yourself")
+        return made("local-rank-argument", "error", text, fix, merge(self.bag.items))

@@ -27,6 +27,7 @@ from ddpkit.doctor.log.facts.kinds import (
     MPI_TCP_TOPICS,
     NCCL_RESULT_TEXTS,
     NCCL_RESULTS,
+    NO_GPU_TEXTS,
     SIGNAL_NUMBERS,
     SIGNALS,
     TORCH_CHECKS,
@@ -180,6 +181,7 @@ _CUDA_LIB = (r"lib(?:nccl|cuda|cudart|cublas(?:Lt)?|cudnn\w*|nvrtc|cusparse(?:Lt
              r"|cusolver|nvJitLink|nvToolsExt|cupti|torch_cuda|c10_cuda)\b[\w.-]*\.so[\w.]*")
 _LIBRARY = re.compile(rf"(?:[\w./+-]*/)?({_CUDA_LIB}): cannot open shared object file"
                       rf"|(?:[\w./+-]*/)?({_CUDA_LIB}): undefined symbol: (\w+)")
+_NO_GPU = re.compile("|".join(re.escape(words) for words in NO_GPU_TEXTS))
 _CUDA_ERROR = re.compile("|".join(re.escape(t) for t in CUDA_ERRORS)
                          + r"|\b(" + "|".join(sorted(CUDA_ERROR_NAMES)) + r")\b")
 
@@ -339,6 +341,9 @@ def _facts(text: str) -> tuple[Fact, ...]:
         for missing, library, symbol in _LIBRARY.findall(text):
             found.append(Fact(FactKind.CUDA_LIBRARY, missing or library,
                               "missing" if missing else symbol))
+    if ("GPU" in text or "NVIDIA driver" in text or "compiled with CUDA" in text
+            or "driver initialization" in text):
+        found += [Fact(FactKind.NO_GPU, NO_GPU_TEXTS[m]) for m in _NO_GPU.findall(text)[:1]]
     if "use_libuv" in text:
         found += [Fact(FactKind.STORE_WITHOUT_LIBUV, "libuv") for _m in _NO_LIBUV.findall(text)]
     if "ss_family" in text:

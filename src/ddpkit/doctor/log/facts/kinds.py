@@ -81,6 +81,8 @@ class FactKind(enum.Enum):
     # ranks issuing different collectives (value: the collectives' OpTypes as printed, "ALLREDUCE
     # / BROADCAST", "" where not shown): ProcessGroupWrapper's check (TORCH_DISTRIBUTED_DEBUG)
     COLLECTIVE_MISMATCH = "collective-mismatch"
+    # a process that finds no GPU to use (value: NO_GPU_TEXTS' key of the words that say so)
+    NO_GPU = "no-gpu"
     # the dynamic loader failing on a CUDA or NCCL library (value: the library as printed,
     # libnccl.so.2; detail: "missing", or the undefined symbol)
     CUDA_LIBRARY = "cuda-library"
@@ -227,6 +229,20 @@ TORCH_CHECKS: dict[str, str] = {
     "Expected to have finished reduction in the prior iteration": "unused-parameters",
     "Expected to mark a variable ready only once": "ready-twice",
     "No backend type associated with device type": "no-backend-for-device",
+}
+
+# A process finding no GPU to use, in its program's words, and what each means (causes/no_gpu.py):
+# torch/cuda/__init__.py _lazy_init (v1.x to v2.x): "Torch not compiled with CUDA enabled" (a
+# CPU-only build), "Found no NVIDIA driver on your system" (no driver); c10/cuda/CUDAFunctions.cpp
+# "No CUDA GPUs are available" (none visible: CUDA_VISIBLE_DEVICES, a container without them),
+# "CUDA driver initialization failed, you might not have a CUDA gpu."; DeepSpeed's launcher
+# (launcher/runner.py) "Unable to proceed, no GPU resources available"
+NO_GPU_TEXTS: dict[str, str] = {
+    "Torch not compiled with CUDA enabled": "cpu-build",
+    "Found no NVIDIA driver on your system": "no-driver",
+    "CUDA driver initialization failed": "no-driver",
+    "No CUDA GPUs are available": "none-visible",
+    "no GPU resources available": "none-visible",
 }
 
 # getaddrinfo(3)'s error codes (glibc's netdb.h) and gai_strerror() texts

@@ -1,0 +1,43 @@
+"""causes/no_gpu.py: a process that finds no GPU to use is cuda-error, with its reason. Sources of
+the lines:
+
+- torch v2.3.0 torch/cuda/__init__.py, _lazy_init: ``raise AssertionError("Torch not compiled
+  with CUDA enabled")``; torch._C._cuda_init's "Found no NVIDIA driver on your system. Please
+  check that you have an NVIDIA GPU and installed a driver from
+  http://www.nvidia.com/Download/index.aspx" and "CUDA driver initialization failed, you might
+  not have a CUDA gpu."
+- torch v2.3.0 c10/cuda/CUDAFunctions.cpp, device_count_ensure_non_zero: "No CUDA GPUs are
+  available"
+- DeepSpeed v0.9 deepspeed/launcher/runner.py, main: ``raise RuntimeError("Unable to proceed, no
+  GPU resources available")``
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from cause_logs import top
+
+TRACE = ["Traceback (most recent call last):", '  File "train.py", line 20, in <module>',
+         "    model.cuda()"]
+
+
+@pytest.mark.parametrize(("line", "fix_word"), [
+    ("AssertionError: Torch not compiled with CUDA enabled", "torch.version.cuda"),
+    ("RuntimeError: Found no NVIDIA driver on your system. Please check that you have an NVIDIA "
+     "GPU and installed a driver from http://www.nvidia.com/Download/index.aspx", "--gpus all"),
+    ("RuntimeError: CUDA driver initialization failed, you might not have a CUDA gpu.",
+     "nvidia-smi"),
+    ("RuntimeError: No CUDA GPUs are available", "CUDA_VISIBLE_DEVICES"),
+    ("RuntimeError: Unable to proceed, no GPU resources available", "CUDA_VISIBLE_DEVICES"),
+])
+def test_no_gpu_to_use_is_a_cuda_error(tmp_path: Path, line: str, fix_word: str) -> None:
+    found = top(tmp_path, [*TRACE, line])
+    assert (found.id, found.severity) == ("cuda-error", "error")
+    assert fix_word in found.fix
+
+
+def test_a_gpu_named_in_passing_is_not_this_cause(tmp_path: Path) -> None:
+    found = top(tmp_path, ["Using GPU 0 for training", "epoch 1 loss 0.3 (8 GPUs available)"])
+    assert found.id != "cuda-error"
