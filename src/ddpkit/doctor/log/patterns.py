@@ -32,6 +32,7 @@ ANCHORS: tuple[bytes, ...] = (
     b"GLOBAL_RANK: ",  # PyTorch Lightning's line for each process joining (a rank's claim)
     b"INFO NET/Socket",  # also the quoted or pre-2.4 form without the NCCL word
     b"checkTimeout",  # the NCCL watchdog's stack, posted without its message line
+    b"Watchdog caught",  # and its message without its "[Rank N]" head or its WorkNCCL
     b"Ring ",  # pre-2.5 ring lines (before 2.4 also without the NCCL word)
     b"PyTorch version: ", b"torch==",  # collect_env / pip: the torch build a node runs
     b"Using devices",  # nccl-tests' table of the host each rank runs on follows this line
@@ -247,8 +248,15 @@ PATTERNS: tuple[LinePattern, ...] = (
        r"Timeout\(ms\)=(?P<timeout_ms>\d+)", r"ran for (?P<ran_ms>\d+) milliseconds",
        claims=True),
     # Only the watchdog's stack frames: a collective timed out, rank and op unknown.
+    # (also the frame as a thread's copy gives it, "checkTimeout at ProcessGroupNCCL.cpp:733";
+    # the watchdog's words without its "[Rank N]" head or its WorkNCCL, and a WorkNCCL a
+    # timeout is said of in other words, "NCCL collective timeout: WorkNCCL(SeqNum=16, ...)")
     _p(EventKind.WATCHDOG_FRAME, ("checkTimeout",),
-       r"(?P<detail>WorkNCCL::checkTimeout|Exception raised from checkTimeout)"),
+       r"(?P<detail>WorkNCCL::checkTimeout|Exception raised from checkTimeout"
+       r"|\bcheckTimeout at [\w/.-]*ProcessGroupNCCL\.cpp:\d+)"),
+    _fb(EventKind.WATCHDOG_FRAME, ("Watchdog caught", "WorkNCCL("),
+        r"(?P<detail>Watchdog caught collective operation timeout[^\n]*"
+        r"|(?i:timeout|timed out)[^\n]*WorkNCCL\((?:SeqNum=\d+, )?OpType=\w+[^\n]*)"),
     _p(EventKind.WORK_PROGRESS, ("Timeout at NCCL work",),
        r"Rank (?P<rank>\d+)\] Timeout at NCCL work: (?P<seq>\d+), last enqueued NCCL work: "
        r"(?P<enqueued>-?\d+), last completed NCCL work: (?P<completed>-?\d+)", claims=True),
@@ -269,8 +277,11 @@ PATTERNS: tuple[LinePattern, ...] = (
        r"|nnodes=\S+ is not in \"MIN:MAX\" format|Port is absent in endpoint[^\n]*"
        r"|RendezvousClosedError|RendezvousStateError[^\n]*|The rendezvous configuration[^\n]*)",
        claims=True),
-    _p(EventKind.RDZV_CONNECTION, ("RendezvousConnectionError",),
-       r"(?P<detail>RendezvousConnectionError[^\n]*)", claims=True),
+    # (torchelastic's c10d rendezvous backend, c10d_rendezvous_backend.py: "The connection to
+    # the C10d store has failed. See inner exception for details.", posted without its class)
+    _p(EventKind.RDZV_CONNECTION, ("RendezvousConnectionError", "connection to the C10d store"),
+       r"(?P<detail>RendezvousConnectionError[^\n]*|The connection to the C10d store has "
+       r"failed[^\n]*)", claims=True),
     _p(EventKind.RESOLVE_FAILED, ("gai error", "gaierror", "rror"),
        r"(?P<detail>Name or service not known|Temporary failure in name resolution)",
        r"of \((?P<host>[^,()\s]+), (?P<port>\d+)\) cannot be retrieved", claims=True),
