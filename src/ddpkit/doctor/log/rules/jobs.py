@@ -328,10 +328,9 @@ class JobRules:
             what = _n("Rank {ranks} timed out", "Ranks {ranks} timed out", len(timed_out),
                       ranks=", ".join(map(str, timed_out)))
         elif not self.timeouts and not self.progress.data:
-            what = _("Only the NCCL watchdog's stack or its words without their rank were "
-                     "posted (checkTimeout, \"Watchdog caught collective operation timeout\"): "
-                     "a collective timed out; the log does not say on which rank or in which "
-                     "operation")
+            what = _("Only the NCCL watchdog's stack, or its timeout message without a rank, "
+                     "was posted: a collective timed out; the log does not say on which rank or "
+                     "in which operation")
         else:
             what = _("A rank timed out")
         op_text = ", ".join(ops)
