@@ -14,6 +14,8 @@ torch/csrc/distributed/c10d/):
   std::runtime_error("ProcessGroupNCCL does not support barrier")``; v2.4.0's "ProcessGroupNCCL
   does not support recvAnysource", ProcessGroupGloo.cpp's "ProcessGroupGloo does not support
   reduce_scatter"
+- distributed_c10d.py (torch v1.8.0), _check_default_pg: ``assert _default_pg is not None,
+  "Default process group is not initialized"``
 - ProcessGroup.hpp, getBackend: ``TORCH_CHECK(false, "No backend type associated with device
   type ", deviceType)``
 - ProcessGroupWrapper.cpp, CollectiveFingerPrint::verify: "Detected mismatch between collectives
@@ -49,7 +51,8 @@ TRACE = ["Traceback (most recent call last):", '  File "train.py", line 88, in <
     (UNUSED, "find_unused_parameters=True"), (TWICE, "use_reentrant"),
     (NO_BACKEND.format(device="cpu"), "cpu:gloo,cuda:nccl"),
     # (torch 1.0's: the catalogue reads torch from 1.8, whose own templates it names)
-    ("ProcessGroupNCCL does not support barrier", "update torch")])
+    ("ProcessGroupNCCL does not support barrier", "update torch"),
+    ("Default process group is not initialized", "SyncBatchNorm")])
 @pytest.mark.parametrize("head", ["RuntimeError: ", "[rank1]: RuntimeError: "])
 def test_a_check_on_the_programs_use_is_invalid_usage(tmp_path: Path, message: str,
                                                       fix_word: str, head: str) -> None:

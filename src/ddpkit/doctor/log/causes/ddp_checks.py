@@ -10,6 +10,10 @@ torch refuses, in its own words (the facts' ``TORCH_CHECK``; torch/csrc/distribu
   A parameter's gradient arrived twice in one backward pass: a parameter used outside
   ``forward`` or shared by concurrent forward passes, or reentrant activation checkpointing
   (which runs a part of the model's backward twice) under ``find_unused_parameters=True``.
+- distributed_c10d.py, ``_check_default_pg``: "Default process group is not initialized" (torch
+  1.x's assertion; 2.x: "Default process group has not been initialized, please make sure to
+  call init_process_group."): a collective, SyncBatchNorm or a sampler asked for the group before
+  any was made.
 - ProcessGroupNCCL.cpp, ProcessGroupGloo.cpp, ProcessGroupMPI.cpp: "ProcessGroupNCCL does not
   support barrier" (torch 1.0), "... does not support recvAnysource", "ProcessGroupGloo does not
   support reduce_scatter": the backend has no such operation.
@@ -62,6 +66,15 @@ class DdpChecks(Noting):
                            "gradient_checkpointing_kwargs={\"use_reentrant\": False}), or "
                            "DistributedDataParallel(..., static_graph=True), or drop "
                            "find_unused_parameters=True where no parameter is unused."))
+        if "no-process-group" in self.values:
+            texts.append(_("A torch.distributed call needed the default process group, and none "
+                           "had been initialized: the script was started without a launcher, or "
+                           "called it before init_process_group (SyncBatchNorm, a barrier or a "
+                           "DistributedSampler in a single-process run)."))
+            fixes.append(_("Start the script with a launcher and call init_process_group first "
+                           "(ddpkit launch --nproc-per-node <G> train.py, or torchrun); for a "
+                           "single-GPU run, use BatchNorm instead of SyncBatchNorm and no "
+                           "DistributedSampler."))
         if "backend-lacks-op" in self.values:
             texts.append(_("The process group's backend does not have the operation the program "
                            "called (an old torch's NCCL without barrier, Gloo without "

@@ -332,7 +332,8 @@ def _facts(text: str) -> tuple[Fact, ...]:
     if "communicator is created to work on" in text:
         found += [Fact(FactKind.DEVICE_MISMATCH, bound, given)
                   for bound, given in _DEVICE_MISMATCH.findall(text)]
-    if "Expected to " in text or "No backend type" in text or "does not support" in text:
+    if ("Expected to " in text or "No backend type" in text or "does not support" in text
+            or "Default process group" in text):
         found += [Fact(FactKind.TORCH_CHECK, TORCH_CHECKS[m]) for m in _TORCH_CHECK.findall(text)]
     if "Detected mismatch between collectives" in text:
         found.append(Fact(FactKind.COLLECTIVE_MISMATCH,

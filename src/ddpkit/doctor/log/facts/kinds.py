@@ -226,6 +226,12 @@ TORCH_CHECKS: dict[str, str] = {
     "ProcessGroupNCCL does not support": "backend-lacks-op",
     "ProcessGroupGloo does not support": "backend-lacks-op",
     "ProcessGroupMPI does not support": "backend-lacks-op",
+    # a call that needs the default process group before any (distributed_c10d.py,
+    # _check_default_pg: torch 1.x's assertion "Default process group is not initialized", torch
+    # 2.x's "Default process group has not been initialized, please make sure to call
+    # init_process_group.")
+    "Default process group is not initialized": "no-process-group",
+    "Default process group has not been initialized": "no-process-group",
     "Expected to have finished reduction in the prior iteration": "unused-parameters",
     "Expected to mark a variable ready only once": "ready-twice",
     "No backend type associated with device type": "no-backend-for-device",
