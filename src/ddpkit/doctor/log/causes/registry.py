@@ -19,6 +19,7 @@ from ddpkit.doctor.log.causes.collective_mismatch import CollectiveMismatch
 from ddpkit.doctor.log.causes.communicator_device import CommunicatorDevice
 from ddpkit.doctor.log.causes.config_undefined import ConfigUndefined
 from ddpkit.doctor.log.causes.container_bridge import ContainerBridge
+from ddpkit.doctor.log.causes.cuda_check import CudaCheck
 from ddpkit.doctor.log.causes.cuda_library import CudaLibrary
 from ddpkit.doctor.log.causes.cuda_meaning import CudaMeaning
 from ddpkit.doctor.log.causes.ddp_checks import DdpChecks
@@ -56,6 +57,7 @@ CAUSES: tuple[type[Cause], ...] = (
     ResolvedLater, NoBackend, AddressFamily, UnsetVariable, DeviceOrdinal, ConfigUndefined,
     UnhandledCuda, CudaMeaning, NcclResult, RankClaims, NoRoute, OpenMpiTcp, StoreWithoutLibuv,
     CommunicatorDevice, DdpChecks, CollectiveMismatch, CudaLibrary, NoGpu,
+    CudaCheck,
 )
 
 Scored = tuple[Finding, int]

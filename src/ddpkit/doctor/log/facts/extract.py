@@ -181,6 +181,15 @@ _CUDA_LIB = (r"lib(?:nccl|cuda|cudart|cublas(?:Lt)?|cudnn\w*|nvrtc|cusparse(?:Lt
              r"|cusolver|nvJitLink|nvToolsExt|cupti|torch_cuda|c10_cuda)\b[\w.-]*\.so[\w.]*")
 _LIBRARY = re.compile(rf"(?:[\w./+-]*/)?({_CUDA_LIB}): cannot open shared object file"
                       rf"|(?:[\w./+-]*/)?({_CUDA_LIB}): undefined symbol: (\w+)")
+# a CUDA check macro's failure, with the error's text as it printed it: torch's "CUDA error: %s"
+# (c10/cuda/CUDAException.cpp), NCCL's CUDACHECK "Cuda failure [%d] '%s'", vLLM's "Failed: Cuda
+# error %s:%d '%s'", THC's "cuda runtime error (%d) : %s at %s:%d", TensorRT-LLM's "CUDA runtime
+# error in %s: %s"
+_CUDA_CHECK = re.compile(r"\bCUDA error: ([^\n.(]{3,80})"
+                         r"|Cuda failure (?:\d+ )?'([^'\n]{3,80})'"
+                         r"|Cuda error [\w/.-]+:\d+ '([^'\n]{3,80})'"
+                         r"|cuda runtime error \(\d+\) : ([^\n]{3,80}?) at "
+                         r"|CUDA runtime error in [^:\n]+: ([^\n]{3,80})")
 _NO_GPU = re.compile("|".join(re.escape(words) for words in NO_GPU_TEXTS))
 _CUDA_ERROR = re.compile("|".join(re.escape(t) for t in CUDA_ERRORS)
                          + r"|\b(" + "|".join(sorted(CUDA_ERROR_NAMES)) + r")\b")
@@ -323,6 +332,8 @@ def _facts(text: str) -> tuple[Fact, ...]:
         for match in _CUDA_ERROR.finditer(text):
             name = match.group(1) or CUDA_ERRORS[match.group(0)]
             found.append(Fact(FactKind.CUDA_ERROR, name, "" if match.group(1) else match.group(0)))
+        found += [Fact(FactKind.CUDA_CHECK, _first(m.groups()).strip())
+                  for m in _CUDA_CHECK.finditer(text)][:1]
     if "doesn't have" in text:
         found += [Fact(FactKind.BACKEND_MISSING, m) for m in _NO_BACKEND.findall(text)]
     if "TCP connect" in text or "connect()" in text or "process identifier" in text:

@@ -81,6 +81,9 @@ class FactKind(enum.Enum):
     # ranks issuing different collectives (value: the collectives' OpTypes as printed, "ALLREDUCE
     # / BROADCAST", "" where not shown): ProcessGroupWrapper's check (TORCH_DISTRIBUTED_DEBUG)
     COLLECTIVE_MISMATCH = "collective-mismatch"
+    # a CUDA check macro's failure line, whatever its error (value: the error's text as the
+    # check printed it, "invalid argument"): torch's, NCCL's, vLLM's, THC's, TensorRT-LLM's
+    CUDA_CHECK = "cuda-check"
     # a process that finds no GPU to use (value: NO_GPU_TEXTS' key of the words that say so)
     NO_GPU = "no-gpu"
     # the dynamic loader failing on a CUDA or NCCL library (value: the library as printed,
