@@ -364,6 +364,31 @@ def remapped(document: dict[str, Any]) -> dict[str, Any]:
     return {**document, "messages": messages}
 
 
+def added(document: dict[str, Any], spec: str) -> dict[str, Any]:
+    """``document`` with the templates ``spec`` (``NAME=GITDIR@REV:FILES``) names: one program's
+    files at one revision, in place of that program's earlier templates."""
+    name, _, rest = spec.partition("=")
+    where, _, files = rest.partition(":")
+    git_dir, _, rev = where.rpartition("@")
+    records: dict[Key, Record] = {}
+    git = Git(git_dir)
+    read_git(records, name, git, [(rev, rev)], re.compile(files))
+    git.close()
+    kept = [m for m in document["messages"] if m["source"] != name]
+    new = []
+    for record in sorted(records.values(), key=lambda r: (r.file, r.template)):
+        mapping, reason = msgmap.classify(name, record.file, record.template, record.level)
+        new.append({"source": name, "file": record.file, "template": record.template,
+                    "level": record.level, "call": record.call, "first": rev, "last": rev,
+                    "releases": 1, "maps": mapping, "reason": reason,
+                    "matcher": msgmap.matcher(record.template)})
+    messages = sorted(kept + new, key=lambda m: (m["source"], m["file"], m["template"]))
+    note = f"{name}: the files matching {files} at {rev}"
+    notes = [n for n in document["notes"] if not n.startswith(f"{name}: ")] + [note]
+    return {**document, "releases": {**document["releases"], name: [rev]}, "notes": notes,
+            "messages": messages}
+
+
 def dump(document: dict[str, object]) -> str:
     """The data file: one message a line (diffs between regenerations stay readable)."""
     head = {k: v for k, v in document.items() if k != "messages"}
@@ -392,9 +417,15 @@ def main() -> int:
     parser.add_argument("--remap", type=Path, metavar="CATALOGUE",
                         help="read no sources: map the templates of an existing data file anew "
                              "(after a change to msgmap.py), keeping its releases and notes")
+    parser.add_argument("--add", action="append", default=[], metavar="NAME=GITDIR@REV:FILES",
+                        help="with --remap: the templates of another program's files (a regex "
+                             "of paths) at one revision of its git dir, replacing that "
+                             "program's earlier ones")
     args = parser.parse_args()
     if args.remap:
         document = remapped(json.loads(args.remap.read_text()))
+        for spec in args.add:
+            document = added(document, spec)
         entries, order = document["messages"], document["releases"]
     else:
         entries, order = build(args)

@@ -50,7 +50,49 @@ _AFTERMATH = (r"abort|destroy|shutdown|clean up|Health check failure|encountered
               r"|Caught exception|Successfully processed|register segment|communicator map"
               r"|ncclUniqueId|response expected|query type|listen fd|rank mapping mismatch")
 
+# The launchers' own messages (tools/catalogue_messages.py --add): their settings, a worker's exit,
+# ssh, no GPU. In RULES, before the generic ones, so that their info and warning lines (the
+# hostfile DeepSpeed did not find and went on without) stay benign.
+LAUNCHER_RULES: tuple[Rule, ...] = (
+    # DeepSpeed's launcher (deepspeed/launcher/): its hostfile, node and GPU selection and its
+    # multinode runners' settings are the launch's settings; a worker's exit, ssh, no GPU
+    (r"^deepspeed/launcher/", r"no GPU resources", "cuda-error",
+     "DeepSpeed's launcher counted no GPU on this machine"),
+    (r"^deepspeed/launcher/", r"not reachable via ssh", "peer-unreachable",
+     "DeepSpeed's launcher could not reach a host of the hostfile over ssh"),
+    (r"^deepspeed/launcher/", r"exits with return code", "rank-failed",
+     "a worker DeepSpeed's launcher started exited with an error"),
+    (r"^deepspeed/launcher/", r"should not be a file|--no_python", "invalid-usage",
+     "DeepSpeed's launcher refused its arguments"),
+    (r"^deepspeed/launcher/", r"[Hh]ostfile|[Hh]ost|slot|num_nodes|Num nodes|include|exclude"
+     r"|world_info|launcher|devices per node|MIN:MAX|master address|backend does not support",
+     "rendezvous-config", "DeepSpeed's launch settings (its hostfile, the nodes and GPUs to use, "
+     "its multinode runner)"),
+    # Horovod's launcher (horovod/runner/)
+    (r"^horovod/runner/", r"via ssh", "peer-unreachable",
+     "horovodrun could not reach a host over ssh"),
+    (r"^horovod/runner/", r"common interface", "interface-not-found",
+     "horovodrun found no network interface all the hosts share"),
+    (r"^horovod/runner/", r"port to bind", "port-in-use", "horovodrun found no free port"),
+    (r"^horovod/runner/", r"support has not been built|Neither MPI nor Gloo", "invalid-usage",
+     "Horovod was built without the controller the launch asks for (Gloo, MPI)"),
+    (r"^horovod/runner/", r"exited with non-zero status|failed with exit code", "rank-failed",
+     "a process horovodrun started exited with an error"),
+    (r"^horovod/runner/", r"Timeout after", "rendezvous-timeout",
+     "horovodrun's driver waited for its tasks to register and gave up"),
+    (r"^horovod/runner/", r"No such controller", "invalid-usage",
+     "horovodrun refused its controller setting"),
+    (r"^horovod/runner/", r"digest did not match|did not return a response|Pipe is closed",
+     "unexplained-failure", "horovodrun's own services could not talk to each other (a task "
+     "from another horovodrun, or one that died): the lines before it name the failure"),
+    (r"^horovod/runner/", r"did not complete successfully", "unexplained-failure",
+     "horovodrun's tasks on the hosts (ssh, checks) failed: the lines before it say which"),
+    (r"^horovod/runner/", r"host|slot|fewer than 2 hosts|LSF job|jsrun", "rendezvous-config",
+     "horovodrun's host list, slots or platform"),
+)
+
 RULES: tuple[Rule, ...] = (
+    *LAUNCHER_RULES,
     (None, r"Duplicate GPU", "duplicate-gpu", "two ranks on one GPU"),
     (None, r"Bootstrap Root.*(?:mismatch|already checked in|out of range)|rank count|nranks <\*> vs"
      r"|Rank <\*> has appeared in both|duplicate (?:entries|ranks)",

@@ -6,6 +6,8 @@
 #   TORCH_WHEELS  torch wheels, one per release     (default /work/cache/torch-wheels;
 #                 fill it with: python tools/torchwheels.py "$TORCH_WHEELS")
 #   TORCH_CPP  stored c10d .cpp files, COMMIT/PATH  (default /work/cache/torch-cpp; see torchcpp.py)
+#   DEEPSPEED_GIT, HOROVOD_GIT  git dirs of deepspeedai/DeepSpeed and horovod/horovod (the
+#              launchers, each read at one release tag)
 # Extra arguments go to catalogue_messages.py (e.g. --torch PYTORCH_GIT_DIR).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -15,9 +17,15 @@ TORCH_WHEELS=${TORCH_WHEELS:-/work/cache/torch-wheels}
 TORCH_CPP=${TORCH_CPP:-/work/cache/torch-cpp}
 cpp=()
 if [ -d "$TORCH_CPP" ]; then cpp=(--torch-cpp "$TORCH_CPP"); fi
-exec python tools/catalogue_messages.py --nccl "$NCCL_GIT" --gloo "$GLOO_GIT" \
+python tools/catalogue_messages.py --nccl "$NCCL_GIT" --gloo "$GLOO_GIT" \
   --torch-wheels "$TORCH_WHEELS" "${cpp[@]}" "$@" \
   --note "nccl: every git tag v2.4.2-1 .. newest of NVIDIA/nccl" \
   --note "gloo: facebookincubator/gloo has no release tags: read at the last commit before each torch release date, and at the newest commit" \
   --note "torch: the last patch release of each minor 1.8 .. 2.13 (v1.8.1 .. v2.13.0, 20 releases), read from its PyPI wheel as a zip file (tools/torchwheels.py: the macOS builds, x86_64 for 1.8-1.10 and arm64 from 1.11, the smallest; the same templates as the linux wheel for 2.13.0): the Python sources of torch/distributed and the c10d headers. The macOS wheels of 1.8 and 1.9 hold no ProcessGroupNCCL/NCCLUtils headers, and torch.distributed.elastic is in torch from 1.9" \
   --note "torch: the c10d .cpp files (ProcessGroupNCCL, ProcessGroupGloo, TCPStore, socket, ...) are in no wheel, and the pytorch repository (4 GB) was too large to fetch here: labels 'git <commit>' are single stored versions of a few of them (read with the search tool's read_file, written to a COMMIT/PATH tree outside the repository and read with --torch-cpp), whose release is not known (no version.txt stored at those commits): listed after the releases, not ordered among them. --torch PYTORCH_GIT_DIR reads every release tag instead"
+# The launchers, each read at one release (their templates added to the data file just written)
+DEEPSPEED_GIT=${DEEPSPEED_GIT:-/work/.mirror/deepspeedai+DeepSpeed/repo}
+HOROVOD_GIT=${HOROVOD_GIT:-/work/.mirror/horovod+horovod/repo}
+exec python tools/catalogue_messages.py --remap src/ddpkit/doctor/log/messages.json \
+  --add "deepspeed=$DEEPSPEED_GIT@v0.19.5:^deepspeed/launcher/[^/]+\.py$" \
+  --add "horovod=$HOROVOD_GIT@v0.28.1:^horovod/runner/(?:[^/]+|common/util/[^/]+|util/[^/]+)\.py$"

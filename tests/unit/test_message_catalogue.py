@@ -18,7 +18,9 @@ CAPTURED = ROOT / "tests" / "fixtures" / "logs" / "captured"
 def test_every_entry_is_complete_and_mapped() -> None:
     doc = shipped_catalogue()
     releases = doc["releases"]
-    assert isinstance(releases, dict) and set(releases) == {"nccl", "gloo", "torch"}
+    # the three libraries, and the launchers read at one release (catalogue_messages.py --add)
+    assert isinstance(releases, dict) and set(releases) == {"nccl", "gloo", "torch", "deepspeed",
+                                                             "horovod"}
     messages = doc["messages"]
     assert isinstance(messages, list) and len(messages) > 1000
     allowed = set(CATALOGUE) | {"benign", "unmapped"}
@@ -117,3 +119,16 @@ def test_a_message_built_for_a_warning_stream_is_a_warning() -> None:
     assert found[("<*>using GPU <*> to perform barrier as devices used by this process are "
                   "currently unknown.", "c10::str")] == "warning"
     assert found[("the process group refused this reduce op here", "c10::str")] == "error"
+
+
+def test_a_launchers_messages_keep_their_levels_meaning() -> None:
+    """DeepSpeed's hostfile it did not find and went on without is a warning, not a failure;
+    its hostfile it cannot parse is the launch's settings; its launcher counting no GPU is
+    cuda-error (deepspeed v0.19.5 deepspeed/launcher/runner.py)."""
+    by_template = {m["template"]: m["maps"] for m in shipped_catalogue()["messages"]
+                   if m["source"] == "deepspeed"}
+    assert by_template["Unable to find hostfile, will proceed with training with local "
+                       "resources only."] == "benign"
+    assert by_template["Hostfile is empty or not formatted correctly, unable to proceed with "
+                       "launching."] == "rendezvous-config"
+    assert by_template["Unable to proceed, no GPU resources available"] == "cuda-error"

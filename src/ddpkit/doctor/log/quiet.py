@@ -47,6 +47,9 @@ OTHER_FAILURES: tuple[re.Pattern[str], ...] = (
 )
 # Lines that show a stage of a run, of programs whose stages the scan's patterns do not read
 # (``run-stage`` events, their ``stage`` field saying which; rules/run_end.py words it).
+# The launchers whose messages the catalogue holds (tools/catalogue_messages.py --add): their lines
+# below error level report the run's start (its hosts, the processes spawned), a stage of it.
+LAUNCHERS = frozenset({"deepspeed", "horovod"})
 STAGES: tuple[tuple[re.Pattern[str], str], ...] = (
     # nccl-tests' table of ranks ("#  Rank %2d Group %2d Pid %6d on %10s device %2d [0x%02x] %s";
     # before 2.10 without the group), here without the "# Using devices" line the scan follows
@@ -144,4 +147,8 @@ def _recognise(text: str) -> tuple[str, dict[str, str]] | None:
     message = catalogue().match(text)
     if message is None:
         return None
-    return ("failure-line", {"detail": text}) if message.error else ("", {})
+    if message.error:
+        return "failure-line", {"detail": text}
+    if message.source in LAUNCHERS:  # a launcher's report as it starts the run's processes
+        return "run-stage", {"stage": "launcher", "program": message.source}
+    return "", {}

@@ -181,6 +181,9 @@ def _stage_words(event: Event) -> str:
                  "stopped", line=event.line)
     if stage == "gloo-connected":
         return _("Gloo connected its ranks (line {line})", line=event.line)
+    if stage == "launcher":
+        return _("{program}'s launcher starting the run's processes (line {line}), before any "
+                 "of their own lines", program=event.get("program"), line=event.line)
     if stage == "paddle-nccl-init":
         return _("PaddlePaddle's NCCL context init (line {line}): NCCL's own lines would say "
                  "where it waits (NCCL_DEBUG=INFO)", line=event.line)
