@@ -27,6 +27,10 @@ TRACE = ["Traceback (most recent call last):", '  File "train.py", line 3, in <m
     "symbol: ncclCommRegister",
     "OSError: /opt/conda/lib/python3.8/site-packages/nvidia/cublas/lib/libcublas.so.11: "
     "undefined symbol: cublasLtGetStatusString, version libcublasLt.so.11",
+    # ld.so at run time (elf/dl-runtime.c's lazy binding: "symbol lookup error: %s: undefined
+    # symbol: %s"), a library of the program's own missing an NCCL symbol
+    "./GRAPH_TEST: symbol lookup error: /opt/conda/lib/libwholegraph.so: undefined symbol: "
+    "ncclCommSplit",
 ])
 def test_a_cuda_library_that_does_not_load_is_a_version_mismatch(tmp_path: Path,
                                                                   line: str) -> None:
@@ -40,6 +44,9 @@ def test_a_cuda_library_that_does_not_load_is_a_version_mismatch(tmp_path: Path,
 def test_another_library_is_not_a_cuda_mismatch(tmp_path: Path) -> None:
     found = top(tmp_path, [*TRACE, "ImportError: libGL.so.1: cannot open shared object file: "
                                    "No such file or directory"])
+    assert found.id != "version-mismatch"
+    found = top(tmp_path, ["./app: symbol lookup error: /usr/lib/libfoo.so.2: undefined symbol: "
+                           "png_set_longjmp_fn"])
     assert found.id != "version-mismatch"
 
 

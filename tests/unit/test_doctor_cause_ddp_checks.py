@@ -14,6 +14,10 @@ torch/csrc/distributed/c10d/):
   std::runtime_error("ProcessGroupNCCL does not support barrier")``; v2.4.0's "ProcessGroupNCCL
   does not support recvAnysource", ProcessGroupGloo.cpp's "ProcessGroupGloo does not support
   reduce_scatter"
+- torch v1.8.0 torch/nn/parallel/distributed.py, DistributedDataParallel.__init__: ``"device_ids
+  and output_device arguments only work with single-device CUDA modules, but got device_ids {},
+  output_device {}, and module parameters {}."``, "DistributedDataParallel is not needed when a
+  module doesn't have any parameter that requires a gradient."
 - distributed_c10d.py (torch v1.8.0), _check_default_pg: ``assert _default_pg is not None,
   "Default process group is not initialized"``
 - ProcessGroup.hpp, getBackend: ``TORCH_CHECK(false, "No backend type associated with device
@@ -52,7 +56,12 @@ TRACE = ["Traceback (most recent call last):", '  File "train.py", line 88, in <
     (NO_BACKEND.format(device="cpu"), "cpu:gloo,cuda:nccl"),
     # (torch 1.0's: the catalogue reads torch from 1.8, whose own templates it names)
     ("ProcessGroupNCCL does not support barrier", "update torch"),
-    ("Default process group is not initialized", "SyncBatchNorm")])
+    ("Default process group is not initialized", "SyncBatchNorm"),
+    ("DistributedDataParallel device_ids and output_device arguments only work with "
+     "single-device CUDA modules, but got device_ids [1], output_device 1, and module "
+     "parameters {device(type='cpu')}.", "model.cuda(local_rank)"),
+    ("DistributedDataParallel is not needed when a module doesn't have any parameter that "
+     "requires a gradient.", "requires_grad=True")])
 @pytest.mark.parametrize("head", ["RuntimeError: ", "[rank1]: RuntimeError: "])
 def test_a_check_on_the_programs_use_is_invalid_usage(tmp_path: Path, message: str,
                                                       fix_word: str, head: str) -> None:

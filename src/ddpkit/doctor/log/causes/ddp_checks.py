@@ -10,6 +10,10 @@ torch refuses, in its own words (the facts' ``TORCH_CHECK``; torch/csrc/distribu
   A parameter's gradient arrived twice in one backward pass: a parameter used outside
   ``forward`` or shared by concurrent forward passes, or reentrant activation checkpointing
   (which runs a part of the model's backward twice) under ``find_unused_parameters=True``.
+- torch/nn/parallel/distributed.py, DistributedDataParallel's constructor: "... device_ids and
+  output_device arguments only work with single-device CUDA modules, but got device_ids ..." (a
+  module left on the CPU), "DistributedDataParallel is not needed when a module doesn't have any
+  parameter that requires a gradient."
 - distributed_c10d.py, ``_check_default_pg``: "Default process group is not initialized" (torch
   1.x's assertion; 2.x: "Default process group has not been initialized, please make sure to
   call init_process_group."): a collective, SyncBatchNorm or a sampler asked for the group before
@@ -66,6 +70,19 @@ class DdpChecks(Noting):
                            "gradient_checkpointing_kwargs={\"use_reentrant\": False}), or "
                            "DistributedDataParallel(..., static_graph=True), or drop "
                            "find_unused_parameters=True where no parameter is unused."))
+        if "ddp-module-device" in self.values:
+            texts.append(_("DistributedDataParallel was given device_ids for a module that is "
+                           "not on one GPU: the model was still on the CPU (or spread over "
+                           "several GPUs) when it was wrapped."))
+            fixes.append(_("Move the model to the rank's GPU before wrapping it: "
+                           "model.cuda(local_rank), then DistributedDataParallel(model, "
+                           "device_ids=[local_rank]); a model on several GPUs takes "
+                           "device_ids=None."))
+        if "ddp-no-grad" in self.values:
+            texts.append(_("DistributedDataParallel was given a module with no parameter that "
+                           "requires a gradient: there is nothing for it to synchronise."))
+            fixes.append(_("Wrap only the part that trains (its parameters with "
+                           "requires_grad=True), or leave a frozen model unwrapped."))
         if "no-process-group" in self.values:
             texts.append(_("A torch.distributed call needed the default process group, and none "
                            "had been initialized: the script was started without a launcher, or "

@@ -180,7 +180,12 @@ _OP_TYPE = re.compile(r"\bOpType=(\w+)")
 _CUDA_LIB = (r"lib(?:nccl|cuda|cudart|cublas(?:Lt)?|cudnn\w*|nvrtc|cusparse(?:Lt)?|cufft|curand"
              r"|cusolver|nvJitLink|nvToolsExt|cupti|torch_cuda|c10_cuda)\b[\w.-]*\.so[\w.]*")
 _LIBRARY = re.compile(rf"(?:[\w./+-]*/)?({_CUDA_LIB}): cannot open shared object file"
-                      rf"|(?:[\w./+-]*/)?({_CUDA_LIB}): undefined symbol: (\w+)")
+                      rf"|(?:[\w./+-]*/)?({_CUDA_LIB}): undefined symbol: (\w+)"
+                      # any library missing a CUDA or NCCL symbol (ld.so's "symbol lookup
+                      # error: <lib>: undefined symbol: ncclCommSplit" at run time): the NCCL or
+                      # CUDA it found is older than the one it was built against
+                      r"|(?:[\w./+-]*/)?(lib[\w+-]+\.so[\w.]*): undefined symbol: "
+                      r"((?:nccl|cuda|cublas|cudnn|nvrtc|cusparse|cufft|curand|cusolver)\w+)")
 # a CUDA check macro's failure, with the error's text as it printed it: torch's "CUDA error: %s"
 # (c10/cuda/CUDAException.cpp), NCCL's CUDACHECK "Cuda failure [%d] '%s'", vLLM's "Failed: Cuda
 # error %s:%d '%s'", THC's "cuda runtime error (%d) : %s at %s:%d", TensorRT-LLM's "CUDA runtime
@@ -344,15 +349,15 @@ def _facts(text: str) -> tuple[Fact, ...]:
         found += [Fact(FactKind.DEVICE_MISMATCH, bound, given)
                   for bound, given in _DEVICE_MISMATCH.findall(text)]
     if ("Expected to " in text or "No backend type" in text or "does not support" in text
-            or "Default process group" in text):
+            or "Default process group" in text or "DistributedDataParallel" in text):
         found += [Fact(FactKind.TORCH_CHECK, TORCH_CHECKS[m]) for m in _TORCH_CHECK.findall(text)]
     if "Detected mismatch between collectives" in text:
         found.append(Fact(FactKind.COLLECTIVE_MISMATCH,
                           " / ".join(dict.fromkeys(_OP_TYPE.findall(text)))))
     if "shared object file" in text or "undefined symbol" in text:
-        for missing, library, symbol in _LIBRARY.findall(text):
-            found.append(Fact(FactKind.CUDA_LIBRARY, missing or library,
-                              "missing" if missing else symbol))
+        for missing, library, symbol, user, used in _LIBRARY.findall(text):
+            found.append(Fact(FactKind.CUDA_LIBRARY, missing or library or user,
+                              "missing" if missing else symbol or used))
     if ("GPU" in text or "NVIDIA driver" in text or "compiled with CUDA" in text
             or "driver initialization" in text):
         found += [Fact(FactKind.NO_GPU, NO_GPU_TEXTS[m]) for m in _NO_GPU.findall(text)[:1]]

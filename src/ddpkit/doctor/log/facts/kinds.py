@@ -235,6 +235,13 @@ TORCH_CHECKS: dict[str, str] = {
     # init_process_group.")
     "Default process group is not initialized": "no-process-group",
     "Default process group has not been initialized": "no-process-group",
+    # DistributedDataParallel's constructor (torch/nn/parallel/distributed.py, v1.x to v2.x):
+    # "DistributedDataParallel device_ids and output_device arguments only work with
+    # single-device CUDA modules, but got device_ids ..." (later "... single-device/multiple-
+    # device GPU modules or CPU modules ..."), "DistributedDataParallel is not needed when a
+    # module doesn't have any parameter that requires a gradient."
+    "device_ids and output_device arguments only work with": "ddp-module-device",
+    "DistributedDataParallel is not needed when a module": "ddp-no-grad",
     "Expected to have finished reduction in the prior iteration": "unused-parameters",
     "Expected to mark a variable ready only once": "ready-twice",
     "No backend type associated with device type": "no-backend-for-device",
