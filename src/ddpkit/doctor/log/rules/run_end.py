@@ -22,10 +22,11 @@ from ddpkit.doctor.wording import specific_then_general
 from ddpkit.i18n import _, _n
 from ddpkit.wording import commas
 
-# Lines that show the run under way: NCCL's init sequence and nccl-tests' table of devices.
+# Lines that show the run under way: NCCL's init sequence (its rings' links within a machine
+# among them, which ncclCommInitRank prints as it connects them) and nccl-tests' table of devices.
 STAGE_KINDS = frozenset({"nccl-bootstrap", "nccl-socket-ifaces", "nccl-socket-item",
                          "nccl-network", "nccl-trees", "nccl-comm", "nccltests-rank",
-                         "run-stage"})
+                         "nccl-local-link", "run-stage"})
 RUN_END_KINDS = STAGE_KINDS | {"run-complete", "log-read", "gpu-topology"}
 _PCIE_PEERS = ("PIX", "PXB", "PHB", "NODE")  # nvidia-smi's links over PCIe within a NUMA node
 
@@ -168,7 +169,12 @@ class RunEnd:
 
 
 def _stage_words(event: Event) -> str:
-    """What a ``run-stage`` line (quiet.py) shows the run had reached; empty for other lines."""
+    """What a ``run-stage`` line (quiet.py), or NCCL's ring links within a machine, show the run
+    had reached; empty for other lines."""
+    if event.kind == "nccl-local-link":
+        return _("NCCL connected its rings within the machine (line {line}), inside its init: "
+                 "NCCL's own lines would say where it waits from there (NCCL_DEBUG=INFO)",
+                 line=event.line)
     stage = event.get("stage")
     if stage == "nccltests-ranks":
         return _("nccl-tests' table of ranks (line {line}), before its results",
