@@ -44,25 +44,24 @@ CAUSE_PATTERNS: tuple[LinePattern, ...] = (
     # NCCL before 2.17 rejecting 2.17's "undefined" config value (causes/config_undefined.py),
     # an NCCL WARN, or posted bare after torch's "Last error:" (a line it follows)
     _fb(EventKind.JOB_FACT, (), r"(?P<detail>Invalid config \w+ attribute value -2147483648)"),
-    # Lines read for the causes of other programs' own words, when no pattern above read them:
-    # Open MPI's TCP transports (causes/open_mpi_tcp.py), torch's TCPStore asked for libuv by a
-    # build without it (store_without_libuv.py), vLLM's PyNcclCommunicator handed a tensor on
-    # another GPU (communicator_device.py; its message comes on the lines after
-    # "AssertionError:", which FOLLOW reads), torch's checks of a program's use of DDP and ranks
-    # calling different collectives (ddp_checks.py, collective_mismatch.py), the dynamic loader
-    # failing on a CUDA library (cuda_library.py). torch's lines come with their exception's
-    # name: "rror" is their trigger.
-    _fb(EventKind.JOB_FACT, ("TCP connect", "connect()", "process identifier", "rror"),
+    # Other programs' own words, when no pattern above read the line: Open MPI's TCP transports
+    # (causes/open_mpi_tcp.py); ld.so's run-time "symbol lookup error: <lib>: undefined symbol:
+    # ..." (cuda_library.py) and DDP's reducer's messages posted without their exception, whose
+    # own "This error ..." sentence is their trigger (ddp_checks.py). (The lines of torch's
+    # other checks come with their exception's name and are read as exceptions; each trigger is
+    # a literal an anchor finds, and a pattern tried on few lines keeps the scan fast.)
+    _fb(EventKind.JOB_FACT, ("TCP connect", "connect()", "process identifier"),
         r"(?P<detail>Open MPI failed to TCP connect[^\n]*|Message:\s+connect\(\) to \S+ failed"
         r"|received unexpected process identifier[^\n]*"
         r"|accepted a TCP connection from what appears to be[^\n]*"
-        r"|inbound MPI TCP connection request[^\n]*|unable to complete a TCP connection[^\n]*"
-        r"|use_libuv was requested but PyTorch was built without libuv[^\n]*"
-        r"|nccl communicator is created to work on[^\n]*"
+        r"|inbound MPI TCP connection request[^\n]*|unable to complete a TCP connection[^\n]*)"),
+    _fb(EventKind.JOB_FACT, ("symbol lookup error", "This error indicates", "This error is caused"),
+        r"(?P<detail>\S*lib\w+\.so[\w.]*: undefined symbol[^\n]*"
         r"|Expected to (?:have finished reduction in the prior iteration|mark a variable ready "
-        r"only once)[^\n]*|No backend type associated with device type[^\n]*"
-        r"|Detected mismatch between collectives on ranks[^\n]*"
-        r"|\S*lib\w+\.so[\w.]*: (?:cannot open shared object file|undefined symbol)[^\n]*)"),
+        r"only once)[^\n]*)"),
+    # vLLM's PyNcclCommunicator's assertion message, on the lines after "AssertionError:" (FOLLOW
+    # reads them; a pattern without triggers reads only such lines) (communicator_device.py)
+    _fb(EventKind.JOB_FACT, (), r"(?P<detail>nccl communicator is created to work on[^\n]*)"),
     # Ray's words for a worker that cannot reach its head (causes/firewall.py)
     _fb(EventKind.JOB_FACT, ("connect to GCS", "connection to redis", "connect to Redis"),
         r"(?P<detail>(?:Unable|Failed) to connect to (?:GCS|Redis)[^\n]*"

@@ -43,8 +43,6 @@ ANCHORS: tuple[bytes, ...] = (
     # dumped"; each anchor costs a pass over the log, so there are few)
     b"ERROR", b"core dumped", b"terminate called",
     b"exit code", b"death signal",
-    # torch.multiprocessing.spawn's "process %d terminated with signal %s" (ProcessExitedException)
-    b"terminated with signal",
     # ProcessGroupNCCL's watchdog aborting the process (its template in ProcessGroupNCCL.cpp,
     # torch 1.10 on: "... To avoid data inconsistency, we are taking the entire process down."),
     # posted without an error word
@@ -412,8 +410,6 @@ PATTERNS: tuple[LinePattern, ...] = (
        r"Fatal Python error)[^\n]*)"),
     _fb(EventKind.FAILURE_LINE, (), r"(?P<detail>\bwhat\(\): +\S[^\n]*)"),  # after "terminate called"
     _fb(EventKind.FAILURE_LINE, ("exit code",), r"(?P<detail>\bexit code[ :=]*(?P<code>-?[1-9]\d*))"),
-    _fb(EventKind.FAILURE_LINE, ("terminated with signal",),
-        r"(?P<detail>process \d+ terminated with signal (?P<signal>SIG[A-Z]+))"),
     _fb(EventKind.FAILURE_LINE, ("entire process down",), r"(?P<detail>[^\n]*entire process down[^\n]*)"),
     _fb(EventKind.FAILURE_LINE, ("abandoning",),
         r"(?P<detail>Process \d+ did not exit after \w+ within [^\n]*abandoning[^\n]*)"),

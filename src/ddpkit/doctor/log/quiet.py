@@ -44,12 +44,15 @@ OTHER_FAILURES: tuple[re.Pattern[str], ...] = (
     # systemd's `systemctl status` of a unit that failed ("Active: failed (Result: exit-code)"):
     # a service the GPUs need (nvidia-fabricmanager, nvidia-persistenced) not running
     re.compile(r"(?P<detail>\bActive: failed\b[^\n]*)"),
+    # torch.multiprocessing.spawn's report of a process a signal ended (spawn.py,
+    # ProcessExitedException: "process %d terminated with signal %s"), at the end of the log
+    re.compile(r"(?P<detail>\bprocess \d+ terminated with signal SIG[A-Z]+)"),
 )
-# Lines that show a stage of a run, of programs whose stages the scan's patterns do not read
-# (``run-stage`` events, their ``stage`` field saying which; rules/run_end.py words it).
 # The launchers whose messages the catalogue holds (tools/catalogue_messages.py --add): their lines
 # below error level report the run's start (its hosts, the processes spawned), a stage of it.
 LAUNCHERS = frozenset({"deepspeed", "horovod"})
+# Lines that show a stage of a run, of programs whose stages the scan's patterns do not read
+# (``run-stage`` events, their ``stage`` field saying which; rules/run_end.py words it).
 STAGES: tuple[tuple[re.Pattern[str], str], ...] = (
     # nccl-tests' table of ranks ("#  Rank %2d Group %2d Pid %6d on %10s device %2d [0x%02x] %s";
     # before 2.10 without the group), here without the "# Using devices" line the scan follows
