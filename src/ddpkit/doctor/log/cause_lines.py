@@ -23,11 +23,11 @@ CAUSE_PATTERNS: tuple[LinePattern, ...] = (
     # (each line an exception's or a traceback's raise line: the trigger is its error word)
     _fb(EventKind.JOB_FACT, ("rror",),
         r"(?P<detail>Distributed package doesn't have[^\n]*|ss1\.ss_family[^\n]*"
-        r"|raise _env_error\([^\n]*|[^\n]*expected, but not set[^\n]*)"),
+        r"|raise _env_error\([^\n]*|^[^\n]*expected, but not set[^\n]*)"),
     # CUDA's invalid device ordinal, and a rank selecting its GPU in a traceback's lines
     # (causes/device_ordinal.py)
     _fb(EventKind.JOB_FACT, ("rror", "set_device("),
-        r"(?P<detail>[^\n]*invalid device ordinal[^\n]*|[^\n]*\bset_device\([^\n]*)"),
+        r"^(?P<detail>[^\n]*invalid device ordinal[^\n]*|[^\n]*\bset_device\([^\n]*)"),
     # a CUDA check macro's error line whose error another rule may not read (causes/cuda_meaning.py)
     # (NCCL's "Cuda failure" comes in an NCCL WARN line, which other patterns read)
     _fb(EventKind.JOB_FACT, ("CUDA error", "Cuda error", "CUDA runtime error", "CUDA driver error",
@@ -56,7 +56,7 @@ CAUSE_PATTERNS: tuple[LinePattern, ...] = (
         r"|accepted a TCP connection from what appears to be[^\n]*"
         r"|inbound MPI TCP connection request[^\n]*|unable to complete a TCP connection[^\n]*)"),
     _fb(EventKind.JOB_FACT, ("symbol lookup error", "This error indicates", "This error is caused"),
-        r"(?P<detail>\S*lib\w+\.so[\w.]*: undefined symbol[^\n]*"
+        r"(?P<detail>lib\w+\.so[\w.]*: undefined symbol[^\n]*"
         r"|Expected to (?:have finished reduction in the prior iteration|mark a variable ready "
         r"only once)[^\n]*)"),
     # vLLM's PyNcclCommunicator's assertion message, on the lines after "AssertionError:" (FOLLOW

@@ -227,10 +227,10 @@ PATTERNS: tuple[LinePattern, ...] = (
     # (argparse's "%(prog)s: error: ..."; a thread's copy may drop the program's name and turn
     # "--" into a dash, the typographer's en or em dash)
     _p(EventKind.LOCAL_RANK_ARG, ("rror: unrecognized arguments:",),
-       r"(?:(?P<script>[^\s:]+): )?[Ee]rror: unrecognized arguments: (?:\S+ )*?"
+       r"(?:(?P<script>[^\s:]{1,256}): )?[Ee]rror: unrecognized arguments: (?:\S+ )*?"
        r"(?P<flag>(?:--|\u2013|\u2014)local[-_]rank)(?:[= ](?P<value>-?\d+))?", claims=True),
     _p(EventKind.LOCAL_RANK_ARG, ("error: the following arguments are required:",),
-       r"(?P<script>[^\s:]+): error: the following arguments are required: [^\n]*?"
+       r"(?P<script>[^\s:]{1,256}): error: the following arguments are required: [^\n]*?"
        r"(?P<flag>--local[-_]rank)", fixed=(("required", "1"),), claims=True),
     _p(EventKind.DEVICE_ORDINAL,
        ("error: invalid device ordinal", "Error: Device index must not be negative"),
@@ -251,7 +251,7 @@ PATTERNS: tuple[LinePattern, ...] = (
     # timeout is said of in other words, "NCCL collective timeout: WorkNCCL(SeqNum=16, ...)")
     _p(EventKind.WATCHDOG_FRAME, ("checkTimeout",),
        r"(?P<detail>WorkNCCL::checkTimeout|Exception raised from checkTimeout"
-       r"|\bcheckTimeout at [\w/.-]*ProcessGroupNCCL\.cpp:\d+)"),
+       r"|\bcheckTimeout at [\w/.-]{0,256}?ProcessGroupNCCL\.cpp:\d+)"),
     _fb(EventKind.WATCHDOG_FRAME, ("Watchdog caught", "WorkNCCL("),
         r"(?P<detail>Watchdog caught collective operation timeout[^\n]*"
         r"|(?i:timeout|timed out)[^\n]*WorkNCCL\((?:SeqNum=\d+, )?OpType=\w+[^\n]*)"),
@@ -410,7 +410,8 @@ PATTERNS: tuple[LinePattern, ...] = (
        r"Fatal Python error)[^\n]*)"),
     _fb(EventKind.FAILURE_LINE, (), r"(?P<detail>\bwhat\(\): +\S[^\n]*)"),  # after "terminate called"
     _fb(EventKind.FAILURE_LINE, ("exit code",), r"(?P<detail>\bexit code[ :=]*(?P<code>-?[1-9]\d*))"),
-    _fb(EventKind.FAILURE_LINE, ("entire process down",), r"(?P<detail>[^\n]*entire process down[^\n]*)"),
+    _fb(EventKind.FAILURE_LINE, ("entire process down",),
+        r"^(?P<detail>[^\n]*entire process down[^\n]*)"),
     _fb(EventKind.FAILURE_LINE, ("abandoning",),
         r"(?P<detail>Process \d+ did not exit after \w+ within [^\n]*abandoning[^\n]*)"),
     # the lines read for the causes' facts (doctor/log/cause_lines.py), last

@@ -33,7 +33,7 @@ from ddpkit.plain_text import line_text
 QUIET_LINES = 2000  # the last lines read whole
 QUIET_BYTES = 256 << 10
 # A file and line, as C/C++ sources print their own (__FILE__, __LINE__).
-_SOURCE = r"[\w./-]+\.(?:c|cc|cpp|cu|cuh|h|hpp)"
+_SOURCE = r"[\w./-]{1,256}\.(?:c|cc|cpp|cu|cuh|h|hpp)"
 # NCCL's WARN (src/debug.cc: "%s:%d:%d [%d] %s:%d NCCL WARN %s"), quoted from the file name on and
 # without the NCCL word ("include/socket.h:344 WARN Socket creation failed : ...").
 NCCL_WARN = re.compile(rf"(?:^|\s){_SOURCE}:\d+ (?:NCCL )?WARN (?P<detail>\S[^\n]*)")
