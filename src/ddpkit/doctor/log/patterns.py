@@ -21,6 +21,7 @@ from ddpkit.doctor.log.kinds import EventKind
 from ddpkit.doctor.log.line_pattern import LinePattern
 from ddpkit.doctor.log.line_pattern import fallback_pattern as _fb
 from ddpkit.doctor.log.line_pattern import pattern as _p
+from ddpkit.launch.torchrun.torch_log import MONTH_DAY_TIME
 
 ANCHORS: tuple[bytes, ...] = (
     rb"NCCL(?: (?:INFO (?:Bootstrap|bootstrap\.cc|NET/|Using network|Using internal|Plugin Path"
@@ -404,7 +405,7 @@ PATTERNS: tuple[LinePattern, ...] = (
     # torch.distributed.elastic's own error-level lines ("E1204 09:37:01.823000 27542
     # torch/distributed/elastic/agent/server/api.py:1009] Error waiting on exit barrier. ...")
     _fb(EventKind.FAILURE_LINE, ("rror",),
-        r"^\[?E\d{3,4} \d\d:\d\d:\d\d\.\d+ +\d+ \S+\.py:\d+\] (?P<detail>[^\n]*[Ee]rror[^\n]*)"),
+        rf"^\[?E{MONTH_DAY_TIME} +\d+ \S+\.py:\d+\] (?P<detail>[^\n]*[Ee]rror[^\n]*)"),
     _fb(EventKind.FAILURE_LINE, ("core dumped", "terminate called", "Fatal Python error"),
        r"(?P<detail>(?:Segmentation fault|core dumped|terminate called after throwing|"
        r"Fatal Python error)[^\n]*)"),

@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import re
 
+from ddpkit.launch.torchrun.torch_log import MONTH_DAY_TIME
+
 _NCCL_PREFIX = re.compile(r"(?P<host>[\w.-]+):(?P<pid>\d+):(?P<tid>\d+) \[(?P<dev>\d+)\] ")
 _STAMP = re.compile(r"\[?\d{4}-\d\d-\d\d[ T_][\d:.,]+(?:Z|[+-]\d\d:?\d\d)?\]?\s?")
-_GLOG = re.compile(r"\[?[IWEF]\d{3,4} \d\d:\d\d:\d\d\.\d+(?: +\d+)? [^\]\s]+:\d+\]\s?")
+_GLOG = re.compile(rf"\[?[IWEF]{MONTH_DAY_TIME}(?: +\d+)? [^\]\s]+:\d+\]\s?")
 _TAG = re.compile(r"\[(?P<tag>[^\[\]\s]{1,80})\](?P<colon>(?:<std(?:out|err)>)?:)?\s?")
 _RANK_TAG = re.compile(r"rank(\d+)")
 _NODE_TAG = re.compile(r"([A-Za-z][\w.-]*):(\d+)")

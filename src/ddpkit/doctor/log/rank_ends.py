@@ -25,6 +25,7 @@ from typing import Any
 from ddpkit.i18n import _
 from ddpkit.launch.outcomes import CONSEQUENCE_PATTERNS, STOP_SIGNALS, describe_exit
 from ddpkit.launch.torchrun.command import RankFailure, parse_failures
+from ddpkit.launch.torchrun.torch_log import MONTH_DAY_TIME
 from ddpkit.launch.torchrun.tracebacks import PythonException, last_exception, without_warnings
 from ddpkit.wording import clauses, sentences
 
@@ -33,7 +34,7 @@ LAST_LINES = 3
 MAX_LOG_BYTES = 4 << 20  # of a rank's stderr read (its end): a rank that printed more is cut
 _TRACEBACK = "Traceback (most recent call last):"
 _RANK_PREFIX = re.compile(r"^\[rank(\d+)\]:")  # torch's prefix on a rank's stderr lines
-_GLOG_WARNING = re.compile(r"^(?:\[rank\d+\]:\s?)?\[?W\d{3,4} \d\d:\d\d:\d\d\.\d+")  # c10d's [W1204 ...]
+_GLOG_WARNING = re.compile(rf"^(?:\[rank\d+\]:\s?)?\[?W{MONTH_DAY_TIME}")  # c10d's [W1204 ...]
 
 
 @dataclass(frozen=True)

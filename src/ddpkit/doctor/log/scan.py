@@ -34,6 +34,7 @@ from ddpkit.doctor.log.patterns import (
 from ddpkit.doctor.log.prefixes import parse_prefix
 from ddpkit.doctor.log.quiet import QUIET_LINES, read_quiet
 from ddpkit.doctor.log.tail import LINE_WINDOW, Kept, keep_buffer, tail_hits
+from ddpkit.launch.torchrun.torch_log import MONTH_DAY_TIME
 from ddpkit.plain_text import line_text
 
 CHUNK_BYTES = 1 << 20
@@ -428,7 +429,7 @@ def _parse_line(raw: bytes, follow: bool, tail: bool = False) -> _Parsed:
 # glog's time stamp and process id ("[W1204 09:50:12.118000 3107 socket.cpp:663]", after any
 # "[rank3]:" tags): every line of a c10d or torchelastic log differs by them, and no pattern
 # reads them. The line cache is asked with them left out (the level and the file stay).
-_STAMP_TIME = rb"\d{3,4} \d\d:\d\d:\d\d\.\d+ +\d+ "
+_STAMP_TIME = MONTH_DAY_TIME.encode() + rb" +\d+ "
 _STAMP = re.compile(rb"^((?:\s*\[[^\]\s]*\]:?)*\s*\[?[IWEF])" + _STAMP_TIME)
 _STAMP_AT = re.compile(_STAMP.pattern[1:])  # the same at a position in a buffer ("^" is not)
 

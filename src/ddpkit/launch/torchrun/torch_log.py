@@ -26,8 +26,12 @@ from ddpkit.i18n import _, _n
 from ddpkit.wording import clauses
 
 RANK_PREFIX = re.compile(r"^(\[[A-Za-z_][\w-]*\d+\]:)")  # torchrun's "[default0]:"
+# The month-day and time after a c10/glog line's level letter ("[W1204 09:50:12.118000"). c10's
+# own logger (c10/util/Logging.cpp, builds without glog) writes the month-day as an integer,
+# (tm_mon + 1) * 100 + tm_mday: "[W506 ..." on 6 May, three digits from January to September.
+MONTH_DAY_TIME = r"\d{3,4} \d\d:\d\d:\d\d\.\d+"
 CPP_RECORD = re.compile(
-    r"^(?P<key>\[?(?P<level>[IWEF])(?:\d{3,4} \d\d:\d\d:\d\d\.\d+)?(?: +\d+)? +"
+    rf"^(?P<key>\[?(?P<level>[IWEF])(?:{MONTH_DAY_TIME})?(?: +\d+)? +"
     r"(?:[\w.+-]+/)*(?P<file>[\w.+-]+\.(?:cpp|cc|h|hpp|cu|py)):(?P<line>\d+)\]) ?(?P<message>.*)$")
 # ^ torchelastic's own Python loggers (torchrun's agent: ``W1204 10:22:33.984000 21088
 #   torch/distributed/run.py:874] ...``) use the same glog shape, one prefix per line of a message

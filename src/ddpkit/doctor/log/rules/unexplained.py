@@ -26,6 +26,7 @@ from ddpkit.doctor.log.patterns import FAILURE_KINDS
 from ddpkit.doctor.log.scan import Event
 from ddpkit.doctor.wording import specific_then_general
 from ddpkit.i18n import _, _n
+from ddpkit.launch.torchrun.torch_log import MONTH_DAY_TIME
 
 # A rank's own failure line, whose template the catalogue may name a cause for (``named``).
 _OWN_KINDS = frozenset({"exception", "failure-line", "nccl-warn"})
@@ -35,7 +36,7 @@ KEEP = 24  # failure lines remembered per log (the first ones; the decisive ones
 # an exception's name inside ordinary prose ("no ValueError: seen").
 # A line printed at warning level (c10's "[W socket.cpp:464]", glog's "W1204 10:00:00.1",
 # Python's "WARNING:" and "UserWarning"): an errno or an error word in it is no failure.
-_WARNING_LINE = re.compile(r"^\s*(?:\[[\w:.,-]+\]:?\s?)*\[?W(?:\d{3,4} \d\d:\d\d:\d\d\.\d+"
+_WARNING_LINE = re.compile(rf"^\s*(?:\[[\w:.,-]+\]:?\s?)*\[?W(?:{MONTH_DAY_TIME}"
                            r"| [\w./-]+:\d+\])|^\s*WARNING[:\s]|\bUserWarning\b")
 
 
@@ -47,7 +48,7 @@ def warning_line(text: str) -> bool:
 
 # A line printed at error level by c10d or glog ("[E socket.cpp:472]", "[E1204 09:50:12.1 123
 # path.cpp:462]", "E1204 09:50:12.1 123 path.py:9]")
-_ERROR_LEVEL = re.compile(r"^\s*(?:\[[\w:.,-]+\]:?\s?)*\[?E(?:\d{3,4} \d\d:\d\d:\d\d\.\d+"
+_ERROR_LEVEL = re.compile(rf"^\s*(?:\[[\w:.,-]+\]:?\s?)*\[?E(?:{MONTH_DAY_TIME}"
                           r"| [\w./-]+:\d+\])")
 
 
