@@ -23,9 +23,7 @@ from ddpkit.doctor.log.patterns import (
     ANCHORS,
     FACT_KIND,
     FAILURE_KINDS,
-    FOLLOW,
     PATTERNS,
-    SOCKET_LIST_HEAD,
     SOCKET_LIST_LINES,
     TAIL_ANCHORS,
     TAIL_KINDS,
@@ -33,8 +31,15 @@ from ddpkit.doctor.log.patterns import (
 )
 from ddpkit.doctor.log.prefixes import parse_prefix
 from ddpkit.doctor.log.quiet import QUIET_LINES, read_quiet
+from ddpkit.doctor.log.repeats import (
+    FOLLOW_LITERALS,
+    SOCKET_LIST_HEAD_BYTES,
+    STAMP,
+    identical_copies,
+    repeated_block,
+    stamped_copies,
+)
 from ddpkit.doctor.log.tail import LINE_WINDOW, Kept, keep_buffer, tail_hits
-from ddpkit.launch.torchrun.torch_log import MONTH_DAY_TIME
 from ddpkit.plain_text import line_text
 
 CHUNK_BYTES = 1 << 20
@@ -103,7 +108,6 @@ def triggers_in(raw: bytes, groups: tuple[tuple[bytes, tuple[bytes, ...]], ...] 
     return frozenset(t for key, group in groups if key in raw for t in group if t in raw)
 
 
-_FOLLOW = tuple((k.encode(), n) for k, n in FOLLOW.items())
 _ALL = tuple(PATTERNS)
 _SELECTION_CACHE: dict[frozenset[bytes], tuple[LinePattern, ...]] = {}
 
@@ -120,7 +124,6 @@ def _patterns_for(found: frozenset[bytes]) -> tuple[LinePattern, ...]:
     return cached
 
 
-_SOCKET_LIST_HEAD = SOCKET_LIST_HEAD.encode()
 
 
 _FOLLOW_CACHE: dict[bytes, int] = {}
@@ -141,10 +144,10 @@ def _follow_count(raw: bytes) -> int:
 
 def _follow_count_of(raw: bytes) -> int:
     count = 0
-    for literal, n in _FOLLOW:
+    for literal, n in FOLLOW_LITERALS:
         if n > count and literal in raw:
             count = n
-    if raw.rstrip().endswith(_SOCKET_LIST_HEAD):
+    if raw.rstrip().endswith(SOCKET_LIST_HEAD_BYTES):
         count = max(count, SOCKET_LIST_LINES)
     return count
 
@@ -202,72 +205,7 @@ _SEARCHES = tuple([_regex_search(r) for r in _REGEX_ANCHORS]
 # --- raw line windows ----------------------------------------------------------------------------
 
 
-REPEAT_BLOCK_MAX = 4096  # lines compared at once when skipping a run of identical lines
-
-
-def _repeats(buf: bytes, line: bytes, pos: int, limit: int) -> int:
-    """How many copies of ``line`` (newline included) follow at ``pos``, before ``limit``: compared
-    in blocks that double while they match, so a retry loop's million copies cost a few dozen
-    C-level comparisons, not a million Python steps."""
-    count, block = 0, 1
-    while block:
-        run = line * block
-        if buf.startswith(run, pos, limit):
-            pos += len(run)
-            count += block
-            block = min(block * 2, REPEAT_BLOCK_MAX)
-        else:
-            block //= 2
-    return count
-
-
-_RUN_CACHE: dict[bytes, re.Pattern[bytes]] = {}
-
-
-def _stamped_repeats(buf: bytes, start: int, end: int, limit: int) -> tuple[int, int]:
-    """How many lines after the one at ``start..end`` say the same but for glog's time stamp and
-    process id (c10d's and torchelastic's retries, from any number of processes), and where
-    the line after them starts: no two such lines are alike, so only this folds them (one
-    regular expression made for the line runs over the copies, in C)."""
-    first = _STAMP_AT.match(buf, start, end)
-    if first is None:
-        return 0, end + 1
-    key = buf[start : first.end(1)] + b"\0" + buf[first.end() : end + 1]
-    run = _RUN_CACHE.get(key)
-    if run is None:
-        if len(_RUN_CACHE) >= 64:
-            _RUN_CACHE.clear()
-        run = _RUN_CACHE[key] = re.compile(
-            b"(?:" + re.escape(buf[start : first.end(1)]) + _STAMP_TIME
-            + re.escape(buf[first.end() : end + 1]) + b")*")
-    match = run.match(buf, end + 1, limit)
-    stop = match.end() if match is not None else end + 1
-    return buf.count(b"\n", end + 1, stop), stop
-
-
-CYCLE_LINES = 16  # the most processes whose lines, alternating, are folded as one cycle
 _Hit = tuple[int, bytes, bool, int, int]
-
-
-def _cycle(buf: bytes, start: int, end: int, limit: int) -> tuple[bytes, int] | None:
-    """The block of lines from ``start`` that repeats whole right after itself, and how many
-    more copies follow (before ``limit``): several processes' retries alternating line by
-    line. None when the line at ``start..end`` does not come back within ``CYCLE_LINES``
-    lines, or the block holds a line that asks for lines after it, or a long line."""
-    line = buf[start : end + 1]
-    horizon = min(limit, end + 1 + (CYCLE_LINES + 1) * max(len(line), 160))
-    again = buf.find(line, end + 1, horizon)
-    while again > 0 and buf[again - 1] != 10:  # a copy that starts a line
-        again = buf.find(line, again + 1, horizon)
-    if again < 0:
-        return None
-    block = buf[start:again]
-    lines = block.count(b"\n")
-    if (not 2 <= lines <= CYCLE_LINES or any(k in block for k, _n in _FOLLOW)
-            or _SOCKET_LIST_HEAD in block):
-        return None
-    copies = _repeats(buf, block, again, limit)
-    return (block, copies) if copies else None
 
 
 class _Windows:
@@ -313,9 +251,9 @@ class _Windows:
                 follow = _follow_count(raw)
                 repeat = 1
                 if not follow and window_start == start and end < limit:
-                    repeat += _repeats(buf, buf[start : end + 1], pos, limit)
+                    repeat += identical_copies(buf, buf[start : end + 1], pos, limit)
                     pos += (repeat - 1) * (end + 1 - start)
-                    cycle = _cycle(buf, start, end, limit) if repeat == 1 else None
+                    cycle = repeated_block(buf, start, end, limit) if repeat == 1 else None
                     if cycle is not None:
                         block, copies = cycle
                         lines = block.split(b"\n")[:-1]
@@ -325,7 +263,7 @@ class _Windows:
                             pos = start + (copies + 1) * len(block)
                             continue
                     if repeat == 1:
-                        stamped = _stamped_repeats(buf, start, end, limit)
+                        stamped = stamped_copies(buf, start, end, limit)
                         repeat += stamped[0]
                         pos = stamped[1]
                 yield line, raw, False, repeat, 1
@@ -429,13 +367,10 @@ def _parse_line(raw: bytes, follow: bool, tail: bool = False) -> _Parsed:
 # glog's time stamp and process id ("[W1204 09:50:12.118000 3107 socket.cpp:663]", after any
 # "[rank3]:" tags): every line of a c10d or torchelastic log differs by them, and no pattern
 # reads them. The line cache is asked with them left out (the level and the file stay).
-_STAMP_TIME = MONTH_DAY_TIME.encode() + rb" +\d+ "
-_STAMP = re.compile(rb"^((?:\s*\[[^\]\s]*\]:?)*\s*\[?[IWEF])" + _STAMP_TIME)
-_STAMP_AT = re.compile(_STAMP.pattern[1:])  # the same at a position in a buffer ("^" is not)
 
 
 def _cache_key(raw: bytes) -> bytes:
-    stamp = _STAMP.match(raw)
+    stamp = STAMP.match(raw)
     return raw if stamp is None else stamp.group(1) + raw[stamp.end() :]
 
 
