@@ -40,6 +40,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ddpkit.atomic_file import replace_file  # a generated file is whole or not there
+
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import msgextract  # noqa: E402
@@ -431,8 +433,8 @@ def main() -> int:
         entries, order = build(args)
         document = {"format": FORMAT_VERSION, "releases": order, "notes": args.note,
                     "messages": entries}
-    args.out.write_text(dump(document))
-    args.report.write_text(coverage(entries, order))
+    replace_file(args.out, dump(document))
+    replace_file(args.report, coverage(entries, order))
     print(f"{len(entries)} templates -> {args.out}; coverage -> {args.report}", file=sys.stderr)
     return 0
 

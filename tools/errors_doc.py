@@ -25,6 +25,8 @@ from pathlib import Path
 
 import tomllib
 
+from ddpkit.atomic_file import replace_file  # a generated file is whole or not there
+
 ROOT = Path(__file__).resolve().parents[1]
 SOURCE = ROOT / "docs" / "errors-source.toml"
 PAGES = {"en": ROOT / "docs" / "errors.md", "zh": ROOT / "docs" / "errors.zh-CN.md"}
@@ -239,7 +241,7 @@ def main(argv: Iterable[str]) -> int:
     outputs = {**PAGES, "data": EXPLANATIONS}
     if command == "write":
         for lang, path in outputs.items():
-            path.write_text(texts[lang], encoding="utf-8")
+            replace_file(path, texts[lang])
             print(f"wrote {path.relative_to(ROOT)}")
     elif command != "check":
         print(__doc__)

@@ -26,6 +26,8 @@ from babel.messages.extract import extract_from_dir
 from babel.messages.mofile import write_mo
 from babel.messages.pofile import read_po, write_po
 
+from ddpkit.atomic_file import replace_file  # a generated file is whole or not there
+
 ROOT = Path(__file__).resolve().parents[1]
 SOURCE = ROOT / "src" / "ddpkit"
 PO_DIR = ROOT / "po"
@@ -162,7 +164,7 @@ def compile_all() -> None:
     for locale in LOCALES:
         path = mo_path(locale)
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(mo_bytes(locale))
+        replace_file(path, mo_bytes(locale))
         print(f"wrote {path.relative_to(ROOT)} ({len(merged(locale))} messages)")
 
 
@@ -181,7 +183,7 @@ def main(argv: list[str]) -> int:
     command = argv[0] if argv else "check"
     if command == "extract":
         PO_DIR.mkdir(exist_ok=True)
-        (PO_DIR / "ddpkit.pot").write_bytes(_pot(extract()))
+        replace_file(PO_DIR / "ddpkit.pot", _pot(extract()))
         print("wrote po/ddpkit.pot")
         return 0
     if command == "missing":
