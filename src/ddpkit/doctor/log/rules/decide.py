@@ -19,7 +19,7 @@ from ddpkit.doctor.log.rules.shell_signals import bus_error_finding
 from ddpkit.doctor.log.rules.simple import simple_finding
 from ddpkit.doctor.wording import specific_then_general
 from ddpkit.i18n import _, _n
-from ddpkit.wording import clauses, commas
+from ddpkit.wording import commas
 
 Read = tuple[bool, ...]
 # Variables whose value may rightly differ per node (interface names do).
@@ -112,38 +112,16 @@ def peers_unreached(r: Reading, read: Read) -> Finding | None:
                            len(r.machines))
 
 
-def killed_without_a_word(r: Reading, read: Read) -> Finding | None:
-    """A SIGKILL no rank explained: named as the likely cause, ahead of the rank it killed."""
-    killed = r.job.silent_sigkills()
-    if not killed:
-        return None
-    e = entry("out-of-memory")
-    who = clauses([k.describe() for k in killed[:4]])
-    text = _("{who}, and no rank printed an error first. A process killed by SIGKILL without "
-             "a word is most often the kernel's OOM killer reclaiming host memory (it could "
-             "also be a scheduler's or a user's kill).", who=who)
-    fix = _("Confirm on that host: dmesg -T | grep -i -E 'killed process|out of memory'\n"
-            "Then use less host memory per rank: fewer DataLoader workers, smaller prefetch, "
-            "load the checkpoint on one rank, or give the job more RAM (--mem for Slurm).")
-    return Finding(e.id, e.severity, e.title, specific_then_general(text, e.explanation), fix,
-                   merge(*(k.bag.items for k in killed)))
-
-
 def bus_error(r: Reading, read: Read) -> tuple[Finding, int] | None:
-    """A rank that started the failure and died of SIGBUS (torchrun's summary, or its end in
-    a run directory): shared memory, ahead of the rank it ended."""
+    """A rank that started the failure and died of SIGBUS, by its end in a run directory:
+    shared memory, ahead of the rank it ended. (A death the log's lines report is the cause
+    ``causes/bus_error.py``'s, as a SIGKILL's is ``causes/silent_kill.py``'s.)"""
     end = r.job.root_end()
-    if end is not None:
-        if not (end.is_cause and end.signal == "SIGBUS"):
-            return None
-        text = _("{who} died of SIGBUS.", who=_("Rank {rank} (host {host})", rank=end.rank,
-                                                 host=end.host))
-        return bus_error_finding(text, ())
-    buses = [b for b in r.job.root_causes() if b.signal_name == "SIGBUS"]
-    if not buses:
+    if end is None or not (end.is_cause and end.signal == "SIGBUS"):
         return None
-    text = _("{who}.", who=clauses([b.describe() for b in buses[:4]]))  # "killed by SIGBUS"
-    return bus_error_finding(text, merge(*(b.bag.items for b in buses)))
+    text = _("{who} died of SIGBUS.", who=_("Rank {rank} (host {host})", rank=end.rank,
+                                             host=end.host))
+    return bus_error_finding(text, ())
 
 
 def waited_on(r: Reading) -> str:

@@ -97,8 +97,6 @@ RULES: tuple[Rule, ...] = (
     # the library's raise site may name the failure's kind
     Rule("named", frozenset({CATALOGUED}), lambda r, _read: r.unexplained.named(),
          when=(Fired("rank-failed"),), unless=(ErrorBefore("rank-failed"),)),
-    Rule("killed-without-a-word", frozenset({"out-of-memory"}), decide.killed_without_a_word,
-         when=(Fired("rank-failed"),), unless=(IdFound("out-of-memory"),)),
     Rule("bus-error", frozenset({"shm"}), decide.bus_error,
          when=(Fired("rank-failed"),), unless=(IdFound("shm"),)),
     Rule("init-hang", frozenset({"p2p", "firewall"}), decide.init_hung,
