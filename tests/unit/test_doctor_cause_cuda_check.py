@@ -8,6 +8,10 @@ supported"):
 - NCCL v2.18 src/include/checks.h, CUDACHECK: "Cuda failure '%s'"
 - vLLM v0.4.3 csrc/custom_all_reduce.cuh, CUDACHECK: "Failed: Cuda error %s:%d '%s'"
 - TensorRT-LLM cpp/include/tensorrt_llm/common/cudaUtils.h: "CUDA runtime error in %s: %s"
+- vLLM csrc/cumem_allocator.cpp, CUDA_CHECK: "[vllm_allocator_adaptor_c] CUDA Error: %s at %s:%d"
+  (cuGetErrorString's text; earlier releases without the bracket), raised to Python as a
+  RuntimeError in a Ray actor, whose output Ray prints after "(ActorClass pid=N)"
+- torch 1.0 THC/THCGeneral.cpp, __THCudaCheck: "THCudaCheck FAIL file=%s line=%i error=%i : %s"
 """
 
 from __future__ import annotations
@@ -20,7 +24,13 @@ from cause_logs import top
 TEMPLATES = ["RuntimeError: CUDA error: {text}",
              "node1:1234:1240 [0] include/alloc.h:48 NCCL WARN Cuda failure '{text}'",
              "Failed: Cuda error /workspace/csrc/custom_all_reduce.cuh:455 '{text}'",
-             "[TensorRT-LLM][ERROR] CUDA runtime error in cudaMemcpy(ptr, src, n): {text}"]
+             "[TensorRT-LLM][ERROR] CUDA runtime error in cudaMemcpy(ptr, src, n): {text}",
+             "[vllm_allocator_adaptor_c] CUDA Error: {text} at /workspace/csrc/cumem_allocator"
+             ".cpp:62",
+             "(ActorModelRayActor pid=348952) RuntimeError: CUDA Error: {text} at /workspace/csrc/"
+             "cumem_allocator.cpp:62",
+             "THCudaCheck FAIL file=/pytorch/aten/src/THC/THCGeneral.cpp line=383 error=11 : "
+             "{text}"]
 
 
 @pytest.mark.parametrize("template", TEMPLATES)
@@ -37,5 +47,6 @@ def test_a_cuda_call_that_failed_is_a_cuda_error(tmp_path: Path, template: str,
                                                ("peer mapping resources exhausted", "p2p")])
 def test_an_error_with_a_meaning_of_its_own_keeps_its_finding(tmp_path: Path, text: str,
                                                               finding: str) -> None:
-    found = top(tmp_path, [TEMPLATES[0].format(text=text)])
-    assert found.id == finding
+    for template in (TEMPLATES[0], TEMPLATES[4], TEMPLATES[5]):
+        found = top(tmp_path, [template.format(text=text)])
+        assert found.id == finding, template

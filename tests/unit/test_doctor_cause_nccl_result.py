@@ -13,6 +13,8 @@ quoted, or from NCCL's return chain. Sources of the lines:
   %s (run with NCCL_DEBUG=INFO for details), NCCL version %s`` with getNcclErrorDetailStr's
   ``ncclInvalidUsage: This usually reflects invalid usage of NCCL library.`` and ``Last error:``
 - nccl-tests src/common.h, NCCLCHECK: ``%s: Test NCCL failure %s:%d '%s'``
+- vLLM vllm/distributed/device_communicators/pynccl_wrapper.py, NCCL_CHECK: ``raise
+  RuntimeError(f"NCCL error: {error_str}")``, error_str being ncclGetErrorString's text
 - the WARN lines are made up (no catalogue template): "NCCL WARN Some check on node x failed"
 """
 
@@ -98,3 +100,16 @@ def test_the_same_words_outside_an_nccl_error_are_not_read(tmp_path: Path) -> No
     found = top(tmp_path, ["ValueError: invalid usage of the config file (see docs)",
                            "warning: internal error counters reset"])
     assert found.id not in ("invalid-usage", "internal-error")
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("invalid usage (run with NCCL_DEBUG=WARN for details)", "invalid-usage"),
+    ("internal error - please report this issue to the NCCL developers (run with "
+     "NCCL_DEBUG=WARN for details)", "internal-error"),
+])
+def test_vllms_pynccl_error_is_read_by_its_text(tmp_path: Path, text: str, expected: str) -> None:
+    found = top(tmp_path, ["[rank0]:   File \"/opt/vllm/vllm/distributed/device_communicators/"
+                           "pynccl_wrapper.py\", line 223, in NCCL_CHECK",
+                           "[rank0]:     raise RuntimeError(f\"NCCL error: {error_str}\")",
+                           f"[rank0]: RuntimeError: NCCL error: {text}"])
+    assert (found.id, found.severity) == (expected, "error")

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import io
+from pathlib import Path
 
 import pytest
 
 from ddpkit.doctor.log import scan as logscan
+from ddpkit.doctor.log.diagnose import diagnose
 from ddpkit.doctor.log.patterns import ANCHORS
 from ddpkit.doctor.log.prefixes import parse_prefix
 from ddpkit.doctor.log.scan import Event, raw_hits, scan
@@ -45,6 +47,11 @@ def test_lines_without_triggers_produce_nothing() -> None:
          (None, None, 1)),
         ("[E1202 09:50:58.043095373 socket.cpp:1028] [c10d] The client socket", (None, None, None)),
         ("E1202 09:50:30.151000 6205 api.py:1002] failed (exitcode: -9)", (None, None, None)),
+        # Ray's driver, before each worker's and actor's output (the ip for another node's)
+        ("(RayTrainWorker pid=3407, ip=10.0.0.2) RuntimeError: x", (None, "10.0.0.2", None)),
+        ("(pid=3407) [rank1]: RuntimeError: x", (None, None, 1)),
+        ("(LLMRayActor pid=347860) gpu-d:1:2 [0] NCCL WARN x", ("gpu-d", None, None)),
+        ("(see above) RuntimeError: x", (None, None, None)),
     ],
 )
 def test_prefixes(line: str, expected: tuple[str | None, str | None, int | None]) -> None:
@@ -304,3 +311,14 @@ def test_a_run_of_one_message_differing_only_in_glog_stamp_and_pid_is_one_event(
     assert [(e.line, e.repeat) for e in found] == [(1, 300), (301, 1), (302, 3), (305, 1)]
     assert found[0].text == text[0] and found[3].rank == 2
     assert sum(e.repeat for e in found) == 305
+
+
+def test_an_exception_after_rays_prefix_is_a_failure(tmp_path: Path) -> None:
+    # Ray prints an actor's output after "(ActorClass pid=N)" (and its repeats' count after it)
+    log = tmp_path / "driver.log"
+    log.write_text("(TrainerActor pid=348952)   File \"/opt/app/train.py\", line 75, in step\n"
+                   "(TrainerActor pid=348952)     loss.backward()\n"
+                   "(TrainerActor pid=348952) RuntimeError: element 0 of tensors does not "
+                   "require grad [repeated 3x across cluster]\n")
+    (top, *_) = diagnose([str(log)])
+    assert top.severity == "error" and top.id != "no-failure"

@@ -83,6 +83,10 @@ def test_nccl_warn_posted_without_its_host_prefix_or_nccl_word(tmp_path: Path) -
     "/src/modules/bootstrap/uid/bootstrap_uid.cpp:499: non-zero status: -3 allgather failed",
     # systemctl status of a failed unit
     "     Active: failed (Result: exit-code) since Mon 2024-07-01 14:43:57 UTC; 5s ago",
+    # Open MPI v4's [orterun:non-zero-exit] help text (orte/tools/orterun/help-orterun.txt), and
+    # PRRTE's launcher name in v5
+    "mpirun detected that one or more processes exited with non-zero status, thus causing",
+    "prterun detected that one or more processes exited with non-zero status, thus causing",
 ])
 def test_other_programs_failure_lines_are_failures(tmp_path: Path, line: str) -> None:
     (top, *_) = run(tmp_path, ["step 10 loss 0.31", line])
@@ -91,9 +95,12 @@ def test_other_programs_failure_lines_are_failures(tmp_path: Path, line: str) ->
 
 
 def test_a_word_in_prose_is_no_failure_line(tmp_path: Path) -> None:
-    # "Active: failed" only as systemctl prints it; "non-zero status" only after a source line
+    # "Active: failed" only as systemctl prints it; "non-zero status" only after a source line or
+    # as mpirun words it; THC's CUDA check only as it prints it, not its warning twin
     (top,) = run(tmp_path, ["the process exited with non-zero status: 1 (retried)",
-                            "Inactive: failed over to the standby"])
+                            "Inactive: failed over to the standby",
+                            "THCudaCheckWarn FAIL file=/pytorch/aten/src/THC/THCGeneral.cpp "
+                            "line=202 error=1 : invalid argument"])
     assert top.severity != "error"
 
 
@@ -116,6 +123,11 @@ NCCL_TESTS_TABLE = [
       "0/1 gpu id: 0/1 ring id: 0/1"], "PaddlePaddle's NCCL context init (line 1)"),
     (["[Gloo] Rank 1 is connected to 1 peer ranks. Expected number of connected peer ranks is : 1"],
      "Gloo connected its ranks (line 1)"),
+    # c10d's socket.cpp (C10D_INFO, torch 1.13 on), after c10's "[I socket.cpp:<line>] [c10d]"
+    (["[I socket.cpp:725] [c10d] The client socket has connected to [10.0.0.1]:23456 on "
+      "[node-1]:38244."], "a process reached the c10d store (line 1)"),
+    (["[I1204 10:00:00.123000000 4242 socket.cpp:787] [c10d] The server socket has started to "
+      "listen on [::]:29500."], "a process reached the c10d store (line 1)"),
 ])
 def test_a_stage_without_an_end_is_no_result_naming_it(tmp_path: Path, lines: list[str],
                                                         words: str) -> None:

@@ -29,11 +29,13 @@ CAUSE_PATTERNS: tuple[LinePattern, ...] = (
     _fb(EventKind.JOB_FACT, ("rror", "set_device("),
         r"^(?P<detail>[^\n]*invalid device ordinal[^\n]*|[^\n]*\bset_device\([^\n]*)"),
     # a CUDA check macro's error line whose error another rule may not read (causes/cuda_meaning.py)
-    # (NCCL's "Cuda failure" comes in an NCCL WARN line, which other patterns read)
+    # (NCCL's "Cuda failure" comes in an NCCL WARN line, which other patterns read; vLLM's cumem
+    # allocator's "CUDA Error: %s at %s:%d", THC's "THCudaCheck FAIL file=%s line=%i error=%i : %s",
+    # found by its " error=")
     _fb(EventKind.JOB_FACT, ("CUDA error", "Cuda error", "CUDA runtime error", "CUDA driver error",
-                             "cuda runtime error"),
-        r"(?P<detail>(?:CUDA error|Cuda error|Cuda failure|CUDA (?:runtime|driver) error"
-        r"|cuda runtime error)[^\n]*)"),
+                             "cuda runtime error", "CUDA Error", " error="),
+        r"(?P<detail>(?:CUDA [Ee]rror|Cuda error|Cuda failure|CUDA (?:runtime|driver) error"
+        r"|cuda runtime error|THCudaCheck FAIL)[^\n]*)"),
     # a process announcing its global rank (causes/rank_claims.py)
     _fb(EventKind.JOB_FACT, ("GLOBAL_RANK: ",),
         r"(?P<detail>[Ii]nitializing (?:ddp|distributed): GLOBAL_RANK: \d+, MEMBER: \d+/\d+)"),

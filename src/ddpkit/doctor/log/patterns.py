@@ -210,10 +210,11 @@ PATTERNS: tuple[LinePattern, ...] = (
        r"(?P<detail>transport/p2p\.cc[^\n]*|Cuda failure '[^']*peer[^']*'[^\n]*"
        r"|peer access is not supported[^\n]*|failed to open CUDA IPC handle[^\n]*"
        r"|cudaIpc\w+[^\n]*(?:fail|error)[^\n]*)", claims=True),
+    # (vLLM's cumem allocator: "CUDA Error: %s at %s:%d", the driver's text for its error)
     _p(EventKind.OOM, ("CUDA out of memory", "OutOfMemoryError", "CUDA error", "NCCL WARN",
-               "can't allocate memory", "Out of memory", "MemoryError"),
+               "can't allocate memory", "Out of memory", "MemoryError", "CUDA Error"),
        r"(?P<detail>CUDA out of memory[^\n]*|(?:[\w.]*)OutOfMemoryError[^\n]*"
-       r"|CUDA error: out of memory|Cuda failure 'out of memory'"
+       r"|CUDA [Ee]rror: out of memory|Cuda failure 'out of memory'"
        r"|DefaultCPUAllocator: can't allocate memory[^\n]*|Out of memory: Kill(?:ed)? process"
        r"[^\n]*|\bMemoryError\b)", claims=True),
     _p(EventKind.VERSION_ERROR, ("CUDA error", "NCCL WARN", "driver version is insufficient"),

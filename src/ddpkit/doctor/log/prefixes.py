@@ -1,6 +1,6 @@
 """Where a log line came from, as its prefixes say: the NCCL ``host:pid:tid [dev]`` prefix, a
 launcher's ``[node1:0]`` / ``[rank3]:`` / mpirun's ``[1,3]<stdout>:`` tags, srun's and pdsh's
-labels, around timestamps and glog headers."""
+labels, Ray's ``(Actor pid=N, ip=A)``, around timestamps and glog headers."""
 
 from __future__ import annotations
 
@@ -15,6 +15,11 @@ _TAG = re.compile(r"\[(?P<tag>[^\[\]\s]{1,80})\](?P<colon>(?:<std(?:out|err)>)?:
 _RANK_TAG = re.compile(r"rank(\d+)")
 _NODE_TAG = re.compile(r"([A-Za-z][\w.-]*):(\d+)")
 _MPI_TAG = re.compile(r"(\d+),(\d+)")
+# Ray's driver prints each worker's and actor's output after "(pid=N)", "(pid=N, ip=A)" or
+# "(ActorClass pid=N, ip=A)" (the ip only for another node's process): a launcher prefix.
+# (RAY_TAG names its group: a regex may hold it once.)
+RAY_TAG = r"\((?:[A-Za-z_][\w.-]{0,80} )?pid=\d+(?:, ip=(?P<ray_ip>[\w.:-]{1,64}))?\)\s?"
+_RAY_TAG = re.compile(RAY_TAG)
 # srun --label ("52: ") and pdsh ("node3: " / "10.0.0.3: ") put a bare label before the line.
 _LABEL = re.compile(r"(?P<label>\d+|[A-Za-z0-9][\w.-]*): (?=\S)")
 
@@ -46,6 +51,11 @@ def parse_prefix(text: str) -> tuple[str | None, str | None, int | None]:
         stamp = _STAMP.match(text, pos) or _GLOG.match(text, pos)
         if stamp:
             pos = stamp.end()
+            continue
+        ray = _RAY_TAG.match(text, pos)
+        if ray:
+            node = ray.group("ray_ip") or node
+            pos = ray.end()
             continue
         tag = _TAG.match(text, pos)
         if not tag:

@@ -44,6 +44,12 @@ OTHER_FAILURES: tuple[re.Pattern[str], ...] = (
     # systemd's `systemctl status` of a unit that failed ("Active: failed (Result: exit-code)"):
     # a service the GPUs need (nvidia-fabricmanager, nvidia-persistenced) not running
     re.compile(r"(?P<detail>\bActive: failed\b[^\n]*)"),
+    # Open MPI's launcher reporting a process's non-zero exit (orte/tools/orterun/
+    # help-orterun.txt [orterun:non-zero-exit], v4: "%s detected that one or more processes
+    # exited with non-zero status, thus causing the job to be terminated."; %s is mpirun, or
+    # PRRTE's prterun in v5)
+    re.compile(r"(?P<detail>\b\S{1,40} detected that one or more processes exited with non-zero "
+               r"status[^\n]*)"),
     # torch.multiprocessing.spawn's report of a process a signal ended (spawn.py,
     # ProcessExitedException: "process %d terminated with signal %s"), at the end of the log
     re.compile(r"(?P<detail>\bprocess \d+ terminated with signal SIG[A-Z]+)"),
@@ -71,6 +77,11 @@ STAGES: tuple[tuple[re.Pattern[str], str], ...] = (
     # ProcessGroupGloo's report once its mesh is up (LOG(INFO): "[Gloo] Rank " << rank << " is
     # connected to " << n << " peer ranks. Expected number of connected peer ranks is : " << m)
     (re.compile(r"\[Gloo\] Rank \d+ is connected to \d+ peer ranks"), "gloo-connected"),
+    # c10d's store socket (torch/csrc/distributed/c10d/socket.cpp, C10D_INFO, torch 1.13 on):
+    # "The client socket has connected to %s on %s." and "The server socket has started to listen
+    # on %s.": a process reached the rendezvous store, the first thing a distributed run does
+    (re.compile(r"\bThe (?:client socket has connected to (?P<peer>\S{1,300}) on|server socket "
+                r"has started to listen on) "), "c10d-store"),
     # PaddlePaddle's NCCL context init (imperative/nccl_context.cc, VLOG(0): "init nccl context
     # nranks: " << nranks << " local rank: " ...)
     (re.compile(r"\binit nccl context nranks: \d+ local rank: \d+"), "paddle-nccl-init"),

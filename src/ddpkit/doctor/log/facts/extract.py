@@ -151,10 +151,11 @@ _RETURN = re.compile(r"[\w.-]\.(?:cc|cu|h|cpp):\d+ -> ([1-7])\b")
 # an ncclResult_t by its name (torch's detail line "ncclInvalidUsage: This usually reflects ...")
 # or by ncclGetErrorString's text where an NCCL error is quoted: torch's "NCCL error in: <where>,
 # <text> (run with NCCL_DEBUG=...)", a copy of it without its head, nccl-tests' "NCCL failure
-# <where> '<text>'"
+# <where> '<text>'", vLLM's pynccl_wrapper.py NCCL_CHECK "NCCL error: <text>" (SGLang copies it)
 _RESULT_NAME = re.compile(r"\b(" + "|".join(NCCL_RESULTS.values()) + r")\b")
 _TEXTS = "|".join(re.escape(t) for t in NCCL_RESULT_TEXTS)
-_RESULT_TEXT = re.compile(rf"(?:NCCL error in:? ?[^,\n]*, |NCCL failure [^\s']+ ')({_TEXTS})"
+_RESULT_TEXT = re.compile(rf"(?:NCCL error in:? ?[^,\n]*, |NCCL error: |NCCL failure [^\s']+ ')"
+                          rf"({_TEXTS})"
                           rf"|(?:^|\]:\s?)({_TEXTS}) \(run with NCCL_DEBUG")
 # Open MPI's TCP transports (facts/kinds.py MPI_TCP_TOPICS), and the btl's "Message: connect() to
 # %s:%d failed" line of its "client connect fail" help (opal_asprintf in btl_tcp_endpoint.c)
@@ -163,6 +164,9 @@ _MPI_TCP = re.compile("|".join(re.escape(words) for words in MPI_TCP_TOPICS)
 # torch's TCPStore (torch/csrc/distributed/c10d/TCPStore.cpp, v2.3 on): "use_libuv was requested
 # but PyTorch was built without libuv support, run with USE_LIBUV=0 to disable it."
 _NO_LIBUV = re.compile(r"use_libuv was requested but PyTorch was built without libuv support")
+# TORCH_INTERNAL_ASSERT's message (c10/util/Exception.cpp, torch 1.x to 2.x): the file quoted or
+# not, its line after a colon
+_INTERNAL_ASSERT = re.compile(r"INTERNAL ASSERT FAILED at \"?([^\s\":]{1,240})\"?:\d+")
 # vLLM's PyNcclCommunicator (vllm/distributed/device_communicators/pynccl.py, 2024 on; SGLang's
 # copy too) asserting before each collective: "this nccl communicator is created to work on
 # {self.device}, but the input tensor is on {tensor.device}"
@@ -188,12 +192,15 @@ _LIBRARY = re.compile(rf"(?:[\w./+-]*/)?({_CUDA_LIB}): cannot open shared object
                       r"((?:nccl|cuda|cublas|cudnn|nvrtc|cusparse|cufft|curand|cusolver)\w+)")
 # a CUDA check macro's failure, with the error's text as it printed it: torch's "CUDA error: %s"
 # (c10/cuda/CUDAException.cpp), NCCL's CUDACHECK "Cuda failure [%d] '%s'", vLLM's "Failed: Cuda
-# error %s:%d '%s'", THC's "cuda runtime error (%d) : %s at %s:%d", TensorRT-LLM's "CUDA runtime
-# error in %s: %s"
+# error %s:%d '%s'", THC's "cuda runtime error (%d) : %s at %s:%d" (and the "THCudaCheck FAIL
+# file=%s line=%i error=%i : %s" it prints first), TensorRT-LLM's "CUDA runtime error in %s: %s",
+# vLLM's cumem allocator's "CUDA Error: %s at %s:%d" (the driver's text)
 _CUDA_CHECK = re.compile(r"\bCUDA error: ([^\n.(]{3,80})"
+                         r"|\bCUDA Error: ([^\n]{3,80}?) at [^\s:]{1,200}:\d+"
                          r"|Cuda failure (?:\d+ )?'([^'\n]{3,80})'"
                          r"|Cuda error [\w/.-]+:\d+ '([^'\n]{3,80})'"
                          r"|cuda runtime error \(\d+\) : ([^\n]{3,80}?) at "
+                         r"|THCudaCheck FAIL file=\S{1,300} line=\d+ error=\d+ : ([^\n]{3,80})"
                          r"|CUDA runtime error in [^:\n]+: ([^\n]{3,80})")
 _NO_GPU = re.compile("|".join(re.escape(words) for words in NO_GPU_TEXTS))
 _CUDA_ERROR = re.compile("|".join(re.escape(t) for t in CUDA_ERRORS)
@@ -361,6 +368,8 @@ def _facts(text: str) -> tuple[Fact, ...]:
     if ("GPU" in text or "NVIDIA driver" in text or "compiled with CUDA" in text
             or "driver initialization" in text):
         found += [Fact(FactKind.NO_GPU, NO_GPU_TEXTS[m]) for m in _NO_GPU.findall(text)[:1]]
+    if "INTERNAL ASSERT" in text:
+        found += [Fact(FactKind.INTERNAL_ASSERT, m) for m in _INTERNAL_ASSERT.findall(text)[:1]]
     if "use_libuv" in text:
         found += [Fact(FactKind.STORE_WITHOUT_LIBUV, "libuv") for _m in _NO_LIBUV.findall(text)]
     if "ss_family" in text:

@@ -89,6 +89,9 @@ class FactKind(enum.Enum):
     # the dynamic loader failing on a CUDA or NCCL library (value: the library as printed,
     # libnccl.so.2; detail: "missing", or the undefined symbol)
     CUDA_LIBRARY = "cuda-library"
+    # torch's own consistency check failing (c10/util/Exception.cpp: "%s INTERNAL ASSERT FAILED
+    # at %s:%d, please report a bug to PyTorch. %s"; value: the source file as printed)
+    INTERNAL_ASSERT = "internal-assert"
 
 
 __all__ = ["ERRNOS", "AddressClass", "Fact", "FactKind"]
@@ -197,10 +200,10 @@ NCCL_RESULT_TEXTS: dict[str, str] = {
 # the check macros' words that open a CUDA error's line (torch's "CUDA error: ", NCCL's "Cuda
 # failure 'x'", vLLM's "Failed: Cuda error f:N 'x'", TensorRT-LLM's "CUDA runtime error in f: x"):
 # the table's longer texts are read in those lines only
-CUDA_CHECK_WORDS = ("CUDA error", "Cuda error", "Cuda failure", "CUDA runtime error",
+CUDA_CHECK_WORDS = ("CUDA error", "CUDA Error", "Cuda error", "Cuda failure", "CUDA runtime error",
                     "CUDA driver error", "cuda error", "CUDA_ERROR_",
                     # torch 0.x's THCudaCheck (THC/THCGeneral.c): "cuda runtime error (%d) : %s"
-                    "cuda runtime error")
+                    "cuda runtime error", "THCudaCheck FAIL")
 CUDA_ERROR_NAMES = frozenset(CUDA_ERRORS.values())
 
 # Open MPI's messages of its TCP transports (v4.0 to v5.0; the help texts of opal/mca/btl/tcp/

@@ -190,6 +190,10 @@ def _stage_words(event: Event) -> str:
     if stage == "launcher":
         return _("{program}'s launcher starting the run's processes (line {line}), before any "
                  "of their own lines", program=event.get("program"), line=event.line)
+    if stage == "c10d-store":
+        return _("a process reached the c10d store (line {line}), where the rendezvous and "
+                 "init_process_group start: nothing after it shows the run going further",
+                 line=event.line)
     if stage == "paddle-nccl-init":
         return _("PaddlePaddle's NCCL context init (line {line}): NCCL's own lines would say "
                  "where it waits (NCCL_DEBUG=INFO)", line=event.line)

@@ -23,6 +23,7 @@ from ddpkit.doctor.findings import Evidence, Finding
 from ddpkit.doctor.log.evidence import Bag, merge
 from ddpkit.doctor.log.messages import Message, catalogue
 from ddpkit.doctor.log.patterns import FAILURE_KINDS
+from ddpkit.doctor.log.prefixes import RAY_TAG
 from ddpkit.doctor.log.scan import Event
 from ddpkit.doctor.wording import specific_then_general
 from ddpkit.i18n import _, _n
@@ -36,7 +37,7 @@ KEEP = 24  # failure lines remembered per log (the first ones; the decisive ones
 # an exception's name inside ordinary prose ("no ValueError: seen").
 # A line printed at warning level (c10's "[W socket.cpp:464]", glog's "W1204 10:00:00.1",
 # Python's "WARNING:" and "UserWarning"): an errno or an error word in it is no failure.
-_WARNING_LINE = re.compile(rf"^\s*(?:\[[\w:.,-]+\]:?\s?)*\[?W(?:{MONTH_DAY_TIME}"
+_WARNING_LINE = re.compile(rf"^\s*(?:\[[\w:.,-]+\]:?\s?|{RAY_TAG})*\[?W(?:{MONTH_DAY_TIME}"
                            r"| [\w./-]+:\d+\])|^\s*WARNING[:\s]|\bUserWarning\b")
 
 
@@ -48,7 +49,7 @@ def warning_line(text: str) -> bool:
 
 # A line printed at error level by c10d or glog ("[E socket.cpp:472]", "[E1204 09:50:12.1 123
 # path.cpp:462]", "E1204 09:50:12.1 123 path.py:9]")
-_ERROR_LEVEL = re.compile(rf"^\s*(?:\[[\w:.,-]+\]:?\s?)*\[?E(?:{MONTH_DAY_TIME}"
+_ERROR_LEVEL = re.compile(rf"^\s*(?:\[[\w:.,-]+\]:?\s?|{RAY_TAG})*\[?E(?:{MONTH_DAY_TIME}"
                           r"| [\w./-]+:\d+\])")
 
 
@@ -59,7 +60,8 @@ def _c10d_error(text: str) -> bool:
 
 # Catalogue mappings that name no cause of their own.
 _GENERIC = frozenset({"unexplained-failure", "stopped-while-waiting", "no-failure"})
-_RAISED = re.compile(r"(?:^|[\]>:|]\s?)\s*(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Exit): ")
+_RAISED = re.compile(rf"(?:^|[\]>:|]\s?|{RAY_TAG})\s*(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception"
+                     r"|Exit): ")
 
 
 @dataclass
