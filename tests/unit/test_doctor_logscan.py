@@ -51,6 +51,7 @@ def test_lines_without_triggers_produce_nothing() -> None:
         ("(RayTrainWorker pid=3407, ip=10.0.0.2) RuntimeError: x", (None, "10.0.0.2", None)),
         ("(pid=3407) [rank1]: RuntimeError: x", (None, None, 1)),
         ("(LLMRayActor pid=347860) gpu-d:1:2 [0] NCCL WARN x", ("gpu-d", None, None)),
+        ("(VllmWorkerProcess pid=8121) [rank1]: RuntimeError: x", (None, None, 1)),
         ("(see above) RuntimeError: x", (None, None, None)),
     ],
 )
@@ -313,12 +314,16 @@ def test_a_run_of_one_message_differing_only_in_glog_stamp_and_pid_is_one_event(
     assert sum(e.repeat for e in found) == 305
 
 
-def test_an_exception_after_rays_prefix_is_a_failure(tmp_path: Path) -> None:
+@pytest.mark.parametrize("prefix", ["(TrainerActor pid=348952) ",
+                                    # vLLM's, in color on a terminal (CYAN ... RESET)
+                                    "\x1b[1;36m(VllmWorkerProcess pid=812)\x1b[0;0m "])
+def test_an_exception_after_rays_or_vllms_prefix_is_a_failure(tmp_path: Path,
+                                                              prefix: str) -> None:
     # Ray prints an actor's output after "(ActorClass pid=N)" (and its repeats' count after it)
     log = tmp_path / "driver.log"
-    log.write_text("(TrainerActor pid=348952)   File \"/opt/app/train.py\", line 75, in step\n"
-                   "(TrainerActor pid=348952)     loss.backward()\n"
-                   "(TrainerActor pid=348952) RuntimeError: element 0 of tensors does not "
+    log.write_text(f"{prefix}  File \"/opt/app/train.py\", line 75, in step\n"
+                   f"{prefix}    loss.backward()\n"
+                   f"{prefix}RuntimeError: element 0 of tensors does not "
                    "require grad [repeated 3x across cluster]\n")
     (top, *_) = diagnose([str(log)])
     assert top.severity == "error" and top.id != "no-failure"

@@ -16,7 +16,9 @@ _RANK_TAG = re.compile(r"rank(\d+)")
 _NODE_TAG = re.compile(r"([A-Za-z][\w.-]*):(\d+)")
 _MPI_TAG = re.compile(r"(\d+),(\d+)")
 # Ray's driver prints each worker's and actor's output after "(pid=N)", "(pid=N, ip=A)" or
-# "(ActorClass pid=N, ip=A)" (the ip only for another node's process): a launcher prefix.
+# "(ActorClass pid=N, ip=A)" (the ip only for another node's process), and vLLM's multiprocessing
+# workers theirs after "(VllmWorkerProcess pid=N)" (multiproc_worker_utils._add_prefix): a
+# launcher prefix.
 # (RAY_TAG names its group: a regex may hold it once.)
 RAY_TAG = r"\((?:[A-Za-z_][\w.-]{0,80} )?pid=\d+(?:, ip=(?P<ray_ip>[\w.:-]{1,64}))?\)\s?"
 _RAY_TAG = re.compile(RAY_TAG)
