@@ -50,6 +50,16 @@ def test_another_library_is_not_a_cuda_mismatch(tmp_path: Path) -> None:
     assert found.id != "version-mismatch"
 
 
+@pytest.mark.parametrize("plugin", ["libnccl-net.so", "libnccl-tuner.so", "libnccl-net-ofi.so"])
+def test_nccls_optional_plugin_missing_is_no_mismatch(tmp_path: Path, plugin: str) -> None:
+    # NCCL v2.19 src/net.cc: INFO(NCCL_INIT|NCCL_NET, "NET/Plugin : dlerror=%s No plugin found
+    # (%s), using internal implementation", dlerror(), name): an optional plugin, then NCCL goes on
+    found = top(tmp_path, [f"node1:1:1 [0] NCCL INFO NET/Plugin : dlerror={plugin}: cannot open "
+                           f"shared object file: No such file or directory No plugin found "
+                           f"({plugin}), using internal implementation"])
+    assert found.id != "version-mismatch" and found.severity != "error"
+
+
 @pytest.mark.parametrize(("signal", "finding"), [("SIGSEGV", "unexplained-failure"),
                                                  ("SIGKILL", "out-of-memory"),
                                                  ("SIGBUS", "shm")])

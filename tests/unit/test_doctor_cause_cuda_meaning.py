@@ -21,6 +21,10 @@ cudaGetErrorString()'s text in any check macro's line. Sources of the lines:
 - torch v2.3.0 c10/cuda/CUDAException.cpp: ``CUDA error: %s``; NCCL v2.18 src/include/checks.h
   CUDACHECK: ``Cuda failure '%s'``; vLLM v0.4.3 csrc/custom_all_reduce.cuh: ``Failed: Cuda error
   %s:%d '%s'``
+- torch v2.0 c10/cuda/CUDAFunctions.cpp device_count_impl: ``"Unexpected error from
+  cudaGetDeviceCount(). Did you run some cuda functions before calling NumCudaDevices() that
+  might have already set an error? Error ", err, ": ", cudaGetErrorString(err)``, which
+  torch/cuda/__init__.py warns with: ``warnings.warn("CUDA initialization: " + msg)``
 """
 
 from __future__ import annotations
@@ -92,3 +96,14 @@ def test_an_nccl_warn_cuda_failure_of_another_error_is_a_cuda_error(tmp_path: Pa
     found = top(tmp_path, ["gpu47:4962:5097 [1] transport/nvls.cc:223 NCCL WARN Cuda failure 999 "
                            "'unknown error'"])
     assert (found.id, found.severity) == ("cuda-error", "error")
+
+
+def test_torchs_warning_of_a_failed_cuda_initialization_is_read(tmp_path: Path) -> None:
+    found = top(tmp_path, [
+        "/opt/conda/lib/python3.9/site-packages/torch/cuda/__init__.py:129: UserWarning: CUDA "
+        "initialization: Unexpected error from cudaGetDeviceCount(). Did you run some cuda "
+        "functions before calling NumCudaDevices() that might have already set an error? Error "
+        "802: system not yet initialized (Triggered internally at ../c10/cuda/CUDAFunctions.cpp:"
+        "109.)", "  return torch._C._cuda_getDeviceCount() > 0"])
+    assert found.id == "cuda-error" and "Fabric Manager" in found.explanation
+    assert found.severity == "warning"  # a warning's line alone: nothing shown to fail

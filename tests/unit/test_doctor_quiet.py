@@ -284,3 +284,22 @@ def test_a_log_read_event_from_the_wire_with_bad_counts_is_read_as_none() -> Non
         diagnosis.feed(Event(kind, "n0.log", 1, "", None, None, None, data))
     (finding,) = diagnosis.findings()
     assert finding.id == "no-result" and "The log is empty" in finding.explanation
+
+
+def test_a_warning_level_line_the_catalogue_files_under_a_cause_is_that_cause_as_a_warning(
+        tmp_path: Path) -> None:
+    # torch's c10d socket.cpp, C10D_WARNING("The server socket on {} has timed out, will
+    # retry.", ...): the store's server waiting for connections, again and again
+    messages = json.loads(MESSAGES.read_text())["messages"]
+    (line,) = {m["template"] for m in messages if m["template"].startswith(
+        "The server socket on <*> has timed out")}
+    said = line.replace("<*>", "[::ffff:10.4.6.125]:63617")
+    (top, *_) = run(tmp_path, [said, said, said])
+    assert (top.id, top.severity) == ("peer-unreachable", "warning")
+    assert "printed at warning level" in top.explanation and "3 times" in top.explanation
+
+
+def test_a_warning_level_benign_line_stays_no_failure(tmp_path: Path) -> None:
+    (top, *_) = run(tmp_path, ["step 10 loss 0.31", "UserWarning: this overload of add_ is "
+                               "deprecated"])
+    assert top.id in ("no-failure", "no-result") and top.severity != "error"

@@ -28,3 +28,21 @@ def test_every_format_is_a_collective_timeout(tmp_path: Path, version: str) -> N
     found = top(tmp_path, [LINES[version]])
     assert (found.id, found.severity) == ("collective-timeout", "error")
     assert "Rank 3" in found.explanation and "1800000 ms" in found.explanation
+
+
+# Gloo's tcp transport (gloo/transport/tcp/unbound_buffer.cc, UnboundBuffer::waitRecv/waitSend): on
+# an operation's timeout it signals every pair of the context "Application timeout caused pair
+# closure" (what the other pending operations raise), then throws GLOO_ERROR_MSG("Timed out
+# waiting ", timeout, "ms for recv operation to complete"); torch raises both as RuntimeError.
+@pytest.mark.parametrize("lines", [
+    ["RuntimeError: Application timeout caused pair closure"],
+    ["[rank2]: RuntimeError: Application timeout caused pair closure",
+     "[../third_party/gloo/gloo/transport/tcp/unbound_buffer.cc:78] Timed out waiting 1800000ms "
+     "for recv operation to complete"],
+    ["RuntimeError: [../third_party/gloo/gloo/transport/tcp/unbound_buffer.cc:136] Timed out "
+     "waiting 1800000ms for send operation to complete"],
+])
+def test_gloos_operation_timeout_is_a_collective_timeout(tmp_path: Path,
+                                                          lines: list[str]) -> None:
+    found = top(tmp_path, lines)
+    assert (found.id, found.severity) == ("collective-timeout", "error")

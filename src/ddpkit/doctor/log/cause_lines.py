@@ -31,11 +31,13 @@ CAUSE_PATTERNS: tuple[LinePattern, ...] = (
     # a CUDA check macro's error line whose error another rule may not read (causes/cuda_meaning.py)
     # (NCCL's "Cuda failure" comes in an NCCL WARN line, which other patterns read; vLLM's cumem
     # allocator's "CUDA Error: %s at %s:%d", THC's "THCudaCheck FAIL file=%s line=%i error=%i : %s",
-    # found by its " error=")
+    # found by its " error="; c10's device count "Unexpected error from cudaGetDeviceCount(). ...
+    # Error %d: %s", which torch.cuda warns with as CUDA initialization fails)
     _fb(EventKind.JOB_FACT, ("CUDA error", "Cuda error", "CUDA runtime error", "CUDA driver error",
-                             "cuda runtime error", "CUDA Error", " error="),
+                             "cuda runtime error", "CUDA Error", " error=",
+                             "error from cudaGetDeviceCount"),
         r"(?P<detail>(?:CUDA [Ee]rror|Cuda error|Cuda failure|CUDA (?:runtime|driver) error"
-        r"|cuda runtime error|THCudaCheck FAIL)[^\n]*)"),
+        r"|cuda runtime error|THCudaCheck FAIL|Unexpected error from cudaGetDeviceCount)[^\n]*)"),
     # a process announcing its global rank (causes/rank_claims.py)
     _fb(EventKind.JOB_FACT, ("GLOBAL_RANK: ",),
         r"(?P<detail>[Ii]nitializing (?:ddp|distributed): GLOBAL_RANK: \d+, MEMBER: \d+/\d+)"),

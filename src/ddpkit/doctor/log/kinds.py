@@ -20,6 +20,7 @@ class EventKind(str, enum.Enum):
     BARRIER_FAILED = "barrier-failed"
     BENIGN = "benign"
     BOOTSTRAP_RETCODE = "bootstrap-retcode"
+    CATALOGUED_WARNING = "catalogued-warning"  # the quiet tail's: a warning-level template
     CHILD_FAILED = "child-failed"
     CONNECT_ERROR = "connect-error"
     CONNECTION_LOST = "connection-lost"

@@ -260,8 +260,12 @@ PATTERNS: tuple[LinePattern, ...] = (
     _p(EventKind.WORK_PROGRESS, ("Timeout at NCCL work",),
        r"Rank (?P<rank>\d+)\] Timeout at NCCL work: (?P<seq>\d+), last enqueued NCCL work: "
        r"(?P<enqueued>-?\d+), last completed NCCL work: (?P<completed>-?\d+)", claims=True),
+    # (Gloo's tcp UnboundBuffer, on an operation's timeout, first closes every pair of its
+    # context with "Application timeout caused pair closure", which the other pending operations
+    # raise, then throws "Timed out waiting %dms for %s operation to complete")
     _p(EventKind.GLOO_TIMEOUT, ("rror",),
-       r"Timed out waiting (?P<ms>\d+) ?ms for (?P<op>\w+) operation", claims=True),
+       r"Timed out waiting (?P<ms>\d+) ?ms for (?P<op>\w+) operation"
+       r"|Error: Application timeout caused pair closure", claims=True),
     _p(EventKind.BARRIER_FAILED, ("Error: ",),
        r"Ranks? (?P<ranks>\d+(?:, ?\d+)*) failed to pass monitoredBarrier in (?P<ms>\d+) ms",
        claims=True),

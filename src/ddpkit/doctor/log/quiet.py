@@ -16,6 +16,10 @@ read against:
 - ``STAGES``: lines that show a stage of a run, of programs the scan's patterns do not read;
 - ``TOPOLOGY_ROW``: ``nvidia-smi topo -m``'s matrix, about the machine, not the run.
 
+A catalogued line printed at warning level whose template the catalogue files under a cause (c10d's
+"The server socket on %s has timed out, will retry.") is a ``catalogued-warning``: the log shows
+that cause's symptom, and no failure, so it is at most a warning (issue 30).
+
 It yields those lines as events, and one ``log-read`` event per log: how many lines the log has,
 how many were read here, and how many ddpkit recognised (the scan's events included).
 """
@@ -93,6 +97,9 @@ STAGES: tuple[tuple[re.Pattern[str], str], ...] = (
 TOPOLOGY_ROW = re.compile(r"^\s*GPU(?P<gpu>\d+)\s+(?P<links>(?:(?:X|SYS|NODE|PHB|PXB|PIX|NV\d+)"
                           r"(?:\s+|$))+)")
 QuietEvent = tuple[str, int, str, dict[str, str]]  # (kind, line number, text, fields)
+# The catalogue's mappings that name no cause of their own
+_NAMES_NO_CAUSE = frozenset({"benign", "unmapped", "unexplained-failure", "stopped-while-waiting",
+                             "no-failure", "rank-failed"})
 
 
 def last_lines(kept: Kept) -> list[tuple[int, bytes]]:
@@ -165,4 +172,6 @@ def _recognise(text: str) -> tuple[str, dict[str, str]] | None:
         return "failure-line", {"detail": text}
     if message.source in LAUNCHERS:  # a launcher's report as it starts the run's processes
         return "run-stage", {"stage": "launcher", "program": message.source}
+    if message.level == "warning" and message.maps not in _NAMES_NO_CAUSE:
+        return "catalogued-warning", {"maps": message.maps}
     return "", {}

@@ -45,6 +45,7 @@ from ddpkit.doctor.log.causes.stale_store import StaleStore
 from ddpkit.doctor.log.causes.store_without_libuv import StoreWithoutLibuv
 from ddpkit.doctor.log.causes.unhandled_cuda import UnhandledCuda
 from ddpkit.doctor.log.causes.unset_variable import UnsetVariable
+from ddpkit.doctor.log.causes.versions_differ import VersionsDiffer
 from ddpkit.doctor.log.facts.kinds import Fact, FactKind
 from ddpkit.doctor.log.rules.entry import evaluate
 from ddpkit.doctor.log.rules.order import RULES
@@ -58,7 +59,7 @@ CAUSES: tuple[type[Cause], ...] = (
     ResolvedLater, NoBackend, AddressFamily, UnsetVariable, DeviceOrdinal, ConfigUndefined,
     UnhandledCuda, CudaMeaning, NcclResult, RankClaims, NoRoute, OpenMpiTcp, StoreWithoutLibuv,
     CommunicatorDevice, DdpChecks, CollectiveMismatch, CudaLibrary, NoGpu,
-    CudaCheck, InternalAssert,
+    CudaCheck, InternalAssert, VersionsDiffer,
 )
 
 Scored = tuple[Finding, int]

@@ -180,9 +180,11 @@ _TORCH_CHECK = re.compile("|".join(re.escape(words) for words in TORCH_CHECKS))
 _OP_TYPE = re.compile(r"\bOpType=(\w+)")
 # glibc's dynamic loader (dlerror(3), as Python's ImportError/OSError and ctypes print it): "<lib>:
 # cannot open shared object file: No such file or directory", "<path>/<lib>: undefined symbol:
-# <name>"; read for the CUDA and NCCL libraries (and torch's own CUDA parts) only
-_CUDA_LIB = (r"lib(?:nccl|cuda|cudart|cublas(?:Lt)?|cudnn\w*|nvrtc|cusparse(?:Lt)?|cufft|curand"
-             r"|cusolver|nvJitLink|nvToolsExt|cupti|torch_cuda|c10_cuda)\b[\w.-]*\.so[\w.]*")
+# <name>"; read for the CUDA and NCCL libraries (and torch's own CUDA parts) only, not NCCL's
+# optional plugins (libnccl-net.so, -tuner, -profiler, -env: NCCL dlopens them and goes on with its
+# internal implementation when there is none, "NET/Plugin : dlerror=... No plugin found")
+_CUDA_LIB = (r"lib(?:nccl(?!-(?:net|tuner|profiler|env))|cuda|cudart|cublas(?:Lt)?|cudnn\w*"
+             r"|nvrtc|cusparse(?:Lt)?|cufft|curand|cusolver|nvJitLink|nvToolsExt|cupti|torch_cuda|c10_cuda)\b[\w.-]*\.so[\w.]*")
 _LIBRARY = re.compile(rf"(?:[\w./+-]*/)?({_CUDA_LIB}): cannot open shared object file"
                       rf"|(?:[\w./+-]*/)?({_CUDA_LIB}): undefined symbol: (\w+)"
                       # any library missing a CUDA or NCCL symbol (ld.so's "symbol lookup
@@ -368,6 +370,8 @@ def _facts(text: str) -> tuple[Fact, ...]:
     if ("GPU" in text or "NVIDIA driver" in text or "compiled with CUDA" in text
             or "driver initialization" in text):
         found += [Fact(FactKind.NO_GPU, NO_GPU_TEXTS[m]) for m in _NO_GPU.findall(text)[:1]]
+    if "Version mismatch: The cluster was started with" in text:  # Ray's check_version_info
+        found.append(Fact(FactKind.VERSIONS_DIFFER, "Ray"))
     if "INTERNAL ASSERT" in text:
         found += [Fact(FactKind.INTERNAL_ASSERT, m) for m in _INTERNAL_ASSERT.findall(text)[:1]]
     if "use_libuv" in text:

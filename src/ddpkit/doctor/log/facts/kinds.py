@@ -92,6 +92,10 @@ class FactKind(enum.Enum):
     # torch's own consistency check failing (c10/util/Exception.cpp: "%s INTERNAL ASSERT FAILED
     # at %s:%d, please report a bug to PyTorch. %s"; value: the source file as printed)
     INTERNAL_ASSERT = "internal-assert"
+    # a program's own check that its processes run the same versions failing (value: the program):
+    # Ray's check_version_info, "Version mismatch: The cluster was started with: Ray: %s Python: %s
+    # This process on node %s was started with: ..."
+    VERSIONS_DIFFER = "versions-differ"
 
 
 __all__ = ["ERRNOS", "AddressClass", "Fact", "FactKind"]
@@ -203,7 +207,11 @@ NCCL_RESULT_TEXTS: dict[str, str] = {
 CUDA_CHECK_WORDS = ("CUDA error", "CUDA Error", "Cuda error", "Cuda failure", "CUDA runtime error",
                     "CUDA driver error", "cuda error", "CUDA_ERROR_",
                     # torch 0.x's THCudaCheck (THC/THCGeneral.c): "cuda runtime error (%d) : %s"
-                    "cuda runtime error", "THCudaCheck FAIL")
+                    "cuda runtime error", "THCudaCheck FAIL",
+                    # c10/cuda/CUDAFunctions.cpp's device count, which torch.cuda warns with
+                    # ("CUDA initialization: Unexpected error from cudaGetDeviceCount(). ...
+                    # Error 802: system not yet initialized")
+                    "error from cudaGetDeviceCount")
 CUDA_ERROR_NAMES = frozenset(CUDA_ERRORS.values())
 
 # Open MPI's messages of its TCP transports (v4.0 to v5.0; the help texts of opal/mca/btl/tcp/

@@ -31,7 +31,8 @@ from ddpkit.launch.torchrun.torch_log import MONTH_DAY_TIME
 
 # A rank's own failure line, whose template the catalogue may name a cause for (``named``).
 _OWN_KINDS = frozenset({"exception", "failure-line", "nccl-warn"})
-UNEXPLAINED_KINDS = FAILURE_KINDS | {"death-signal"}  # what :meth:`UnexplainedRule.feed` reads
+# what :meth:`UnexplainedRule.feed` reads
+UNEXPLAINED_KINDS = FAILURE_KINDS | {"death-signal", "catalogued-warning"}
 KEEP = 24  # failure lines remembered per log (the first ones; the decisive ones come early)
 # An exception as a traceback ends: its type first on the line, after any launcher prefix; not
 # an exception's name inside ordinary prose ("no ValueError: seen").
@@ -77,10 +78,14 @@ class UnexplainedRule:
 
     def __init__(self) -> None:
         self.files: dict[str, _File] = {}
+        self.warned = Bag(limit=6)  # warning-level lines the catalogue files under a cause
 
     def feed(self, event: Event) -> None:
         kind = event.kind
         if kind not in UNEXPLAINED_KINDS:
+            return
+        if kind == "catalogued-warning":
+            self.warned.add(event)
             return
         if kind == "exception" and not _RAISED.search(event.text):
             return
@@ -124,6 +129,8 @@ class UnexplainedRule:
             return _stopped(stops, waited_on)
         if waits:
             return _waited(waits)
+        if self.warned:
+            return _warned(self.warned)
         return None
 
     def named(self) -> Finding | None:
@@ -187,6 +194,25 @@ def _catalogued(shown: list[tuple[Event, Message | None]], count: int) -> Findin
             evidence.add(other)
         return Finding(e.id, "error", e.title, text, e.fix, merge(evidence.items))
     return None
+
+
+def _warned(warned: Bag) -> Finding | None:
+    """The cause the catalogue files a warning-level line under, as a warning: the log shows its
+    symptom, and nothing failed (issue 30: a warning-level template alone is at most a
+    warning)."""
+    first = warned.items[0]
+    message = catalogue().match(first.text)
+    if message is None or message.maps not in CATALOGUE:
+        return None
+    e = entry(message.maps)
+    text = _("`{text}` ({file}:{line}{times}) is the message `{template}` ({where}), printed at "
+             "warning level; ddpkit's message catalogue files it under {id}. Nothing in the log "
+             "failed (no error line, exception or exit), so it is a warning: the run may still "
+             "have been waiting, or recovered. {general}", text=first.text[:200],
+             file=first.file, line=first.line,
+             times=_n(", {count} time", ", {count} times", warned.count, count=warned.count),
+             template=message.template[:160], where=message.where, id=e.id, general=e.explanation)
+    return Finding(e.id, "warning", e.title, text, e.fix, merge(warned.items))
 
 
 def _waited(waits: list[Event]) -> Finding:
