@@ -52,8 +52,9 @@ OTHER_FAILURES: tuple[re.Pattern[str], ...] = (
     # help-orterun.txt [orterun:non-zero-exit], v4: "%s detected that one or more processes
     # exited with non-zero status, thus causing the job to be terminated."; %s is mpirun, or
     # PRRTE's prterun in v5)
-    re.compile(r"(?P<detail>\b\S{1,40} detected that one or more processes exited with non-zero "
-               r"status[^\n]*)"),
+    # (the pattern starts at its literal: a leading \S{1,40} would be tried at every position)
+    re.compile(r"(?P<detail>detected that one or more processes exited with non-zero status"
+               r"[^\n]*)"),
     # torch.multiprocessing.spawn's report of a process a signal ended (spawn.py,
     # ProcessExitedException: "process %d terminated with signal %s"), at the end of the log
     re.compile(r"(?P<detail>\bprocess \d+ terminated with signal SIG[A-Z]+)"),
