@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from ddpkit.doctor.log import anchors
 from ddpkit.doctor.log import scan as logscan
 from ddpkit.doctor.log.diagnose import diagnose
 from ddpkit.doctor.log.patterns import ANCHORS
@@ -167,13 +168,13 @@ def test_other_failure_wording_is_no_nccl_error(line: bytes) -> None:
 
 def test_every_trigger_matches_an_anchor() -> None:
     # The scanner only looks at lines with an anchor: a trigger without one would never be seen.
-    for trigger in logscan._TRIGGERS:
-        assert any(a.search(trigger) for a in logscan.ANCHOR_RES), trigger
+    for trigger in anchors.TRIGGERS:
+        assert any(a.search(trigger) for a in anchors.ANCHOR_RES), trigger
 
 
 def test_triggers_in_finds_overlapping_triggers() -> None:
-    assert {b"Error: ", b"rror"} <= logscan.triggers_in(b"RuntimeError: x")
-    assert logscan.triggers_in(b"epoch 1 loss 0.3") == frozenset()
+    assert {b"Error: ", b"rror"} <= anchors.triggers_in(b"RuntimeError: x")
+    assert anchors.triggers_in(b"epoch 1 loss 0.3") == frozenset()
 
 
 def test_anchors_have_literal_prefixes() -> None:

@@ -1,8 +1,10 @@
 """Streaming log reader: raw bytes in, :class:`Event` objects out, in constant memory.
 
 The file is read in 1 MiB chunks. A few anchor regexes with literal prefixes (see
-:mod:`ddpkit.doctor.log.patterns`) find the candidate lines at C speed; ``in`` tests for the trigger
-literals then pick the patterns for each candidate line; only lines with a trigger are decoded
+:mod:`ddpkit.doctor.log.patterns`; :mod:`ddpkit.doctor.log.anchors` searches them) find the
+candidate lines at C speed; ``in`` tests for the trigger literals then pick the patterns for each
+candidate line (a run of repeated lines is folded first: :mod:`ddpkit.doctor.log.repeats`); only
+lines with a trigger are decoded
 (UTF-8, ``errors="replace"``), stripped of launcher/NCCL/glog prefixes and matched against those
 patterns. Lines of any length are safe: only a window of ``LINE_WINDOW`` bytes around each anchor
 is looked at, so a binary file with no newline costs no more memory than a chunk.
@@ -10,24 +12,26 @@ is looked at, so a binary file with no newline costs no more memory than a chunk
 
 from __future__ import annotations
 
-import heapq
-import re
 from collections import deque
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, replace
 from typing import BinaryIO
 
 from ddpkit.doctor.findings import clip
+from ddpkit.doctor.log.anchors import (
+    ALL_PATTERNS,
+    MAIN_GROUPS,
+    TRIGGER_GROUPS,
+    AnchorHits,
+    patterns_for,
+    triggers_in,
+)
 from ddpkit.doctor.log.line_pattern import LinePattern
 from ddpkit.doctor.log.patterns import (
-    ANCHORS,
     FACT_KIND,
     FAILURE_KINDS,
-    PATTERNS,
     SOCKET_LIST_LINES,
-    TAIL_ANCHORS,
     TAIL_KINDS,
-    trigger_strings,
 )
 from ddpkit.doctor.log.prefixes import parse_prefix
 from ddpkit.doctor.log.quiet import QUIET_LINES, read_quiet
@@ -69,63 +73,6 @@ class Event:
         return self.data.get(key, default)
 
 
-# --- anchors and triggers ------------------------------------------------------------------------
-
-
-# Every trigger is found by an anchor of the main pass or of the tail pass (TAIL_ANCHORS).
-ANCHOR_RES: tuple[re.Pattern[bytes], ...] = tuple(re.compile(a) for a in (*ANCHORS, *TAIL_ANCHORS))
-_TRIGGERS = sorted({t.encode() for t in trigger_strings()})
-
-
-def _anchor_key(anchor: bytes) -> bytes:
-    """The literal every match of ``anchor`` starts with (an ``in`` test for it is cheap)."""
-    return re.split(rb"[(\[\\?*+|]", anchor, maxsplit=1)[0]
-
-
-def _group_triggers() -> tuple[tuple[bytes, tuple[bytes, ...]], ...]:
-    """Triggers grouped under the first anchor key they contain: a line lacking the key cannot
-    contain any trigger of its group, so most triggers are never tested on most lines."""
-    groups: dict[bytes, list[bytes]] = {}
-    keys = [_anchor_key(a) for a in (*ANCHORS, *TAIL_ANCHORS)]
-    for trigger in _TRIGGERS:
-        key = next((k for k in keys if k in trigger), b"")
-        groups.setdefault(key, []).append(trigger)
-    return tuple((key, tuple(items)) for key, items in groups.items())
-
-
-_TRIGGER_GROUPS = _group_triggers()
-_MAIN_GROUPS = tuple(g for g in _TRIGGER_GROUPS if g[0] not in TAIL_ANCHORS)  # tail's: tail_hits
-_BY_TRIGGER: dict[bytes, frozenset[int]] = {}
-for _index, _pattern in enumerate(PATTERNS):
-    for _trigger in _pattern.triggers:
-        _key = _trigger.encode()
-        _BY_TRIGGER[_key] = _BY_TRIGGER.get(_key, frozenset()) | {_index}
-
-
-def triggers_in(raw: bytes, groups: tuple[tuple[bytes, tuple[bytes, ...]], ...] = _TRIGGER_GROUPS
-                ) -> frozenset[bytes]:
-    """The trigger literals ``raw`` contains."""
-    return frozenset(t for key, group in groups if key in raw for t in group if t in raw)
-
-
-_ALL = tuple(PATTERNS)
-_SELECTION_CACHE: dict[frozenset[bytes], tuple[LinePattern, ...]] = {}
-
-
-def _patterns_for(found: frozenset[bytes]) -> tuple[LinePattern, ...]:
-    cached = _SELECTION_CACHE.get(found)
-    if cached is None:
-        chosen: frozenset[int] = frozenset()
-        for literal in found:
-            chosen |= _BY_TRIGGER.get(literal, frozenset())
-        cached = tuple(PATTERNS[i] for i in sorted(chosen))
-        if len(_SELECTION_CACHE) < 4096:
-            _SELECTION_CACHE[found] = cached
-    return cached
-
-
-
-
 _FOLLOW_CACHE: dict[bytes, int] = {}
 
 
@@ -152,56 +99,6 @@ def _follow_count_of(raw: bytes) -> int:
     return count
 
 
-# Anchors that are plain literals are found with bytes.find (C fastsearch), the others by regex.
-_REGEX_SYNTAX = frozenset(b".^$*+?{}[]\\|()")
-_LITERAL_ANCHORS = tuple(a for a in ANCHORS if not _REGEX_SYNTAX & set(a))
-_REGEX_ANCHORS = tuple(r for a, r in zip(ANCHORS, ANCHOR_RES, strict=False)
-                       if _REGEX_SYNTAX & set(a))
-
-
-class _AnchorHits:
-    """The anchors' matches in one buffer, found lazily: :meth:`next_from` gives the first match
-    at or after a position, so a stretch the scan skips whole (a retry loop's copies, the
-    alternating lines of several processes) costs one search per anchor, not one per line."""
-
-    def __init__(self, buf: bytes, limit: int) -> None:
-        self.buf, self.limit = buf, limit
-        self.heap: list[tuple[int, int]] = []  # (a match's start, the anchor's index)
-        for index in range(len(_SEARCHES)):
-            self._push(index, 0)
-
-    def _push(self, index: int, start: int) -> None:
-        found = _SEARCHES[index](self.buf, start, self.limit)
-        if found >= 0:
-            heapq.heappush(self.heap, (found, index))
-
-    def next_from(self, pos: int) -> int:
-        """The start of the first anchor match at or after ``pos`` (-1: none before the limit)."""
-        heap = self.heap
-        while heap:
-            found, index = heap[0]
-            if found >= pos:
-                return found
-            heapq.heappop(heap)
-            self._push(index, pos)
-        return -1
-
-
-def _literal_search(literal: bytes) -> Callable[[bytes, int, int], int]:
-    return lambda buf, start, limit: buf.find(literal, start, limit)
-
-
-def _regex_search(anchor: re.Pattern[bytes]) -> Callable[[bytes, int, int], int]:
-    def search(buf: bytes, start: int, limit: int) -> int:
-        match = anchor.search(buf, start, limit)
-        return -1 if match is None else match.start()
-    return search
-
-
-_SEARCHES = tuple([_regex_search(r) for r in _REGEX_ANCHORS]
-                  + [_literal_search(a) for a in _LITERAL_ANCHORS])
-
-
 # --- raw line windows ----------------------------------------------------------------------------
 
 
@@ -223,7 +120,7 @@ class _Windows:
         """Anchored lines (and the lines they ask to follow) starting before ``limit``."""
         find, rfind, count = buf.find, buf.rfind, buf.count
         pos, counted, line = 0, 0, self.line
-        hits, first = _AnchorHits(buf, limit), True
+        hits, first = AnchorHits(buf, limit), True
         while True:
             if first:  # no hit: the lines a line of the last buffer asked to follow, if any
                 hit, first = -1, False
@@ -326,8 +223,8 @@ _FACT_LINES_MAX = 4096
 
 def _parse_line(raw: bytes, follow: bool, tail: bool = False) -> _Parsed:
     """(kind, shown text, host, node, rank, fields) for each event in one line, in line order."""
-    candidates = _ALL if follow else _patterns_for(
-        triggers_in(raw, _TRIGGER_GROUPS if tail else _MAIN_GROUPS))
+    candidates = ALL_PATTERNS if follow else patterns_for(
+        triggers_in(raw, TRIGGER_GROUPS if tail else MAIN_GROUPS))
     if not candidates:
         return ()
     text = line_text(raw)
