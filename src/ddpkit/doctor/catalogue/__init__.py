@@ -46,8 +46,12 @@ ORDER = (
 _BY_ID = {item.id: item for item in (*network.ENTRIES, *node.ENTRIES, *job.ENTRIES)}
 ENTRIES: tuple[Entry, ...] = tuple(_BY_ID[finding_id] for finding_id in ORDER)
 CATALOGUE: dict[str, Entry] = {item.id: item for item in ENTRIES}
+# Findings that only say something failed (or nothing did), and name no cause.
+GENERIC = frozenset({"unexplained-failure", "no-result", "no-failure", "stopped-while-waiting",
+                     "rank-failed"})
 
-__all__ = ["CATALOGUE", "ENTRIES", "ORDER", "PREFLIGHT", "Entry", "entry", "render_markdown"]
+__all__ = ["CATALOGUE", "ENTRIES", "GENERIC", "ORDER", "PREFLIGHT", "Entry", "entry",
+           "render_markdown"]
 
 
 def entry(finding_id: str) -> Entry:

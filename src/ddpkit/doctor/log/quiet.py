@@ -29,6 +29,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
+from ddpkit.doctor.catalogue import CATALOGUE, GENERIC
 from ddpkit.doctor.findings import clip
 from ddpkit.doctor.log.messages import catalogue
 from ddpkit.doctor.log.tail import LINE_WINDOW, Kept
@@ -98,9 +99,6 @@ STAGES: tuple[tuple[re.Pattern[str], str], ...] = (
 TOPOLOGY_ROW = re.compile(r"^\s*GPU(?P<gpu>\d+)\s+(?P<links>(?:(?:X|SYS|NODE|PHB|PXB|PIX|NV\d+)"
                           r"(?:\s+|$))+)")
 QuietEvent = tuple[str, int, str, dict[str, str]]  # (kind, line number, text, fields)
-# The catalogue's mappings that name no cause of their own
-_NAMES_NO_CAUSE = frozenset({"benign", "unmapped", "unexplained-failure", "stopped-while-waiting",
-                             "no-failure", "rank-failed"})
 
 
 def last_lines(kept: Kept) -> list[tuple[int, bytes]]:
@@ -173,6 +171,6 @@ def _recognise(text: str) -> tuple[str, dict[str, str]] | None:
         return "failure-line", {"detail": text}
     if message.source in LAUNCHERS:  # a launcher's report as it starts the run's processes
         return "run-stage", {"stage": "launcher", "program": message.source}
-    if message.level == "warning" and message.maps not in _NAMES_NO_CAUSE:
+    if message.level == "warning" and message.maps in CATALOGUE and message.maps not in GENERIC:
         return "catalogued-warning", {"maps": message.maps}
     return "", {}

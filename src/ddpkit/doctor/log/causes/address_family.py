@@ -10,7 +10,8 @@ families (a hostname with an IPv6 address on one node, a master address of 0.0.0
 
 from __future__ import annotations
 
-from ddpkit.doctor.log.causes.base import GENERIC, NotingValues
+from ddpkit.doctor.catalogue import GENERIC
+from ddpkit.doctor.log.causes.base import NotingValues
 from ddpkit.doctor.log.facts.kinds import Fact, FactKind
 from ddpkit.doctor.log.scan import Event
 from ddpkit.i18n import _

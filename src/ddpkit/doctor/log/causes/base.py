@@ -6,17 +6,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ddpkit.doctor.catalogue import entry
+from ddpkit.doctor.catalogue import GENERIC, entry
 from ddpkit.doctor.findings import Evidence, Finding, Severity
 from ddpkit.doctor.log.evidence import Bag, merge
 from ddpkit.doctor.log.facts.kinds import Fact, FactKind
 from ddpkit.doctor.log.scan import Event
 from ddpkit.doctor.wording import specific_then_general
 from ddpkit.wording import commas
-
-# Findings that only say something failed (or nothing did): any cause that fires explains them.
-GENERIC = frozenset({"unexplained-failure", "no-result", "no-failure", "stopped-while-waiting",
-                     "rank-failed"})
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,8 @@ condition true on one rank only, a loop of a different length, a rank that skipp
 
 from __future__ import annotations
 
-from ddpkit.doctor.log.causes.base import GENERIC, NotingValues
+from ddpkit.doctor.catalogue import GENERIC
+from ddpkit.doctor.log.causes.base import NotingValues
 from ddpkit.doctor.log.facts.kinds import Fact, FactKind
 from ddpkit.doctor.log.scan import Event
 from ddpkit.i18n import _

@@ -8,8 +8,9 @@ containers run on the bridge, not on the host's network.
 
 from __future__ import annotations
 
+from ddpkit.doctor.catalogue import GENERIC
 from ddpkit.doctor.findings import Finding, Severity
-from ddpkit.doctor.log.causes.base import GENERIC, Cause, Context, made
+from ddpkit.doctor.log.causes.base import Cause, Context, made
 from ddpkit.doctor.log.evidence import Bag, merge
 from ddpkit.doctor.log.facts.kinds import AddressClass, Fact, FactKind
 from ddpkit.doctor.log.scan import Event

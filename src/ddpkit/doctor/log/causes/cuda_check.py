@@ -11,9 +11,9 @@ device_ordinal.py's, out of memory is its own finding's; any other, "invalid arg
 
 from __future__ import annotations
 
-from ddpkit.doctor.catalogue import ORDER
+from ddpkit.doctor.catalogue import GENERIC, ORDER
 from ddpkit.doctor.findings import Finding
-from ddpkit.doctor.log.causes.base import GENERIC, Context, Noting, made
+from ddpkit.doctor.log.causes.base import Context, Noting, made
 from ddpkit.doctor.log.evidence import merge
 from ddpkit.doctor.log.facts.kinds import CUDA_ERRORS, Fact, FactKind
 from ddpkit.doctor.log.scan import Event

@@ -13,8 +13,9 @@ ordinal have causes of their own (peer_access.py, device_ordinal.py).
 
 from __future__ import annotations
 
+from ddpkit.doctor.catalogue import GENERIC
 from ddpkit.doctor.findings import Finding, Severity
-from ddpkit.doctor.log.causes.base import GENERIC, Context, Noting, made
+from ddpkit.doctor.log.causes.base import Context, Noting, made
 from ddpkit.doctor.log.evidence import merge
 from ddpkit.doctor.log.facts.kinds import Fact, FactKind
 from ddpkit.doctor.log.rules.unexplained import warning_line

@@ -30,8 +30,9 @@ Each is the program's use that torch does not accept: invalid-usage, with the ch
 
 from __future__ import annotations
 
+from ddpkit.doctor.catalogue import GENERIC
 from ddpkit.doctor.findings import Finding
-from ddpkit.doctor.log.causes.base import GENERIC, Context, Noting, made
+from ddpkit.doctor.log.causes.base import Context, Noting, made
 from ddpkit.doctor.log.evidence import merge
 from ddpkit.doctor.log.facts.kinds import Fact, FactKind
 from ddpkit.doctor.log.scan import Event

@@ -8,8 +8,9 @@ endpoint it uses in its launch configs ("rdzv_endpoint : HOST") and its "Rendezv
 
 from __future__ import annotations
 
+from ddpkit.doctor.catalogue import GENERIC
 from ddpkit.doctor.findings import Finding
-from ddpkit.doctor.log.causes.base import GENERIC, Cause, Context, made
+from ddpkit.doctor.log.causes.base import Cause, Context, made
 from ddpkit.doctor.log.evidence import Bag, merge
 from ddpkit.doctor.log.facts.extract import endpoint_port
 from ddpkit.doctor.log.facts.kinds import Fact, FactKind

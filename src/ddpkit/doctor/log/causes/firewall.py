@@ -18,9 +18,9 @@ from __future__ import annotations
 
 import re
 
-from ddpkit.doctor.catalogue import entry
+from ddpkit.doctor.catalogue import GENERIC, entry
 from ddpkit.doctor.findings import Finding, Severity
-from ddpkit.doctor.log.causes.base import GENERIC, Context, Noting, made
+from ddpkit.doctor.log.causes.base import Context, Noting, made
 from ddpkit.doctor.log.evidence import merge
 from ddpkit.doctor.log.facts.kinds import AddressClass, Fact, FactKind
 from ddpkit.doctor.log.rules.unexplained import warning_line

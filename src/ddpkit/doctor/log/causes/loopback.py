@@ -9,8 +9,9 @@ master address, or Gloo's and c10d's own hostname lookup, lands there.
 
 from __future__ import annotations
 
+from ddpkit.doctor.catalogue import GENERIC
 from ddpkit.doctor.findings import Finding, Severity
-from ddpkit.doctor.log.causes.base import GENERIC, Cause, Context, made
+from ddpkit.doctor.log.causes.base import Cause, Context, made
 from ddpkit.doctor.log.causes.container_bridge import NETWORK_KINDS
 from ddpkit.doctor.log.evidence import Bag, merge
 from ddpkit.doctor.log.facts.kinds import AddressClass, Fact, FactKind

@@ -8,7 +8,8 @@ facts' ``BACKEND_MISSING`` reads the message and the traceback's raise line.
 
 from __future__ import annotations
 
-from ddpkit.doctor.log.causes.base import GENERIC, NotingValues
+from ddpkit.doctor.catalogue import GENERIC
+from ddpkit.doctor.log.causes.base import NotingValues
 from ddpkit.doctor.log.facts.kinds import FactKind
 from ddpkit.i18n import _
 

@@ -11,8 +11,9 @@ resources available" when it counts none (the facts' ``NO_GPU``).
 
 from __future__ import annotations
 
+from ddpkit.doctor.catalogue import GENERIC
 from ddpkit.doctor.findings import Finding
-from ddpkit.doctor.log.causes.base import GENERIC, Context, Noting, made
+from ddpkit.doctor.log.causes.base import Context, Noting, made
 from ddpkit.doctor.log.evidence import merge
 from ddpkit.doctor.log.facts.kinds import Fact, FactKind
 from ddpkit.doctor.log.scan import Event

@@ -21,8 +21,9 @@ the remote host first: that is the finding, with the interface as the other reme
 from __future__ import annotations
 
 from ddpkit.doctor.addresses import describe_kind
+from ddpkit.doctor.catalogue import GENERIC
 from ddpkit.doctor.findings import Finding, Severity
-from ddpkit.doctor.log.causes.base import GENERIC, Context, Noting, made
+from ddpkit.doctor.log.causes.base import Context, Noting, made
 from ddpkit.doctor.log.evidence import merge
 from ddpkit.doctor.log.facts.kinds import Fact, FactKind
 from ddpkit.doctor.log.scan import Event

@@ -11,8 +11,9 @@ as a Kubernetes pod's, or its store) was up.
 
 from __future__ import annotations
 
+from ddpkit.doctor.catalogue import GENERIC
 from ddpkit.doctor.findings import Finding
-from ddpkit.doctor.log.causes.base import GENERIC, Context, Noting, made
+from ddpkit.doctor.log.causes.base import Context, Noting, made
 from ddpkit.doctor.log.evidence import Bag, merge
 from ddpkit.doctor.log.facts.kinds import ERRNO_BY_NAME, Fact, FactKind
 from ddpkit.doctor.log.scan import Event

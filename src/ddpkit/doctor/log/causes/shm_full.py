@@ -8,9 +8,9 @@ container's default is 64 MB, which NCCL's buffers and DataLoader workers' tenso
 
 from __future__ import annotations
 
-from ddpkit.doctor.catalogue import entry
+from ddpkit.doctor.catalogue import GENERIC, entry
 from ddpkit.doctor.findings import Finding
-from ddpkit.doctor.log.causes.base import GENERIC, Context, Noting, made
+from ddpkit.doctor.log.causes.base import Context, Noting, made
 from ddpkit.doctor.log.evidence import merge
 from ddpkit.doctor.log.facts.kinds import ERRNO_BY_NAME, Fact, FactKind
 from ddpkit.doctor.log.scan import Event

@@ -12,9 +12,9 @@ confirms it first.
 
 from __future__ import annotations
 
-from ddpkit.doctor.catalogue import ORDER
+from ddpkit.doctor.catalogue import GENERIC, ORDER
 from ddpkit.doctor.findings import Finding
-from ddpkit.doctor.log.causes.base import GENERIC, Cause, Context, made
+from ddpkit.doctor.log.causes.base import Cause, Context, made
 from ddpkit.doctor.log.evidence import Bag, merge
 from ddpkit.doctor.log.facts.kinds import Fact, FactKind
 from ddpkit.doctor.log.scan import Event

@@ -11,7 +11,8 @@ files the message (tools/msgmap.py).
 
 from __future__ import annotations
 
-from ddpkit.doctor.log.causes.base import GENERIC, NotingValues
+from ddpkit.doctor.catalogue import GENERIC
+from ddpkit.doctor.log.causes.base import NotingValues
 from ddpkit.doctor.log.facts.kinds import FactKind
 from ddpkit.i18n import _
 

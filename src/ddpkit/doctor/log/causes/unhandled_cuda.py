@@ -9,7 +9,8 @@ failure", a glog check): a rule's ``rank-failed`` on an NCCL error says more.
 
 from __future__ import annotations
 
-from ddpkit.doctor.log.causes.base import GENERIC, NotingValues
+from ddpkit.doctor.catalogue import GENERIC
+from ddpkit.doctor.log.causes.base import NotingValues
 from ddpkit.doctor.log.facts.kinds import Fact, FactKind
 from ddpkit.doctor.log.scan import Event
 

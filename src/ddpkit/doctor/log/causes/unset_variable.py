@@ -13,8 +13,9 @@ finding is the local rank's (``local-rank-argument``).
 
 from __future__ import annotations
 
+from ddpkit.doctor.catalogue import GENERIC
 from ddpkit.doctor.findings import Finding
-from ddpkit.doctor.log.causes.base import GENERIC, Context, NotingValues, made
+from ddpkit.doctor.log.causes.base import Context, NotingValues, made
 from ddpkit.doctor.log.evidence import merge
 from ddpkit.doctor.log.facts.kinds import FactKind
 from ddpkit.i18n import _

@@ -10,7 +10,8 @@ ranks a job starts there would run other builds as well, which is the catalogue'
 
 from __future__ import annotations
 
-from ddpkit.doctor.log.causes.base import GENERIC, NotingValues
+from ddpkit.doctor.catalogue import GENERIC
+from ddpkit.doctor.log.causes.base import NotingValues
 from ddpkit.doctor.log.facts.kinds import FactKind
 from ddpkit.i18n import _
 
