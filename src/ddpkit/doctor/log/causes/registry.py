@@ -10,6 +10,8 @@ The whole table is :data:`RULES` (the older rule families' entries, in the order
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from ddpkit.doctor.catalogue import entry
 from ddpkit.doctor.findings import SEVERITY_ORDER, Finding
 from ddpkit.doctor.log.causes.address_family import AddressFamily
@@ -48,7 +50,7 @@ from ddpkit.doctor.log.causes.unset_variable import UnsetVariable
 from ddpkit.doctor.log.causes.versions_differ import VersionsDiffer
 from ddpkit.doctor.log.facts.kinds import Fact, FactKind
 from ddpkit.doctor.log.rules.entry import evaluate
-from ddpkit.doctor.log.rules.order import RULES
+from ddpkit.doctor.log.rules.order import CATALOGUE_RULES, RULES
 from ddpkit.doctor.log.rules.reading import Reading
 from ddpkit.doctor.log.rules.unexplained import warning_line
 from ddpkit.doctor.log.scan import Event
@@ -63,7 +65,9 @@ CAUSES: tuple[type[Cause], ...] = (
 )
 
 Scored = tuple[Finding, int]
-CauseFinding = tuple[Finding, int, frozenset[str], frozenset[str]]
+# (finding, priority, the ids it supersedes, the ids it yields to, whether it reads its lines more
+# closely than the message catalogue: a specificity above 0)
+CauseFinding = tuple[Finding, int, frozenset[str], frozenset[str], bool]
 
 
 class Causes:
@@ -86,37 +90,46 @@ class Causes:
                 cause.feed(event, facts)
 
     def findings(self, context: Context) -> list[CauseFinding]:
-        """(finding, priority, the ids it supersedes, the ids it yields to) of every cause that
-        fires."""
+        """The :data:`CauseFinding` of every cause that fires."""
         out = []
         for cause in self.causes:
             finding = cause.finding(context)
             if finding is not None:
                 out.append((finding, entry(finding.id).priority + cause.specificity,
-                            cause.supersedes, (cause.yields_to | {finding.id}) - cause.supersedes))
+                            cause.supersedes, (cause.yields_to | {finding.id}) - cause.supersedes,
+                            cause.specificity > 0))
         return out
 
 
 def judge(reading: Reading, causes: Causes) -> list[Finding]:
     """The table on a whole reading: every entry of ``RULES`` in its order, asked when its
     conditions hold, then every cause, in the one ranking."""
-    found = [(finding, priority) for _rule, finding, priority in evaluate(RULES, reading)]
+    hits = evaluate(RULES, reading)
+    found = [(finding, priority) for _rule, finding, priority in hits]
+    # the message catalogue's reading of a line (its template's finding, with its general words)
+    read_by_catalogue = [finding for rule, finding, _p in hits if rule in CATALOGUE_RULES]
     context = reading.context()
-    return rank(found, causes.findings(context), context.failed)
+    return rank(found, causes.findings(context), context.failed, read_by_catalogue)
 
 
 def rank(scored: list[Scored], causes: list[CauseFinding],
-         failed: bool) -> list[Finding]:
+         failed: bool, read_by_catalogue: Sequence[Finding] = ()) -> list[Finding]:
     """The one order of findings: the causes' findings replace those they supersede and the
     other rules' findings of their own id (but give way to another rule's error of their own
-    id or of an id they yield to); an error from warning-level lines
+    id or of an id they yield to; a cause of its own words, a specificity above 0, not to the
+    message catalogue's reading of a line, which it reads more closely); an error from
+    warning-level lines
     needs a failure in the logs (without one it is at most a warning); then errors before
     warnings before info, higher priority first, then where the evidence starts."""
     errors = {f.id for f, _p in scored if f.severity == "error"}
-    firing = [c for c in causes if not c[3] & errors]  # another rule's error says more
+    # (the catalogue's reading of a line, where the cause's own reading is more specific)
+    errors_read_closer = {f.id for f, _p in scored if f.severity == "error"
+                          and not any(f is r for r in read_by_catalogue)}
+    firing = [c for c in causes  # another rule's error says more
+              if not c[3] & (errors_read_closer if c[4] else errors)]
     dropped = frozenset().union(*(c[2] | {c[0].id} for c in firing)) if firing else frozenset()
     kept = [(f, p) for f, p in scored if f.id not in dropped]
-    kept += [(f, p) for f, p, _s, _y in firing]
+    kept += [(f, p) for f, p, _s, _y, _c in firing]
     if not failed:
         kept = [(_at_most_warning(f), p) for f, p in kept]
     kept.sort(key=_order)

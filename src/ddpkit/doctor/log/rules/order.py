@@ -107,3 +107,6 @@ RULES: tuple[Rule, ...] = (
          lambda r, _read: r.run_end.no_result(decide.waited_on(r)), unless=(AnyFound(),)),
     Rule("no-failure", frozenset({"no-failure"}), decide.no_failure, unless=(AnyFound(),)),
 )
+# The entries whose finding is the message catalogue's reading of a failure line (the finding its
+# template is filed under, in general words): a cause that reads the same line gives it no way.
+CATALOGUE_RULES = frozenset({"named", "unexplained"})
