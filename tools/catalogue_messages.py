@@ -70,7 +70,10 @@ TORCH_FILES = re.compile(
     r"|^torch/distributed/(?:run|launch|distributed_c10d|rendezvous)\.py$"
     r"|^torch/distributed/launcher/[^/]+\.py$"
     r"|^torch/distributed/elastic/(?:agent/server|rendezvous|multiprocessing|utils)/"
-    r"(?:[^/]+/)*[^/]+\.py$")
+    r"(?:[^/]+/)*[^/]+\.py$"
+    rf"|^{torchwheels.CORE}$")
+# torch's own Python outside torch.distributed (torchwheels.CORE), which --add-torch-wheels adds
+TORCH_CORE_FILES = re.compile(rf"^{torchwheels.CORE}$")
 # torch release dates (the .0 releases): which Gloo each one built against, roughly.
 TORCH_DATES = {
     "v1.8.0": "2021-03-04", "v1.9.0": "2021-06-15", "v1.10.0": "2021-10-21",
@@ -391,6 +394,32 @@ def added(document: dict[str, Any], spec: str) -> dict[str, Any]:
             "messages": messages}
 
 
+def added_torch_core(document: dict[str, Any], directory: Path) -> dict[str, Any]:
+    """``document`` with the templates of ``TORCH_CORE_FILES`` read from every torch wheel in
+    ``directory``, in place of those files' earlier templates (the rest of torch's stay)."""
+    records: dict[Key, Record] = {}
+    labels: list[str] = []
+    for label, where, texts in torch_wheels(directory):
+        labels.append(label)
+        read_texts(records, "torch", label, texts, TORCH_CORE_FILES)
+        print(f"  torch {label} ({where}): {len(records)} templates so far", file=sys.stderr)
+    kept = [m for m in document["messages"]
+            if not (m["source"] == "torch" and TORCH_CORE_FILES.search(m["file"]))]
+    new = []
+    for record in sorted(records.values(), key=lambda r: (r.file, r.template)):
+        seen = sorted(record.releases, key=labels.index)
+        mapping, reason = msgmap.classify("torch", record.file, record.template, record.level)
+        new.append({"source": "torch", "file": record.file, "template": record.template,
+                    "level": record.level, "call": record.call, "first": seen[0],
+                    "last": seen[-1], "releases": len(seen), "maps": mapping, "reason": reason,
+                    "matcher": msgmap.matcher(record.template)})
+    messages = sorted(kept + new, key=lambda m: (m["source"], m["file"], m["template"]))
+    note = (f"torch: {torchwheels.CORE} (torch's own Python outside torch/distributed) read "
+            f"from the wheels of {labels[0]} .. {labels[-1]}" if labels else "")
+    notes = [n for n in document["notes"] if not n.startswith(f"torch: {torchwheels.CORE} ")]
+    return {**document, "notes": notes + ([note] if note else []), "messages": messages}
+
+
 def dump(document: dict[str, object]) -> str:
     """The data file: one message a line (diffs between regenerations stay readable)."""
     head = {k: v for k, v in document.items() if k != "messages"}
@@ -423,11 +452,17 @@ def main() -> int:
                         help="with --remap: the templates of another program's files (a regex "
                              "of paths) at one revision of its git dir, replacing that "
                              "program's earlier ones")
+    parser.add_argument("--add-torch-wheels", type=Path, metavar="DIR",
+                        help="with --remap: the templates of torch's own Python outside "
+                             "torch/distributed (DDP, SyncBatchNorm, DistributedSampler, "
+                             "torch.cuda, torch.multiprocessing.spawn) from every wheel in DIR")
     args = parser.parse_args()
     if args.remap:
         document = remapped(json.loads(args.remap.read_text()))
         for spec in args.add:
             document = added(document, spec)
+        if args.add_torch_wheels:
+            document = added_torch_core(document, args.add_torch_wheels)
         entries, order = document["messages"], document["releases"]
     else:
         entries, order = build(args)

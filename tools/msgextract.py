@@ -257,6 +257,7 @@ def extract_c(code: str) -> list[Found]:
 _PY_LEVELS = {"error": "error", "exception": "error", "critical": "error", "fatal": "error",
               "warning": "warning", "warn": "warning", "info": "info"}
 _LOGGERS = re.compile(r"(?:_?log(?:ger)?|LOG(?:GER)?|logging|_LOGGER|log_)$", re.I)
+_RAISES = re.compile(r"(?:Error|Exception|Failure|Exit)$")  # an exception class's name
 
 
 def _py_pieces(node: ast.expr) -> list[str]:
@@ -309,10 +310,19 @@ def extract_python(code: str) -> list[Found]:
                     message = None
             elif owner == "warnings" and attr == "warn":
                 message, level, call = node.args[0], "warning", "warnings.warn"
+            elif attr == "_log_and_throw" and len(node.args) > 1:
+                # DistributedDataParallel's (torch/nn/parallel/distributed.py, torch 1.10 on):
+                # logs the message, then raises the class it is given
+                name = _dotted(node.args[0]).split(".")[-1]
+                if _RAISES.search(name):
+                    message, level, call = node.args[1], "error", f"raise {name}"
         elif isinstance(node, ast.Raise) and isinstance(node.exc, ast.Call) and node.exc.args:
             name = _dotted(node.exc.func).split(".")[-1]
-            if re.search(r"(?:Error|Exception|Failure|Exit)$", name):
+            if _RAISES.search(name):
                 message, level, call = node.exc.args[0], "error", f"raise {name}"
+        elif isinstance(node, ast.Assert) and node.msg is not None:
+            # "AssertionError: <msg>" (torch 1.x's checks of the caller were often asserts)
+            message, level, call = node.msg, "error", "raise AssertionError"
         if message is None:
             continue
         pieces = _py_pieces(message)

@@ -91,8 +91,55 @@ LAUNCHER_RULES: tuple[Rule, ...] = (
      "horovodrun's host list, slots or platform"),
 )
 
+# torch's own Python outside torch.distributed (torchwheels.CORE), read at each raise. In RULES,
+# before the generic ones, so that these files' info and warning lines stay benign.
+TORCH_CORE_RULES: tuple[Rule, ...] = (
+    # DistributedDataParallel's checks of the module and arguments it is given refuse the
+    # program's use, except its consistency checks on its own state ("indicates a bug in DDP")
+    (r"^torch/nn/parallel/distributed\.py", r"bug in (?:DDP|PyTorch)|BUG!|must not be None"
+     r"|should be set by now", "internal-error",
+     "DDP's check of its own state (it says it is a bug in DDP): an internal check"),
+    (r"^torch/nn/parallel/distributed\.py", r".", "invalid-usage",
+     "DistributedDataParallel refused the module or the arguments it was given (a module on "
+     "the CPU or on several devices, no parameter needing a gradient, uninitialized "
+     "parameters, a communication hook, a feature this build's NCCL lacks)"),
+    (r"^torch/nn/modules/batchnorm\.py", r"SyncBatchNorm (?:expected input tensor|is only "
+     r"supported)", "invalid-usage",
+     "SyncBatchNorm used outside what it supports: an input not on a GPU, or no DDP process "
+     "group of one GPU per process"),
+    (r"^torch/nn/modules/batchnorm\.py", r".", "rank-failed",
+     "a batch-norm layer's check of its input or its own parameters: the model's bug, not the "
+     "distributed setup's; the rank raises an exception"),
+    (r"^torch/utils/data/distributed\.py", r"^Invalid rank", "rank-assignment",
+     "DistributedSampler was given a rank outside 0..num_replicas-1: the rank and the number "
+     "of replicas (the world size) disagree"),
+    (r"^torch/utils/data/distributed\.py", r"distributed package", "version-mismatch",
+     "a torch build without torch.distributed"),
+    (r"^torch/utils/data/distributed\.py", r"does not match", "internal-error",
+     "DistributedSampler's check of its own index arithmetic: an internal check"),
+    (r"^torch/cuda/__init__\.py", r"amdsmi|HIP|ROCR|ROCm", "unmapped",
+     "AMD GPUs only (ROCm's amdsmi, HIP_VISIBLE_DEVICES)"),
+    (r"^torch/cuda/__init__\.py", r"re-initialize CUDA in forked subprocess|not compiled with "
+     r"CUDA|compiled without CUDA|is not visible \(CUDA_VISIBLE_DEVICES|cuda driver can't be "
+     r"loaded|device UUIDs", "cuda-error",
+     "torch found no usable GPU in this process: CUDA initialised before a fork, a torch "
+     "built without CUDA, no driver, or CUDA_VISIBLE_DEVICES hiding the device"),
+    (r"^torch/cuda/__init__\.py", r"^Invalid (?:peer )?device id", "duplicate-gpu",
+     "a device index at or past the number of GPUs this process sees (more ranks per node "
+     "than visible GPUs, or a rank's index used as a device)"),
+    (r"^torch/cuda/__init__\.py", r"libcudart functions unavailable", "version-mismatch",
+     "torch's CUDA runtime library does not load: a broken or mismatched build"),
+    (r"^torch/cuda/__init__\.py", r".", "rank-failed",
+     "a torch.cuda call refused (a storage call, a missing optional module, a ROCm setting): "
+     "the rank raises an exception"),
+    (r"^torch/multiprocessing/spawn\.py", r"terminated with", "unexplained-failure",
+     "torch.multiprocessing.spawn reports a process that exited with an error or a signal: "
+     "the process's own lines before it name the failure"),
+)
+
 RULES: tuple[Rule, ...] = (
     *LAUNCHER_RULES,
+    *TORCH_CORE_RULES,
     (None, r"Duplicate GPU", "duplicate-gpu", "two ranks on one GPU"),
     (None, r"Bootstrap Root.*(?:mismatch|already checked in|out of range)|rank count|nranks <\*> vs"
      r"|Rank <\*> has appeared in both|duplicate (?:entries|ranks)",

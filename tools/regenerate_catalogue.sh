@@ -23,9 +23,12 @@ python tools/catalogue_messages.py --nccl "$NCCL_GIT" --gloo "$GLOO_GIT" \
   --note "gloo: facebookincubator/gloo has no release tags: read at the last commit before each torch release date, and at the newest commit" \
   --note "torch: the last patch release of each minor 1.8 .. 2.13 (v1.8.1 .. v2.13.0, 20 releases), read from its PyPI wheel as a zip file (tools/torchwheels.py: the macOS builds, x86_64 for 1.8-1.10 and arm64 from 1.11, the smallest; the same templates as the linux wheel for 2.13.0): the Python sources of torch/distributed and the c10d headers. The macOS wheels of 1.8 and 1.9 hold no ProcessGroupNCCL/NCCLUtils headers, and torch.distributed.elastic is in torch from 1.9" \
   --note "torch: the c10d .cpp files (ProcessGroupNCCL, ProcessGroupGloo, TCPStore, socket, ...) are in no wheel, and the pytorch repository (4 GB) was too large to fetch here: labels 'git <commit>' are single stored versions of a few of them (read with the search tool's read_file, written to a COMMIT/PATH tree outside the repository and read with --torch-cpp), whose release is not known (no version.txt stored at those commits): listed after the releases, not ordered among them. --torch PYTORCH_GIT_DIR reads every release tag instead"
-# The launchers, each read at one release (their templates added to the data file just written)
+# The launchers, each read at one release (their templates added to the data file just written),
+# and torch's own Python outside torch/distributed (torchwheels.CORE: DDP, SyncBatchNorm,
+# DistributedSampler, torch.cuda, torch.multiprocessing.spawn) from the same wheels
 DEEPSPEED_GIT=${DEEPSPEED_GIT:-/work/.mirror/deepspeedai+DeepSpeed/repo}
 HOROVOD_GIT=${HOROVOD_GIT:-/work/.mirror/horovod+horovod/repo}
 exec python tools/catalogue_messages.py --remap src/ddpkit/doctor/log/messages.json \
+  --add-torch-wheels "$TORCH_WHEELS" \
   --add "deepspeed=$DEEPSPEED_GIT@v0.19.5:^deepspeed/launcher/[^/]+\.py$" \
   --add "horovod=$HOROVOD_GIT@v0.28.1:^horovod/runner/(?:[^/]+|common/util/[^/]+|util/[^/]+)\.py$"

@@ -1,7 +1,9 @@
 """torch's distributed sources out of its PyPI wheels, one per minor release (issue 24).
 
 The pytorch git repository is too large to have at hand everywhere; a torch wheel holds what the
-catalogue reads of a release: the Python sources of ``torch/distributed`` and the c10d headers
+catalogue reads of a release: the Python sources of ``torch/distributed`` (and of ``CORE``: DDP,
+SyncBatchNorm, DistributedSampler, torch.cuda's init, torch.multiprocessing.spawn) and the c10d
+headers
 (``torch/include/torch/csrc/distributed/c10d/*.hpp``, ``torch/include/c10d/*.hpp`` before 1.9).
 The smallest wheels are the macOS ones (no CUDA: 50-150 MB instead of GBs); they lack NCCL's
 headers before the arm64 builds, and no wheel holds the c10d ``.cpp`` files (see ``--torch-cpp``
@@ -36,9 +38,14 @@ RELEASES = ("1.8.1", "1.9.1", "1.10.2", "1.11.0", "1.12.1", "1.13.1", "2.0.1", "
 PLATFORMS = (("macosx_14_0_arm64", ("3.12", "3.11", "3.10")),
              ("macosx_10_9_x86_64", ("3.9", "3.8")))
 _WHEEL = re.compile(r"^torch-(\d+\.\d+\.\d+)(?:\+\w+)?-[^/]+\.whl$")
-# Members read: the Python sources of torch.distributed and the c10d headers.
-_MEMBER = re.compile(r"^torch/(?:distributed/.+\.py|include/(?:torch/csrc/distributed/)?c10d/"
-                     r"[^/]+\.(?:hpp|h))$")
+# torch's own Python outside torch.distributed whose checks a distributed run fails on:
+# DistributedDataParallel, SyncBatchNorm, DistributedSampler, CUDA's lazy initialisation
+# (torch.cuda) and torch.multiprocessing.spawn's report of a process's end
+CORE = (r"torch/(?:nn/parallel/distributed|nn/modules/batchnorm|utils/data/distributed"
+        r"|cuda/__init__|multiprocessing/spawn)\.py")
+# Members read: the Python sources of torch.distributed, CORE, and the c10d headers.
+_MEMBER = re.compile(rf"^(?:torch/distributed/.+\.py|{CORE}"
+                     r"|torch/include/(?:torch/csrc/distributed/)?c10d/[^/]+\.(?:hpp|h))$")
 
 
 def version_of(wheel: Path) -> str | None:

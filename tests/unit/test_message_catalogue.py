@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from tools_loader import run_catalogue, shipped_catalogue, tool
+from tools_loader import CATALOGUE_DATA, run_catalogue, shipped_catalogue, tool
 
 from ddpkit.doctor.catalogue import CATALOGUE
 from ddpkit.doctor.log.messages import catalogue
@@ -83,6 +83,80 @@ logger.debug("not catalogued: debug level")
         ("The node '<*>' has timed out after <*> seconds.", "error"),
         ("[<*>] Rendezvous complete for workers.", "info"),
     }
+
+
+def test_extraction_of_ddp_throws_and_asserts() -> None:
+    """DDP raises through ``self._log_and_throw(ErrorClass, message)`` (torch 1.10 on), and
+    torch 1.x checked its callers with ``assert cond, message``: both are raise sites."""
+    extract = tool("msgextract").extract_python
+    code = '''
+self._log_and_throw(ValueError, f"device_ids can only be None or contain a single element.")
+self._log_and_throw(ValueError, "x " + str(y) + " does not fit")
+self._log_and_throw(make_error, "not a class: no raise site")
+assert any(p.requires_grad for p in ps), "DDP is not needed when a module has no gradient."
+assert ready
+'''
+    found = {(f.template, f.level, f.call) for f in extract(code)}
+    assert found == {
+        ("device_ids can only be None or contain a single element.", "error", "raise ValueError"),
+        ("x <*> does not fit", "error", "raise ValueError"),
+        ("DDP is not needed when a module has no gradient.", "error", "raise AssertionError"),
+    }
+
+
+def _wheel(path: Path, files: dict[str, str]) -> None:
+    import zipfile
+    with zipfile.ZipFile(path, "w") as archive:
+        for name, text in files.items():
+            archive.writestr(name, text)
+
+
+def test_torch_core_files_are_added_from_the_wheels(tmp_path: Path) -> None:
+    """--add-torch-wheels reads torch's own Python outside torch/distributed (DDP, torch.cuda,
+    ...) from each wheel, maps it at each raise site, and keeps every other template."""
+    wheels = tmp_path / "wheels"
+    wheels.mkdir()
+    ddp = '''
+class DistributedDataParallel:
+    def __init__(self):
+        self._log_and_throw(ValueError, "DistributedDataParallel device_ids and output_device "
+                            "arguments only work with single-device GPU modules, but got {}.")
+        self._log_and_throw(ValueError, "Param with name x found in module parameters, but not "
+                            "DDP parameters. This indicates a bug in DDP, please report an issue")
+        warnings.warn("The `check_reduction` argument in `DistributedDataParallel` module is "
+                      "deprecated. Please avoid using it.")
+'''
+    cuda = '''
+def _lazy_init():
+    raise RuntimeError("Cannot re-initialize CUDA in forked subprocess. To use CUDA with "
+                       "multiprocessing, you must use the 'spawn' start method")
+'''
+    _wheel(wheels / "torch-1.9.1-cp39-none-macosx_10_9_x86_64.whl",
+           {"torch/nn/parallel/distributed.py": ddp, "torch/cuda/__init__.py": cuda,
+            "torch/nn/parallel/data_parallel.py": 'raise ValueError("not a CORE file at all")'})
+    _wheel(wheels / "torch-2.13.0-cp312-cp312-macosx_14_0_arm64.whl",
+           {"torch/nn/parallel/distributed.py": ddp})
+    shipped = shipped_catalogue()
+    fresh = run_catalogue(tmp_path, "--remap", str(CATALOGUE_DATA), "--add-torch-wheels",
+                          str(wheels))
+    core = tool("catalogue_messages").TORCH_CORE_FILES
+    added = {m["template"][:40]: m for m in fresh["messages"]  # type: ignore[attr-defined]
+             if m["source"] == "torch" and core.search(m["file"])}
+    want = {
+        "DistributedDataParallel device_ids and output_device": ("invalid-usage", "v1.9.1",
+                                                                 "v2.13.0"),
+        "Param with name x found in module parameters": ("internal-error", "v1.9.1", "v2.13.0"),
+        "The `check_reduction` argument in `DistributedDataParallel`": ("benign", "v1.9.1",
+                                                                        "v2.13.0"),
+        "Cannot re-initialize CUDA in forked subprocess": ("cuda-error", "v1.9.1", "v1.9.1"),
+    }
+    assert {key[:40]: value for key, value in want.items()} == {
+        t: (m["maps"], m["first"], m["last"]) for t, m in added.items()}
+    others = [m for m in fresh["messages"]  # type: ignore[attr-defined]
+              if not (m["source"] == "torch" and core.search(m["file"]))]
+    assert others == [m for m in shipped["messages"]  # type: ignore[attr-defined]
+                      if not (m["source"] == "torch" and core.search(m["file"]))]
+    assert not any("data_parallel" in m["file"] for m in fresh["messages"])  # type: ignore
 
 
 @pytest.mark.parametrize(
