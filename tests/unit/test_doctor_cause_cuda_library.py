@@ -50,6 +50,31 @@ def test_another_library_is_not_a_cuda_mismatch(tmp_path: Path) -> None:
     assert found.id != "version-mismatch"
 
 
+# Itanium C++ ABI mangling (_ZN <length><name>... E <parameters>) of a function in one of torch's
+# namespaces, as glibc's dlerror prints the missing symbol: c10::cuda::SetDevice(int),
+# at::_ops::empty_memory_format::call(...) (a const member: _ZNK), torch::autograd::...
+@pytest.mark.parametrize("symbol", ["_ZN3c104cuda9SetDeviceEi",
+                                    "_ZN2at4_ops19empty_memory_format4callEv",
+                                    "_ZNK3c1010TensorImpl5sizesEv",
+                                    "_ZN5torch8autograd12VariableInfoC1Ev"])
+@pytest.mark.parametrize("extension", ["flash_attn_2_cuda.cpython-310-x86_64-linux-gnu.so",
+                                       "/opt/conda/lib/python3.8/site-packages/apex/"
+                                       "amp_C.cpython-38-x86_64-linux-gnu.so"])
+def test_an_extension_without_torchs_symbol_was_built_for_another_torch(
+        tmp_path: Path, symbol: str, extension: str) -> None:
+    found = top(tmp_path, [*TRACE, f"ImportError: {extension}: undefined symbol: {symbol}"])
+    assert (found.id, found.severity) == ("version-mismatch", "error")
+    assert "another torch release" in found.explanation
+    assert extension.rsplit("/", 1)[-1] in found.explanation and "LD_LIBRARY_PATH" not in found.fix
+
+
+def test_an_extension_without_its_own_symbol_is_not_a_torch_mismatch(tmp_path: Path) -> None:
+    # a symbol of the extension's own library (or libstdc++'s), not torch's
+    found = top(tmp_path, [*TRACE, "ImportError: /x/sentencepiece.cpython-38-x86_64-linux-gnu.so: "
+                                   "undefined symbol: _ZN13sentencepiece4util6StatusC1Ev"])
+    assert found.id != "version-mismatch"
+
+
 @pytest.mark.parametrize("plugin", ["libnccl-net.so", "libnccl-tuner.so", "libnccl-net-ofi.so"])
 def test_nccls_optional_plugin_missing_is_no_mismatch(tmp_path: Path, plugin: str) -> None:
     # NCCL v2.19 src/net.cc: INFO(NCCL_INIT|NCCL_NET, "NET/Plugin : dlerror=%s No plugin found

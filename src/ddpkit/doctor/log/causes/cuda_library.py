@@ -7,16 +7,22 @@ version than the one the program was built against (the facts' ``CUDA_LIBRARY``)
 the libraries it loads this is a build made for another CUDA or NCCL than the machine has: a
 wheel for another CUDA, a system NCCL or CUDA on LD_LIBRARY_PATH shadowing the one torch's
 nvidia-* wheels bring, or a framework (Paddle, MPI builds, nccl-tests) built against a CUDA
-that is not installed.
+that is not installed. An extension module (flash-attn, apex, DeepSpeed's ops, a framework's
+kernels) missing one of torch's own C++ symbols (mangled in torch's namespaces: ``_ZN3c10``,
+``_ZN2at``, ``_ZN5torch``) was compiled against another torch release than the one that loads it.
 """
 
 from __future__ import annotations
 
+import re
+
 from ddpkit.doctor.catalogue import GENERIC
 from ddpkit.doctor.log.causes.base import NotingValues
-from ddpkit.doctor.log.facts.kinds import Fact, FactKind
+from ddpkit.doctor.log.facts.kinds import TORCH_SYMBOL, Fact, FactKind
 from ddpkit.doctor.log.scan import Event
 from ddpkit.i18n import _
+
+_TORCH_SYMBOL = re.compile(TORCH_SYMBOL)
 
 
 class CudaLibrary(NotingValues):
@@ -25,12 +31,29 @@ class CudaLibrary(NotingValues):
     finding_id = "version-mismatch"
     supersedes = GENERIC | {"cuda-error", "internal-error"}
 
+    def __init__(self) -> None:
+        super().__init__()
+        self.torch_abi = False  # an extension lacks one of torch's own symbols
+
     def feed(self, event: Event, facts: tuple[Fact, ...]) -> None:
+        mine = [f for f in facts if f.kind is FactKind.CUDA_LIBRARY]
+        self.torch_abi = self.torch_abi or any(_TORCH_SYMBOL.match(f.detail) for f in mine)
         self.note(event, [f.value if f.detail == "missing" else
-                          _("{library} without {symbol}", library=f.value, symbol=f.detail)
-                          for f in facts if f.kind is FactKind.CUDA_LIBRARY])
+                          _("{library} without {symbol}", library=f.value, symbol=f.detail[:60])
+                          for f in mine])
 
     def words(self) -> tuple[str, str]:
+        if self.torch_abi:
+            text = _("An extension module was compiled against another torch release than the "
+                     "one that loads it ({libraries}): the symbol it needs is one of torch's "
+                     "own C++ functions, and this torch does not have it.",
+                     libraries=self.listed)
+            fix = _("Rebuild or reinstall the extension for this torch (pip install --force-"
+                    "reinstall --no-build-isolation <package>, or the wheel made for this torch "
+                    "and CUDA), or install the torch it was built for: python -c \"import torch; "
+                    "print(torch.__version__, torch.version.cuda)\" shows which torch loads it. "
+                    "Every node needs the same builds.")
+            return text, fix
         text = _("The dynamic loader could not load what the program was built against "
                  "({libraries}): the CUDA or NCCL libraries on this machine are not the ones "
                  "the build needs (a build for another CUDA, or another version of the library "

@@ -31,6 +31,7 @@ from ddpkit.doctor.log.facts.kinds import (
     SIGNAL_NUMBERS,
     SIGNALS,
     TORCH_CHECKS,
+    TORCH_SYMBOL,
     Fact,
     FactKind,
 )
@@ -191,7 +192,12 @@ _LIBRARY = re.compile(rf"(?:[\w./+-]*/)?({_CUDA_LIB}): cannot open shared object
                       # error: <lib>: undefined symbol: ncclCommSplit" at run time): the NCCL or
                       # CUDA it found is older than the one it was built against
                       r"|(?:[\w./+-]*/)?(lib[\w+-]+\.so[\w.]*): undefined symbol: "
-                      r"((?:nccl|cuda|cublas|cudnn|nvrtc|cusparse|cufft|curand|cusolver)\w+)")
+                      r"((?:nccl|cuda|cublas|cudnn|nvrtc|cusparse|cufft|curand|cusolver)\w+)"
+                      # an extension missing one of torch's own C++ symbols (Itanium mangling of
+                      # the c10::, at:: and torch:: namespaces, _ZN3c10..., _ZNK2at...): built
+                      # against another torch release than the one it is loaded into
+                      r"|(?:[\w./+-]*/)?([\w.+-]+\.so[\w.]*): undefined symbol: "
+                      rf"({TORCH_SYMBOL}\w*)")
 # a CUDA check macro's failure, with the error's text as it printed it: torch's "CUDA error: %s"
 # (c10/cuda/CUDAException.cpp), NCCL's CUDACHECK "Cuda failure [%d] '%s'", vLLM's "Failed: Cuda
 # error %s:%d '%s'", THC's "cuda runtime error (%d) : %s at %s:%d" (and the "THCudaCheck FAIL
@@ -364,9 +370,10 @@ def _facts(text: str) -> tuple[Fact, ...]:
         found.append(Fact(FactKind.COLLECTIVE_MISMATCH,
                           " / ".join(dict.fromkeys(_OP_TYPE.findall(text)))))
     if "shared object file" in text or "undefined symbol" in text:
-        for missing, library, symbol, user, used in _LIBRARY.findall(text):
-            found.append(Fact(FactKind.CUDA_LIBRARY, missing or library or user,
-                              "missing" if missing else symbol or used))
+        for missing, library, symbol, user, used, extension, torch_symbol in _LIBRARY.findall(
+                text):
+            found.append(Fact(FactKind.CUDA_LIBRARY, missing or library or user or extension,
+                              "missing" if missing else symbol or used or torch_symbol))
     if ("GPU" in text or "NVIDIA driver" in text or "compiled with CUDA" in text
             or "driver initialization" in text):
         found += [Fact(FactKind.NO_GPU, NO_GPU_TEXTS[m]) for m in _NO_GPU.findall(text)[:1]]

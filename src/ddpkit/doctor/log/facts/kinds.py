@@ -86,8 +86,9 @@ class FactKind(enum.Enum):
     CUDA_CHECK = "cuda-check"
     # a process that finds no GPU to use (value: NO_GPU_TEXTS' key of the words that say so)
     NO_GPU = "no-gpu"
-    # the dynamic loader failing on a CUDA or NCCL library (value: the library as printed,
-    # libnccl.so.2; detail: "missing", or the undefined symbol)
+    # the dynamic loader failing on a CUDA or NCCL library, or on an extension that lacks one of
+    # torch's own C++ symbols (value: the library as printed, libnccl.so.2; detail: "missing",
+    # or the undefined symbol)
     CUDA_LIBRARY = "cuda-library"
     # torch's own consistency check failing (c10/util/Exception.cpp: "%s INTERNAL ASSERT FAILED
     # at %s:%d, please report a bug to PyTorch. %s"; value: the source file as printed)
@@ -184,6 +185,9 @@ CUDA_ERRORS: dict[str, str] = {
     # multicast binding reports when the Fabric Manager or the NVSwitches are not in order
     "the operation cannot be performed in the present state": "CUDA_ERROR_ILLEGAL_STATE",
 }
+# a C++ name in torch's own namespaces (c10::, at::, torch::), as the Itanium ABI mangles it
+# (_ZN3c104cuda9SetDeviceEi; _ZNK for a const member): a symbol only a torch library defines
+TORCH_SYMBOL = r"_ZNK?(?:3c10|2at|5torch)"
 # ncclResult_t (NCCL's nccl.h, v2.0 to v2.2x; 6 and 7 from v2.12 and v2.14)
 NCCL_RESULTS: dict[int, str] = {
     1: "ncclUnhandledCudaError", 2: "ncclSystemError", 3: "ncclInternalError",
