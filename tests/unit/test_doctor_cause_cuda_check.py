@@ -12,6 +12,7 @@ supported"):
   (cuGetErrorString's text; earlier releases without the bracket), raised to Python as a
   RuntimeError in a Ray actor, whose output Ray prints after "(ActorClass pid=N)"
 - torch 1.0 THC/THCGeneral.cpp, __THCudaCheck: "THCudaCheck FAIL file=%s line=%i error=%i : %s"
+- nccl-tests src/common.h, CUDACHECK: "%s: Test CUDA failure %s:%d '%s'"
 """
 
 from __future__ import annotations
@@ -30,7 +31,10 @@ TEMPLATES = ["RuntimeError: CUDA error: {text}",
              "(ActorModelRayActor pid=348952) RuntimeError: CUDA Error: {text} at /workspace/csrc/"
              "cumem_allocator.cpp:62",
              "THCudaCheck FAIL file=/pytorch/aten/src/THC/THCGeneral.cpp line=383 error=11 : "
-             "{text}"]
+             "{text}",
+             # nccl-tests v2.13 src/common.h, CUDACHECK: printf("%s: Test CUDA failure %s:%d
+             # '%s'\n", hostname, __FILE__, __LINE__, cudaGetErrorString(err))
+             "gpu-node-7: Test CUDA failure common.cu:1045 '{text}'"]
 
 
 @pytest.mark.parametrize("template", TEMPLATES)

@@ -32,11 +32,12 @@ CAUSE_PATTERNS: tuple[LinePattern, ...] = (
     # (NCCL's "Cuda failure" comes in an NCCL WARN line, which other patterns read; vLLM's cumem
     # allocator's "CUDA Error: %s at %s:%d", THC's "THCudaCheck FAIL file=%s line=%i error=%i : %s",
     # found by its " error="; c10's device count "Unexpected error from cudaGetDeviceCount(). ...
-    # Error %d: %s", which torch.cuda warns with as CUDA initialization fails)
+    # Error %d: %s", which torch.cuda warns with as CUDA initialization fails; nccl-tests' "Test
+    # CUDA failure %s:%d '%s'", whose error text may carry no error word)
     _fb(EventKind.JOB_FACT, ("CUDA error", "Cuda error", "CUDA runtime error", "CUDA driver error",
                              "cuda runtime error", "CUDA Error", " error=",
-                             "error from cudaGetDeviceCount"),
-        r"(?P<detail>(?:CUDA [Ee]rror|Cuda error|Cuda failure|CUDA (?:runtime|driver) error"
+                             "error from cudaGetDeviceCount", "CUDA failure"),
+        r"(?P<detail>(?:CUDA [Ee]rror|Cuda error|Cuda failure|CUDA failure|CUDA (?:runtime|driver) error"
         r"|cuda runtime error|THCudaCheck FAIL|Unexpected error from cudaGetDeviceCount)[^\n]*)"),
     # a process announcing its global rank (causes/rank_claims.py)
     _fb(EventKind.JOB_FACT, ("GLOBAL_RANK: ",),

@@ -61,6 +61,9 @@ ANCHORS: tuple[bytes, ...] = (
     # Open MPI's TCP transport's "received unexpected process identifier" (btl_tcp_endpoint.c),
     # posted bare (its other messages carry "onnect")
     b"process identifier",
+    # nccl-tests' CUDACHECK, "Test CUDA failure common.cu:1045 'invalid argument'": the CUDA
+    # error's text may carry no error word
+    b"CUDA failure",
 )
 # Where a run ends (rules/run_end.py): the end markers a finished run prints (torchrun's agent,
 # ddpkit's summary, nccl-tests' last line) and the shell's report of a SIGKILL. They are looked

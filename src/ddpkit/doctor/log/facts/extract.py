@@ -206,6 +206,8 @@ _LIBRARY = re.compile(rf"(?:[\w./+-]*/)?({_CUDA_LIB}): cannot open shared object
 _CUDA_CHECK = re.compile(r"\bCUDA error: ([^\n.(]{3,80})"
                          r"|\bCUDA Error: ([^\n]{3,80}?) at [^\s:]{1,200}:\d+"
                          r"|Cuda failure (?:\d+ )?'([^'\n]{3,80})'"
+                         # nccl-tests' CUDACHECK (src/common.h): "%s: Test CUDA failure %s:%d '%s'"
+                         r"|Test CUDA failure [\w/.-]+:\d+ '([^'\n]{3,80})'"
                          r"|Cuda error [\w/.-]+:\d+ '([^'\n]{3,80})'"
                          r"|cuda runtime error \(\d+\) : ([^\n]{3,80}?) at "
                          r"|THCudaCheck FAIL file=\S{1,300} line=\d+ error=\d+ : ([^\n]{3,80})"

@@ -210,6 +210,8 @@ NCCL_RESULT_TEXTS: dict[str, str] = {
 # the table's longer texts are read in those lines only
 CUDA_CHECK_WORDS = ("CUDA error", "CUDA Error", "Cuda error", "Cuda failure", "CUDA runtime error",
                     "CUDA driver error", "cuda error", "CUDA_ERROR_",
+                    # nccl-tests' CUDACHECK (src/common.h): "%s: Test CUDA failure %s:%d '%s'"
+                    "Test CUDA failure",
                     # torch 0.x's THCudaCheck (THC/THCGeneral.c): "cuda runtime error (%d) : %s"
                     "cuda runtime error", "THCudaCheck FAIL",
                     # c10/cuda/CUDAFunctions.cpp's device count, which torch.cuda warns with
