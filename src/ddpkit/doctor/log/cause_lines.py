@@ -39,6 +39,10 @@ CAUSE_PATTERNS: tuple[LinePattern, ...] = (
                              "error from cudaGetDeviceCount", "CUDA failure"),
         r"(?P<detail>(?:CUDA [Ee]rror|Cuda error|Cuda failure|CUDA failure|CUDA (?:runtime|driver) error"
         r"|cuda runtime error|THCudaCheck FAIL|Unexpected error from cudaGetDeviceCount)[^\n]*)"),
+    # DeepSpeed's op builder refusing a CUDA toolkit other than torch's, raised as
+    # CUDAMismatchException or (before v0.8) a bare Exception (causes/cuda_toolkit.py)
+    _fb(EventKind.JOB_FACT, ("torch was compiled with",),
+        r"(?P<detail>Installed CUDA version [^\n]*torch was compiled with[^\n]*)"),
     # a process announcing its global rank (causes/rank_claims.py)
     _fb(EventKind.JOB_FACT, ("GLOBAL_RANK: ",),
         r"(?P<detail>[Ii]nitializing (?:ddp|distributed): GLOBAL_RANK: \d+, MEMBER: \d+/\d+)"),

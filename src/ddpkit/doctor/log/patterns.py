@@ -64,6 +64,8 @@ ANCHORS: tuple[bytes, ...] = (
     # nccl-tests' CUDACHECK, "Test CUDA failure common.cu:1045 'invalid argument'": the CUDA
     # error's text may carry no error word
     b"CUDA failure",
+    # DeepSpeed's op builder's CUDA check, raised as CUDAMismatchException or Exception
+    b"torch was compiled with",
 )
 # Where a run ends (rules/run_end.py): the end markers a finished run prints (torchrun's agent,
 # ddpkit's summary, nccl-tests' last line) and the shell's report of a SIGKILL. They are looked

@@ -24,6 +24,7 @@ from ddpkit.doctor.log.causes.container_bridge import ContainerBridge
 from ddpkit.doctor.log.causes.cuda_check import CudaCheck
 from ddpkit.doctor.log.causes.cuda_library import CudaLibrary
 from ddpkit.doctor.log.causes.cuda_meaning import CudaMeaning
+from ddpkit.doctor.log.causes.cuda_toolkit import CudaToolkit
 from ddpkit.doctor.log.causes.ddp_checks import DdpChecks
 from ddpkit.doctor.log.causes.device_ordinal import DeviceOrdinal
 from ddpkit.doctor.log.causes.empty_address import EmptyAddress
@@ -61,7 +62,7 @@ CAUSES: tuple[type[Cause], ...] = (
     ResolvedLater, NoBackend, AddressFamily, UnsetVariable, DeviceOrdinal, ConfigUndefined,
     UnhandledCuda, CudaMeaning, NcclResult, RankClaims, NoRoute, OpenMpiTcp, StoreWithoutLibuv,
     CommunicatorDevice, DdpChecks, CollectiveMismatch, CudaLibrary, NoGpu,
-    CudaCheck, InternalAssert, VersionsDiffer,
+    CudaCheck, InternalAssert, VersionsDiffer, CudaToolkit,
 )
 
 Scored = tuple[Finding, int]

@@ -212,6 +212,13 @@ _CUDA_CHECK = re.compile(r"\bCUDA error: ([^\n.(]{3,80})"
                          r"|cuda runtime error \(\d+\) : ([^\n]{3,80}?) at "
                          r"|THCudaCheck FAIL file=\S{1,300} line=\d+ error=\d+ : ([^\n]{3,80})"
                          r"|CUDA runtime error in [^:\n]+: ([^\n]{3,80})")
+# DeepSpeed's op builder (op_builder/builder.py, v0.3 to v0.19): "Installed CUDA version %s does
+# not match the version torch was compiled with %s, unable to compile ..." raised; the same words
+# printed before "but since the APIs are compatible, accepting this combination" (minor versions
+# of one major) or "Detected `DS_SKIP_CUDA_CHECK=1`: Allowing this combination" are no refusal
+_TOOLKIT = re.compile(r"Installed CUDA version (\d+\.\d+) does not match the version torch was "
+                      r"compiled with (\d+\.\d+)(?:\.\d+)?(?![^\n]*(?:but since the APIs|Allowing "
+                      r"this combination))")
 _NO_GPU = re.compile("|".join(re.escape(words) for words in NO_GPU_TEXTS))
 _CUDA_ERROR = re.compile("|".join(re.escape(t) for t in CUDA_ERRORS)
                          + r"|\b(" + "|".join(sorted(CUDA_ERROR_NAMES)) + r")\b")
@@ -379,6 +386,8 @@ def _facts(text: str) -> tuple[Fact, ...]:
     if ("GPU" in text or "NVIDIA driver" in text or "compiled with CUDA" in text
             or "driver initialization" in text):
         found += [Fact(FactKind.NO_GPU, NO_GPU_TEXTS[m]) for m in _NO_GPU.findall(text)[:1]]
+    if "torch was compiled with" in text:  # DeepSpeed's op builder, refusing (not accepting)
+        found += [Fact(FactKind.TOOLKIT_MISMATCH, a, b) for a, b in _TOOLKIT.findall(text)]
     if "Version mismatch: The cluster was started with" in text:  # Ray's check_version_info
         found.append(Fact(FactKind.VERSIONS_DIFFER, "Ray"))
     if "INTERNAL ASSERT" in text:

@@ -97,6 +97,11 @@ class FactKind(enum.Enum):
     # Ray's check_version_info, "Version mismatch: The cluster was started with: Ray: %s Python: %s
     # This process on node %s was started with: ..."
     VERSIONS_DIFFER = "versions-differ"
+    # DeepSpeed's op builder refusing to compile its ops with a CUDA toolkit other than torch's
+    # (op_builder/builder.py, assert_no_cuda_mismatch: "Installed CUDA version %s does not match
+    # the version torch was compiled with %s, unable to compile cuda/cpp extensions ..."; value:
+    # the installed toolkit's version, detail: torch's)
+    TOOLKIT_MISMATCH = "toolkit-mismatch"
 
 
 __all__ = ["ERRNOS", "AddressClass", "Fact", "FactKind"]
