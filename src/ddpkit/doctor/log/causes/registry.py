@@ -118,16 +118,17 @@ def rank(scored: list[Scored], causes: list[CauseFinding],
     """The one order of findings: the causes' findings replace those they supersede and the
     other rules' findings of their own id (but give way to another rule's error of their own
     id or of an id they yield to; a cause of its own words, a specificity above 0, not to the
-    message catalogue's reading of a line, which it reads more closely); an error from
-    warning-level lines
-    needs a failure in the logs (without one it is at most a warning); then errors before
-    warnings before info, higher priority first, then where the evidence starts."""
+    message catalogue's reading of a line under its own id, which it reads more closely); an
+    error from warning-level lines needs a failure in the logs (without one it is at most a
+    warning); then errors before warnings before info, higher priority first, then where the
+    evidence starts."""
     errors = {f.id for f, _p in scored if f.severity == "error"}
-    # (the catalogue's reading of a line, where the cause's own reading is more specific)
-    errors_read_closer = {f.id for f, _p in scored if f.severity == "error"
-                          and not any(f is r for r in read_by_catalogue)}
+    # ids whose only error is the message catalogue's reading of a line: a cause of its own words
+    # and of that id reads the line more closely (it still gives way to the catalogue's other ids)
+    catalogue_only = errors - {f.id for f, _p in scored if f.severity == "error"
+                               and not any(f is r for r in read_by_catalogue)}
     firing = [c for c in causes  # another rule's error says more
-              if not c[3] & (errors_read_closer if c[4] else errors)]
+              if not c[3] & (errors - (catalogue_only & {c[0].id} if c[4] else set()))]
     dropped = frozenset().union(*(c[2] | {c[0].id} for c in firing)) if firing else frozenset()
     kept = [(f, p) for f, p in scored if f.id not in dropped]
     kept += [(f, p) for f, p, _s, _y, _c in firing]
