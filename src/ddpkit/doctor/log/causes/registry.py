@@ -31,6 +31,7 @@ from ddpkit.doctor.log.causes.empty_address import EmptyAddress
 from ddpkit.doctor.log.causes.endpoint_port import EndpointWithoutPort
 from ddpkit.doctor.log.causes.firewall import Firewall
 from ddpkit.doctor.log.causes.internal_assert import InternalAssert
+from ddpkit.doctor.log.causes.launcher_arguments import LauncherArguments
 from ddpkit.doctor.log.causes.loopback import Loopback
 from ddpkit.doctor.log.causes.nccl_result import NcclResult
 from ddpkit.doctor.log.causes.no_backend import NoBackend
@@ -62,7 +63,7 @@ CAUSES: tuple[type[Cause], ...] = (
     ResolvedLater, NoBackend, AddressFamily, UnsetVariable, DeviceOrdinal, ConfigUndefined,
     UnhandledCuda, CudaMeaning, NcclResult, RankClaims, NoRoute, OpenMpiTcp, StoreWithoutLibuv,
     CommunicatorDevice, DdpChecks, CollectiveMismatch, CudaLibrary, NoGpu,
-    CudaCheck, InternalAssert, VersionsDiffer, CudaToolkit,
+    CudaCheck, InternalAssert, VersionsDiffer, CudaToolkit, LauncherArguments,
 )
 
 Scored = tuple[Finding, int]

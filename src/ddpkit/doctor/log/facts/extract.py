@@ -16,9 +16,9 @@ import re
 from functools import lru_cache
 
 from ddpkit.doctor.addresses import address_class
+from ddpkit.doctor.log.facts import printed
 from ddpkit.doctor.log.facts.kinds import (
     CUDA_CHECK_WORDS,
-    CUDA_ERROR_NAMES,
     CUDA_ERRORS,
     ERRNO_BY_NAME,
     ERRNO_BY_TEXT,
@@ -31,7 +31,6 @@ from ddpkit.doctor.log.facts.kinds import (
     SIGNAL_NUMBERS,
     SIGNALS,
     TORCH_CHECKS,
-    TORCH_SYMBOL,
     Fact,
     FactKind,
 )
@@ -162,66 +161,7 @@ _RESULT_TEXT = re.compile(rf"(?:NCCL error in:? ?[^,\n]*, |NCCL error: |NCCL fai
 # %s:%d failed" line of its "client connect fail" help (opal_asprintf in btl_tcp_endpoint.c)
 _MPI_TCP = re.compile("|".join(re.escape(words) for words in MPI_TCP_TOPICS)
                       + r"|^\s*(Message:\s+connect\(\) to \S+ failed)")
-# torch's TCPStore (torch/csrc/distributed/c10d/TCPStore.cpp, v2.3 on): "use_libuv was requested
-# but PyTorch was built without libuv support, run with USE_LIBUV=0 to disable it."
-_NO_LIBUV = re.compile(r"use_libuv was requested but PyTorch was built without libuv support")
-# TORCH_INTERNAL_ASSERT's message (c10/util/Exception.cpp, torch 1.x to 2.x): the file quoted or
-# not, its line after a colon
-_INTERNAL_ASSERT = re.compile(r"INTERNAL ASSERT FAILED at \"?([^\s\":]{1,240})\"?:\d+")
-# vLLM's PyNcclCommunicator (vllm/distributed/device_communicators/pynccl.py, 2024 on; SGLang's
-# copy too) asserting before each collective: "this nccl communicator is created to work on
-# {self.device}, but the input tensor is on {tensor.device}"
-_DEVICE_MISMATCH = re.compile(r"nccl communicator is created to work on (\w+(?::\d+)?),?"
-                              r"(?:\s*but the input tensor is on (\w+(?::\d+)?))?")
-_TORCH_CHECK = re.compile("|".join(re.escape(words) for words in TORCH_CHECKS))
-# torch's ProcessGroupWrapper (c10d/ProcessGroupWrapper.cpp, TORCH_DISTRIBUTED_DEBUG=DETAIL):
-# "Detected mismatch between collectives on ranks. Rank %d is running collective: %s, but Rank
-# %d is running collective: %s."
-# (each collective printed as its CollectiveFingerPrint, "OpType=ALLREDUCE" among its fields)
-_OP_TYPE = re.compile(r"\bOpType=(\w+)")
-# glibc's dynamic loader (dlerror(3), as Python's ImportError/OSError and ctypes print it): "<lib>:
-# cannot open shared object file: No such file or directory", "<path>/<lib>: undefined symbol:
-# <name>"; read for the CUDA and NCCL libraries (and torch's own CUDA parts) only, not NCCL's
-# optional plugins (libnccl-net.so, -tuner, -profiler, -env: NCCL dlopens them and goes on with its
-# internal implementation when there is none, "NET/Plugin : dlerror=... No plugin found")
-_CUDA_LIB = (r"lib(?:nccl(?!-(?:net|tuner|profiler|env))|cuda|cudart|cublas(?:Lt)?|cudnn\w*"
-             r"|nvrtc|cusparse(?:Lt)?|cufft|curand|cusolver|nvJitLink|nvToolsExt|cupti|torch_cuda|c10_cuda)\b[\w.-]*\.so[\w.]*")
-_LIBRARY = re.compile(rf"(?:[\w./+-]*/)?({_CUDA_LIB}): cannot open shared object file"
-                      rf"|(?:[\w./+-]*/)?({_CUDA_LIB}): undefined symbol: (\w+)"
-                      # any library missing a CUDA or NCCL symbol (ld.so's "symbol lookup
-                      # error: <lib>: undefined symbol: ncclCommSplit" at run time): the NCCL or
-                      # CUDA it found is older than the one it was built against
-                      r"|(?:[\w./+-]*/)?(lib[\w+-]+\.so[\w.]*): undefined symbol: "
-                      r"((?:nccl|cuda|cublas|cudnn|nvrtc|cusparse|cufft|curand|cusolver)\w+)"
-                      # an extension missing one of torch's own C++ symbols (Itanium mangling of
-                      # the c10::, at:: and torch:: namespaces, _ZN3c10..., _ZNK2at...): built
-                      # against another torch release than the one it is loaded into
-                      r"|(?:[\w./+-]*/)?([\w.+-]+\.so[\w.]*): undefined symbol: "
-                      rf"({TORCH_SYMBOL}\w*)")
-# a CUDA check macro's failure, with the error's text as it printed it: torch's "CUDA error: %s"
-# (c10/cuda/CUDAException.cpp), NCCL's CUDACHECK "Cuda failure [%d] '%s'", vLLM's "Failed: Cuda
-# error %s:%d '%s'", THC's "cuda runtime error (%d) : %s at %s:%d" (and the "THCudaCheck FAIL
-# file=%s line=%i error=%i : %s" it prints first), TensorRT-LLM's "CUDA runtime error in %s: %s",
-# vLLM's cumem allocator's "CUDA Error: %s at %s:%d" (the driver's text)
-_CUDA_CHECK = re.compile(r"\bCUDA error: ([^\n.(]{3,80})"
-                         r"|\bCUDA Error: ([^\n]{3,80}?) at [^\s:]{1,200}:\d+"
-                         r"|Cuda failure (?:\d+ )?'([^'\n]{3,80})'"
-                         # nccl-tests' CUDACHECK (src/common.h): "%s: Test CUDA failure %s:%d '%s'"
-                         r"|Test CUDA failure [\w/.-]+:\d+ '([^'\n]{3,80})'"
-                         r"|Cuda error [\w/.-]+:\d+ '([^'\n]{3,80})'"
-                         r"|cuda runtime error \(\d+\) : ([^\n]{3,80}?) at "
-                         r"|THCudaCheck FAIL file=\S{1,300} line=\d+ error=\d+ : ([^\n]{3,80})"
-                         r"|CUDA runtime error in [^:\n]+: ([^\n]{3,80})")
-# DeepSpeed's op builder (op_builder/builder.py, v0.3 to v0.19): "Installed CUDA version %s does
-# not match the version torch was compiled with %s, unable to compile ..." raised; the same words
-# printed before "but since the APIs are compatible, accepting this combination" (minor versions
-# of one major) or "Detected `DS_SKIP_CUDA_CHECK=1`: Allowing this combination" are no refusal
-_TOOLKIT = re.compile(r"Installed CUDA version (\d+\.\d+) does not match the version torch was "
-                      r"compiled with (\d+\.\d+)(?:\.\d+)?(?![^\n]*(?:but since the APIs|Allowing "
-                      r"this combination))")
-_NO_GPU = re.compile("|".join(re.escape(words) for words in NO_GPU_TEXTS))
-_CUDA_ERROR = re.compile("|".join(re.escape(t) for t in CUDA_ERRORS)
-                         + r"|\b(" + "|".join(sorted(CUDA_ERROR_NAMES)) + r")\b")
+
 
 
 def _deaths(text: str) -> list[Fact]:
@@ -358,11 +298,11 @@ def _facts(text: str) -> tuple[Fact, ...]:
         found += [Fact(FactKind.UNDEF_CONFIG, m) for m in _UNDEF_CONFIG.findall(text)]
     if "peer access" in text or "PeerAccess" in text or "device ordinal" in text or any(
             word in text for word in CUDA_CHECK_WORDS):
-        for match in _CUDA_ERROR.finditer(text):
+        for match in printed.CUDA_ERROR.finditer(text):
             name = match.group(1) or CUDA_ERRORS[match.group(0)]
             found.append(Fact(FactKind.CUDA_ERROR, name, "" if match.group(1) else match.group(0)))
         found += [Fact(FactKind.CUDA_CHECK, _first(m.groups()).strip())
-                  for m in _CUDA_CHECK.finditer(text)][:1]
+                  for m in printed.CUDA_CHECK.finditer(text)][:1]
     if "doesn't have" in text:
         found += [Fact(FactKind.BACKEND_MISSING, m) for m in _NO_BACKEND.findall(text)]
     if "TCP connect" in text or "connect()" in text or "process identifier" in text:
@@ -371,29 +311,33 @@ def _facts(text: str) -> tuple[Fact, ...]:
             found.append(Fact(FactKind.MPI_TCP, topic))
     if "communicator is created to work on" in text:
         found += [Fact(FactKind.DEVICE_MISMATCH, bound, given)
-                  for bound, given in _DEVICE_MISMATCH.findall(text)]
+                  for bound, given in printed.DEVICE_MISMATCH.findall(text)]
     if ("Expected to " in text or "No backend type" in text or "does not support" in text
             or "Default process group" in text or "DistributedDataParallel" in text):
-        found += [Fact(FactKind.TORCH_CHECK, TORCH_CHECKS[m]) for m in _TORCH_CHECK.findall(text)]
+        found += [Fact(FactKind.TORCH_CHECK, TORCH_CHECKS[m]) for m in printed.TORCH_CHECK.findall(text)]
     if "Detected mismatch between collectives" in text:
         found.append(Fact(FactKind.COLLECTIVE_MISMATCH,
-                          " / ".join(dict.fromkeys(_OP_TYPE.findall(text)))))
+                          " / ".join(dict.fromkeys(printed.OP_TYPE.findall(text)))))
     if "shared object file" in text or "undefined symbol" in text:
-        for missing, library, symbol, user, used, extension, torch_symbol in _LIBRARY.findall(
+        for missing, library, symbol, user, used, extension, torch_symbol in printed.LIBRARY.findall(
                 text):
             found.append(Fact(FactKind.CUDA_LIBRARY, missing or library or user or extension,
                               "missing" if missing else symbol or used or torch_symbol))
     if ("GPU" in text or "NVIDIA driver" in text or "compiled with CUDA" in text
             or "driver initialization" in text):
-        found += [Fact(FactKind.NO_GPU, NO_GPU_TEXTS[m]) for m in _NO_GPU.findall(text)[:1]]
+        found += [Fact(FactKind.NO_GPU, NO_GPU_TEXTS[m]) for m in printed.NO_GPU.findall(text)[:1]]
+    if ": error: " in text:  # torchrun's argument parser (argparse)
+        found += [Fact(FactKind.LAUNCHER_ARGUMENT, (m.group(1) or m.group(3) or m.group(2)).strip(),
+                       m.group(4) or m.group(5) or "")
+                  for m in printed.LAUNCHER_ARGUMENT.finditer(text)][:1]
     if "torch was compiled with" in text:  # DeepSpeed's op builder, refusing (not accepting)
-        found += [Fact(FactKind.TOOLKIT_MISMATCH, a, b) for a, b in _TOOLKIT.findall(text)]
+        found += [Fact(FactKind.TOOLKIT_MISMATCH, a, b) for a, b in printed.TOOLKIT.findall(text)]
     if "Version mismatch: The cluster was started with" in text:  # Ray's check_version_info
         found.append(Fact(FactKind.VERSIONS_DIFFER, "Ray"))
     if "INTERNAL ASSERT" in text:
-        found += [Fact(FactKind.INTERNAL_ASSERT, m) for m in _INTERNAL_ASSERT.findall(text)[:1]]
+        found += [Fact(FactKind.INTERNAL_ASSERT, m) for m in printed.INTERNAL_ASSERT.findall(text)[:1]]
     if "use_libuv" in text:
-        found += [Fact(FactKind.STORE_WITHOUT_LIBUV, "libuv") for _m in _NO_LIBUV.findall(text)]
+        found += [Fact(FactKind.STORE_WITHOUT_LIBUV, "libuv") for _m in printed.NO_LIBUV.findall(text)]
     if "ss_family" in text:
         found += [Fact(FactKind.FAMILY_MISMATCH, a, b) for a, b in _FAMILY.findall(text)]
     if ("expected, but not set" in text or "_env_error(" in text or "KeyError: '" in text

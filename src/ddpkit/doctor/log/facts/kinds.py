@@ -102,6 +102,11 @@ class FactKind(enum.Enum):
     # the version torch was compiled with %s, unable to compile cuda/cpp extensions ..."; value:
     # the installed toolkit's version, detail: torch's)
     TOOLKIT_MISMATCH = "toolkit-mismatch"
+    # torchrun's argument parser refusing an option (CPython argparse's "%(prog)s: error:
+    # argument %s: invalid %s value: %r", "... expected one argument", "... invalid choice: %r",
+    # "the following arguments are required: %s"; value: the option or the missing argument,
+    # detail: the value refused, "" where none was)
+    LAUNCHER_ARGUMENT = "launcher-argument"
 
 
 __all__ = ["ERRNOS", "AddressClass", "Fact", "FactKind"]

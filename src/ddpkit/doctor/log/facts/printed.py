@@ -1,0 +1,87 @@
+"""How torch, CUDA, the dynamic loader and the launchers print the facts of a build, a GPU and a
+launch: the regexes that read them, each with the source of its template (facts/extract.py
+applies them to a line)."""
+
+from __future__ import annotations
+
+import re
+
+from ddpkit.doctor.log.facts.kinds import (
+    CUDA_ERROR_NAMES,
+    CUDA_ERRORS,
+    NO_GPU_TEXTS,
+    TORCH_CHECKS,
+    TORCH_SYMBOL,
+)
+
+# torch's TCPStore (torch/csrc/distributed/c10d/TCPStore.cpp, v2.3 on): "use_libuv was requested
+# but PyTorch was built without libuv support, run with USE_LIBUV=0 to disable it."
+NO_LIBUV = re.compile(r"use_libuv was requested but PyTorch was built without libuv support")
+# TORCH_INTERNAL_ASSERT's message (c10/util/Exception.cpp, torch 1.x to 2.x): the file quoted or
+# not, its line after a colon
+INTERNAL_ASSERT = re.compile(r"INTERNAL ASSERT FAILED at \"?([^\s\":]{1,240})\"?:\d+")
+# vLLM's PyNcclCommunicator (vllm/distributed/device_communicators/pynccl.py, 2024 on; SGLang's
+# copy too) asserting before each collective: "this nccl communicator is created to work on
+# {self.device}, but the input tensor is on {tensor.device}"
+DEVICE_MISMATCH = re.compile(r"nccl communicator is created to work on (\w+(?::\d+)?),?"
+                              r"(?:\s*but the input tensor is on (\w+(?::\d+)?))?")
+TORCH_CHECK = re.compile("|".join(re.escape(words) for words in TORCH_CHECKS))
+# torch's ProcessGroupWrapper (c10d/ProcessGroupWrapper.cpp, TORCH_DISTRIBUTED_DEBUG=DETAIL):
+# "Detected mismatch between collectives on ranks. Rank %d is running collective: %s, but Rank
+# %d is running collective: %s."
+# (each collective printed as its CollectiveFingerPrint, "OpType=ALLREDUCE" among its fields)
+OP_TYPE = re.compile(r"\bOpType=(\w+)")
+# glibc's dynamic loader (dlerror(3), as Python's ImportError/OSError and ctypes print it): "<lib>:
+# cannot open shared object file: No such file or directory", "<path>/<lib>: undefined symbol:
+# <name>"; read for the CUDA and NCCL libraries (and torch's own CUDA parts) only, not NCCL's
+# optional plugins (libnccl-net.so, -tuner, -profiler, -env: NCCL dlopens them and goes on with its
+# internal implementation when there is none, "NET/Plugin : dlerror=... No plugin found")
+CUDA_LIB = (r"lib(?:nccl(?!-(?:net|tuner|profiler|env))|cuda|cudart|cublas(?:Lt)?|cudnn\w*"
+             r"|nvrtc|cusparse(?:Lt)?|cufft|curand|cusolver|nvJitLink|nvToolsExt|cupti|torch_cuda|c10_cuda)\b[\w.-]*\.so[\w.]*")
+LIBRARY = re.compile(rf"(?:[\w./+-]*/)?({CUDA_LIB}): cannot open shared object file"
+                      rf"|(?:[\w./+-]*/)?({CUDA_LIB}): undefined symbol: (\w+)"
+                      # any library missing a CUDA or NCCL symbol (ld.so's "symbol lookup
+                      # error: <lib>: undefined symbol: ncclCommSplit" at run time): the NCCL or
+                      # CUDA it found is older than the one it was built against
+                      r"|(?:[\w./+-]*/)?(lib[\w+-]+\.so[\w.]*): undefined symbol: "
+                      r"((?:nccl|cuda|cublas|cudnn|nvrtc|cusparse|cufft|curand|cusolver)\w+)"
+                      # an extension missing one of torch's own C++ symbols (Itanium mangling of
+                      # the c10::, at:: and torch:: namespaces, _ZN3c10..., _ZNK2at...): built
+                      # against another torch release than the one it is loaded into
+                      r"|(?:[\w./+-]*/)?([\w.+-]+\.so[\w.]*): undefined symbol: "
+                      rf"({TORCH_SYMBOL}\w*)")
+# a CUDA check macro's failure, with the error's text as it printed it: torch's "CUDA error: %s"
+# (c10/cuda/CUDAException.cpp), NCCL's CUDACHECK "Cuda failure [%d] '%s'", vLLM's "Failed: Cuda
+# error %s:%d '%s'", THC's "cuda runtime error (%d) : %s at %s:%d" (and the "THCudaCheck FAIL
+# file=%s line=%i error=%i : %s" it prints first), TensorRT-LLM's "CUDA runtime error in %s: %s",
+# vLLM's cumem allocator's "CUDA Error: %s at %s:%d" (the driver's text)
+CUDA_CHECK = re.compile(r"\bCUDA error: ([^\n.(]{3,80})"
+                         r"|\bCUDA Error: ([^\n]{3,80}?) at [^\s:]{1,200}:\d+"
+                         r"|Cuda failure (?:\d+ )?'([^'\n]{3,80})'"
+                         # nccl-tests' CUDACHECK (src/common.h): "%s: Test CUDA failure %s:%d '%s'"
+                         r"|Test CUDA failure [\w/.-]+:\d+ '([^'\n]{3,80})'"
+                         r"|Cuda error [\w/.-]+:\d+ '([^'\n]{3,80})'"
+                         r"|cuda runtime error \(\d+\) : ([^\n]{3,80}?) at "
+                         r"|THCudaCheck FAIL file=\S{1,300} line=\d+ error=\d+ : ([^\n]{3,80})"
+                         r"|CUDA runtime error in [^:\n]+: ([^\n]{3,80})")
+# torchrun's argument parser refusing its options (torch/distributed/run.py's parser, argparse's
+# "%(prog)s: error: %(message)s"; prog "torchrun", or "run.py"/"launch.py" for python -m
+# torch.distributed.run/launch, where only torchrun's own options name it as torchrun's)
+TORCHRUN_OPTION = (r"--(?:nnodes|nproc[-_]per[-_]node|node[-_]rank|master[-_]addr|master[-_]port"
+                    r"|rdzv[-_]\w+|max[-_]restarts|start[-_]method|log[-_]dir|redirects|tee"
+                    r"|local[-_]addr|monitor[-_]interval|role|logs[-_]specs)")
+LAUNCHER_ARGUMENT = re.compile(
+    r"\b(?:torchrun: error: (?:argument (--[\w-]+)|the following arguments are required: "
+    rf"([^\n]{{1,80}}))|(?:run|launch)\.py: error: argument ({TORCHRUN_OPTION}))"
+    r"(?:/--[\w-]+)*(?:: invalid \w+ value: '([^'\n]{0,80})'|: invalid choice: '([^'\n]{0,80})'"
+    r"|: expected one argument)?")
+# DeepSpeed's op builder (op_builder/builder.py, v0.3 to v0.19): "Installed CUDA version %s does
+# not match the version torch was compiled with %s, unable to compile ..." raised; the same words
+# printed before "but since the APIs are compatible, accepting this combination" (minor versions
+# of one major) or "Detected `DS_SKIP_CUDA_CHECK=1`: Allowing this combination" are no refusal
+TOOLKIT = re.compile(r"Installed CUDA version (\d+\.\d+) does not match the version torch was "
+                      r"compiled with (\d+\.\d+)(?:\.\d+)?(?![^\n]*(?:but since the APIs|Allowing "
+                      r"this combination))")
+NO_GPU = re.compile("|".join(re.escape(words) for words in NO_GPU_TEXTS))
+CUDA_ERROR = re.compile("|".join(re.escape(t) for t in CUDA_ERRORS)
+                         + r"|\b(" + "|".join(sorted(CUDA_ERROR_NAMES)) + r")\b")
