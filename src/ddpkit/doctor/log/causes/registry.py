@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from ddpkit.doctor.catalogue import entry
 from ddpkit.doctor.findings import SEVERITY_ORDER, Finding
 from ddpkit.doctor.log.causes.address_family import AddressFamily
+from ddpkit.doctor.log.causes.barrier_waiting import BarrierWaiting
 from ddpkit.doctor.log.causes.base import Cause, Context
 from ddpkit.doctor.log.causes.bus_error import BusError
 from ddpkit.doctor.log.causes.collective_mismatch import CollectiveMismatch
@@ -63,7 +64,7 @@ CAUSES: tuple[type[Cause], ...] = (
     ResolvedLater, NoBackend, AddressFamily, UnsetVariable, DeviceOrdinal, ConfigUndefined,
     UnhandledCuda, CudaMeaning, NcclResult, RankClaims, NoRoute, OpenMpiTcp, StoreWithoutLibuv,
     CommunicatorDevice, DdpChecks, CollectiveMismatch, CudaLibrary, NoGpu,
-    CudaCheck, InternalAssert, VersionsDiffer, CudaToolkit, LauncherArguments,
+    CudaCheck, InternalAssert, VersionsDiffer, CudaToolkit, LauncherArguments, BarrierWaiting,
 )
 
 Scored = tuple[Finding, int]

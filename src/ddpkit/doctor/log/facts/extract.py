@@ -53,6 +53,9 @@ _SIGNAL = re.compile(r"\b(SIG[A-Z]{2,6})\b")
 _EXIT = re.compile(r"\bexit ?code\s*[:=]?\s*(-?\d+)|\bexitcode\s*:\s*(-?\d+)")
 _WORLD = re.compile(r"\bworld_size\s*[=:]\s*(\d+)")
 _WORKERS = re.compile(r"\b(?:worker_count|num_workers_joined)\s*[=:]\s*(\d+)")
+# the barrier done (distributed_c10d.py, _store_based_barrier, torch 1.10 on): "Rank %s: Completed
+# store-based barrier for key:%s with %s nodes."
+_BARRIER_DONE = re.compile(r"Completed store-based barrier for key: ?\S+ with (\d+) nodes")
 _NNODES = re.compile(r"--nnodes[= ](\d+)(?::(\d+))?|\bnnodes\s*[=:]\s*(\d+)(?::(\d+))?"
                      r"|\bnNodes (\d+)|\b(?:min_nodes|max_nodes)\s*:\s*(\d+)"
                      r"|\bgroup_world_size\s*=\s*(\d+)")
@@ -238,6 +241,8 @@ def _facts(text: str) -> tuple[Fact, ...]:
         found += [Fact(FactKind.WORLD_SIZE, m.group(1)) for m in _WORLD.finditer(text)]
     if "worker" in text:
         found += [Fact(FactKind.WORKER_COUNT, m.group(1)) for m in _WORKERS.finditer(text)]
+    if "Completed store-based barrier" in text:
+        found += [Fact(FactKind.WORKER_COUNT, m, "completed") for m in _BARRIER_DONE.findall(text)]
     if "odes" in text or "group_world_size" in text:
         nodes = [int(g) for m in _NNODES.finditer(text) for g in m.groups() if g]
         if nodes:

@@ -19,7 +19,9 @@ class FactKind(enum.Enum):
     SIGNAL = "signal"  # value: the name (SIGKILL)
     EXIT_CODE = "exit-code"
     WORLD_SIZE = "world-size"
-    WORKER_COUNT = "worker-count"  # workers a store-based barrier counted
+    # workers a store-based barrier counted (detail: "completed" where the barrier says it is
+    # done, "" while it waits)
+    WORKER_COUNT = "worker-count"
     NNODES = "nnodes"  # value: the largest node count the line states
     VERSION = "version"  # value: the version; detail: whose (nccl, torch, cuda)
     HOSTNAME = "hostname"
