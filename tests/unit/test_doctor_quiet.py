@@ -128,6 +128,18 @@ NCCL_TESTS_TABLE = [
       "[node-1]:38244."], "a process reached the c10d store (line 1)"),
     (["[I1204 10:00:00.123000000 4242 socket.cpp:787] [c10d] The server socket has started to "
       "listen on [::]:29500."], "a process reached the c10d store (line 1)"),
+    # torchrun's agent (elastic/agent/server/api.py, log.info("[%s] Rendezvous'ing worker
+    # group", role)) and the c10d rendezvous (dynamic_rendezvous.py: "The node '%s' attempts to
+    # join the next round of the rendezvous '%s'.")
+    (["INFO:torch.distributed.elastic.agent.server.api:[default] Rendezvous'ing worker group"],
+     "torchrun's agent entered its rendezvous (line 1)"),
+    (["[I1204 10:00:00,123] torch.distributed.elastic.rendezvous.dynamic_rendezvous: The node "
+      "'node-1_4242_0' attempts to join the next round of the rendezvous 'job7'."],
+     "torchrun's agent entered its rendezvous (line 1)"),
+    # init_process_group's store-based barrier (distributed_c10d.py: "Added key: %s to store for
+    # rank: %s")
+    (["INFO:torch.distributed.distributed_c10d:Added key: store_based_barrier_key:1 to store for "
+      "rank: 1"], "a rank entered init_process_group's store-based barrier (line 1)"),
 ])
 def test_a_stage_without_an_end_is_no_result_naming_it(tmp_path: Path, lines: list[str],
                                                         words: str) -> None:

@@ -88,6 +88,17 @@ STAGES: tuple[tuple[re.Pattern[str], str], ...] = (
     # on %s.": a process reached the rendezvous store, the first thing a distributed run does
     (re.compile(r"\bThe (?:client socket has connected to (?P<peer>\S{1,300}) on|server socket "
                 r"has started to listen on) "), "c10d-store"),
+    # torchrun's agent waiting for the other nodes: elastic/agent/server/api.py (torch 1.9 on,
+    # "[%s] Rendezvous'ing worker group") and the c10d rendezvous (elastic/rendezvous/
+    # dynamic_rendezvous.py: "The node '%s' attempts to join the next round of the rendezvous
+    # '%s'.", "The node '%s' has joined round %s of the rendezvous '%s' as rank %s in a world of
+    # size %s.")
+    (re.compile(r"Rendezvous'ing worker group|attempts to join the next round of the "
+                r"rendezvous|has joined round \d+ of the rendezvous"), "elastic-rendezvous"),
+    # init_process_group's store-based barrier (distributed_c10d.py, _store_based_barrier:
+    # "Added key: %s to store for rank: %s", info in torch 1.x, debug in 2.x)
+    (re.compile(r"\bAdded key: store_based_barrier_key:\S+ to store for rank: \d+"),
+     "c10d-barrier"),
     # PaddlePaddle's NCCL context init (imperative/nccl_context.cc, VLOG(0): "init nccl context
     # nranks: " << nranks << " local rank: " ...)
     (re.compile(r"\binit nccl context nranks: \d+ local rank: \d+"), "paddle-nccl-init"),

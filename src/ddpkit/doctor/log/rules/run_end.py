@@ -194,6 +194,13 @@ def _stage_words(event: Event) -> str:
         return _("a process reached the c10d store (line {line}), where the rendezvous and "
                  "init_process_group start: nothing after it shows the run going further",
                  line=event.line)
+    if stage == "elastic-rendezvous":
+        return _("torchrun's agent entered its rendezvous (line {line}), where it waits for the "
+                 "other nodes: nothing after it shows that they all joined", line=event.line)
+    if stage == "c10d-barrier":
+        return _("a rank entered init_process_group's store-based barrier (line {line}), where "
+                 "it waits for every rank: nothing after it shows that they all arrived",
+                 line=event.line)
     if stage == "paddle-nccl-init":
         return _("PaddlePaddle's NCCL context init (line {line}): NCCL's own lines would say "
                  "where it waits (NCCL_DEBUG=INFO)", line=event.line)
