@@ -2,8 +2,9 @@
 shell variable that reached it unexpanded is named. Lines made from CPython's argparse
 (Lib/argparse.py, 3.8 to 3.13: ``error()`` exits with "%(prog)s: error: %(message)s";
 ArgumentError's "argument %(argument_name)s: %(message)s", whose name joins the option strings
-with "/"; "invalid %(type)s value: %(value)r", "expected one argument", "invalid choice:
-%(value)r (choose from ...)", "the following arguments are required: %s") with torch's parser
+with "/"; parse_args' "unrecognized arguments: %s"; "invalid %(type)s value: %(value)r",
+"expected one argument", "invalid choice: %(value)r (choose from ...)", "the following arguments
+are required: %s") with torch's parser
 (torch/distributed/run.py, get_args_parser: "--node-rank"/"--node_rank", type int; prog
 "torchrun", or "run.py"/"launch.py" under python -m)."""
 
@@ -30,6 +31,10 @@ USAGE = ["usage: torchrun [-h] [--nnodes NNODES] [--nproc-per-node NPROC_PER_NOD
      "--master-port '29500:1'"),
     ("main/0 launch.py: error: argument --nproc_per_node/--nproc-per-node: expected one argument",
      "--nproc_per_node"),
+    # an option it does not have, before the script's name (argparse: "unrecognized arguments:
+    # %s"): a misspelt one of torch.distributed.launch's
+    ("launch.py: error: unrecognized arguments: --master_porp=8890", "--master_porp '8890'"),
+    ("torchrun: error: unrecognized arguments: --nproc-per-nodes", "--nproc-per-nodes"),
 ])
 def test_torchrun_refusing_its_arguments_is_invalid_usage(tmp_path: Path, line: str,
                                                          named: str) -> None:
@@ -52,6 +57,8 @@ def test_a_scripts_own_parser_is_not_torchruns(tmp_path: Path) -> None:
     # (the training script's parser, prog "train.py", or a script named run.py refusing its own
     # option: not torchrun's arguments)
     for line in ["train.py: error: argument --lr: invalid float value: 'x'",
-                 "run.py: error: argument --epochs: invalid int value: 'ten'"]:
+                 "run.py: error: argument --epochs: invalid int value: 'ten'",
+                 "run.py: error: unrecognized arguments: --deepspeed ds.json",
+                 "launch.py: error: unrecognized arguments: --local-rank=0"]:
         found = top(tmp_path, ["usage: train.py [-h] [--lr LR]", line])
         assert "torchrun refused" not in found.explanation

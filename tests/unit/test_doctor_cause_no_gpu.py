@@ -10,6 +10,9 @@ the lines:
   available"
 - DeepSpeed v0.9 deepspeed/launcher/runner.py, main: ``raise RuntimeError("Unable to proceed, no
   GPU resources available")``
+- Slurm's gres plugins (src/plugins/gres/common/gres_common.c): CUDA_VISIBLE_DEVICES=NoDevFiles for
+  a step whose gres has no device files, as a program parsing it fails: CPython's int() "invalid
+  literal for int() with base 10: %R"
 """
 
 from __future__ import annotations
@@ -31,6 +34,8 @@ TRACE = ["Traceback (most recent call last):", '  File "train.py", line 20, in <
      "nvidia-smi"),
     ("RuntimeError: No CUDA GPUs are available", "CUDA_VISIBLE_DEVICES"),
     ("RuntimeError: Unable to proceed, no GPU resources available", "CUDA_VISIBLE_DEVICES"),
+    ("ValueError: invalid literal for int() with base 10: 'NoDevFiles'", "gres.conf"),
+    ("[rank0]: ValueError: invalid literal for int() with base 10: 'NoDevFiles'", "gres.conf"),
 ])
 def test_no_gpu_to_use_is_a_cuda_error(tmp_path: Path, line: str, fix_word: str) -> None:
     found = top(tmp_path, [*TRACE, line])

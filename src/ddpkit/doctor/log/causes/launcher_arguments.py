@@ -20,6 +20,7 @@ from ddpkit.doctor.log.evidence import merge
 from ddpkit.doctor.log.facts.kinds import Fact, FactKind
 from ddpkit.doctor.log.scan import Event
 from ddpkit.i18n import _
+from ddpkit.wording import lines
 
 
 class LauncherArguments(Noting):
@@ -53,4 +54,4 @@ class LauncherArguments(Noting):
                            values=", ".join(self.unexpanded)))
             fixes.append(_("Put the variable in double quotes, or export it in the shell that "
                            "runs torchrun, and check it first: echo \"$NODE_RANK\"."))
-        return made("invalid-usage", "error", texts, "\n".join(fixes), merge(self.bag.items))
+        return made("invalid-usage", "error", texts, lines(fixes), merge(self.bag.items))

@@ -6,7 +6,8 @@ platforms, or a conda CPU package), "Found no NVIDIA driver on your system" and 
 initialization failed, you might not have a CUDA gpu." (no usable driver); c10's "No CUDA GPUs
 are available" (a driver, but no device visible to this process: CUDA_VISIBLE_DEVICES, a
 container started without its GPUs). DeepSpeed's launcher says "Unable to proceed, no GPU
-resources available" when it counts none (the facts' ``NO_GPU``).
+resources available" when it counts none; Slurm sets CUDA_VISIBLE_DEVICES to "NoDevFiles" for a
+step given GPUs that gres.conf lists no device files for (the facts' ``NO_GPU``).
 """
 
 from __future__ import annotations
@@ -50,5 +51,12 @@ class NoGpu(Noting):
             fixes.append(_("Check what the process sees: nvidia-smi -L and echo "
                            "$CUDA_VISIBLE_DEVICES in its environment (an empty value hides "
                            "every GPU); a scheduler gives GPUs only when asked (Slurm: --gpus)."))
+        if "slurm-no-device-files" in self.values:
+            texts.append(_("Slurm set CUDA_VISIBLE_DEVICES to NoDevFiles: the job step holds "
+                           "the GPU resource, but gres.conf names no device files for it, so "
+                           "no program can tell which GPUs are its own."))
+            fixes.append(_("Give the gres its devices in gres.conf (Name=gpu File=/dev/nvidia[0-"
+                           "3]) or let Slurm detect them (AutoDetect=nvml), then restart slurmd; "
+                           "ask for GPUs per step (srun --gpus-per-task=1 or --gres=gpu:N)."))
         return made("cuda-error", "error", sentences(texts), lines(fixes),
                     merge(self.bag.items))

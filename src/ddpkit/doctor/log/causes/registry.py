@@ -48,6 +48,7 @@ from ddpkit.doctor.log.causes.shm_full import ShmFull
 from ddpkit.doctor.log.causes.silent_kill import SilentKill
 from ddpkit.doctor.log.causes.stale_store import StaleStore
 from ddpkit.doctor.log.causes.store_without_libuv import StoreWithoutLibuv
+from ddpkit.doctor.log.causes.torch_api_missing import TorchApiMissing
 from ddpkit.doctor.log.causes.unhandled_cuda import UnhandledCuda
 from ddpkit.doctor.log.causes.unset_variable import UnsetVariable
 from ddpkit.doctor.log.causes.versions_differ import VersionsDiffer
@@ -65,6 +66,7 @@ CAUSES: tuple[type[Cause], ...] = (
     UnhandledCuda, CudaMeaning, NcclResult, RankClaims, NoRoute, OpenMpiTcp, StoreWithoutLibuv,
     CommunicatorDevice, DdpChecks, CollectiveMismatch, CudaLibrary, NoGpu,
     CudaCheck, InternalAssert, VersionsDiffer, CudaToolkit, LauncherArguments, BarrierWaiting,
+    TorchApiMissing,
 )
 
 Scored = tuple[Finding, int]

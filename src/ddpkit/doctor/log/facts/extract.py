@@ -329,12 +329,17 @@ def _facts(text: str) -> tuple[Fact, ...]:
             found.append(Fact(FactKind.CUDA_LIBRARY, missing or library or user or extension,
                               "missing" if missing else symbol or used or torch_symbol))
     if ("GPU" in text or "NVIDIA driver" in text or "compiled with CUDA" in text
-            or "driver initialization" in text):
+            or "driver initialization" in text or "NoDevFiles" in text):
         found += [Fact(FactKind.NO_GPU, NO_GPU_TEXTS[m]) for m in printed.NO_GPU.findall(text)[:1]]
     if ": error: " in text:  # torchrun's argument parser (argparse)
-        found += [Fact(FactKind.LAUNCHER_ARGUMENT, (m.group(1) or m.group(3) or m.group(2)).strip(),
-                       m.group(4) or m.group(5) or "")
+        found += [Fact(FactKind.LAUNCHER_ARGUMENT,
+                       (m.group(1) or m.group(3) or m.group(6) or m.group(2)).strip(),
+                       m.group(4) or m.group(5) or m.group(7) or "")
                   for m in printed.LAUNCHER_ARGUMENT.finditer(text)][:1]
+    if "has no attribute" in text or "cannot import name" in text:
+        found += [Fact(FactKind.TORCH_API_MISSING, f"{m.group(1) or m.group(4)}."
+                                                   f"{m.group(2) or m.group(3)}")
+                  for m in printed.TORCH_API_MISSING.finditer(text)][:1]
     if "torch was compiled with" in text:  # DeepSpeed's op builder, refusing (not accepting)
         found += [Fact(FactKind.TOOLKIT_MISMATCH, a, b) for a, b in printed.TOOLKIT.findall(text)]
     if "Version mismatch: The cluster was started with" in text:  # Ray's check_version_info

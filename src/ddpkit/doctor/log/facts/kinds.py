@@ -109,6 +109,10 @@ class FactKind(enum.Enum):
     # "the following arguments are required: %s"; value: the option or the missing argument,
     # detail: the value refused, "" where none was)
     LAUNCHER_ARGUMENT = "launcher-argument"
+    # a name torch does not have, asked for by code written for another torch release (CPython's
+    # "module 'torch.distributed' has no attribute '_all_gather_base'", "cannot import name 'X'
+    # from 'torch.Y'"; value: the dotted name)
+    TORCH_API_MISSING = "torch-api-missing"
 
 
 __all__ = ["ERRNOS", "AddressClass", "Fact", "FactKind"]
@@ -288,6 +292,10 @@ NO_GPU_TEXTS: dict[str, str] = {
     "CUDA driver initialization failed": "no-driver",
     "No CUDA GPUs are available": "none-visible",
     "no GPU resources available": "none-visible",
+    # Slurm's gres/gpu plugin (src/plugins/gres/common/gres_common.c): CUDA_VISIBLE_DEVICES is set
+    # to "NoDevFiles" for a job step given the gres without device files (no File= in gres.conf),
+    # which no CUDA program can parse as a device list
+    "NoDevFiles": "slurm-no-device-files",
 }
 
 # getaddrinfo(3)'s error codes (glibc's netdb.h) and gai_strerror() texts

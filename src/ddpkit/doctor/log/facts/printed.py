@@ -74,7 +74,16 @@ LAUNCHER_ARGUMENT = re.compile(
     r"\b(?:torchrun: error: (?:argument (--[\w-]+)|the following arguments are required: "
     rf"([^\n]{{1,80}}))|(?:run|launch)\.py: error: argument ({TORCHRUN_OPTION}))"
     r"(?:/--[\w-]+)*(?:: invalid \w+ value: '([^'\n]{0,80})'|: invalid choice: '([^'\n]{0,80})'"
-    r"|: expected one argument)?")
+    r"|: expected one argument)?"
+    # an option it does not have, given before the script's name (argparse's "unrecognized
+    # arguments: %s"; after the script's name every argument is the script's); for run.py and
+    # launch.py (a training script may have either name) only an option of torchrun's families,
+    # misspelt ("--master_porp"), not --local-rank (a script's own parser refusing it is
+    # local-rank-argument's)
+    r"|\b(?:torchrun|(?:run|launch)\.py(?=: error: unrecognized arguments: --(?:nnodes|nproc"
+    r"|node|master|rdzv|max|start[-_]method|log[-_]dir|redirects|tee|local[-_]addr|monitor"
+    r"|use[-_]env|standalone)))"
+    r": error: unrecognized arguments: (--[\w-]+)(?:=([^\s'\n]{0,80}))?")
 # DeepSpeed's op builder (op_builder/builder.py, v0.3 to v0.19): "Installed CUDA version %s does
 # not match the version torch was compiled with %s, unable to compile ..." raised; the same words
 # printed before "but since the APIs are compatible, accepting this combination" (minor versions
@@ -85,3 +94,9 @@ TOOLKIT = re.compile(r"Installed CUDA version (\d+\.\d+) does not match the vers
 NO_GPU = re.compile("|".join(re.escape(words) for words in NO_GPU_TEXTS))
 CUDA_ERROR = re.compile("|".join(re.escape(t) for t in CUDA_ERRORS)
                          + r"|\b(" + "|".join(sorted(CUDA_ERROR_NAMES)) + r")\b")
+# a torch name that is not there (CPython 3.7 on: AttributeError's "module %R has no attribute
+# %R", ImportError's "cannot import name %R from %R (%s)"); not a module torch's own import left
+# "partially initialized" (a circular import: a script named torch.py, not a release mismatch)
+TORCH_API_MISSING = re.compile(r"(?<!partially initialized )module '(torch(?:\.[\w.]+)?)' has no "
+                               r"attribute '(\w+)'(?! \(most likely due to a circular import)"
+                               r"|cannot import name '(\w+)' from '(torch(?:\.[\w.]+)?)'")
