@@ -167,6 +167,35 @@ _MPI_TCP = re.compile("|".join(re.escape(words) for words in MPI_TCP_TOPICS)
 
 
 
+_NOT_NAME = re.compile(r"[^\w.+-]")
+
+
+def _libraries(text: str) -> list[Fact]:
+    """The libraries the dynamic loader could not load that a cause reads (printed.CUDA_LIB;
+    any library missing a CUDA, NCCL or torch symbol), from the loader's words back to the file
+    name before them (its directories left out)."""
+    found: list[Fact] = []
+    for marker in (printed.LOADER_MISSING, printed.LOADER_UNDEFINED):
+        start = 0
+        while len(found) < 4 and (at := text.find(marker, start)) >= 0:
+            start = at + len(marker)
+            before = text[max(0, at - 300):at].split()
+            # (the file name's characters at the end of the word: no directory, no "dlerror=")
+            name = _NOT_NAME.split(before[-1])[-1] if before else ""
+            if marker == printed.LOADER_MISSING:
+                if printed.CUDA_LIB.fullmatch(name):
+                    found.append(Fact(FactKind.CUDA_LIBRARY, name, "missing"))
+                continue
+            symbol = printed.SYMBOL.match(text, start)
+            needed = symbol.group(0) if symbol else ""
+            if needed and (printed.CUDA_LIB.fullmatch(name) or (
+                    printed.SHARED_LIB.fullmatch(name)
+                    and (printed.CUDA_SYMBOL.match(needed) and name.startswith("lib")
+                         or printed.TORCH_SYMBOL_NAME.match(needed)))):
+                found.append(Fact(FactKind.CUDA_LIBRARY, name, needed))
+    return found
+
+
 def _deaths(text: str) -> list[Fact]:
     found: list[Fact] = []
     for match in _DEATH.finditer(text):
@@ -324,10 +353,7 @@ def _facts(text: str) -> tuple[Fact, ...]:
         found.append(Fact(FactKind.COLLECTIVE_MISMATCH,
                           " / ".join(dict.fromkeys(printed.OP_TYPE.findall(text)))))
     if "shared object file" in text or "undefined symbol" in text:
-        for missing, library, symbol, user, used, extension, torch_symbol in printed.LIBRARY.findall(
-                text):
-            found.append(Fact(FactKind.CUDA_LIBRARY, missing or library or user or extension,
-                              "missing" if missing else symbol or used or torch_symbol))
+        found += _libraries(text)
     if ("GPU" in text or "NVIDIA driver" in text or "compiled with CUDA" in text
             or "driver initialization" in text or "NoDevFiles" in text):
         found += [Fact(FactKind.NO_GPU, NO_GPU_TEXTS[m]) for m in printed.NO_GPU.findall(text)[:1]]

@@ -33,23 +33,26 @@ TORCH_CHECK = re.compile("|".join(re.escape(words) for words in TORCH_CHECKS))
 OP_TYPE = re.compile(r"\bOpType=(\w+)")
 # glibc's dynamic loader (dlerror(3), as Python's ImportError/OSError and ctypes print it): "<lib>:
 # cannot open shared object file: No such file or directory", "<path>/<lib>: undefined symbol:
-# <name>"; read for the CUDA and NCCL libraries (and torch's own CUDA parts) only, not NCCL's
-# optional plugins (libnccl-net.so, -tuner, -profiler, -env: NCCL dlopens them and goes on with its
-# internal implementation when there is none, "NET/Plugin : dlerror=... No plugin found")
-CUDA_LIB = (r"lib(?:nccl(?!-(?:net|tuner|profiler|env))|cuda|cudart|cublas(?:Lt)?|cudnn\w*"
-             r"|nvrtc|cusparse(?:Lt)?|cufft|curand|cusolver|nvJitLink|nvToolsExt|cupti|torch_cuda|c10_cuda)\b[\w.-]*\.so[\w.]*")
-LIBRARY = re.compile(rf"(?:[\w./+-]*/)?({CUDA_LIB}): cannot open shared object file"
-                      rf"|(?:[\w./+-]*/)?({CUDA_LIB}): undefined symbol: (\w+)"
-                      # any library missing a CUDA or NCCL symbol (ld.so's "symbol lookup
-                      # error: <lib>: undefined symbol: ncclCommSplit" at run time): the NCCL or
-                      # CUDA it found is older than the one it was built against
-                      r"|(?:[\w./+-]*/)?(lib[\w+-]+\.so[\w.]*): undefined symbol: "
-                      r"((?:nccl|cuda|cublas|cudnn|nvrtc|cusparse|cufft|curand|cusolver)\w+)"
-                      # an extension missing one of torch's own C++ symbols (Itanium mangling of
-                      # the c10::, at:: and torch:: namespaces, _ZN3c10..., _ZNK2at...): built
-                      # against another torch release than the one it is loaded into
-                      r"|(?:[\w./+-]*/)?([\w.+-]+\.so[\w.]*): undefined symbol: "
-                      rf"({TORCH_SYMBOL}\w*)")
+# <name>" (and ld.so's lazy binding, "symbol lookup error: <lib>: undefined symbol: <name>"). The
+# loader's words are found first and the file name before them read (extract.py, _libraries): a
+# search from a path's every character would cost the square of a long line.
+LOADER_MISSING = ": cannot open shared object file"
+LOADER_UNDEFINED = ": undefined symbol: "
+# The CUDA and NCCL libraries (and torch's own CUDA parts), by file name; not NCCL's optional
+# plugins (libnccl-net.so, -tuner, -profiler, -env: NCCL dlopens them and goes on with its internal
+# implementation when there is none, "NET/Plugin : dlerror=... No plugin found")
+CUDA_LIB = re.compile(r"lib(?:nccl(?!-(?:net|tuner|profiler|env))|cuda|cudart|cublas(?:Lt)?"
+                      r"|cudnn\w*|nvrtc|cusparse(?:Lt)?|cufft|curand|cusolver|nvJitLink|nvToolsExt"
+                      r"|cupti|torch_cuda|c10_cuda)\b[\w.-]*\.so[\w.]*")
+# a library of any name (a program's own, an extension module) by file name
+SHARED_LIB = re.compile(r"[\w.+-]+\.so[\w.]*")
+# a CUDA or NCCL symbol another library misses (the NCCL or CUDA it found is older than the one it
+# was built against), or one of torch's own C++ symbols (Itanium mangling of the c10::, at:: and
+# torch:: namespaces, _ZN3c10..., _ZNK2at...) an extension misses: built against another torch
+# release than the one it is loaded into
+CUDA_SYMBOL = re.compile(r"(?:nccl|cuda|cublas|cudnn|nvrtc|cusparse|cufft|curand|cusolver)\w+")
+TORCH_SYMBOL_NAME = re.compile(rf"{TORCH_SYMBOL}\w*")
+SYMBOL = re.compile(r"\w+")
 # a CUDA check macro's failure, with the error's text as it printed it: torch's "CUDA error: %s"
 # (c10/cuda/CUDAException.cpp), NCCL's CUDACHECK "Cuda failure [%d] '%s'", vLLM's "Failed: Cuda
 # error %s:%d '%s'", THC's "cuda runtime error (%d) : %s at %s:%d" (and the "THCudaCheck FAIL
