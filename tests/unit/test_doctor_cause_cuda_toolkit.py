@@ -44,3 +44,17 @@ def test_the_op_builder_refusing_a_toolkit_is_a_version_mismatch(tmp_path: Path,
 def test_a_pair_it_accepts_is_no_mismatch(tmp_path: Path, line: str) -> None:
     found = top(tmp_path, [line, "[INFO] step 1/100 loss 2.31"])
     assert found.id != "version-mismatch"
+
+
+# nvcc's driver (CUDA 11.x/12.x): "nvcc fatal   : Unsupported gpu architecture '%s'", as a JIT build
+# (DeepSpeed's op builder, torch.utils.cpp_extension) passes -gencode=arch=compute_NN,code=sm_NN
+# for the GPU it runs on
+@pytest.mark.parametrize("arch", ["compute_89", "compute_90", "sm_100"])
+def test_nvcc_refusing_the_gpus_architecture_is_a_version_mismatch(tmp_path: Path,
+                                                                   arch: str) -> None:
+    found = top(tmp_path, ["[1/3] /usr/local/cuda/bin/nvcc -DTORCH_EXTENSION_NAME=fused_adam "
+                           f"-gencode=arch={arch},code={arch} -c fused_adam_frontend.cu",
+                           f"nvcc fatal   : Unsupported gpu architecture '{arch}'",
+                           "ninja: build stopped: subcommand failed."])
+    assert (found.id, found.severity) == ("version-mismatch", "error")
+    assert arch in found.explanation and "toolkit" in found.fix

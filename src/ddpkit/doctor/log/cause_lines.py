@@ -43,6 +43,9 @@ CAUSE_PATTERNS: tuple[LinePattern, ...] = (
     # CUDAMismatchException or (before v0.8) a bare Exception (causes/cuda_toolkit.py)
     _fb(EventKind.JOB_FACT, ("torch was compiled with",),
         r"(?P<detail>Installed CUDA version [^\n]*torch was compiled with[^\n]*)"),
+    # nvcc refusing the GPU's architecture as a JIT build compiles for it (causes/cuda_toolkit.py)
+    _fb(EventKind.JOB_FACT, ("Unsupported gpu architecture",),
+        r"(?P<detail>nvcc fatal\s*: Unsupported gpu architecture[^\n]*)"),
     # a process announcing its global rank (causes/rank_claims.py)
     _fb(EventKind.JOB_FACT, ("GLOBAL_RANK: ",),
         r"(?P<detail>[Ii]nitializing (?:ddp|distributed): GLOBAL_RANK: \d+, MEMBER: \d+/\d+)"),

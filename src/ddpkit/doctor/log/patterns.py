@@ -66,6 +66,9 @@ ANCHORS: tuple[bytes, ...] = (
     b"CUDA failure",
     # DeepSpeed's op builder's CUDA check, raised as CUDAMismatchException or Exception
     b"torch was compiled with",
+    # nvcc refusing the GPU's architecture ("nvcc fatal   : Unsupported gpu architecture ..."),
+    # which carries no error word
+    b"Unsupported gpu architecture",
 )
 # Where a run ends (rules/run_end.py): the end markers a finished run prints (torchrun's agent,
 # ddpkit's summary, nccl-tests' last line) and the shell's report of a SIGKILL. They are looked

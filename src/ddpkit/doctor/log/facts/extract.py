@@ -368,6 +368,9 @@ def _facts(text: str) -> tuple[Fact, ...]:
                   for m in printed.TORCH_API_MISSING.finditer(text)][:1]
     if "torch was compiled with" in text:  # DeepSpeed's op builder, refusing (not accepting)
         found += [Fact(FactKind.TOOLKIT_MISMATCH, a, b) for a, b in printed.TOOLKIT.findall(text)]
+    if "Unsupported gpu architecture" in text:  # nvcc, older than the GPU it builds for
+        found += [Fact(FactKind.TOOLKIT_MISMATCH, "nvcc", arch)
+                  for arch in printed.NVCC_ARCH.findall(text)][:1]
     if "Version mismatch: The cluster was started with" in text:  # Ray's check_version_info
         found.append(Fact(FactKind.VERSIONS_DIFFER, "Ray"))
     if "INTERNAL ASSERT" in text:

@@ -102,7 +102,8 @@ class FactKind(enum.Enum):
     # DeepSpeed's op builder refusing to compile its ops with a CUDA toolkit other than torch's
     # (op_builder/builder.py, assert_no_cuda_mismatch: "Installed CUDA version %s does not match
     # the version torch was compiled with %s, unable to compile cuda/cpp extensions ..."; value:
-    # the installed toolkit's version, detail: torch's)
+    # the installed toolkit's version, detail: torch's); and nvcc refusing the GPU's architecture
+    # ("nvcc fatal   : Unsupported gpu architecture 'compute_89'"; value: "nvcc", detail: it)
     TOOLKIT_MISMATCH = "toolkit-mismatch"
     # torchrun's argument parser refusing an option (CPython argparse's "%(prog)s: error:
     # argument %s: invalid %s value: %r", "... expected one argument", "... invalid choice: %r",

@@ -94,6 +94,10 @@ LAUNCHER_ARGUMENT = re.compile(
 TOOLKIT = re.compile(r"Installed CUDA version (\d+\.\d+) does not match the version torch was "
                       r"compiled with (\d+\.\d+)(?:\.\d+)?(?![^\n]*(?:but since the APIs|Allowing "
                       r"this combination))")
+# nvcc refusing a GPU architecture it does not know (its driver: "nvcc fatal   : Unsupported gpu
+# architecture 'compute_89'"), as a JIT build of a framework's CUDA ops passes the GPU's own
+# (-gencode=arch=compute_89): the toolkit is older than the GPU
+NVCC_ARCH = re.compile(r"nvcc fatal\s*: Unsupported gpu architecture '(compute_\w+|sm_\w+)'")
 NO_GPU = re.compile("|".join(re.escape(words) for words in NO_GPU_TEXTS))
 CUDA_ERROR = re.compile("|".join(re.escape(t) for t in CUDA_ERRORS)
                          + r"|\b(" + "|".join(sorted(CUDA_ERROR_NAMES)) + r")\b")
