@@ -357,6 +357,10 @@ SOURCE_RULES: tuple[Rule, ...] = (
      "a tensor too large for one Gloo send/recv (over INT_MAX bytes): split it"),
     (r"c10d/Utils\.hpp", r"failed to send, sent 0 bytes", "connection-lost",
      "send(2) wrote nothing on a store or Gloo socket: the peer closed it"),
+    (r"distributed_c10d\.py", r"c10d backend (?:creator function )?already exist|unknown c10d "
+     r"backend type", "invalid-usage",
+     "Backend.register_backend's asserts (torch 1.11 to 2.6): a backend name registered twice, or "
+     "a backend type torch does not know"),
     (r"distributed_c10d\.py", r"GLOO options not supported|Invalid backend", "invalid-usage",
      "init_process_group/new_group was given a backend name or options it rejects"),
     (r"distributed_c10d\.py", r"Expected timeout argument to be of type", "invalid-usage",
