@@ -19,6 +19,7 @@ from jobs import ddpkit_in, script, wait_for_files
 from multinode import clean_env, wait_all
 
 from ddpkit.errors import ExitCode
+from ddpkit.launch.torchrun.tracebacks import EXIT_ABORT_LINE
 from ddpkit.sim.topology import SimCluster
 
 pytestmark = [pytest.mark.root, pytest.mark.slow]
@@ -76,6 +77,13 @@ except RuntimeError:
 }
 
 
+def _aborted_at_exit(where: Path) -> set[tuple[int, str]]:
+    """(rank, node) of every rank whose own output shows C++'s abort line (one rank per node)."""
+    return {(index, f"node{index}") for index in (0, 1)
+            if any(EXIT_ABORT_LINE in log.read_text(errors="replace")
+                   for log in (where / f"node{index}" / "torchrun").rglob("stderr.log"))}
+
+
 def _doctor(run_dirs: list[Path]) -> dict[str, Any]:
     done = subprocess.run([sys.executable, "-m", "ddpkit", "doctor", "--log",
                            *map(str, run_dirs), "--json"], capture_output=True, text=True,
@@ -122,8 +130,13 @@ def test_launch_and_doctor_name_the_same_root_cause(sim_cluster: Callable[..., S
             wrong.append(f"{name}: doctor's diagnosis is not its top finding")
         if name in ("value-error", "after-peer-gone") and "It raised " not in error["message"]:
             wrong.append(f"{name}: the summary does not quote the exception: {error['message']}")
-        expected_host = f"node{node}"
-        if said != top or (said["rank"], said["host"]) != (rank, expected_host):
+        expected = {(rank, f"node{node}")}
+        if name == "abort-at-exit":
+            # torch/Gloo may abort the other rank at interpreter exit too, after the script's
+            # work (pytorch/pytorch PR 179291; test_public_scripts.py): then both ranks died of
+            # SIGABRT, and the first to die is the root, whichever it was
+            expected |= _aborted_at_exit(where)
+        if said != top or (said["rank"], said["host"]) not in expected:
             wrong.append(f"{name}: launch {said}, doctor {top}, expected rank {rank} on "
-                         f"{expected_host}")
+                         f"node{node}")
     assert not wrong, "\n".join(wrong)
