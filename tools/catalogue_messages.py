@@ -291,20 +291,24 @@ def build(args: argparse.Namespace) -> tuple[list[dict[str, object]], dict[str, 
             read_repo(records, order, "torch", where, torch_revisions, TORCH_FILES)
         else:
             read_torch(records, order, [torch_tree(label or args.torch_label, path)])
-    entries: list[dict[str, object]] = []
-    for record in sorted(records.values(), key=lambda r: (r.source, r.file, r.template)):
-        releases = order[record.source]
-        seen = sorted(record.releases, key=releases.index)
-        mapping, reason = msgmap.classify(record.source, record.file, record.template,
-                                          record.level, frozenset(record.results))
-        entries.append({
-            "source": record.source, "file": record.file, "template": record.template,
-            "level": record.level, "call": record.call, "first": seen[0], "last": seen[-1],
-            "releases": len(seen), "maps": mapping, "reason": reason,
-            **({"result": sorted(record.results)} if record.results else {}),
-            "matcher": msgmap.matcher(record.template),
-        })
+    entries = [_entry(record, order[record.source])
+               for record in sorted(records.values(), key=lambda r: (r.source, r.file, r.template))]
     return entries, order
+
+
+def _entry(record: Record, releases: list[str]) -> dict[str, object]:
+    """The data file's entry of one template: the releases it was seen in (first, last, how
+    many, in the order of ``releases``) and what msgmap makes of it."""
+    seen = sorted(record.releases, key=releases.index)
+    mapping, reason = msgmap.classify(record.source, record.file, record.template, record.level,
+                                      frozenset(record.results))
+    return {
+        "source": record.source, "file": record.file, "template": record.template,
+        "level": record.level, "call": record.call, "first": seen[0], "last": seen[-1],
+        "releases": len(seen), "maps": mapping, "reason": reason,
+        **({"result": sorted(record.results)} if record.results else {}),
+        "matcher": msgmap.matcher(record.template),
+    }
 
 
 def coverage(entries: list[dict[str, object]], order: dict[str, list[str]]) -> str:
@@ -380,13 +384,8 @@ def added(document: dict[str, Any], spec: str) -> dict[str, Any]:
     read_git(records, name, git, [(rev, rev)], re.compile(files))
     git.close()
     kept = [m for m in document["messages"] if m["source"] != name]
-    new = []
-    for record in sorted(records.values(), key=lambda r: (r.file, r.template)):
-        mapping, reason = msgmap.classify(name, record.file, record.template, record.level)
-        new.append({"source": name, "file": record.file, "template": record.template,
-                    "level": record.level, "call": record.call, "first": rev, "last": rev,
-                    "releases": 1, "maps": mapping, "reason": reason,
-                    "matcher": msgmap.matcher(record.template)})
+    new = [_entry(record, [rev])
+           for record in sorted(records.values(), key=lambda r: (r.file, r.template))]
     messages = sorted(kept + new, key=lambda m: (m["source"], m["file"], m["template"]))
     note = f"{name}: the files matching {files} at {rev}"
     notes = [n for n in document["notes"] if not n.startswith(f"{name}: ")] + [note]
@@ -405,14 +404,8 @@ def added_torch_core(document: dict[str, Any], directory: Path) -> dict[str, Any
         print(f"  torch {label} ({where}): {len(records)} templates so far", file=sys.stderr)
     kept = [m for m in document["messages"]
             if not (m["source"] == "torch" and TORCH_CORE_FILES.search(m["file"]))]
-    new = []
-    for record in sorted(records.values(), key=lambda r: (r.file, r.template)):
-        seen = sorted(record.releases, key=labels.index)
-        mapping, reason = msgmap.classify("torch", record.file, record.template, record.level)
-        new.append({"source": "torch", "file": record.file, "template": record.template,
-                    "level": record.level, "call": record.call, "first": seen[0],
-                    "last": seen[-1], "releases": len(seen), "maps": mapping, "reason": reason,
-                    "matcher": msgmap.matcher(record.template)})
+    new = [_entry(record, labels)
+           for record in sorted(records.values(), key=lambda r: (r.file, r.template))]
     messages = sorted(kept + new, key=lambda m: (m["source"], m["file"], m["template"]))
     note = (f"torch: {torchwheels.CORE} (torch's own Python outside torch/distributed) read "
             f"from the wheels of {labels[0]} .. {labels[-1]}" if labels else "")
