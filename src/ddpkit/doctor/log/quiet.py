@@ -56,9 +56,6 @@ OTHER_FAILURES: tuple[re.Pattern[str], ...] = (
     # (the pattern starts at its literal: a leading \S{1,40} would be tried at every position)
     re.compile(r"(?P<detail>detected that one or more processes exited with non-zero status"
                r"[^\n]*)"),
-    # torch.multiprocessing.spawn's report of a process a signal ended (spawn.py,
-    # ProcessExitedException: "process %d terminated with signal %s"), at the end of the log
-    re.compile(r"(?P<detail>\bprocess \d+ terminated with signal SIG[A-Z]+)"),
 )
 # The launchers whose messages the catalogue holds (tools/catalogue_messages.py --add): their lines
 # below error level report the run's start (its hosts, the processes spawned), a stage of it.
