@@ -18,6 +18,7 @@ from ddpkit.doctor.catalogue import GENERIC, ORDER
 from ddpkit.doctor.findings import Finding, Severity
 from ddpkit.doctor.log.causes.base import Cause, Context, made
 from ddpkit.doctor.log.evidence import Bag, merge
+from ddpkit.doctor.log.facts.extract import barrier_counted
 from ddpkit.doctor.log.facts.kinds import Fact, FactKind
 from ddpkit.doctor.log.scan import Event
 from ddpkit.i18n import _, _n
@@ -35,15 +36,14 @@ class BarrierWaiting(Cause):
         self.bag = Bag()
 
     def feed(self, event: Event, facts: tuple[Fact, ...]) -> None:
-        counts = [f for f in facts if f.kind is FactKind.WORKER_COUNT]
-        if any(f.detail == "completed" for f in counts):
+        if any(f.kind is FactKind.WORKER_COUNT and f.detail == "completed" for f in facts):
             self.waiting = None  # (the barrier was passed: what waited before is no wait)
             self.bag = Bag()
             return
-        worlds = [int(f.value) for f in facts if f.kind is FactKind.WORLD_SIZE]
-        if worlds and counts and "Waiting in store based barrier" in event.text:
-            count = max(int(f.value) for f in counts)
-            self.waiting = (count, worlds[0]) if count < worlds[0] else None
+        counted = barrier_counted(facts)
+        if counted is not None and "Waiting in store based barrier" in event.text:
+            count, world = counted
+            self.waiting = counted if count < world else None
             if self.waiting is not None:
                 self.bag.add(event)
 

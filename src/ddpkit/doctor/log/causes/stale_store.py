@@ -13,6 +13,7 @@ from ddpkit.doctor.catalogue import GENERIC
 from ddpkit.doctor.findings import Finding
 from ddpkit.doctor.log.causes.base import Cause, Context, made
 from ddpkit.doctor.log.evidence import Bag, merge
+from ddpkit.doctor.log.facts.extract import barrier_counted
 from ddpkit.doctor.log.facts.kinds import Fact, FactKind
 from ddpkit.doctor.log.scan import Event
 from ddpkit.i18n import _
@@ -28,11 +29,10 @@ class StaleStore(Cause):
         self.bag = Bag()
 
     def feed(self, event: Event, facts: tuple[Fact, ...]) -> None:
-        worlds = [int(f.value) for f in facts if f.kind is FactKind.WORLD_SIZE]
-        counts = [int(f.value) for f in facts if f.kind is FactKind.WORKER_COUNT]
-        if not worlds or not counts:
+        counted = barrier_counted(facts)
+        if counted is None:
             return
-        world, count = worlds[0], max(counts)
+        count, world = counted
         if count > world:
             if self.worst is None or count - world > self.worst[0] - self.worst[1]:
                 self.worst = (count, world)

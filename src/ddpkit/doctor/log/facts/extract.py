@@ -390,6 +390,14 @@ def of_kind(facts: tuple[Fact, ...], kind: FactKind) -> tuple[Fact, ...]:
     return tuple(f for f in facts if f.kind is kind)
 
 
+def barrier_counted(facts: tuple[Fact, ...]) -> tuple[int, int] | None:
+    """(workers a store-based barrier counted, the world size) that one line states; None where
+    it does not state both (a completed barrier's line states no world size)."""
+    worlds = [int(f.value) for f in facts if f.kind is FactKind.WORLD_SIZE]
+    counts = [int(f.value) for f in facts if f.kind is FactKind.WORKER_COUNT]
+    return (max(counts), worlds[0]) if worlds and counts else None
+
+
 def endpoint_port(endpoint: str) -> str | None:
     """The port a rendezvous endpoint names (``host:port``, ``[v6]:port``), None without one."""
     text = endpoint.strip()
