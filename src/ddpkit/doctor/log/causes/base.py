@@ -3,7 +3,7 @@ generic findings it explains away, and its finding once every log is read."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from ddpkit.doctor.catalogue import GENERIC, entry
@@ -50,6 +50,16 @@ class Cause:
         raise NotImplementedError
 
 
+FEW = 4  # values of one kind a cause keeps to quote (the first ones, in order)
+
+
+def keep_few(kept: dict[str, None], values: Iterable[str]) -> None:
+    """Add ``values`` to ``kept``, in order, while it holds fewer than ``FEW``."""
+    for value in values:
+        if len(kept) < FEW:
+            kept.setdefault(value)
+
+
 class Noting(Cause):
     """A cause that notes the values its facts name (the first few, in order) and the lines
     that named them."""
@@ -64,9 +74,7 @@ class Noting(Cause):
         return commas(list(self.values))
 
     def note(self, event: Event, values: Sequence[str]) -> None:
-        for value in values:
-            if len(self.values) < 4:
-                self.values.setdefault(value)
+        keep_few(self.values, values)
         self.bag.add(event)
 
 

@@ -17,7 +17,7 @@ is older than the GPU.
 from __future__ import annotations
 
 from ddpkit.doctor.catalogue import GENERIC
-from ddpkit.doctor.log.causes.base import NotingValues
+from ddpkit.doctor.log.causes.base import NotingValues, keep_few
 from ddpkit.doctor.log.facts.kinds import Fact, FactKind
 from ddpkit.doctor.log.scan import Event
 from ddpkit.i18n import _
@@ -35,9 +35,7 @@ class CudaToolkit(NotingValues):
 
     def feed(self, event: Event, facts: tuple[Fact, ...]) -> None:
         mine = [f for f in facts if f.kind is FactKind.TOOLKIT_MISMATCH]
-        for fact in mine:
-            if fact.value == "nvcc" and len(self.architectures) < 4:
-                self.architectures.setdefault(fact.detail)
+        keep_few(self.architectures, [f.detail for f in mine if f.value == "nvcc"])
         self.note(event, [_("CUDA {installed} installed, torch built for {torch}",
                             installed=f.value, torch=f.detail)
                           for f in mine if f.value != "nvcc"])

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from ddpkit.doctor.catalogue import GENERIC
 from ddpkit.doctor.findings import Finding
-from ddpkit.doctor.log.causes.base import Context, Noting, made
+from ddpkit.doctor.log.causes.base import Context, Noting, keep_few, made
 from ddpkit.doctor.log.evidence import merge
 from ddpkit.doctor.log.facts.kinds import Fact, FactKind
 from ddpkit.doctor.log.scan import Event
@@ -34,9 +34,7 @@ class LauncherArguments(Noting):
 
     def feed(self, event: Event, facts: tuple[Fact, ...]) -> None:
         mine = [f for f in facts if f.kind is FactKind.LAUNCHER_ARGUMENT]
-        for fact in mine:
-            if fact.detail.startswith("$") and len(self.unexpanded) < 4:
-                self.unexpanded.setdefault(fact.detail)
+        keep_few(self.unexpanded, [f.detail for f in mine if f.detail.startswith("$")])
         self.note(event, [f"{f.value} '{f.detail}'" if f.detail else f.value for f in mine])
 
     def finding(self, context: Context) -> Finding | None:

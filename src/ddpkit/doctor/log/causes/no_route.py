@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from ddpkit.doctor.catalogue import GENERIC
 from ddpkit.doctor.findings import Finding, Severity
-from ddpkit.doctor.log.causes.base import Cause, Context, made
+from ddpkit.doctor.log.causes.base import Cause, Context, keep_few, made
 from ddpkit.doctor.log.evidence import Bag, merge
 from ddpkit.doctor.log.facts.kinds import ERRNOS, Fact, FactKind
 from ddpkit.doctor.log.scan import Event
@@ -41,9 +41,7 @@ class NoRoute(Cause):
                    if f.kind is FactKind.DIALLED]
         if not errnos or not dialled or not any(w in event.text for w in _STACK_WORDS):
             return
-        for target in dialled:
-            if len(self.targets) < 4:
-                self.targets.setdefault(target)
+        keep_few(self.targets, dialled)
         for number in errnos:
             self.errnos.setdefault(f"{number}, {ERRNOS[int(number)][1]}")
         self.bag.add(event)

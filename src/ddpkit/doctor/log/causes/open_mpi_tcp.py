@@ -23,7 +23,7 @@ from __future__ import annotations
 from ddpkit.doctor.addresses import describe_kind
 from ddpkit.doctor.catalogue import GENERIC
 from ddpkit.doctor.findings import Finding, Severity
-from ddpkit.doctor.log.causes.base import Context, Noting, made
+from ddpkit.doctor.log.causes.base import Context, Noting, keep_few, made
 from ddpkit.doctor.log.evidence import merge
 from ddpkit.doctor.log.facts.kinds import Fact, FactKind
 from ddpkit.doctor.log.scan import Event
@@ -47,8 +47,7 @@ class OpenMpiTcp(Noting):
         for fact in facts:
             if fact.kind is FactKind.MPI_TCP:
                 self.topics.setdefault(fact.value)
-            elif fact.kind is FactKind.ADDRESS and len(self.addresses) < 4:
-                self.addresses.setdefault(fact.value)
+        keep_few(self.addresses, [f.value for f in facts if f.kind is FactKind.ADDRESS])
         self.note(event, [])
 
     def finding(self, context: Context) -> Finding | None:
