@@ -74,6 +74,9 @@ CAUSE_PATTERNS: tuple[LinePattern, ...] = (
     # vLLM's PyNcclCommunicator's assertion message, on the lines after "AssertionError:" (FOLLOW
     # reads them; a pattern without triggers reads only such lines) (communicator_device.py)
     _fb(EventKind.JOB_FACT, (), r"(?P<detail>nccl communicator is created to work on[^\n]*)"),
+    # a Python traceback's frame: the one printed last before an exception is where it was
+    # raised (causes/raise_site.py)
+    _fb(EventKind.JOB_FACT, ('File "',), r'(?P<detail>File "[^"\n]{1,300}", line \d+, in )'),
     # Ray's words for a worker that cannot reach its head (causes/firewall.py)
     _fb(EventKind.JOB_FACT, ("connect to GCS", "connection to redis", "connect to Redis"),
         r"(?P<detail>(?:Unable|Failed) to connect to (?:GCS|Redis)[^\n]*"

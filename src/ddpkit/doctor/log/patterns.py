@@ -69,6 +69,9 @@ ANCHORS: tuple[bytes, ...] = (
     # nvcc refusing the GPU's architecture ("nvcc fatal   : Unsupported gpu architecture ..."),
     # which carries no error word
     b"Unsupported gpu architecture",
+    # a Python traceback's frames: the one printed last before an exception is where it was
+    # raised (causes/raise_site.py)
+    b'File "',
 )
 # Where a run ends (rules/run_end.py): the end markers a finished run prints (torchrun's agent,
 # ddpkit's summary, nccl-tests' last line) and the shell's report of a SIGKILL. They are looked

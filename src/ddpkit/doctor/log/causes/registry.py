@@ -40,6 +40,7 @@ from ddpkit.doctor.log.causes.no_gpu import NoGpu
 from ddpkit.doctor.log.causes.no_route import NoRoute
 from ddpkit.doctor.log.causes.open_mpi_tcp import OpenMpiTcp
 from ddpkit.doctor.log.causes.peer_access import PeerAccess
+from ddpkit.doctor.log.causes.raise_site import RaiseSite
 from ddpkit.doctor.log.causes.rank_claims import RankClaims
 from ddpkit.doctor.log.causes.rdma_completion import RdmaCompletion
 from ddpkit.doctor.log.causes.resolved_later import ResolvedLater
@@ -66,7 +67,7 @@ CAUSES: tuple[type[Cause], ...] = (
     UnhandledCuda, CudaMeaning, NcclResult, RankClaims, NoRoute, OpenMpiTcp, StoreWithoutLibuv,
     CommunicatorDevice, DdpChecks, CollectiveMismatch, CudaLibrary, NoGpu,
     CudaCheck, InternalAssert, VersionsDiffer, CudaToolkit, LauncherArguments, BarrierWaiting,
-    TorchApiMissing,
+    TorchApiMissing, RaiseSite,
 )
 
 Scored = tuple[Finding, int]

@@ -373,6 +373,13 @@ def _facts(text: str) -> tuple[Fact, ...]:
                   for arch in printed.NVCC_ARCH.findall(text)][:1]
     if "Version mismatch: The cluster was started with" in text:  # Ray's check_version_info
         found.append(Fact(FactKind.VERSIONS_DIFFER, "Ray"))
+    if 'File "' in text:  # a traceback's frame: where the exception after it was raised
+        for path in printed.FRAME.findall(text)[:1]:
+            module, installed = printed.frame_module(path)
+            found.append(Fact(FactKind.FRAME, module, "installed" if installed else ""))
+    if "Error: " in text or "Exception: " in text:
+        found += [Fact(FactKind.EXCEPTION, kind, message)
+                  for kind, message in printed.EXCEPTION.findall(text)[:1]]
     if "INTERNAL ASSERT" in text:
         found += [Fact(FactKind.INTERNAL_ASSERT, m) for m in printed.INTERNAL_ASSERT.findall(text)[:1]]
     if "use_libuv" in text:

@@ -114,6 +114,13 @@ class FactKind(enum.Enum):
     # "module 'torch.distributed' has no attribute '_all_gather_base'", "cannot import name 'X'
     # from 'torch.Y'"; value: the dotted name)
     TORCH_API_MISSING = "torch-api-missing"
+    # a Python traceback's frame (CPython's '  File "%U", line %d, in %U'; value: the module as
+    # its path names it, "deepspeed.runtime.config", detail: "installed" for a file in an installed
+    # package or in torch's own tree, "" for the user's own)
+    FRAME = "frame"
+    # a Python exception as a traceback ends with it ("<type>: <message>"; value: the type as
+    # printed, detail: the message)
+    EXCEPTION = "exception"
 
 
 __all__ = ["ERRNOS", "AddressClass", "Fact", "FactKind"]

@@ -107,3 +107,25 @@ CUDA_ERROR = re.compile("|".join(re.escape(t) for t in CUDA_ERRORS)
 TORCH_API_MISSING = re.compile(r"(?<!partially initialized )module '(torch(?:\.[\w.]+)?)' has no "
                                r"attribute '(\w+)'(?! \(most likely due to a circular import)"
                                r"|cannot import name '(\w+)' from '(torch(?:\.[\w.]+)?)'")
+# A Python traceback's frame (CPython's Lib/traceback.py and Python/traceback.c, 2.x to 3.13:
+# '  File "%U", line %d, in %U'), after any launcher's rank tag ("[rank0]:", "[default0]:")
+FRAME = re.compile(r'(?:^|[\s:\]>])File "([^"\n]{1,300})", line \d+, in ')
+# An installed package's file: pip's and Debian's install folders, or torch's own tree as a source
+# build or an older build's frames print it ("/opt/pytorch/torch/distributed/...")
+_INSTALLED = re.compile(r"/(?:site|dist)-packages/(.+)$|(?:^|/)(torch/.+)$")
+# The exception a traceback ends with, "<type>: <message>" (Lib/traceback.py,
+# format_exception_only): a builtin's name or a dotted class, "torch.distributed.DistError"
+EXCEPTION = re.compile(r"(?<![\w.])((?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception)): "
+                       r"(\S[^\n]{0,199})")
+
+
+def frame_module(path: str) -> tuple[str, bool]:
+    """(the module a frame's path names, dotted; whether the file is an installed package's or
+    torch's own): "/x/site-packages/deepspeed/runtime/config.py" -> ("deepspeed.runtime.config",
+    True); "train.py" -> ("train", False)."""
+    path = path.replace("\\", "/")
+    found = _INSTALLED.search(path)
+    tail = (found.group(1) or found.group(2)) if found else path.rsplit("/", 1)[-1]
+    if tail.endswith(".py"):
+        tail = tail[:-3]
+    return tail.replace("/", "."), found is not None

@@ -1,0 +1,129 @@
+"""Where a Python exception was raised: a package of the distributed stack refusing a value is
+invalid-usage; installed code calling other installed code with arguments it does not take is
+version-mismatch.
+
+CPython prints a traceback's frames innermost last (``  File "%U", line %d, in %U``, then the
+source line, from 3.11 carets under the failing expression; Lib/traceback.py), then the exception
+as ``<type>: <message>``: the frame printed last before the exception's line is where it was
+raised. Python's documentation of the builtin exceptions gives their meaning: ValueError, "an
+operation or function receives an argument that has the right type but an inappropriate value";
+TypeError, an operation or function "applied to an object of inappropriate type";
+NotImplementedError, what is not (yet) supported; and an AssertionError where a module that reads
+a package's configuration or launch arguments asserts on them (``CONFIG_MODULES``). Raised in a
+module of the distributed stack
+(``STACK``: torch's distributed, parallel, CUDA and multiprocessing modules, the launchers and
+trainers that drive them, and any installed package's own ``distributed`` or ``dist`` module),
+they are that package refusing what the run's settings or the script gave it: a launcher flag, a
+config value, an argument of a call. Every rerun fails the same way until it is changed.
+
+A call's arguments that do not fit the function's signature are refused in the caller's frame
+(CPython's ``%U() got an unexpected keyword argument '%S'``, ``%U() missing %zd required
+positional argument(s)``, ``%U() takes %zd positional arguments but %zd were given``, ``got
+multiple values for argument``; Python/ceval.c, Objects/call.c): raised in an installed package,
+that package calls another one's function as another release of it had it, so the two installed
+releases do not fit together.
+
+A message about memory is a capacity the run lacks, not a refused value (left to the rules that
+read memory). Any other rule's error says more, and this cause ranks at its id's own priority.
+"""
+
+from __future__ import annotations
+
+import re
+
+from ddpkit.doctor.catalogue import GENERIC
+from ddpkit.doctor.findings import Finding
+from ddpkit.doctor.log.causes.base import Cause, Context, made
+from ddpkit.doctor.log.evidence import Bag, merge
+from ddpkit.doctor.log.facts.kinds import Fact, FactKind
+from ddpkit.doctor.log.scan import Event
+from ddpkit.i18n import _
+
+REFUSALS = frozenset({"ValueError", "TypeError", "NotImplementedError"})
+# Modules that read a package's configuration or its launch arguments (the last part of their
+# name): there an assert statement checks what the user configured (DeepSpeed's runtime/config.py
+# "Check batch related parameters. train_batch_size is not equal to micro_batch_per_gpu *
+# gradient_acc_step * world_size", Megatron's arguments.py), so its AssertionError is a refusal
+CONFIG_MODULES = frozenset({"config", "configuration", "arguments", "args", "launch", "launcher",
+                            "run", "runner"})
+# Modules of the distributed stack, by the start of their dotted name
+STACK = ("torch.distributed", "torch.nn.parallel", "torch.cuda", "torch.multiprocessing",
+         "torch.utils.data.distributed", "accelerate", "deepspeed", "horovod", "lightning",
+         "lightning_fabric", "pytorch_lightning", "megatron", "colossalai", "fairscale",
+         "apex.parallel", "torchx", "torchrun", "vllm", "sglang", "lmdeploy", "tensorrt_llm",
+         "ray.train", "ray.util.collective")
+_OWN_DISTRIBUTED = frozenset({"distributed", "dist"})  # a package's own module of that name
+# CPython's messages for a call whose arguments do not fit the callee's signature
+SIGNATURE = re.compile(r"\bgot an unexpected keyword argument\b|\bmissing \d+ required "
+                       r"(?:positional|keyword-only) arguments?\b|\btakes (?:from \d+ to )?\d+ "
+                       r"positional arguments? but \d+ (?:were|was) given\b"
+                       r"|\bgot multiple values for (?:keyword )?argument\b")
+_FRAME_REACH = 8  # lines from the innermost frame to the exception (source, carets, a long raise)
+_ORIGINS = 256  # tracebacks followed at once (one per process of a log)
+
+
+def in_stack(module: str) -> bool:
+    """Whether the dotted module belongs to the distributed stack."""
+    parts = module.split(".")
+    return (any(module == top or module.startswith(top + ".") for top in STACK)
+            or bool(_OWN_DISTRIBUTED & set(parts[1:])))
+
+
+class RaiseSite(Cause):
+    needs = frozenset({FactKind.FRAME, FactKind.EXCEPTION})
+    specificity = 0
+    supersedes = GENERIC
+
+    def __init__(self) -> None:
+        # the last frame of each process's traceback: (its line, module, installed)
+        self.frames: dict[tuple[str, str, int | None], tuple[int, str, bool]] = {}
+        self.refused: tuple[str, str, str] | None = None  # (module, type, message)
+        self.mismatch: tuple[str, str] | None = None  # (module, message)
+        self.bag = Bag()
+
+    def feed(self, event: Event, facts: tuple[Fact, ...]) -> None:
+        where = (event.file, event.origin, event.rank)
+        for fact in facts:
+            if fact.kind is FactKind.FRAME and (where in self.frames
+                                                or len(self.frames) < _ORIGINS):
+                self.frames[where] = (event.line, fact.value, fact.detail == "installed")
+            elif fact.kind is FactKind.EXCEPTION:
+                frame = self.frames.pop(where, None)
+                if frame is not None and 0 < event.line - frame[0] <= _FRAME_REACH:
+                    self._read(event, frame[1], frame[2], fact.value, fact.detail)
+
+    def _read(self, event: Event, module: str, installed: bool, kind: str, message: str) -> None:
+        name = kind.rsplit(".", 1)[-1]
+        refusal = name in REFUSALS or (name == "AssertionError"
+                                       and module.rsplit(".", 1)[-1] in CONFIG_MODULES)
+        if not refusal or "memory" in message.lower():
+            return
+        if kind.endswith("TypeError") and SIGNATURE.search(message):
+            if installed and self.mismatch is None:
+                self.mismatch = (module, message)
+                self.bag.add(event)
+        elif installed and in_stack(module) and self.refused is None:
+            self.refused = (module, kind, message)
+            self.bag.add(event)
+
+    def finding(self, context: Context) -> Finding | None:
+        if self.mismatch is not None:
+            module, message = self.mismatch
+            text = _("Code in {module} called a function with arguments it does not take "
+                     "({message}): the installed packages were not released together (one "
+                     "upgraded or pinned apart from a package it calls).",
+                     module=module, message=message)
+            fix = _("Install releases that go together: pip check lists the requirements "
+                    "that are not met, and the calling package's release notes name the "
+                    "versions it needs. Every node needs the same ones.")
+            return made("version-mismatch", "error", text, fix, merge(self.bag.items))
+        if self.refused is not None:
+            module, kind, message = self.refused
+            text = _("{module} refused what it was given ('{kind}: {message}'): a launcher "
+                     "flag, a config value or an argument of the script's call is one the "
+                     "package does not accept.", module=module, kind=kind, message=message)
+            fix = _("Change the value the message names (in the launch command, the config "
+                    "file or the call in the script) to one {module} accepts; the run fails "
+                    "the same way on every rerun until then.", module=module)
+            return made("invalid-usage", "error", text, fix, merge(self.bag.items))
+        return None

@@ -1,0 +1,140 @@
+"""causes/raise_site.py: where a Python exception was raised. Lines made from CPython's traceback
+format (Lib/traceback.py: '  File "%s", line %d, in %s', the source line, from 3.11 a line of
+carets; then "<type>: <message>") and the argument checks' messages of Python/ceval.c and
+Objects/call.c ("%U() got an unexpected keyword argument '%S'", "%U() missing %zd required
+positional argument: %U", "%U() takes %zd positional arguments but %zd were given", "%U() got
+multiple values for argument '%S'"), with install folders of pip (site-packages), Debian
+(dist-packages), conda and Windows, and a torch source tree."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from cause_logs import top
+
+from ddpkit.doctor.log.causes.raise_site import in_stack
+from ddpkit.doctor.log.facts.printed import frame_module
+
+SCRIPT = ["Traceback (most recent call last):", '  File "train.py", line 40, in <module>',
+          "    main()"]
+CARETS = "    ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^"
+
+
+def raised(path: str, line: str, *, carets: bool = False) -> list[str]:
+    return [*SCRIPT, f'  File "{path}", line 212, in check',
+            "    raise " + line.split(":", 1)[0] + "(", *([CARETS] if carets else []), line]
+
+
+@pytest.mark.parametrize(("path", "module"), [
+    ("/opt/conda/lib/python3.10/site-packages/deepspeed/runtime/config.py",
+     "deepspeed.runtime.config"),
+    ("/usr/local/lib/python3.8/dist-packages/horovod/runner/launch.py", "horovod.runner.launch"),
+    ("C:\\Users\\u\\miniconda3\\Lib\\site-packages\\torch\\distributed\\distributed_c10d.py",
+     "torch.distributed.distributed_c10d"),
+    ("/opt/pytorch/torch/nn/parallel/distributed.py", "torch.nn.parallel.distributed"),
+    ("/home/u/venv/lib/python3.12/site-packages/mmengine/dist/utils.py", "mmengine.dist.utils"),
+])
+@pytest.mark.parametrize("kind", ["ValueError", "TypeError", "NotImplementedError"])
+@pytest.mark.parametrize("carets", [False, True])
+def test_a_stack_package_refusing_a_value_is_invalid_usage(tmp_path: Path, path: str, module: str,
+                                                           kind: str, carets: bool) -> None:
+    message = "tensor_parallel_size (3) must divide the number of attention heads (32)"
+    found = top(tmp_path, raised(path, f"{kind}: {message}", carets=carets))
+    assert (found.id, found.severity) == ("invalid-usage", "error")
+    assert module in found.explanation and message in found.explanation
+    assert module in found.fix
+    assert found.evidence[0].text.startswith(kind)
+
+
+@pytest.mark.parametrize("path", [
+    "/usr/local/lib/python3.10/dist-packages/deepspeed/runtime/config.py",
+    "/opt/conda/lib/python3.11/site-packages/megatron/training/arguments.py",
+])
+def test_an_assert_on_the_configuration_in_a_stack_package_is_invalid_usage(tmp_path: Path,
+                                                                           path: str) -> None:
+    message = ("Check batch related parameters. train_batch_size is not equal to "
+               "micro_batch_per_gpu * gradient_acc_step * world_size 16 != 2 * 1 * 4")
+    found = top(tmp_path, raised(path, f"AssertionError: {message}"))
+    assert (found.id, found.severity) == ("invalid-usage", "error")
+    assert message in found.explanation
+
+
+@pytest.mark.parametrize("message", [
+    "__init__() got an unexpected keyword argument 'dispatch_batches'",
+    "initialize() missing 1 required positional argument: 'model'",
+    "all_gather_into_tensor() takes 2 positional arguments but 3 were given",
+    "forward() got multiple values for argument 'attention_mask'",
+])
+def test_installed_code_calling_with_arguments_the_callee_lacks_is_a_version_mismatch(
+        tmp_path: Path, message: str) -> None:
+    path = "/usr/local/lib/python3.10/dist-packages/transformers/trainer.py"
+    found = top(tmp_path, raised(path, f"TypeError: {message}", carets=True))
+    assert (found.id, found.severity) == ("version-mismatch", "error")
+    assert "transformers.trainer" in found.explanation and message in found.explanation
+    assert "pip check" in found.fix
+
+
+@pytest.mark.parametrize("lines", [
+    # raised in the user's own script: its own check, not a package's
+    raised("train.py", "ValueError: tensor_parallel_size must divide the heads"),
+    raised("train.py", "TypeError: __init__() got an unexpected keyword argument 'static_graph'"),
+    # a package outside the distributed stack refusing its own input
+    raised("/x/site-packages/transformers/tokenization_utils_base.py",
+           "ValueError: Asking to pad but the tokenizer does not have a padding token."),
+    # a capacity the run lacks, not a refused value
+    raised("/x/site-packages/vllm/worker/worker.py",
+           "ValueError: No available memory for the cache blocks. Try increasing "
+           "`gpu_memory_utilization` when initializing the engine."),
+    # an assert elsewhere in a package checks its own state, not what it was given
+    raised("/x/site-packages/deepspeed/runtime/engine.py", "AssertionError: param not in list"),
+    # another kind of exception
+    raised("/x/site-packages/deepspeed/runtime/engine.py", "RuntimeError: something went wrong"),
+    # the exception far below the frame: not the frame it was raised in
+    [*raised("/x/site-packages/deepspeed/runtime/config.py", "x")[:-1],
+     *(f"step {n}" for n in range(12)), "ValueError: a value"],
+])
+def test_other_raise_sites_are_not_read_as_a_refusal(tmp_path: Path, lines: list[str]) -> None:
+    assert top(tmp_path, lines).id not in ("invalid-usage", "version-mismatch")
+
+
+def test_each_process_has_its_own_innermost_frame(tmp_path: Path) -> None:
+    """Two ranks' tracebacks interleaved line by line: rank 1's exception follows rank 0's frame
+    in the log, but its own frame is the user's script."""
+    lines = ["[rank0]: Traceback (most recent call last):",
+             "[rank1]: Traceback (most recent call last):",
+             '[rank1]:   File "train.py", line 9, in <module>',
+             '[rank0]:   File "/x/site-packages/accelerate/state.py", line 5, in __init__',
+             "[rank1]: ValueError: bad value in the script",
+             "[rank0]: ValueError: Unsupported mixed precision mode"]
+    found = top(tmp_path, lines)
+    assert found.id == "invalid-usage"
+    assert "accelerate.state" in found.explanation
+    assert "Unsupported mixed precision mode" in found.explanation
+    assert "bad value in the script" not in found.explanation
+
+
+def test_a_more_specific_cause_of_the_same_line_ranks_first(tmp_path: Path) -> None:
+    """torch's env:// rendezvous raises ValueError for a variable not set: the unset variable is
+    the cause (rendezvous-config), not a refused value."""
+    path = "/x/site-packages/torch/distributed/rendezvous.py"
+    found = top(tmp_path, raised(path, "ValueError: Error initializing torch.distributed using "
+                                       "env:// rendezvous: environment variable RANK expected, "
+                                       "but not set"))
+    assert found.id == "rendezvous-config"
+
+
+@pytest.mark.parametrize(("module", "stack"), [
+    ("torch.distributed.run", True), ("torch.cuda", True), ("lightning_fabric.strategies.ddp",
+                                                            True),
+    ("fairseq.distributed.utils", True), ("torch.nn.modules.linear", False),
+    ("transformers.trainer", False), ("distributed", False), ("vllmx.config", False),
+])
+def test_the_stack(module: str, stack: bool) -> None:
+    assert in_stack(module) is stack
+
+
+def test_frame_module() -> None:
+    assert frame_module("train.py") == ("train", False)
+    assert frame_module("/work/proj/tools/train.py") == ("train", False)
+    assert frame_module("/a/site-packages/torch/__init__.py") == ("torch.__init__", True)
