@@ -374,22 +374,25 @@ def remapped(document: dict[str, Any]) -> dict[str, Any]:
 
 
 def added(document: dict[str, Any], spec: str) -> dict[str, Any]:
-    """``document`` with the templates ``spec`` (``NAME=GITDIR@REV:FILES``) names: one program's
-    files at one revision, in place of that program's earlier templates."""
+    """``document`` with the templates ``spec`` (``NAME=GITDIR@REV[,REV...]:FILES``) names: one
+    program's files at one revision or at several (oldest first), in place of that program's
+    earlier templates."""
     name, _, rest = spec.partition("=")
     where, _, files = rest.partition(":")
-    git_dir, _, rev = where.rpartition("@")
+    git_dir, _, revs = where.rpartition("@")
+    labels = revs.split(",")
     records: dict[Key, Record] = {}
     git = Git(git_dir)
-    read_git(records, name, git, [(rev, rev)], re.compile(files))
+    read_git(records, name, git, [(rev, rev) for rev in labels], re.compile(files))
     git.close()
     kept = [m for m in document["messages"] if m["source"] != name]
-    new = [_entry(record, [rev])
+    new = [_entry(record, labels)
            for record in sorted(records.values(), key=lambda r: (r.file, r.template))]
     messages = sorted(kept + new, key=lambda m: (m["source"], m["file"], m["template"]))
-    note = f"{name}: the files matching {files} at {rev}"
+    at = labels[0] if len(labels) == 1 else f"{len(labels)} releases {labels[0]} .. {labels[-1]}"
+    note = f"{name}: the files matching {files} at {at}"
     notes = [n for n in document["notes"] if not n.startswith(f"{name}: ")] + [note]
-    return {**document, "releases": {**document["releases"], name: [rev]}, "notes": notes,
+    return {**document, "releases": {**document["releases"], name: labels}, "notes": notes,
             "messages": messages}
 
 

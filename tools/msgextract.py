@@ -58,7 +58,13 @@ C_MACROS: dict[str, tuple[str, int, str]] = {
     "GLOO_ERROR": ("error", 0, "concat"),
     "GLOO_WARN": ("warning", 0, "concat"),
     "GLOO_INFO": ("info", 0, "concat"),
+    # aws-ofi-nccl, NCCL's net plugin over libfabric (EFA): its include/nccl_ofi_log.h prints
+    # through NCCL's logger, "NCCL WARN NET/OFI ..." and "NCCL INFO NET/OFI ..."
+    "NCCL_OFI_WARN": ("error", 0, "printf"),
+    "NCCL_OFI_INFO": ("info", 1, "printf"),
 }
+# What a macro prints before its message (aws-ofi-nccl's macros paste "NET/OFI " before the format)
+C_PREFIX: dict[str, str] = {"NCCL_OFI_WARN": "NET/OFI ", "NCCL_OFI_INFO": "NET/OFI "}
 # Calls whose message is built where it is thrown: read only when they hold real words.
 C_BUILDERS: dict[str, str] = {"c10::str": "concat", "fmt::format": "fmt"}
 _STREAM = re.compile(r"\b(?:LOG|C10_LOG_FIRST_N|LOG_EVERY_N|LOG_FIRST_N)\s*\(\s*(ERROR|WARNING|INFO|FATAL)\b")
@@ -231,6 +237,8 @@ def extract_c(code: str) -> list[Found]:
         if name == "INFO" and args and '"' in args[0]:
             skip = 0  # an INFO-like macro of another project (no subsystem mask)
         pieces = _message(args[skip:], style)
+        if name in C_PREFIX:
+            pieces = [C_PREFIX[name], *pieces]
         if name.startswith("GLOO_ENFORCE") and skip and not any(p != HOLE for p in pieces):
             pieces = [HOLE]  # only the stringified condition: no words of its own
         template = normalise(pieces)

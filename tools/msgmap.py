@@ -137,7 +137,36 @@ TORCH_CORE_RULES: tuple[Rule, ...] = (
      "the process's own lines before it name the failure"),
 )
 
+# aws-ofi-nccl, NCCL's network plugin over libfabric (AWS EFA), read at its releases
+# (catalogue_messages.py --add) (the rules are matched case-insensitively, as all of RULES)
+_OFI = r"^aws-ofi-nccl/"  # (classify() puts the program's name before its files' paths)
+AWS_OFI_RULES: tuple[Rule, ...] = (
+    (_OFI, r"\bcu[A-Z]\w+(?:\(\))? failed|CUDA (?:runtime|driver|initialization|context|function"
+     r"|flush)|cuCtx|cuMem|cuStream|Cuda failure", "cuda-error",
+     "a CUDA call the network plugin made failed"),
+    (_OFI, r"libfabric version|ncclGetVersion|backendVersion|requires GDRCopy|GDRCopy v2 API"
+     r"|not compiled with|at compile time|Libfabric \d\.\d+ API|plugin version",
+     "version-mismatch", "the net plugin, libfabric, GDRCopy or NCCL builds do not fit together"),
+    (_OFI, r"^(?:NET/OFI )?(?:Invalid|Provided|Passed|Expected)\b|NULL|nullptr|not (?:been )?"
+     r"initialized|already (?:finalized|closed|exists)|should not be reached|unexpected "
+     r"|duplicate|out of range|inactive|in-use entries", "internal-error",
+     "an internal check of the net plugin failed (its own state, or what NCCL passed it)"),
+    (_OFI, r"\bfi_\w+|libfabric|provider|\bEFA\b|completion|completed with error|\bCQ\b"
+     r"|endpoint|\bEP\b|domain|fabric|address vector|\bAV\b|\bMR\b|memory region|regist"
+     r"|\brails?\b|RDMA|\bGDR|prov_errno|post(?:ing)? |protocol that worked", "ib-error",
+     "the net plugin's RDMA transport over libfabric (AWS EFA) failed: a libfabric call, a "
+     "completion, a memory registration"),
+    (_OFI, r"\balloc|out of memory", "out-of-memory", "the net plugin could not allocate memory"),
+    (_OFI, r"connect|accept|bootstrap", "peer-unreachable",
+     "the net plugin could not connect to a peer"),
+    # (any other WARN with words of its own; its INFO lines are benign, classify())
+    (_OFI, r"^NET/OFI (?=.*[a-z]{4})", "internal-error", "the net plugin's own state or setup "
+     "failed (a lock, a freelist, its topology file, a request it tracks): its lines before it "
+     "say more"),
+)
+
 RULES: tuple[Rule, ...] = (
+    *AWS_OFI_RULES,
     *LAUNCHER_RULES,
     *TORCH_CORE_RULES,
     (None, r"Duplicate GPU", "duplicate-gpu", "two ranks on one GPU"),
@@ -428,6 +457,10 @@ def classify(source: str, file: str, template: str, level: str,
     """(finding id | "benign" | "unexplained-failure" | "unmapped", why) for one template;
     ``result``: what an NCCL WARN's code path returns (``msgresult.outcomes``)."""
     literal = max(len(p) for p in matcher(template).split(".*?")) if template else 0
+    if source == "aws-ofi-nccl":  # its files' paths are like NCCL's own (src/..., include/...)
+        if level != "error":  # NCCL_OFI_INFO: what the plugin chose or tried; it fails in a WARN
+            return "benign", "the net plugin's INFO line (its failures are its WARN lines)"
+        file = f"{source}/{file}"
     for where, what, maps, why in _SOURCE:
         if (where is None or where.search(file)) and what.search(template):
             return maps, why

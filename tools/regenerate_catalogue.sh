@@ -8,6 +8,8 @@
 #   TORCH_CPP  stored c10d .cpp files, COMMIT/PATH  (default /work/cache/torch-cpp; see torchcpp.py)
 #   DEEPSPEED_GIT, HOROVOD_GIT  git dirs of deepspeedai/DeepSpeed and horovod/horovod (the
 #              launchers, each read at one release tag)
+#   AWS_OFI_GIT  git dir of aws/aws-ofi-nccl (NCCL's net plugin for EFA, read at the last patch
+#              release of each minor, v1.0.1 .. v1.21.1)
 # Extra arguments go to catalogue_messages.py (e.g. --torch PYTORCH_GIT_DIR).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -28,7 +30,12 @@ python tools/catalogue_messages.py --nccl "$NCCL_GIT" --gloo "$GLOO_GIT" \
 # DistributedSampler, torch.cuda, torch.multiprocessing.spawn) from the same wheels
 DEEPSPEED_GIT=${DEEPSPEED_GIT:-/work/.mirror/deepspeedai+DeepSpeed/repo}
 HOROVOD_GIT=${HOROVOD_GIT:-/work/.mirror/horovod+horovod/repo}
+AWS_OFI_GIT=${AWS_OFI_GIT:-/work/.mirror/aws+aws-ofi-nccl/repo}
+AWS_OFI_RELEASES=v1.0.1,v1.1.5,v1.2.0,v1.3.0,v1.4.0,v1.5.0-aws,v1.6.0,v1.7.4-aws,v1.8.1-aws
+AWS_OFI_RELEASES+=,v1.9.2-aws,v1.10.0-aws,v1.11.1-aws,v1.12.1-aws,v1.13.2-aws,v1.14.2,v1.15.0
+AWS_OFI_RELEASES+=,v1.16.3,v1.17.3,v1.18.0,v1.19.2,v1.20.0,v1.21.1
 exec python tools/catalogue_messages.py --remap src/ddpkit/doctor/log/messages.json \
   --add-torch-wheels "$TORCH_WHEELS" \
   --add "deepspeed=$DEEPSPEED_GIT@v0.19.5:^deepspeed/launcher/[^/]+\.py$" \
-  --add "horovod=$HOROVOD_GIT@v0.28.1:^horovod/runner/(?:[^/]+|common/util/[^/]+|util/[^/]+)\.py$"
+  --add "horovod=$HOROVOD_GIT@v0.28.1:^horovod/runner/(?:[^/]+|common/util/[^/]+|util/[^/]+)\.py$" \
+  --add "aws-ofi-nccl=$AWS_OFI_GIT@$AWS_OFI_RELEASES:^(?:src|include)/.*\.(?:c|cc|cpp|h)$"

@@ -35,3 +35,26 @@ def test_the_plugins_other_lines_are_not_an_rdma_error(tmp_path: Path) -> None:
                            "1.19.2", "ip-10-1-2-3:2105:2105 [0] NCCL INFO NET/OFI Selected "
                            "provider is efa, fabric is efa-direct (found 4 nics)"])
     assert found.id != "ib-error"
+
+
+@pytest.mark.parametrize(("release", "where", "message"), [
+    # v1.9.2-aws to v1.21.1 src/nccl_ofi_{rdma,sendrecv}: fi_getinfo finding no provider
+    ("v1.21.1", "nccl_net_ofi_rdma_init:1474", "OFI fi_getinfo() call failed: No data available"),
+    # v1.0.1 to v1.21.1: the fabric provider not opened
+    ("v1.6.0", "nccl_net_ofi_init:612",
+     "Couldn't open a fabric provider. RC: -61, ERROR: No data available"),
+    # v1.19.2 to v1.20.0 src/nccl_ofi_rdma.cpp: a work request's completion with an error
+    ("v1.20.0", "rdma_req_handle_error_entry:1210",
+     "Request 0x7f2c1c00 seq 17 completed with error. RC: 5. Flags: 0. Error: Input/output "
+     "error (113). Completed length: 0, Request: {...}"),
+])
+def test_the_plugins_catalogued_failures_are_an_rdma_error(tmp_path: Path, release: str,
+                                                          where: str, message: str) -> None:
+    """The plugin's own messages, read from its releases into the message catalogue, name the
+    RDMA network that failed under NCCL's "unhandled system error"."""
+    found = top(tmp_path, [HEAD.format(where=where) + message,
+                           "ip-10-1-2-3:2105:2380 [4] NCCL INFO transport/net.cc:695 -> 2",
+                           "RuntimeError: NCCL error in: ../torch/csrc/distributed/c10d/"
+                           "ProcessGroupNCCL.cpp:1269, unhandled system error, NCCL version "
+                           "2.18.5"])
+    assert (found.id, found.severity) == ("ib-error", "error"), release

@@ -20,7 +20,7 @@ def test_every_entry_is_complete_and_mapped() -> None:
     releases = doc["releases"]
     # the three libraries, and the launchers read at one release (catalogue_messages.py --add)
     assert isinstance(releases, dict) and set(releases) == {"nccl", "gloo", "torch", "deepspeed",
-                                                             "horovod"}
+                                                             "horovod", "aws-ofi-nccl"}
     messages = doc["messages"]
     assert isinstance(messages, list) and len(messages) > 1000
     allowed = set(CATALOGUE) | {"benign", "unmapped"}
@@ -206,3 +206,33 @@ def test_a_launchers_messages_keep_their_levels_meaning() -> None:
     assert by_template["Hostfile is empty or not formatted correctly, unable to proceed with "
                        "launching."] == "rendezvous-config"
     assert by_template["Unable to proceed, no GPU resources available"] == "cuda-error"
+
+
+def test_the_efa_plugins_messages_carry_its_prefix_and_their_meaning() -> None:
+    """aws-ofi-nccl (NCCL's net plugin over libfabric, AWS EFA) prints through NCCL's logger with
+    "NET/OFI " pasted before each format (include/nccl_ofi_log.h, NCCL_OFI_WARN and _INFO): its
+    templates carry that prefix, so its short formats ("Initializing %s") match no other
+    program's line; a failed libfabric call, completion or memory registration is ib-error."""
+    found = {(f.template, f.level, f.call) for f in tool("msgextract").extract_c(
+        'NCCL_OFI_WARN("Unable to register memory (type = %d) for device %d. RC: %d, Error: %s",'
+        ' type, dev, ret, fi_strerror(-ret));\n'
+        'NCCL_OFI_INFO(NCCL_INIT | NCCL_NET, "Initializing %s", name);')}
+    assert found == {("NET/OFI Unable to register memory (type = <*>) for device <*>. RC: <*>, "
+                      "Error: <*>", "error", "NCCL_OFI_WARN"),
+                     ("NET/OFI Initializing <*>", "info", "NCCL_OFI_INFO")}
+    by_template = {m["template"]: m for m in shipped_catalogue()["messages"]
+                   if m["source"] == "aws-ofi-nccl"}
+    for template in ("NET/OFI OFI fi_getinfo() call failed: <*>",
+                     "NET/OFI Couldn't open a fabric provider. RC: <*>, ERROR: <*>",
+                     "NET/OFI Unable to register memory (type = <*>) for device <*>. RC: <*>, "
+                     "Error: <*>"):
+        assert by_template[template]["maps"] == "ib-error", template
+    assert "v1.1.5" in {m["first"] for m in shipped_catalogue()["messages"]
+                        if str(m["template"]).startswith("NET/OFI Unable to register memory")}
+    deepspeed = "[INFO] [comm.py:668:init_distributed] Initializing TorchBackend in DeepSpeed"
+    matched = catalogue().match(deepspeed)
+    assert matched is None or matched.source != "aws-ofi-nccl"
+    line = ("ip-10-1-2-3:4821:4990 [3] nccl_net_ofi_rdma_init:1474 NCCL WARN NET/OFI OFI "
+            "fi_getinfo() call failed: No data available")
+    matched = catalogue().match(line)
+    assert matched is not None and (matched.source, matched.maps) == ("aws-ofi-nccl", "ib-error")

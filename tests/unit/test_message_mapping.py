@@ -179,6 +179,8 @@ def line_for(message: dict[str, Any]) -> str:
     source, file, call = message["source"], message["file"], message["call"]
     if source == "nccl":
         return f"gpu1:4242:4250 [0] {file.rsplit('/', 1)[-1]}:42 NCCL WARN {text}"
+    if source == "aws-ofi-nccl":  # NCCL's logger, with the plugin's function for the file
+        return f"gpu1:4242:4250 [0] nccl_net_ofi_init:42 NCCL WARN {text}"
     if source == "gloo":
         return f"[rank1]: RuntimeError: [enforce fail at /src/third_party/gloo/{file}:77] x. {text}"
     if call.startswith("raise "):
