@@ -3,7 +3,7 @@
 From torch 2.3 the c10d store (torch/csrc/distributed/c10d/TCPStore.cpp) can run on libuv, and
 torch 2.4 made it the default where torchrun and ``init_process_group`` create the store
 (``USE_LIBUV``, default 1). A build without libuv (the Windows wheels of those releases) refuses:
-"use_libuv was requested but PyTorch was built without libuv support, run with USE_LIBUV=0 to
+"use_libuv was requested but PyTorch was build without libuv support, run with USE_LIBUV=0 to
 disable it." The rendezvous store is never created, so no rank gets past its start (the facts'
 ``STORE_WITHOUT_LIBUV``). It is a setting torch refused: invalid-usage, as the message catalogue
 files the message (tools/msgmap.py).

@@ -15,8 +15,9 @@ from ddpkit.doctor.log.facts.kinds import (
 )
 
 # torch's TCPStore (torch/csrc/distributed/c10d/TCPStore.cpp, v2.3 on): "use_libuv was requested
-# but PyTorch was built without libuv support, run with USE_LIBUV=0 to disable it."
-NO_LIBUV = re.compile(r"use_libuv was requested but PyTorch was built without libuv support")
+# but PyTorch was build without libuv support, run with USE_LIBUV=0 to disable it." (its words
+# say "build"; "built" is read too, should a release mend them)
+NO_LIBUV = re.compile(r"use_libuv was requested but PyTorch was buil[dt] without libuv support")
 # TORCH_INTERNAL_ASSERT's message (c10/util/Exception.cpp, torch 1.x to 2.x): the file quoted or
 # not, its line after a colon
 INTERNAL_ASSERT = re.compile(r"INTERNAL ASSERT FAILED at \"?([^\s\":]{1,240})\"?:\d+")

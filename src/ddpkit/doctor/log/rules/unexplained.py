@@ -62,7 +62,11 @@ def _c10d_error(text: str) -> bool:
 # Catalogue mappings that name no cause of their own.
 _GENERIC = frozenset({"unexplained-failure", "stopped-while-waiting", "no-failure"})
 _RAISED = re.compile(rf"(?:^|[\]>:|]\s?|{RAY_TAG})\s*(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception"
-                     r"|Exit): ")
+                     r"|Exit): "
+                     # a traceback pasted onto one line: a frame's '", line N, in <function>'
+                     # (CPython's format), then its source line, then the exception
+                     r"|\", line \d+, in [\w<>.]+ [^\n]*?(?<![\w.])(?:[A-Za-z_]\w*\.)*[A-Z]\w*"
+                     r"(?:Error|Exception|Exit): ")
 
 
 @dataclass
