@@ -97,4 +97,7 @@ def test_the_same_torch_and_nccl_everywhere_is_quiet(tmp_path: Path) -> None:
 def test_torchaudio_and_torchvision_pins_are_not_the_torch_build(tmp_path: Path) -> None:
     findings = run(tmp_path, node0="[pip3] torch==2.4.0\n[pip3] torchvision==0.19.0\n",
                    node1="[pip3] torch==2.4.0\n[pip3] torchaudio==2.4.1\n")
-    assert [f.id for f in findings] == ["no-failure"]
+    # (no run's line at all: no-failure or, as the logs end on lines no program of a run
+    # prints, no-result; never a version mismatch)
+    assert [f.id for f in findings] in (["no-failure"], ["no-result"])
+    assert all(f.severity != "error" for f in findings)

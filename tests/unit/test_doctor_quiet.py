@@ -255,6 +255,8 @@ def test_a_log_read_by_head_and_tail_has_one_quiet_tail_with_the_whole_count(
         found = list(verdict._bounded_scan(handle, str(log)))
     assert [e.kind for e in found] == ["log-read"]
     assert found[0].data["lines"] == "5000" and found[0].line == 5000
+    # the log's last line, unknown, numbered in the whole log
+    assert found[0].data["last_line"] == "5000" and found[0].data["last_text"] == lines[-1]
 
 
 # --- nvidia-smi topo -m: a table about the machine, not a run's line ---------------------------------
@@ -315,3 +317,33 @@ def test_a_warning_level_benign_line_stays_no_failure(tmp_path: Path) -> None:
     (top, *_) = run(tmp_path, ["step 10 loss 0.31", "UserWarning: this overload of add_ is "
                                "deprecated"])
     assert top.id in ("no-failure", "no-result") and top.severity != "error"
+
+
+# --- where the log ends ------------------------------------------------------------------------------
+
+WARNED = ("/x/site-packages/torch/distributed/distributed_c10d.py:4631: UserWarning: "
+          "torch.distributed.reduce_op is deprecated, please use torch.distributed.ReduceOp "
+          "instead")
+
+
+def test_a_log_ending_on_a_line_ddpkit_does_not_know_is_no_result_quoting_it(
+        tmp_path: Path) -> None:
+    """A failed run's log ends with its failure, in the words of whatever failed: a log whose
+    last line ddpkit does not know, after known lines and nothing failing, is no-result."""
+    (top, *_) = run(tmp_path, [WARNED, "step 10 loss 0.31", "frobnicator state 7: giving up"])
+    assert (top.id, top.severity) == ("no-result", "warning")
+    assert "line 3" in top.explanation
+    assert [e.line for e in top.evidence] == [3]
+
+
+def test_a_log_ending_on_a_known_line_is_no_failure(tmp_path: Path) -> None:
+    (top, *_) = run(tmp_path, ["step 10 loss 0.31", WARNED])
+    assert (top.id, top.severity) == ("no-failure", "info")
+
+
+def test_a_warnings_source_line_continues_it(tmp_path: Path) -> None:
+    """Python's warnings print the warning, then its source line indented (warnings.formatwarning:
+    "%s:%s: %s: %s\\n" and "  %s\\n"): that line is the known warning's, not an unknown end."""
+    (top, *_) = run(tmp_path, ["step 10 loss 0.31", WARNED,
+                               '  warnings.warn("torch.distributed.reduce_op is deprecated, "'])
+    assert (top.id, top.severity) == ("no-failure", "info")

@@ -136,13 +136,19 @@ def read_quiet(kept: Kept, seen: set[int], scanned: int, total_lines: int
     the scan yielded."""
     recognised = scanned
     read = 0
+    last: tuple[int, str] | None = None  # the log's last line, when ddpkit does not know it
     for number, raw in last_lines(kept):
         if number in seen:
+            last = None
             continue
         text = line_text(raw).strip()
         if not text:
             continue
         read += 1
+        # an indented line after a known one continues it (Python's warnings print the source
+        # line under the warning, "  warnings.warn(...)"; a traceback, its frames' code)
+        continued = last is None and raw[:1] in (b" ", b"\t")
+        last = None
         row = TOPOLOGY_ROW.match(text)
         if row is not None:  # a table about the machine, not a line of a run
             yield "gpu-topology", number, clip(text), {"gpu": row.group("gpu"),
@@ -153,8 +159,12 @@ def read_quiet(kept: Kept, seen: set[int], scanned: int, total_lines: int
             recognised += 1
             if found[0]:
                 yield found[0], number, clip(text), found[1]
-    yield "log-read", total_lines, "", {"lines": str(total_lines), "read": str(read),
-                                        "recognised": str(recognised)}
+        elif not continued:
+            last = (number, clip(text))
+    fields = {"lines": str(total_lines), "read": str(read), "recognised": str(recognised)}
+    if last is not None:  # (a failed run's log ends with its failure, in its program's words)
+        fields.update(last_line=str(last[0]), last_text=last[1])
+    yield "log-read", total_lines, "", fields
 
 
 def _recognise(text: str) -> tuple[str, dict[str, str]] | None:

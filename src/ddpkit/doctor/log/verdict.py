@@ -196,8 +196,11 @@ def _bounded_scan(handle: io.BufferedReader, name: str) -> Iterator[Event]:
     newline = tail.find(b"\n")
     lines += 1 if newline >= 0 else 0  # the partial line the tail starts in
     for event in scan(io.BytesIO(tail[newline + 1:]), name):
-        data = ({**event.data, "lines": str(int(event.get("lines", "0")) + lines)}
-                if event.kind == "log-read" else event.data)  # the whole log's, not the tail's
+        data = event.data
+        if event.kind == "log-read":  # the whole log's counts and line numbers, not the tail's
+            data = {**data, "lines": str(int(event.get("lines", "0")) + lines)}
+            if "last_line" in data:
+                data["last_line"] = str(int(data["last_line"]) + lines)
         yield replace(event, line=event.line + lines, data=data)
 
 

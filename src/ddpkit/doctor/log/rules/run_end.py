@@ -8,8 +8,10 @@ recognises nothing of. (The shell's report of a rank's death: rules/shell_signal
   programs' stages from the quiet tail) and neither a failure nor an end marker answers
   ``no-result``: it stops partway, as a hang or a cut log does; it says where it stops.
 - So does a log of which ddpkit recognises no line (the quiet tail's ``log-read`` count): it
-  cannot say whether the run failed or finished. A log of known lines, none a stage, with no
-  failure and no end, stays ``no-failure``.
+  cannot say whether the run failed or finished; and a log whose last line ddpkit does not know
+  (a failed run's log ends with its failure, in the words of whatever failed). A log of known
+  lines, none a stage, with no failure and no end, that ends on a known line (or on an indented
+  line continuing one: a Python warning's source line) stays ``no-failure``.
 """
 
 from __future__ import annotations
@@ -44,6 +46,7 @@ class RunEnd:
         self.logs = 0  # logs whose quiet tail was read (scan.py): they showed no failure, no end
         self.lines = 0  # their lines
         self.recognised = 0  # their lines ddpkit recognised
+        self.unknown_ends: list[Event] = []  # such logs' last lines, where ddpkit knows none
 
     def feed(self, event: Event) -> None:
         kind = event.kind
@@ -55,6 +58,10 @@ class RunEnd:
             if len(self.topology) < 64 and event.get("gpu").isdigit():
                 self.topology[int(event.get("gpu"))] = event.get("links").split()
         elif kind == "log-read":  # (its counts may come over the wire: read, never trusted)
+            if event.get("last_text") and len(self.unknown_ends) < 16:
+                self.unknown_ends.append(Event(
+                    "log-read", event.file, _count(event.get("last_line")),
+                    event.get("last_text"), event.host, event.node, event.rank, {}))
             self.logs += 1
             self.lines += _count(event.get("lines"))
             self.recognised += _count(event.get("recognised"))
@@ -72,7 +79,7 @@ class RunEnd:
         if self.completed:
             return None
         if not self.stages:
-            return self._unrecognised()
+            return self._unrecognised() or self._ends_unknown()
         e = entry("no-result")
         last = sorted(self.last_stage.values(), key=lambda ev: (ev.file, ev.line))
         stage = _stage_words(last[-1]) if last else ""
@@ -121,6 +128,26 @@ class RunEnd:
                     "bridges (or the IOMMU in the BIOS / iommu=pt) and run without it.\n{fix}",
                     fix=fix)
         return Finding(e.id, e.severity, e.title, text, fix, ())
+
+    def _ends_unknown(self) -> Finding | None:
+        """``no-result`` for a log that ends on a line ddpkit does not know, with no failure and
+        no end before it: a failed run's log ends with its failure, in the words of whatever
+        program failed, so "no failure" would claim more than the log shows."""
+        if not self.unknown_ends:
+            return None
+        e = entry("no-result")
+        text = _n("The log ends on a line ddpkit does not know (line {line}), with no failure "
+                  "and no end of the run before it: that line may be the failure, in the words "
+                  "of the program that failed.",
+                  "{count} logs end on a line ddpkit does not know (the first at line {line}), "
+                  "with no failure and no end of the run before it: those lines may be the "
+                  "failure, in the words of the program that failed.", len(self.unknown_ends),
+                  count=len(self.unknown_ends), line=self.unknown_ends[0].line)
+        bag = Bag()
+        for event in self.unknown_ends:
+            bag.add(event)
+        return Finding(e.id, e.severity, e.title, specific_then_general(text, e.explanation),
+                       e.fix, merge(bag.items))
 
     def _pcie_pairs(self) -> str:
         """The GPU pairs the topology links over PCIe within a NUMA node: ``GPU0-GPU1 (PXB)``."""
