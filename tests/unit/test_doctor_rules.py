@@ -236,3 +236,15 @@ def test_a_truncated_nccl_tests_failure_line_is_not_read(tmp_path: Path) -> None
     log = tmp_path / "nccltests.log"
     log.write_text("node1: Test NCCL failure common.cu:7")  # cut before its quoted error
     assert ids(run(log)) == ["no-result"]  # no finding read into it; no "no failure" either
+
+
+@pytest.mark.parametrize("words", ["Connection reset by peer", "Broken pipe",
+                                   "Transport endpoint is not connected"])
+def test_a_connection_gone_mid_run_is_connection_lost(tmp_path: Path, words: str) -> None:
+    """strerror() of ECONNRESET, EPIPE and ENOTCONN, as C++'s std::system_error carries them out
+    of Gloo's pair ("terminate called after throwing an instance of 'std::system_error'" and its
+    "  what():  <strerror>", libstdc++'s verbose terminate handler)."""
+    log = tmp_path / "rank.log"
+    log.write_text("terminate called after throwing an instance of 'std::system_error'\n"
+                   f"  what():  {words}\n")
+    assert run(log)[0].id == "connection-lost"

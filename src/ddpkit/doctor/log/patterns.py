@@ -324,7 +324,10 @@ PATTERNS: tuple[LinePattern, ...] = (
        fixed=(("source", "gloo"),), claims=True),
     _p(EventKind.CONNECTION_LOST, _LOST,
        r"(?P<detail>Connection reset by peer|Connection closed by (?:remote )?peer|Broken pipe"
-       r"|remote process exited or there was a network error|ECONNRESET)",
+       r"|remote process exited or there was a network error|ECONNRESET"
+       # strerror(ENOTCONN), a send or receive on a connection that is gone (Gloo's pair throws
+       # it as std::system_error)
+       r"|Transport endpoint is not connected)",
        r"\[(?P<addr>[^\]\s]+)\]:(?P<port>\d+)", r"peer (?P<addr>[^\s<]+)<(?P<port>\d+)>",
        claims=True),
     _p(EventKind.CONNECT_ERROR, _CONNECT_ERRORS,

@@ -154,6 +154,7 @@ ERRNOS: dict[int, tuple[str, str]] = {
     101: ("ENETUNREACH", "Network is unreachable"),
     103: ("ECONNABORTED", "Software caused connection abort"),
     104: ("ECONNRESET", "Connection reset by peer"),
+    107: ("ENOTCONN", "Transport endpoint is not connected"),
     110: ("ETIMEDOUT", "Connection timed out"),
     111: ("ECONNREFUSED", "Connection refused"),
     113: ("EHOSTUNREACH", "No route to host"),
