@@ -373,6 +373,8 @@ def _facts(text: str) -> tuple[Fact, ...]:
                   for arch in printed.NVCC_ARCH.findall(text)][:1]
     if "Version mismatch: The cluster was started with" in text:  # Ray's check_version_info
         found.append(Fact(FactKind.VERSIONS_DIFFER, "Ray"))
+    if "GlooDeviceFactory" in text:
+        found += [Fact(FactKind.GLOO_NO_ADDRESS, m) for m in printed.GLOO_NO_ADDRESS.findall(text)[:1]]
     if 'File "' in text:  # a traceback's frame: where the exception after it was raised
         for path in printed.FRAME.findall(text)[:1]:
             module, installed = printed.frame_module(path)

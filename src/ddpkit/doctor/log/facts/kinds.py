@@ -114,6 +114,9 @@ class FactKind(enum.Enum):
     # "module 'torch.distributed' has no attribute '_all_gather_base'", "cannot import name 'X'
     # from 'torch.Y'"; value: the dotted name)
     TORCH_API_MISSING = "torch-api-missing"
+    # torch's Gloo device factory given neither an interface nor a hostname (value: the
+    # transport, TCP or UV): GLOO_SOCKET_IFNAME unset and this machine's hostname empty
+    GLOO_NO_ADDRESS = "gloo-no-address"
     # a Python traceback's frame (CPython's '  File "%U", line %d, in %U'; value: the module as
     # its path names it, "deepspeed.runtime.config", detail: "installed" for a file in an installed
     # package or in torch's own tree, "" for the user's own)

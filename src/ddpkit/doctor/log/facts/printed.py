@@ -108,6 +108,11 @@ CUDA_ERROR = re.compile("|".join(re.escape(t) for t in CUDA_ERRORS)
 TORCH_API_MISSING = re.compile(r"(?<!partially initialized )module '(torch(?:\.[\w.]+)?)' has no "
                                r"attribute '(\w+)'(?! \(most likely due to a circular import)"
                                r"|cannot import name '(\w+)' from '(torch(?:\.[\w.]+)?)'")
+# torch's GlooDeviceFactory.cpp (torch/lib/c10d, later torch/csrc/distributed/c10d; 1.x to 2.x),
+# makeTCPDevice and makeUVDevice: TORCH_CHECK(!interface.empty() || !hostname.empty(),
+# "GlooDeviceFactory::make<T>Device(): interface or hostname can't be empty")
+GLOO_NO_ADDRESS = re.compile(r"GlooDeviceFactory::make(\w+?)Device\(\): interface or hostname "
+                             r"can't be empty")
 # A Python traceback's frame (CPython's Lib/traceback.py and Python/traceback.c, 2.x to 3.13:
 # '  File "%U", line %d, in %U'), after any launcher's rank tag ("[rank0]:", "[default0]:")
 FRAME = re.compile(r'(?:^|[\s:\]>])File "([^"\n]{1,300})", line \d+, in ')
