@@ -248,3 +248,17 @@ def test_a_connection_gone_mid_run_is_connection_lost(tmp_path: Path, words: str
     log.write_text("terminate called after throwing an instance of 'std::system_error'\n"
                    f"  what():  {words}\n")
     assert run(log)[0].id == "connection-lost"
+
+
+@pytest.mark.parametrize("tail", [" (pid: 4242) of binary: /usr/bin/python3", ""])
+def test_the_agents_failed_line_cut_after_the_local_rank_still_names_the_rank(
+        tmp_path: Path, tail: str) -> None:
+    """torchelastic's agent (elastic/multiprocessing/api.py, torch 1.9 on): "failed (exitcode: %d)
+    local_rank: %d (pid: %d) of binary: %s", through Python logging's default format; a paste
+    may stop after the local rank."""
+    log = tmp_path / "rank.log"
+    log.write_text("ERROR:torch.distributed.elastic.multiprocessing.api:failed (exitcode: -11) "
+                   f"local_rank: 0{tail}\ntorch.distributed.elastic.multiprocessing.errors."
+                   "ChildFailedError\n")
+    (found, *_) = run(log)
+    assert found.id == "rank-failed" and "SIGSEGV" in found.explanation

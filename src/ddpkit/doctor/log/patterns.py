@@ -343,9 +343,11 @@ PATTERNS: tuple[LinePattern, ...] = (
     _p(EventKind.SUMMARY_EXIT, _ROOT, r"exitcode\s*:\s*(?P<code>-?\d+) \(pid: (?P<pid>\d+)\)", multi=True),
     _p(EventKind.SUMMARY_SIGNAL, _ROOT,
        r"Signal (?P<signum>\d+) \((?P<signal>SIG\w+)\) received by PID (?P<pid>\d+)", multi=True),
+    # (elastic/multiprocessing/api.py: "failed (exitcode: %d) local_rank: %d (pid: %d) of binary:
+    # %s"; a paste may stop after the local rank)
     _p(EventKind.AGENT_FAILED, ("_rank:",),
-       r"failed \(exitcode: (?P<code>-?\d+)\) local_rank: (?P<local_rank>\d+) \(pid: "
-       r"(?P<pid>\d+)\)", claims=True),
+       r"failed \(exitcode: (?P<code>-?\d+)\) local_rank: (?P<local_rank>\d+)(?: \(pid: "
+       r"(?P<pid>\d+)\))?", claims=True),
     _p(EventKind.CHILD_FAILED, ("ChildFailedError",), r"(?P<detail>ChildFailedError)"),
     # --- failures no rule may name (read by rules/unexplained.py; never claim) ---
     # torchrun/the elastic agent was told to stop (a scheduler, a user, ddpkit's own teardown)
