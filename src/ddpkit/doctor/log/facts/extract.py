@@ -16,7 +16,7 @@ import re
 from functools import lru_cache
 
 from ddpkit.doctor.addresses import address_class
-from ddpkit.doctor.log.facts import printed
+from ddpkit.doctor.log.facts import network, printed
 from ddpkit.doctor.log.facts.kinds import (
     CUDA_CHECK_WORDS,
     CUDA_ERRORS,
@@ -92,35 +92,10 @@ _SHELL_SIGNALS = {"Killed": "SIGKILL", **FATAL_SIGNALS}
 _SHELL_DEATH = re.compile(SHELL_PREFIX + r"(?:\S+: line \d+: +\d+ +|\[\d+\][+-]? +)?("
                           + "|".join(_SHELL_SIGNALS) + r")(?! +process \d)(?: \(core dumped\))?"
                           r"(?: +\S[^\n]*)?\s*$")
-# Ray's own words for a worker that cannot reach the head: python/ray/_private/utils.py
-# "Unable to connect to GCS at %s. Check that (1) Ray GCS with matching version started
-# successfully at the specified address, and (2) there is no firewall setting preventing
-# access.", the C++ GCS client's "Failed to connect to GCS at address %s within %d seconds."
-# (gcs_rpc_client.h), before Ray 2 redis_context.cc's "Could not establish connection to redis
-# %s:%d (context.err = %d)" and "Failed to connect to Redis, retrying."
-_RAY_UNREACHED = re.compile(r"Unable to connect to GCS at (\S+?)\.? Check that"
-                            r"|Failed to connect to GCS at address (\S+) within"
-                            r"|Could not establish connection to redis (\S+) \(context\.err"
-                            r"|(Failed to connect to Redis), retrying")
-# c10d's (torch/csrc/distributed/c10d/socket.cpp): "The IPv4 network addresses of (%s, %d)
-# cannot be retrieved (gai error: %d - %s).", "The client socket has failed to connect to [%s]:%d
-# (errno: ...)", "... to any network address of (%s, %d)", "... while trying to connect to (%s,
-# %d)."
-_DIALLED = re.compile(r"network addresses of \(([^,()\s]+), (\d{1,5})\)"
-                      r"|connect to \[([^\]\s]+)\]:(\d{1,5})"
-                      r"|connect to (?:any network address of )?\(([^,()\s]+), (\d{1,5})\)")
-_GAI_ERROR = re.compile(r"gai error: (-\d{1,2})\b")
-_SHM_PATH = re.compile(r"/dev/shm/[\w.-]+|/dev/shm\b")
-# rdma-core's mlx5 provider (providers/mlx5/cq.c): "mlx5: <host>: got completion with error:",
-# then the CQE in hex, for a failed work completion other than a flush
-_RDMA_ERROR = re.compile(r"\b(mlx\d): \S+: got completion with error")
 # torch's distributed_c10d.py (v1.8 to v2.x, _new_process_group_helper): "Distributed package
 # doesn't have NCCL built in" (also MPI, UCC), the Windows and macOS wheels having no NCCL; the
 # 1.x source split the literal ("... NCCL " "built in"), which a traceback's raise line shows
 _NO_BACKEND = re.compile(r"Distributed package doesn't have (NCCL|MPI|UCC|Gloo)\b")
-# Gloo's GLOO_ENFORCE_EQ in transport/tcp/device.cc (Device::isInitiator, torch v2.4's
-# third_party/gloo): "[enforce fail at .../device.cc:N] ss1.ss_family == ss2.ss_family. 2 vs 10"
-_FAMILY = re.compile(r"ss1\.ss_family == ss2\.ss_family\.? (\d{1,2}) vs (\d{1,2})\b")
 # the variables torchrun (torch.distributed.launch before it) sets for each worker
 _LAUNCHER_VARIABLES = ("RANK|LOCAL_RANK|WORLD_SIZE|LOCAL_WORLD_SIZE|MASTER_ADDR|MASTER_PORT"
                        "|GROUP_RANK")
@@ -300,20 +275,20 @@ def _facts(text: str) -> tuple[Fact, ...]:
             word in text for word in _SHELL_SIGNALS):
         found += _deaths(text)
     if "GCS" in text or "edis" in text:
-        for match in _RAY_UNREACHED.finditer(text):
+        for match in network.RAY_UNREACHED.finditer(text):
             address = match.group(1) or match.group(2) or match.group(3) or ""
             found.append(Fact(FactKind.UNREACHED, address, "ray"))
     if "ddresses of (" in text or "connect to " in text:
-        for match in _DIALLED.finditer(text):
+        for match in network.DIALLED.finditer(text):
             host, port = [g for g in match.groups() if g][:2]
             found.append(Fact(FactKind.DIALLED, host, port))
     if "gai error" in text:
-        for code in _GAI_ERROR.findall(text):
+        for code in network.GAI_ERROR.findall(text):
             found.append(Fact(FactKind.GAI_ERROR, code, GAI_ERRORS.get(int(code), ("", ""))[0]))
     if "/dev/shm" in text:
-        found += [Fact(FactKind.SHM_PATH, m) for m in dict.fromkeys(_SHM_PATH.findall(text))]
+        found += [Fact(FactKind.SHM_PATH, m) for m in dict.fromkeys(network.SHM_PATH.findall(text))]
     if "completion with error" in text:
-        found += [Fact(FactKind.RDMA_ERROR, m) for m in _RDMA_ERROR.findall(text)]
+        found += [Fact(FactKind.RDMA_ERROR, m) for m in network.RDMA_ERROR.findall(text)]
     if "evice(" in text or ".cuda(" in text or "Module.cpp" in text:
         found += [Fact(FactKind.DEVICE_SELECT, _first(m.groups())) for m in _SELECT.finditer(text)]
     # (also glog's "Check failed: ... unhandled cuda error"; NCCL's CUDACHECK warns "Cuda failure
@@ -387,7 +362,7 @@ def _facts(text: str) -> tuple[Fact, ...]:
     if "use_libuv" in text:
         found += [Fact(FactKind.STORE_WITHOUT_LIBUV, "libuv") for _m in printed.NO_LIBUV.findall(text)]
     if "ss_family" in text:
-        found += [Fact(FactKind.FAMILY_MISMATCH, a, b) for a, b in _FAMILY.findall(text)]
+        found += [Fact(FactKind.FAMILY_MISMATCH, a, b) for a, b in network.FAMILY.findall(text)]
     if ("expected, but not set" in text or "_env_error(" in text or "KeyError: '" in text
             or "required for env://" in text):
         found += [Fact(FactKind.UNSET_VARIABLE, _first(m.groups()).upper())

@@ -1,0 +1,33 @@
+"""How the programs of a job's network print what they dialled and how it failed: Ray, c10d's
+socket, getaddrinfo, /dev/shm paths, rdma-core's mlx5 provider, Gloo's address families (the
+regexes facts/extract.py applies to a line, each with the source of its template)."""
+
+from __future__ import annotations
+
+import re
+
+# Ray's own words for a worker that cannot reach the head: python/ray/_private/utils.py
+# "Unable to connect to GCS at %s. Check that (1) Ray GCS with matching version started
+# successfully at the specified address, and (2) there is no firewall setting preventing
+# access.", the C++ GCS client's "Failed to connect to GCS at address %s within %d seconds."
+# (gcs_rpc_client.h), before Ray 2 redis_context.cc's "Could not establish connection to redis
+# %s:%d (context.err = %d)" and "Failed to connect to Redis, retrying."
+RAY_UNREACHED = re.compile(r"Unable to connect to GCS at (\S+?)\.? Check that"
+                           r"|Failed to connect to GCS at address (\S+) within"
+                           r"|Could not establish connection to redis (\S+) \(context\.err"
+                           r"|(Failed to connect to Redis), retrying")
+# c10d's (torch/csrc/distributed/c10d/socket.cpp): "The IPv4 network addresses of (%s, %d)
+# cannot be retrieved (gai error: %d - %s).", "The client socket has failed to connect to [%s]:%d
+# (errno: ...)", "... to any network address of (%s, %d)", "... while trying to connect to (%s,
+# %d)."
+DIALLED = re.compile(r"network addresses of \(([^,()\s]+), (\d{1,5})\)"
+                     r"|connect to \[([^\]\s]+)\]:(\d{1,5})"
+                     r"|connect to (?:any network address of )?\(([^,()\s]+), (\d{1,5})\)")
+GAI_ERROR = re.compile(r"gai error: (-\d{1,2})\b")
+SHM_PATH = re.compile(r"/dev/shm/[\w.-]+|/dev/shm\b")
+# rdma-core's mlx5 provider (providers/mlx5/cq.c): "mlx5: <host>: got completion with error:",
+# then the CQE in hex, for a failed work completion other than a flush
+RDMA_ERROR = re.compile(r"\b(mlx\d): \S+: got completion with error")
+# Gloo's GLOO_ENFORCE_EQ in transport/tcp/device.cc (Device::isInitiator, torch v2.4's
+# third_party/gloo): "[enforce fail at .../device.cc:N] ss1.ss_family == ss2.ss_family. 2 vs 10"
+FAMILY = re.compile(r"ss1\.ss_family == ss2\.ss_family\.? (\d{1,2}) vs (\d{1,2})\b")
