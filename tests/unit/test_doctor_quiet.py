@@ -347,3 +347,27 @@ def test_a_warnings_source_line_continues_it(tmp_path: Path) -> None:
     (top, *_) = run(tmp_path, ["step 10 loss 0.31", WARNED,
                                '  warnings.warn("torch.distributed.reduce_op is deprecated, "'])
     assert (top.id, top.severity) == ("no-failure", "info")
+
+
+CUT_TRACEBACK = ["Traceback (most recent call last):",
+                 '  File "train.py", line 9, in <module>',
+                 "    trainer.train()",
+                 '  File "/x/site-packages/ultralytics/engine/trainer.py", line 206, in train',
+                 "    raise e"]
+
+
+@pytest.mark.parametrize("after", [[], ["gpu1:4242:4250 [0] NCCL INFO CC Off, workFifoBytes "
+                                        "1048576"]])
+def test_a_traceback_without_its_exception_line_is_an_unread_failure(tmp_path: Path,
+                                                                     after: list[str]) -> None:
+    """CPython's report of an exception begins "Traceback (most recent call last):" and ends with
+    the exception's line; a paste that lost that line still shows that a process failed."""
+    (top, *_) = run(tmp_path, ["step 10 loss 0.31", *CUT_TRACEBACK, *after])
+    assert (top.id, top.severity) == ("unexplained-failure", "warning")
+    assert "line 2" in top.explanation and [e.line for e in top.evidence] == [2]
+
+
+def test_a_traceback_with_its_exception_line_is_that_exception(tmp_path: Path) -> None:
+    (top, *_) = run(tmp_path, [*CUT_TRACEBACK, "RuntimeError: CUDA error: an illegal memory "
+                                               "access was encountered"])
+    assert top.id == "cuda-error" and "exception line is not" not in top.explanation

@@ -96,6 +96,10 @@ STAGES: tuple[tuple[re.Pattern[str], str], ...] = (
     # "Added key: %s to store for rank: %s", info in torch 1.x, debug in 2.x)
     (re.compile(r"\bAdded key: store_based_barrier_key:\S+ to store for rank: \d+"),
      "c10d-barrier"),
+    # CPython's report of an exception ("Traceback (most recent call last):", then its frames),
+    # here without the exception's own line after it (the scan reads that line as a failure):
+    # a process failed, and the line that says how is not in the log
+    (re.compile(r"^(?:\S+\s)?Traceback \(most recent call last\):"), "traceback"),
     # PaddlePaddle's NCCL context init (imperative/nccl_context.cc, VLOG(0): "init nccl context
     # nranks: " << nranks << " local rank: " ...)
     (re.compile(r"\binit nccl context nranks: \d+ local rank: \d+"), "paddle-nccl-init"),

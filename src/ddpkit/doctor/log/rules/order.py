@@ -103,6 +103,9 @@ RULES: tuple[Rule, ...] = (
          when=(INIT_STARTED,), unless=(AnyFound(), COMM_COMPLETED)),
     Rule("unexplained", frozenset({"unexplained-failure", "stopped-while-waiting", CATALOGUED}),
          lambda r, _read: r.unexplained.finding(decide.waited_on(r)), unless=(ErrorFound(),)),
+    # a traceback the log holds without its exception line: a failure, not read
+    Rule("cut-traceback", frozenset({"unexplained-failure"}),
+         lambda r, _read: r.run_end.cut_traceback(), unless=(AnyFound(),)),
     Rule("no-result", frozenset({"no-result"}),
          lambda r, _read: r.run_end.no_result(decide.waited_on(r)), unless=(AnyFound(),)),
     Rule("no-failure", frozenset({"no-failure"}), decide.no_failure, unless=(AnyFound(),)),

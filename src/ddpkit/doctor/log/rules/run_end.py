@@ -12,6 +12,8 @@ recognises nothing of. (The shell's report of a rank's death: rules/shell_signal
   (a failed run's log ends with its failure, in the words of whatever failed). A log of known
   lines, none a stage, with no failure and no end, that ends on a known line (or on an indented
   line continuing one: a Python warning's source line) stays ``no-failure``.
+- A Python traceback whose exception line the log does not hold (the quiet tail's
+  ``traceback`` stage) is a failure ddpkit cannot read: ``unexplained-failure``, a warning.
 """
 
 from __future__ import annotations
@@ -47,6 +49,8 @@ class RunEnd:
         self.lines = 0  # their lines
         self.recognised = 0  # their lines ddpkit recognised
         self.unknown_ends: list[Event] = []  # such logs' last lines, where ddpkit knows none
+        # per file, the first traceback whose exception line the log does not hold
+        self.tracebacks: dict[str, Event] = {}
 
     def feed(self, event: Event) -> None:
         kind = event.kind
@@ -68,9 +72,31 @@ class RunEnd:
         elif kind in STAGE_KINDS:
             if kind == "nccltests-rank" and len(self.tables) < 4096:
                 self.tables.add((event.file, event.line))
+            if event.get("stage") == "traceback":  # a failure began, no stage of a run
+                if event.file not in self.tracebacks and len(self.tracebacks) < 256:
+                    self.tracebacks[event.file] = event
+                return
             self.stages += event.repeat
             if event.file in self.last_stage or len(self.last_stage) < 256:
                 self.last_stage[event.file] = event
+
+    def cut_traceback(self) -> Finding | None:
+        """``unexplained-failure``, a warning, for a Python traceback whose exception line the
+        log does not hold (a log with no failure read and no end): a process failed there, and
+        the line that says how was not kept."""
+        if self.completed or not self.tracebacks:
+            return None
+        e = entry("unexplained-failure")
+        first = min(self.tracebacks.values(), key=lambda ev: (ev.file, ev.line))
+        text = _("The log holds a Python traceback (line {line}) whose exception line is not "
+                 "in it: a process failed there, and the line that says how was not kept. "
+                 "Without it ddpkit cannot name the cause.", line=first.line)
+        fix = _("Give ddpkit the whole output of that process, down to the traceback's last "
+                "line (the exception's type and message): torchrun --tee 3 or --log-dir keeps "
+                "each rank's output.")
+        bag = Bag()
+        bag.add(first)
+        return Finding(e.id, "warning", e.title, text, fix, merge(bag.items))
 
     def no_result(self, waited_on: str) -> Finding | None:
         """``no-result`` when the log shows a stage of a run and no end marker, or when ddpkit
