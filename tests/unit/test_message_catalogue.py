@@ -8,7 +8,8 @@ import pytest
 from tools_loader import CATALOGUE_DATA, run_catalogue, shipped_catalogue, tool
 
 from ddpkit.doctor.catalogue import CATALOGUE
-from ddpkit.doctor.log.messages import catalogue
+from ddpkit.doctor.log.diagnose import diagnose
+from ddpkit.doctor.log.messages import catalogue, first_sentence
 
 ROOT = Path(__file__).resolve().parents[2]
 REPORT = ROOT / "docs" / "message-coverage.md"
@@ -236,3 +237,21 @@ def test_the_efa_plugins_messages_carry_its_prefix_and_their_meaning() -> None:
             "fi_getinfo() call failed: No data available")
     matched = catalogue().match(line)
     assert matched is not None and (matched.source, matched.maps) == ("aws-ofi-nccl", "ib-error")
+
+
+def test_a_message_wrapped_after_its_first_sentence_is_still_recognised(tmp_path: Path) -> None:
+    """torch.cuda's lazy init (torch/cuda/__init__.py, every release the catalogue read): "Cannot
+    re-initialize CUDA in forked subprocess. To use CUDA with multiprocessing, you must use the
+    'spawn' start method", posted wrapped after its first sentence: that sentence, ending its
+    line, is the message; words after it on the same line are another text."""
+    first = "RuntimeError: Cannot re-initialize CUDA in forked subprocess."
+    matched = catalogue().match(first)
+    assert matched is not None and matched.file == "torch/cuda/__init__.py"
+    assert matched.maps == "cuda-error"
+    assert catalogue().match(first + " Something else entirely was said here") is None
+    log = tmp_path / "rank.log"
+    log.write_text(first + "\nTo use CUDA with multiprocessing, you must use the 'spawn' start "
+                   "method\n")
+    assert diagnose([str(log)])[0].id == "cuda-error"
+    assert first_sentence(r"Short\ one\.\ Then\ more") is None  # too little to hold on to
+    assert first_sentence(r"No\ sentence\ ends\ here\ at\ all\ in\ this\ long\ matcher") is None

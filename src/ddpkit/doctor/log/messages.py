@@ -85,6 +85,21 @@ def _literal(matcher: str) -> int:
     return max((len(part) for part in matcher.split(".*?")), default=0)
 
 
+_SENTENCE_END = "\\.\\ "  # a matcher's ". " (escaped): one sentence ends, another begins
+FIRST_SENTENCE_LITERAL = 30
+
+
+def first_sentence(matcher: str) -> str | None:
+    """The matcher of a template's first sentence, when the template has more and that one
+    holds ``FIRST_SENTENCE_LITERAL`` characters of literal text: a posted log often wraps a long
+    message after its first sentence (the rest, often the advice, on the next line), and that
+    sentence alone says what the message says."""
+    head, found, _rest = matcher.partition(_SENTENCE_END)
+    if not found or head.endswith(".*?") or _literal(head) < FIRST_SENTENCE_LITERAL:
+        return None
+    return head
+
+
 def build(document: dict[str, object]) -> Catalogue:
     """A :class:`Catalogue` from the data file's document."""
     raw = document["messages"]
@@ -95,13 +110,17 @@ def build(document: dict[str, object]) -> Catalogue:
         matcher = str(item["matcher"])
         if _literal(matcher) < MIN_LITERAL:
             continue
-        literal = re.sub(r"\\(.)", r"\1", matcher.replace(".*?", " "))
+        head = first_sentence(matcher)
+        pattern = tolerant(matcher)
+        if head is not None:  # (the line may end after the first sentence and its period)
+            pattern = f"{pattern}|{tolerant(head)}\\.?\\s*$"
+        literal = re.sub(r"\\(.)", r"\1", (head or matcher).replace(".*?", " "))
         found = set(_WORD.findall(literal))
         if not found:
             continue
         messages.append(Message(str(item["source"]), str(item["file"]), str(item["template"]),
                                 str(item["level"]), str(item["first"]), str(item["last"]),
-                                str(item["maps"]), re.compile(tolerant(matcher))))
+                                str(item["maps"]), re.compile(pattern)))
         words.append(found)
     frequency: dict[str, int] = {}
     for found in words:
