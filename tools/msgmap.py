@@ -62,10 +62,15 @@ LAUNCHER_RULES: tuple[Rule, ...] = (
      "DeepSpeed's launcher could not reach a host of the hostfile over ssh"),
     (r"^deepspeed/launcher/", r"exits with return code", "rank-failed",
      "a worker DeepSpeed's launcher started exited with an error"),
-    (r"^deepspeed/launcher/", r"should not be a file|--no_python", "invalid-usage",
-     "DeepSpeed's launcher refused its arguments"),
+    # (launch.py with --save_pid asserts that no pid file of an earlier launch is left)
+    (r"^deepspeed/launcher/", r"pid file exists", "rendezvous-config",
+     "DeepSpeed's launcher found the pid file of an earlier launch (--save_pid): a previous "
+     "run's state left behind"),
+    (r"^deepspeed/launcher/", r"should not be a file|--no_python|argument is not supported",
+     "invalid-usage", "DeepSpeed's launcher refused its arguments"),
     (r"^deepspeed/launcher/", r"[Hh]ostfile|[Hh]ost|slot|num_nodes|Num nodes|include|exclude"
-     r"|world_info|launcher|devices per node|MIN:MAX|master address|backend does not support",
+     r"|world_info|launcher|devices per node|MIN:MAX|master addr|backend does not support"
+     r"|Min nodes|node_rank",
      "rendezvous-config", "DeepSpeed's launch settings (its hostfile, the nodes and GPUs to use, "
      "its multinode runner)"),
     # Horovod's launcher (horovod/runner/)

@@ -207,6 +207,13 @@ def test_a_launchers_messages_keep_their_levels_meaning() -> None:
     assert by_template["Hostfile is empty or not formatted correctly, unable to proceed with "
                        "launching."] == "rendezvous-config"
     assert by_template["Unable to proceed, no GPU resources available"] == "cuda-error"
+    # its asserts (read since msgextract reads assert statements): the launch's settings, an
+    # argument refused, an earlier launch's pid file
+    assert by_template["Master Addr is required when elastic training is enabled"] == \
+        "rendezvous-config"
+    assert by_template["--no_local_rank argument is not supported in Elastic training"] == \
+        "invalid-usage"
+    assert by_template["pid file exists but shouldn't"] == "rendezvous-config"
 
 
 def test_the_efa_plugins_messages_carry_its_prefix_and_their_meaning() -> None:
