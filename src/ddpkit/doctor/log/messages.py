@@ -92,8 +92,9 @@ FIRST_SENTENCE_LITERAL = 30
 def first_sentence(matcher: str) -> str | None:
     """The matcher of a template's first sentence, when the template has more and that one
     holds ``FIRST_SENTENCE_LITERAL`` characters of literal text: a posted log often wraps a long
-    message after its first sentence (the rest, often the advice, on the next line), and that
-    sentence alone says what the message says."""
+    message after its first sentence (the rest, often the advice, on the next line), ddpkit
+    clips a long line it quotes (``findings.clip``), and that sentence says what the message
+    says."""
     head, found, _rest = matcher.partition(_SENTENCE_END)
     if not found or head.endswith(".*?") or _literal(head) < FIRST_SENTENCE_LITERAL:
         return None
@@ -112,8 +113,8 @@ def build(document: dict[str, object]) -> Catalogue:
             continue
         head = first_sentence(matcher)
         pattern = tolerant(matcher)
-        if head is not None:  # (the line may end after the first sentence and its period)
-            pattern = f"{pattern}|{tolerant(head)}\\.?\\s*$"
+        if head is not None:  # (the line ends after it, or ddpkit clipped the line past it)
+            pattern = f"{pattern}|{tolerant(head)}(?:\\.?\\s*$|\\.\\s.*…$)"
         literal = re.sub(r"\\(.)", r"\1", (head or matcher).replace(".*?", " "))
         found = set(_WORD.findall(literal))
         if not found:
