@@ -73,6 +73,46 @@ LAUNCHER_RULES: tuple[Rule, ...] = (
      r"|Min nodes|node_rank",
      "rendezvous-config", "DeepSpeed's launch settings (its hostfile, the nodes and GPUs to use, "
      "its multinode runner)"),
+    # Hugging Face accelerate's launchers (src/accelerate/: launchers.py's notebook_launcher,
+    # commands/launch.py's `accelerate launch`, state.py, utils/launch.py)
+    (r"^src/accelerate/", r"initialized before the `notebook_launcher`|has been initialized "
+     r"before|should only be initialized inside|avoid running any instruction using"
+     r"|outside import causing issues once the `notebook_launcher",
+     "cuda-error", "CUDA was initialised in the notebook's own process before the launcher "
+     "forked its workers, which cannot use it then"),
+    (r"^src/accelerate/", r"another process is utilizing it|is already in use", "port-in-use",
+     "accelerate found the main process's port taken"),
+    (r"^src/accelerate/", r"RTX (?:3090|4000)|via P2P or IB", "p2p",
+     "accelerate refused to run consumer GPUs without P2P unless NCCL's P2P and IB are off"),
+    (r"^src/accelerate/", r"requires? (?:pytorch|torch|PyTorch|DeepSpeed|GDRCopy) ?>=|MPS not "
+     r"available|not built with", "version-mismatch",
+     "the torch (or DeepSpeed) installed is older than this launch needs"),
+    (r"^src/accelerate/", r"main process (?:IP|port)|MASTER_ADDR|node_rank|multiple machines",
+     "rendezvous-config", "accelerate's rendezvous settings (the machines, the main process's "
+     "address and port, the node's rank)"),
+    (r"^src/accelerate/", r"num_processes|number of processes|at least (?:2|two) "
+     r"(?:processes|GPU)|GPU ids|number of (?:TPU )?devices|can only (?:pick|use) one"
+     r"|cannot be used (?:together|with)|Unknown "
+     r"(?:dynamo backend|mixed_precision)|should be a python script|should have a function named"
+     r"|not supported|doesn.t support|You cannot use|when using `--|set `--|requires FSDP"
+     r"|must be initialized before|Please make sure to properly initialize|assigned backend"
+     r"|specified in the `parallelism_config`", "invalid-usage",
+     "accelerate refused its arguments or a call made before its state was set up"),
+    (r"^src/accelerate/", r".", "unexplained-failure",
+     "accelerate's own check of what its launch needs (a package, a credential, its state): "
+     "the message names it"),
+    # PyTorch Lightning's launchers and cluster environments (1.6 on: pytorch_lightning/,
+    # lightning_fabric/, lightning/{fabric,pytorch}/ strategies/launchers and plugins/environments)
+    (r"(?:^|/)(?:lightning/(?:fabric|pytorch)|lightning_fabric|pytorch_lightning)/",
+     r"SLURM|--ntasks|num_nodes|devices=|[Ee]nvironment variable|LSB_|JSM_|Kubeflow|job id",
+     "rendezvous-config", "Lightning's cluster environment or its node and device counts do "
+     "not match the scheduler's"),
+    (r"(?:^|/)(?:lightning/(?:fabric|pytorch)|lightning_fabric|pytorch_lightning)/",
+     r"start method|Forking is disabled|twice on the same Trainer|deferred initialization"
+     r"|only create subprocesses once|local_rank > 0", "invalid-usage",
+     "Lightning refused its launcher's settings or a second launch"),
+    (r"(?:^|/)(?:lightning/(?:fabric|pytorch)|lightning_fabric|pytorch_lightning)/", r".",
+     "unexplained-failure", "Lightning's launcher's own check: the message names it"),
     # Horovod's launcher (horovod/runner/)
     (r"^horovod/runner/", r"via ssh", "peer-unreachable",
      "horovodrun could not reach a host over ssh"),

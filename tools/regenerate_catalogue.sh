@@ -31,6 +31,15 @@ python tools/catalogue_messages.py --nccl "$NCCL_GIT" --gloo "$GLOO_GIT" \
 DEEPSPEED_GIT=${DEEPSPEED_GIT:-/work/.mirror/deepspeedai+DeepSpeed/repo}
 HOROVOD_GIT=${HOROVOD_GIT:-/work/.mirror/horovod+horovod/repo}
 AWS_OFI_GIT=${AWS_OFI_GIT:-/work/.mirror/aws+aws-ofi-nccl/repo}
+ACCELERATE_GIT=${ACCELERATE_GIT:-/work/.mirror/huggingface+accelerate/repo}
+LIGHTNING_GIT=${LIGHTNING_GIT:-/work/.mirror/Lightning-AI+pytorch-lightning/repo}
+# accelerate: the last patch release of each minor v0.10 .. v1.14; Lightning: of each minor 1.6 .. 2.6
+ACCELERATE_RELEASES=v0.10.0,v0.11.0,v0.12.0,v0.13.2,v0.14.0,v0.15.0,v0.16.0,v0.17.1,v0.18.0
+ACCELERATE_RELEASES+=,v0.19.0,v0.20.3,v0.21.0,v0.22.0,v0.23.0,v0.24.1,v0.25.0,v0.26.1,v0.27.2
+ACCELERATE_RELEASES+=,v0.28.0,v0.29.3,v0.30.1,v0.31.0,v0.32.1,v0.33.0,v0.34.2,v1.0.1,v1.1.1
+ACCELERATE_RELEASES+=,v1.2.1,v1.3.0,v1.4.0,v1.5.2,v1.6.0,v1.7.0,v1.8.1,v1.9.0,v1.10.1,v1.11.0
+ACCELERATE_RELEASES+=,v1.12.0,v1.13.0,v1.14.0
+LIGHTNING_RELEASES=1.6.5,1.7.7,1.8.6,1.9.5,2.0.9,2.1.4,2.2.5,2.3.3,2.4.0,2.5.6,2.6.5
 AWS_OFI_RELEASES=v1.0.1,v1.1.5,v1.2.0,v1.3.0,v1.4.0,v1.5.0-aws,v1.6.0,v1.7.4-aws,v1.8.1-aws
 AWS_OFI_RELEASES+=,v1.9.2-aws,v1.10.0-aws,v1.11.1-aws,v1.12.1-aws,v1.13.2-aws,v1.14.2,v1.15.0
 AWS_OFI_RELEASES+=,v1.16.3,v1.17.3,v1.18.0,v1.19.2,v1.20.0,v1.21.1
@@ -38,4 +47,6 @@ exec python tools/catalogue_messages.py --remap src/ddpkit/doctor/log/messages.j
   --add-torch-wheels "$TORCH_WHEELS" \
   --add "deepspeed=$DEEPSPEED_GIT@v0.19.5:^deepspeed/launcher/[^/]+\.py$" \
   --add "horovod=$HOROVOD_GIT@v0.28.1:^horovod/runner/(?:[^/]+|common/util/[^/]+|util/[^/]+)\.py$" \
-  --add "aws-ofi-nccl=$AWS_OFI_GIT@$AWS_OFI_RELEASES:^(?:src|include)/.*\.(?:c|cc|cpp|h)$"
+  --add "aws-ofi-nccl=$AWS_OFI_GIT@$AWS_OFI_RELEASES:^(?:src|include)/.*\.(?:c|cc|cpp|h)$" \
+  --add "accelerate=$ACCELERATE_GIT@$ACCELERATE_RELEASES:^src/accelerate/(?:launchers|state|commands/launch|utils/launch)\.py$" \
+  --add "lightning=$LIGHTNING_GIT@$LIGHTNING_RELEASES:^src/(?:lightning/(?:fabric|pytorch)|lightning_fabric|pytorch_lightning)/(?:strategies/launchers|plugins/environments)/[^/]+\.py$"

@@ -20,8 +20,8 @@ def test_every_entry_is_complete_and_mapped() -> None:
     doc = shipped_catalogue()
     releases = doc["releases"]
     # the three libraries, and the launchers read at one release (catalogue_messages.py --add)
-    assert isinstance(releases, dict) and set(releases) == {"nccl", "gloo", "torch", "deepspeed",
-                                                             "horovod", "aws-ofi-nccl"}
+    assert isinstance(releases, dict) and set(releases) == {
+        "nccl", "gloo", "torch", "deepspeed", "horovod", "aws-ofi-nccl", "accelerate", "lightning"}
     messages = doc["messages"]
     assert isinstance(messages, list) and len(messages) > 1000
     allowed = set(CATALOGUE) | {"benign", "unmapped"}
@@ -250,15 +250,41 @@ def test_a_message_wrapped_after_its_first_sentence_is_still_recognised(tmp_path
     """torch.cuda's lazy init (torch/cuda/__init__.py, every release the catalogue read): "Cannot
     re-initialize CUDA in forked subprocess. To use CUDA with multiprocessing, you must use the
     'spawn' start method", posted wrapped after its first sentence: that sentence, ending its
-    line, is the message; words after it on the same line are another text."""
+    line, is the message; a part of it, or other words after it, are not."""
     first = "RuntimeError: Cannot re-initialize CUDA in forked subprocess."
     matched = catalogue().match(first)
     assert matched is not None and matched.file == "torch/cuda/__init__.py"
     assert matched.maps == "cuda-error"
+    assert catalogue().match("RuntimeError: Cannot re-initialize CUDA in forked") is None
     assert catalogue().match(first + " Something else entirely was said here") is None
+    clipped = first + " To use CUDA with multiprocessing, you mu…"  # (findings.clip's cut)
+    assert catalogue().match(clipped) == matched
     log = tmp_path / "rank.log"
     log.write_text(first + "\nTo use CUDA with multiprocessing, you must use the 'spawn' start "
                    "method\n")
     assert diagnose([str(log)])[0].id == "cuda-error"
     assert first_sentence(r"Short\ one\.\ Then\ more") is None  # too little to hold on to
     assert first_sentence(r"No\ sentence\ ends\ here\ at\ all\ in\ this\ long\ matcher") is None
+
+
+def test_accelerates_and_lightnings_launchers_keep_their_meaning(tmp_path: Path) -> None:
+    """accelerate's launchers (src/accelerate/launchers.py, commands/launch.py, state.py; v0.10
+    to v1.14) and Lightning's launchers and cluster environments (1.6 to 2.6), read at their
+    raise sites: CUDA initialised before the notebook launcher forks, a refused flag, the
+    scheduler's counts that do not match Lightning's."""
+    by_template = {m["template"]: m["maps"] for m in shipped_catalogue()["messages"]
+                   if m["source"] in ("accelerate", "lightning")}
+    assert by_template["You need to use at least 2 processes to use `--multi_gpu`."] == \
+        "invalid-usage"
+    assert by_template["When using multiple machines, you need to specify the main process "
+                       "port."] == "rendezvous-config"
+    assert any(maps == "cuda-error" for template, maps in by_template.items()
+               if "initialized before the `notebook_launcher`" in template)
+    assert any(maps == "rendezvous-config" for template, maps in by_template.items()
+               if template.startswith("You set `num_nodes=<*>` in Lightning"))
+    log = tmp_path / "notebook.log"
+    log.write_text("Traceback (most recent call last):\n"
+                   "ValueError: To launch a multi-GPU training from your notebook, the "
+                   "`Accelerator` should only be initialized inside your training function. "
+                   "Restart your notebook and make sure no cells initializes an `Accelerator`.\n")
+    assert diagnose([str(log)])[0].id == "cuda-error"
