@@ -33,6 +33,7 @@ from ddpkit.doctor.catalogue import CATALOGUE, GENERIC
 from ddpkit.doctor.findings import clip
 from ddpkit.doctor.log.messages import catalogue
 from ddpkit.doctor.log.tail import LINE_WINDOW, Kept
+from ddpkit.launch.torchrun.tracebacks import TRACEBACK_HEAD
 from ddpkit.plain_text import line_text
 
 QUIET_LINES = 2000  # the last lines read whole
@@ -99,7 +100,7 @@ STAGES: tuple[tuple[re.Pattern[str], str], ...] = (
     # CPython's report of an exception ("Traceback (most recent call last):", then its frames),
     # here without the exception's own line after it (the scan reads that line as a failure):
     # a process failed, and the line that says how is not in the log
-    (re.compile(r"^(?:\S+\s)?Traceback \(most recent call last\):"), "traceback"),
+    (re.compile(r"^(?:\S+\s)?" + re.escape(TRACEBACK_HEAD)), "traceback"),
     # PaddlePaddle's NCCL context init (imperative/nccl_context.cc, VLOG(0): "init nccl context
     # nranks: " << nranks << " local rank: " ...)
     (re.compile(r"\binit nccl context nranks: \d+ local rank: \d+"), "paddle-nccl-init"),

@@ -26,13 +26,17 @@ from ddpkit.i18n import _
 from ddpkit.launch.outcomes import CONSEQUENCE_PATTERNS, STOP_SIGNALS, describe_exit
 from ddpkit.launch.torchrun.command import RankFailure, parse_failures
 from ddpkit.launch.torchrun.torch_log import MONTH_DAY_TIME
-from ddpkit.launch.torchrun.tracebacks import PythonException, last_exception, without_warnings
+from ddpkit.launch.torchrun.tracebacks import (
+    TRACEBACK_HEAD,
+    PythonException,
+    last_exception,
+    without_warnings,
+)
 from ddpkit.wording import clauses, sentences
 
 PEER_GONE = CONSEQUENCE_PATTERNS  # one list: launch.outcomes orders nodes by the same words
 LAST_LINES = 3
 MAX_LOG_BYTES = 4 << 20  # of a rank's stderr read (its end): a rank that printed more is cut
-_TRACEBACK = "Traceback (most recent call last):"
 _RANK_PREFIX = re.compile(r"^\[rank(\d+)\]:")  # torch's prefix on a rank's stderr lines
 _GLOG_WARNING = re.compile(rf"^(?:\[rank\d+\]:\s?)?\[?W{MONTH_DAY_TIME}")  # c10d's [W1204 ...]
 
@@ -110,7 +114,7 @@ def last_words(lines: Sequence[str], raised: PythonException | None,
     quoted as the exception); else the last lines of all."""
     kept = list(lines)
     if raised is not None:
-        starts = [i for i, line in enumerate(kept) if line.rstrip().endswith(_TRACEBACK)]
+        starts = [i for i, line in enumerate(kept) if line.rstrip().endswith(TRACEBACK_HEAD)]
         if starts:
             kept = kept[: starts[-1]]
     return tuple(_strip(kept)[-count:])

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from ddpkit.i18n import _
 from ddpkit.launch.config import LaunchConfig
 from ddpkit.launch.torchrun.torch_log import is_harmless
+from ddpkit.launch.torchrun.tracebacks import TRACEBACK_HEAD
 
 LOCAL_RANK_MACRO = "${local_rank}"
 # ^ torch.distributed.elastic.utils.macros.local_rank: the agent substitutes each worker's local
@@ -292,7 +293,7 @@ class AgentTracebackFilter:
         if self._held is not None:
             self._held.append(line)
             return []
-        if line.startswith(("Traceback (most recent call last):", LOGGING_ERROR)):
+        if line.startswith((TRACEBACK_HEAD, LOGGING_ERROR)):
             self._held = [line]
             return []
         return [line]

@@ -14,7 +14,8 @@ from dataclasses import dataclass
 
 from ddpkit.i18n import _
 
-_TRACEBACK = "Traceback (most recent call last):"
+# CPython's first line of an exception's report (Lib/traceback.py), wherever a traceback is read
+TRACEBACK_HEAD = "Traceback (most recent call last):"
 _FRAME = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<func>\S+)')
 _EXCEPTION = re.compile(r"^(?P<type>[A-Za-z_][\w.]*(?:Error|Exception|Interrupt|Exit|Failure|Warning)"
                         r"|[A-Za-z_][\w.]*\.[A-Z]\w*)(?::\s?(?P<message>.*))?$")
@@ -58,7 +59,7 @@ def last_exception(lines: Iterable[str]) -> PythonException | None:
     inside = False
     for raw in lines:
         line = _PREFIX.sub("", raw.rstrip("\n"))
-        if line.strip() == _TRACEBACK:
+        if line.strip() == TRACEBACK_HEAD:
             inside, frames = True, []
             continue
         if not inside:

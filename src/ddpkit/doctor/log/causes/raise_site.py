@@ -98,7 +98,7 @@ class RaiseSite(Cause):
                                        and module.rsplit(".", 1)[-1] in CONFIG_MODULES)
         if not refusal or "memory" in message.lower():
             return
-        if kind.endswith("TypeError") and SIGNATURE.search(message):
+        if name == "TypeError" and SIGNATURE.search(message):
             if installed and self.mismatch is None:
                 self.mismatch = (module, message)
                 self.bag.add(event)
