@@ -46,6 +46,12 @@ CAUSE_PATTERNS: tuple[LinePattern, ...] = (
     # nvcc refusing the GPU's architecture as a JIT build compiles for it (causes/cuda_toolkit.py)
     _fb(EventKind.JOB_FACT, ("Unsupported gpu architecture",),
         r"(?P<detail>nvcc fatal\s*: Unsupported gpu architecture[^\n]*)"),
+    # torch saying its CUDA build does not fit the GPU or the driver, a warning at first
+    # (causes/gpu_build.py); each of its lines names PyTorch or torch==
+    _fb(EventKind.JOB_FACT, ("PyTorch", "torch=="),
+        r"(?P<detail>[^\n]*(?:is not compatible with the current PyTorch installation|does not "
+        r"include kernels for this GPU|PyTorch CUDA builds for release|but your PyTorch was "
+        r"compiled|PyTorch no longer supports this GPU|driver on your system is too old)[^\n]*)"),
     # a process announcing its global rank (causes/rank_claims.py)
     _fb(EventKind.JOB_FACT, ("GLOBAL_RANK: ",),
         r"(?P<detail>[Ii]nitializing (?:ddp|distributed): GLOBAL_RANK: \d+, MEMBER: \d+/\d+)"),

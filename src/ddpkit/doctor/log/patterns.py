@@ -35,7 +35,8 @@ ANCHORS: tuple[bytes, ...] = (
     b"checkTimeout",  # the NCCL watchdog's stack, posted without its message line
     b"Watchdog caught",  # and its message without its "[Rank N]" head or its WorkNCCL
     b"Ring ",  # pre-2.5 ring lines (before 2.4 also without the NCCL word)
-    b"PyTorch version: ", b"torch==",  # collect_env / pip: the torch build a node runs
+    b"PyTorch", b"torch==",  # collect_env / pip: the torch build a node runs; torch saying its
+    # build does not fit the GPU or the driver (causes/gpu_build.py)
     b"Using devices",  # nccl-tests' table of the host each rank runs on follows this line
     # failures no rule may name (issue 24): a traceback, errno, a fatal signal, an exit code,
     # and the launcher or scheduler stopping the job

@@ -6,7 +6,7 @@ error in %s: %s``); the facts read it as the error's name (``CUDA_ERROR``, facts
 each error means is CUDA's own documentation (CUDA 12 runtime API, ``cudaError`` in
 driver_types.h; the driver API's cuGetErrorString for CUDA_ERROR_ILLEGAL_STATE; the CUDA C++
 Programming Guide for the limit of eight peer connections per device): a few of them name a
-cause another finding explains (GPU peer-to-peer, the driver against the build), the others say
+cause another finding explains (GPU peer-to-peer, the driver or the GPU against the build), the others say
 what failed on the GPU itself. Peer access and an invalid
 ordinal have causes of their own (peer_access.py, device_ordinal.py).
 """
@@ -80,13 +80,14 @@ def _meaning(name: str, errors: str) -> tuple[str, str, str]:
             "torch build for the driver's CUDA or a newer driver, and remove cuda-compat "
             "packages and LD_LIBRARY_PATH entries that bring another libcuda"))
     if name == "cudaErrorNoKernelImageForDevice":
-        text = _("A CUDA call failed with {errors}: the build has no code for this GPU's "
-                 "architecture (a newer GPU than the build knows, or a build for other GPUs).",
-                 errors=errors)
-        fix = _("Install a build made for this GPU: python -c \"import torch; "
-                "print(torch.cuda.get_device_capability(), torch.cuda.get_arch_list())\" shows "
-                "the GPU's compute capability and the architectures the build has")
-    elif name == "cudaErrorNoDevice":
+        return ("version-mismatch", _(
+            "A CUDA call failed with {errors}: the build has no code for this GPU's "
+            "architecture (a newer GPU than the build knows, or a build for other GPUs).",
+            errors=errors), _(
+            "Install a build made for this GPU: python -c \"import torch; "
+            "print(torch.cuda.get_device_capability(), torch.cuda.get_arch_list())\" shows "
+            "the GPU's compute capability and the architectures the build has"))
+    if name == "cudaErrorNoDevice":
         text = _("A CUDA call failed with {errors}: the process sees no GPU (the driver is not "
                  "loaded, the container was started without GPUs, or CUDA_VISIBLE_DEVICES is "
                  "empty or names no GPU).", errors=errors)

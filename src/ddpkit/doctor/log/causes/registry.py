@@ -32,6 +32,7 @@ from ddpkit.doctor.log.causes.empty_address import EmptyAddress
 from ddpkit.doctor.log.causes.endpoint_port import EndpointWithoutPort
 from ddpkit.doctor.log.causes.firewall import Firewall
 from ddpkit.doctor.log.causes.gloo_no_address import GlooNoAddress
+from ddpkit.doctor.log.causes.gpu_build import GpuBuild
 from ddpkit.doctor.log.causes.internal_assert import InternalAssert
 from ddpkit.doctor.log.causes.launcher_arguments import LauncherArguments
 from ddpkit.doctor.log.causes.loopback import Loopback
@@ -68,7 +69,7 @@ CAUSES: tuple[type[Cause], ...] = (
     UnhandledCuda, CudaMeaning, NcclResult, RankClaims, NoRoute, OpenMpiTcp, StoreWithoutLibuv,
     CommunicatorDevice, DdpChecks, CollectiveMismatch, CudaLibrary, NoGpu,
     CudaCheck, InternalAssert, VersionsDiffer, CudaToolkit, LauncherArguments, BarrierWaiting,
-    TorchApiMissing, RaiseSite, GlooNoAddress,
+    TorchApiMissing, RaiseSite, GlooNoAddress, GpuBuild,
 )
 
 Scored = tuple[Finding, int]

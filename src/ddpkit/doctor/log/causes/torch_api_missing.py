@@ -1,13 +1,15 @@
 """Code that asks torch for a name this torch release does not have: version-mismatch.
 
 Python reports a module attribute that is not there as AttributeError "module 'torch.distributed'
-has no attribute '_all_gather_base'", and an import of one as ImportError "cannot import name
-'X' from 'torch.distributed.fsdp' (<path>)" (CPython 3.7 on). In torch's own namespace that is
-code written for another torch release: a library built or released for an older torch calling
-an API torch has since renamed or removed (apex's ``_all_gather_base``, torch's private names), or
-code that needs a newer torch than the node has. Every rank that imports it fails the same way.
-A module "partially initialized" by a circular import (a script of the user's named torch.py) is
-not this (the facts leave it out).
+has no attribute '_all_gather_base'", an import of one as ImportError "cannot import name
+'X' from 'torch.distributed.fsdp' (<path>)" (CPython 3.7 on), and a submodule that is not there as
+ModuleNotFoundError "No module named 'torch.distributed.elastic'" (CPython 3.6 on; torch's compiled
+core ``torch._C`` missing is a broken install or a torch source tree, not this). In torch's own
+namespace that is code written for another torch release: a library built or released for an
+older torch calling an API torch has since renamed or removed (apex's ``_all_gather_base``,
+torch's private names), or code that needs a newer torch than the node has. Every rank that
+imports it fails the same way. A module "partially initialized" by a circular import (a script of
+the user's named torch.py) is not this (the facts leave it out).
 """
 
 from __future__ import annotations

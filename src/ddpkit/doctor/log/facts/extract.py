@@ -201,6 +201,16 @@ def _first(groups: tuple[str | None, ...]) -> str:
     return next((g for g in groups if g), "")
 
 
+def _gpu_build(groups: tuple[str | None, ...]) -> tuple[str, str]:
+    """(kind, detail) of a GPU_BUILD match: which way the build does not fit, and its value."""
+    architecture, old, driver = groups
+    if old:
+        return "old-gpu", ""
+    if driver:
+        return "driver", driver
+    return "architecture", architecture or ""
+
+
 def facts_of(text: str) -> tuple[Fact, ...]:
     """Every fact ``text`` states, in kinds' order (addresses first). Its prefixes (launcher
     tags, glog's header, NCCL's ``host:pid:tid [dev]``) state none: they are left out before
@@ -337,9 +347,9 @@ def _facts(text: str) -> tuple[Fact, ...]:
                        (m.group(1) or m.group(3) or m.group(6) or m.group(2)).strip(),
                        m.group(4) or m.group(5) or m.group(7) or "")
                   for m in printed.LAUNCHER_ARGUMENT.finditer(text)][:1]
-    if "has no attribute" in text or "cannot import name" in text:
-        found += [Fact(FactKind.TORCH_API_MISSING, f"{m.group(1) or m.group(4)}."
-                                                   f"{m.group(2) or m.group(3)}")
+    if "has no attribute" in text or "cannot import name" in text or "No module named" in text:
+        found += [Fact(FactKind.TORCH_API_MISSING, m.group(5) or f"{m.group(1) or m.group(4)}."
+                                                                 f"{m.group(2) or m.group(3)}")
                   for m in printed.TORCH_API_MISSING.finditer(text)][:1]
     if "torch was compiled with" in text:  # DeepSpeed's op builder, refusing (not accepting)
         found += [Fact(FactKind.TOOLKIT_MISMATCH, a, b) for a, b in printed.TOOLKIT.findall(text)]
@@ -348,6 +358,9 @@ def _facts(text: str) -> tuple[Fact, ...]:
                   for arch in printed.NVCC_ARCH.findall(text)][:1]
     if "Version mismatch: The cluster was started with" in text:  # Ray's check_version_info
         found.append(Fact(FactKind.VERSIONS_DIFFER, "Ray"))
+    if "PyTorch" in text or "torch==" in text or "driver on your system" in text:
+        found += [Fact(FactKind.GPU_BUILD, *_gpu_build(m.groups()))
+                  for m in printed.GPU_BUILD.finditer(text)][:1]
     if "GlooDeviceFactory" in text:
         found += [Fact(FactKind.GLOO_NO_ADDRESS, m) for m in printed.GLOO_NO_ADDRESS.findall(text)[:1]]
     if 'File "' in text:  # a traceback's frame: where the exception after it was raised

@@ -117,6 +117,10 @@ class FactKind(enum.Enum):
     # torch's Gloo device factory given neither an interface nor a hostname (value: the
     # transport, TCP or UV): GLOO_SOCKET_IFNAME unset and this machine's hostname empty
     GLOO_NO_ADDRESS = "gloo-no-address"
+    # torch saying its build does not fit this machine's GPU or driver (value: GPU_BUILD_TEXTS'
+    # kind, "architecture", "old-gpu" or "driver"; detail: the capability or driver version
+    # printed, "" where none is)
+    GPU_BUILD = "gpu-build"
     # a Python traceback's frame (CPython's '  File "%U", line %d, in %U'; value: the module as
     # its path names it, "deepspeed.runtime.config", detail: "installed" for a file in an installed
     # package or in torch's own tree, "" for the user's own)

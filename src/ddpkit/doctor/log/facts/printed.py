@@ -103,11 +103,31 @@ NO_GPU = re.compile("|".join(re.escape(words) for words in NO_GPU_TEXTS))
 CUDA_ERROR = re.compile("|".join(re.escape(t) for t in CUDA_ERRORS)
                          + r"|\b(" + "|".join(sorted(CUDA_ERROR_NAMES)) + r")\b")
 # a torch name that is not there (CPython 3.7 on: AttributeError's "module %R has no attribute
-# %R", ImportError's "cannot import name %R from %R (%s)"); not a module torch's own import left
-# "partially initialized" (a circular import: a script named torch.py, not a release mismatch)
+# %R", ImportError's "cannot import name %R from %R (%s)", ModuleNotFoundError's "No module named
+# %R" of a torch submodule); not a module torch's own import left "partially initialized" (a
+# circular import: a script named torch.py, not a release mismatch), nor torch's compiled core
+# torch._C missing (Python run inside a torch source tree, or a broken install)
 TORCH_API_MISSING = re.compile(r"(?<!partially initialized )module '(torch(?:\.[\w.]+)?)' has no "
                                r"attribute '(\w+)'(?! \(most likely due to a circular import)"
-                               r"|cannot import name '(\w+)' from '(torch(?:\.[\w.]+)?)'")
+                               r"|cannot import name '(\w+)' from '(torch(?:\.[\w.]+)?)'"
+                               r"|No module named '(torch\.(?!_C')[\w.]+)'")
+# torch's word that its CUDA build does not fit the GPU or the driver: torch/cuda/__init__.py's
+# capability checks (1.x to 2.x: _check_cubins' "%s with CUDA capability sm_%d is not compatible
+# with the current PyTorch installation"; 2.9 on: _warn_unsupported_code's "Your installed
+# torch==%s does not include kernels for this GPU" or "No published PyTorch CUDA builds for release
+# %s support this GPU"; 1.x: incorrect_binary_warn's "... which requires CUDA_VERSION >= %d to\n
+# work properly, but your PyTorch was compiled\n with CUDA_VERSION %d" and old_gpu_warn's "PyTorch
+# no longer supports this GPU because it is too old") and c10/cuda/CUDAFunctions.cpp's "The NVIDIA
+# driver on your system is too old (found version %d) ... install a PyTorch version ..."
+# (cudaErrorInsufficientDriver where torch first counts its GPUs). Each line carries "PyTorch" or
+# "torch==", the words its scan pattern is found by.
+GPU_BUILD = re.compile(r"with CUDA capability (sm_\d+) is not compatible with the current "
+                       r"PyTorch installation"
+                       r"|(?:Your installed torch==\S+ does not include kernels for|No published "
+                       r"PyTorch CUDA builds for release \S+ support) this GPU"
+                       r"|work properly, but your PyTorch was compiled"
+                       r"|(PyTorch no longer supports this GPU because it is too old)"
+                       r"|The NVIDIA driver on your system is too old \(found version (\d+)\)")
 # torch's GlooDeviceFactory.cpp (torch/lib/c10d, later torch/csrc/distributed/c10d; 1.x to 2.x),
 # makeTCPDevice and makeUVDevice: TORCH_CHECK(!interface.empty() || !hostname.empty(),
 # "GlooDeviceFactory::make<T>Device(): interface or hostname can't be empty")
