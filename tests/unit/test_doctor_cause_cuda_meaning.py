@@ -25,6 +25,10 @@ cudaGetErrorString()'s text in any check macro's line. Sources of the lines:
   cudaGetDeviceCount(). Did you run some cuda functions before calling NumCudaDevices() that
   might have already set an error? Error ", err, ": ", cudaGetErrorString(err)``, which
   torch/cuda/__init__.py warns with: ``warnings.warn("CUDA initialization: " + msg)``
+- torch v2.3.0 aten/src/ATen/cudnn/Exceptions.h, AT_CUDNN_CHECK: ``"cuDNN error: ",
+  cudnnGetErrorString(status)``; aten/src/ATen/cuda/CUDABlas.h, TORCH_CUDABLAS_CHECK: ``"CUDA
+  error: ", cublasGetErrorString(status), " when calling `" #EXPR "`"``; the statuses' meanings:
+  the cuDNN API reference (cudnnStatus_t) and the cuBLAS library guide (cublasStatus_t)
 """
 
 from __future__ import annotations
@@ -66,6 +70,35 @@ def test_the_error_s_meaning_names_the_cause(tmp_path: Path, template: str, text
     assert (found.id, found.severity) == (expected, "error")
     assert word in found.fix
     assert any(text.rstrip(".") in e.text for e in found.evidence)
+
+
+@pytest.mark.parametrize(("line", "expected", "word"), [
+    ("RuntimeError: cuDNN error: CUDNN_STATUS_ALLOC_FAILED", "out-of-memory", "batch"),
+    ("RuntimeError: CUDA error: CUBLAS_STATUS_ALLOC_FAILED when calling `cublasCreate(handle)`",
+     "out-of-memory", "nvidia-smi"),
+    ("RuntimeError: cuDNN error: CUDNN_STATUS_ARCH_MISMATCH", "version-mismatch", "get_arch_list"),
+    ("RuntimeError: cuDNN error: CUDNN_STATUS_NOT_INITIALIZED", "cuda-error", "set_device"),
+    ("RuntimeError: CUDA error: CUBLAS_STATUS_NOT_INITIALIZED when calling `cublasCreate(handle)`",
+     "cuda-error", "set_device"),
+    ("[rank3]: RuntimeError: cuDNN error: CUDNN_STATUS_EXECUTION_FAILED", "cuda-error",
+     "CUDA_LAUNCH_BLOCKING=1"),
+    ("RuntimeError: CUDA error: CUBLAS_STATUS_EXECUTION_FAILED when calling `cublasSgemm( handle, "
+     "opa, opb, m, n, k, &alpha, a, lda, b, ldb, &beta, c, ldc)`", "cuda-error",
+     "CUDA_LAUNCH_BLOCKING=1"),
+])
+def test_a_cuda_library_s_status_names_the_cause(tmp_path: Path, line: str, expected: str,
+                                                 word: str) -> None:
+    found = top(tmp_path, ["Traceback (most recent call last):",
+                           '  File "train.py", line 40, in <module>', "    out = model(x)", line])
+    assert (found.id, found.severity) == (expected, "error")
+    assert word in found.fix
+    assert line.split(": ", 2)[-1][:30] in found.explanation + found.evidence[0].text
+
+
+def test_a_status_named_in_passing_is_not_read(tmp_path: Path) -> None:
+    found = top(tmp_path, ["checking CUDNN_STATUS_ALLOC_FAILED handling: ok",
+                           "ERROR count: 0 (CUDNN_STATUS_MAPPING_ERROR tested)", "epoch 1 done"])
+    assert found.id not in ("out-of-memory", "cuda-error")
 
 
 def test_the_first_error_names_it_when_others_follow(tmp_path: Path) -> None:

@@ -3,10 +3,11 @@
 Every CUDA check macro prints the error's text when a CUDA call fails (torch's "CUDA error: %s",
 NCCL's "Cuda failure '%s'", vLLM's "Failed: Cuda error %s:%d '%s'", THC's "cuda runtime error
 (%d) : %s", TensorRT-LLM's "CUDA runtime error in %s: %s"; the facts' ``CUDA_CHECK``). The
-errors whose documented meaning names a cause are cuda_meaning.py's, peer_access.py's and
-device_ordinal.py's, out of memory is its own finding's; any other, "invalid argument" or
-"operation not permitted", is still a CUDA call that failed on a rank: the catalogue's
-``cuda-error``, quoting the error, rather than a rank that failed for no stated reason.
+errors whose documented meaning names a cause are cuda_meaning.py's (cuDNN's and cuBLAS's
+statuses too), peer_access.py's and device_ordinal.py's, out of memory is its own finding's; any
+other, "invalid argument" or "operation not permitted", is still a CUDA call that failed on a
+rank: the catalogue's ``cuda-error``, quoting the error, rather than a rank that failed for no
+stated reason.
 """
 
 from __future__ import annotations
@@ -15,11 +16,12 @@ from ddpkit.doctor.catalogue import GENERIC, ORDER
 from ddpkit.doctor.findings import Finding
 from ddpkit.doctor.log.causes.base import Context, Noting, made
 from ddpkit.doctor.log.evidence import merge
-from ddpkit.doctor.log.facts.kinds import CUDA_ERRORS, Fact, FactKind
+from ddpkit.doctor.log.facts.kinds import CUDA_ERRORS, CUDA_LIBRARY_STATUSES, Fact, FactKind
 from ddpkit.doctor.log.scan import Event
 from ddpkit.i18n import _
 
-_READ_ELSEWHERE = tuple(text.lower() for text in CUDA_ERRORS) + ("out of memory",)
+_READ_ELSEWHERE = tuple(text.lower() for text in (*CUDA_ERRORS, *CUDA_LIBRARY_STATUSES)) + (
+    "out of memory",)
 
 
 class CudaCheck(Noting):

@@ -6,8 +6,11 @@ error in %s: %s``); the facts read it as the error's name (``CUDA_ERROR``, facts
 each error means is CUDA's own documentation (CUDA 12 runtime API, ``cudaError`` in
 driver_types.h; the driver API's cuGetErrorString for CUDA_ERROR_ILLEGAL_STATE; the CUDA C++
 Programming Guide for the limit of eight peer connections per device): a few of them name a
-cause another finding explains (GPU peer-to-peer, the driver or the GPU against the build), the others say
-what failed on the GPU itself. Peer access and an invalid
+cause another finding explains (GPU peer-to-peer, the driver or the GPU against the build), the
+others say what failed on the GPU itself. cuDNN's and cuBLAS's statuses, as torch's checks print them
+(``cuDNN error: CUDNN_STATUS_NOT_INITIALIZED``, ``CUDA error: CUBLAS_STATUS_ALLOC_FAILED when
+calling `cublasCreate(handle)```), are read by their libraries' API references the same way: an
+allocation that failed is memory, an architecture mismatch the build. Peer access and an invalid
 ordinal have causes of their own (peer_access.py, device_ordinal.py).
 """
 
@@ -28,7 +31,18 @@ _HARDWARE = frozenset({"cudaErrorECCUncorrectable", "cudaErrorNvlinkUncorrectabl
 _KERNEL = frozenset({"cudaErrorIllegalAddress", "cudaErrorIllegalInstruction",
                      "cudaErrorMisalignedAddress", "cudaErrorLaunchFailure", "cudaErrorAssert",
                      "cudaErrorLaunchOutOfResources"})
-_READ = _DRIVER | _HARDWARE | _KERNEL | {
+# cuDNN's and cuBLAS's statuses (their API references): the library could not allocate its GPU
+# memory; the GPU lacks a feature the library's build needs; its handle could not be made (an
+# error of the CUDA runtime below it or of the hardware setup, often a GPU whose memory others
+# hold); its kernel failed on the GPU or it failed inside
+_LIBRARY_MEMORY = frozenset({"CUDNN_STATUS_ALLOC_FAILED", "CUBLAS_STATUS_ALLOC_FAILED"})
+_LIBRARY_ARCH = frozenset({"CUDNN_STATUS_ARCH_MISMATCH", "CUBLAS_STATUS_ARCH_MISMATCH"})
+_LIBRARY_START = frozenset({"CUDNN_STATUS_NOT_INITIALIZED", "CUBLAS_STATUS_NOT_INITIALIZED"})
+_LIBRARY_KERNEL = frozenset({"CUDNN_STATUS_EXECUTION_FAILED", "CUBLAS_STATUS_EXECUTION_FAILED",
+                             "CUDNN_STATUS_MAPPING_ERROR", "CUBLAS_STATUS_MAPPING_ERROR",
+                             "CUDNN_STATUS_INTERNAL_ERROR", "CUBLAS_STATUS_INTERNAL_ERROR"})
+_READ = _DRIVER | _HARDWARE | _KERNEL | _LIBRARY_MEMORY | _LIBRARY_ARCH | _LIBRARY_START | (
+    _LIBRARY_KERNEL) | {
     "cudaErrorTooManyPeers", "cudaErrorNoKernelImageForDevice", "cudaErrorNoDevice",
     "cudaErrorDevicesUnavailable", "cudaErrorSystemNotReady", "CUDA_ERROR_ILLEGAL_STATE"}
 
@@ -58,6 +72,12 @@ class CudaMeaning(Noting):
         return made(finding_id, severity, text, fix, merge(self.bag.items))
 
 
+def _build_for_this_gpu() -> str:
+    return _("Install a build made for this GPU: python -c \"import torch; "
+             "print(torch.cuda.get_device_capability(), torch.cuda.get_arch_list())\" shows the "
+             "GPU's compute capability and the architectures the build has")
+
+
 def _meaning(name: str, errors: str) -> tuple[str, str, str]:
     """(finding id, what the error means here, the fix) of the first error read."""
     if name == "cudaErrorTooManyPeers":
@@ -69,6 +89,17 @@ def _meaning(name: str, errors: str) -> tuple[str, str, str]:
             "Start at most eight GPU processes per machine that share peer access (the "
             "launcher's --nproc-per-node, accelerate's num_processes, CUDA_VISIBLE_DEVICES), "
             "or turn NCCL's P2P off: export NCCL_P2P_DISABLE=1"))
+    if name in _LIBRARY_MEMORY:
+        return ("out-of-memory", _(
+            "A CUDA library call failed with {errors}: the library could not allocate the GPU "
+            "memory it needs (the GPU is full: this rank's tensors, or another process or rank "
+            "on the same GPU).", errors=errors), _(
+            "Free GPU memory: a smaller batch per GPU, activation checkpointing, or sharding "
+            "(FSDP, ZeRO); nvidia-smi shows other processes holding the GPU"))
+    if name in _LIBRARY_ARCH:
+        return ("version-mismatch", _(
+            "A CUDA library call failed with {errors}: the GPU lacks a feature the library's "
+            "build needs (a build made for other GPUs).", errors=errors), _build_for_this_gpu())
     if name in _DRIVER:
         return ("version-mismatch", _(
             "A CUDA call failed with {errors}: the CUDA the program was built with does not "
@@ -83,10 +114,7 @@ def _meaning(name: str, errors: str) -> tuple[str, str, str]:
         return ("version-mismatch", _(
             "A CUDA call failed with {errors}: the build has no code for this GPU's "
             "architecture (a newer GPU than the build knows, or a build for other GPUs).",
-            errors=errors), _(
-            "Install a build made for this GPU: python -c \"import torch; "
-            "print(torch.cuda.get_device_capability(), torch.cuda.get_arch_list())\" shows "
-            "the GPU's compute capability and the architectures the build has"))
+            errors=errors), _build_for_this_gpu())
     if name == "cudaErrorNoDevice":
         text = _("A CUDA call failed with {errors}: the process sees no GPU (the driver is not "
                  "loaded, the container was started without GPUs, or CUDA_VISIBLE_DEVICES is "
@@ -115,6 +143,14 @@ def _meaning(name: str, errors: str) -> tuple[str, str, str]:
         fix = _("Check the Fabric Manager (systemctl status nvidia-fabricmanager) and reset the "
                 "GPUs or restart the machine; until then, run without NVLS: export "
                 "NCCL_NVLS_ENABLE=0")
+    elif name in _LIBRARY_START:
+        text = _("A CUDA library call failed with {errors}: the library could not start on the "
+                 "GPU (its handle was not made): the CUDA runtime below it failed, most often "
+                 "because the GPU's memory is already held (another rank or process on the same "
+                 "GPU) or the GPU is in a bad state.", errors=errors)
+        fix = _("See what holds the GPU (nvidia-smi); give each rank its own GPU "
+                "(torch.cuda.set_device(local_rank) before any CUDA work); rerun with "
+                "CUDA_LAUNCH_BLOCKING=1 to see the first failing call")
     elif name in _HARDWARE:
         text = _("A CUDA call failed with {errors}: the GPU or its NVLink reported an "
                  "uncorrectable hardware error.", errors=errors)

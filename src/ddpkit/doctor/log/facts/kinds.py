@@ -249,8 +249,18 @@ CUDA_CHECK_WORDS = ("CUDA error", "CUDA Error", "Cuda error", "Cuda failure", "C
                     # c10/cuda/CUDAFunctions.cpp's device count, which torch.cuda warns with
                     # ("CUDA initialization: Unexpected error from cudaGetDeviceCount(). ...
                     # Error 802: system not yet initialized")
-                    "error from cudaGetDeviceCount")
-CUDA_ERROR_NAMES = frozenset(CUDA_ERRORS.values())
+                    "error from cudaGetDeviceCount",
+                    # ATen's cuDNN check (its cuBLAS check says "CUDA error")
+                    "cuDNN error")
+# The status names of CUDA's libraries that torch's checks print (ATen's AT_CUDNN_CHECK: "cuDNN
+# error: %s" of cudnnGetErrorString; TORCH_CUDABLAS_CHECK: "CUDA error: %s when calling `%s`" of
+# cublasGetErrorString), read as CUDA errors of those names; what each means is the libraries'
+# own documentation (cuDNN's and cuBLAS's API references, cudnnStatus_t and cublasStatus_t)
+CUDA_LIBRARY_STATUSES = frozenset(
+    f"{library}_STATUS_{status}" for library in ("CUDNN", "CUBLAS")
+    for status in ("NOT_INITIALIZED", "ALLOC_FAILED", "ARCH_MISMATCH", "MAPPING_ERROR",
+                   "EXECUTION_FAILED", "INTERNAL_ERROR", "NOT_SUPPORTED"))
+CUDA_ERROR_NAMES = frozenset(CUDA_ERRORS.values()) | CUDA_LIBRARY_STATUSES
 
 # Open MPI's messages of its TCP transports (v4.0 to v5.0; the help texts of opal/mca/btl/tcp/
 # help-mpi-btl-tcp.txt, BTL_ERROR of btl_tcp_endpoint.c, orte/mca/oob/tcp/oob_tcp_connection.c's
