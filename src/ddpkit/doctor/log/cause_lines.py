@@ -52,6 +52,9 @@ CAUSE_PATTERNS: tuple[LinePattern, ...] = (
         r"(?P<detail>[^\n]*(?:is not compatible with the current PyTorch installation|does not "
         r"include kernels for this GPU|PyTorch CUDA builds for release|but your PyTorch was "
         r"compiled|PyTorch no longer supports this GPU|driver on your system is too old)[^\n]*)"),
+    # c10d's store failing to bind an address it tried (causes/store_address.py)
+    _fb(EventKind.JOB_FACT, ("failed to bind",),
+        r"(?P<detail>The server socket has failed to bind to [^\n]*)"),
     # a process announcing its global rank (causes/rank_claims.py)
     _fb(EventKind.JOB_FACT, ("GLOBAL_RANK: ",),
         r"(?P<detail>[Ii]nitializing (?:ddp|distributed): GLOBAL_RANK: \d+, MEMBER: \d+/\d+)"),

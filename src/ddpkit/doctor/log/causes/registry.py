@@ -50,6 +50,7 @@ from ddpkit.doctor.log.causes.restarts import RendezvousRestarts
 from ddpkit.doctor.log.causes.shm_full import ShmFull
 from ddpkit.doctor.log.causes.silent_kill import SilentKill
 from ddpkit.doctor.log.causes.stale_store import StaleStore
+from ddpkit.doctor.log.causes.store_address import StoreAddress
 from ddpkit.doctor.log.causes.store_without_libuv import StoreWithoutLibuv
 from ddpkit.doctor.log.causes.torch_api_missing import TorchApiMissing
 from ddpkit.doctor.log.causes.unhandled_cuda import UnhandledCuda
@@ -69,7 +70,7 @@ CAUSES: tuple[type[Cause], ...] = (
     UnhandledCuda, CudaMeaning, NcclResult, RankClaims, NoRoute, OpenMpiTcp, StoreWithoutLibuv,
     CommunicatorDevice, DdpChecks, CollectiveMismatch, CudaLibrary, NoGpu,
     CudaCheck, InternalAssert, VersionsDiffer, CudaToolkit, LauncherArguments, BarrierWaiting,
-    TorchApiMissing, RaiseSite, GlooNoAddress, GpuBuild,
+    TorchApiMissing, RaiseSite, GlooNoAddress, GpuBuild, StoreAddress,
 )
 
 Scored = tuple[Finding, int]
