@@ -55,6 +55,10 @@ CAUSE_PATTERNS: tuple[LinePattern, ...] = (
     # c10d's store failing to bind an address it tried (causes/store_address.py)
     _fb(EventKind.JOB_FACT, ("failed to bind",),
         r"(?P<detail>The server socket has failed to bind to [^\n]*)"),
+    # OpenSSH's client unable to look up a host a launcher starts ranks on
+    # (causes/ssh_unresolved.py)
+    _fb(EventKind.JOB_FACT, ("Could not resolve hostname",),
+        r"(?P<detail>ssh: Could not resolve hostname [^\n]*)"),
     # a process announcing its global rank (causes/rank_claims.py)
     _fb(EventKind.JOB_FACT, ("GLOBAL_RANK: ",),
         r"(?P<detail>[Ii]nitializing (?:ddp|distributed): GLOBAL_RANK: \d+, MEMBER: \d+/\d+)"),

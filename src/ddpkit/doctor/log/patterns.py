@@ -29,7 +29,8 @@ ANCHORS: tuple[bytes, ...] = (
     b"rror", b"onnect", b"emory", b"Root Cause", b"_rank:",
     rb"local_rank(?:=|': )-1", rb"_device\(",  # (set_device(-1), a rank selecting its GPU)
     # failures that real logs post bare, without an NCCL or error word on their line
-    b"Duplicate GPU", b"driver version is insufficient", b"Unable to resolve hostname",
+    # (Gloo's "Unable to resolve hostname", OpenSSH's "Could not resolve hostname")
+    b"Duplicate GPU", b"driver version is insufficient", b"resolve hostname",
     b"GLOBAL_RANK: ",  # PyTorch Lightning's line for each process joining (a rank's claim)
     b"INFO NET/Socket",  # also the quoted or pre-2.4 form without the NCCL word
     b"checkTimeout",  # the NCCL watchdog's stack, posted without its message line

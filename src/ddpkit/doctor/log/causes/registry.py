@@ -49,6 +49,7 @@ from ddpkit.doctor.log.causes.resolved_later import ResolvedLater
 from ddpkit.doctor.log.causes.restarts import RendezvousRestarts
 from ddpkit.doctor.log.causes.shm_full import ShmFull
 from ddpkit.doctor.log.causes.silent_kill import SilentKill
+from ddpkit.doctor.log.causes.ssh_unresolved import SshUnresolved
 from ddpkit.doctor.log.causes.stale_store import StaleStore
 from ddpkit.doctor.log.causes.store_address import StoreAddress
 from ddpkit.doctor.log.causes.store_without_libuv import StoreWithoutLibuv
@@ -70,7 +71,7 @@ CAUSES: tuple[type[Cause], ...] = (
     UnhandledCuda, CudaMeaning, NcclResult, RankClaims, NoRoute, OpenMpiTcp, StoreWithoutLibuv,
     CommunicatorDevice, DdpChecks, CollectiveMismatch, CudaLibrary, NoGpu,
     CudaCheck, InternalAssert, VersionsDiffer, CudaToolkit, LauncherArguments, BarrierWaiting,
-    TorchApiMissing, RaiseSite, GlooNoAddress, GpuBuild, StoreAddress,
+    TorchApiMissing, RaiseSite, GlooNoAddress, GpuBuild, StoreAddress, SshUnresolved,
 )
 
 Scored = tuple[Finding, int]

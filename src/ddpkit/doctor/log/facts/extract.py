@@ -361,6 +361,9 @@ def _facts(text: str) -> tuple[Fact, ...]:
     if "PyTorch" in text or "torch==" in text or "driver on your system" in text:
         found += [Fact(FactKind.GPU_BUILD, *_gpu_build(m.groups()))
                   for m in printed.GPU_BUILD.finditer(text)][:1]
+    if "Could not resolve hostname" in text:
+        found += [Fact(FactKind.UNRESOLVED_HOST, host, words.strip())
+                  for host, words in printed.SSH_UNRESOLVED.findall(text)][:1]
     if "GlooDeviceFactory" in text:
         found += [Fact(FactKind.GLOO_NO_ADDRESS, m) for m in printed.GLOO_NO_ADDRESS.findall(text)[:1]]
     if 'File "' in text:  # a traceback's frame: where the exception after it was raised

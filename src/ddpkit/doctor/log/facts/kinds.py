@@ -121,6 +121,9 @@ class FactKind(enum.Enum):
     # kind, "architecture", "old-gpu" or "driver"; detail: the capability or driver version
     # printed, "" where none is)
     GPU_BUILD = "gpu-build"
+    # OpenSSH's client unable to look up the host it was told to reach (value: the host as
+    # printed; detail: getaddrinfo's words), as a launcher that starts ranks over ssh relays it
+    UNRESOLVED_HOST = "unresolved-host"
     # a Python traceback's frame (CPython's '  File "%U", line %d, in %U'; value: the module as
     # its path names it, "deepspeed.runtime.config", detail: "installed" for a file in an installed
     # package or in torch's own tree, "" for the user's own)

@@ -128,6 +128,10 @@ GPU_BUILD = re.compile(r"with CUDA capability (sm_\d+) is not compatible with th
                        r"|work properly, but your PyTorch was compiled"
                        r"|(PyTorch no longer supports this GPU because it is too old)"
                        r"|The NVIDIA driver on your system is too old \(found version (\d+)\)")
+# OpenSSH's client failing to look the host up (ssh.c, main: fatal("%s: Could not resolve
+# hostname %.100s: %s", __progname, host, ssh_gai_strerror(r)), OpenSSH 5 to 9), as pdsh,
+# mpirun's rsh launcher or DeepSpeed's runner relay it ("node2: ssh: Could not resolve ...")
+SSH_UNRESOLVED = re.compile(r"\bssh: Could not resolve hostname ([^\s:]{1,100}): ([^\n]{1,120})")
 # torch's GlooDeviceFactory.cpp (torch/lib/c10d, later torch/csrc/distributed/c10d; 1.x to 2.x),
 # makeTCPDevice and makeUVDevice: TORCH_CHECK(!interface.empty() || !hostname.empty(),
 # "GlooDeviceFactory::make<T>Device(): interface or hostname can't be empty")
