@@ -58,8 +58,8 @@ SIGNATURE = re.compile(r"\bgot an unexpected keyword argument\b|\bmissing \d+ re
                        r"(?:positional|keyword-only) arguments?\b|\btakes (?:from \d+ to )?\d+ "
                        r"positional arguments? but \d+ (?:were|was) given\b"
                        r"|\bgot multiple values for (?:keyword )?argument\b")
-_FRAME_REACH = 8  # lines from the innermost frame to the exception (source, carets, a long raise)
-_ORIGINS = 256  # tracebacks followed at once (one per process of a log)
+FRAME_REACH = 8  # lines from the innermost frame to the exception (source, carets, a long raise)
+ORIGINS = 256  # tracebacks followed at once (one per process of a log)
 
 
 def in_stack(module: str) -> bool:
@@ -85,11 +85,11 @@ class RaiseSite(Cause):
         where = (event.file, event.origin, event.rank)
         for fact in facts:
             if fact.kind is FactKind.FRAME and (where in self.frames
-                                                or len(self.frames) < _ORIGINS):
+                                                or len(self.frames) < ORIGINS):
                 self.frames[where] = (event.line, fact.value, fact.detail == "installed")
             elif fact.kind is FactKind.EXCEPTION:
                 frame = self.frames.pop(where, None)
-                if frame is not None and 0 < event.line - frame[0] <= _FRAME_REACH:
+                if frame is not None and 0 < event.line - frame[0] <= FRAME_REACH:
                     self._read(event, frame[1], frame[2], fact.value, fact.detail)
 
     def _read(self, event: Event, module: str, installed: bool, kind: str, message: str) -> None:

@@ -18,6 +18,7 @@ from ddpkit.doctor.log.causes.address_family import AddressFamily
 from ddpkit.doctor.log.causes.barrier_waiting import BarrierWaiting
 from ddpkit.doctor.log.causes.base import Cause, Context
 from ddpkit.doctor.log.causes.bus_error import BusError
+from ddpkit.doctor.log.causes.collective_check import CollectiveCheck
 from ddpkit.doctor.log.causes.collective_mismatch import CollectiveMismatch
 from ddpkit.doctor.log.causes.communicator_device import CommunicatorDevice
 from ddpkit.doctor.log.causes.config_undefined import ConfigUndefined
@@ -72,6 +73,7 @@ CAUSES: tuple[type[Cause], ...] = (
     CommunicatorDevice, DdpChecks, CollectiveMismatch, CudaLibrary, NoGpu,
     CudaCheck, InternalAssert, VersionsDiffer, CudaToolkit, LauncherArguments, BarrierWaiting,
     TorchApiMissing, RaiseSite, GlooNoAddress, GpuBuild, StoreAddress, SshUnresolved,
+    CollectiveCheck,
 )
 
 Scored = tuple[Finding, int]
@@ -129,8 +131,8 @@ def rank(scored: list[Scored], causes: list[CauseFinding],
     id or of an id they yield to; a cause of its own words, a specificity above 0, not to the
     message catalogue's reading of a line under its own id, which it reads more closely); an
     error from warning-level lines needs a failure in the logs (without one it is at most a
-    warning); then errors before warnings before info, higher priority first, then where the
-    evidence starts."""
+    warning); two causes of one id give one finding, the likelier; then errors before warnings
+    before info, higher priority first, then where the evidence starts."""
     errors = {f.id for f, _p in scored if f.severity == "error"}
     # ids whose only error is the message catalogue's reading of a line: a cause of its own words
     # and of that id reads the line more closely (it still gives way to the catalogue's other ids)
@@ -140,7 +142,12 @@ def rank(scored: list[Scored], causes: list[CauseFinding],
               if not c[3] & (errors - (catalogue_only & {c[0].id} if c[4] else set()))]
     dropped = frozenset().union(*(c[2] | {c[0].id} for c in firing)) if firing else frozenset()
     kept = [(f, p) for f, p in scored if f.id not in dropped]
-    kept += [(f, p) for f, p, _s, _y, _c in firing]
+    best: dict[str, tuple[Finding, int]] = {}  # one finding per id of the causes: the likeliest
+    for f, p, _s, _y, _c in firing:
+        if f.id not in best or (f.severity == "error", p) > (best[f.id][0].severity == "error",
+                                                            best[f.id][1]):
+            best[f.id] = (f, p)
+    kept += best.values()
     if not failed:
         kept = [(_at_most_warning(f), p) for f, p in kept]
     kept.sort(key=_order)
