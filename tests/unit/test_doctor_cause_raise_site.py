@@ -138,3 +138,26 @@ def test_frame_module() -> None:
     assert frame_module("train.py") == ("train", False)
     assert frame_module("/work/proj/tools/train.py") == ("train", False)
     assert frame_module("/a/site-packages/torch/__init__.py") == ("torch.__init__", True)
+
+
+@pytest.mark.parametrize(("path", "line"), [
+    # torch v2.3.0 elastic/rendezvous/utils.py, parse_rendezvous_endpoint
+    ("/opt/conda/lib/python3.10/site-packages/torch/distributed/elastic/rendezvous/utils.py",
+     "ValueError: The port number of the rendezvous endpoint 'node1:abc' must be an integer "
+     "between 0 and 65536."),
+    ("/usr/local/lib/python3.8/dist-packages/torch/distributed/elastic/rendezvous/utils.py",
+     "ValueError: The hostname of the rendezvous endpoint ':29500' must be a dot-separated list "
+     "of labels, an IPv4 address, or an IPv6 address."),
+    # elastic/rendezvous/api.py, RendezvousHandlerRegistry.create_handler
+    ("/opt/conda/lib/python3.10/site-packages/torch/distributed/elastic/rendezvous/api.py",
+     "ValueError: The rendezvous backend 'etcd2' is not registered. Did you forget to call "
+     "`register`?"),
+    # distributed/rendezvous.py, _tcp_rendezvous_handler / _rendezvous_helper
+    ("/opt/conda/lib/python3.10/site-packages/torch/distributed/rendezvous.py",
+     "ValueError: port number missing"),
+])
+def test_a_rendezvous_setting_refused_is_rendezvous_config(tmp_path: Path, path: str,
+                                                           line: str) -> None:
+    found = top(tmp_path, raised(path, line))
+    assert (found.id, found.severity) == ("rendezvous-config", "error")
+    assert any(line in e.text for e in found.evidence)  # (a catalogued one in the catalogue's words)

@@ -14,7 +14,10 @@ module of the distributed stack
 (``STACK``: torch's distributed, parallel, CUDA and multiprocessing modules, the launchers and
 trainers that drive them, and any installed package's own ``distributed`` or ``dist`` module),
 they are that package refusing what the run's settings or the script gave it: a launcher flag, a
-config value, an argument of a call. Every rerun fails the same way until it is changed.
+config value, an argument of a call. Every rerun fails the same way until it is changed. Raised
+where the rendezvous settings are read (torchelastic's rendezvous package, init_process_group's
+URL handlers: "The port number of the rendezvous endpoint ... must be an integer", "Unknown
+rendezvous backend"), the value refused is a rendezvous setting: rendezvous-config.
 
 A call's arguments that do not fit the function's signature are refused in the caller's frame
 (CPython's ``%U() got an unexpected keyword argument '%S'``, ``%U() missing %zd required
@@ -52,6 +55,9 @@ STACK = ("torch.distributed", "torch.nn.parallel", "torch.cuda", "torch.multipro
          "lightning_fabric", "pytorch_lightning", "megatron", "colossalai", "fairscale",
          "apex.parallel", "torchx", "torchrun", "vllm", "sglang", "lmdeploy", "tensorrt_llm",
          "ray.train", "ray.util.collective")
+# Modules that read the rendezvous settings (torchelastic's rendezvous package, init_process_group's
+# URL handlers): a value they refuse is a rendezvous setting, rendezvous-config
+RENDEZVOUS = ("torch.distributed.elastic.rendezvous", "torch.distributed.rendezvous")
 _OWN_DISTRIBUTED = frozenset({"distributed", "dist"})  # a package's own module of that name
 # CPython's messages for a call whose arguments do not fit the callee's signature
 SIGNATURE = re.compile(r"\bgot an unexpected keyword argument\b|\bmissing \d+ required "
@@ -117,6 +123,16 @@ class RaiseSite(Cause):
                     "that are not met, and the calling package's release notes name the "
                     "versions it needs. Every node needs the same ones.")
             return made("version-mismatch", "error", text, fix, merge(self.bag.items))
+        if self.refused is not None and self.refused[0].startswith(RENDEZVOUS):
+            module, kind, message = self.refused
+            text = _("{module} refused the rendezvous settings ('{kind}: {message}'): the "
+                     "endpoint, backend, node count or a rendezvous option given to the launcher "
+                     "is one it does not accept.", module=module, kind=kind, message=message)
+            fix = _("Correct the setting the message names, the same on every node: "
+                    "--rdzv-endpoint HOST:PORT (a port number), --rdzv-backend c10d, --nnodes N "
+                    "or MIN:MAX; ddpkit launch --dry-run prints the torchrun command it would "
+                    "run.")
+            return made("rendezvous-config", "error", text, fix, merge(self.bag.items))
         if self.refused is not None:
             module, kind, message = self.refused
             text = _("{module} refused what it was given ('{kind}: {message}'): a launcher "
