@@ -17,6 +17,7 @@ error summary, NCCL's ``Last error:``). ``claims`` stops later patterns from als
 from __future__ import annotations
 
 from ddpkit.doctor.log.cause_lines import CAUSE_PATTERNS
+from ddpkit.doctor.log.end_lines import END_PATTERNS, FATAL_SIGNALS
 from ddpkit.doctor.log.kinds import EventKind
 from ddpkit.doctor.log.line_pattern import LinePattern
 from ddpkit.doctor.log.line_pattern import fallback_pattern as _fb
@@ -82,10 +83,6 @@ ANCHORS: tuple[bytes, ...] = (
 # ddpkit's summary, nccl-tests' last line) and the shell's report of a SIGKILL. They are looked
 # for in the last TAIL_BYTES of each log only, where a run's end is (a killed rank's peers react
 # within seconds): a pass over the whole log per anchor costs about a tenth of the throughput.
-# strsignal() of the signals a process crashes of (SIGSEGV, SIGABRT, SIGBUS, SIGFPE, SIGILL): what
-# bash reports for a job they end
-FATAL_SIGNALS = {"Segmentation fault": "SIGSEGV", "Aborted": "SIGABRT", "Bus error": "SIGBUS",
-                 "Floating point exception": "SIGFPE", "Illegal instruction": "SIGILL"}
 TAIL_ANCHORS: tuple[bytes, ...] = (b"SUCCEEDED", b"finished", b"Avg bus bandwidth", b"Killed",
                                    b"Destroy COMPLETE", b"Trainer.fit` stopped",
                                    b"Training completed.", b"Process received signal",
@@ -132,9 +129,6 @@ FOLLOW: dict[str, int] = {"Root Cause": 8, "Last error:": 2, "ChildFailedError":
 # A "NET/Socket : Using" line that ends there: its interfaces follow, one per line.
 SOCKET_LIST_HEAD, SOCKET_LIST_LINES = "NET/Socket : Using", 16
 
-# A launcher's rank tags before a line the shell printed ("[0]<stderr>:", "[rank1]:")
-SHELL_PREFIX = r"^(?:\s*\[[^\]\s]*\](?:<std(?:out|err)>)?:?)*\s*"
-_FATAL = "|".join(FATAL_SIGNALS)
 _ADDR = r"(?P<addr>[^\s<>\[\](),]+)"
 # Lines reporting a failed connect say "connect"/"Connection" or carry an *Error name.
 _CONNECT_ERRORS = ("onnect", "rror")
@@ -210,11 +204,15 @@ PATTERNS: tuple[LinePattern, ...] = (
        # register memory ...", "Couldn't register memory region ..."
        r"|NET/OFI [^\n]*register memory[^\n]*)",
        skip_if=("NCCL INFO",), claims=True),
+    # (torch's MapAllocator.cpp, sharing a tensor between processes through a /dev/shm file it
+    # names /torch_<pid>_...: "unable to write to file <%s>: %s (%d)" and "unable to mmap %zu bytes
+    # from file <%s>: %s (%d)", the latter with ENOMEM when /dev/shm has no room)
     _p(EventKind.SHM_ERROR, ("NCCL WARN", _LAST, "Error while creating shared", "bus error", "Bus error",
-                     "Error: unable to write to file"),
+                     "Error: unable to write to file", "Error: unable to mmap"),
        r"(?P<detail>(?:misc/)?shmutils\.cc[^\n]*|Error while creating shared memory segment[^\n]*"
        r"|failed to extend /dev/shm[^\n]*|insufficient shared memory[^\n]*"
-       r"|out of shared memory[^\n]*|(?:/dev/shm|</torch_)[^\n]*No space left on device[^\n]*)",
+       r"|out of shared memory[^\n]*|(?:/dev/shm|</torch_)[^\n]*No space left on device[^\n]*"
+       r"|unable to mmap \d+ bytes from file </torch_[^\n]*Cannot allocate memory[^\n]*)",
        claims=True),
     _p(EventKind.DUPLICATE_GPU, ("NCCL WARN", _LAST, "Duplicate GPU detected"),
        r"Duplicate GPU detected ?: rank (?P<rank_a>\d+) and rank (?P<rank_b>\d+) both on CUDA "
@@ -227,11 +225,16 @@ PATTERNS: tuple[LinePattern, ...] = (
        r"|peer access is not supported[^\n]*|failed to open CUDA IPC handle[^\n]*"
        r"|cudaIpc\w+[^\n]*(?:fail|error)[^\n]*)", claims=True),
     # (vLLM's cumem allocator: "CUDA Error: %s at %s:%d", the driver's text for its error)
+    # (c10's alloc_cpu.cpp: "DefaultCPUAllocator: can't allocate memory: you tried to allocate %d
+    # bytes. Error code %d (%s)" and, torch 1.x to 2.x, "DefaultCPUAllocator: not enough memory:
+    # you tried to allocate %d bytes.": the host's memory)
     _p(EventKind.OOM, ("CUDA out of memory", "OutOfMemoryError", "CUDA error", "NCCL WARN",
-               "can't allocate memory", "Out of memory", "MemoryError", "CUDA Error"),
+               "can't allocate memory", "Out of memory", "MemoryError", "CUDA Error",
+               "not enough memory"),
        r"(?P<detail>CUDA out of memory[^\n]*|(?:[\w.]*)OutOfMemoryError[^\n]*"
        r"|CUDA [Ee]rror: out of memory|Cuda failure 'out of memory'"
-       r"|DefaultCPUAllocator: can't allocate memory[^\n]*|Out of memory: Kill(?:ed)? process"
+       r"|DefaultCPUAllocator: (?:can't allocate|not enough) memory[^\n]*"
+       r"|Out of memory: Kill(?:ed)? process"
        r"[^\n]*|\bMemoryError\b)", claims=True),
     _p(EventKind.VERSION_ERROR, ("CUDA error", "NCCL WARN", "driver version is insufficient"),
        r"(?P<detail>CUDA driver version is insufficient for CUDA runtime version)", claims=True),
@@ -367,56 +370,8 @@ PATTERNS: tuple[LinePattern, ...] = (
     _p(EventKind.JOB_FACT, ("based barrier", "will restart"),
        r"(?P<detail>nnodes|min_nodes|max_nodes|group_world_size|rdzv[_-]endpoint|based barrier"
        r"|restart|master_addr)"),
-    # --- where a run ends (rules/run_end.py) ---
-    # End markers: torchrun's agent once its workers exited 0 (api.py's "[%s] worker group
-    # successfully finished. ...", "Local worker group finished (%s). ..." with the SUCCEEDED
-    # state; torch 1.9's events "torchelastic.worker.status.SUCCEEDED"), ddpkit's own summary
-    # ("all {count} nodes finished successfully", "node {rank} finished in ..."), NCCL's
-    # "comm %p rank %d nranks %d cudaDev %d busId %lx - Destroy COMPLETE" (2.12 on) and
-    # nccl-tests' "# Avg bus bandwidth : %g", printed once every size ran.
-    _p(EventKind.RUN_COMPLETE, ("SUCCEEDED", "finished"),
-       r"(?P<detail>worker group successfully finished|Local worker group finished \("
-       r"(?:WorkerState\.)?SUCCEEDED\)|torchelastic\.worker\.status\.SUCCEEDED"
-       r"|all \d+ nodes? finished successfully|node \d+ finished in \d)"),
-    _p(EventKind.RUN_COMPLETE, ("Avg bus bandwidth",), r"(?P<detail>Avg bus bandwidth\s*: ?[\d.]+)"),
-    _p(EventKind.RUN_COMPLETE, ("Destroy COMPLETE",),
-       r"(?P<detail>comm 0x\w+ rank \d+ n[Rr]anks \d+[^\n]* - Destroy COMPLETE)"),
-    # Lightning's fit loop ("`Trainer.fit` stopped: `max_epochs={!r}` reached.", or max_steps)
-    # and the Hugging Face Trainer's ("Training completed. Do not forget to share your model on
-    # huggingface.co/models =)") at the end of training
-    _p(EventKind.RUN_COMPLETE, ("Trainer.fit` stopped", "Training completed."),
-       r"(?P<detail>`Trainer\.fit` stopped: `max_(?:epochs|steps)=\d+` reached"
-       r"|Training completed\. Do not forget to share your model)"),
-    # ProcessGroupNCCL's destructor (torch v2.4.0 on, torch/csrc/distributed/c10d/
-    # ProcessGroupNCCL.cpp, ~ProcessGroupNCCL: TORCH_WARN_ONCE "WARNING: process group has NOT
-    # been destroyed before we destruct ProcessGroupNCCL. On normal program exit, ..."): the
-    # process reached its exit without destroy_process_group (harmless in itself; a failure
-    # before it shows in its own lines)
-    _p(EventKind.RUN_COMPLETE, ("NOT been destroyed",),
-       r"(?P<detail>process group has NOT been destroyed before we destruct ProcessGroupNCCL)"),
-    # The shell's report of a process killed by SIGKILL, alone on its line: bash's
-    # strsignal(SIGKILL) "Killed" (interactive, foreground), its non-interactive "%s: line %d: "
-    # + "<pid> Killed <command>" (jobs.c, notify_of_job_status) and "[1]+  Killed  <command>".
-    _p(EventKind.KILLED, ("Killed",),
-       rf"{SHELL_PREFIX}(?:[^\s:]+: line \d+: +(?P<pid>\d+) +"
-       r"|\[\d+\][+-]? +)?Killed(?! +process \d)(?: +(?P<command>\S[^\n]*?))?\s*$"),
-    # The same report of a process a fatal signal ended (bash's strsignal() texts, "(core
-    # dumped)" if it dumped core): alone on its line, or after the script's "line N: <pid> " or
-    # the job's "[1]+ ", which its command may follow.
-    _p(EventKind.FATAL_SIGNAL, tuple(FATAL_SIGNALS),
-       rf"{SHELL_PREFIX}(?:[^\s:]+: line \d+: +(?P<pid>\d+) +|\[\d+\][+-]? +)"
-       rf"(?P<signal_text>{_FATAL})(?P<core> \(core dumped\))?(?: +(?P<command>\S[^\n]*?))?\s*$"),
-    _p(EventKind.FATAL_SIGNAL, tuple(FATAL_SIGNALS),
-       rf"{SHELL_PREFIX}(?P<signal_text>{_FATAL})(?P<core> \(core dumped\))?\s*$"),
-    # A crash handler's report in the process itself: Open MPI's (opal/util/stacktrace.c:
-    # "[%s:%05d] *** Process received signal ***", then "[%s:%05d] Signal: %s (%d)") and UCX's
-    # (ucs/debug/debug.c: "Caught signal %d (%s)", the signal's strsignal() text and its code's)
-    _p(EventKind.FATAL_SIGNAL, ("Process received signal",),
-       r"(?P<detail>\*\*\* Process received signal \*\*\*)"),
-    _p(EventKind.FATAL_SIGNAL, tuple(FATAL_SIGNALS),
-       rf"\] (?P<detail>Signal: (?P<signal_text>{_FATAL}) \(\d+\))\s*$"),
-    _p(EventKind.FATAL_SIGNAL, tuple(FATAL_SIGNALS),
-       rf"(?P<detail>Caught signal \d+ \((?P<signal_text>{_FATAL})[:)][^\n]*)"),
+    # --- where a run ends (rules/run_end.py): doctor/log/end_lines.py ---
+    *END_PATTERNS,
     # --- last: failure lines no pattern above read (rules/unexplained.py) ---
     _fb(EventKind.FAILURE_LINE, ("rror",), r"(?P<detail>\[Errno -?\d+\][^\n]*|\berrno:? ?-?[1-9]\d*)"),
     # other error lines: glog's "Check failed: ... unhandled cuda error", "prog: error: ..."

@@ -16,6 +16,7 @@ import re
 from functools import lru_cache
 
 from ddpkit.doctor.addresses import address_class
+from ddpkit.doctor.log.end_lines import FATAL_SIGNALS, SHELL_PREFIX
 from ddpkit.doctor.log.facts import network, printed
 from ddpkit.doctor.log.facts.kinds import (
     CUDA_CHECK_WORDS,
@@ -34,7 +35,6 @@ from ddpkit.doctor.log.facts.kinds import (
     Fact,
     FactKind,
 )
-from ddpkit.doctor.log.patterns import FATAL_SIGNALS, SHELL_PREFIX
 from ddpkit.doctor.log.prefixes import without_header
 
 _OCTET = r"(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)"

@@ -11,8 +11,8 @@ import re
 
 from ddpkit.doctor.catalogue import entry
 from ddpkit.doctor.findings import Evidence, Finding
+from ddpkit.doctor.log.end_lines import FATAL_SIGNALS
 from ddpkit.doctor.log.evidence import Bag, merge
-from ddpkit.doctor.log.patterns import FATAL_SIGNALS
 from ddpkit.doctor.log.rules.jobs import sigkill_fix
 from ddpkit.doctor.log.scan import Event
 from ddpkit.doctor.wording import specific_then_general

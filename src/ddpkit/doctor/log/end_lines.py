@@ -1,0 +1,70 @@
+"""The lines that say where a run ends (rules/run_end.py reads them; rules/shell_signals.py the
+shell's and crash handlers' reports): a patterns' family of the scan's table
+(doctor/log/patterns.py), tried in its place there. The tail pass finds them (patterns.TAIL_ANCHORS,
+in the last TAIL_BYTES of a log), where a run's end is."""
+
+from __future__ import annotations
+
+from ddpkit.doctor.log.kinds import EventKind
+from ddpkit.doctor.log.line_pattern import LinePattern
+from ddpkit.doctor.log.line_pattern import pattern as _p
+
+# strsignal() of the signals a process crashes of (SIGSEGV, SIGABRT, SIGBUS, SIGFPE, SIGILL): what
+# bash reports for a job they end
+FATAL_SIGNALS = {"Segmentation fault": "SIGSEGV", "Aborted": "SIGABRT", "Bus error": "SIGBUS",
+                 "Floating point exception": "SIGFPE", "Illegal instruction": "SIGILL"}
+# A launcher's rank tags before a line the shell printed ("[0]<stderr>:", "[rank1]:")
+SHELL_PREFIX = r"^(?:\s*\[[^\]\s]*\](?:<std(?:out|err)>)?:?)*\s*"
+_FATAL = "|".join(FATAL_SIGNALS)
+
+END_PATTERNS: tuple[LinePattern, ...] = (
+    # End markers: torchrun's agent once its workers exited 0 (api.py's "[%s] worker group
+    # successfully finished. ...", "Local worker group finished (%s). ..." with the SUCCEEDED
+    # state; torch 1.9's events "torchelastic.worker.status.SUCCEEDED"), ddpkit's own summary
+    # ("all {count} nodes finished successfully", "node {rank} finished in ..."), NCCL's
+    # "comm %p rank %d nranks %d cudaDev %d busId %lx - Destroy COMPLETE" (2.12 on) and
+    # nccl-tests' "# Avg bus bandwidth : %g", printed once every size ran.
+    _p(EventKind.RUN_COMPLETE, ("SUCCEEDED", "finished"),
+       r"(?P<detail>worker group successfully finished|Local worker group finished \("
+       r"(?:WorkerState\.)?SUCCEEDED\)|torchelastic\.worker\.status\.SUCCEEDED"
+       r"|all \d+ nodes? finished successfully|node \d+ finished in \d)"),
+    _p(EventKind.RUN_COMPLETE, ("Avg bus bandwidth",), r"(?P<detail>Avg bus bandwidth\s*: ?[\d.]+)"),
+    _p(EventKind.RUN_COMPLETE, ("Destroy COMPLETE",),
+       r"(?P<detail>comm 0x\w+ rank \d+ n[Rr]anks \d+[^\n]* - Destroy COMPLETE)"),
+    # Lightning's fit loop ("`Trainer.fit` stopped: `max_epochs={!r}` reached.", or max_steps)
+    # and the Hugging Face Trainer's ("Training completed. Do not forget to share your model on
+    # huggingface.co/models =)") at the end of training
+    _p(EventKind.RUN_COMPLETE, ("Trainer.fit` stopped", "Training completed."),
+       r"(?P<detail>`Trainer\.fit` stopped: `max_(?:epochs|steps)=\d+` reached"
+       r"|Training completed\. Do not forget to share your model)"),
+    # ProcessGroupNCCL's destructor (torch v2.4.0 on, torch/csrc/distributed/c10d/
+    # ProcessGroupNCCL.cpp, ~ProcessGroupNCCL: TORCH_WARN_ONCE "WARNING: process group has NOT
+    # been destroyed before we destruct ProcessGroupNCCL. On normal program exit, ..."): the
+    # process reached its exit without destroy_process_group (harmless in itself; a failure
+    # before it shows in its own lines)
+    _p(EventKind.RUN_COMPLETE, ("NOT been destroyed",),
+       r"(?P<detail>process group has NOT been destroyed before we destruct ProcessGroupNCCL)"),
+    # The shell's report of a process killed by SIGKILL, alone on its line: bash's
+    # strsignal(SIGKILL) "Killed" (interactive, foreground), its non-interactive "%s: line %d: "
+    # + "<pid> Killed <command>" (jobs.c, notify_of_job_status) and "[1]+  Killed  <command>".
+    _p(EventKind.KILLED, ("Killed",),
+       rf"{SHELL_PREFIX}(?:[^\s:]+: line \d+: +(?P<pid>\d+) +"
+       r"|\[\d+\][+-]? +)?Killed(?! +process \d)(?: +(?P<command>\S[^\n]*?))?\s*$"),
+    # The same report of a process a fatal signal ended (bash's strsignal() texts, "(core
+    # dumped)" if it dumped core): alone on its line, or after the script's "line N: <pid> " or
+    # the job's "[1]+ ", which its command may follow.
+    _p(EventKind.FATAL_SIGNAL, tuple(FATAL_SIGNALS),
+       rf"{SHELL_PREFIX}(?:[^\s:]+: line \d+: +(?P<pid>\d+) +|\[\d+\][+-]? +)"
+       rf"(?P<signal_text>{_FATAL})(?P<core> \(core dumped\))?(?: +(?P<command>\S[^\n]*?))?\s*$"),
+    _p(EventKind.FATAL_SIGNAL, tuple(FATAL_SIGNALS),
+       rf"{SHELL_PREFIX}(?P<signal_text>{_FATAL})(?P<core> \(core dumped\))?\s*$"),
+    # A crash handler's report in the process itself: Open MPI's (opal/util/stacktrace.c:
+    # "[%s:%05d] *** Process received signal ***", then "[%s:%05d] Signal: %s (%d)") and UCX's
+    # (ucs/debug/debug.c: "Caught signal %d (%s)", the signal's strsignal() text and its code's)
+    _p(EventKind.FATAL_SIGNAL, ("Process received signal",),
+       r"(?P<detail>\*\*\* Process received signal \*\*\*)"),
+    _p(EventKind.FATAL_SIGNAL, tuple(FATAL_SIGNALS),
+       rf"\] (?P<detail>Signal: (?P<signal_text>{_FATAL}) \(\d+\))\s*$"),
+    _p(EventKind.FATAL_SIGNAL, tuple(FATAL_SIGNALS),
+       rf"(?P<detail>Caught signal \d+ \((?P<signal_text>{_FATAL})[:)][^\n]*)"),
+)
