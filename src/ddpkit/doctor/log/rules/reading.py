@@ -20,7 +20,7 @@ from ddpkit.doctor.log.patterns import FAILURE_KINDS
 from ddpkit.doctor.log.rules.hosts import SharedDevices
 from ddpkit.doctor.log.rules.jobs import JobRules
 from ddpkit.doctor.log.rules.local_rank import LocalRankRule
-from ddpkit.doctor.log.rules.network import SOCKET_ITEM, NetworkRules
+from ddpkit.doctor.log.rules.network import SOCKET_ITEM, NetworkRules, error_class
 from ddpkit.doctor.log.rules.run_end import RUN_END_KINDS, RunEnd
 from ddpkit.doctor.log.rules.shell_signals import SIGNAL_KINDS, ShellSignals
 from ddpkit.doctor.log.rules.simple import Facts
@@ -75,6 +75,13 @@ class Reading:
         # a connection lost, said above warning level (c10d's TCPStore client warns of a reset
         # it then retries: "[W ... TCPStore.cpp:125] [c10d] recvValue failed on ...")
         self.lost_failed = False
+        # a failed connect that shows a failure: said above warning level, refused, timed out or
+        # unroutable (the peer or the network said no), or tried again. c10d warns of each
+        # address of a name it tries: one warned attempt that failed otherwise ("Invalid
+        # argument", Windows' 10049 "The requested address is not valid in its context") before
+        # another address answers is no failure.
+        self.connects_failed = 0
+        self.connect_failed_loudly = False
 
     def feed(self, event: Event) -> None:
         facts = facts_of(event.text)
@@ -88,6 +95,10 @@ class Reading:
             self.event_failed = True  # (a job stopped from outside is a failure, at any level)
         if event.kind == "connection-lost" and not self.lost_failed:
             self.lost_failed = not warning_line(event.text)
+        if event.kind == "connect-error":
+            self.connects_failed += event.repeat
+            self.connect_failed_loudly = self.connect_failed_loudly or not warning_line(
+                event.text) or error_class(event.get("err")) != "other"
         if (event.host or event.node) and len(self.machines) < 256:
             self.machines.add(event.host or event.node or "")
         self.net.feed(event)
@@ -178,8 +189,13 @@ class Reading:
         """Whether the facts show a failure: a failed rank, an NCCL error, a lost or refused
         connection, a timeout (the rules' error findings aside)."""
         job = self.job
-        return bool(self.net.conns) or bool(job.root_causes() or job.nccl_errors
-                                            or self.lost_failed or job.timeout_bag)
+        return self.connect_failed() or bool(job.root_causes() or job.nccl_errors
+                                             or self.lost_failed or job.timeout_bag)
+
+    def connect_failed(self) -> bool:
+        """A connect failed as a failure: said above warning level, refused, timed out or
+        unroutable, or tried more than once."""
+        return self.connect_failed_loudly or self.connects_failed > 1
 
     def shown(self) -> bool:
         """The logs show a failure (a hang in NCCL's init is one too)."""
@@ -190,7 +206,7 @@ class Reading:
         """The failure is the network's: a refused, lost or timed-out connection, an NCCL
         error, a collective or rendezvous timeout, an init that never completed."""
         net, job = self.net, self.job
-        return bool(net.conns or net.rdzv_connection or net.gloo_mesh_failed
+        return bool(self.connect_failed() or net.rdzv_connection or net.gloo_mesh_failed
                     or net.bootstrap_failed or job.lost or job.timeout_bag or job.nccl_errors
                     or self.init_hung())
 
