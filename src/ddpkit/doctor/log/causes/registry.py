@@ -37,6 +37,7 @@ from ddpkit.doctor.log.causes.gpu_build import GpuBuild
 from ddpkit.doctor.log.causes.internal_assert import InternalAssert
 from ddpkit.doctor.log.causes.launcher_arguments import LauncherArguments
 from ddpkit.doctor.log.causes.loopback import Loopback
+from ddpkit.doctor.log.causes.misplaced_option import MisplacedOption
 from ddpkit.doctor.log.causes.nccl_result import NcclResult
 from ddpkit.doctor.log.causes.no_backend import NoBackend
 from ddpkit.doctor.log.causes.no_gpu import NoGpu
@@ -73,7 +74,7 @@ CAUSES: tuple[type[Cause], ...] = (
     CommunicatorDevice, DdpChecks, CollectiveMismatch, CudaLibrary, NoGpu,
     CudaCheck, InternalAssert, VersionsDiffer, CudaToolkit, LauncherArguments, BarrierWaiting,
     TorchApiMissing, RaiseSite, GlooNoAddress, GpuBuild, StoreAddress, SshUnresolved,
-    CollectiveCheck,
+    CollectiveCheck, MisplacedOption,
 )
 
 Scored = tuple[Finding, int]

@@ -356,6 +356,9 @@ def _facts(text: str) -> tuple[Fact, ...]:
     if "Unsupported gpu architecture" in text:  # nvcc, older than the GPU it builds for
         found += [Fact(FactKind.TOOLKIT_MISMATCH, "nvcc", arch)
                   for arch in printed.NVCC_ARCH.findall(text)][:1]
+    if "unrecognized arguments" in text:
+        found += [Fact(FactKind.MISPLACED_OPTION, m)
+                  for m in printed.MISPLACED_OPTION.findall(text)][:1]
     if "Version mismatch: The cluster was started with" in text:  # Ray's check_version_info
         found.append(Fact(FactKind.VERSIONS_DIFFER, "Ray"))
     if "PyTorch" in text or "torch==" in text or "driver on your system" in text:

@@ -110,6 +110,9 @@ class FactKind(enum.Enum):
     # "the following arguments are required: %s"; value: the option or the missing argument,
     # detail: the value refused, "" where none was)
     LAUNCHER_ARGUMENT = "launcher-argument"
+    # a training script's own argument parser refusing a launcher's option, written after the
+    # script's name (argparse's "%(prog)s: error: unrecognized arguments: %s"; value: the option)
+    MISPLACED_OPTION = "misplaced-option"
     # a name torch does not have, asked for by code written for another torch release (CPython's
     # "module 'torch.distributed' has no attribute '_all_gather_base'", "cannot import name 'X'
     # from 'torch.Y'"; value: the dotted name)

@@ -88,6 +88,18 @@ LAUNCHER_ARGUMENT = re.compile(
     r"|node|master|rdzv|max|start[-_]method|log[-_]dir|redirects|tee|local[-_]addr|monitor"
     r"|use[-_]env|standalone)))"
     r": error: unrecognized arguments: (--[\w-]+)(?:=([^\s'\n]{0,80}))?")
+# A training script's parser (argparse: "%(prog)s: error: unrecognized arguments: %s", prog the
+# script's file name) refusing an option of a launcher's: torchrun's (run.py's parser), the
+# older launch.py's --use_env, DeepSpeed's runner (--num_gpus, --num_nodes, --hostfile,
+# --include, --master_addr), accelerate launch's (--num_processes, --num_machines,
+# --machine_rank, --main_process_ip/port) and paddle.distributed.launch's --gpus. Not run.py or
+# launch.py (torchrun's own prog under python -m), not --local-rank (local-rank-argument's).
+MISPLACED_OPTION = re.compile(
+    r"\b(?!(?:run|launch)\.py:)[\w.-]{1,80}\.py: error: unrecognized arguments:(?: [^\n]*?)?? "
+    r"(--(?:nnodes|nproc[-_]per[-_]node|node[-_]rank|master[-_]addr|master[-_]port|rdzv[-_]\w+"
+    r"|standalone|use[-_]env|max[-_]restarts|num[-_]gpus|num[-_]nodes|hostfile|include"
+    r"|num[-_]processes|num[-_]machines|machine[-_]rank|main[-_]process[-_](?:ip|port)|gpus))"
+    r"(?![\w-])")
 # DeepSpeed's op builder (op_builder/builder.py, v0.3 to v0.19): "Installed CUDA version %s does
 # not match the version torch was compiled with %s, unable to compile ..." raised; the same words
 # printed before "but since the APIs are compatible, accepting this combination" (minor versions
