@@ -16,6 +16,10 @@ quoted, or from NCCL's return chain. Sources of the lines:
 - vLLM vllm/distributed/device_communicators/pynccl_wrapper.py, NCCL_CHECK: ``raise
   RuntimeError(f"NCCL error: {error_str}")``, error_str being ncclGetErrorString's text
 - the WARN lines are made up (no catalogue template): "NCCL WARN Some check on node x failed"
+- NCCL src/init.cc ncclGetErrorString's default branch: "unknown result code" (a code this
+  library does not define); TensorRT-LLM cpp/include/tensorrt_llm/common/cudaUtils.h-style
+  NCCLCHECK: ``printf("Failed, NCCL error %s:%d '%s'\n", __FILE__, __LINE__,
+  ncclGetErrorString(r))``
 """
 
 from __future__ import annotations
@@ -113,3 +117,18 @@ def test_vllms_pynccl_error_is_read_by_its_text(tmp_path: Path, text: str, expec
                            "[rank0]:     raise RuntimeError(f\"NCCL error: {error_str}\")",
                            f"[rank0]: RuntimeError: NCCL error: {text}"])
     assert (found.id, found.severity) == (expected, "error")
+
+
+@pytest.mark.parametrize("line", [
+    "Failed, NCCL error /workspace/TensorRT-LLM/cpp/tensorrt_llm/plugins/ncclPlugin/"
+    "allreducePlugin.cpp:183 'unknown result code'",
+    "node1: Test NCCL failure common.cu:891 'unknown result code'",
+    "torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/"
+    "ProcessGroupNCCL.cpp:1970, unknown result code (run with NCCL_DEBUG=INFO for details), NCCL "
+    "version 2.18.1",
+])
+def test_a_result_code_the_library_cannot_name_is_two_nccl_builds(tmp_path: Path,
+                                                                  line: str) -> None:
+    found = top(tmp_path, [line])
+    assert (found.id, found.severity) == ("version-mismatch", "error")
+    assert "two NCCL builds" in found.explanation

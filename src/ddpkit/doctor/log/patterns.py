@@ -193,6 +193,9 @@ PATTERNS: tuple[LinePattern, ...] = (
     # 2.13 with NCCL's last warning after " / " (often empty) and a "(run with ...)" hint.
     _p(EventKind.NCCL_ERROR, ("NCCL failure",),
        r"Test NCCL failure (?P<where>[^\s']+) '(?P<detail>[^'/(]*[^'/(\s])"),
+    # TensorRT-LLM's NCCLCHECK (and nccl-tests' older one): "Failed, NCCL error %s:%d '%s'"
+    _p(EventKind.NCCL_ERROR, ("NCCL error",),
+       r"NCCL error (?P<where>[^\s',]+:\d+) '(?P<detail>[^'\n]+)'"),
     _p(EventKind.EXCEPTION, ("Error: ",),
        r"(?P<type>(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception)): (?P<message>[^\n]{0,200})"),
     # --- specific failures first: they claim their line ---

@@ -12,8 +12,10 @@ failure's own: the WARN line before a chain often comes from a template no catal
 topology XML attribute, a plugin's own message), yet the code says what kind of failure NCCL
 itself took it for. Only the results whose meaning is a finding are named here:
 ncclInternalError, and ncclInvalidArgument or ncclInvalidUsage (a setting or a call NCCL
-refused). ncclSystemError and ncclRemoteError are the network's and the peers', which the errno
-and connection rules read; ncclUnhandledCudaError is CUDA's (unhandled_cuda.py).
+refused), and a code the library cannot name (ncclGetErrorString's default, "unknown result
+code": a code from another NCCL release, version-mismatch). ncclSystemError and ncclRemoteError
+are the network's and the peers', which the errno and connection rules read;
+ncclUnhandledCudaError is CUDA's (unhandled_cuda.py).
 """
 
 from __future__ import annotations
@@ -22,12 +24,12 @@ from ddpkit.doctor.catalogue import GENERIC
 from ddpkit.doctor.findings import Finding, Severity
 from ddpkit.doctor.log.causes.base import Context, Noting, made
 from ddpkit.doctor.log.evidence import merge
-from ddpkit.doctor.log.facts.kinds import Fact, FactKind
+from ddpkit.doctor.log.facts.kinds import UNKNOWN_RESULT, Fact, FactKind
 from ddpkit.doctor.log.scan import Event
 from ddpkit.i18n import _
 
 _FINDINGS = {"ncclInternalError": "internal-error", "ncclInvalidArgument": "invalid-usage",
-             "ncclInvalidUsage": "invalid-usage"}
+             "ncclInvalidUsage": "invalid-usage", UNKNOWN_RESULT: "version-mismatch"}
 
 
 class NcclResult(Noting):
@@ -52,6 +54,12 @@ class NcclResult(Noting):
             return None
         text = _("NCCL's failing call returned {result}: the lines before it (NCCL's WARN, "
                  "torch's \"Last error:\") say what NCCL checked.", result=self.first)
+        if self.first == UNKNOWN_RESULT:
+            text = _("NCCL's failing call returned a result code the NCCL library that named it "
+                     "does not know ('unknown result code'): the code came from another NCCL "
+                     "release than that library, so two NCCL builds are in the process (the one "
+                     "torch bundles and a system or plugin one, or the one a program was built "
+                     "against and an older one it loads).")
         words = [text]
         if self.first == "ncclInvalidUsage":
             words.append(_("NCCL also returns it when two ranks use one GPU (its WARN says "

@@ -129,10 +129,11 @@ _RETURN = re.compile(r"[\w.-]\.(?:cc|cu|h|cpp):\d+ -> ([1-7])\b")
 # an ncclResult_t by its name (torch's detail line "ncclInvalidUsage: This usually reflects ...")
 # or by ncclGetErrorString's text where an NCCL error is quoted: torch's "NCCL error in: <where>,
 # <text> (run with NCCL_DEBUG=...)", a copy of it without its head, nccl-tests' "NCCL failure
-# <where> '<text>'", vLLM's pynccl_wrapper.py NCCL_CHECK "NCCL error: <text>" (SGLang copies it)
+# <where> '<text>'", TensorRT-LLM's NCCLCHECK "Failed, NCCL error <file>:<line> '<text>'", vLLM's
+# pynccl_wrapper.py NCCL_CHECK "NCCL error: <text>" (SGLang copies it)
 _RESULT_NAME = re.compile(r"\b(" + "|".join(NCCL_RESULTS.values()) + r")\b")
 _TEXTS = "|".join(re.escape(t) for t in NCCL_RESULT_TEXTS)
-_RESULT_TEXT = re.compile(rf"(?:NCCL error in:? ?[^,\n]*, |NCCL error: |NCCL failure [^\s']+ ')"
+_RESULT_TEXT = re.compile(rf"(?:NCCL error in:? ?[^,\n]*, |NCCL error: |NCCL (?:failure|error) [^\s']+ ')"
                           rf"({_TEXTS})"
                           rf"|(?:^|\]:\s?)({_TEXTS}) \(run with NCCL_DEBUG")
 # Open MPI's TCP transports (facts/kinds.py MPI_TCP_TOPICS), and the btl's "Message: connect() to

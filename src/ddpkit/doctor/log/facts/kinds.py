@@ -233,7 +233,9 @@ NCCL_RESULTS: dict[int, str] = {
 }
 # ncclGetErrorString's texts (NCCL src/init.cc; "internal error" went on with " - please report
 # this issue to the NCCL developers" from v2.12), which torch's "NCCL error in: <where>, <text>"
-# and nccl-tests' "NCCL failure <where> '<text>'" quote
+# and nccl-tests' "NCCL failure <where> '<text>'" quote; its default branch, "unknown result code",
+# names a code this library does not have (UNKNOWN_RESULT)
+UNKNOWN_RESULT = "an unknown result code"
 NCCL_RESULT_TEXTS: dict[str, str] = {
     "unhandled cuda error": "ncclUnhandledCudaError",
     "unhandled system error": "ncclSystemError",
@@ -241,6 +243,7 @@ NCCL_RESULT_TEXTS: dict[str, str] = {
     "invalid argument": "ncclInvalidArgument",
     "invalid usage": "ncclInvalidUsage",
     "remote process exited or there was a network error": "ncclRemoteError",
+    "unknown result code": UNKNOWN_RESULT,
 }
 
 # the check macros' words that open a CUDA error's line (torch's "CUDA error: ", NCCL's "Cuda
