@@ -60,10 +60,10 @@ ANCHORS: tuple[bytes, ...] = (
     # configs and each rendezvous' result (their lines followed: node counts, the endpoint,
     # master_addr, restart_count), the agent restarting its workers, a store-based barrier
     b"already in use", b"elastic_operator", b"Rendezvous complete", b"will restart",
-    b"based barrier", b"failed to listen",
-    # c10d's bind warning of each address it tried ("The server socket has failed to bind to
-    # 10.0.0.9:29500 (errno: 99 - Cannot assign requested address)."; causes/store_address.py)
-    b"failed to bind",
+    # (with c10d's bind warning of each address it tried, "The server socket has failed to bind
+    # to 10.0.0.9:29500 (errno: 99 - Cannot assign requested address).", causes/store_address.py:
+    # one pass for both)
+    b"based barrier", rb"failed to (?:listen|bind)",
     # Open MPI's TCP transport's "received unexpected process identifier" (btl_tcp_endpoint.c),
     # posted bare (its other messages carry "onnect")
     b"process identifier",
