@@ -22,7 +22,7 @@ import re
 from ddpkit.doctor.catalogue import GENERIC, ORDER
 from ddpkit.doctor.findings import Finding
 from ddpkit.doctor.log.causes.base import Cause, Context, made
-from ddpkit.doctor.log.causes.raise_site import FRAME_REACH, ORIGINS
+from ddpkit.doctor.log.causes.raise_site import RaiseSites
 from ddpkit.doctor.log.evidence import Bag, merge
 from ddpkit.doctor.log.facts.kinds import Fact, FactKind
 from ddpkit.doctor.log.messages import catalogue
@@ -46,25 +46,19 @@ class CollectiveCheck(Cause):
     yields_to = frozenset(ORDER) - GENERIC - {"invalid-usage"}
 
     def __init__(self) -> None:
-        self.frames: dict[tuple[str, str, int | None], tuple[int, str, bool]] = {}
+        self.sites = RaiseSites()
         self.refused: tuple[str, str] | None = None  # (module, message)
         self.bag = Bag()
 
     def feed(self, event: Event, facts: tuple[Fact, ...]) -> None:
-        where = (event.file, event.origin, event.rank)
-        for fact in facts:
-            if fact.kind is FactKind.FRAME and (where in self.frames
-                                                or len(self.frames) < ORIGINS):
-                self.frames[where] = (event.line, fact.value, fact.detail == "installed")
-            elif fact.kind is FactKind.EXCEPTION:
-                frame = self.frames.pop(where, None)
-                if (frame is not None and 0 < event.line - frame[0] <= FRAME_REACH
-                        and frame[2] and frame[1].startswith(_WRAPPERS)
-                        and fact.value.rsplit(".", 1)[-1] == "RuntimeError"
-                        and not _NOT_A_REFUSAL.search(fact.detail)
-                        and self.refused is None and catalogue().match(fact.detail) is None):
-                    self.refused = (frame[1], fact.detail)
-                    self.bag.add(event)
+        for raised in self.sites.read(event, facts):
+            if (self.refused is None and raised.installed
+                    and raised.module.startswith(_WRAPPERS)
+                    and raised.kind.rsplit(".", 1)[-1] == "RuntimeError"
+                    and not _NOT_A_REFUSAL.search(raised.message)
+                    and catalogue().match(raised.message) is None):
+                self.refused = (raised.module, raised.message)
+                self.bag.add(event)
 
     def finding(self, context: Context) -> Finding | None:
         if self.refused is None:

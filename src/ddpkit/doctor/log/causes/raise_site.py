@@ -33,6 +33,7 @@ read memory). Any other rule's error says more, and this cause ranks at its id's
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 from ddpkit.doctor.catalogue import GENERIC
 from ddpkit.doctor.findings import Finding
@@ -64,8 +65,8 @@ SIGNATURE = re.compile(r"\bgot an unexpected keyword argument\b|\bmissing \d+ re
                        r"(?:positional|keyword-only) arguments?\b|\btakes (?:from \d+ to )?\d+ "
                        r"positional arguments? but \d+ (?:were|was) given\b"
                        r"|\bgot multiple values for (?:keyword )?argument\b")
-FRAME_REACH = 8  # lines from the innermost frame to the exception (source, carets, a long raise)
-ORIGINS = 256  # tracebacks followed at once (one per process of a log)
+_FRAME_REACH = 8  # lines from the innermost frame to the exception (source, carets, a long raise)
+_ORIGINS = 256  # tracebacks followed at once (one per process of a log)
 
 
 def in_stack(module: str) -> bool:
@@ -75,28 +76,53 @@ def in_stack(module: str) -> bool:
             or bool(_OWN_DISTRIBUTED & set(parts[1:])))
 
 
+@dataclass(frozen=True)
+class Raised:
+    """An exception and the frame printed last before it: where it was raised."""
+
+    module: str  # the frame's module, dotted
+    installed: bool  # the frame's file is an installed package's (or torch's own tree)
+    kind: str  # the exception's type as printed
+    message: str
+
+
+class RaiseSites:
+    """Each process's innermost frame, followed to the exception its traceback ends with (the
+    facts' ``FRAME`` and ``EXCEPTION``, one traceback per file, origin and rank)."""
+
+    def __init__(self) -> None:
+        # the last frame of each process's traceback: (its line, module, installed)
+        self.frames: dict[tuple[str, str, int | None], tuple[int, str, bool]] = {}
+
+    def read(self, event: Event, facts: tuple[Fact, ...]) -> list[Raised]:
+        """The exceptions ``event`` ends a traceback with, each with where it was raised."""
+        where = (event.file, event.origin, event.rank)
+        found: list[Raised] = []
+        for fact in facts:
+            if fact.kind is FactKind.FRAME and (where in self.frames
+                                                or len(self.frames) < _ORIGINS):
+                self.frames[where] = (event.line, fact.value, fact.detail == "installed")
+            elif fact.kind is FactKind.EXCEPTION:
+                frame = self.frames.pop(where, None)
+                if frame is not None and 0 < event.line - frame[0] <= _FRAME_REACH:
+                    found.append(Raised(frame[1], frame[2], fact.value, fact.detail))
+        return found
+
+
 class RaiseSite(Cause):
     needs = frozenset({FactKind.FRAME, FactKind.EXCEPTION})
     specificity = 0
     supersedes = GENERIC
 
     def __init__(self) -> None:
-        # the last frame of each process's traceback: (its line, module, installed)
-        self.frames: dict[tuple[str, str, int | None], tuple[int, str, bool]] = {}
+        self.sites = RaiseSites()
         self.refused: tuple[str, str, str] | None = None  # (module, type, message)
         self.mismatch: tuple[str, str] | None = None  # (module, message)
         self.bag = Bag()
 
     def feed(self, event: Event, facts: tuple[Fact, ...]) -> None:
-        where = (event.file, event.origin, event.rank)
-        for fact in facts:
-            if fact.kind is FactKind.FRAME and (where in self.frames
-                                                or len(self.frames) < ORIGINS):
-                self.frames[where] = (event.line, fact.value, fact.detail == "installed")
-            elif fact.kind is FactKind.EXCEPTION:
-                frame = self.frames.pop(where, None)
-                if frame is not None and 0 < event.line - frame[0] <= FRAME_REACH:
-                    self._read(event, frame[1], frame[2], fact.value, fact.detail)
+        for raised in self.sites.read(event, facts):
+            self._read(event, raised.module, raised.installed, raised.kind, raised.message)
 
     def _read(self, event: Event, module: str, installed: bool, kind: str, message: str) -> None:
         name = kind.rsplit(".", 1)[-1]
