@@ -120,9 +120,9 @@ class FactKind(enum.Enum):
     # torch's Gloo device factory given neither an interface nor a hostname (value: the
     # transport, TCP or UV): GLOO_SOCKET_IFNAME unset and this machine's hostname empty
     GLOO_NO_ADDRESS = "gloo-no-address"
-    # torch saying its build does not fit this machine's GPU or driver (value: GPU_BUILD_TEXTS'
-    # kind, "architecture", "old-gpu" or "driver"; detail: the capability or driver version
-    # printed, "" where none is)
+    # torch saying its build does not fit this machine's GPU or driver (value: which way,
+    # "architecture", "old-gpu" or "driver"; detail: the capability or driver version printed,
+    # "" where none is)
     GPU_BUILD = "gpu-build"
     # OpenSSH's client unable to look up the host it was told to reach (value: the host as
     # printed; detail: getaddrinfo's words), as a launcher that starts ranks over ssh relays it
