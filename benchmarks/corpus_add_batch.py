@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import shutil
 import sys
 from pathlib import Path
@@ -31,10 +30,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "benchmarks"))
 sys.path.insert(0, str(ROOT / "src"))
 
-from corpus_split import BATCH_SEEDS, CORPUS, eval_files  # noqa: E402
+from corpus_split import BATCH_SEEDS, CORPUS, THREAD, eval_files  # noqa: E402
 from doctor_corpus import top_finding  # noqa: E402
-
-_THREAD = re.compile(r"[\w.-]+/[\w.-]+#\d+")
 
 
 def headline(entries: list[dict[str, object]], got: dict[str, tuple[str, str]]) -> dict[str, str]:
@@ -64,7 +61,7 @@ def main() -> int:
         parser.error(f"no seed for batch {args.batch}: add it to corpus_split.BATCH_SEEDS first")
     corpus = json.loads(CORPUS.read_text())
     known = {str(e["source"]).lower() for e in corpus["logs"]}
-    reserved = {t.lower() for t in _THREAD.findall(json.dumps(corpus["reserved"]))}
+    reserved = {t.lower() for t in THREAD.findall(json.dumps(corpus["reserved"]))}
     files = {str(e["file"]) for e in corpus["logs"]}
     new: list[dict[str, object]] = []
     left_out: list[str] = []

@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import json
 import random
+import re
 from pathlib import Path
 
 SEED = 20261203
@@ -38,6 +39,7 @@ BATCH_SEEDS = {1: SEED, 2: 20261204, 3: 20261205, 4: 20261206, 5: 20261207, 6: 2
                28: 20261230, 29: 20261231}
 EVAL_FRACTION = 1 / 3
 CORPUS = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "real-logs" / "corpus.json"
+THREAD = re.compile(r"[\w.-]+/[\w.-]+#\d+")  # a GitHub thread as the corpus names it: owner/repo#N
 
 
 def eval_files(files: list[str], seed: int = SEED) -> set[str]:
