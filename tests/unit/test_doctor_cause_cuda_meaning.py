@@ -7,8 +7,9 @@ cudaGetErrorString()'s text in any check macro's line. Sources of the lines:
   compatibility was attempted on non supported HW", cudaErrorUnsupportedPtxVersion (222) "the
   provided PTX was compiled with an unsupported toolchain.", cudaErrorNoKernelImageForDevice
   (209), cudaErrorNoDevice (100), cudaErrorDevicesUnavailable (46), cudaErrorSystemNotReady
-  (802) "system not yet initialized", cudaErrorECCUncorrectable (214), cudaErrorIllegalAddress
-  (700), cudaErrorAssert (710) "device-side assert triggered"
+  (802) "system not yet initialized", cudaErrorInvalidDeviceFunction (98) "invalid device
+  function" ("not compiled for the proper device architecture"), cudaErrorECCUncorrectable
+  (214), cudaErrorIllegalAddress (700), cudaErrorAssert (710) "device-side assert triggered"
 - CUDA C++ Programming Guide, Peer-to-Peer Memory Access: at most eight peer connections per
   device
 - CUDA driver API, cuGetErrorString: CUDA_ERROR_ILLEGAL_STATE (401) "the operation cannot be
@@ -29,6 +30,10 @@ cudaGetErrorString()'s text in any check macro's line. Sources of the lines:
   cudnnGetErrorString(status)``; aten/src/ATen/cuda/CUDABlas.h, TORCH_CUDABLAS_CHECK: ``"CUDA
   error: ", cublasGetErrorString(status), " when calling `" #EXPR "`"``; the statuses' meanings:
   the cuDNN API reference (cudnnStatus_t) and the cuBLAS library guide (cublasStatus_t)
+- ROCm: torch's checks in a ROCm build (c10/hip, hipified from c10/cuda): ``HIP error: %s``;
+  the HIP runtime (ROCm clr, hipamd/src/hip_code_object.cpp): ``hipErrorNoBinaryForGpu: Unable
+  to find code object for all current devices!``, which AMD's ROCm documentation (deep learning
+  troubleshooting) reads as a PyTorch build that does not support the current GPU
 """
 
 from __future__ import annotations
@@ -56,6 +61,7 @@ FOLLOW = ("CUDA kernel errors might be asynchronously reported at some other API
      "torch.version.cuda"),
     ("no kernel image is available for execution on the device", "version-mismatch",
      "get_arch_list"),
+    ("invalid device function", "version-mismatch", "get_arch_list"),
     ("no CUDA-capable device is detected", "cuda-error", "CUDA_VISIBLE_DEVICES"),
     ("CUDA-capable device(s) is/are busy or unavailable", "cuda-error", "COMPUTE"),
     ("system not yet initialized", "cuda-error", "nvidia-fabricmanager"),
@@ -141,3 +147,26 @@ def test_torchs_warning_of_a_failed_cuda_initialization_is_read(tmp_path: Path) 
         "109.)", "  return torch._C._cuda_getDeviceCount() > 0"])
     assert found.id == "cuda-error" and "Fabric Manager" in found.explanation
     assert found.severity == "warning"  # a warning's line alone: nothing shown to fail
+
+
+@pytest.mark.parametrize("lines", [
+    ['"hipErrorNoBinaryForGpu: Unable to find code object for all current devices!"',
+     "Aborted (core dumped)"],
+    [":1:hip_code_object.cpp      :460 : 1885938529 us: hipErrorNoBinaryForGpu: Unable to find "
+     "code object for all current devices!", ":1:hip_code_object.cpp      :462 : 1885938540 us:"
+     "   Devices:"],
+    ["Traceback (most recent call last):", '  File "train.py", line 12, in <module>',
+     "    model.cuda()", "RuntimeError: HIP error: invalid device function",
+     "HIP kernel errors might be asynchronously reported at some other API call, so the "
+     "stacktrace below might be incorrect."],
+])
+def test_a_rocm_build_without_code_for_the_gpu_is_the_build_s(tmp_path: Path,
+                                                              lines: list[str]) -> None:
+    found = top(tmp_path, lines)
+    assert (found.id, found.severity) == ("version-mismatch", "error")
+    assert "get_arch_list" in found.fix
+
+
+def test_hip_s_error_names_in_passing_are_not_read(tmp_path: Path) -> None:
+    found = top(tmp_path, ["checking hipErrorNoBinaryForGpu handling: ok", "epoch 1 done"])
+    assert found.id != "version-mismatch"

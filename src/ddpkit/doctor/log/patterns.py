@@ -245,8 +245,10 @@ PATTERNS: tuple[LinePattern, ...] = (
        r"(?P<detail>(?:Bootstrap|NET/Socket) ?: no (?:socket )?interface found|Unable to find "
        r"address for:? ?(?P<name>\S*))", claims=True),
     _p(EventKind.PORT_IN_USE, ("rror", "onnect", "already in use"),
-       r"(?P<detail>Address already in use|EADDRINUSE|address already in use|errno: 98)",
-       r"port: (?P<port>\d+)", r":(?P<port>\d+) \(errno: 98", claims=True),
+       r"(?P<detail>Address already in use|EADDRINUSE|address already in use|errno: 98"
+       r"|(?:system error: |WinError )10048[^\n]*)",  # (Windows Sockets' WSAEADDRINUSE)
+       r"port: (?P<port>\d+)", r":(?P<port>\d+) \((?:errno: 98|system error: 10048)",
+       claims=True),
     # --- the old local-rank argument contract (torch.distributed.launch vs the script) ---
     # (argparse's "%(prog)s: error: ..."; a thread's copy may drop the program's name and turn
     # "--" into a dash, the typographer's en or em dash)
@@ -318,7 +320,8 @@ PATTERNS: tuple[LinePattern, ...] = (
        claims=True),
     _p(EventKind.CONNECT_ERROR, ("onnect",),
        r"The client socket has failed to connect to (?:any network address of )?[\[(]" + _ADDR
-       + r"[\]]?[:,] ?(?P<port>\d+)\)?(?:[^\n]*?errno: \d+ - (?P<err>[^)]+)\))?",
+       + r"[\]]?[:,] ?(?P<port>\d+)\)?(?:[^\n]*?(?:errno: \d+ - |(?=system error: ))"
+       r"(?P<err>[^)]+)\))?",  # (Windows: "(system error: 10061 - No connection could ...)")
        fixed=(("source", "c10d"),), claims=True),
     _p(EventKind.CONNECT_ERROR, _CONNECT_ERRORS,
        r"SO_ERROR: (?P<err>[^,]+), remote=\[" + _ADDR + r"\](?::(?P<port>\d+))?",
@@ -338,7 +341,9 @@ PATTERNS: tuple[LinePattern, ...] = (
        r"|remote process exited or there was a network error|ECONNRESET"
        # strerror(ENOTCONN), a send or receive on a connection that is gone (Gloo's pair throws
        # it as std::system_error)
-       r"|Transport endpoint is not connected)",
+       r"|Transport endpoint is not connected"
+       # Windows Sockets' WSAECONNRESET (10054), in the system's language or its English words
+       r"|(?:system error: |WinError )10054|An existing connection was forcibly closed)",
        r"\[(?P<addr>[^\]\s]+)\]:(?P<port>\d+)", r"peer (?P<addr>[^\s<]+)<(?P<port>\d+)>",
        claims=True),
     _p(EventKind.CONNECT_ERROR, _CONNECT_ERRORS,
@@ -377,9 +382,11 @@ PATTERNS: tuple[LinePattern, ...] = (
     *END_PATTERNS,
     # --- last: failure lines no pattern above read (rules/unexplained.py) ---
     _fb(EventKind.FAILURE_LINE, ("rror",), r"(?P<detail>\[Errno -?\d+\][^\n]*|\berrno:? ?-?[1-9]\d*)"),
-    # other error lines: glog's "Check failed: ... unhandled cuda error", "prog: error: ..."
+    # other error lines: glog's "Check failed: ... unhandled cuda error", "prog: error: ...",
+    # the HIP runtime's "hipErrorNoBinaryForGpu: Unable to find code object ..."
     _fb(EventKind.FAILURE_LINE, ("rror",),
-       r"(?P<detail>(?:Check failed:|\bunhandled \w+ error\b|(?:^|[\]:] ?)error: )[^\n]*)",
+       r"(?P<detail>(?:Check failed:|\bunhandled \w+ error\b|(?:^|[\]:] ?)error: "
+       r"|\bhipError[A-Z]\w+: )[^\n]*)",
        skip_if=("NCCL INFO",)),
     _fb(EventKind.FAILURE_LINE, ("ERROR",), r"(?P<detail>(?:^|[\s\]:])ERROR[:\]\s][^\n]*)"),
     # c10d's own error-level lines (c10d/logging.h: "[E socket.cpp:472] [c10d] ...", from torch

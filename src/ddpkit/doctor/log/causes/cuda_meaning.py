@@ -41,9 +41,14 @@ _LIBRARY_START = frozenset({"CUDNN_STATUS_NOT_INITIALIZED", "CUBLAS_STATUS_NOT_I
 _LIBRARY_KERNEL = frozenset({"CUDNN_STATUS_EXECUTION_FAILED", "CUBLAS_STATUS_EXECUTION_FAILED",
                              "CUDNN_STATUS_MAPPING_ERROR", "CUBLAS_STATUS_MAPPING_ERROR",
                              "CUDNN_STATUS_INTERNAL_ERROR", "CUBLAS_STATUS_INTERNAL_ERROR"})
+# the build has no code for the GPU's architecture (CUDA's and HIP's words; driver_types.h,
+# hip_code_object.cpp)
+_NO_CODE = frozenset({"cudaErrorNoKernelImageForDevice", "cudaErrorInvalidDeviceFunction",
+                      "hipErrorNoBinaryForGpu"})
 _READ = _DRIVER | _HARDWARE | _KERNEL | _LIBRARY_MEMORY | _LIBRARY_ARCH | _LIBRARY_START | (
     _LIBRARY_KERNEL) | {
     "cudaErrorTooManyPeers", "cudaErrorNoKernelImageForDevice", "cudaErrorNoDevice",
+    "cudaErrorInvalidDeviceFunction", "hipErrorNoBinaryForGpu",
     "cudaErrorDevicesUnavailable", "cudaErrorSystemNotReady", "CUDA_ERROR_ILLEGAL_STATE"}
 
 
@@ -110,7 +115,7 @@ def _meaning(name: str, errors: str) -> tuple[str, str, str]:
             "the build's (python -c \"import torch; print(torch.version.cuda)\"); install a "
             "torch build for the driver's CUDA or a newer driver, and remove cuda-compat "
             "packages and LD_LIBRARY_PATH entries that bring another libcuda"))
-    if name == "cudaErrorNoKernelImageForDevice":
+    if name in _NO_CODE:
         return ("version-mismatch", _(
             "A CUDA call failed with {errors}: the build has no code for this GPU's "
             "architecture (a newer GPU than the build knows, or a build for other GPUs).",

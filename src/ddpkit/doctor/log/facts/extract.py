@@ -32,6 +32,7 @@ from ddpkit.doctor.log.facts.kinds import (
     SIGNAL_NUMBERS,
     SIGNALS,
     TORCH_CHECKS,
+    WINSOCK_ERRNOS,
     Fact,
     FactKind,
 )
@@ -49,6 +50,7 @@ _IFNAME = re.compile(r"\b([A-Z]+_SOCKET_IFNAME)\b(?:\s*set (?:by environment )?t
                      r"['\"]?([^\s'\",;)]*)")
 _ERRNO_NUMBER = re.compile(r"\berrno:? ?=? ?-?(\d{1,3})\b|\[Errno (\d{1,3})\]|\bcode: -(\d{1,3})\b")
 _ERRNO_NAME = re.compile(r"\b(E[A-Z]{3,14})\b")
+_WINSOCK = re.compile(r"\b(?:system error: |WinError )(100[0-6]\d)\b|\bWSA(E[A-Z]{3,14})\b")
 _SIGNAL = re.compile(r"\b(SIG[A-Z]{2,6})\b")
 _EXIT = re.compile(r"\bexit ?code\s*[:=]?\s*(-?\d+)|\bexitcode\s*:\s*(-?\d+)")
 _WORLD = re.compile(r"\bworld_size\s*[=:]\s*(\d+)")
@@ -198,6 +200,18 @@ def _address(found: list[Fact], address: str, port: str | None) -> None:
         found.append(Fact(FactKind.PORT, port))
 
 
+def winsock_errnos(text: str) -> list[int]:
+    """The Linux errno of each Windows Sockets code ``text`` names (``WINSOCK_ERRNOS``)."""
+    found: list[int] = []
+    if "100" not in text and "WSAE" not in text:
+        return found
+    for code, name in _WINSOCK.findall(text):
+        number = WINSOCK_ERRNOS.get(int(code)) if code else ERRNO_BY_NAME.get(name)
+        if number is not None:
+            found.append(number)
+    return found
+
+
 def _first(groups: tuple[str | None, ...]) -> str:
     return next((g for g in groups if g), "")
 
@@ -246,6 +260,7 @@ def _facts(text: str) -> tuple[Fact, ...]:
     numbers += [number for name, number in ERRNO_BY_NAME.items() if name in text
                 and any(m.group(1) == name for m in _ERRNO_NAME.finditer(text))]
     numbers += [n for t, n in ERRNO_BY_TEXT.items() if t in lowered]
+    numbers += winsock_errnos(text)
     for number in dict.fromkeys(numbers):
         found.append(Fact(FactKind.ERRNO, str(number), ERRNOS.get(number, ("", ""))[0]))
     if "SIG" in text:
@@ -368,6 +383,8 @@ def _facts(text: str) -> tuple[Fact, ...]:
     if "Could not resolve hostname" in text:
         found += [Fact(FactKind.UNRESOLVED_HOST, host, words.strip())
                   for host, words in printed.SSH_UNRESOLVED.findall(text)][:1]
+    if "find address for" in text:
+        found += [Fact(FactKind.GLOO_LOOKUP, m) for m in printed.GLOO_LOOKUP.findall(text)[:1]]
     if "GlooDeviceFactory" in text:
         found += [Fact(FactKind.GLOO_NO_ADDRESS, m) for m in printed.GLOO_NO_ADDRESS.findall(text)[:1]]
     if 'File "' in text:  # a traceback's frame: where the exception after it was raised

@@ -120,6 +120,7 @@ class FactKind(enum.Enum):
     # torch's Gloo device factory given neither an interface nor a hostname (value: the
     # transport, TCP or UV): GLOO_SOCKET_IFNAME unset and this machine's hostname empty
     GLOO_NO_ADDRESS = "gloo-no-address"
+    GLOO_LOOKUP = "gloo-lookup"  # the name Gloo found no address for (an interface or a host)
     # torch saying its build does not fit this machine's GPU or driver (value: which way,
     # "architecture", "old-gpu" or "driver"; detail: the capability or driver version printed,
     # "" where none is)
@@ -174,6 +175,16 @@ ERRNOS: dict[int, tuple[str, str]] = {
 }
 ERRNO_BY_NAME = {name: number for number, (name, _text) in ERRNOS.items()}
 ERRNO_BY_TEXT = {text.lower(): number for number, (_name, text) in ERRNOS.items()}
+# Windows Sockets' codes (winsock2.h: WSABASEERR 10000 plus the BSD errno of the same name, whose
+# Linux numbers differ), as torch prints them on Windows ("(system error: 10048 - Only one usage
+# of each socket address (protocol/network address/port) is normally permitted.)", older builds
+# the number alone) and Python ("[WinError 10061] ..."), in the system's language: each read as
+# the Linux errno of its name, so one rule reads both systems' logs
+WINSOCK_ERRNOS: dict[int, int] = {
+    10000 + bsd: ERRNO_BY_NAME[name] for bsd, name in (
+        (4, "EINTR"), (13, "EACCES"), (47, "EAFNOSUPPORT"), (48, "EADDRINUSE"),
+        (49, "EADDRNOTAVAIL"), (51, "ENETUNREACH"), (53, "ECONNABORTED"), (54, "ECONNRESET"),
+        (57, "ENOTCONN"), (60, "ETIMEDOUT"), (61, "ECONNREFUSED"), (65, "EHOSTUNREACH"))}
 
 
 # Linux's signal numbers (signal(7)) of the signals a launcher reports a process dead of: a
@@ -208,6 +219,14 @@ CUDA_ERRORS: dict[str, str] = {
         "cudaErrorUnsupportedPtxVersion",
     "no kernel image is available for execution on the device":
         "cudaErrorNoKernelImageForDevice",
+    # cudaErrorInvalidDeviceFunction (98): "the requested device function does not exist or is
+    # not compiled for the proper device architecture"
+    "invalid device function": "cudaErrorInvalidDeviceFunction",
+    # the HIP runtime's (ROCm's hip_code_object.cpp) where a build has no code object for the
+    # GPU's architecture (gfx...): "hipErrorNoBinaryForGpu: Unable to find code object for all
+    # current devices!", which AMD's ROCm documentation reads as a PyTorch that does not support
+    # the GPU
+    "Unable to find code object for all current devices": "hipErrorNoBinaryForGpu",
     "no CUDA-capable device is detected": "cudaErrorNoDevice",
     "CUDA-capable device(s) is/are busy or unavailable": "cudaErrorDevicesUnavailable",
     "system not yet initialized": "cudaErrorSystemNotReady",
@@ -260,7 +279,10 @@ CUDA_CHECK_WORDS = ("CUDA error", "CUDA Error", "Cuda error", "Cuda failure", "C
                     # Error 802: system not yet initialized")
                     "error from cudaGetDeviceCount",
                     # ATen's cuDNN check (its cuBLAS check says "CUDA error")
-                    "cuDNN error")
+                    "cuDNN error",
+                    # torch's checks as ROCm builds print them ("HIP error: %s", its hipified
+                    # C10_CUDA_CHECK), and the HIP runtime's own ("hipErrorNoBinaryForGpu: ...")
+                    "HIP error", "hipError")
 # The status names of CUDA's libraries that torch's checks print (ATen's AT_CUDNN_CHECK: "cuDNN
 # error: %s" of cudnnGetErrorString; TORCH_CUDABLAS_CHECK: "CUDA error: %s when calling `%s`" of
 # cublasGetErrorString), read as CUDA errors of those names; what each means is the libraries'

@@ -149,6 +149,10 @@ SSH_UNRESOLVED = re.compile(r"\bssh: Could not resolve hostname ([^\s:]{1,100}):
 # "GlooDeviceFactory::make<T>Device(): interface or hostname can't be empty")
 GLOO_NO_ADDRESS = re.compile(r"GlooDeviceFactory::make(\w+?)Device\(\): interface or hostname "
                              r"can't be empty")
+# Gloo's device lookup (gloo/transport/tcp/device.cc and uv/device.cc, 2017 to 2025): the same
+# GLOO_ENFORCE words whether the name is the interface GLOO_SOCKET_IFNAME names or, unset, this
+# machine's own hostname: "Unable to find address for: %s"
+GLOO_LOOKUP = re.compile(r"Unable to find address for:? ([^\s;]{1,255})")
 # A Python traceback's frame (CPython's Lib/traceback.py and Python/traceback.c, 2.x to 3.13:
 # '  File "%U", line %d, in %U'), after any launcher's rank tag ("[rank0]:", "[default0]:")
 FRAME = re.compile(r'(?:^|[\s:\]>])File "([^"\n]{1,300})", line \d+, in ')
