@@ -32,6 +32,7 @@ from ddpkit.doctor.log.causes.device_ordinal import DeviceOrdinal
 from ddpkit.doctor.log.causes.empty_address import EmptyAddress
 from ddpkit.doctor.log.causes.endpoint_port import EndpointWithoutPort
 from ddpkit.doctor.log.causes.firewall import Firewall
+from ddpkit.doctor.log.causes.gloo_hostname import GlooHostname
 from ddpkit.doctor.log.causes.gloo_no_address import GlooNoAddress
 from ddpkit.doctor.log.causes.gpu_build import GpuBuild
 from ddpkit.doctor.log.causes.internal_assert import InternalAssert
@@ -54,6 +55,7 @@ from ddpkit.doctor.log.causes.silent_kill import SilentKill
 from ddpkit.doctor.log.causes.ssh_unresolved import SshUnresolved
 from ddpkit.doctor.log.causes.stale_store import StaleStore
 from ddpkit.doctor.log.causes.store_address import StoreAddress
+from ddpkit.doctor.log.causes.store_port_forbidden import StorePortForbidden
 from ddpkit.doctor.log.causes.store_without_libuv import StoreWithoutLibuv
 from ddpkit.doctor.log.causes.torch_api_missing import TorchApiMissing
 from ddpkit.doctor.log.causes.unhandled_cuda import UnhandledCuda
@@ -74,7 +76,7 @@ CAUSES: tuple[type[Cause], ...] = (
     CommunicatorDevice, DdpChecks, CollectiveMismatch, CudaLibrary, NoGpu,
     CudaCheck, InternalAssert, VersionsDiffer, CudaToolkit, LauncherArguments, BarrierWaiting,
     TorchApiMissing, RaiseSite, GlooNoAddress, GpuBuild, StoreAddress, SshUnresolved,
-    CollectiveCheck, MisplacedOption,
+    CollectiveCheck, MisplacedOption, StorePortForbidden, GlooHostname,
 )
 
 Scored = tuple[Finding, int]
