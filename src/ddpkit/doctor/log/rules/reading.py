@@ -27,6 +27,8 @@ from ddpkit.doctor.log.rules.simple import Facts
 from ddpkit.doctor.log.rules.unexplained import UNEXPLAINED_KINDS, UnexplainedRule, warning_line
 from ddpkit.doctor.log.scan import Event
 
+_FAMILIES = 2  # c10d tries a name's addresses in IPv6, then IPv4 (a v4-mapped address in both)
+
 # Events that show a failure (a warning-level line among them does not)
 FAILED_KINDS = FAILURE_KINDS | {"killed", "fatal-signal", "death-signal", "summary-signal"}
 SIMPLE = {
@@ -77,10 +79,13 @@ class Reading:
         self.lost_failed = False
         # a failed connect that shows a failure: said above warning level, refused, timed out or
         # unroutable (the peer or the network said no), or tried again. c10d warns of each
-        # address of a name it tries: one warned attempt that failed otherwise ("Invalid
-        # argument", Windows' 10049 "The requested address is not valid in its context") before
-        # another address answers is no failure.
-        self.connects_failed = 0
+        # address of a name it tries, once in each address family (socket.cpp, SocketConnectOp:
+        # only a refused, reset or timed-out connect is retried; another error moves on to the
+        # next address, and when none is left c10d raises at error level): attempts that failed
+        # otherwise ("Invalid argument", Windows' 10049 "The requested address is not valid in
+        # its context") before another address answers are no failure, unless one address is
+        # warned of more often than its two families explain (something retries it).
+        self.other_connects: dict[str, int] = {}  # address -> attempts that failed otherwise
         self.connect_failed_loudly = False
 
     def feed(self, event: Event) -> None:
@@ -96,9 +101,11 @@ class Reading:
         if event.kind == "connection-lost" and not self.lost_failed:
             self.lost_failed = not warning_line(event.text)
         if event.kind == "connect-error":
-            self.connects_failed += event.repeat
             self.connect_failed_loudly = self.connect_failed_loudly or not warning_line(
                 event.text) or error_class(event.get("err")) != "other"
+            address = event.get("addr")
+            if address in self.other_connects or len(self.other_connects) < 64:
+                self.other_connects[address] = self.other_connects.get(address, 0) + event.repeat
         if (event.host or event.node) and len(self.machines) < 256:
             self.machines.add(event.host or event.node or "")
         self.net.feed(event)
@@ -194,8 +201,9 @@ class Reading:
 
     def connect_failed(self) -> bool:
         """A connect failed as a failure: said above warning level, refused, timed out or
-        unroutable, or tried more than once."""
-        return self.connect_failed_loudly or self.connects_failed > 1
+        unroutable, or one address tried more often than once in each address family."""
+        return self.connect_failed_loudly or any(
+            count > _FAMILIES for count in self.other_connects.values())
 
     def shown(self) -> bool:
         """The logs show a failure (a hang in NCCL's init is one too)."""
