@@ -29,6 +29,12 @@ _NOT_LOCAL = str(ERRNO_BY_NAME["EADDRNOTAVAIL"])
 _SERVER = ("server socket", "TCPStore", "failed to listen")  # the store's own bind and listen
 
 
+def store_bind_failed(event: Event, facts: tuple[Fact, ...], errno: str) -> bool:
+    """Whether ``event`` is the store's own bind or listen failing with ``errno``."""
+    return any(f.kind is FactKind.ERRNO and f.value == errno for f in facts) and any(
+        words in event.text for words in _SERVER)
+
+
 class StoreAddress(Noting):
     needs = frozenset({FactKind.ERRNO})
     specificity = 20
@@ -39,9 +45,7 @@ class StoreAddress(Noting):
         self.failed = False
 
     def feed(self, event: Event, facts: tuple[Fact, ...]) -> None:
-        if not any(f.kind is FactKind.ERRNO and f.value == _NOT_LOCAL for f in facts):
-            return
-        if not any(words in event.text for words in _SERVER):
+        if not store_bind_failed(event, facts, _NOT_LOCAL):
             return
         named = [f for f in facts if f.kind is FactKind.ADDRESS]
         addresses = [f.value for f in named if f.detail != AddressClass.UNSPECIFIED.value]

@@ -19,6 +19,7 @@ from __future__ import annotations
 from ddpkit.doctor.catalogue import GENERIC
 from ddpkit.doctor.findings import Finding, Severity
 from ddpkit.doctor.log.causes.base import Context, Noting, made
+from ddpkit.doctor.log.causes.store_address import store_bind_failed
 from ddpkit.doctor.log.evidence import merge
 from ddpkit.doctor.log.facts.kinds import ERRNO_BY_NAME, Fact, FactKind
 from ddpkit.doctor.log.rules.unexplained import warning_line
@@ -26,7 +27,6 @@ from ddpkit.doctor.log.scan import Event
 from ddpkit.i18n import _
 
 _FORBIDDEN = str(ERRNO_BY_NAME["EACCES"])
-_SERVER = ("server socket", "TCPStore", "failed to listen")  # the store's own bind and listen
 
 
 class StorePortForbidden(Noting):
@@ -39,9 +39,7 @@ class StorePortForbidden(Noting):
         self.failed = False
 
     def feed(self, event: Event, facts: tuple[Fact, ...]) -> None:
-        if not any(f.kind is FactKind.ERRNO and f.value == _FORBIDDEN for f in facts):
-            return
-        if not any(words in event.text for words in _SERVER):
+        if not store_bind_failed(event, facts, _FORBIDDEN):
             return
         self.note(event, [f.value for f in facts if f.kind is FactKind.PORT])
         self.failed = self.failed or not warning_line(event.text)
