@@ -51,10 +51,14 @@ def test_several_ranks_failing_say_so(tmp_path: Path) -> None:
     assert found.id == "duplicate-gpu" and "more ranks than it has GPUs" in found.explanation
 
 
-def test_the_error_alone_is_not_named(tmp_path: Path) -> None:
-    # no selection shown, no sign of several ranks: the ordinal could come from anywhere
-    found = top(tmp_path, ["RuntimeError: CUDA error: invalid device ordinal"])
-    assert found.id != "duplicate-gpu"
+@pytest.mark.parametrize("line", ["RuntimeError: CUDA error: invalid device ordinal",
+                                  "runtimeerror: cuda error: invalid device ordinal"])
+def test_the_error_alone_is_a_cuda_error_of_that_meaning(tmp_path: Path, line: str) -> None:
+    # no selection shown, no sign of several ranks: the ordinal could come from anywhere, so it
+    # is a CUDA call that failed, with CUDA's meaning of the error (and never no-failure)
+    found = top(tmp_path, [line])
+    assert (found.id, found.severity) == ("cuda-error", "error")
+    assert "cudaErrorInvalidDevice" in found.explanation and "--nproc-per-node" in found.fix
 
 
 def test_a_negative_ordinal_is_the_local_rank_argument(tmp_path: Path) -> None:

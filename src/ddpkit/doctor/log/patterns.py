@@ -106,6 +106,7 @@ FAILURE_KINDS = frozenset({
     "agent-failed", "summary-exit", "summary-signal", "child-failed", "bootstrap-retcode",
     "ib-error", "shm-error", "p2p-error", "oom", "rdzv-timeout", "rdzv-config",
     "rdzv-connection", "resolve-failed", "port-in-use", "no-interface", "gloo-mesh-failed",
+    "device-ordinal",  # CUDA's invalid device ordinal, torch's negative device index
 })
 FACT_KIND = "job-fact"  # lines read only for the facts the causes read (doctor/log/facts/)
 # Lines after which the next N lines are examined whatever they contain.

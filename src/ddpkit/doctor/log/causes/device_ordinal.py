@@ -7,7 +7,9 @@ each of its processes LOCAL_RANK 0..nproc-1 and the script selects that GPU
 visible GPUs the last ranks fail so. The facts read the error (``CUDA_ERROR``) and the
 selection (``DEVICE_SELECT``: the traceback's ``set_device(...)``, torch 1.x's THCudaCheck in
 ``torch/csrc/cuda/Module.cpp``); the cause names it only where the lines show the selection or
-several ranks, and says "most likely" when they do not show several ranks. A negative ordinal
+several ranks, and says "most likely" when they do not show several ranks. The error alone, with
+neither, is a CUDA call that failed (the catalogue's cuda-error) with its documented meaning: the
+index could come from anywhere (a script's ``cuda:1`` on a one-GPU machine). A negative ordinal
 (``set_device(-1)``) is the local-rank argument's, which another rule names.
 """
 
@@ -29,7 +31,7 @@ class DeviceOrdinal(Noting):
     needs = frozenset({FactKind.CUDA_ERROR, FactKind.DEVICE_SELECT, FactKind.WORLD_SIZE})
     specificity = 15
     supersedes = GENERIC | {"cuda-error"}
-    yields_to = frozenset({"local-rank-argument"})
+    yields_to = frozenset({"local-rank-argument", "duplicate-gpu"})
 
     def __init__(self) -> None:
         super().__init__()
@@ -52,8 +54,17 @@ class DeviceOrdinal(Noting):
 
     def finding(self, context: Context) -> Finding | None:
         several = self.world > 1 or len(self.ranks) > 1 or any(r > 0 for r in self.ranks)
-        if not self.bag or not (self.selected or several):
+        if not self.bag:
             return None
+        severity: Severity = "error" if self.failed or context.failed else "warning"
+        if not (self.selected or several):
+            return made("cuda-error", severity, _(
+                "A CUDA call failed with invalid device ordinal (cudaErrorInvalidDevice): it "
+                "named a GPU index at or past the number of GPUs the process sees. Often the "
+                "launcher started more processes per node than the node has GPUs (or than "
+                "CUDA_VISIBLE_DEVICES lists); the lines do not show where the index came from."),
+                _("{fix}\nand check the index the script passes itself (cuda:N, device_map)",
+                  fix=_fix()), merge(self.bag.items))
         if several:
             text = _("A rank selecting its GPU failed with CUDA's invalid device ordinal: this "
                      "node started more ranks than it has GPUs (or than CUDA_VISIBLE_DEVICES "
@@ -63,12 +74,15 @@ class DeviceOrdinal(Noting):
                      "GPU index it asked for does not exist on this machine. Most likely the "
                      "launcher started more processes per node than the node has GPUs (or "
                      "than CUDA_VISIBLE_DEVICES lists).")
-        fix = _("Count the GPUs the processes see: nvidia-smi -L (and echo "
-                "$CUDA_VISIBLE_DEVICES), then start at most that many per node:\n"
-                "  ddpkit launch --nproc-per-node <that count> train.py   (torchrun: "
-                "--nproc_per_node)\n"
-                "and select each rank's GPU by its local rank: "
-                "torch.cuda.set_device(int(os.environ['LOCAL_RANK']))")
-        severity: Severity = "error" if self.failed or context.failed else "warning"
+        fix = _fix()
         evidence = merge(self.bag.items, self.selected.items)
         return made("duplicate-gpu", severity, text, fix, evidence)
+
+
+def _fix() -> str:
+    return _("Count the GPUs the processes see: nvidia-smi -L (and echo "
+             "$CUDA_VISIBLE_DEVICES), then start at most that many per node:\n"
+             "  ddpkit launch --nproc-per-node <that count> train.py   (torchrun: "
+             "--nproc_per_node)\n"
+             "and select each rank's GPU by its local rank: "
+             "torch.cuda.set_device(int(os.environ['LOCAL_RANK']))")
