@@ -7,7 +7,8 @@ the lines:
   http://www.nvidia.com/Download/index.aspx" and "CUDA driver initialization failed, you might
   not have a CUDA gpu."
 - torch v2.3.0 c10/cuda/CUDAFunctions.cpp, device_count_ensure_non_zero: "No CUDA GPUs are
-  available"
+  available"; a ROCm build's hipified copy of it: "No HIP GPUs are available" (ROCm's GPU
+  isolation documentation: ROCR_VISIBLE_DEVICES first, HIP/CUDA_VISIBLE_DEVICES within it)
 - DeepSpeed v0.9 deepspeed/launcher/runner.py, main: ``raise RuntimeError("Unable to proceed, no
   GPU resources available")``
 - Slurm's gres plugins (src/plugins/gres/common/gres_common.c): CUDA_VISIBLE_DEVICES=NoDevFiles for
@@ -33,6 +34,7 @@ TRACE = ["Traceback (most recent call last):", '  File "train.py", line 20, in <
     ("RuntimeError: CUDA driver initialization failed, you might not have a CUDA gpu.",
      "nvidia-smi"),
     ("RuntimeError: No CUDA GPUs are available", "CUDA_VISIBLE_DEVICES"),
+    ("RuntimeError: No HIP GPUs are available", "ROCR_VISIBLE_DEVICES"),
     ("RuntimeError: Unable to proceed, no GPU resources available", "CUDA_VISIBLE_DEVICES"),
     ("ValueError: invalid literal for int() with base 10: 'NoDevFiles'", "gres.conf"),
     ("[rank0]: ValueError: invalid literal for int() with base 10: 'NoDevFiles'", "gres.conf"),

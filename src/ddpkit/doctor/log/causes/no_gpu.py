@@ -5,7 +5,9 @@ v2.x): "Torch not compiled with CUDA enabled" (a CPU-only build: pip's default w
 platforms, or a conda CPU package), "Found no NVIDIA driver on your system" and "CUDA driver
 initialization failed, you might not have a CUDA gpu." (no usable driver); c10's "No CUDA GPUs
 are available" (a driver, but no device visible to this process: CUDA_VISIBLE_DEVICES, a
-container started without its GPUs). DeepSpeed's launcher says "Unable to proceed, no GPU
+container started without its GPUs), "No HIP GPUs are available" in a ROCm build (ROCm's
+documentation of GPU isolation: ROCR_VISIBLE_DEVICES is applied first, HIP_VISIBLE_DEVICES and
+CUDA_VISIBLE_DEVICES then number the devices it leaves). DeepSpeed's launcher says "Unable to proceed, no GPU
 resources available" when it counts none; Slurm sets CUDA_VISIBLE_DEVICES to "NoDevFiles" for a
 step given GPUs that gres.conf lists no device files for (the facts' ``NO_GPU``).
 """
@@ -51,6 +53,16 @@ class NoGpu(Noting):
             fixes.append(_("Check what the process sees: nvidia-smi -L and echo "
                            "$CUDA_VISIBLE_DEVICES in its environment (an empty value hides "
                            "every GPU); a scheduler gives GPUs only when asked (Slurm: --gpus)."))
+        if "none-visible-rocm" in self.values:
+            texts.append(_("No AMD GPU was visible to the process (a ROCm build of torch): "
+                           "ROCR_VISIBLE_DEVICES, HIP_VISIBLE_DEVICES or CUDA_VISIBLE_DEVICES "
+                           "hide them. ROCR_VISIBLE_DEVICES is applied first and the other two "
+                           "number the GPUs it leaves, so the same physical index in both hides "
+                           "every GPU."))
+            fixes.append(_("Check what the process sees: rocm-smi and its environment; select "
+                           "GPUs with one variable only (ROCR_VISIBLE_DEVICES or "
+                           "HIP_VISIBLE_DEVICES), or give the second one an index into the "
+                           "GPUs the first leaves (0)."))
         if "slurm-no-device-files" in self.values:
             texts.append(_("Slurm set CUDA_VISIBLE_DEVICES to NoDevFiles: the job step holds "
                            "the GPU resource, but gres.conf names no device files for it, so "

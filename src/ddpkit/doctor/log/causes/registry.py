@@ -44,6 +44,7 @@ from ddpkit.doctor.log.causes.no_backend import NoBackend
 from ddpkit.doctor.log.causes.no_gpu import NoGpu
 from ddpkit.doctor.log.causes.no_route import NoRoute
 from ddpkit.doctor.log.causes.open_mpi_tcp import OpenMpiTcp
+from ddpkit.doctor.log.causes.parallel_layout import ParallelLayout
 from ddpkit.doctor.log.causes.peer_access import PeerAccess
 from ddpkit.doctor.log.causes.raise_site import RaiseSite
 from ddpkit.doctor.log.causes.rank_claims import RankClaims
@@ -76,7 +77,7 @@ CAUSES: tuple[type[Cause], ...] = (
     CommunicatorDevice, DdpChecks, CollectiveMismatch, CudaLibrary, NoGpu,
     CudaCheck, InternalAssert, VersionsDiffer, CudaToolkit, LauncherArguments, BarrierWaiting,
     TorchApiMissing, RaiseSite, GlooNoAddress, GpuBuild, StoreAddress, SshUnresolved,
-    CollectiveCheck, MisplacedOption, StorePortForbidden, GlooHostname,
+    CollectiveCheck, MisplacedOption, StorePortForbidden, GlooHostname, ParallelLayout,
 )
 
 Scored = tuple[Finding, int]

@@ -212,6 +212,18 @@ def winsock_errnos(text: str) -> list[int]:
     return found
 
 
+def _layout(groups: tuple[str | None, ...]) -> Fact:
+    """A PARALLEL_LAYOUT match as a fact: the process count and the layout's product."""
+    numbers = [int(g) for g in groups if g]
+    if not numbers:  # (TensorRT-LLM's bare assertion prints neither)
+        return Fact(FactKind.PARALLEL_LAYOUT, "", "")
+    product = 1
+    for size in numbers[1:]:
+        product *= size
+    return Fact(FactKind.PARALLEL_LAYOUT, str(numbers[0]),
+                " x ".join(str(n) for n in numbers[1:]) + f" = {product}")
+
+
 def _first(groups: tuple[str | None, ...]) -> str:
     return next((g for g in groups if g), "")
 
@@ -383,6 +395,8 @@ def _facts(text: str) -> tuple[Fact, ...]:
     if "Could not resolve hostname" in text:
         found += [Fact(FactKind.UNRESOLVED_HOST, host, words.strip())
                   for host, words in printed.SSH_UNRESOLVED.findall(text)][:1]
+    if "is not divisible by tensor" in text or "MPI size" in text or "mpiSize ==" in text:
+        found += [_layout(m.groups()) for m in printed.PARALLEL_LAYOUT.finditer(text)][:1]
     if "find address for" in text:
         found += [Fact(FactKind.GLOO_LOOKUP, m) for m in printed.GLOO_LOOKUP.findall(text)[:1]]
     if "GlooDeviceFactory" in text:

@@ -121,6 +121,9 @@ class FactKind(enum.Enum):
     # transport, TCP or UV): GLOO_SOCKET_IFNAME unset and this machine's hostname empty
     GLOO_NO_ADDRESS = "gloo-no-address"
     GLOO_LOOKUP = "gloo-lookup"  # the name Gloo found no address for (an interface or a host)
+    # a framework's check that the process count fits its model-parallel layout failing (value:
+    # the process count, or "" where the check does not print it; detail: the layout's product)
+    PARALLEL_LAYOUT = "parallel-layout"
     # torch saying its build does not fit this machine's GPU or driver (value: which way,
     # "architecture", "old-gpu" or "driver"; detail: the capability or driver version printed,
     # "" where none is)
@@ -348,6 +351,8 @@ NO_GPU_TEXTS: dict[str, str] = {
     "Found no NVIDIA driver on your system": "no-driver",
     "CUDA driver initialization failed": "no-driver",
     "No CUDA GPUs are available": "none-visible",
+    # the same check in a ROCm build (hipify turns torch's "CUDA" into "HIP")
+    "No HIP GPUs are available": "none-visible-rocm",
     "no GPU resources available": "none-visible",
     # Slurm's gres/gpu plugin (src/plugins/gres/common/gres_common.c): CUDA_VISIBLE_DEVICES is set
     # to "NoDevFiles" for a job step given the gres without device files (no File= in gres.conf),

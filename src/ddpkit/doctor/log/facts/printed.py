@@ -153,6 +153,17 @@ GLOO_NO_ADDRESS = re.compile(r"GlooDeviceFactory::make(\w+?)Device\(\): interfac
 # GLOO_ENFORCE words whether the name is the interface GLOO_SOCKET_IFNAME names or, unset, this
 # machine's own hostname: "Unable to find address for: %s"
 GLOO_LOOKUP = re.compile(r"Unable to find address for:? ([^\s;]{1,255})")
+# a framework's check that the processes fit the model's parallel layout: Megatron-LM's
+# parallel_state.initialize_model_parallel (and its copies in Megatron-DeepSpeed, vLLM, NeMo):
+# "world_size (%d) is not divisible by tensor_model_parallel_size (%d) x
+# pipeline_model_parallel_size (%d)[ x context_parallel_size (%d)]"; TensorRT-LLM's
+# WorldConfig::mpi (cpp/tensorrt_llm/runtime/worldConfig.cpp): "Assertion failed: mpiSize == tp *
+# pp" (to v0.9), then "MPI size %d != TP size %d * PP size %d[ * CP Size %d]"
+PARALLEL_LAYOUT = re.compile(
+    r"world_size`? \((\d+)\) is not divisible by tensor_model_parallel_size \((\d+)\) x "
+    r"pipeline_model_parallel_size \((\d+)\)(?: x \w+_parallel_size \((\d+)\))?"
+    r"|MPI size (\d+) != TP size (\d+) \* PP size (\d+)(?: \* CP Size (\d+))?"
+    r"|Assertion failed: mpiSize == tp \* pp")
 # A Python traceback's frame (CPython's Lib/traceback.py and Python/traceback.c, 2.x to 3.13:
 # '  File "%U", line %d, in %U'), after any launcher's rank tag ("[rank0]:", "[default0]:")
 FRAME = re.compile(r'(?:^|[\s:\]>])File "([^"\n]{1,300})", line \d+, in ')
