@@ -5,7 +5,9 @@ no process was asked). Sources of the lines:
 
 - NCCL v2.21.5 src/transport/net_socket.cc: "NET/Socket : Using" and the interface list
   "[%d]%s:%s<0>"; src/misc/socket.cc, socketPollConnect: "%s: connect to %s returned %s,
-  retrying (%d/%d) after sleep for %u msec"
+  retrying (%d/%d) after sleep for %u msec"; v2.18 socketStartConnect: "Connect to %s failed :
+  %s" after ProcessGroupNCCL's "unhandled system error" and "Last error:" (v2.11 socketConnect:
+  "Connect to %s failed : %s"), the address as ncclSocketToString prints it, "<ip><<port>>"
 - torch v2.4 torch/csrc/distributed/c10d/socket.cpp: "The client socket has failed to connect to
   any network address of (%s, %d). The client socket has failed to connect to %s:%d (errno: %d -
   %s)."
@@ -70,3 +72,19 @@ def test_a_refused_connection_is_not_a_missing_route(tmp_path: Path) -> None:
     found = top(tmp_path, [C10D.format(host="10.0.0.2", address="10.0.0.2", errno=111,
                                        text="Connection refused")])
     assert found.id != "wrong-interface"
+
+
+@pytest.mark.parametrize("where", ["socketStartConnect: ", ""])
+@pytest.mark.parametrize(("errno", "text"), [(113, "No route to host"),
+                                             (101, "Network is unreachable")])
+def test_nccl_with_no_route_to_a_peer_s_address(tmp_path: Path, where: str, errno: int,
+                                                text: str) -> None:
+    found = top(tmp_path, [
+        "torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/"
+        "ProcessGroupNCCL.cpp:1333, unhandled system error (run with NCCL_DEBUG=INFO for "
+        "details), NCCL version 2.18.6",
+        "ncclSystemError: System call (e.g. socket, malloc) or external library call failed or "
+        "device error. ", "Last error:",
+        f"{where}Connect to 10.20.0.14<52822> failed : {text}"])
+    assert (found.id, found.severity) == ("wrong-interface", "error")
+    assert "10.20.0.14" in found.explanation and "NCCL_SOCKET_IFNAME" in found.fix

@@ -22,7 +22,8 @@ from ddpkit.i18n import _
 
 _NO_ROUTE = frozenset({"101", "113"})
 _STACK_WORDS = ("client socket", "DistNetworkError", "c10d", "TCPStore", "Gloo", "gloo",
-                "NCCL", "socketPollConnect", "endezvous")
+                "NCCL", "socketPollConnect", "socketStartConnect", "endezvous",
+                "> failed : ")  # (NCCL's "Connect to <address><<port>> failed : <strerror>")
 
 
 class NoRoute(Cause):

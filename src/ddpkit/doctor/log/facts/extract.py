@@ -316,7 +316,7 @@ def _facts(text: str) -> tuple[Fact, ...]:
         for match in network.RAY_UNREACHED.finditer(text):
             address = match.group(1) or match.group(2) or match.group(3) or ""
             found.append(Fact(FactKind.UNREACHED, address, "ray"))
-    if "ddresses of (" in text or "connect to " in text:
+    if "ddresses of (" in text or "onnect to " in text:
         for match in network.DIALLED.finditer(text):
             host, port = [g for g in match.groups() if g][:2]
             found.append(Fact(FactKind.DIALLED, host, port))

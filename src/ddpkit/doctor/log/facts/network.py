@@ -19,10 +19,12 @@ RAY_UNREACHED = re.compile(r"Unable to connect to GCS at (\S+?)\.? Check that"
 # c10d's (torch/csrc/distributed/c10d/socket.cpp): "The IPv4 network addresses of (%s, %d)
 # cannot be retrieved (gai error: %d - %s).", "The client socket has failed to connect to [%s]:%d
 # (errno: ...)", "... to any network address of (%s, %d)", "... while trying to connect to (%s,
-# %d)."
+# %d)."; NCCL's socket code (src/misc/socket.cc, ncclSocketToString's "<address><<port>>"):
+# "socketStartConnect: Connect to %s failed : %s", before 2.12 "Connect to %s failed : %s"
 DIALLED = re.compile(r"network addresses of \(([^,()\s]+), (\d{1,5})\)"
                      r"|connect to \[([^\]\s]+)\]:(\d{1,5})"
-                     r"|connect to (?:any network address of )?\(([^,()\s]+), (\d{1,5})\)")
+                     r"|connect to (?:any network address of )?\(([^,()\s]+), (\d{1,5})\)"
+                     r"|Connect to ([0-9A-Fa-f.:]+)<(\d{1,5})> failed")
 GAI_ERROR = re.compile(r"gai error: (-\d{1,2})\b")
 SHM_PATH = re.compile(r"/dev/shm/[\w.-]+|/dev/shm\b")
 # rdma-core's mlx5 provider (providers/mlx5/cq.c): "mlx5: <host>: got completion with error:",
