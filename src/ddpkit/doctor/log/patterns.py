@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from ddpkit.doctor.log.cause_lines import CAUSE_PATTERNS
 from ddpkit.doctor.log.end_lines import END_PATTERNS, FATAL_SIGNALS
+from ddpkit.doctor.log.facts.kinds import winsock_code
 from ddpkit.doctor.log.kinds import EventKind
 from ddpkit.doctor.log.line_pattern import LinePattern
 from ddpkit.doctor.log.line_pattern import fallback_pattern as _fb
@@ -247,8 +248,8 @@ PATTERNS: tuple[LinePattern, ...] = (
        r"address for:? ?(?P<name>\S*))", claims=True),
     _p(EventKind.PORT_IN_USE, ("rror", "onnect", "already in use"),
        r"(?P<detail>Address already in use|EADDRINUSE|address already in use|errno: 98"
-       r"|(?:system error: |WinError )10048[^\n]*)",  # (Windows Sockets' WSAEADDRINUSE)
-       r"port: (?P<port>\d+)", r":(?P<port>\d+) \((?:errno: 98|system error: 10048)",
+       rf"|{winsock_code('EADDRINUSE')}[^\n]*)",  # (Windows Sockets' WSAEADDRINUSE)
+       r"port: (?P<port>\d+)", rf":(?P<port>\d+) \((?:errno: 98|{winsock_code('EADDRINUSE')})",
        claims=True),
     # --- the old local-rank argument contract (torch.distributed.launch vs the script) ---
     # (argparse's "%(prog)s: error: ..."; a thread's copy may drop the program's name and turn
@@ -344,7 +345,7 @@ PATTERNS: tuple[LinePattern, ...] = (
        # it as std::system_error)
        r"|Transport endpoint is not connected"
        # Windows Sockets' WSAECONNRESET (10054), in the system's language or its English words
-       r"|(?:system error: |WinError )10054|An existing connection was forcibly closed)",
+       rf"|{winsock_code('ECONNRESET')}|An existing connection was forcibly closed)",
        r"\[(?P<addr>[^\]\s]+)\]:(?P<port>\d+)", r"peer (?P<addr>[^\s<]+)<(?P<port>\d+)>",
        claims=True),
     _p(EventKind.CONNECT_ERROR, _CONNECT_ERRORS,

@@ -33,6 +33,7 @@ from ddpkit.doctor.log.facts.kinds import (
     SIGNALS,
     TORCH_CHECKS,
     WINSOCK_ERRNOS,
+    WINSOCK_PREFIX,
     Fact,
     FactKind,
 )
@@ -50,7 +51,7 @@ _IFNAME = re.compile(r"\b([A-Z]+_SOCKET_IFNAME)\b(?:\s*set (?:by environment )?t
                      r"['\"]?([^\s'\",;)]*)")
 _ERRNO_NUMBER = re.compile(r"\berrno:? ?=? ?-?(\d{1,3})\b|\[Errno (\d{1,3})\]|\bcode: -(\d{1,3})\b")
 _ERRNO_NAME = re.compile(r"\b(E[A-Z]{3,14})\b")
-_WINSOCK = re.compile(r"\b(?:system error: |WinError )(100[0-6]\d)\b|\bWSA(E[A-Z]{3,14})\b")
+_WINSOCK = re.compile(rf"\b{WINSOCK_PREFIX}(100[0-6]\d)\b|\bWSA(E[A-Z]{{3,14}})\b")
 _SIGNAL = re.compile(r"\b(SIG[A-Z]{2,6})\b")
 _EXIT = re.compile(r"\bexit ?code\s*[:=]?\s*(-?\d+)|\bexitcode\s*:\s*(-?\d+)")
 _WORLD = re.compile(r"\bworld_size\s*[=:]\s*(\d+)")

@@ -188,6 +188,13 @@ WINSOCK_ERRNOS: dict[int, int] = {
         (4, "EINTR"), (13, "EACCES"), (47, "EAFNOSUPPORT"), (48, "EADDRINUSE"),
         (49, "EADDRNOTAVAIL"), (51, "ENETUNREACH"), (53, "ECONNABORTED"), (54, "ECONNRESET"),
         (57, "ENOTCONN"), (60, "ETIMEDOUT"), (61, "ECONNREFUSED"), (65, "EHOSTUNREACH"))}
+WINSOCK_PREFIX = r"(?:system error: |WinError )"  # torch's and Python's words before the code
+
+
+def winsock_code(name: str) -> str:
+    """A regex for the Windows Sockets code of the Linux errno ``name``, as printed."""
+    number = ERRNO_BY_NAME[name]
+    return WINSOCK_PREFIX + str(next(c for c, n in WINSOCK_ERRNOS.items() if n == number))
 
 
 # Linux's signal numbers (signal(7)) of the signals a launcher reports a process dead of: a
