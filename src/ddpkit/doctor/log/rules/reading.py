@@ -101,10 +101,10 @@ class Reading:
         if event.kind == "connection-lost" and not self.lost_failed:
             self.lost_failed = not warning_line(event.text)
         if event.kind == "connect-error":
-            self.connect_failed_loudly = self.connect_failed_loudly or not warning_line(
-                event.text) or error_class(event.get("err")) != "other"
-            address = event.get("addr")
-            if address in self.other_connects or len(self.other_connects) < 64:
+            if not warning_line(event.text) or error_class(event.get("err")) != "other":
+                self.connect_failed_loudly = True
+            elif (address := event.get("addr")) in self.other_connects or len(
+                    self.other_connects) < 64:
                 self.other_connects[address] = self.other_connects.get(address, 0) + event.repeat
         if (event.host or event.node) and len(self.machines) < 256:
             self.machines.add(event.host or event.node or "")
