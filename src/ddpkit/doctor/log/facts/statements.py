@@ -1,0 +1,223 @@
+"""What a program's own check or report states in one line: NCCL's results and its return
+chain, CUDA's errors and checks, torch's refusals (a missing backend, an unset launcher variable,
+its TORCH_CHECKs, a collective mismatch), the launchers' argument errors, the dynamic loader's
+missing libraries, the frameworks' parallel layouts, Gloo's and Open MPI's connection reports,
+and a traceback's frames and exception. Each is read from the printing program's template (the
+sources are named beside each regex here and in printed.py).
+
+The values any program prints (addresses, errnos, counts, versions) are read in extract.py,
+which adds these statements after them. Pure functions.
+"""
+
+from __future__ import annotations
+
+import re
+
+from ddpkit.doctor.log.facts import network, printed
+from ddpkit.doctor.log.facts.kinds import (
+    CUDA_CHECK_WORDS,
+    CUDA_ERRORS,
+    MPI_TCP_TOPICS,
+    NCCL_RESULT_TEXTS,
+    NCCL_RESULTS,
+    NO_GPU_TEXTS,
+    TORCH_CHECKS,
+    Fact,
+    FactKind,
+)
+
+# torch's distributed_c10d.py (v1.8 to v2.x, _new_process_group_helper): "Distributed package
+# doesn't have NCCL built in" (also MPI, UCC), the Windows and macOS wheels having no NCCL; the
+# 1.x source split the literal ("... NCCL " "built in"), which a traceback's raise line shows
+_NO_BACKEND = re.compile(r"Distributed package doesn't have (NCCL|MPI|UCC|Gloo)\b")
+# the variables torchrun (torch.distributed.launch before it) sets for each worker
+_LAUNCHER_VARIABLES = ("RANK|LOCAL_RANK|WORLD_SIZE|LOCAL_WORLD_SIZE|MASTER_ADDR|MASTER_PORT"
+                       "|GROUP_RANK")
+# torch/distributed/rendezvous.py (v1.9 to v2.x), _env_rendezvous_handler's _env_error(var):
+# "Error initializing torch.distributed using env:// rendezvous: environment variable %s
+# expected, but not set", and the traceback's raise line `raise _env_error("MASTER_ADDR")`;
+# torchelastic's utils get_env_variable_or_raise: "Environment variable %s expected, but not set"
+_UNSET = re.compile(r"[Ee]nvironment variable (\w+) expected, but not set"
+                    r"|raise _env_error\([\"'](\w+)[\"']\)"
+                    # torch 0.4's THD (process_group/General.cpp): "rank is not set but it is
+                    # required for env:// init method"; a script reading a launcher's variable
+                    # itself: os.environ's "KeyError: 'RANK'"
+                    r"|\b(rank|world_size) is not set but it is required for env://"
+                    rf"|KeyError: '({_LAUNCHER_VARIABLES})'")
+# NCCL v2.14.3 to v2.16.5 src/init.cc, parseCommConfig: "Invalid config blocking attribute value
+# %d" for anything but 0 and 1; from v2.17.1 (nccl.h.in) the initializer's blocking is
+# NCCL_CONFIG_UNDEF_INT, INT_MIN, which those versions reject
+_UNDEF_CONFIG = re.compile(r"Invalid config (\w+) attribute value -2147483648\b")
+# PyTorch Lightning 1.x (plugins/training_type/ddp.py) and lightning_fabric 2.x
+# (utilities/distributed.py, _init_dist_connection): one line per process as it joins
+_RANK_CLAIM = re.compile(r"[Ii]nitializing (?:ddp|distributed): GLOBAL_RANK: (\d+), "
+                         r"MEMBER: \d+/(\d+)")
+# NCCL's return chain (src/include/checks.h, NCCLCHECK and NCCLCHECKGOTO): INFO(NCCL_ALL,
+# "%s:%d -> %d", __FILE__, __LINE__, res) at each level a failure returns through
+_RETURN = re.compile(r"[\w.-]\.(?:cc|cu|h|cpp):\d+ -> ([1-7])\b")
+# an ncclResult_t by its name (torch's detail line "ncclInvalidUsage: This usually reflects ...")
+# or by ncclGetErrorString's text where an NCCL error is quoted: torch's "NCCL error in: <where>,
+# <text> (run with NCCL_DEBUG=...)", a copy of it without its head, nccl-tests' "NCCL failure
+# <where> '<text>'", TensorRT-LLM's NCCLCHECK "Failed, NCCL error <file>:<line> '<text>'", vLLM's
+# pynccl_wrapper.py NCCL_CHECK "NCCL error: <text>" (SGLang copies it)
+_RESULT_NAME = re.compile(r"\b(" + "|".join(NCCL_RESULTS.values()) + r")\b")
+_TEXTS = "|".join(re.escape(t) for t in NCCL_RESULT_TEXTS)
+_RESULT_TEXT = re.compile(rf"(?:NCCL error in:? ?[^,\n]*, |NCCL error: |NCCL (?:failure|error) [^\s']+ ')"
+                          rf"({_TEXTS})"
+                          rf"|(?:^|\]:\s?)({_TEXTS}) \(run with NCCL_DEBUG")
+# Open MPI's TCP transports (facts/kinds.py MPI_TCP_TOPICS), and the btl's "Message: connect() to
+# %s:%d failed" line of its "client connect fail" help (opal_asprintf in btl_tcp_endpoint.c)
+_MPI_TCP = re.compile("|".join(re.escape(words) for words in MPI_TCP_TOPICS)
+                      + r"|^\s*(Message:\s+connect\(\) to \S+ failed)")
+
+
+
+_NOT_NAME = re.compile(r"[^\w.+-]")
+
+
+def first_group(groups: tuple[str | None, ...]) -> str:
+    """The first group an alternation matched ("" where none did)."""
+    return next((g for g in groups if g), "")
+
+
+def _libraries(text: str) -> list[Fact]:
+    """The libraries the dynamic loader could not load that a cause reads (printed.CUDA_LIB;
+    any library missing a CUDA, NCCL or torch symbol), from the loader's words back to the file
+    name before them (its directories left out)."""
+    found: list[Fact] = []
+    for marker in (printed.LOADER_MISSING, printed.LOADER_UNDEFINED):
+        start = 0
+        while len(found) < 4 and (at := text.find(marker, start)) >= 0:
+            start = at + len(marker)
+            before = text[max(0, at - 300):at].split()
+            # (the file name's characters at the end of the word: no directory, no "dlerror=")
+            name = _NOT_NAME.split(before[-1])[-1] if before else ""
+            if marker == printed.LOADER_MISSING:
+                if printed.CUDA_LIB.fullmatch(name):
+                    found.append(Fact(FactKind.CUDA_LIBRARY, name, "missing"))
+                continue
+            symbol = printed.SYMBOL.match(text, start)
+            needed = symbol.group(0) if symbol else ""
+            if needed and (printed.CUDA_LIB.fullmatch(name) or (
+                    printed.SHARED_LIB.fullmatch(name)
+                    and (printed.CUDA_SYMBOL.match(needed) and name.startswith("lib")
+                         or printed.TORCH_SYMBOL_NAME.match(needed)))):
+                found.append(Fact(FactKind.CUDA_LIBRARY, name, needed))
+    return found
+
+
+def _layout(groups: tuple[str | None, ...]) -> Fact:
+    """A PARALLEL_LAYOUT match as a fact: the process count and the layout's product."""
+    numbers = [int(g) for g in groups if g]
+    if not numbers:  # (TensorRT-LLM's bare assertion prints neither)
+        return Fact(FactKind.PARALLEL_LAYOUT, "", "")
+    product = 1
+    for size in numbers[1:]:
+        product *= size
+    return Fact(FactKind.PARALLEL_LAYOUT, str(numbers[0]),
+                " x ".join(str(n) for n in numbers[1:]) + f" = {product}")
+
+
+def _gpu_build(groups: tuple[str | None, ...]) -> tuple[str, str]:
+    """(kind, detail) of a GPU_BUILD match: which way the build does not fit, and its value."""
+    architecture, old, driver = groups
+    if old:
+        return "old-gpu", ""
+    if driver:
+        return "driver", driver
+    return "architecture", architecture or ""
+
+
+def statement_facts(text: str) -> list[Fact]:
+    """The facts of the statements ``text`` holds, in kinds' order."""
+    found: list[Fact] = []
+    # (also glog's "Check failed: ... unhandled cuda error"; NCCL's CUDACHECK warns "Cuda failure
+    # [%d] '%s'" and returns ncclUnhandledCudaError, src/include/checks.h)
+    if "unhandled cuda error" in text or ("Cuda failure" in text and "NCCL" in text):
+        found.append(Fact(FactKind.NCCL_RESULT, "ncclUnhandledCudaError"))
+    elif "nccl" in text or "NCCL" in text or " (run with" in text:
+        named = _RESULT_NAME.findall(text) or [
+            NCCL_RESULT_TEXTS[a or b] for a, b in _RESULT_TEXT.findall(text)]
+        found += [Fact(FactKind.NCCL_RESULT, name) for name in named[:1]]
+    if "GLOBAL_RANK: " in text:
+        found += [Fact(FactKind.RANK_CLAIM, r, w) for r, w in _RANK_CLAIM.findall(text)]
+    if " -> " in text:
+        found += [Fact(FactKind.NCCL_RETURN, NCCL_RESULTS[int(m)], m) for m in _RETURN.findall(text)]
+    if "Invalid config" in text:
+        found += [Fact(FactKind.UNDEF_CONFIG, m) for m in _UNDEF_CONFIG.findall(text)]
+    if "peer access" in text or "PeerAccess" in text or "device ordinal" in text or any(
+            word in text for word in CUDA_CHECK_WORDS):
+        for match in printed.CUDA_ERROR.finditer(text):
+            name = match.group(1) or CUDA_ERRORS[match.group(0)]
+            found.append(Fact(FactKind.CUDA_ERROR, name, "" if match.group(1) else match.group(0)))
+        found += [Fact(FactKind.CUDA_CHECK, first_group(m.groups()).strip())
+                  for m in printed.CUDA_CHECK.finditer(text)][:1]
+    if "doesn't have" in text:
+        found += [Fact(FactKind.BACKEND_MISSING, m) for m in _NO_BACKEND.findall(text)]
+    if "TCP connect" in text or "connect()" in text or "process identifier" in text:
+        for match in _MPI_TCP.finditer(text):
+            topic = "client connect fail" if match.group(1) else MPI_TCP_TOPICS[match.group(0)]
+            found.append(Fact(FactKind.MPI_TCP, topic))
+    if "communicator is created to work on" in text:
+        found += [Fact(FactKind.DEVICE_MISMATCH, bound, given)
+                  for bound, given in printed.DEVICE_MISMATCH.findall(text)]
+    if ("Expected to " in text or "No backend type" in text or "does not support" in text
+            or "Default process group" in text or "DistributedDataParallel" in text):
+        found += [Fact(FactKind.TORCH_CHECK, TORCH_CHECKS[m]) for m in printed.TORCH_CHECK.findall(text)]
+    if "Detected mismatch between collectives" in text:
+        found.append(Fact(FactKind.COLLECTIVE_MISMATCH,
+                          " / ".join(dict.fromkeys(printed.OP_TYPE.findall(text)))))
+    if "shared object file" in text or "undefined symbol" in text:
+        found += _libraries(text)
+    if ("GPU" in text or "NVIDIA driver" in text or "compiled with CUDA" in text
+            or "driver initialization" in text or "NoDevFiles" in text):
+        found += [Fact(FactKind.NO_GPU, NO_GPU_TEXTS[m]) for m in printed.NO_GPU.findall(text)[:1]]
+    if ": error: " in text:  # torchrun's argument parser (argparse)
+        found += [Fact(FactKind.LAUNCHER_ARGUMENT,
+                       (m.group(1) or m.group(3) or m.group(6) or m.group(2)).strip(),
+                       m.group(4) or m.group(5) or m.group(7) or "")
+                  for m in printed.LAUNCHER_ARGUMENT.finditer(text)][:1]
+    if "has no attribute" in text or "cannot import name" in text or "No module named" in text:
+        found += [Fact(FactKind.TORCH_API_MISSING, m.group(5) or f"{m.group(1) or m.group(4)}."
+                                                                 f"{m.group(2) or m.group(3)}")
+                  for m in printed.TORCH_API_MISSING.finditer(text)][:1]
+    if "torch was compiled with" in text:  # DeepSpeed's op builder, refusing (not accepting)
+        found += [Fact(FactKind.TOOLKIT_MISMATCH, a, b) for a, b in printed.TOOLKIT.findall(text)]
+    if "Unsupported gpu architecture" in text:  # nvcc, older than the GPU it builds for
+        found += [Fact(FactKind.TOOLKIT_MISMATCH, "nvcc", arch)
+                  for arch in printed.NVCC_ARCH.findall(text)][:1]
+    if "unrecognized arguments" in text:
+        found += [Fact(FactKind.MISPLACED_OPTION, m)
+                  for m in printed.MISPLACED_OPTION.findall(text)][:1]
+    if "Version mismatch: The cluster was started with" in text:  # Ray's check_version_info
+        found.append(Fact(FactKind.VERSIONS_DIFFER, "Ray"))
+    if "PyTorch" in text or "torch==" in text or "driver on your system" in text:
+        found += [Fact(FactKind.GPU_BUILD, *_gpu_build(m.groups()))
+                  for m in printed.GPU_BUILD.finditer(text)][:1]
+    if "Could not resolve hostname" in text:
+        found += [Fact(FactKind.UNRESOLVED_HOST, host, words.strip())
+                  for host, words in printed.SSH_UNRESOLVED.findall(text)][:1]
+    if "is not divisible by tensor" in text or "MPI size" in text or "mpiSize ==" in text:
+        found += [_layout(m.groups()) for m in printed.PARALLEL_LAYOUT.finditer(text)][:1]
+    if "find address for" in text:
+        found += [Fact(FactKind.GLOO_LOOKUP, m) for m in printed.GLOO_LOOKUP.findall(text)[:1]]
+    if "GlooDeviceFactory" in text:
+        found += [Fact(FactKind.GLOO_NO_ADDRESS, m) for m in printed.GLOO_NO_ADDRESS.findall(text)[:1]]
+    if 'File "' in text:  # a traceback's frame: where the exception after it was raised
+        for path in printed.FRAME.findall(text)[:1]:
+            module, installed = printed.frame_module(path)
+            found.append(Fact(FactKind.FRAME, module, "installed" if installed else ""))
+    if "Error: " in text or "Exception: " in text:
+        found += [Fact(FactKind.EXCEPTION, kind, message)
+                  for kind, message in printed.EXCEPTION.findall(text)[:1]]
+    if "INTERNAL ASSERT" in text:
+        found += [Fact(FactKind.INTERNAL_ASSERT, m) for m in printed.INTERNAL_ASSERT.findall(text)[:1]]
+    if "use_libuv" in text:
+        found += [Fact(FactKind.STORE_WITHOUT_LIBUV, "libuv") for _m in printed.NO_LIBUV.findall(text)]
+    if "ss_family" in text:
+        found += [Fact(FactKind.FAMILY_MISMATCH, a, b) for a, b in network.FAMILY.findall(text)]
+    if ("expected, but not set" in text or "_env_error(" in text or "KeyError: '" in text
+            or "required for env://" in text):
+        found += [Fact(FactKind.UNSET_VARIABLE, first_group(m.groups()).upper())
+                  for m in _UNSET.finditer(text)]
+    return found
