@@ -13,8 +13,9 @@ from pathlib import Path
 import pytest
 from cause_logs import top
 
-from ddpkit.doctor.log.facts.extract import facts_of, of_kind, winsock_errnos
+from ddpkit.doctor.log.facts.extract import facts_of, of_kind
 from ddpkit.doctor.log.facts.kinds import FactKind
+from ddpkit.doctor.log.facts.winsock import winsock_errnos
 
 REFUSED_EN = "No connection could be made because the target machine actively refused it."
 REFUSED_ZH = "由于目标计算机积极拒绝，无法连接。"

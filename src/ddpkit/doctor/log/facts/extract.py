@@ -25,12 +25,11 @@ from ddpkit.doctor.log.facts.kinds import (
     GAI_ERRORS,
     SIGNAL_NUMBERS,
     SIGNALS,
-    WINSOCK_ERRNOS,
-    WINSOCK_PREFIX,
     Fact,
     FactKind,
 )
 from ddpkit.doctor.log.facts.statements import first_group, statement_facts
+from ddpkit.doctor.log.facts.winsock import winsock_errnos
 from ddpkit.doctor.log.prefixes import without_header
 
 _OCTET = r"(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)"
@@ -45,7 +44,6 @@ _IFNAME = re.compile(r"\b([A-Z]+_SOCKET_IFNAME)\b(?:\s*set (?:by environment )?t
                      r"['\"]?([^\s'\",;)]*)")
 _ERRNO_NUMBER = re.compile(r"\berrno:? ?=? ?-?(\d{1,3})\b|\[Errno (\d{1,3})\]|\bcode: -(\d{1,3})\b")
 _ERRNO_NAME = re.compile(r"\b(E[A-Z]{3,14})\b")
-_WINSOCK = re.compile(rf"\b{WINSOCK_PREFIX}(100[0-6]\d)\b|\bWSA(E[A-Z]{{3,14}})\b")
 _SIGNAL = re.compile(r"\b(SIG[A-Z]{2,6})\b")
 _EXIT = re.compile(r"\bexit ?code\s*[:=]?\s*(-?\d+)|\bexitcode\s*:\s*(-?\d+)")
 _WORLD = re.compile(r"\bworld_size\s*[=:]\s*(\d+)")
@@ -122,16 +120,6 @@ def _address(found: list[Fact], address: str, port: str | None) -> None:
         found.append(Fact(FactKind.PORT, port))
 
 
-def winsock_errnos(text: str) -> list[int]:
-    """The Linux errno of each Windows Sockets code ``text`` names (``WINSOCK_ERRNOS``)."""
-    found: list[int] = []
-    if "100" not in text and "WSAE" not in text:
-        return found
-    for code, name in _WINSOCK.findall(text):
-        number = WINSOCK_ERRNOS.get(int(code)) if code else ERRNO_BY_NAME.get(name)
-        if number is not None:
-            found.append(number)
-    return found
 
 
 def facts_of(text: str) -> tuple[Fact, ...]:

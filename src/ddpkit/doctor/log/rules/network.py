@@ -14,8 +14,7 @@ from ddpkit.doctor.addresses import address_kind, describe_kind, is_unreachable,
 from ddpkit.doctor.catalogue import entry
 from ddpkit.doctor.findings import Finding, Severity
 from ddpkit.doctor.log.evidence import Bag, Capped, merge, origins_text
-from ddpkit.doctor.log.facts.extract import winsock_errnos
-from ddpkit.doctor.log.facts.kinds import ERRNOS
+from ddpkit.doctor.log.facts.winsock import error_class
 from ddpkit.doctor.log.rules.gloo_mesh import gloo_mesh_failed
 from ddpkit.doctor.log.rules.traps import gloo_on_loopback, mixed_socket_lists, silent_bootstrap_failure
 from ddpkit.doctor.log.scan import Event
@@ -26,26 +25,6 @@ from ddpkit.wording import sentences
 SOCKET_ITEM = re.compile(r"\[\d+\]([^\s:]+):([^\s<]+)<\d+>")
 
 
-# a Windows Sockets code's class (its words, in the system's language, may say nothing English)
-_WINSOCK_CLASS = {"ECONNREFUSED": "refused", "ETIMEDOUT": "timeout", "ENETUNREACH": "unreachable",
-                  "EHOSTUNREACH": "unreachable", "ECONNABORTED": "abort"}
-
-
-def error_class(text: str) -> str:
-    """``refused``, ``timeout``, ``unreachable``, ``abort`` or ``other`` for a connect error."""
-    for number in winsock_errnos(text):
-        if ERRNOS[number][0] in _WINSOCK_CLASS:
-            return _WINSOCK_CLASS[ERRNOS[number][0]]
-    lowered = text.lower()
-    if "refused" in lowered:
-        return "refused"
-    if "timed out" in lowered or "timeout" in lowered or "etimedout" in lowered:
-        return "timeout"
-    if "no route" in lowered or "unreachable" in lowered:
-        return "unreachable"
-    if "abort" in lowered:
-        return "abort"
-    return "other"
 
 
 _ERROR_WORDS = {

@@ -15,12 +15,13 @@ from ddpkit.doctor.log.causes.base import Context
 from ddpkit.doctor.log.evidence import Bag, Capped
 from ddpkit.doctor.log.facts.extract import facts_of
 from ddpkit.doctor.log.facts.kinds import Fact, FactKind
+from ddpkit.doctor.log.facts.winsock import error_class
 from ddpkit.doctor.log.init_model import InitModel
 from ddpkit.doctor.log.patterns import FAILURE_KINDS
 from ddpkit.doctor.log.rules.hosts import SharedDevices
 from ddpkit.doctor.log.rules.jobs import JobRules
 from ddpkit.doctor.log.rules.local_rank import LocalRankRule
-from ddpkit.doctor.log.rules.network import SOCKET_ITEM, NetworkRules, error_class
+from ddpkit.doctor.log.rules.network import SOCKET_ITEM, NetworkRules
 from ddpkit.doctor.log.rules.run_end import RUN_END_KINDS, RunEnd
 from ddpkit.doctor.log.rules.shell_signals import SIGNAL_KINDS, ShellSignals
 from ddpkit.doctor.log.rules.simple import Facts
