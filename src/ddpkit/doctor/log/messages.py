@@ -15,12 +15,13 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache, lru_cache
 from importlib import resources
 
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]{3,}")
 MIN_LITERAL = 10  # a matcher must hold this much literal text to recognise a line
 _LEVELS = {"info": 0, "warning": 1, "error": 2}
+_NO_CAUSE = frozenset({"unexplained-failure", "unmapped"})  # mappings that name no cause
 
 
 @dataclass(frozen=True)
@@ -34,7 +35,11 @@ class Message:
     first: str
     last: str
     maps: str  # a finding id, "benign", "unexplained-failure" or "unmapped"
-    regex: re.Pattern[str]
+    pattern: str  # the regex a line is matched with (compiled when first tried)
+
+    @property
+    def regex(self) -> re.Pattern[str]:
+        return _compiled(self.pattern)
 
     @property
     def where(self) -> str:
@@ -55,15 +60,17 @@ class Catalogue:
     def match(self, line: str) -> Message | None:
         """The catalogued message ``line`` prints: of the templates that match, one of the
         level the line shows (NCCL prints some texts both as INFO and as WARN), else the
-        highest level; then the longest."""
+        highest level; then the longest; then one filed under a cause (two files of a program
+        may raise the same text, one of them read by a rule of its own: DDP's checks, copied
+        into torch.distributed's composable DDP)."""
         best: Message | None = None
-        best_key = (-1, -1, -1)
+        best_key = (-1, -1, -1, -1)
         shown = "info" if " INFO " in line else "error" if "WARN" in line else ""
         for word in set(_WORD.findall(line)):
             for number in self.index.get(word, ()):
                 message = self.messages[number]
                 key = (message.level == shown, _LEVELS.get(message.level, 0),
-                       len(message.template))
+                       len(message.template), message.maps not in _NO_CAUSE)
                 if key > best_key and message.regex.search(line):
                     best, best_key = message, key
         return best
@@ -121,7 +128,7 @@ def build(document: dict[str, object]) -> Catalogue:
             continue
         messages.append(Message(str(item["source"]), str(item["file"]), str(item["template"]),
                                 str(item["level"]), str(item["first"]), str(item["last"]),
-                                str(item["maps"]), re.compile(pattern)))
+                                str(item["maps"]), pattern))
         words.append(found)
     frequency: dict[str, int] = {}
     for found in words:
@@ -132,6 +139,13 @@ def build(document: dict[str, object]) -> Catalogue:
         rarest = min(found, key=lambda w: (frequency[w], -len(w), w))
         index.setdefault(rarest, []).append(number)
     return Catalogue(tuple(messages), {k: tuple(v) for k, v in index.items()})
+
+
+@cache
+def _compiled(pattern: str) -> re.Pattern[str]:
+    """``pattern`` compiled, once: of the catalogue's thousands of templates a diagnosis tries
+    a few, so none is compiled before a line is matched against it."""
+    return re.compile(pattern)
 
 
 @lru_cache(maxsize=1)
