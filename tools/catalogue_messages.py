@@ -74,6 +74,12 @@ TORCH_FILES = re.compile(
     rf"|^{torchwheels.CORE}$")
 # torch's own Python outside torch.distributed (torchwheels.CORE), which --add-torch-wheels adds
 TORCH_CORE_FILES = re.compile(rf"^{torchwheels.CORE}$")
+# the rest of torch.distributed's Python, which --add-torch-distributed adds: the APIs a training
+# script calls (FSDP, DTensor and the device mesh, checkpointing, RPC, pipelining, the
+# optimizers and comm hooks, functional collectives), beside the launch and the process group
+TORCH_MORE_FILES = re.compile(
+    r"^torch/distributed/(?!(?:run|launch|distributed_c10d|rendezvous)\.py$|launcher/"
+    r"|elastic/(?:agent/server|rendezvous|multiprocessing|utils)/)(?:[^/]+/)*[^/]+\.py$")
 # torch release dates (the .0 releases): which Gloo each one built against, roughly.
 TORCH_DATES = {
     "v1.8.0": "2021-03-04", "v1.9.0": "2021-06-15", "v1.10.0": "2021-10-21",
@@ -301,7 +307,7 @@ def _entry(record: Record, releases: list[str]) -> dict[str, object]:
     many, in the order of ``releases``) and what msgmap makes of it."""
     seen = sorted(record.releases, key=releases.index)
     mapping, reason = msgmap.classify(record.source, record.file, record.template, record.level,
-                                      frozenset(record.results))
+                                      frozenset(record.results), record.call)
     return {
         "source": record.source, "file": record.file, "template": record.template,
         "level": record.level, "call": record.call, "first": seen[0], "last": seen[-1],
@@ -367,7 +373,8 @@ def remapped(document: dict[str, Any]) -> dict[str, Any]:
     for message in document["messages"]:
         mapping, reason = msgmap.classify(message["source"], message["file"],
                                           message["template"], message["level"],
-                                          frozenset(message.get("result", ())))
+                                          frozenset(message.get("result", ())),
+                                          message.get("call", ""))
         messages.append({**message, "maps": mapping, "reason": reason,
                          "matcher": msgmap.matcher(message["template"])})
     return {**document, "messages": messages}
@@ -396,23 +403,26 @@ def added(document: dict[str, Any], spec: str) -> dict[str, Any]:
             "messages": messages}
 
 
-def added_torch_core(document: dict[str, Any], directory: Path) -> dict[str, Any]:
-    """``document`` with the templates of ``TORCH_CORE_FILES`` read from every torch wheel in
-    ``directory``, in place of those files' earlier templates (the rest of torch's stay)."""
+def added_torch_files(document: dict[str, Any], directory: Path, files: re.Pattern[str],
+                      what: str) -> dict[str, Any]:
+    """``document`` with the templates of the torch files ``files`` matches read from every
+    torch wheel in ``directory``, in place of those files' earlier templates (the rest of
+    torch's stay); ``what`` names them in the data file's note."""
     records: dict[Key, Record] = {}
     labels: list[str] = []
     for label, where, texts in torch_wheels(directory):
         labels.append(label)
-        read_texts(records, "torch", label, texts, TORCH_CORE_FILES)
+        read_texts(records, "torch", label, texts, files)
         print(f"  torch {label} ({where}): {len(records)} templates so far", file=sys.stderr)
     kept = [m for m in document["messages"]
-            if not (m["source"] == "torch" and TORCH_CORE_FILES.search(m["file"]))]
+            if not (m["source"] == "torch" and files.search(m["file"]))]
     new = [_entry(record, labels)
            for record in sorted(records.values(), key=lambda r: (r.file, r.template))]
     messages = sorted(kept + new, key=lambda m: (m["source"], m["file"], m["template"]))
-    note = (f"torch: {torchwheels.CORE} (torch's own Python outside torch/distributed) read "
-            f"from the wheels of {labels[0]} .. {labels[-1]}" if labels else "")
-    notes = [n for n in document["notes"] if not n.startswith(f"torch: {torchwheels.CORE} ")]
+    head = f"torch: {files.pattern.removeprefix('^').removesuffix('$')} "
+    note = (f"{head}({what}) read from the wheels of {labels[0]} .. {labels[-1]}"
+            if labels else "")
+    notes = [n for n in document["notes"] if not n.startswith(head)]
     return {**document, "notes": notes + ([note] if note else []), "messages": messages}
 
 
@@ -452,13 +462,22 @@ def main() -> int:
                         help="with --remap: the templates of torch's own Python outside "
                              "torch/distributed (DDP, SyncBatchNorm, DistributedSampler, "
                              "torch.cuda, torch.multiprocessing.spawn) from every wheel in DIR")
+    parser.add_argument("--add-torch-distributed", type=Path, metavar="DIR",
+                        help="with --remap: the templates of the rest of torch.distributed's "
+                             "Python (FSDP, DTensor, checkpointing, RPC, pipelining, ...: "
+                             "TORCH_MORE_FILES) from every wheel in DIR")
     args = parser.parse_args()
     if args.remap:
         document = remapped(json.loads(args.remap.read_text()))
         for spec in args.add:
             document = added(document, spec)
         if args.add_torch_wheels:
-            document = added_torch_core(document, args.add_torch_wheels)
+            document = added_torch_files(document, args.add_torch_wheels, TORCH_CORE_FILES,
+                                         "torch's own Python outside torch/distributed")
+        if args.add_torch_distributed:
+            document = added_torch_files(document, args.add_torch_distributed, TORCH_MORE_FILES,
+                                         "the rest of torch.distributed's Python: FSDP, DTensor, "
+                                         "checkpointing, RPC, pipelining, optimizers, hooks")
         entries, order = document["messages"], document["releases"]
     else:
         entries, order = build(args)

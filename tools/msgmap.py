@@ -497,15 +497,27 @@ def by_result(template: str, result: frozenset[str]) -> tuple[str, str] | None:
 MIN_MATCHER_LITERAL = 10  # characters of literal text a matcher needs to be recognised
 
 
+# Python's builtin exceptions whose documented meaning is a refused argument: ValueError ("an
+# argument that has the right type but an inappropriate value"), TypeError (an object "of
+# inappropriate type"), NotImplementedError (a case not supported)
+_REFUSING_RAISES = frozenset({"raise ValueError", "raise TypeError", "raise NotImplementedError"})
+# torch's own words for a failed check of its own state: "This indicates a bug in DDP, please
+# report an issue to PyTorch", "BUG! Expected rank_cond to be true"
+_TORCH_BUG = re.compile(r"indicates a bug|[Pp]lease report (?:an issue|a bug|this)|\bBUG!")
+
+
 def classify(source: str, file: str, template: str, level: str,
-             result: frozenset[str] = frozenset()) -> tuple[str, str]:
+             result: frozenset[str] = frozenset(), call: str = "") -> tuple[str, str]:
     """(finding id | "benign" | "unexplained-failure" | "unmapped", why) for one template;
-    ``result``: what an NCCL WARN's code path returns (``msgresult.outcomes``)."""
+    ``result``: what an NCCL WARN's code path returns (``msgresult.outcomes``); ``call``: what
+    prints or raises it (``raise ValueError``)."""
     literal = max(len(p) for p in matcher(template).split(".*?")) if template else 0
     if source == "aws-ofi-nccl":  # its files' paths are like NCCL's own (src/..., include/...)
         if level != "error":  # NCCL_OFI_INFO: what the plugin chose or tried; it fails in a WARN
             return "benign", "the net plugin's INFO line (its failures are its WARN lines)"
         file = f"{source}/{file}"
+    if source == "torch" and level == "error" and _TORCH_BUG.search(template):
+        return "internal-error", "torch says the check that failed is a bug of its own"
     for where, what, maps, why in _SOURCE:
         if (where is None or where.search(file)) and what.search(template):
             return maps, why
@@ -526,6 +538,17 @@ def classify(source: str, file: str, template: str, level: str,
                 # NCCL INFO "Failed to open libibverbs": a fallback, not a failure
                 return "benign", f"{level} line (nothing failed) about: " + why
             return maps, why
+    if (source == "torch" and level == "error" and file.startswith("torch/distributed/")
+            and call.startswith(("raise ", "logger.")) and literal >= MIN_MATCHER_LITERAL):
+        # the rest of torch.distributed's APIs (catalogue_messages.TORCH_MORE_FILES), where no
+        # rule above read the template
+        if call in _REFUSING_RAISES:
+            return "invalid-usage", (f"torch.distributed's API {call[6:]}: by Python's documented "
+                                     "meaning, an argument or a case it does not accept, from "
+                                     "the program that called it")
+        return "unexplained-failure", (f"torch.distributed's API ({call}): a check of its own "
+                                       "state or of what it computed, which no launch setting "
+                                       "explains; the line names what failed")
     if level == "info":
         return "benign", "informational (NCCL INFO / LOG(INFO) / logger.info)"
     if level == "warning":

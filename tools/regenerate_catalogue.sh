@@ -44,7 +44,7 @@ AWS_OFI_RELEASES=v1.0.1,v1.1.5,v1.2.0,v1.3.0,v1.4.0,v1.5.0-aws,v1.6.0,v1.7.4-aws
 AWS_OFI_RELEASES+=,v1.9.2-aws,v1.10.0-aws,v1.11.1-aws,v1.12.1-aws,v1.13.2-aws,v1.14.2,v1.15.0
 AWS_OFI_RELEASES+=,v1.16.3,v1.17.3,v1.18.0,v1.19.2,v1.20.0,v1.21.1
 exec python tools/catalogue_messages.py --remap src/ddpkit/doctor/log/messages.json \
-  --add-torch-wheels "$TORCH_WHEELS" \
+  --add-torch-wheels "$TORCH_WHEELS" --add-torch-distributed "$TORCH_WHEELS" \
   --add "deepspeed=$DEEPSPEED_GIT@v0.19.5:^deepspeed/launcher/[^/]+\.py$" \
   --add "horovod=$HOROVOD_GIT@v0.28.1:^horovod/runner/(?:[^/]+|common/util/[^/]+|util/[^/]+)\.py$" \
   --add "aws-ofi-nccl=$AWS_OFI_GIT@$AWS_OFI_RELEASES:^(?:src|include)/.*\.(?:c|cc|cpp|h)$" \

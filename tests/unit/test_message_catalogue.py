@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -9,7 +10,7 @@ from tools_loader import CATALOGUE_DATA, run_catalogue, shipped_catalogue, tool
 
 from ddpkit.doctor.catalogue import CATALOGUE
 from ddpkit.doctor.log.diagnose import diagnose
-from ddpkit.doctor.log.messages import catalogue, first_sentence
+from ddpkit.doctor.log.messages import build, catalogue, first_sentence
 
 ROOT = Path(__file__).resolve().parents[2]
 REPORT = ROOT / "docs" / "message-coverage.md"
@@ -157,7 +158,64 @@ def _lazy_init():
               if not (m["source"] == "torch" and core.search(m["file"]))]
     assert others == [m for m in shipped["messages"]  # type: ignore[attr-defined]
                       if not (m["source"] == "torch" and core.search(m["file"]))]
-    assert not any("data_parallel" in m["file"] for m in fresh["messages"])  # type: ignore
+    assert not any(m["file"] == "torch/nn/parallel/data_parallel.py"
+                   for m in fresh["messages"])  # type: ignore[attr-defined]
+
+
+def test_the_rest_of_torch_distributed_is_added_from_the_wheels(tmp_path: Path) -> None:
+    """--add-torch-distributed reads torch.distributed's Python beyond the launch and the process
+    group (FSDP, DTensor, RPC, ...) from each wheel; a ValueError or TypeError raised there is
+    a refused call by Python's documented meaning; the launch's own files are left to the main
+    reading, and every other template stays."""
+    wheels = tmp_path / "wheels"
+    wheels.mkdir()
+    fsdp = '''
+def _check_module_states(module_states):
+    if module_states:
+        raise ValueError(
+            "The module has CPU parameters or buffers when `sync_module_states=True`, "
+            "which requires them to be on GPU."
+        )
+    raise RuntimeError(f"Unknown node strategy {strategy}")
+'''
+    rpc = 'raise TypeError(f"Cannot pickle RemoteModule in python pickler {x}")\n'
+    _wheel(wheels / "torch-2.12.1-cp312-cp312-macosx_14_0_arm64.whl",
+           {"torch/distributed/fsdp/_init_utils.py": fsdp,
+            "torch/distributed/run.py": 'raise ValueError("a run.py message read elsewhere")'})
+    _wheel(wheels / "torch-2.13.0-cp312-cp312-macosx_14_0_arm64.whl",
+           {"torch/distributed/fsdp/_init_utils.py": fsdp,
+            "torch/distributed/nn/api/remote_module.py": rpc})
+    shipped = shipped_catalogue()
+    fresh = run_catalogue(tmp_path, "--remap", str(CATALOGUE_DATA), "--add-torch-distributed",
+                          str(wheels))
+    more = tool("catalogue_messages").TORCH_MORE_FILES
+    added = {m["template"][:22]: (m["maps"], m["first"], m["last"])
+             for m in fresh["messages"]  # type: ignore[attr-defined]
+             if m["source"] == "torch" and more.search(m["file"])}
+    assert added == {"The module has CPU par": ("invalid-usage", "v2.12.1", "v2.13.0"),
+                     "Unknown node strategy ": ("unexplained-failure", "v2.12.1", "v2.13.0"),
+                     "Cannot pickle RemoteMo": ("invalid-usage", "v2.13.0", "v2.13.0")}
+    assert not any("read elsewhere" in m["template"]
+                   for m in fresh["messages"])  # type: ignore[attr-defined]
+    assert [m for m in fresh["messages"]  # type: ignore[attr-defined]
+            if not (m["source"] == "torch" and more.search(m["file"]))] == [
+        m for m in shipped["messages"]  # type: ignore[attr-defined]
+        if not (m["source"] == "torch" and more.search(m["file"]))]
+
+
+def test_of_two_files_raising_the_same_text_the_one_filed_under_a_cause_is_matched() -> None:
+    """torch.distributed's composable DDP raises DDP's own texts; DDP's are read by a rule of
+    their own (invalid-usage), the copy's by none: the line is the message that names a cause,
+    whichever file the catalogue lists first."""
+    text = "Modules with uninitialized parameters can't be used with `DistributedDataParallel`."
+    matcher = re.escape(text)
+    items = [{"source": "torch", "file": file, "template": text, "level": "error",
+              "first": "v2.13.0", "last": "v2.13.0", "maps": maps, "matcher": matcher}
+             for file, maps in (("torch/distributed/_composable/_ddp.py", "unexplained-failure"),
+                                ("torch/nn/parallel/distributed.py", "invalid-usage"))]
+    for order in (items, items[::-1]):
+        found = build({"messages": order}).match(f"RuntimeError: {text}")
+        assert found is not None and found.maps == "invalid-usage"
 
 
 @pytest.mark.parametrize(
