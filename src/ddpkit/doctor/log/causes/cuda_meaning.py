@@ -7,9 +7,10 @@ each error means is CUDA's own documentation (CUDA 12 runtime API, ``cudaError``
 driver_types.h; the driver API's cuGetErrorString for CUDA_ERROR_ILLEGAL_STATE; the CUDA C++
 Programming Guide for the limit of eight peer connections per device): a few of them name a
 cause another finding explains (GPU peer-to-peer, the driver or the GPU against the build), the
-others say what failed on the GPU itself. cuDNN's and cuBLAS's statuses, as torch's checks print them
-(``cuDNN error: CUDNN_STATUS_NOT_INITIALIZED``, ``CUDA error: CUBLAS_STATUS_ALLOC_FAILED when
-calling `cublasCreate(handle)```), are read by their libraries' API references the same way: an
+others say what failed on the GPU itself (a kernel's own fault is kernel_fault.py's). cuDNN's
+and cuBLAS's statuses, as torch's checks print them (``cuDNN error:
+CUDNN_STATUS_NOT_INITIALIZED``, ``CUDA error: CUBLAS_STATUS_ALLOC_FAILED when calling
+`cublasCreate(handle)```), are read by their libraries' API references the same way: an
 allocation that failed is memory, an architecture mismatch the build. Peer access and an invalid
 ordinal have causes of their own (peer_access.py, device_ordinal.py).
 """
@@ -19,6 +20,7 @@ from __future__ import annotations
 from ddpkit.doctor.catalogue import GENERIC
 from ddpkit.doctor.findings import Finding, Severity
 from ddpkit.doctor.log.causes.base import Context, Noting, made
+from ddpkit.doctor.log.causes.kernel_fault import kernel_fault_words
 from ddpkit.doctor.log.evidence import merge
 from ddpkit.doctor.log.facts.kinds import Fact, FactKind
 from ddpkit.doctor.log.rules.unexplained import warning_line
@@ -28,9 +30,6 @@ from ddpkit.i18n import _
 _DRIVER = frozenset({"cudaErrorSystemDriverMismatch", "cudaErrorCompatNotSupportedOnDevice",
                      "cudaErrorUnsupportedPtxVersion"})
 _HARDWARE = frozenset({"cudaErrorECCUncorrectable", "cudaErrorNvlinkUncorrectable"})
-_KERNEL = frozenset({"cudaErrorIllegalAddress", "cudaErrorIllegalInstruction",
-                     "cudaErrorMisalignedAddress", "cudaErrorLaunchFailure", "cudaErrorAssert",
-                     "cudaErrorLaunchOutOfResources"})
 # cuDNN's and cuBLAS's statuses (their API references): the library could not allocate its GPU
 # memory; the GPU lacks a feature the library's build needs; its handle could not be made (an
 # error of the CUDA runtime below it or of the hardware setup, often a GPU whose memory others
@@ -45,7 +44,8 @@ _LIBRARY_KERNEL = frozenset({"CUDNN_STATUS_EXECUTION_FAILED", "CUBLAS_STATUS_EXE
 # hip_code_object.cpp)
 _NO_CODE = frozenset({"cudaErrorNoKernelImageForDevice", "cudaErrorInvalidDeviceFunction",
                       "hipErrorNoBinaryForGpu"})
-_READ = _DRIVER | _HARDWARE | _KERNEL | _LIBRARY_MEMORY | _LIBRARY_ARCH | _LIBRARY_START | (
+# (a kernel's own fault is kernel_fault.py's)
+_READ = _DRIVER | _HARDWARE | _LIBRARY_MEMORY | _LIBRARY_ARCH | _LIBRARY_START | (
     _LIBRARY_KERNEL) | {
     "cudaErrorTooManyPeers", "cudaErrorNoKernelImageForDevice", "cudaErrorNoDevice",
     "cudaErrorInvalidDeviceFunction", "hipErrorNoBinaryForGpu",
@@ -161,11 +161,6 @@ def _meaning(name: str, errors: str) -> tuple[str, str, str]:
                  "uncorrectable hardware error.", errors=errors)
         fix = _("Check the GPU: nvidia-smi -q -d ECC and nvidia-smi nvlink -e; on a rented "
                 "instance, move to another machine and tell the provider")
-    else:
-        text = _("A CUDA kernel on that rank failed with {errors}: a fault in the program's "
-                 "own GPU code or a library's (an index out of range for a device-side assert), "
-                 "after which every CUDA call on that rank fails too.", errors=errors)
-        fix = _("Rerun with CUDA_LAUNCH_BLOCKING=1 so the traceback names the failing "
-                "operation; for a device-side assert, check indices and labels (e.g. a class "
-                "label at or above the number of classes)")
+    else:  # a library's kernel that failed on the GPU or inside (_LIBRARY_KERNEL)
+        text, fix = kernel_fault_words(errors)
     return ("cuda-error", text, fix)

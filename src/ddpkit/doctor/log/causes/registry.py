@@ -36,6 +36,7 @@ from ddpkit.doctor.log.causes.gloo_hostname import GlooHostname
 from ddpkit.doctor.log.causes.gloo_no_address import GlooNoAddress
 from ddpkit.doctor.log.causes.gpu_build import GpuBuild
 from ddpkit.doctor.log.causes.internal_assert import InternalAssert
+from ddpkit.doctor.log.causes.kernel_fault import KernelFault
 from ddpkit.doctor.log.causes.launcher_arguments import LauncherArguments
 from ddpkit.doctor.log.causes.loopback import Loopback
 from ddpkit.doctor.log.causes.misplaced_option import MisplacedOption
@@ -73,7 +74,7 @@ CAUSES: tuple[type[Cause], ...] = (
     Loopback, ContainerBridge, StaleStore, EndpointWithoutPort, EmptyAddress,
     RendezvousRestarts, SilentKill, BusError, PeerAccess, Firewall, ShmFull, RdmaCompletion,
     ResolvedLater, NoBackend, AddressFamily, UnsetVariable, DeviceOrdinal, ConfigUndefined,
-    UnhandledCuda, CudaMeaning, NcclResult, RankClaims, NoRoute, OpenMpiTcp, StoreWithoutLibuv,
+    UnhandledCuda, CudaMeaning, KernelFault, NcclResult, RankClaims, NoRoute, OpenMpiTcp, StoreWithoutLibuv,
     CommunicatorDevice, DdpChecks, CollectiveMismatch, CudaLibrary, NoGpu,
     CudaCheck, InternalAssert, VersionsDiffer, CudaToolkit, LauncherArguments, BarrierWaiting,
     TorchApiMissing, RaiseSite, GlooNoAddress, GpuBuild, StoreAddress, SshUnresolved,
