@@ -10,6 +10,7 @@ from ddpkit.doctor.catalogue import GENERIC, entry
 from ddpkit.doctor.findings import Evidence, Finding, Severity
 from ddpkit.doctor.log.evidence import Bag, merge
 from ddpkit.doctor.log.facts.kinds import Fact, FactKind
+from ddpkit.doctor.log.rules.unexplained import warning_line
 from ddpkit.doctor.log.scan import Event
 from ddpkit.doctor.wording import specific_then_general
 from ddpkit.wording import commas
@@ -61,12 +62,13 @@ def keep_few(kept: dict[str, None], values: Iterable[str]) -> None:
 
 
 class Noting(Cause):
-    """A cause that notes the values its facts name (the first few, in order) and the lines
-    that named them."""
+    """A cause that notes the values its facts name (the first few, in order), the lines that
+    named them, and whether one of those lines was printed above warning level."""
 
     def __init__(self) -> None:
         self.values: dict[str, None] = {}
         self.bag = Bag()
+        self.failed = False  # a noted line printed above warning level
 
     @property
     def listed(self) -> str:
@@ -76,6 +78,16 @@ class Noting(Cause):
     def note(self, event: Event, values: Sequence[str]) -> None:
         keep_few(self.values, values)
         self.bag.add(event)
+        self.failed = self.failed or not self.at_warning_level(event.text)
+
+    def at_warning_level(self, text: str) -> bool:
+        """Whether a noted line was printed at warning level (c10's ``[W``, glog's, Python's)."""
+        return warning_line(text)
+
+    def severity(self, context: Context) -> Severity:
+        """An error where a noted line, or the logs, show a failure; else a warning (issue 30:
+        a warning-level line alone, with nothing failing, is at most a warning)."""
+        return "error" if self.failed or context.failed else "warning"
 
 
 class NotingValues(Noting):

@@ -18,12 +18,11 @@ ordinal have causes of their own (peer_access.py, device_ordinal.py).
 from __future__ import annotations
 
 from ddpkit.doctor.catalogue import GENERIC
-from ddpkit.doctor.findings import Finding, Severity
+from ddpkit.doctor.findings import Finding
 from ddpkit.doctor.log.causes.base import Context, Noting, made
 from ddpkit.doctor.log.causes.kernel_fault import kernel_fault_words
 from ddpkit.doctor.log.evidence import merge
 from ddpkit.doctor.log.facts.kinds import Fact, FactKind
-from ddpkit.doctor.log.rules.unexplained import warning_line
 from ddpkit.doctor.log.scan import Event
 from ddpkit.i18n import _
 
@@ -60,20 +59,18 @@ class CudaMeaning(Noting):
     def __init__(self) -> None:
         super().__init__()
         self.first: str | None = None  # the first error read: the one the others followed
-        self.failed = False  # one line at more than warning level
 
     def feed(self, event: Event, facts: tuple[Fact, ...]) -> None:
         found = [f.value for f in facts if f.kind is FactKind.CUDA_ERROR and f.value in _READ]
         if found:
             self.first = self.first or found[0]
             self.note(event, found)
-            self.failed = self.failed or not warning_line(event.text)
 
     def finding(self, context: Context) -> Finding | None:
         if self.first is None:
             return None
         finding_id, text, fix = _meaning(self.first, self.listed)
-        severity: Severity = "error" if self.failed or context.failed else "warning"
+        severity = self.severity(context)
         return made(finding_id, severity, text, fix, merge(self.bag.items))
 
 

@@ -16,11 +16,10 @@ index could come from anywhere (a script's ``cuda:1`` on a one-GPU machine). A n
 from __future__ import annotations
 
 from ddpkit.doctor.catalogue import GENERIC
-from ddpkit.doctor.findings import Finding, Severity
+from ddpkit.doctor.findings import Finding
 from ddpkit.doctor.log.causes.base import Context, Noting, made
 from ddpkit.doctor.log.evidence import Bag, merge
 from ddpkit.doctor.log.facts.kinds import Fact, FactKind
-from ddpkit.doctor.log.rules.unexplained import warning_line
 from ddpkit.doctor.log.scan import Event
 from ddpkit.i18n import _
 
@@ -38,7 +37,6 @@ class DeviceOrdinal(Noting):
         self.selected = Bag(2)  # lines that show a process selecting its GPU
         self.ranks: set[int] = set()  # the ranks the failing lines name
         self.world = 0  # the largest world size a line states
-        self.failed = False
 
     def feed(self, event: Event, facts: tuple[Fact, ...]) -> None:
         for fact in facts:
@@ -50,13 +48,12 @@ class DeviceOrdinal(Noting):
             self.note(event, ["invalid device ordinal"])
             if event.rank is not None:
                 self.ranks.add(event.rank)
-            self.failed = self.failed or not warning_line(event.text)
 
     def finding(self, context: Context) -> Finding | None:
         several = self.world > 1 or len(self.ranks) > 1 or any(r > 0 for r in self.ranks)
         if not self.bag:
             return None
-        severity: Severity = "error" if self.failed or context.failed else "warning"
+        severity = self.severity(context)
         if not (self.selected or several):
             return made("cuda-error", severity, _(
                 "A CUDA call failed with invalid device ordinal (cudaErrorInvalidDevice): it "

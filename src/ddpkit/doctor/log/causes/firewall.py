@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 
 from ddpkit.doctor.catalogue import GENERIC, entry
-from ddpkit.doctor.findings import Finding, Severity
+from ddpkit.doctor.findings import Finding
 from ddpkit.doctor.log.causes.base import Context, Noting, made
 from ddpkit.doctor.log.evidence import merge
 from ddpkit.doctor.log.facts.kinds import AddressClass, Fact, FactKind
@@ -40,16 +40,15 @@ class Firewall(Noting):
     yields_to = frozenset({"peer-unreachable", "wrong-interface", "container-network",
                            "interface-not-found", "rendezvous-config"})
 
-    failed = False  # a line above warning level
-
     def feed(self, event: Event, facts: tuple[Fact, ...]) -> None:
         if any(f.address_class in _NOT_ROUTED for f in facts):
             return  # (a head on this machine's loopback: no network between)
         ray = [f.value for f in facts if f.kind is FactKind.UNREACHED]
         if ray:
             self.note(event, [address for address in ray if address])
-            text = event.text
-            self.failed = self.failed or not (warning_line(text) or _RAY_WARNING.search(text))
+
+    def at_warning_level(self, text: str) -> bool:
+        return warning_line(text) or _RAY_WARNING.search(text) is not None
 
     def finding(self, context: Context) -> Finding | None:
         if not self.bag:
@@ -64,5 +63,5 @@ class Firewall(Noting):
                 "the port fails is a firewall); on the head list the rules: sudo iptables -S, "
                 "sudo firewall-cmd --list-all, sudo ufw status; in the cloud, the security "
                 "group.\n{fix}", fix=entry("firewall").fix)
-        severity: Severity = "error" if self.failed or context.failed else "warning"
+        severity = self.severity(context)
         return made("firewall", severity, text, fix, merge(self.bag.items))

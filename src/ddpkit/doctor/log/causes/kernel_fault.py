@@ -14,11 +14,10 @@ comes first, and where none does, the fault is the finding.
 from __future__ import annotations
 
 from ddpkit.doctor.catalogue import GENERIC
-from ddpkit.doctor.findings import Finding, Severity
+from ddpkit.doctor.findings import Finding
 from ddpkit.doctor.log.causes.base import Context, Noting, made
 from ddpkit.doctor.log.evidence import merge
 from ddpkit.doctor.log.facts.kinds import Fact, FactKind
-from ddpkit.doctor.log.rules.unexplained import warning_line
 from ddpkit.doctor.log.scan import Event
 from ddpkit.i18n import Text, _
 
@@ -45,18 +44,16 @@ class KernelFault(Noting):
 
     def __init__(self) -> None:
         super().__init__()
-        self.failed = False  # one line at more than warning level
 
     def feed(self, event: Event, facts: tuple[Fact, ...]) -> None:
         found = [f.value for f in facts
                  if f.kind is FactKind.CUDA_ERROR and f.value in KERNEL_FAULTS]
         if found:
             self.note(event, found)
-            self.failed = self.failed or not warning_line(event.text)
 
     def finding(self, context: Context) -> Finding | None:
         if not self.bag:
             return None
         text, fix = kernel_fault_words(self.listed)
-        severity: Severity = "error" if self.failed or context.failed else "warning"
+        severity = self.severity(context)
         return made("cuda-error", severity, text, fix, merge(self.bag.items))

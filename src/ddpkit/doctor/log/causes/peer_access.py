@@ -11,11 +11,10 @@ IOMMU or PCIe ACS settings give no P2P between the GPUs; custom all-reduce kerne
 from __future__ import annotations
 
 from ddpkit.doctor.catalogue import GENERIC
-from ddpkit.doctor.findings import Finding, Severity
+from ddpkit.doctor.findings import Finding
 from ddpkit.doctor.log.causes.base import Context, Noting, made
 from ddpkit.doctor.log.evidence import merge
 from ddpkit.doctor.log.facts.kinds import Fact, FactKind
-from ddpkit.doctor.log.rules.unexplained import warning_line
 from ddpkit.doctor.log.scan import Event
 from ddpkit.i18n import _
 
@@ -27,14 +26,12 @@ class PeerAccess(Noting):
     needs = frozenset({FactKind.CUDA_ERROR})
     specificity = 20
     supersedes = GENERIC | {"cuda-error", "p2p"}  # (its own words for the old rule's p2p)
-    failed = False  # one line at more than warning level
 
     def feed(self, event: Event, facts: tuple[Fact, ...]) -> None:
         found = [f"'{f.detail}' ({f.value})" if f.detail else f.value for f in facts
                  if f.kind is FactKind.CUDA_ERROR and f.value in _FAILED]
         if found:
             self.note(event, found)
-            self.failed = self.failed or not warning_line(event.text)
 
     def finding(self, context: Context) -> Finding | None:
         if not self.bag:
@@ -48,5 +45,5 @@ class PeerAccess(Noting):
                 "off; for NCCL: export NCCL_P2P_DISABLE=1\n"
                 "Check the GPUs' P2P: nvidia-smi topo -p2p r (consumer GPUs have none; on bare "
                 "metal, check IOMMU and PCIe ACS)")
-        severity: Severity = "error" if self.failed or context.failed else "warning"
+        severity = self.severity(context)
         return made("p2p", severity, text, fix, merge(self.bag.items))

@@ -17,11 +17,10 @@ to the next address, so those lines are not read.
 from __future__ import annotations
 
 from ddpkit.doctor.catalogue import GENERIC
-from ddpkit.doctor.findings import Finding, Severity
+from ddpkit.doctor.findings import Finding
 from ddpkit.doctor.log.causes.base import Context, Noting, made
 from ddpkit.doctor.log.evidence import merge
 from ddpkit.doctor.log.facts.kinds import ERRNO_BY_NAME, AddressClass, Fact, FactKind
-from ddpkit.doctor.log.rules.unexplained import warning_line
 from ddpkit.doctor.log.scan import Event
 from ddpkit.i18n import _
 
@@ -42,7 +41,6 @@ class StoreAddress(Noting):
 
     def __init__(self) -> None:
         super().__init__()
-        self.failed = False
 
     def feed(self, event: Event, facts: tuple[Fact, ...]) -> None:
         if not store_bind_failed(event, facts, _NOT_LOCAL):
@@ -52,7 +50,6 @@ class StoreAddress(Noting):
         if named and not addresses:
             return  # "any address" ([::] where IPv6 is off): c10d tries the next one
         self.note(event, addresses)
-        self.failed = self.failed or not warning_line(event.text)
 
     def finding(self, context: Context) -> Finding | None:
         if not self.bag:
@@ -71,5 +68,5 @@ class StoreAddress(Noting):
                 "of its own addresses: ip -brief addr lists them, and ddpkit nics names the one "
                 "the other nodes reach. Pass that same address as --master-addr on every node; "
                 "in a container on a bridge network, run it with --network host.")
-        severity: Severity = "error" if self.failed or context.failed else "warning"
+        severity = self.severity(context)
         return made("rendezvous-config", severity, text, fix, merge(self.bag.items))

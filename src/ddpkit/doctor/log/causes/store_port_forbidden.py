@@ -17,12 +17,11 @@ whose fix (another port, the same on every node) is this one's.
 from __future__ import annotations
 
 from ddpkit.doctor.catalogue import GENERIC
-from ddpkit.doctor.findings import Finding, Severity
+from ddpkit.doctor.findings import Finding
 from ddpkit.doctor.log.causes.base import Context, Noting, made
 from ddpkit.doctor.log.causes.store_address import store_bind_failed
 from ddpkit.doctor.log.evidence import merge
 from ddpkit.doctor.log.facts.kinds import ERRNO_BY_NAME, Fact, FactKind
-from ddpkit.doctor.log.rules.unexplained import warning_line
 from ddpkit.doctor.log.scan import Event
 from ddpkit.i18n import _
 
@@ -36,13 +35,11 @@ class StorePortForbidden(Noting):
 
     def __init__(self) -> None:
         super().__init__()
-        self.failed = False
 
     def feed(self, event: Event, facts: tuple[Fact, ...]) -> None:
         if not store_bind_failed(event, facts, _FORBIDDEN):
             return
         self.note(event, [f.value for f in facts if f.kind is FactKind.PORT])
-        self.failed = self.failed or not warning_line(event.text)
 
     def finding(self, context: Context) -> Finding | None:
         if not self.bag:
@@ -55,5 +52,5 @@ class StorePortForbidden(Noting):
         fix = _("Pick a port of 1024 or above that no reserved range holds, and pass the same "
                 "one on every node: --master-port 29501. On Windows, netsh interface ipv4 show "
                 "excludedportrange protocol=tcp lists the reserved ranges.")
-        severity: Severity = "error" if self.failed or context.failed else "warning"
+        severity = self.severity(context)
         return made("port-in-use", severity, text, fix, merge(self.bag.items))
