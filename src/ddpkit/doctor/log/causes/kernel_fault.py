@@ -42,9 +42,6 @@ class KernelFault(Noting):
     specificity = 0  # what failed, not why: a cause another line names ranks above it
     supersedes = GENERIC | {"cuda-error"}
 
-    def __init__(self) -> None:
-        super().__init__()
-
     def feed(self, event: Event, facts: tuple[Fact, ...]) -> None:
         found = [f.value for f in facts
                  if f.kind is FactKind.CUDA_ERROR and f.value in KERNEL_FAULTS]
