@@ -39,9 +39,6 @@ class StoreAddress(Noting):
     specificity = 20
     supersedes = GENERIC | {"peer-unreachable", "internal-error"}
 
-    def __init__(self) -> None:
-        super().__init__()
-
     def feed(self, event: Event, facts: tuple[Fact, ...]) -> None:
         if not store_bind_failed(event, facts, _NOT_LOCAL):
             return

@@ -33,9 +33,6 @@ class StorePortForbidden(Noting):
     specificity = 20
     supersedes = GENERIC | {"internal-error", "peer-unreachable"}
 
-    def __init__(self) -> None:
-        super().__init__()
-
     def feed(self, event: Event, facts: tuple[Fact, ...]) -> None:
         if not store_bind_failed(event, facts, _FORBIDDEN):
             return
