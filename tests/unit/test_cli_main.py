@@ -40,29 +40,3 @@ def test_python_dash_m_runs_the_same_cli() -> None:
     )
     assert proc.returncode == 0
     assert proc.stdout.strip() == f"ddpkit {__version__}"
-
-
-def test_a_store_handshake_left_running_ends_the_process_without_interpreter_shutdown() -> None:
-    """With a handshake thread still inside torch's store client, the CLI exits with its own code
-    through os._exit (no atexit handlers, no interpreter shutdown that would abort the process);
-    without one it exits normally."""
-    import subprocess
-    import sys
-
-    code = (
-        "import atexit, sys, threading, time\n"
-        "import torch\n"
-        "from ddpkit.launch.store_client import HANDSHAKE_THREAD\n"
-        "from ddpkit.cli import main as cli\n"
-        "atexit.register(lambda: print('interpreter shutdown ran', flush=True))\n"
-        "if sys.argv[1] == 'pending':\n"
-        "    threading.Thread(target=time.sleep, args=(30,), daemon=True,\n"
-        "                     name=HANDSHAKE_THREAD).start()\n"
-        "sys.argv = ['ddpkit', 'frobnicate']\n"
-        "cli.entry()\n"
-    )
-    for mode, shutdown in (("pending", False), ("none", True)):
-        done = subprocess.run([sys.executable, "-c", code, mode], capture_output=True, text=True,
-                              timeout=60)
-        assert done.returncode == 2, done.stderr  # the usage error's code either way
-        assert ("interpreter shutdown ran" in done.stdout) is shutdown, (mode, done.stdout)

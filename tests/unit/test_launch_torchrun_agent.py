@@ -7,59 +7,14 @@ a ``sitecustomize`` that marks what ran, that the exit functions ran and the tea
 
 from __future__ import annotations
 
-import io
 import os
 import subprocess
 import sys
-import threading
 from pathlib import Path
 
 import pytest
 
-from ddpkit.launch.torchrun import agent
 from ddpkit.launch.torchrun.command import AGENT
-
-
-def test_end_now_runs_the_exit_functions_then_ends_with_status_0() -> None:
-    done: list[str] = []
-    agent.end_now(exit_functions=lambda: done.append("exit functions"),
-                  end=lambda code: done.append(f"end {code}"))
-    assert done == ["exit functions", "end 0"]
-
-
-def test_end_now_ends_with_cpython_s_120_when_the_last_output_cannot_be_flushed() -> None:
-    class Full(io.StringIO):
-        def flush(self) -> None:
-            raise OSError(28, "No space left on device")
-
-    done: list[str] = []
-    agent.end_now(exit_functions=lambda: None, end=lambda code: done.append(f"end {code}"),
-                  streams=[io.StringIO(), Full()])
-    assert done == [f"end {agent.FLUSH_FAILED}"] == ["end 120"]
-
-
-def test_end_now_leaves_the_usual_end_while_a_thread_of_the_run_still_runs() -> None:
-    release = threading.Event()
-    worker = threading.Thread(target=release.wait, daemon=False)
-    worker.start()
-    done: list[str] = []
-    try:
-        agent.end_now(exit_functions=lambda: done.append("exit functions"),
-                      end=lambda code: done.append(f"end {code}"))
-    finally:
-        release.set()
-        worker.join(timeout=10)
-    assert done == []  # the interpreter's own end waits for the thread, as without ddpkit
-    daemon = threading.Thread(target=release.wait, daemon=True)  # a daemon does not hold it
-    release.clear()
-    daemon.start()
-    try:
-        agent.end_now(exit_functions=lambda: done.append("exit functions"),
-                      end=lambda code: done.append(f"end {code}"))
-    finally:
-        release.set()
-    assert done == ["exit functions", "end 0"]
-
 
 # Loaded by every interpreter the run starts (PYTHONPATH): in torchrun's (whose sys.argv torchrun's
 # main sets to ["torchrun", ...]) it notes the exit functions and the teardown of its modules.

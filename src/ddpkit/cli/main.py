@@ -134,21 +134,20 @@ def log_traceback(console: Console) -> None:
 def entry() -> None:
     """Console-script entry point: the only ``sys.exit`` in ddpkit.
 
-    When a store handshake is still running in a daemon thread (a bounded wait gave up on a
-    silent or gone master), the process ends with ``os._exit`` after flushing its output: an
-    interpreter shutdown around torch's C++ store client aborts the process instead of exiting
-    with the code ddpkit chose (seen in CI: exit -6 instead of 130 after Ctrl-C)."""
+    Once torch is imported and a daemon thread still runs (a store call or handshake whose
+    deadline passed, a heartbeat, an output reader), the process ends without the interpreter's
+    teardown, after its exit functions and a flush (:func:`ddpkit.launch.ending.end_now`): such
+    a thread returning from torch's C++ during the teardown aborts the process (SIGABRT instead
+    of the code ddpkit chose; seen in CI after Ctrl-C and after ``ddpkit join``'s summary)."""
     try:
         code = main()
     except BrokenPipeError:  # the reader went away (`ddpkit --help | head`): nothing to say
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())  # so the interpreter's final flush is quiet too
         code = ExitCode.FAILURE
-    if "torch" in sys.modules:  # only then can a store client have been started
-        from ddpkit.launch.store_client import handshakes_in_flight
+    if "torch" in sys.modules:  # only then can a thread be inside torch's C++
+        from ddpkit.launch.ending import daemon_threads_alive, end_now
 
-        if handshakes_in_flight():
-            sys.stdout.flush()
-            sys.stderr.flush()
-            os._exit(code)
+        if daemon_threads_alive():
+            end_now(code)  # returns only while a thread that is not a daemon still runs
     sys.exit(code)

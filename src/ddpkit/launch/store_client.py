@@ -29,15 +29,6 @@ SILENT = _("it accepts connections but never answered like a torch store: is som
 HANDSHAKE_THREAD = "ddpkit-store-connect"
 
 
-def handshakes_in_flight() -> int:
-    """Store handshakes and calls (:func:`within`) still running in their daemon threads (a
-    deadline passed first). Such a
-    thread is inside torch's C++ store client: if the interpreter shuts down around it, the C++
-    runtime aborts the process ("terminate called without an active exception"), so the CLI
-    ends the process without that shutdown when this is not zero."""
-    return sum(1 for t in threading.enumerate() if t.name == HANDSHAKE_THREAD and t.is_alive())
-
-
 @dataclass(frozen=True)
 class Connected:
     store: Any | None  # the TCPStore client, or None
