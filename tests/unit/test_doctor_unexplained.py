@@ -12,6 +12,7 @@ import pytest
 
 from ddpkit.doctor.findings import Finding
 from ddpkit.doctor.log.diagnose import diagnose
+from ddpkit.doctor.log.messages import catalogue
 
 CAPTURED = Path(__file__).resolve().parents[1] / "fixtures" / "logs" / "captured"
 
@@ -120,6 +121,37 @@ def test_a_catalogued_line_with_no_cause_of_its_own_stays_unexplained(tmp_path: 
     (top, *_) = run(log)
     assert top.id == "unexplained-failure"
     assert "nccl src/include/checks.h" in top.explanation
+
+
+def _template(source: str, file: str, start: str) -> str:
+    """The catalogued template ``file`` of ``source`` prints that starts with ``start``, its
+    placeholders filled with 7."""
+    found = [m.template for m in catalogue().messages
+             if m.source == source and m.file == file and m.template.startswith(start)]
+    assert found, (source, file, start)
+    return found[0].replace("<*>", "7")
+
+
+def test_a_refusal_torch_s_python_code_raises_gets_the_call_s_fix_not_nccl_s(
+        tmp_path: Path) -> None:
+    # FSDP's own check of the module it was given (torch/distributed/fsdp/_init_utils.py): the
+    # catalogue files a ValueError under invalid-usage, and NCCL's variables have nothing to do
+    # with it
+    text = _template("torch", "torch/distributed/fsdp/_init_utils.py",
+                     "The module has CPU parameters or buffers")
+    (top, *_) = run(write(tmp_path, f"ValueError: {text}\n"))
+    assert top.id == "invalid-usage" and top.severity == "error"
+    assert "torch's Python code checked what it was given" in top.explanation
+    assert "NCCL_" not in top.explanation and "nccl-conf" not in top.fix
+    assert "the call the traceback ends in" in top.fix
+
+
+def test_a_setting_nccl_refuses_keeps_the_nccl_fix(tmp_path: Path) -> None:
+    # NCCL's init.cc refuses a communicator config value: the NCCL words stay
+    text = _template("nccl", "src/init.cc", "Invalid config blocking attribute value")
+    (top, *_) = run(write(tmp_path, f"h1:10:11 [0] NCCL WARN {text}\n"))
+    assert top.id == "invalid-usage"
+    assert "torch's Python code" not in top.explanation and "nccl-conf" in top.fix
 
 
 @pytest.mark.parametrize(

@@ -184,6 +184,14 @@ def _catalogued(shown: list[tuple[Event, Message | None]], count: int) -> Findin
                 or message.maps in _GENERIC):
             continue
         e = entry(message.maps)
+        general, fix = e.explanation, e.fix
+        if _python_refusal(message):
+            general = _("torch's Python code checked what it was given (a call's arguments, the "
+                        "state of a module or tensor passed to it, or a launcher option) and "
+                        "refused it; the message says what it expected.")
+            fix = _("Change what the message names where it is given: the call the traceback "
+                    "ends in (in the script, or the framework setting that makes that call), or "
+                    "the launch command's option; then rerun. It is not an NCCL setting.")
         others = count - event.repeat
         more = (_n(" ({count} more failure line)", " ({count} more failure lines)", others)
                 if others > 0 else "")
@@ -191,13 +199,20 @@ def _catalogued(shown: list[tuple[Event, Message | None]], count: int) -> Findin
                  "message catalogue files it under {id}, and no rule of ddpkit's own read "
                  "it{more}. {general}", text=event.text[:200], file=event.file, line=event.line,
                  template=message.template[:160], where=message.where, id=e.id, more=more,
-                 general=e.explanation)
+                 general=general)
         evidence = Bag(limit=6)
         evidence.add(event)
         for other, _message in shown[:5]:
             evidence.add(other)
-        return Finding(e.id, "error", e.title, text, e.fix, merge(evidence.items))
+        return Finding(e.id, "error", e.title, text, fix, merge(evidence.items))
     return None
+
+
+def _python_refusal(message: Message) -> bool:
+    """Whether ``message`` is a refusal raised by torch's own Python code (FSDP's, DTensor's,
+    torchrun's argument checks...), not a setting NCCL rejected: then the invalid-usage entry's
+    NCCL words (its variables, ``ddpkit nccl-conf show``) do not apply."""
+    return message.maps == "invalid-usage" and message.source == "torch" and message.file.endswith(".py")
 
 
 def _warned(warned: Bag) -> Finding | None:
