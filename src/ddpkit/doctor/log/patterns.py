@@ -164,13 +164,17 @@ PATTERNS: tuple[LinePattern, ...] = (
        skip_if=("NCCL INFO",), claims=True),
     # (torch's MapAllocator.cpp, sharing a tensor between processes through a /dev/shm file it
     # names /torch_<pid>_...: "unable to write to file <%s>: %s (%d)" and "unable to mmap %zu bytes
-    # from file <%s>: %s (%d)", the latter with ENOMEM when /dev/shm has no room)
+    # from file <%s>: %s (%d)", the latter with ENOMEM when /dev/shm has no room. torch 0.x's
+    # THAllocator.c printed the write's failure with no errno, "unable to write to file <%s>"
+    # and THError's " at FILE:LINE": the one-byte write after ftruncate that makes tmpfs allocate
+    # the object's pages, which fails when /dev/shm is full)
     _p(EventKind.SHM_ERROR, ("NCCL WARN", _LAST, "Error while creating shared", "bus error", "Bus error",
                      "Error: unable to write to file", "Error: unable to mmap"),
        r"(?P<detail>(?:misc/)?shmutils\.cc[^\n]*|Error while creating shared memory segment[^\n]*"
        r"|failed to extend /dev/shm[^\n]*|insufficient shared memory[^\n]*"
        r"|out of shared memory[^\n]*|(?:/dev/shm|</torch_)[^\n]*No space left on device[^\n]*"
-       r"|unable to mmap \d+ bytes from file </torch_[^\n]*Cannot allocate memory[^\n]*)",
+       r"|unable to mmap \d+ bytes from file </torch_[^\n]*Cannot allocate memory[^\n]*"
+       r"|unable to write to file </torch_[^>\n]*>(?!:)[^\n]*)",
        claims=True),
     _p(EventKind.DUPLICATE_GPU, ("NCCL WARN", _LAST, "Duplicate GPU detected"),
        r"Duplicate GPU detected ?: rank (?P<rank_a>\d+) and rank (?P<rank_b>\d+) both on CUDA "
