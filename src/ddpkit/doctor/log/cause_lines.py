@@ -39,6 +39,9 @@ CAUSE_PATTERNS: tuple[LinePattern, ...] = (
                              "error from cudaGetDeviceCount", "CUDA failure"),
         r"(?P<detail>(?:CUDA [Ee]rror|Cuda error|Cuda failure|CUDA failure|CUDA (?:runtime|driver) error"
         r"|cuda runtime error|THCudaCheck FAIL|Unexpected error from cudaGetDeviceCount)[^\n]*)"),
+    # torch.compile's backend that raised (causes/ddp_optimizer.py); torch 2.0's form, "compile_fn
+    # raised AttributeError: ...", is an exception's line that other patterns read
+    _fb(EventKind.JOB_FACT, ("' raised:",), r"(?P<detail>backend='[^'\n]+' raised:)"),
     # DeepSpeed's op builder refusing a CUDA toolkit other than torch's, raised as
     # CUDAMismatchException or (before v0.8) a bare Exception (causes/cuda_toolkit.py)
     _fb(EventKind.JOB_FACT, ("torch was compiled with",),

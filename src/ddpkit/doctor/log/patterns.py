@@ -74,6 +74,9 @@ ANCHORS: tuple[bytes, ...] = (
     b"CUDA failure",
     # DeepSpeed's op builder's CUDA check, raised as CUDAMismatchException or Exception
     b"torch was compiled with",
+    # torch.compile's backend failing (torch/_dynamo/exc.py, BackendCompilerFailed, v2.1 on:
+    # "backend='compile_fn' raised:", its exception on the next line; posted without its class)
+    b"raised:",
     # nvcc refusing the GPU's architecture ("nvcc fatal   : Unsupported gpu architecture ..."),
     # which carries no error word
     b"Unsupported gpu architecture",

@@ -28,6 +28,7 @@ from ddpkit.doctor.log.causes.cuda_library import CudaLibrary
 from ddpkit.doctor.log.causes.cuda_meaning import CudaMeaning
 from ddpkit.doctor.log.causes.cuda_toolkit import CudaToolkit
 from ddpkit.doctor.log.causes.ddp_checks import DdpChecks
+from ddpkit.doctor.log.causes.ddp_optimizer import DdpOptimizer
 from ddpkit.doctor.log.causes.device_ordinal import DeviceOrdinal
 from ddpkit.doctor.log.causes.empty_address import EmptyAddress
 from ddpkit.doctor.log.causes.endpoint_port import EndpointWithoutPort
@@ -76,7 +77,7 @@ CAUSES: tuple[type[Cause], ...] = (
     ResolvedLater, NoBackend, AddressFamily, UnsetVariable, DeviceOrdinal, ConfigUndefined,
     UnhandledCuda, CudaMeaning, KernelFault, NcclResult, RankClaims, NoRoute, OpenMpiTcp, StoreWithoutLibuv,
     CommunicatorDevice, DdpChecks, CollectiveMismatch, CudaLibrary, NoGpu,
-    CudaCheck, InternalAssert, VersionsDiffer, CudaToolkit, LauncherArguments, BarrierWaiting,
+    CudaCheck, InternalAssert, DdpOptimizer, VersionsDiffer, CudaToolkit, LauncherArguments, BarrierWaiting,
     TorchApiMissing, RaiseSite, GlooNoAddress, GpuBuild, StoreAddress, SshUnresolved,
     CollectiveCheck, MisplacedOption, StorePortForbidden, GlooHostname, ParallelLayout,
 )

@@ -95,6 +95,9 @@ class FactKind(enum.Enum):
     # torch's own consistency check failing (c10/util/Exception.cpp: "%s INTERNAL ASSERT FAILED
     # at %s:%d, please report a bug to PyTorch. %s"; value: the source file as printed)
     INTERNAL_ASSERT = "internal-assert"
+    # torch.compile's backend raised while compiling (value: the backend's name as printed;
+    # compile_fn is DDPOptimizer's, which splits the graph of a DDP module at its buckets)
+    COMPILER_FAILED = "compiler-failed"
     # a program's own check that its processes run the same versions failing (value: the program):
     # Ray's check_version_info, "Version mismatch: The cluster was started with: Ray: %s Python: %s
     # This process on node %s was started with: ..."

@@ -21,6 +21,11 @@ NO_LIBUV = re.compile(r"use_libuv was requested but PyTorch was buil[dt] without
 # TORCH_INTERNAL_ASSERT's message (c10/util/Exception.cpp, torch 1.x to 2.x): the file quoted or
 # not, its line after a colon
 INTERNAL_ASSERT = re.compile(r"INTERNAL ASSERT FAILED at \"?([^\s\":]{1,240})\"?:\d+")
+# torch.compile's backend that raised (torch/_dynamo/exc.py, BackendCompilerFailed): v2.0's
+# "{backend_name} raised {type}: {message}", from v2.1 "backend={backend_name!r} raised:\n{type}:
+# {message}"
+COMPILER_FAILED = re.compile(r"backend='([^'\n]{1,80})' raised:"
+                             r"|\b(\w{1,80}) raised (?=\w+(?:Error|Exception): )")
 # vLLM's PyNcclCommunicator (vllm/distributed/device_communicators/pynccl.py, 2024 on; SGLang's
 # copy too) asserting before each collective: "this nccl communicator is created to work on
 # {self.device}, but the input tensor is on {tensor.device}"

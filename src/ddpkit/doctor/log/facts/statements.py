@@ -210,6 +210,9 @@ def statement_facts(text: str) -> list[Fact]:
     if "Error: " in text or "Exception: " in text:
         found += [Fact(FactKind.EXCEPTION, kind, message)
                   for kind, message in printed.EXCEPTION.findall(text)[:1]]
+    if " raised" in text:
+        found += [Fact(FactKind.COMPILER_FAILED, first_group(m.groups()))
+                  for m in printed.COMPILER_FAILED.finditer(text)][:1]
     if "INTERNAL ASSERT" in text:
         found += [Fact(FactKind.INTERNAL_ASSERT, m) for m in printed.INTERNAL_ASSERT.findall(text)[:1]]
     if "use_libuv" in text:
