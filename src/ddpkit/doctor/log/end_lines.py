@@ -39,11 +39,14 @@ END_PATTERNS: tuple[LinePattern, ...] = (
        r"|Training completed\. Do not forget to share your model)"),
     # ProcessGroupNCCL's destructor (torch v2.4.0 on, torch/csrc/distributed/c10d/
     # ProcessGroupNCCL.cpp, ~ProcessGroupNCCL: TORCH_WARN_ONCE "WARNING: process group has NOT
-    # been destroyed before we destruct ProcessGroupNCCL. On normal program exit, ..."): the
-    # process reached its exit without destroy_process_group (harmless in itself; a failure
-    # before it shows in its own lines)
-    _p(EventKind.RUN_COMPLETE, ("NOT been destroyed",),
-       r"(?P<detail>process group has NOT been destroyed before we destruct ProcessGroupNCCL)"),
+    # been destroyed before we destruct ProcessGroupNCCL. On normal program exit, ...", reworded
+    # in later releases to "WARNING: destroy_process_group() was not called before program exit,
+    # which can leak resources. ...", whose comment says the destructor runs only as the whole
+    # program exits): the process reached its exit without destroy_process_group (harmless in
+    # itself; a failure before it shows in its own lines)
+    _p(EventKind.RUN_COMPLETE, ("NOT been destroyed", "was not called before program exit"),
+       r"(?P<detail>process group has NOT been destroyed before we destruct ProcessGroupNCCL"
+       r"|destroy_process_group\(\) was not called before program exit)"),
     # The shell's report of a process killed by SIGKILL, alone on its line: bash's
     # strsignal(SIGKILL) "Killed" (interactive, foreground), its non-interactive "%s: line %d: "
     # + "<pid> Killed <command>" (jobs.c, notify_of_job_status) and "[1]+  Killed  <command>".

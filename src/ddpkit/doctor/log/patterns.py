@@ -91,7 +91,8 @@ ANCHORS: tuple[bytes, ...] = (
 TAIL_ANCHORS: tuple[bytes, ...] = (b"SUCCEEDED", b"finished", b"Avg bus bandwidth", b"Killed",
                                    b"Destroy COMPLETE", b"Trainer.fit` stopped",
                                    b"Training completed.", b"Process received signal",
-                                   b"NOT been destroyed",  # ProcessGroupNCCL's, at exit
+                                   # ProcessGroupNCCL's destructor, at exit (two wordings)
+                                   b"NOT been destroyed", b"was not called before program exit",
                                    *(s.encode() for s in FATAL_SIGNALS),
                                    # a process reported dead of a signal, posted without an
                                    # error word on its line (DeepSpeed's launcher's "exits with
