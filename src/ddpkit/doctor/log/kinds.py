@@ -74,6 +74,9 @@ class EventKind(str, enum.Enum):
     SUMMARY_SIGNAL = "summary-signal"
     TORCH_VERSION = "torch-version"
     VERSION_ERROR = "version-error"
+    # the quiet tail's: a warning in Python's or c10's own format whose text the catalogue does
+    # not hold (its format says it is a warning, not a failure)
+    WARNING_LINE = "warning-line"
     WATCHDOG = "watchdog"
     WATCHDOG_FRAME = "watchdog-frame"
     WORK_PROGRESS = "work-progress"

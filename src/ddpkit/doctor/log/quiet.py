@@ -14,7 +14,9 @@ read against:
   each from that program's own format (below; the shell's report of a crash and the end markers
   are the tail pass's, patterns.py);
 - ``STAGES``: lines that show a stage of a run, of programs the scan's patterns do not read;
-- ``TOPOLOGY_ROW``: ``nvidia-smi topo -m``'s matrix, about the machine, not the run.
+- ``TOPOLOGY_ROW``: ``nvidia-smi topo -m``'s matrix, about the machine, not the run;
+- ``PYTHON_WARNING``, ``C10_WARNING``: a warning in Python's or c10's own format, a line ddpkit
+  recognises by its level (a warning, not a failure) though the catalogue does not hold its text.
 
 A catalogued line printed at warning level whose template the catalogue files under a cause (c10d's
 "The server socket on %s has timed out, will retry.") is a ``catalogued-warning``: the log shows
@@ -105,6 +107,17 @@ STAGES: tuple[tuple[re.Pattern[str], str], ...] = (
     # nranks: " << nranks << " local rank: " ...)
     (re.compile(r"\binit nccl context nranks: \d+ local rank: \d+"), "paddle-nccl-init"),
 )
+# Warnings in their printers' own formats: a warning by its format, which no failure is.
+# - Python's (warnings.formatwarning: "%s:%s: %s: %s" of the file, the line, the category's
+#   name and the message, the source line indented under it), torch's own Python code among them
+#   and its C++ warnings once Python's handler turns them into Python's;
+# - c10's (c10/util/Exception.cpp, WarningHandler::process: LOG_AT_FILE_LINE(WARNING, file,
+#   line) << "Warning: " << msg << " (function " << func << ")", behind glog's "[W" prefix: the
+#   date and time from torch 2.2, a pid in some releases, torchrun's "[rank0]:" before it), the
+#   TORCH_WARNs printed where no Python handler is (a destructor at exit, a C++ thread).
+PYTHON_WARNING = re.compile(r"^.{0,400}?\.py:\d+: (?P<warning>[A-Z]\w{0,60}Warning: .*)")
+C10_WARNING = re.compile(r"\[W(?:\d{3,4} [\d:.]+(?: +\d+)?)? ?[\w./-]{1,256}:\d+\] "
+                         r"(?P<warning>Warning: .*)")
 # `nvidia-smi topo -m`'s matrix, a row per GPU: how it reaches each GPU (its legend: X itself,
 # NV# NVLinks, PIX at most one PCIe bridge, PXB several, PHB a PCIe host bridge, NODE host bridges
 # within a NUMA node, SYS across NUMA nodes). Not a run's line: a ``gpu-topology`` event that
@@ -142,18 +155,20 @@ def read_quiet(kept: Kept, seen: set[int], scanned: int, total_lines: int
     recognised = scanned
     read = 0
     last: tuple[int, str] | None = None  # the log's last line, when ddpkit does not know it
+    after_known = False  # the line before is one ddpkit knows (not a continuation of one)
     for number, raw in last_lines(kept):
         if number in seen:
-            last = None
+            last, after_known = None, True
             continue
         text = line_text(raw).strip()
         if not text:
             continue
         read += 1
-        # an indented line after a known one continues it (Python's warnings print the source
-        # line under the warning, "  warnings.warn(...)"; a traceback, its frames' code)
-        continued = last is None and raw[:1] in (b" ", b"\t")
-        last = None
+        # an indented line right after a known one continues it (Python's warnings print one
+        # source line under the warning, "  warnings.warn(...)"; a traceback's frame, its code);
+        # a second one does not (a progress bar's "  0%|...", whatever printed it)
+        continued = after_known and raw[:1] in (b" ", b"\t")
+        last, after_known = None, False
         row = TOPOLOGY_ROW.match(text)
         if row is not None:  # a table about the machine, not a line of a run
             yield "gpu-topology", number, clip(text), {"gpu": row.group("gpu"),
@@ -162,6 +177,7 @@ def read_quiet(kept: Kept, seen: set[int], scanned: int, total_lines: int
         found = _recognise(text)
         if found is not None:
             recognised += 1
+            after_known = True
             if found[0]:
                 yield found[0], number, clip(text), found[1]
         elif not continued:
@@ -189,11 +205,23 @@ def _recognise(text: str) -> tuple[str, dict[str, str]] | None:
             return "failure-line", {"detail": found.group("detail")}
     message = catalogue().match(text)
     if message is None:
-        return None
+        return _warning(text)
     if message.error:
         return "failure-line", {"detail": text}
     if message.source in LAUNCHERS:  # a launcher's report as it starts the run's processes
         return "run-stage", {"stage": "launcher", "program": message.source}
     if message.level == "warning" and message.maps in CATALOGUE and message.maps not in GENERIC:
         return "catalogued-warning", {"maps": message.maps}
+    if message.level == "warning":  # a catalogued warning of no cause: a warning all the same
+        return _warning(text) or ("warning-line", {"format": message.source, "warning": text})
     return "", {}
+
+
+def _warning(text: str) -> tuple[str, dict[str, str]] | None:
+    """A ``warning-line`` event's (kind, fields) when ``text`` is a warning in Python's or c10's
+    format: the format's name, and the warning from its category or its "Warning:" on."""
+    for printer, pattern in (("python", PYTHON_WARNING), ("c10", C10_WARNING)):
+        warned = pattern.search(text)
+        if warned is not None:
+            return "warning-line", {"format": printer, "warning": warned.group("warning")}
+    return None

@@ -156,10 +156,12 @@ def no_failure(r: Reading, read: Read) -> Finding:
     e = entry("no-failure")
     benign = r.simple.get("benign")
     done = r.run_end.completion_text()
-    text = specific_then_general(done, e.explanation) if done else e.explanation
+    warned = r.run_end.warnings_text()
+    text = (specific_then_general(done, e.explanation) if done else
+            warned if warned and not benign else e.explanation)
     if benign:
         text = specific_then_general(
             _("Only benign lines were found ({count}: {what}).", count=benign.bag.count,
-              what=", ".join(benign.one("what"))), text)
-    return Finding(e.id, e.severity, e.title, text, e.fix,
-                   merge(benign.bag.items) if benign else ())
+              what=", ".join(benign.one("what"))), specific_then_general(warned, text))
+    evidence = (*(benign.bag.items if benign else ()), *r.run_end.warnings.items)
+    return Finding(e.id, e.severity, e.title, text, e.fix, merge(evidence))

@@ -31,7 +31,7 @@ from ddpkit.wording import commas
 STAGE_KINDS = frozenset({"nccl-bootstrap", "nccl-socket-ifaces", "nccl-socket-item",
                          "nccl-network", "nccl-trees", "nccl-comm", "nccltests-rank",
                          "nccl-local-link", "run-stage"})
-RUN_END_KINDS = STAGE_KINDS | {"run-complete", "log-read", "gpu-topology"}
+RUN_END_KINDS = STAGE_KINDS | {"run-complete", "log-read", "gpu-topology", "warning-line"}
 _PCIE_PEERS = ("PIX", "PXB", "PHB", "NODE")  # nvidia-smi's links over PCIe within a NUMA node
 
 
@@ -40,6 +40,8 @@ class RunEnd:
 
     def __init__(self) -> None:
         self.completed = Bag(2)
+        self.warnings = Bag(3)  # warnings in Python's or c10's format the catalogue lacks
+        self.first_warning: Event | None = None
         self.stages = 0
         self.last_stage: dict[str, Event] = {}  # per file, the last stage line
         self.summaries: list[Event] = []  # nccl-tests' "# Avg bus bandwidth" lines
@@ -58,6 +60,9 @@ class RunEnd:
             self.completed.add(event)
             if "Avg bus bandwidth" in event.get("detail") and len(self.summaries) < 256:
                 self.summaries.append(event)
+        elif kind == "warning-line":
+            self.warnings.add(event)
+            self.first_warning = self.first_warning or event
         elif kind == "gpu-topology":
             if len(self.topology) < 64 and event.get("gpu").isdigit():
                 self.topology[int(event.get("gpu"))] = event.get("links").split()
@@ -211,6 +216,24 @@ class RunEnd:
             if event.file == name:
                 evidence.add(event)
         return Finding(e.id, "warning", e.title, text, fix, merge(evidence.items))
+
+    def warnings_text(self) -> str:
+        """A sentence for no-failure when the log ends with no end marker and holds warnings in
+        Python's or c10's own format (empty otherwise): what they are, and what they do not
+        show."""
+        first = self.first_warning
+        if self.completed or first is None:
+            return ""
+        return _n("The log holds a warning ({file}:{line}: `{text}`), in the format of the "
+                  "program that printed it: a warning says that something is deprecated, slow "
+                  "or done another way, not that the run failed. The log stops before the run's "
+                  "end, so it does not show the run finishing either.",
+                  "The log holds {count} warnings (the first at {file}:{line}: `{text}`), in "
+                  "the format of the programs that printed them: a warning says that something "
+                  "is deprecated, slow or done another way, not that the run failed. The log "
+                  "stops before the run's end, so it does not show the run finishing either.",
+                  self.warnings.count, count=self.warnings.count, file=first.file,
+                  line=first.line, text=(first.get("warning") or first.text)[:160])
 
     def completion_text(self) -> str:
         """A sentence for no-failure: the line that shows the run finished (empty if none)."""
