@@ -14,9 +14,9 @@ before. A count above the world size is a reused store (stale_store.py), not thi
 
 from __future__ import annotations
 
-from ddpkit.doctor.catalogue import GENERIC, ORDER
+from ddpkit.doctor.catalogue import GENERIC
 from ddpkit.doctor.findings import Finding, Severity
-from ddpkit.doctor.log.causes.base import Cause, Context, made
+from ddpkit.doctor.log.causes.base import Cause, Context, made, others_first
 from ddpkit.doctor.log.evidence import Bag, merge
 from ddpkit.doctor.log.facts.extract import barrier_counted
 from ddpkit.doctor.log.facts.kinds import Fact, FactKind
@@ -29,7 +29,7 @@ class BarrierWaiting(Cause):
     specificity = 10
     supersedes = GENERIC
     # (any other rule's error says what went wrong: the barrier's own timeout, a rank's failure)
-    yields_to = frozenset(ORDER) - GENERIC - {"rendezvous-timeout"}
+    yields_to = others_first("rendezvous-timeout")
 
     def __init__(self) -> None:
         self.waiting: tuple[int, int] | None = None  # (ranks counted, world size), last line

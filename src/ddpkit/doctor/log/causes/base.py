@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from ddpkit.doctor.catalogue import GENERIC, entry
+from ddpkit.doctor.catalogue import GENERIC, ORDER, entry
 from ddpkit.doctor.findings import Evidence, Finding, Severity
 from ddpkit.doctor.log.evidence import Bag, merge
 from ddpkit.doctor.log.facts.kinds import Fact, FactKind
@@ -52,6 +52,13 @@ class Cause:
 
 
 FEW = 4  # values of one kind a cause keeps to quote (the first ones, in order)
+
+
+def others_first(finding_id: str) -> frozenset[str]:
+    """``yields_to`` of a cause whose ``finding_id`` another rule's error explains better: every
+    finding but the generic ones and its own (memory that ran out, a lost peer, a refused call
+    says what went wrong first)."""
+    return frozenset(ORDER) - GENERIC - {finding_id}
 
 
 def keep_few(kept: dict[str, None], values: Iterable[str]) -> None:
@@ -117,3 +124,13 @@ def made(finding_id: str, severity: Severity, specific: str | Sequence[str], fix
     words = specific if isinstance(specific, str) else list(specific)
     return Finding(e.id, severity, e.title, specific_then_general(words, e.explanation),
                    fix if fix is not None else e.fix, evidence)
+
+
+class InternalError(NotingValues):
+    """A cause whose finding is ``internal-error``: a check of a library's own state failed (its
+    bug, or builds that do not fit together), which ranks below any other cause the log names."""
+
+    finding_id = "internal-error"
+    specificity = 5
+    supersedes = GENERIC
+    yields_to = others_first("internal-error")

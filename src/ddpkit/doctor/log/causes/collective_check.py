@@ -19,9 +19,9 @@ from __future__ import annotations
 
 import re
 
-from ddpkit.doctor.catalogue import GENERIC, ORDER
+from ddpkit.doctor.catalogue import GENERIC
 from ddpkit.doctor.findings import Finding
-from ddpkit.doctor.log.causes.base import Cause, Context, made
+from ddpkit.doctor.log.causes.base import Cause, Context, made, others_first
 from ddpkit.doctor.log.causes.raise_site import RaiseSites
 from ddpkit.doctor.log.evidence import Bag, merge
 from ddpkit.doctor.log.facts.kinds import Fact, FactKind
@@ -43,7 +43,7 @@ class CollectiveCheck(Cause):
     needs = frozenset({FactKind.FRAME, FactKind.EXCEPTION})
     specificity = 0
     supersedes = GENERIC
-    yields_to = frozenset(ORDER) - GENERIC - {"invalid-usage"}
+    yields_to = others_first("invalid-usage")
 
     def __init__(self) -> None:
         self.sites = RaiseSites()

@@ -12,9 +12,9 @@ stated reason.
 
 from __future__ import annotations
 
-from ddpkit.doctor.catalogue import GENERIC, ORDER
+from ddpkit.doctor.catalogue import GENERIC
 from ddpkit.doctor.findings import Finding
-from ddpkit.doctor.log.causes.base import Context, Noting, made
+from ddpkit.doctor.log.causes.base import Context, Noting, made, others_first
 from ddpkit.doctor.log.evidence import merge
 from ddpkit.doctor.log.facts.kinds import CUDA_ERRORS, CUDA_LIBRARY_STATUSES, Fact, FactKind
 from ddpkit.doctor.log.scan import Event
@@ -29,7 +29,7 @@ class CudaCheck(Noting):
     specificity = 0
     supersedes = GENERIC
     # (any other rule's error names more than "a CUDA call failed")
-    yields_to = frozenset(ORDER) - GENERIC - {"cuda-error"}
+    yields_to = others_first("cuda-error")
 
     def feed(self, event: Event, facts: tuple[Fact, ...]) -> None:
         said = [f.value for f in facts if f.kind is FactKind.CUDA_CHECK

@@ -15,8 +15,7 @@ program's own) is the compiler's, which no finding of this table names, and stay
 
 from __future__ import annotations
 
-from ddpkit.doctor.catalogue import GENERIC, ORDER
-from ddpkit.doctor.log.causes.base import NotingValues
+from ddpkit.doctor.log.causes.base import InternalError
 from ddpkit.doctor.log.facts.kinds import Fact, FactKind
 from ddpkit.doctor.log.scan import Event
 from ddpkit.i18n import _
@@ -24,13 +23,8 @@ from ddpkit.i18n import _
 DDP_OPTIMIZER_BACKEND = "compile_fn"  # DDPOptimizer.compile_fn's __name__, as Dynamo prints it
 
 
-class DdpOptimizer(NotingValues):
+class DdpOptimizer(InternalError):
     needs = frozenset({FactKind.COMPILER_FAILED})
-    specificity = 5
-    finding_id = "internal-error"
-    supersedes = GENERIC
-    # (another rule's error, memory that ran out while compiling, says what went wrong first)
-    yields_to = frozenset(ORDER) - GENERIC - {"internal-error"}
 
     def feed(self, event: Event, facts: tuple[Fact, ...]) -> None:
         if any(f.kind is FactKind.COMPILER_FAILED and f.value == DDP_OPTIMIZER_BACKEND

@@ -12,8 +12,7 @@ rank's failure.
 
 from __future__ import annotations
 
-from ddpkit.doctor.catalogue import GENERIC, ORDER
-from ddpkit.doctor.log.causes.base import NotingValues
+from ddpkit.doctor.log.causes.base import InternalError
 from ddpkit.doctor.log.facts.kinds import Fact, FactKind
 from ddpkit.doctor.log.scan import Event
 from ddpkit.i18n import _
@@ -21,13 +20,8 @@ from ddpkit.i18n import _
 _DISTRIBUTED = ("/distributed/", "/c10d/", "c10d/", "ProcessGroup", "gloo/")
 
 
-class InternalAssert(NotingValues):
+class InternalAssert(InternalError):
     needs = frozenset({FactKind.INTERNAL_ASSERT})
-    specificity = 5
-    finding_id = "internal-error"
-    supersedes = GENERIC
-    # (another rule's error, out of memory or a lost peer, says what went wrong first)
-    yields_to = frozenset(ORDER) - GENERIC - {"internal-error"}
 
     def feed(self, event: Event, facts: tuple[Fact, ...]) -> None:
         files = [f.value for f in facts if f.kind is FactKind.INTERNAL_ASSERT
