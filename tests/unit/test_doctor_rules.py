@@ -207,6 +207,20 @@ def test_an_uncaught_application_error_is_a_rank_failure(tmp_path: Path) -> None
     assert "uncaught KeyError: 'lr'" in finding.explanation
 
 
+def test_torch_s_nccl_detail_line_is_named_whole_not_as_python_s_systemerror(
+        tmp_path: Path) -> None:
+    # torch's NCCLUtils.cpp detail line after an NCCL error names NCCL's result
+    # ("ncclSystemError: System call (e.g. socket, malloc) or external library call failed or
+    # device error."), not Python's SystemError
+    log = tmp_path / "rank.log"
+    log.write_text("terminate called after throwing an instance of 'std::runtime_error'\n"
+                   "ncclSystemError: System call (e.g. socket, malloc) or external library call "
+                   "failed or device error.\n")
+    (finding, *_) = run(log)
+    assert "ncclSystemError: System call" in finding.explanation
+    assert "uncaught SystemError" not in finding.explanation
+
+
 def test_an_error_word_inside_ordinary_output_is_not_a_failure(tmp_path: Path) -> None:
     log = tmp_path / "train.log"
     log.write_text("epoch 3 mean squared error 0.12 (no ValueError: seen)\nvalidation error 0.3\n")

@@ -156,7 +156,8 @@ PATTERNS: tuple[LinePattern, ...] = (
     _p(EventKind.NCCL_ERROR, ("NCCL error",),
        r"NCCL error (?P<where>[^\s',]+:\d+) '(?P<detail>[^'\n]+)'"),
     _p(EventKind.EXCEPTION, ("Error: ",),
-       r"(?P<type>(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception)): (?P<message>[^\n]{0,200})"),
+       r"(?<![\w.])(?P<type>(?:[A-Za-z_]\w*\.)*[A-Za-z]\w*(?:Error|Exception)): "
+       r"(?P<message>[^\n]{0,200})"),
     # --- specific failures first: they claim their line ---
     _p(EventKind.IB_ERROR, ("NCCL WARN", _LAST),
        r"(?P<detail>(?:Call to )?ibv_\w+[^\n]*|NET/IB ?: (?!No device found|Using )[^\n]*"
