@@ -41,3 +41,23 @@ def test_another_host_refused_says_nothing_of_the_name(tmp_path: Path) -> None:
     found = top(tmp_path, [LOOKUP.format(host="trainer-master", code=-2, text=GAI[0][1]),
                            CONNECT.format(host="10.0.0.9", n=111, text="Connection refused")])
     assert "resolved later" not in found.explanation
+
+
+def test_c10d_s_retried_lookup_alone_says_it_retries_not_that_no_rank_can_reach(
+        tmp_path: Path) -> None:
+    # socket.cpp's tryConnect(family) looks the name up again until its connect timeout: a lookup
+    # that failed once shows a wait, which a name whose record appears later (a pod's) ends
+    found = top(tmp_path, [LOOKUP.format(host="workers-0-0.workers", code=-2, text=GAI[0][1])
+                           .replace("IPv4", "IPv6")])
+    assert (found.id, found.severity) == ("rendezvous-config", "warning")
+    assert "looks it up again until its connect timeout" in found.explanation
+    assert "could not even start" not in found.explanation
+
+
+def test_a_lookup_that_gave_up_says_no_rank_can_reach_the_store(tmp_path: Path) -> None:
+    # Python's socket module raising (CPython's socketmodule.c: socket.gaierror, "[Errno -2]
+    # Name or service not known"), which no retry follows
+    found = top(tmp_path, [LOOKUP.format(host="trainer-master", code=-2, text=GAI[0][1]),
+                           "socket.gaierror: [Errno -2] Name or service not known"])
+    assert found.id == "rendezvous-config"
+    assert "so no rank can reach the store" in found.explanation

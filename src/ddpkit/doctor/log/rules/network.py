@@ -84,6 +84,9 @@ class NetworkRules:
         self.missing_origins: set[str] = set()
         self.unresolved: set[str] = set()
         self.unresolved_bag = Bag()
+        # a failed lookup other than c10d's (socket.cpp's "... network addresses of (host, port)
+        # cannot be retrieved", retried until its connect timeout): Python's gaierror, say
+        self.lookup_gave_up = False
         self.rdzv_connection = Bag()
         self.nccl_info_seen = False
         self.gloo_fallback = Bag()
@@ -140,6 +143,7 @@ class NetworkRules:
                 self.missing_names.add(event.get("name"))
         elif kind == "resolve-failed":
             self.unresolved_bag.add(event)
+            self.lookup_gave_up = self.lookup_gave_up or not event.get("host")
             if event.get("host") and len(self.unresolved) < 16:
                 self.unresolved.add(event.get("host"))
         elif kind == "rdzv-connection":
@@ -355,12 +359,18 @@ class NetworkRules:
                 bags.append(conn.bag)
         hosts = ", ".join(sorted(self.unresolved)) or _("the master's hostname")
         e = entry("rendezvous-config")
-        text = _("{hosts} does not resolve to an address (Name or service not known), so no "
-                 "rank can reach the store.", hosts=hosts)
+        text = (_("{hosts} does not resolve to an address (Name or service not known), so no "
+                  "rank can reach the store.", hosts=hosts) if self.lookup_gave_up else
+                _("{hosts} did not resolve to an address when c10d looked it up (Name or service "
+                  "not known). c10d looks it up again until its connect timeout: a name that "
+                  "never resolves leaves every rank unable to reach the store; one whose record "
+                  "appears later (a Kubernetes pod's, once its pod runs) was only a wait.",
+                  hosts=hosts))
         fix = _("Use the master's private IP address instead of a name, on every node:\n"
                 "  --master-addr 10.0.0.2   (find it on the master: ddpkit nics)")
-        return Finding(e.id, e.severity, e.title, specific_then_general(text, e.explanation), fix,
-                       merge(*(b.items for b in bags)))
+        # (the general words say the rendezvous could not start: a retried lookup does not show it)
+        said = specific_then_general(text, e.explanation) if self.lookup_gave_up else text
+        return Finding(e.id, e.severity, e.title, said, fix, merge(*(b.items for b in bags)))
 
     def _firewall(self, conns: list[_Conn]) -> Finding:
         e = entry("firewall")
