@@ -42,8 +42,7 @@ def end_now(status: int = 0, *, exit_functions: Callable[[], None] = atexit._run
     teardown; :data:`FLUSH_FAILED` instead of 0, as CPython's own end gives, when the last output
     could not be flushed. Returns (the usual end follows) while a non-daemon thread other than
     this one runs."""
-    this = threading.current_thread()
-    if any(t is not this and not t.daemon and t.is_alive() for t in threading.enumerate()):
+    if _others_alive(daemon=False):
         return
     exit_functions()
     for stream in (sys.stdout, sys.stderr) if streams is None else streams:
@@ -57,5 +56,10 @@ def end_now(status: int = 0, *, exit_functions: Callable[[], None] = atexit._run
 def daemon_threads_alive() -> bool:
     """Whether a daemon thread other than this one still runs: one may be inside a C++ call of
     torch's that returns while the interpreter finalizes (see the module's text)."""
+    return _others_alive(daemon=True)
+
+
+def _others_alive(*, daemon: bool) -> bool:
+    """Whether a thread other than this one, a daemon or not as ``daemon`` says, still runs."""
     this = threading.current_thread()
-    return any(t is not this and t.daemon and t.is_alive() for t in threading.enumerate())
+    return any(t is not this and t.daemon is daemon and t.is_alive() for t in threading.enumerate())
