@@ -156,12 +156,13 @@ def no_failure(r: Reading, read: Read) -> Finding:
     e = entry("no-failure")
     benign = r.simple.get("benign")
     done = r.run_end.completion_text()
-    warned = r.run_end.warnings_text()
-    text = (specific_then_general(done, e.explanation) if done else
-            warned if warned and not benign else e.explanation)
+    warned = r.run_end.warnings_text()  # (empty where the run's end was read)
+    text = specific_then_general(done, e.explanation) if done else e.explanation
+    if warned:  # the entry's NCCL words fit warnings only beside NCCL's own benign lines
+        text = specific_then_general(warned, text) if benign else warned
     if benign:
         text = specific_then_general(
             _("Only benign lines were found ({count}: {what}).", count=benign.bag.count,
-              what=", ".join(benign.one("what"))), specific_then_general(warned, text))
+              what=", ".join(benign.one("what"))), text)
     evidence = (*(benign.bag.items if benign else ()), *r.run_end.warnings.items)
     return Finding(e.id, e.severity, e.title, text, e.fix, merge(evidence))
