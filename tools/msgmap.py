@@ -364,6 +364,17 @@ SOURCE_RULES: tuple[Rule, ...] = (
      "the etcd server the rendezvous needs exited at start"),
     (r"elastic/rendezvous/etcd_server", r"No etcd server process started", "internal-error",
      "EtcdServer used before start(): a bug of the code that drives it"),
+    # distributed checkpointing's strict load (default_planner.create_default_local_load_plan,
+    # state_dict._load_model_state_dict and _load_optim_state_dict): a key of the state_dict handed
+    # to load() that the checkpoint does not hold, under strict loading (DefaultLoadPlanner's
+    # allow_partial_load=False, StateDictOptions.strict=True); and the options that contradict
+    # what the call passed. The call does not fit the checkpoint: a checkpoint saved from another
+    # model, or saved before the optimizer had state (its first step)
+    (r"^torch/distributed/checkpoint/", r"Missing key|Missing optimizer state|optim_only is set"
+     r"|The option indicates that", "invalid-usage",
+     "distributed checkpointing refused the load: the state_dict handed to it holds a key that the "
+     "checkpoint lacks (saved from another model, or before the optimizer's first step), or the "
+     "call's options contradict what it passed"),
     (r"elastic/rendezvous/etcd_store", r"not found in EtcdStore", "rendezvous-timeout",
      "raised when the key is still not published after the store's timeout"),
     (r"elastic/rendezvous/utils", r"timer has already started", "internal-error",

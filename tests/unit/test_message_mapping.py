@@ -117,6 +117,16 @@ def test_a_result_code_gives_the_mapping(template: str, result: set[str], maps: 
          "exceeds available GPUs in CUDA_VISIBLE_DEVICES=<*>", "error", "duplicate-gpu"),
         ("torch/distributed/rendezvous.py", "`world_size` must be an integer. <*>", "error",
          "rendezvous-config"),
+        # distributed checkpointing's strict load: the state_dict handed to load() holds a key
+        # the checkpoint lacks (default_planner.py, state_dict.py)
+        ("torch/distributed/checkpoint/default_planner.py", "Missing key in checkpoint "
+         "state_dict: <*>.", "error", "invalid-usage"),
+        ("torch/distributed/checkpoint/state_dict.py", "Missing optimizer state for parameter "
+         "'<*>' in checkpoint. The parameter requires gradients but has no saved optimizer state.",
+         "error", "invalid-usage"),
+        # another of its checks, on what it computed itself, stays unexplained
+        ("torch/distributed/checkpoint/filesystem.py", "req <*> mismatch sizes <*> vs <*>",
+         "error", "unexplained-failure"),
         # another library's check with the same words is not torch refusing a call
         ("src/init.cc", "Invalid device count requested : <*>", "error", "rank-failed"),
     ],
@@ -306,3 +316,18 @@ def test_the_exit_barrier_is_a_wait_for_the_other_nodes(tmp_path: Path) -> None:
     (top, *_) = diagnose([str(log)])
     assert top.id == "stopped-while-waiting" and "exit barrier" in top.explanation
     assert top.evidence[0].line == 1
+
+
+def test_a_strict_checkpoint_load_of_a_key_the_checkpoint_lacks_is_the_calls_fault(
+        tmp_path: Path) -> None:
+    # torch/distributed/checkpoint/default_planner.py, create_default_local_load_plan: raised
+    # under strict loading for a key of the state_dict handed to load() that the checkpoint lacks
+    log = tmp_path / "rank.log"
+    log.write_text(
+        "Traceback (most recent call last):\n"
+        "  File \"/opt/conda/lib/python3.11/site-packages/torch/distributed/checkpoint/"
+        "default_planner.py\", line 499, in create_default_local_load_plan\n"
+        "    raise RuntimeError(f\"Missing key in checkpoint state_dict: {fqn}.\")\n"
+        "RuntimeError: Missing key in checkpoint state_dict: model.layers.0.attention.wq.weight.\n")
+    ids = [f.id for f in diagnose([str(log)])]
+    assert ids[0] == "invalid-usage", ids
