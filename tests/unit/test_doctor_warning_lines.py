@@ -81,3 +81,13 @@ def test_a_failure_beside_the_warnings_is_the_finding(tmp_path: Path) -> None:
     found = run(tmp_path, [*TORCH_FUTURE, "RuntimeError: CUDA error: an illegal memory access was "
                            "encountered", C10[0]])
     assert found[0].severity == "error" and found[0].id != "no-failure"
+
+
+def test_an_exception_that_quotes_a_warning_category_is_still_a_failure(tmp_path: Path) -> None:
+    # Python's warnings are known by their format, not by the category's name in a line: an
+    # exception whose message names "UserWarning" (warnings turned into errors, `-W error`) failed
+    found = run(tmp_path, ["Traceback (most recent call last):",
+                           '  File "/app/train.py", line 12, in <module>',
+                           "RuntimeError: the run stops on a UserWarning: step 3 produced NaN"])
+    assert found[0].severity == "error" and found[0].id != "no-failure", found[0]
+

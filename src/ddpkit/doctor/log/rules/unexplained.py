@@ -24,6 +24,7 @@ from ddpkit.doctor.log.evidence import Bag, merge
 from ddpkit.doctor.log.messages import Message, catalogue
 from ddpkit.doctor.log.patterns import FAILURE_KINDS
 from ddpkit.doctor.log.prefixes import RAY_TAG
+from ddpkit.doctor.log.quiet import PYTHON_WARNING
 from ddpkit.doctor.log.scan import Event
 from ddpkit.doctor.wording import specific_then_general
 from ddpkit.i18n import _, _n
@@ -37,15 +38,17 @@ KEEP = 24  # failure lines remembered per log (the first ones; the decisive ones
 # An exception as a traceback ends: its type first on the line, after any launcher prefix; not
 # an exception's name inside ordinary prose ("no ValueError: seen").
 # A line printed at warning level (c10's "[W socket.cpp:464]", glog's "W1204 10:00:00.1",
-# Python's "WARNING:" and "UserWarning"): an errno or an error word in it is no failure.
+# logging's "WARNING:"): an errno or an error word in it is no failure. Python's warnings are
+# known by their format (quiet.PYTHON_WARNING), not by a category's name anywhere in a line: an
+# error line may quote one.
 _WARNING_LINE = re.compile(rf"^\s*(?:\[[\w:.,-]+\]:?\s?|{RAY_TAG})*\[?W(?:{MONTH_DAY_TIME}"
-                           r"| [\w./-]+:\d+\])|^\s*WARNING[:\s]|\bUserWarning\b")
+                           r"| [\w./-]+:\d+\])|^\s*WARNING[:\s]")
 
 
 def warning_line(text: str) -> bool:
-    """Whether ``text`` was printed at warning level (c10's ``[W``, glog's ``W1204``, Python's
-    ``WARNING:``): what it says is no failure of its own."""
-    return _WARNING_LINE.search(text) is not None
+    """Whether ``text`` was printed at warning level (c10's ``[W``, glog's ``W1204``, logging's
+    ``WARNING:``, Python's ``file.py:N: UserWarning:``): what it says is no failure of its own."""
+    return _WARNING_LINE.search(text) is not None or PYTHON_WARNING.match(text) is not None
 
 
 # A line printed at error level by c10d or glog ("[E socket.cpp:472]", "[E1204 09:50:12.1 123
@@ -93,7 +96,7 @@ class UnexplainedRule:
             return
         if kind == "exception" and not _RAISED.search(event.text):
             return
-        if kind in ("failure-line", "exception") and _WARNING_LINE.search(event.text):
+        if kind in ("failure-line", "exception") and warning_line(event.text):
             return
         state = self.files.get(event.file)
         if state is None:
