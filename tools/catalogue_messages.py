@@ -47,6 +47,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import msgextract  # noqa: E402
 import msgmap  # noqa: E402
 import msgresult  # noqa: E402
+import tool_exit  # noqa: E402
 import torchcpp  # noqa: E402
 import torchwheels  # noqa: E402
 
@@ -490,4 +491,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(tool_exit.run(main, "catalogue_messages"))

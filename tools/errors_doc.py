@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import tomllib
+import tool_exit  # tools/, the directory of the script that runs
 
 from ddpkit.atomic_file import replace_file  # a generated file is whole or not there
 
@@ -256,4 +257,4 @@ def main(argv: Iterable[str]) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    sys.exit(tool_exit.run(lambda: main(sys.argv[1:]), "errors_doc"))
