@@ -5,8 +5,9 @@ their git repositories (bare git dirs are fine: only ``git ls-tree``/``git cat-f
 and writes every warning/error/info message template with the source file, the first and last
 release that prints it, for an NCCL WARN the ``ncclResult_t`` its code path returns (``result``:
 see ``msgresult.py``), and what ddpkit makes of it (a finding id, benign, or unmapped with a
-reason: see ``msgmap.py``) into ``src/ddpkit/doctor/log/messages.json``, plus a coverage report
-per source file into ``docs/message-coverage.md``.
+reason: see ``msgmap.py`` and its rule tables, ``msgrules.py`` and ``msgsource_rules.py``) into
+``src/ddpkit/doctor/log/messages.json``, plus a coverage report per source file into
+``docs/message-coverage.md``.
 
     python tools/torchwheels.py /work/cache/torch-wheels   # once: torch 1.8 .. 2.13 wheels
     tools/regenerate_catalogue.sh       # the shipped catalogue: all sources, with the notes
@@ -454,7 +455,8 @@ def main() -> int:
                         help="a line recorded in the data file (how the sources were read)")
     parser.add_argument("--remap", type=Path, metavar="CATALOGUE",
                         help="read no sources: map the templates of an existing data file anew "
-                             "(after a change to msgmap.py), keeping its releases and notes")
+                             "(after a change to msgmap.py or its rule tables), keeping its releases "
+                             "and notes")
     parser.add_argument("--add", action="append", default=[], metavar="NAME=GITDIR@REV:FILES",
                         help="with --remap: the templates of another program's files (a regex "
                              "of paths) at one revision of its git dir, replacing that "

@@ -252,9 +252,8 @@ NOT_AT_RUN_TIME = {
 
 
 def runtime_cases() -> list[dict[str, Any]]:
-    msgmap = tool("msgmap")
-    from_source = {why for _where, _what, _maps, why in (*msgmap.SOURCE_RULES,
-                                                          *msgmap.TORCH_CORE_RULES)}
+    from_source = {why for _where, _what, _maps, why in (*tool("msgsource_rules").SOURCE_RULES,
+                                                          *tool("msgrules").TORCH_CORE_RULES)}
     # torch.distributed's APIs' Python warnings (warnings.warn, logger.warning): the scan's
     # anchors do not find a UserWarning line (one more anchor is one more pass over every log),
     # and a warning alone, with nothing failed, is no failure (issue 30)
