@@ -141,7 +141,7 @@ def _lazy_init():
     shipped = shipped_catalogue()
     fresh = run_catalogue(tmp_path, "--remap", str(CATALOGUE_DATA), "--add-torch-wheels",
                           str(wheels))
-    core = tool("catalogue_messages").TORCH_CORE_FILES
+    core = tool("msgsources").TORCH_CORE_FILES
     added = {m["template"][:40]: m for m in fresh["messages"]  # type: ignore[attr-defined]
              if m["source"] == "torch" and core.search(m["file"])}
     want = {
@@ -188,7 +188,7 @@ def _check_module_states(module_states):
     shipped = shipped_catalogue()
     fresh = run_catalogue(tmp_path, "--remap", str(CATALOGUE_DATA), "--add-torch-distributed",
                           str(wheels))
-    more = tool("catalogue_messages").TORCH_MORE_FILES
+    more = tool("msgsources").TORCH_MORE_FILES
     added = {m["template"][:22]: (m["maps"], m["first"], m["last"])
              for m in fresh["messages"]  # type: ignore[attr-defined]
              if m["source"] == "torch" and more.search(m["file"])}

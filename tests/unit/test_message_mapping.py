@@ -203,7 +203,7 @@ def test_coverage_by_a_finding_or_benign_is_at_least_95_percent() -> None:
     RPC, pipelining; ``TORCH_MORE_FILES``) raise mostly checks of their own state, which no setup
     explains and which stay unexplained-failure, each saying so: at least 70% of them are a
     refused call or benign."""
-    more = tool("catalogue_messages").TORCH_MORE_FILES
+    more = tool("msgsources").TORCH_MORE_FILES
     apis = [m for m in messages() if m["source"] == "torch" and more.search(m["file"])]
     entries = [m for m in messages() if m not in apis]
     assert _named(entries) >= 0.95
@@ -257,7 +257,7 @@ def runtime_cases() -> list[dict[str, Any]]:
     # torch.distributed's APIs' Python warnings (warnings.warn, logger.warning): the scan's
     # anchors do not find a UserWarning line (one more anchor is one more pass over every log),
     # and a warning alone, with nothing failed, is no failure (issue 30)
-    more = tool("catalogue_messages").TORCH_MORE_FILES
+    more = tool("msgsources").TORCH_MORE_FILES
     cases = []
     for m in messages():
         if m["maps"] in ("unmapped", "unexplained-failure") or m["template"] in NOT_AT_RUN_TIME:
