@@ -19,6 +19,7 @@ from ddpkit.bench.planning.model import parse_setting
 from ddpkit.errors import UsageError
 from ddpkit.i18n import _, _n
 from ddpkit.launch.config import LaunchConfig
+from ddpkit.net.ports import LARGEST_PORT
 
 COLLECTIVES_MODULE = "ddpkit.workers.collectives"
 TCP_MODULE = "ddpkit.workers.tcp_baseline"
@@ -290,7 +291,7 @@ def job_config(base: LaunchConfig, job: BenchJob, index: int, previous: BenchJob
     waiting out a hung job while another has moved on), so the waits are that long, no longer.
     """
     port = base.master_port + index
-    if port > 65535:
+    if port > LARGEST_PORT:
         raise _bad(_("job {index} would need master port {port}", index=index, port=port),
                    _("pass a lower --master-port: the bench uses master_port .. master_port + "
                      "jobs - 1"))

@@ -7,7 +7,7 @@ from typing import Literal
 
 from ddpkit.errors import UsageError
 from ddpkit.i18n import _
-from ddpkit.net.ports import DEFAULT_MASTER_PORT
+from ddpkit.net.ports import DEFAULT_MASTER_PORT, is_tcp_port
 
 DEFAULT_CONNECT_TIMEOUT = 60.0
 DEFAULT_RDZV_TIMEOUT = 600  # torch's own default for the static rendezvous
@@ -68,7 +68,7 @@ class LaunchConfig:
                   rank=self.node_rank, last=self.nnodes - 1, nnodes=self.nnodes),
                 _("number the machines 0 (the master) to nnodes-1, one distinct rank per machine"),
             )
-        if not 1 <= self.master_port <= 65535:
+        if not is_tcp_port(self.master_port):
             raise UsageError("bad-port", _("--master-port {port} is not a TCP port",
                                            port=self.master_port),
                              _("use a port between 1024 and 65535, e.g. 29500"))

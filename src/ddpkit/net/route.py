@@ -19,6 +19,7 @@ from ddpkit.errors import ConfigError, NetworkProblem
 from ddpkit.i18n import _
 from ddpkit.net.interfaces import AddressFamily, Nic, NicKind, interface_holding
 from ddpkit.net.iproute import IpCommandError, RunIp, run_ip_command
+from ddpkit.net.ports import is_tcp_port
 
 # What a master address may be given as that always means this machine itself.
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "::1")
@@ -69,7 +70,7 @@ def split_host_port(spec: str) -> tuple[str, int | None]:
         raise _bad_host(spec, _("the host part is empty"))
     if port_text is None:
         return host, None
-    if not port_text.isdigit() or not 0 < int(port_text) < 65536:
+    if not port_text.isdigit() or not is_tcp_port(int(port_text)):
         raise _bad_host(spec, _("port {port!r} is not a number from 1 to 65535", port=port_text))
     return host, int(port_text)
 

@@ -23,7 +23,7 @@ from ddpkit.errors import ExitCode, UsageError
 from ddpkit.i18n import _, _n, localized
 from ddpkit.launch.config import LaunchConfig
 from ddpkit.launch.outcomes import OK, NodeOutcome
-from ddpkit.net.ports import DEFAULT_MASTER_PORT
+from ddpkit.net.ports import DEFAULT_MASTER_PORT, is_tcp_port
 from ddpkit.plain_text import CUT as MARKER
 from ddpkit.report import document
 
@@ -157,7 +157,7 @@ def _run_preflight(console: Console, master_addr: str | None, master_port: int, 
     from ddpkit.doctor.checks.model import worst
     from ddpkit.doctor.checks.network import network_checks
 
-    if not 0 < master_port < 65536:
+    if not is_tcp_port(master_port):
         raise UsageError("bad-port", _("--master-port {port} is not a port number",
                                        port=master_port),
                          _("give a port between 1 and 65535, e.g. --master-port 29500"))

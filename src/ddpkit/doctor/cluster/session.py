@@ -37,7 +37,7 @@ from ddpkit.doctor.cluster.sockets import PROBE_PHASE_S, EchoListener, probe_all
 from ddpkit.errors import ConfigError, NetworkProblem, UsageError
 from ddpkit.i18n import _, _n
 from ddpkit.launch.store_client import first_line
-from ddpkit.net.ports import DEFAULT_MASTER_PORT
+from ddpkit.net.ports import DEFAULT_MASTER_PORT, is_tcp_port
 
 if TYPE_CHECKING:
     from ddpkit.net.interfaces import Nic
@@ -73,7 +73,7 @@ def validate(options: ClusterOptions) -> None:
     if not options.master_addr:
         raise UsageError("missing-master-addr", _("cluster mode needs --master-addr"),
                          _("give node 0's private address, e.g. --master-addr 10.0.0.2"))
-    if not 0 < options.master_port < 65536:
+    if not is_tcp_port(options.master_port):
         raise UsageError("bad-port", _("--master-port {port} is not a port number", port=options.master_port),
                          _("give a port between 1 and 65535, e.g. --master-port 29500"))
     if options.timeout_s < MIN_TIMEOUT_S:

@@ -20,6 +20,7 @@ from typing import Any
 from ddpkit.errors import ConfigError
 from ddpkit.i18n import _
 from ddpkit.launch.sealed import Sealer, Unopened
+from ddpkit.net.ports import is_tcp_port
 
 __all__ = ["JoinToken", "Unopened", "new_token", "parse_token", "seal", "sealer", "unseal"]
 
@@ -79,7 +80,7 @@ def parse_token(text: str) -> JoinToken:
                                          address=address),
                           _("copy the whole line the master printed")) from None
     port = int(match.group("port"))
-    if not 1 <= port <= 65535:
+    if not is_tcp_port(port):
         raise ConfigError("bad-token", _("the token's port {port} is not a TCP port", port=port),
                           _("copy the whole line the master printed"))
     return JoinToken(address=address, port=port, run_id=match.group("run"),

@@ -26,6 +26,7 @@ from typing import Any
 
 from ddpkit.errors import ConfigError
 from ddpkit.i18n import Text, _, _n
+from ddpkit.net.ports import is_tcp_port
 
 MAX_SLOTS = 1024
 MAX_HOSTS = 4096  # far beyond any ssh fan-out ddpkit can drive from one machine
@@ -239,7 +240,7 @@ def _parse_line(line: str, origin: str) -> Host:
             slots = value
     if slots is not None and not 1 <= slots <= MAX_SLOTS:
         raise _Bad(_("slots={slots} is outside 1..{limit}", slots=slots, limit=MAX_SLOTS))
-    if port is not None and not 1 <= port <= 65535:
+    if port is not None and not is_tcp_port(port):
         raise _Bad(_("port {port} is not a TCP port", port=port))
     return Host(name=name, user=user, port=port, slots=slots, origin=origin)
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from ddpkit.errors import UsageError
 from ddpkit.i18n import _
-from ddpkit.net.ports import DEFAULT_JOIN_PORT, DEFAULT_MASTER_PORT
+from ddpkit.net.ports import DEFAULT_JOIN_PORT, DEFAULT_MASTER_PORT, LARGEST_PORT
 
 STATIC = "static"
 C10D = "c10d"
@@ -131,7 +131,7 @@ def parse_endpoint(text: str) -> tuple[str, int | None]:
     if not sep or "]" in port:
         host, port = text, ""
     host = host.strip("[]")
-    if not host or (port and not port.isdigit()) or (port and int(port) > 65535):
+    if not host or (port and not port.isdigit()) or (port and int(port) > LARGEST_PORT):
         raise UsageError("bad-rdzv-endpoint", _("--rdzv-endpoint {text!r} is not HOST[:PORT]",
                                                  text=text),
                          _("e.g. --rdzv-endpoint 10.0.0.2:29500"))
