@@ -90,6 +90,9 @@ CAUSE_PATTERNS: tuple[LinePattern, ...] = (
     # vLLM's PyNcclCommunicator's assertion message, on the lines after "AssertionError:" (FOLLOW
     # reads them; a pattern without triggers reads only such lines) (communicator_device.py)
     _fb(EventKind.JOB_FACT, (), r"(?P<detail>nccl communicator is created to work on[^\n]*)"),
+    # pybind11's signatures of a refused call and the values it was given, on the lines after its
+    # "incompatible constructor arguments" (FOLLOW; causes/store_arguments.py)
+    _fb(EventKind.JOB_FACT, (), r"(?P<detail>Invoked with: [^\n]*|\b\d+\. (?:\w+\.)*\w+\([^\n]*)"),
     # a Python traceback's frame: the one printed last before an exception is where it was
     # raised (causes/raise_site.py)
     _fb(EventKind.JOB_FACT, ('File "',), r'(?P<detail>File "[^"\n]{1,300}", line \d+, in )'),

@@ -58,6 +58,7 @@ from ddpkit.doctor.log.causes.silent_kill import SilentKill
 from ddpkit.doctor.log.causes.ssh_unresolved import SshUnresolved
 from ddpkit.doctor.log.causes.stale_store import StaleStore
 from ddpkit.doctor.log.causes.store_address import StoreAddress
+from ddpkit.doctor.log.causes.store_arguments import StoreArguments
 from ddpkit.doctor.log.causes.store_port_forbidden import StorePortForbidden
 from ddpkit.doctor.log.causes.store_without_libuv import StoreWithoutLibuv
 from ddpkit.doctor.log.causes.torch_api_missing import TorchApiMissing
@@ -80,6 +81,7 @@ CAUSES: tuple[type[Cause], ...] = (
     CudaCheck, InternalAssert, DdpOptimizer, VersionsDiffer, CudaToolkit, LauncherArguments, BarrierWaiting,
     TorchApiMissing, RaiseSite, GlooNoAddress, GpuBuild, StoreAddress, SshUnresolved,
     CollectiveCheck, MisplacedOption, StorePortForbidden, GlooHostname, ParallelLayout,
+    StoreArguments,
 )
 
 Scored = tuple[Finding, int]

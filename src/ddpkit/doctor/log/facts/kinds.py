@@ -141,6 +141,13 @@ class FactKind(enum.Enum):
     # a Python exception as a traceback ends with it ("<type>: <message>"; value: the type as
     # printed, detail: the message)
     EXCEPTION = "exception"
+    # pybind11 refusing the arguments of a call into C++ ("<name>(): incompatible constructor
+    # arguments. The following argument types are supported:"), one line per signature it
+    # supports (value: the callable that signature names, "torch._C._distributed_c10d.TCPStore")
+    BINDING_SIGNATURE = "binding-signature"
+    # and its "Invoked with: " line after them: the arguments' reprs (value: the positional ones
+    # as printed, detail: the keyword ones, "port=80000, ...", "" where none were given)
+    INVOKED_WITH = "invoked-with"
 
 
 __all__ = ["ERRNOS", "AddressClass", "Fact", "FactKind"]

@@ -175,6 +175,12 @@ FRAME = re.compile(r'(?:^|[\s:\]>])File "([^"\n]{1,300})", line \d+, in ')
 # An installed package's file: pip's and Debian's install folders, or torch's own tree as a source
 # build or an older build's frames print it ("/opt/pytorch/torch/distributed/...")
 _INSTALLED = re.compile(r"/(?:site|dist)-packages/(.+)$|(?:^|/)(torch/.+)$")
+# pybind11's refusal of a call's arguments (pybind11.h, cpp_function::dispatcher, 2.x): each
+# signature it supports on a line of its own, "    1. <name>(<parameters>) -> <type>", then
+# "Invoked with: " and the arguments' reprs joined by ", ", then "; kwargs: " and "key=repr"
+# joined by ", " where keywords were given
+BINDING_SIGNATURE = re.compile(r"(?:^|[\]:>]\s?)\s*\d+\. ((?:\w+\.)*\w+)\(")
+INVOKED_WITH = re.compile(r"Invoked with: ([^\n]*?)(?:;? ?kwargs: ([^\n]*))?$")
 # The exception a traceback ends with, "<type>: <message>" (Lib/traceback.py,
 # format_exception_only): a builtin's name or a dotted class, "torch.distributed.DistError"
 EXCEPTION = re.compile(r"(?<![\w.])((?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception)): "

@@ -210,6 +210,12 @@ def statement_facts(text: str) -> list[Fact]:
     if "Error: " in text or "Exception: " in text:
         found += [Fact(FactKind.EXCEPTION, kind, message)
                   for kind, message in printed.EXCEPTION.findall(text)[:1]]
+    if "Invoked with: " in text:
+        found += [Fact(FactKind.INVOKED_WITH, given.strip(), keywords.strip())
+                  for given, keywords in printed.INVOKED_WITH.findall(text)][:1]
+    if ". " in text and "(" in text:
+        found += [Fact(FactKind.BINDING_SIGNATURE, m)
+                  for m in printed.BINDING_SIGNATURE.findall(text)][:1]
     if " raised" in text:
         found += [Fact(FactKind.COMPILER_FAILED, first_group(m.groups()))
                   for m in printed.COMPILER_FAILED.finditer(text)][:1]
