@@ -135,7 +135,7 @@ FOLLOW: dict[str, int] = {"Root Cause": 8, "Last error:": 2, "ChildFailedError":
                           "AssertionError:": 2,
                           # pybind11 refusing a constructor's arguments: its signatures, one per
                           # line, then "Invoked with: " and the values (causes/store_arguments.py)
-                          "incompatible constructor arguments": 8}
+                          "Error: __init__(): incompatible constructor arguments": 8}
 # A "NET/Socket : Using" line that ends there: its interfaces follow, one per line.
 SOCKET_LIST_HEAD, SOCKET_LIST_LINES = "NET/Socket : Using", 16
 
