@@ -49,6 +49,7 @@ from msgsources import (  # noqa: E402
     NCCL_FILES,
     TORCH_CORE_FILES,
     TORCH_FILES,
+    TORCH_LAUNCH_FILES,
     TORCH_MORE_FILES,
     Git,
     Key,
@@ -256,6 +257,11 @@ def main() -> int:
                         help="with --remap: the templates of torch's own Python outside "
                              "torch/distributed (DDP, SyncBatchNorm, DistributedSampler, "
                              "torch.cuda, torch.multiprocessing.spawn) from every wheel in DIR")
+    parser.add_argument("--add-torch-launch", type=Path, metavar="DIR",
+                        help="with --remap: the templates of torch's launch and process-group "
+                             "Python (run.py, launch.py, distributed_c10d.py, rendezvous.py, "
+                             "the launcher and torchelastic) from every wheel in DIR, in place "
+                             "of those files' earlier ones (their C++ stays)")
     parser.add_argument("--add-torch-distributed", type=Path, metavar="DIR",
                         help="with --remap: the templates of the rest of torch.distributed's "
                              "Python (FSDP, DTensor, checkpointing, RPC, pipelining, ...: "
@@ -268,6 +274,9 @@ def main() -> int:
         if args.add_torch_wheels:
             document = added_torch_files(document, args.add_torch_wheels, TORCH_CORE_FILES,
                                          "torch's own Python outside torch/distributed")
+        if args.add_torch_launch:
+            document = added_torch_files(document, args.add_torch_launch, TORCH_LAUNCH_FILES,
+                                         "torch's launch and process-group Python")
         if args.add_torch_distributed:
             document = added_torch_files(document, args.add_torch_distributed, TORCH_MORE_FILES,
                                          "the rest of torch.distributed's Python: FSDP, DTensor, "

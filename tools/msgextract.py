@@ -299,12 +299,44 @@ def _dotted(node: ast.expr) -> str:
     return ""
 
 
+def _held(tree: ast.AST) -> dict[ast.Name, ast.expr]:
+    """The string a name holds where a call or a raise passes it as its message: the value of
+    the last plain assignment to that name earlier in the same function (``message = ("..."
+    " ..."); raise RuntimeError(message)``, Lightning's and torch's habit for long messages).
+    Text appended afterwards (``message += ...``, often under a condition) is a hole."""
+    held: dict[ast.Name, ast.expr] = {}
+    for scope in ast.walk(tree):
+        if not isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        assigned: dict[str, list[tuple[int, ast.expr]]] = {}
+        appended: dict[str, list[int]] = {}
+        for node in ast.walk(scope):
+            if (isinstance(node, ast.Assign) and len(node.targets) == 1
+                    and isinstance(node.targets[0], ast.Name)):
+                assigned.setdefault(node.targets[0].id, []).append((node.lineno, node.value))
+            elif (isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name)
+                  and isinstance(node.op, ast.Add)):
+                appended.setdefault(node.target.id, []).append(node.lineno)
+        for node in ast.walk(scope):
+            if not isinstance(node, ast.Name) or node.id not in assigned:
+                continue
+            before = [(line, value) for line, value in assigned[node.id] if line < node.lineno]
+            if not before:
+                continue
+            line, value = max(before, key=lambda item: item[0])
+            if any(line < added < node.lineno for added in appended.get(node.id, [])):
+                value = ast.BinOp(value, ast.Add(), ast.Name("_appended"))
+            held[node] = value
+    return held
+
+
 def extract_python(code: str) -> list[Found]:
     """Every message template a Python module logs at info or above, warns or raises."""
     try:
         tree = ast.parse(code)
     except (SyntaxError, ValueError):
         return []
+    held = _held(tree)
     found: list[Found] = []
     for node in ast.walk(tree):
         message: ast.expr | None = None
@@ -331,6 +363,8 @@ def extract_python(code: str) -> list[Found]:
         elif isinstance(node, ast.Assert) and node.msg is not None:
             # "AssertionError: <msg>" (torch 1.x's checks of the caller were often asserts)
             message, level, call = node.msg, "error", "raise AssertionError"
+        if isinstance(message, ast.Name):
+            message = held.get(message)
         if message is None:
             continue
         pieces = _py_pieces(message)

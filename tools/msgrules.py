@@ -49,7 +49,8 @@ LAUNCHER_RULES: tuple[Rule, ...] = (
     # commands/launch.py's `accelerate launch`, state.py, utils/launch.py)
     (r"^src/accelerate/", r"initialized before the `notebook_launcher`|has been initialized "
      r"before|should only be initialized inside|avoid running any instruction using"
-     r"|outside import causing issues once the `notebook_launcher",
+     r"|outside import causing issues once the `notebook_launcher"
+     r"|known to initialize (?:CUDA|device) upon import",
      "cuda-error", "CUDA was initialised in the notebook's own process before the launcher "
      "forked its workers, which cannot use it then"),
     (r"^src/accelerate/", r"another process is utilizing it|is already in use", "port-in-use",
@@ -79,6 +80,10 @@ LAUNCHER_RULES: tuple[Rule, ...] = (
      r"SLURM|--ntasks|num_nodes|devices=|[Ee]nvironment variable|LSB_|JSM_|Kubeflow|job id",
      "rendezvous-config", "Lightning's cluster environment or its node and device counts do "
      "not match the scheduler's"),
+    (r"(?:^|/)(?:lightning/(?:fabric|pytorch)|lightning_fabric|pytorch_lightning)/",
+     r"CUDA is already initialized|re-initialize CUDA in forked subprocess", "cuda-error",
+     "CUDA was initialised in the parent process before Lightning forked its workers, which "
+     "cannot use it then (_check_bad_cuda_fork)"),
     (r"(?:^|/)(?:lightning/(?:fabric|pytorch)|lightning_fabric|pytorch_lightning)/",
      r"start method|Forking is disabled|twice on the same Trainer|deferred initialization"
      r"|only create subprocesses once|local_rank > 0", "invalid-usage",
@@ -138,7 +143,7 @@ TORCH_CORE_RULES: tuple[Rule, ...] = (
      "AMD GPUs only (ROCm's amdsmi, HIP_VISIBLE_DEVICES)"),
     (r"^torch/cuda/__init__\.py", r"re-initialize CUDA in forked subprocess|not compiled with "
      r"CUDA|compiled without CUDA|is not visible \(CUDA_VISIBLE_DEVICES|cuda driver can't be "
-     r"loaded|device UUIDs", "cuda-error",
+     r"loaded|device UUIDs|CUDA call failed lazily at initialization", "cuda-error",
      "torch found no usable GPU in this process: CUDA initialised before a fork, a torch "
      "built without CUDA, no driver, or CUDA_VISIBLE_DEVICES hiding the device"),
     (r"^torch/cuda/__init__\.py", r"^Invalid (?:peer )?device id", "duplicate-gpu",

@@ -175,6 +175,22 @@ SOURCE_RULES: tuple[Rule, ...] = (
     (r"c10d/TCPStoreBackend\.cpp", r"control pipe", "unexplained-failure",
      "pipe(2)/write(2) for the store's own thread failed: the errno names the OS limit (open "
      "files, memory); no finding names OS limits"),
+    # torchrun's and torch.distributed.launch's options that exclude each other (DeepSpeed's
+    # launcher copies the words): a refused combination of flags, not a rendezvous setting
+    (r"distributed/(?:run|launch)\.py", r"^Don't use both", "invalid-usage",
+     "torchrun refused two of its options given together"),
+    # torchelastic's get_env_variable_or_raise (elastic/utils/api.py): a variable the rendezvous
+    # reads (MASTER_ADDR, RANK, ...) is not set, as init_process_group's env:// says it
+    # (causes/unset_variable.py)
+    (r"elastic/utils/api\.py", r"expected, but not set", "rendezvous-config",
+     "a variable the rendezvous reads is not set: the script was started without a launcher "
+     "that sets it"),
+    # messages whose own words are too common to tell them from another program's line: a
+    # rank's failure as collective_utils words it, the pipeline's check of a tensor count
+    (r"distributed/collective_utils\.py", r"^Rank <\*> failed", "unmapped",
+     "'Rank N failed': words too common to recognise as this message in a log"),
+    (r"distributed/pipelining/_utils\.py", r"^<\*>(?:\[<\*>\])?: expected <\*>(?: tensors)?, got",
+     "unmapped", "'<name>: expected N, got M': words too common to recognise in a log"),
     (r"c10d/socket\.cpp", r"Failed to listen on socket initialized from fd", "unexplained-failure",
      "listen(2) on a socket handed over by the launcher failed: the errno in the line names why"),
     (r"distributed/distributed\.py|elastic/.*\.py", r"^Creating c10d store on", "benign",

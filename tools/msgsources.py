@@ -26,14 +26,19 @@ NCCL_FILES = re.compile(
     r"|^src/include/(?:socket|shm|shmutils|checks|net)\.h$")
 GLOO_FILES = re.compile(r"^gloo/(?:transport/tcp/(?!tls/)[^/]+|rendezvous/(?!redis)[^/]+|common/linux)"
                         r"\.(?:cc|h)$")
+# torch's launch and process-group Python: the launchers, init_process_group and its rendezvous,
+# torchelastic's agent, rendezvous, worker processes and utilities (--add-torch-launch reads them
+# anew from the wheels)
+_TORCH_LAUNCH = (r"^torch/distributed/(?:run|launch|distributed_c10d|rendezvous)\.py$"
+                 r"|^torch/distributed/launcher/[^/]+\.py$"
+                 r"|^torch/distributed/elastic/(?:agent/server|rendezvous|multiprocessing|utils)/"
+                 r"(?:[^/]+/)*[^/]+\.py$")
+TORCH_LAUNCH_FILES = re.compile(_TORCH_LAUNCH)
 TORCH_FILES = re.compile(
     r"^torch/(?:csrc/distributed/c10d|lib/c10d)/(?:socket|TCPStore\w*|FileStore|ProcessGroupGloo"
     r"|ProcessGroupNCCL|NCCLUtils|Utils|GlooDeviceFactory|Backoff|ProcessGroupWrapper)"
     r"\.(?:cpp|hpp|h)$"
-    r"|^torch/distributed/(?:run|launch|distributed_c10d|rendezvous)\.py$"
-    r"|^torch/distributed/launcher/[^/]+\.py$"
-    r"|^torch/distributed/elastic/(?:agent/server|rendezvous|multiprocessing|utils)/"
-    r"(?:[^/]+/)*[^/]+\.py$"
+    rf"|{_TORCH_LAUNCH}"
     rf"|^{torchwheels.CORE}$")
 # torch's own Python outside torch.distributed (torchwheels.CORE), which --add-torch-wheels adds
 TORCH_CORE_FILES = re.compile(rf"^{torchwheels.CORE}$")

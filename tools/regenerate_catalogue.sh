@@ -27,7 +27,9 @@ python tools/catalogue_messages.py --nccl "$NCCL_GIT" --gloo "$GLOO_GIT" \
   --note "torch: the c10d .cpp files (ProcessGroupNCCL, ProcessGroupGloo, TCPStore, socket, ...) are in no wheel, and the pytorch repository (4 GB) was too large to fetch here: labels 'git <commit>' are single stored versions of a few of them (read with the search tool's read_file, written to a COMMIT/PATH tree outside the repository and read with --torch-cpp), whose release is not known (no version.txt stored at those commits): listed after the releases, not ordered among them. --torch PYTORCH_GIT_DIR reads every release tag instead"
 # The launchers, each read at one release (their templates added to the data file just written),
 # and torch's own Python outside torch/distributed (torchwheels.CORE: DDP, SyncBatchNorm,
-# DistributedSampler, torch.cuda, torch.multiprocessing.spawn) from the same wheels
+# DistributedSampler, torch.cuda, torch.multiprocessing.spawn), its launch and process-group
+# Python (read again, as --add-torch-launch does alone where the full reading cannot be run) and
+# the rest of torch.distributed's Python, from the same wheels
 DEEPSPEED_GIT=${DEEPSPEED_GIT:-/work/.mirror/deepspeedai+DeepSpeed/repo}
 HOROVOD_GIT=${HOROVOD_GIT:-/work/.mirror/horovod+horovod/repo}
 AWS_OFI_GIT=${AWS_OFI_GIT:-/work/.mirror/aws+aws-ofi-nccl/repo}
@@ -44,7 +46,8 @@ AWS_OFI_RELEASES=v1.0.1,v1.1.5,v1.2.0,v1.3.0,v1.4.0,v1.5.0-aws,v1.6.0,v1.7.4-aws
 AWS_OFI_RELEASES+=,v1.9.2-aws,v1.10.0-aws,v1.11.1-aws,v1.12.1-aws,v1.13.2-aws,v1.14.2,v1.15.0
 AWS_OFI_RELEASES+=,v1.16.3,v1.17.3,v1.18.0,v1.19.2,v1.20.0,v1.21.1
 exec python tools/catalogue_messages.py --remap src/ddpkit/doctor/log/messages.json \
-  --add-torch-wheels "$TORCH_WHEELS" --add-torch-distributed "$TORCH_WHEELS" \
+  --add-torch-wheels "$TORCH_WHEELS" --add-torch-launch "$TORCH_WHEELS" \
+  --add-torch-distributed "$TORCH_WHEELS" \
   --add "deepspeed=$DEEPSPEED_GIT@v0.19.5:^deepspeed/launcher/[^/]+\.py$" \
   --add "horovod=$HOROVOD_GIT@v0.28.1:^horovod/runner/(?:[^/]+|common/util/[^/]+|util/[^/]+)\.py$" \
   --add "aws-ofi-nccl=$AWS_OFI_GIT@$AWS_OFI_RELEASES:^(?:src|include)/.*\.(?:c|cc|cpp|h)$" \

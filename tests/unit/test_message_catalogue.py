@@ -106,6 +106,64 @@ assert ready
     }
 
 
+def test_extraction_of_a_message_held_in_a_name() -> None:
+    """A message built in a local name and raised or logged by it (Lightning's
+    _check_bad_cuda_fork, torch's collective_utils): the name's last plain assignment before the
+    call, in the same function; text appended to it on the way (``+=``, under a condition) is a
+    hole; a name assigned only after the call, or in another function, holds nothing."""
+    extract = tool("msgextract").extract_python
+    code = '''
+def check_fork():
+    message = (
+        "Lightning can't create new processes if CUDA is already initialized. Did you call"
+        " `torch.cuda.*` functions?"
+    )
+    if interactive:
+        message += " You will have to restart the Python kernel."
+    raise RuntimeError(message)
+
+def gather(rank):
+    error_msg = f"Rank {rank} timed out in the store"
+    logger.error(error_msg)
+    error_msg = "assigned after the raise"
+
+def elsewhere():
+    raise ValueError(error_msg)
+'''
+    found = {(f.template, f.level, f.call) for f in extract(code)}
+    assert found == {
+        ("Lightning can't create new processes if CUDA is already initialized. Did you call "
+         "`torch.cuda.*` functions?<*>", "error", "raise RuntimeError"),
+        ("Rank <*> timed out in the store", "error", "logger.error"),
+    }
+
+
+def test_torchs_launch_python_is_added_from_the_wheels(tmp_path: Path) -> None:
+    """--add-torch-launch reads the launch's and the process group's Python anew from each wheel
+    (torchelastic's rendezvous here), in place of those files' templates; the rest stays."""
+    wheels = tmp_path / "wheels"
+    wheels.mkdir()
+    rendezvous = '''
+def _close(self):
+    msg = f"The rendezvous '{self._name}' is closed, terminating pending rendezvous."
+    raise RendezvousClosedError(msg)
+'''
+    _wheel(wheels / "torch-2.13.0-cp312-cp312-macosx_14_0_arm64.whl",
+           {"torch/distributed/elastic/rendezvous/dynamic_rendezvous.py": rendezvous})
+    fresh = run_catalogue(tmp_path, "--remap", str(CATALOGUE_DATA), "--add-torch-launch",
+                          str(wheels))
+    launch = tool("msgsources").TORCH_LAUNCH_FILES
+    added = {(m["template"], m["maps"]) for m in fresh["messages"]  # type: ignore[attr-defined]
+             if m["source"] == "torch" and launch.search(m["file"])}
+    assert added == {("The rendezvous '<*>' is closed, terminating pending rendezvous.",
+                      "rendezvous-timeout")}
+    shipped = shipped_catalogue()["messages"]
+    assert [m for m in fresh["messages"]  # type: ignore[attr-defined]
+            if not (m["source"] == "torch" and launch.search(m["file"]))] == [
+        m for m in shipped  # type: ignore[attr-defined]
+        if not (m["source"] == "torch" and launch.search(m["file"]))]
+
+
 def _wheel(path: Path, files: dict[str, str]) -> None:
     import zipfile
     with zipfile.ZipFile(path, "w") as archive:
@@ -345,4 +403,13 @@ def test_accelerates_and_lightnings_launchers_keep_their_meaning(tmp_path: Path)
                    "ValueError: To launch a multi-GPU training from your notebook, the "
                    "`Accelerator` should only be initialized inside your training function. "
                    "Restart your notebook and make sure no cells initializes an `Accelerator`.\n")
+    assert diagnose([str(log)])[0].id == "cuda-error"
+    # Lightning's own words for the same fork (strategies/launchers/multiprocessing.py, a message
+    # held in a name before it is raised)
+    assert any(maps == "cuda-error" for template, maps in by_template.items()
+               if template.startswith("Lightning can't create new processes if CUDA is already"))
+    log.write_text("RuntimeError: Lightning can't create new processes if CUDA is already "
+                   "initialized. Did you manually call `torch.cuda.*` functions, have moved the "
+                   "model to the device, or allocated memory on the GPU any other way? Please "
+                   "remove any such calls, or change the selected strategy.\n")
     assert diagnose([str(log)])[0].id == "cuda-error"

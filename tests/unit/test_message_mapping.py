@@ -289,8 +289,21 @@ def test_a_line_built_from_the_template_gets_its_finding(tmp_path: Path,
     if message["maps"] == "benign" and message["file"].endswith("net_ib.cc"):
         want = "ib-error"  # ib-error's own rule claims every NET/IB WARN line first
     assert findings[0].id == want, (line_for(message), [f.id for f in findings])
-    if want in NEW_IDS and message["template"] not in READ_BY_A_CAUSE:
+    if want in NEW_IDS and message["template"] not in READ_BY_A_CAUSE and \
+            message["template"] not in PRINTED_BY_SEVERAL:
         assert message["source"] in findings[0].explanation.lower()
+
+
+# Texts that more than one program prints word for word (DeepSpeed's launcher copies torchrun's
+# checks): the line is the one more releases print (Catalogue.match), whichever was built
+def _printed_by_several() -> set[str]:
+    sources: dict[str, set[str]] = {}
+    for m in messages():
+        sources.setdefault(m["template"], set()).add(m["source"])
+    return {template for template, by in sources.items() if len(by) > 1}
+
+
+PRINTED_BY_SEVERAL = _printed_by_several()
 
 
 # Lines a cause of ddpkit's own reads more closely than the catalogue: its words, not the

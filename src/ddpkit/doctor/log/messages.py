@@ -36,6 +36,11 @@ class Message:
     last: str
     maps: str  # a finding id, "benign", "unexplained-failure" or "unmapped"
     pattern: str  # the regex a line is matched with (compiled when first tried)
+    # the regex of the whole template, where ``pattern`` also takes its first sentence alone
+    # (first_sentence), and that sentence's length; else "" and the template's length
+    whole: str = ""
+    head_length: int = 0
+    releases: int = 0  # how many of the releases read print it
 
     @property
     def regex(self) -> re.Pattern[str]:
@@ -62,16 +67,23 @@ class Catalogue:
         level the line shows (NCCL prints some texts both as INFO and as WARN), else the
         highest level; then the longest; then one filed under a cause (two files of a program
         may raise the same text, one of them read by a rule of its own: DDP's checks, copied
-        into torch.distributed's composable DDP)."""
+        into torch.distributed's composable DDP); then the one more releases print. A template
+        the line shows only the first sentence of counts that sentence's length: another
+        program's longer message that opens with the same sentence (Lightning 2.6 raising
+        torch's own words, then advice of its own) says no more about the line."""
         best: Message | None = None
-        best_key = (-1, -1, -1, -1)
+        best_key = (-1, -1, -1, -1, -1)
         shown = "info" if " INFO " in line else "error" if "WARN" in line else ""
         for word in set(_WORD.findall(line)):
             for number in self.index.get(word, ()):
                 message = self.messages[number]
-                key = (message.level == shown, _LEVELS.get(message.level, 0),
-                       len(message.template), message.maps not in _NO_CAUSE)
-                if key > best_key and message.regex.search(line):
+                if not message.regex.search(line):
+                    continue
+                length = (len(message.template) if not message.whole
+                          or _compiled(message.whole).search(line) else message.head_length)
+                key = (message.level == shown, _LEVELS.get(message.level, 0), length,
+                       message.maps not in _NO_CAUSE, message.releases)
+                if key > best_key:
                     best, best_key = message, key
         return best
 
@@ -119,7 +131,7 @@ def build(document: dict[str, object]) -> Catalogue:
         if _literal(matcher) < MIN_LITERAL:
             continue
         head = first_sentence(matcher)
-        pattern = tolerant(matcher)
+        pattern = whole = tolerant(matcher)
         if head is not None:  # (the line ends after it, or ddpkit clipped the line past it)
             pattern = f"{pattern}|{tolerant(head)}(?:\\.?\\s*$|\\.\\s.*…$)"
         literal = re.sub(r"\\(.)", r"\1", (head or matcher).replace(".*?", " "))
@@ -128,7 +140,10 @@ def build(document: dict[str, object]) -> Catalogue:
             continue
         messages.append(Message(str(item["source"]), str(item["file"]), str(item["template"]),
                                 str(item["level"]), str(item["first"]), str(item["last"]),
-                                str(item["maps"]), pattern))
+                                str(item["maps"]), pattern,
+                                whole if head is not None else "",
+                                len(re.sub(r"\\(.)", r"\1", head)) if head is not None else 0,
+                                int(str(item.get("releases", 0)))))
         words.append(found)
     frequency: dict[str, int] = {}
     for found in words:
