@@ -3,6 +3,11 @@ uses DDP and its groups are invalid-usage; ranks calling different collectives i
 collective-timeout (the hang the debug wrapper prevented). Sources of the lines (torch v2.4.0,
 torch/csrc/distributed/c10d/):
 
+- PyTorch Lightning 2.4.0, src/lightning/pytorch/strategies/ddp.py, DDPStrategy.on_exception:
+  _augment_message replaces the reducer's message below with "It looks like your LightningModule
+  has parameters that were not used in producing the loss returned by training_step. If this is
+  intentional, you must enable the detection of unused parameters in DDP, either by setting the
+  string value `strategy='ddp_find_unused_parameters_true'` or ..."
 - reducer.cpp, Reducer::prepare_for_backward: "Expected to have finished reduction in the prior
   iteration before starting a new one. This error indicates that your module has parameters that
   were not used in producing loss. You can enable unused parameter detection by passing the
@@ -39,6 +44,10 @@ UNUSED = ("Expected to have finished reduction in the prior iteration before sta
           "one. This error indicates that your module has parameters that were not used in "
           "producing loss. You can enable unused parameter detection by passing the keyword "
           "argument `find_unused_parameters=True` to `torch.nn.parallel.DistributedDataParallel`")
+LIGHTNING_UNUSED = ("It looks like your LightningModule has parameters that were not used in "
+                    "producing the loss returned by training_step. If this is intentional, you "
+                    "must enable the detection of unused parameters in DDP, either by setting the "
+                    "string value `strategy='ddp_find_unused_parameters_true'`")
 TWICE = ("Expected to mark a variable ready only once. This error is caused by one of the "
          "following reasons: 1) Use of a module parameter outside the `forward` function.")
 NO_BACKEND = "No backend type associated with device type {device}"
@@ -53,6 +62,7 @@ TRACE = ["Traceback (most recent call last):", '  File "train.py", line 88, in <
 
 @pytest.mark.parametrize(("message", "fix_word"), [
     (UNUSED, "find_unused_parameters=True"), (TWICE, "use_reentrant"),
+    (LIGHTNING_UNUSED, "ddp_find_unused_parameters_true"),
     (NO_BACKEND.format(device="cpu"), "cpu:gloo,cuda:nccl"),
     # (torch 1.0's: the catalogue reads torch from 1.8, whose own templates it names)
     ("ProcessGroupNCCL does not support barrier", "update torch"),

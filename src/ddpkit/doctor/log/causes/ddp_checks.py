@@ -6,6 +6,8 @@ torch refuses, in its own words (the facts' ``TORCH_CHECK``; torch/csrc/distribu
   prior iteration before starting a new one. This error indicates that your module has
   parameters that were not used in producing loss." DDP waits for a gradient of every
   parameter; some took no part in the loss, so the last iteration never finished.
+  PyTorch Lightning's DDP strategy replaces it with "It looks like your LightningModule has
+  parameters that were not used in producing the loss returned by training_step."
 - reducer.cpp, ``Reducer::mark_variable_ready``: "Expected to mark a variable ready only once."
   A parameter's gradient arrived twice in one backward pass: a parameter used outside
   ``forward`` or shared by concurrent forward passes, or reentrant activation checkpointing

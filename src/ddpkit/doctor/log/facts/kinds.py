@@ -353,6 +353,11 @@ TORCH_CHECKS: dict[str, str] = {
     "device_ids and output_device arguments only work with": "ddp-module-device",
     "DistributedDataParallel is not needed when a module": "ddp-no-grad",
     "Expected to have finished reduction in the prior iteration": "unused-parameters",
+    # PyTorch Lightning's DDP strategy replaces that message with its own (strategies/ddp.py,
+    # on_exception: _augment_message on ".*Expected to have finished reduction in the prior
+    # iteration.*", 2.x): "It looks like your LightningModule has parameters that were not used
+    # in producing the loss returned by training_step. ..."
+    "It looks like your LightningModule has parameters that were not used": "unused-parameters",
     "Expected to mark a variable ready only once": "ready-twice",
     "No backend type associated with device type": "no-backend-for-device",
 }
