@@ -62,6 +62,12 @@ def test_another_refused_value_is_quoted(tmp_path: Path) -> None:
     assert "None, 29500" in found.explanation
 
 
+def test_values_given_by_keyword_alone_are_quoted(tmp_path: Path) -> None:
+    found = top(tmp_path, refusal("kwargs: host_name=None, port=29500, world_size=2"))
+    assert found.id == "rendezvous-config"
+    assert "(host_name=None, port=29500" in found.explanation
+
+
 def test_another_classes_refusal_is_not_the_stores(tmp_path: Path) -> None:
     other = "    1. torch._C._distributed_c10d.ProcessGroupGloo(store: Store, rank: int, size: int)"
     found = top(tmp_path, refusal("None, 0, 80000", signature=other))

@@ -87,7 +87,8 @@ class StoreArguments(Cause):
         else:
             text = _("The rendezvous store (torch's TCPStore) refused the values it was made with "
                      "({given}): the host must be a string, the port a number from 0 to 65535, "
-                     "the world size a number.", given=self.invoked[0][:120])
+                     "the world size a number.",
+                     given=(self.invoked[0] or self.invoked[1])[:120])
         fix = _("Give a master port from 1024 to 65535 that no other program uses, the same on "
                 "every node: --master-port 29500 (MASTER_PORT=29500 for env://); ddpkit launch "
                 "--dry-run prints the command it would run.")
