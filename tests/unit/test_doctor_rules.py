@@ -207,6 +207,20 @@ def test_an_uncaught_application_error_is_a_rank_failure(tmp_path: Path) -> None
     assert "uncaught KeyError: 'lr'" in finding.explanation
 
 
+@pytest.mark.parametrize("stamp", ["2024-10-11T20:10:11.640910986Z ",  # kubectl/docker logs -t
+                                   "2024-10-11 20:10:11,640 ", "[2024-10-11 20:10:11] "])
+def test_an_uncaught_error_after_a_time_stamp_is_a_rank_failure(tmp_path: Path,
+                                                                  stamp: str) -> None:
+    # `kubectl logs --timestamps` and `docker logs --timestamps` put an RFC 3339 time (with
+    # nanoseconds) before every line, logging's asctime its own
+    log = tmp_path / "pod.log"
+    log.write_text(f"{stamp}[rank1]:     run_id = wandb.run.id\n"
+                   f"{stamp}[rank1]: AttributeError: 'NoneType' object has no attribute 'id'\n")
+    (finding,) = run(log)
+    assert finding.id == "rank-failed"
+    assert "uncaught AttributeError" in finding.explanation
+
+
 def test_torch_s_nccl_detail_line_is_named_whole_not_as_python_s_systemerror(
         tmp_path: Path) -> None:
     # torch's NCCLUtils.cpp detail line after an NCCL error names NCCL's result

@@ -9,7 +9,11 @@ import re
 from ddpkit.launch.torchrun.torch_log import MONTH_DAY_TIME
 
 _NCCL_PREFIX = re.compile(r"(?P<host>[\w.-]+):(?P<pid>\d+):(?P<tid>\d+) \[(?P<dev>\d+)\] ")
-_STAMP = re.compile(r"\[?\d{4}-\d\d-\d\d[ T_][\d:.,]+(?:Z|[+-]\d\d:?\d\d)?\]?\s?")
+# A date and time before the line: logging's asctime ("2024-10-11 20:10:11,640"), ISO 8601, and
+# RFC 3339 with nanoseconds, which `kubectl logs --timestamps` and `docker logs --timestamps` put
+# before every line ("2024-10-11T20:10:11.640908017Z ")
+STAMP = r"\[?\d{4}-\d\d-\d\d[ T_][\d:.,]+(?:Z|[+-]\d\d:?\d\d)?\]?\s?"
+_STAMP = re.compile(STAMP)
 _GLOG = re.compile(rf"\[?[IWEF]{MONTH_DAY_TIME}(?: +\d+)? [^\]\s]+:\d+\]\s?")
 _TAG = re.compile(r"\[(?P<tag>[^\[\]\s]{1,80})\](?P<colon>(?:<std(?:out|err)>)?:)?\s?")
 _RANK_TAG = re.compile(r"rank(\d+)")
