@@ -87,6 +87,19 @@ def test_the_reducers_message_alone_is_read(tmp_path: Path, message: str) -> Non
     assert (found.id, found.severity) == ("invalid-usage", "error")
 
 
+@pytest.mark.parametrize("line", [
+    "Parameter indices which did not receive grad for rank 3: 149 150 151 152",
+    "[rank14]: Parameters which did not receive grad for rank 14: final_res_block.time_mlp.1.bias, "
+    "norm_mid_cond.weight",
+    "DistributedDataParallel device_ids and output_device arguments only work with single-device "
+    "CUDA modules, but got device_ids [1], output_device 1, and module parameters "
+    "{device(type='cpu')}."])
+def test_a_ddp_check_posted_without_its_exception_is_read(tmp_path: Path, line: str) -> None:
+    # (no error word on the line: read where a run ends, the log's last 2 MiB)
+    found = top(tmp_path, ["epoch 0 step 10 loss 2.31", line])
+    assert (found.id, found.severity) == ("invalid-usage", "error")
+
+
 @pytest.mark.parametrize(("mine", "theirs"), [("ALLREDUCE", "BROADCAST"),
                                               ("_ALLGATHER_BASE", "ALLREDUCE")])
 def test_ranks_calling_different_collectives_is_the_mismatch(tmp_path: Path, mine: str,

@@ -87,6 +87,10 @@ CAUSE_PATTERNS: tuple[LinePattern, ...] = (
         r"(?P<detail>lib\w+\.so[\w.]*: undefined symbol[^\n]*"
         r"|Expected to (?:have finished reduction in the prior iteration|mark a variable ready "
         r"only once)[^\n]*)"),
+    # DDP's checks posted without their exception's line (tail anchors: where a run ends)
+    _fb(EventKind.JOB_FACT, ("did not receive grad", "DistributedDataParallel device_ids"),
+        r"(?P<detail>(?:Parameter(?:s| indices) which did not receive grad for rank"
+        r"|DistributedDataParallel device_ids and output_device arguments only work)[^\n]*)"),
     # vLLM's PyNcclCommunicator's assertion message, on the lines after "AssertionError:" (FOLLOW
     # reads them; a pattern without triggers reads only such lines) (communicator_device.py)
     _fb(EventKind.JOB_FACT, (), r"(?P<detail>nccl communicator is created to work on[^\n]*)"),

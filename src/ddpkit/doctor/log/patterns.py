@@ -100,7 +100,12 @@ TAIL_ANCHORS: tuple[bytes, ...] = (b"SUCCEEDED", b"finished", b"Avg bus bandwidt
                                    # torchelastic's "Signal 9 (SIGKILL) received by PID" without
                                    # its summary's head, torch.multiprocessing's "terminated
                                    # with signal SIGBUS"): where a job ends, read for its facts
-                                   b"return code", b"SIG")
+                                   b"return code", b"SIG",
+                                   # DDP's checks posted without their exception's line: the
+                                   # reducer's list of parameters without a gradient, the
+                                   # constructor's refusal of a module on the CPU (facts'
+                                   # TORCH_CHECKS, causes/ddp_checks.py)
+                                   b"did not receive grad", b"DistributedDataParallel device_ids")
 TAIL_KINDS = frozenset({"run-complete", "killed", "fatal-signal"})  # only the tail pass's events
 TAIL_BYTES = 2 << 20
 

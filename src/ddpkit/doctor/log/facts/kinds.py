@@ -358,6 +358,11 @@ TORCH_CHECKS: dict[str, str] = {
     # iteration.*", 2.x): "It looks like your LightningModule has parameters that were not used
     # in producing the loss returned by training_step. ..."
     "It looks like your LightningModule has parameters that were not used": "unused-parameters",
+    # the reducer's list of the parameters that gave no gradient, which it adds to that message
+    # (reducer.cpp: "Parameter indices which did not receive grad for rank %d: ..." and, under
+    # TORCH_DISTRIBUTED_DEBUG=INFO or DETAIL, "Parameters which did not receive grad for rank
+    # %d: <names>"), posted alone as often as with it
+    "which did not receive grad for rank": "unused-parameters",
     "Expected to mark a variable ready only once": "ready-twice",
     "No backend type associated with device type": "no-backend-for-device",
 }

@@ -162,7 +162,7 @@ def statement_facts(text: str) -> list[Fact]:
         found += [Fact(FactKind.DEVICE_MISMATCH, bound, given)
                   for bound, given in printed.DEVICE_MISMATCH.findall(text)]
     if ("Expected to " in text or "No backend type" in text or "does not support" in text
-            or "LightningModule has parameters" in text
+            or "LightningModule has parameters" in text or "did not receive grad" in text
             or "Default process group" in text or "DistributedDataParallel" in text):
         found += [Fact(FactKind.TORCH_CHECK, TORCH_CHECKS[m]) for m in printed.TORCH_CHECK.findall(text)]
     if "Detected mismatch between collectives" in text:
