@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 HOLE = "<*>"
@@ -299,6 +300,16 @@ def _dotted(node: ast.expr) -> str:
     return ""
 
 
+def _own_nodes(scope: ast.AST) -> Iterator[ast.AST]:
+    """The nodes of a function's own body, not those of the functions or classes defined in it."""
+    todo = list(ast.iter_child_nodes(scope))
+    while todo:
+        node = todo.pop()
+        yield node
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            todo.extend(ast.iter_child_nodes(node))
+
+
 def _held(tree: ast.AST) -> dict[ast.Name, ast.expr]:
     """The string a name holds where a call or a raise passes it as its message: the value of
     the last plain assignment to that name earlier in the same function (``message = ("..."
@@ -310,14 +321,14 @@ def _held(tree: ast.AST) -> dict[ast.Name, ast.expr]:
             continue
         assigned: dict[str, list[tuple[int, ast.expr]]] = {}
         appended: dict[str, list[int]] = {}
-        for node in ast.walk(scope):
+        for node in _own_nodes(scope):
             if (isinstance(node, ast.Assign) and len(node.targets) == 1
                     and isinstance(node.targets[0], ast.Name)):
                 assigned.setdefault(node.targets[0].id, []).append((node.lineno, node.value))
             elif (isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name)
                   and isinstance(node.op, ast.Add)):
                 appended.setdefault(node.target.id, []).append(node.lineno)
-        for node in ast.walk(scope):
+        for node in _own_nodes(scope):
             if not isinstance(node, ast.Name) or node.id not in assigned:
                 continue
             before = [(line, value) for line, value in assigned[node.id] if line < node.lineno]

@@ -1,7 +1,7 @@
 """How the repository's generator tools end when the file system refuses them (a full disk, a
-read-only checkout, a path that is a directory): one line naming the path, the cause and the fix,
-exit 1; never a traceback. The generated files are written with ``replace_file``, so the old
-file stays whole."""
+read-only checkout, a path under a file): one line naming the cause and the fix (and the path,
+where the error names one), exit 1; never a traceback. Each generated file is written with
+``replace_file``: it is the old one or the new one, never half of either."""
 
 from __future__ import annotations
 
@@ -17,6 +17,6 @@ def run(main: Callable[[], int], tool: str) -> int:
     except OSError as error:
         where = f" {error.filename}" if error.filename else ""
         reason = error.strerror or os.strerror(error.errno or 0) or str(error)
-        print(f"{tool}: cannot write{where}: {reason}; the files it had written stay as they were."
-              " Free space or fix the permissions, then rerun.", file=sys.stderr)
+        print(f"{tool}: cannot write{where}: {reason}; no file is left half-written. Free space or"
+              " fix the permissions, then rerun.", file=sys.stderr)
         return 1

@@ -110,7 +110,8 @@ def test_extraction_of_a_message_held_in_a_name() -> None:
     """A message built in a local name and raised or logged by it (Lightning's
     _check_bad_cuda_fork, torch's collective_utils): the name's last plain assignment before the
     call, in the same function; text appended to it on the way (``+=``, under a condition) is a
-    hole; a name assigned only after the call, or in another function, holds nothing."""
+    hole; a name assigned only after the call, or in another function (a nested one too), holds
+    nothing."""
     extract = tool("msgextract").extract_python
     code = '''
 def check_fork():
@@ -129,6 +130,11 @@ def gather(rank):
 
 def elsewhere():
     raise ValueError(error_msg)
+
+def outer():
+    def inner():
+        note = "an inner function's own text"
+    raise ValueError(note)
 '''
     found = {(f.template, f.level, f.call) for f in extract(code)}
     assert found == {
