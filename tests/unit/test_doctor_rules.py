@@ -221,6 +221,20 @@ def test_an_uncaught_error_after_a_time_stamp_is_a_rank_failure(tmp_path: Path,
     assert "uncaught AttributeError" in finding.explanation
 
 
+def test_a_modules_class_named_just_error_is_an_exception(tmp_path: Path) -> None:
+    # format_exception_only prints the qualified name: wandb raises its errors.Error so
+    log = tmp_path / "rank.log"
+    log.write_text('Traceback (most recent call last):\n'
+                   '  File "/x/site-packages/wandb/sdk/lib/preinit.py", line 36, in wrapper\n'
+                   '    raise wandb.Error(f"You must call wandb.init() before {name}()")\n'
+                   "wandb.errors.Error: You must call wandb.init() before wandb.log()\n")
+    (finding,) = run(log)
+    assert finding.id == "rank-failed"
+    assert "uncaught wandb.errors.Error: You must call" in finding.explanation
+    log.write_text("Error: no such option --foo\n")  # a program's own word, not a class
+    assert "uncaught" not in run(log)[0].explanation
+
+
 def test_torch_s_nccl_detail_line_is_named_whole_not_as_python_s_systemerror(
         tmp_path: Path) -> None:
     # torch's NCCLUtils.cpp detail line after an NCCL error names NCCL's result

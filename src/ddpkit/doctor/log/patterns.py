@@ -25,6 +25,7 @@ from ddpkit.doctor.log.line_pattern import LinePattern
 from ddpkit.doctor.log.line_pattern import fallback_pattern as _fb
 from ddpkit.doctor.log.line_pattern import pattern as _p
 from ddpkit.launch.torchrun.torch_log import MONTH_DAY_TIME
+from ddpkit.launch.torchrun.tracebacks import EXCEPTION_TYPE
 
 ANCHORS: tuple[bytes, ...] = (
     rb"NCCL(?: (?:INFO (?:Bootstrap|bootstrap\.cc|NET/|Using network|Using internal|Plugin Path"
@@ -164,7 +165,8 @@ PATTERNS: tuple[LinePattern, ...] = (
     _p(EventKind.NCCL_ERROR, ("NCCL error",),
        r"NCCL error (?P<where>[^\s',]+:\d+) '(?P<detail>[^'\n]+)'"),
     _p(EventKind.EXCEPTION, ("Error: ",),
-       r"(?<![\w.])(?P<type>(?:[A-Za-z_]\w*\.)*[A-Za-z]\w*(?:Error|Exception)): "
+       # (also a name in lower camel case, NCCL's result's: torch's "ncclSystemError: ..." line)
+       rf"(?<![\w.])(?P<type>{EXCEPTION_TYPE}|(?:[A-Za-z_]\w*\.)*[a-z]\w*(?:Error|Exception)): "
        r"(?P<message>[^\n]{0,200})"),
     # --- specific failures first: they claim their line ---
     _p(EventKind.IB_ERROR, ("NCCL WARN", _LAST),

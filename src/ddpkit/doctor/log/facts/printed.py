@@ -13,6 +13,7 @@ from ddpkit.doctor.log.facts.kinds import (
     TORCH_CHECKS,
     TORCH_SYMBOL,
 )
+from ddpkit.launch.torchrun.tracebacks import EXCEPTION_TYPE
 
 # torch's TCPStore (torch/csrc/distributed/c10d/TCPStore.cpp, v2.3 on): "use_libuv was requested
 # but PyTorch was build without libuv support, run with USE_LIBUV=0 to disable it." (its words
@@ -183,8 +184,7 @@ BINDING_SIGNATURE = re.compile(r"(?:^|[\]:>]\s?)\s*\d+\. ((?:\w+\.)*\w+)\(")
 INVOKED_WITH = re.compile(r"Invoked with: ([^\n]*?)(?:;? ?kwargs: ([^\n]*))?$")
 # The exception a traceback ends with, "<type>: <message>" (Lib/traceback.py,
 # format_exception_only): a builtin's name or a dotted class, "torch.distributed.DistError"
-EXCEPTION = re.compile(r"(?<![\w.])((?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception)): "
-                       r"(\S[^\n]{0,199})")
+EXCEPTION = re.compile(rf"(?<![\w.])({EXCEPTION_TYPE}): (\S[^\n]{{0,199}})")
 
 
 def frame_module(path: str) -> tuple[str, bool]:

@@ -29,6 +29,7 @@ from ddpkit.doctor.log.scan import Event
 from ddpkit.doctor.wording import specific_then_general
 from ddpkit.i18n import _, _n
 from ddpkit.launch.torchrun.torch_log import MONTH_DAY_TIME
+from ddpkit.launch.torchrun.tracebacks import EXCEPTION_TYPE
 
 # A rank's own failure line, whose template the catalogue may name a cause for (``named``).
 _OWN_KINDS = frozenset({"exception", "failure-line", "nccl-warn"})
@@ -64,12 +65,11 @@ def _c10d_error(text: str) -> bool:
 
 # Catalogue mappings that name no cause of their own.
 _GENERIC = frozenset({"unexplained-failure", "stopped-while-waiting", "no-failure"})
-_RAISED = re.compile(rf"(?:^|[\]>:|]\s?|{RAY_TAG})\s*(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception"
-                     r"|Exit): "
+_RAISED_TYPE = rf"(?:{EXCEPTION_TYPE}|(?:[A-Za-z_]\w*\.)*[A-Z]\w*Exit)"  # (and SystemExit's kin)
+_RAISED = re.compile(rf"(?:^|[\]>:|]\s?|{RAY_TAG})\s*(?:{_RAISED_TYPE}): "
                      # a traceback pasted onto one line: a frame's '", line N, in <function>'
                      # (CPython's format), then its source line, then the exception
-                     r"|\", line \d+, in [\w<>.]+ [^\n]*?(?<![\w.])(?:[A-Za-z_]\w*\.)*[A-Z]\w*"
-                     r"(?:Error|Exception|Exit): ")
+                     rf"|\", line \d+, in [\w<>.]+ [^\n]*?(?<![\w.])(?:{_RAISED_TYPE}): ")
 
 
 @dataclass
