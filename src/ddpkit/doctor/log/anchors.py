@@ -1,12 +1,18 @@
-"""The scan's first sieve: the anchors (a few regexes and literals, found at C speed in a whole
+"""The scan's first sieve: the anchors (a few regexes and literals, found in one pass over a
 buffer) that mark the candidate lines, and the trigger literals that pick, for each candidate,
-the patterns worth trying (doctor/log/patterns.py holds both)."""
+the patterns worth trying (doctor/log/patterns.py holds both).
+
+Every anchor starts with a literal (its key). One Aho-Corasick automaton (the ahocorasick_rs
+package, Rust's aho-corasick crate) finds all the keys in one pass over a window of the buffer,
+so an anchor costs about nothing more than the pass; an anchor that is a regex is then tried
+only where its key stands."""
 
 from __future__ import annotations
 
-import heapq
+import bisect
 import re
-from collections.abc import Callable
+
+from ahocorasick_rs import BytesAhoCorasick
 
 from ddpkit.doctor.log.line_pattern import LinePattern
 from ddpkit.doctor.log.patterns import ANCHORS, PATTERNS, TAIL_ANCHORS, trigger_strings
@@ -15,17 +21,45 @@ from ddpkit.doctor.log.patterns import ANCHORS, PATTERNS, TAIL_ANCHORS, trigger_
 ANCHOR_RES: tuple[re.Pattern[bytes], ...] = tuple(re.compile(a) for a in (*ANCHORS, *TAIL_ANCHORS))
 TRIGGERS = sorted({t.encode() for t in trigger_strings()})
 
+_SYNTAX = b".^$*+?{}[]\\|()"
+_OPTIONAL = b"?*{"  # quantifiers that may leave the character before them out
 
-def _anchor_key(anchor: bytes) -> bytes:
-    """The literal every match of ``anchor`` starts with (an ``in`` test for it is cheap)."""
-    return re.split(rb"[(\[\\?*+|]", anchor, maxsplit=1)[0]
+
+def literal_prefix(anchor: bytes) -> bytes:
+    """The literal every match of the regex ``anchor`` starts with (the whole anchor when it is a
+    plain literal). An alternation at the regex's top level has no such prefix: ValueError."""
+    depth, escaped, in_class = 0, False, False
+    for char in anchor:
+        if escaped:
+            escaped = False
+        elif char == 0x5C:  # backslash
+            escaped = True
+        elif in_class:
+            in_class = char != 0x5D
+        elif char == 0x5B:
+            in_class = True
+        elif char == 0x28:
+            depth += 1
+        elif char == 0x29:
+            depth -= 1
+        elif char == 0x7C and depth == 0:
+            raise ValueError(f"anchor {anchor!r}: an alternation at its top level has no key")
+    for index, char in enumerate(anchor):
+        if char in _SYNTAX:
+            key = anchor[: index - 1] if char in _OPTIONAL else anchor[:index]
+            break
+    else:
+        key = anchor
+    if not key:
+        raise ValueError(f"anchor {anchor!r} does not start with a literal")
+    return key
 
 
 def _group_triggers() -> tuple[tuple[bytes, tuple[bytes, ...]], ...]:
     """Triggers grouped under the first anchor key they contain: a line lacking the key cannot
     contain any trigger of its group, so most triggers are never tested on most lines."""
     groups: dict[bytes, list[bytes]] = {}
-    keys = [_anchor_key(a) for a in (*ANCHORS, *TAIL_ANCHORS)]
+    keys = [literal_prefix(a) for a in (*ANCHORS, *TAIL_ANCHORS)]
     for trigger in TRIGGERS:
         key = next((k for k in keys if k in trigger), b"")
         groups.setdefault(key, []).append(trigger)
@@ -63,51 +97,47 @@ def patterns_for(found: frozenset[bytes]) -> tuple[LinePattern, ...]:
     return cached
 
 
-# Anchors that are plain literals are found with bytes.find (C fastsearch), the others by regex.
-_REGEX_SYNTAX = frozenset(b".^$*+?{}[]\\|()")
-_LITERAL_ANCHORS = tuple(a for a in ANCHORS if not _REGEX_SYNTAX & set(a))
-_REGEX_ANCHORS = tuple(r for a, r in zip(ANCHORS, ANCHOR_RES, strict=False)
-                       if _REGEX_SYNTAX & set(a))
+_KEYS = tuple(literal_prefix(a) for a in ANCHORS)
+# per key: None where the anchor is the key itself, else the regex tried where the key stands
+_CHECKS = tuple(None if key == anchor else re.compile(anchor)
+                for key, anchor in zip(_KEYS, ANCHORS, strict=True))
+_AUTOMATON = BytesAhoCorasick(list(_KEYS))
+_LONGEST_KEY = max(len(key) for key in _KEYS)
+SEARCH_WINDOW = 1 << 16  # bytes searched at once: the matches of one window are held at a time
 
 
 class AnchorHits:
-    """The anchors' matches in one buffer, found lazily: :meth:`next_from` gives the first match
-    at or after a position, so a stretch the scan skips whole (a retry loop's copies, the
-    alternating lines of several processes) costs one search per anchor, not one per line."""
+    """The anchors' matches in one buffer, found lazily a window at a time: :meth:`next_from`
+    gives the first match at or after a position, so a stretch the scan skips whole (a retry
+    loop's copies, the alternating lines of several processes) is not searched again, and the
+    matches held are those of one window however many a buffer has."""
 
     def __init__(self, buf: bytes, limit: int) -> None:
         self.buf, self.limit = buf, limit
-        self.heap: list[tuple[int, int]] = []  # (a match's start, the anchor's index)
-        for index in range(len(_SEARCHES)):
-            self._push(index, 0)
+        self.view = memoryview(buf)
+        self.starts: list[int] = []  # the matches' starts in [window_start, window_end), sorted
+        self.window_end = 0
 
-    def _push(self, index: int, start: int) -> None:
-        found = _SEARCHES[index](self.buf, start, self.limit)
-        if found >= 0:
-            heapq.heappush(self.heap, (found, index))
+    def _search(self, start: int) -> None:
+        end = min(start + SEARCH_WINDOW, self.limit)
+        haystack = self.view[start : min(end + _LONGEST_KEY - 1, self.limit)]
+        found: set[int] = set()
+        for index, at, _ in _AUTOMATON.find_matches_as_indexes(haystack, overlapping=True):
+            at += start
+            if at < end and at not in found:
+                check = _CHECKS[index]
+                if check is None or check.match(self.buf, at, self.limit):
+                    found.add(at)
+        self.starts, self.window_end = sorted(found), end
 
     def next_from(self, pos: int) -> int:
-        """The start of the first anchor match at or after ``pos`` (-1: none before the limit)."""
-        heap = self.heap
-        while heap:
-            found, index = heap[0]
-            if found >= pos:
-                return found
-            heapq.heappop(heap)
-            self._push(index, pos)
+        """The start of the first anchor match at or after ``pos`` (-1: none before the limit).
+        ``pos`` never decreases from one call to the next."""
+        while pos < self.limit:
+            if pos >= self.window_end:
+                self._search(pos)
+            index = bisect.bisect_left(self.starts, pos)
+            if index < len(self.starts):
+                return self.starts[index]
+            pos = self.window_end
         return -1
-
-
-def _literal_search(literal: bytes) -> Callable[[bytes, int, int], int]:
-    return lambda buf, start, limit: buf.find(literal, start, limit)
-
-
-def _regex_search(anchor: re.Pattern[bytes]) -> Callable[[bytes, int, int], int]:
-    def search(buf: bytes, start: int, limit: int) -> int:
-        match = anchor.search(buf, start, limit)
-        return -1 if match is None else match.start()
-    return search
-
-
-_SEARCHES = tuple([_regex_search(r) for r in _REGEX_ANCHORS]
-                  + [_literal_search(a) for a in _LITERAL_ANCHORS])

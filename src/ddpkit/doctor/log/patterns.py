@@ -4,10 +4,11 @@ Every pattern names its *triggers*: literal strings at least one of which occurs
 pattern can match. The scanner only decodes and regex-matches lines that contain a trigger, and
 only against the patterns whose triggers they contain.
 
-The scanner does not search for the triggers themselves: it first looks for a handful of
-*anchors* (``ANCHORS``), each a regex with a literal prefix, which the regex engine finds at
-memchr-like speed. Every trigger must match an anchor (a unit test checks), so no trigger line is
-missed; only lines with an anchor are then checked for triggers.
+The scanner does not search for the triggers themselves: it first looks for the *anchors*
+(``ANCHORS``), each a literal or a regex that starts with one (its key), all found in one
+Aho-Corasick pass over a buffer (doctor/log/anchors.py). Every trigger must match an anchor (a
+unit test checks), so no trigger line is missed; only lines with an anchor are then checked for
+triggers.
 
 A pattern with no triggers runs only on the lines that follow a ``follow`` trigger (torchrun's
 error summary, NCCL's ``Last error:``). ``claims`` stops later patterns from also reading a line;
@@ -47,7 +48,8 @@ ANCHORS: tuple[bytes, ...] = (
     # and the launcher or scheduler stopping the job
     # (tracebacks, errno, "Fatal Python error: Segmentation fault" and slurm's "error: *** JOB
     # ... CANCELLED" carry "rror", the shell's "Segmentation fault (core dumped)" its "core
-    # dumped"; each anchor costs a pass over the log, so there are few)
+    # dumped"; every line an anchor marks is tried against patterns, so an anchor is a word that
+    # failures print and progress lines do not)
     b"ERROR", b"core dumped", b"terminate called",
     b"exit code", b"death signal",
     # ProcessGroupNCCL's watchdog aborting the process (its template in ProcessGroupNCCL.cpp,
@@ -57,7 +59,7 @@ ANCHORS: tuple[bytes, ...] = (
     # torchrun's teardown giving up on a worker that survived SIGKILL (elastic/multiprocessing/
     # api.py, an error-level line without an error word)
     b"abandoning",
-    # facts a cause reads (doctor/log/causes/), each anchor a pass over the log, so few: a port
+    # facts a cause reads (doctor/log/causes/): a port
     # in use (c10d's bind warning "(errno: 98 - Address already in use)", libuv's "message:
     # address already in use"; the error-level line after it is followed), torchrun's launch
     # configs and each rendezvous' result (their lines followed: node counts, the endpoint,
@@ -88,7 +90,7 @@ ANCHORS: tuple[bytes, ...] = (
 # Where a run ends (rules/run_end.py): the end markers a finished run prints (torchrun's agent,
 # ddpkit's summary, nccl-tests' last line) and the shell's report of a SIGKILL. They are looked
 # for in the last TAIL_BYTES of each log only, where a run's end is (a killed rank's peers react
-# within seconds): a pass over the whole log per anchor costs about a tenth of the throughput.
+# within seconds): their words ("finished", "Killed", "SIG") also fill a run's progress lines.
 TAIL_ANCHORS: tuple[bytes, ...] = (b"SUCCEEDED", b"finished", b"Avg bus bandwidth", b"Killed",
                                    b"Destroy COMPLETE", b"Trainer.fit` stopped",
                                    b"Training completed.", b"Process received signal",
