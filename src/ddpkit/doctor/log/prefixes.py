@@ -26,6 +26,12 @@ _MPI_TAG = re.compile(r"(\d+),(\d+)")
 # (RAY_TAG names its group: a regex may hold it once.)
 RAY_TAG = r"\((?:[A-Za-z_][\w.-]{0,80} )?pid=\d+(?:, ip=(?P<ray_ip>[\w.:-]{1,64}))?\)\s?"
 _RAY_TAG = re.compile(RAY_TAG)
+# pytest reports a failed test's exception with its fail marker before each of its lines: "E"
+# and the failing source line's indent less one character (_pytest/_code/code.py,
+# FormattedExcinfo.get_exconly: ``failindent = self.fail_marker + indent[1:]``, the indent 4 in a
+# short traceback, else the source's own, at least 4 inside a test function): "E   RuntimeError:
+# ...". The exception is the test process's failure, as if uncaught.
+PYTEST_FAILURE = r"E {3,}"
 # srun --label ("52: ") and pdsh ("node3: " / "10.0.0.3: ") put a bare label before the line.
 _LABEL = re.compile(r"(?P<label>\d+|[A-Za-z0-9][\w.-]*): (?=\S)")
 

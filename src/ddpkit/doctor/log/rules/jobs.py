@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from ddpkit.doctor.catalogue import entry
 from ddpkit.doctor.findings import Finding
 from ddpkit.doctor.log.evidence import Bag, Capped, merge
-from ddpkit.doctor.log.prefixes import RAY_TAG, STAMP
+from ddpkit.doctor.log.prefixes import PYTEST_FAILURE, RAY_TAG, STAMP
 from ddpkit.doctor.log.rank_ends import RankEnd, explain, root_end
 from ddpkit.doctor.log.scan import Event
 from ddpkit.doctor.wording import specific_then_general
@@ -23,8 +23,8 @@ from ddpkit.launch.torchrun.command import RankFailure
 from ddpkit.wording import commas
 
 MAX_RECORDS = 32
-_LINE_START = re.compile(rf"^(?:{STAMP}|\[[^\]]*\]:?\s*|{RAY_TAG})*[A-Za-z_][\w.]*"
-                         r"(?:Error|Exception): ")
+_LINE_START = re.compile(rf"^(?:{STAMP}|\[[^\]]*\]:?\s*|{RAY_TAG})*(?:{PYTEST_FAILURE})?"
+                         r"[A-Za-z_][\w.]*(?:Error|Exception): ")
 _REMOTE_ERROR = "remote process exited or there was a network error"
 
 

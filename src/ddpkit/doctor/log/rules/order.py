@@ -108,6 +108,9 @@ RULES: tuple[Rule, ...] = (
          lambda r, _read: r.run_end.cut_traceback(), unless=(AnyFound(),)),
     Rule("no-result", frozenset({"no-result"}),
          lambda r, _read: r.run_end.no_result(decide.waited_on(r)), unless=(AnyFound(),)),
+    # an exception's line ddpkit cannot place: no failure would claim more than the log shows
+    Rule("unplaced-exception", frozenset({"no-result"}),
+         lambda r, _read: r.unexplained.unplaced_exception(), unless=(AnyFound(),)),
     Rule("no-failure", frozenset({"no-failure"}), decide.no_failure, unless=(AnyFound(),)),
 )
 # The entries whose finding is the message catalogue's reading of a failure line (the finding its

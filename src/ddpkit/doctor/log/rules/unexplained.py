@@ -23,7 +23,7 @@ from ddpkit.doctor.findings import Evidence, Finding
 from ddpkit.doctor.log.evidence import Bag, merge
 from ddpkit.doctor.log.messages import Message, catalogue
 from ddpkit.doctor.log.patterns import FAILURE_KINDS
-from ddpkit.doctor.log.prefixes import RAY_TAG
+from ddpkit.doctor.log.prefixes import PYTEST_FAILURE, RAY_TAG
 from ddpkit.doctor.log.quiet import PYTHON_WARNING
 from ddpkit.doctor.log.scan import Event
 from ddpkit.doctor.wording import specific_then_general
@@ -66,7 +66,7 @@ def _c10d_error(text: str) -> bool:
 # Catalogue mappings that name no cause of their own.
 _GENERIC = frozenset({"unexplained-failure", "stopped-while-waiting", "no-failure"})
 _RAISED_TYPE = rf"(?:{EXCEPTION_TYPE}|(?:[A-Za-z_]\w*\.)*[A-Z]\w*Exit)"  # (and SystemExit's kin)
-_RAISED = re.compile(rf"(?:^|[\]>:|]\s?|{RAY_TAG})\s*(?:{_RAISED_TYPE}): "
+_RAISED = re.compile(rf"(?:^|[\]>:|]\s?|{RAY_TAG}|^{PYTEST_FAILURE})\s*(?:{_RAISED_TYPE}): "
                      # a traceback pasted onto one line: a frame's '", line N, in <function>'
                      # (CPython's format), then its source line, then the exception
                      rf"|\", line \d+, in [\w<>.]+ [^\n]*?(?<![\w.])(?:{_RAISED_TYPE}): ")
@@ -86,6 +86,7 @@ class UnexplainedRule:
     def __init__(self) -> None:
         self.files: dict[str, _File] = {}
         self.warned = Bag(limit=6)  # warning-level lines the catalogue files under a cause
+        self.unplaced: Event | None = None  # an exception's line not at the start of its line
 
     def feed(self, event: Event) -> None:
         kind = event.kind
@@ -94,9 +95,11 @@ class UnexplainedRule:
         if kind == "catalogued-warning":
             self.warned.add(event)
             return
-        if kind == "exception" and not _RAISED.search(event.text):
-            return
         if kind in ("failure-line", "exception") and warning_line(event.text):
+            return
+        if kind == "exception" and not _RAISED.search(event.text):
+            if self.unplaced is None:
+                self.unplaced = event
             return
         state = self.files.get(event.file)
         if state is None:
@@ -139,6 +142,22 @@ class UnexplainedRule:
         if self.warned:
             return _warned(self.warned)
         return None
+
+    def unplaced_exception(self) -> Finding | None:
+        """``no-result`` for a log whose only sign of trouble is an exception's line that does
+        not start its line (after a prefix ddpkit does not know, or quoted in another line): it
+        may be the run's failure or only a mention of one, so "no failure" would claim more than
+        the log shows."""
+        if self.unplaced is None:
+            return None
+        e = entry("no-result")
+        text = _("Line {line} names an exception ({text}) after words ddpkit does not know, so "
+                 "it cannot tell whether a process raised it or a line only quotes it.",
+                 line=self.unplaced.line, text=self.unplaced.text[:160])
+        bag = Bag()
+        bag.add(self.unplaced)
+        return Finding(e.id, e.severity, e.title, specific_then_general(text, e.explanation),
+                       e.fix, merge(bag.items))
 
     def named(self) -> Finding | None:
         """The cause the message catalogue names for a failure line (an exception, NCCL's WARN,
