@@ -252,7 +252,10 @@ def test_torch_s_nccl_detail_line_is_named_whole_not_as_python_s_systemerror(
 def test_an_error_word_inside_ordinary_output_is_not_a_failure(tmp_path: Path) -> None:
     log = tmp_path / "train.log"
     log.write_text("epoch 3 mean squared error 0.12 (no ValueError: seen)\nvalidation error 0.3\n")
-    assert ids(run(log)) == ["no-failure"]
+    # no failure is claimed; an exception's name in the middle of a line may be a quote or a
+    # raise after a prefix ddpkit does not know, so no "no failure" either
+    (finding,) = run(log)
+    assert (finding.id, finding.severity) == ("no-result", "warning")
 
 
 def test_an_nccl_tests_failure_line_is_a_failed_rank_not_a_clean_run(tmp_path: Path) -> None:

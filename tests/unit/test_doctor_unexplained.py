@@ -164,11 +164,11 @@ def test_a_setting_nccl_refuses_keeps_the_nccl_fix(tmp_path: Path) -> None:
     ],
 )
 def test_ordinary_output_is_no_failure_line(tmp_path: Path, text: str) -> None:
-    # none of these lines is a failure; the first is read (an exception's name in prose) and
-    # dismissed, the others are lines ddpkit does not know: no claim either way
+    # none of these lines is a failure; the first names an exception in prose (a quote, or a
+    # raise after a prefix ddpkit does not know), the others are lines ddpkit does not know: no
+    # claim either way
     (finding,) = run(write(tmp_path, text))
-    assert finding.severity != "error"
-    assert finding.id == ("no-failure" if "ValueError" in text else "no-result")
+    assert (finding.id, finding.severity) == ("no-result", "warning")
 
 
 def test_a_scheduler_cancel_after_silence_is_a_wait(tmp_path: Path) -> None:
