@@ -15,6 +15,17 @@ torch/csrc/distributed/c10d/):
   ..."; Reducer::mark_variable_ready: "Expected to mark a variable ready only once. This error
   is caused by one of the following reasons: 1) Use of a module parameter outside the `forward`
   function. ..."
+- reducer.cpp (v1.9 on), Reducer::autograd_hook under static_graph: REDUCER_CHECK "Your training
+  graph has changed in this iteration, ", "e.g., one parameter is unused in first iteration, but
+  ", "then got used in the second iteration. this is not ", "compatible with static_graph set to
+  True."; prepare_for_backward's unused-parameters message with the reverse case for a static
+  graph ("... one parameter is used in first iteration, but then got unused in the second
+  iteration. this is not compatible with static_graph set to True.")
+- DeepSpeed v0.18, deepspeed/runtime/zero/stage_1_and_2.py, reduce_independent_p_g_buckets_and_
+  remove_grads: ``assert self.params_already_reduced[param_id] == False, f"The parameter
+  {debug_param2name(param)} has already been reduced.`` (a backslash continues the f-string, with
+  the source's indentation inside it) "Gradient computed twice for this partition. Multiple gradient
+  reductions are currently not supported"
 - ProcessGroupNCCL.cpp (torch v1.0.0), ProcessGroupNCCL::barrier: ``throw
   std::runtime_error("ProcessGroupNCCL does not support barrier")``; v2.4.0's "ProcessGroupNCCL
   does not support recvAnysource", ProcessGroupGloo.cpp's "ProcessGroupGloo does not support
@@ -50,6 +61,16 @@ LIGHTNING_UNUSED = ("It looks like your LightningModule has parameters that were
                     "string value `strategy='ddp_find_unused_parameters_true'`")
 TWICE = ("Expected to mark a variable ready only once. This error is caused by one of the "
          "following reasons: 1) Use of a module parameter outside the `forward` function.")
+STATIC_USED = ("Your training graph has changed in this iteration, e.g., one parameter is unused "
+               "in first iteration, but then got used in the second iteration. this is not "
+               "compatible with static_graph set to True.")
+STATIC_UNUSED = ("Expected to have finished reduction in the prior iteration before starting a "
+                 "new one. This error indicates that your training graph has changed in this "
+                 "iteration, e.g., one parameter is used in first iteration, but then got unused "
+                 "in the second iteration. this is not compatible with static_graph set to True.")
+ZERO_TWICE = ("The parameter {name} has already been reduced.             Gradient computed twice "
+              "for this partition.             Multiple gradient {reductions} currently not "
+              "supported")
 NO_BACKEND = "No backend type associated with device type {device}"
 FINGERPRINT = ("CollectiveFingerPrint(SequenceNumber={seq}, OpType={op}, TensorShape=[{shape}], "
                "TensorDtypes=Float, TensorDeviceTypes=TensorOptions(dtype=float (default), "
@@ -67,6 +88,10 @@ TRACE = ["Traceback (most recent call last):", '  File "train.py", line 88, in <
     # (torch 1.0's: the catalogue reads torch from 1.8, whose own templates it names)
     ("ProcessGroupNCCL does not support barrier", "update torch"),
     ("Default process group is not initialized", "SyncBatchNorm"),
+    (STATIC_USED, "static_graph=True"), (STATIC_UNUSED, "static_graph=True"),
+    (ZERO_TWICE.format(name="388", reductions="reduction is"), "use_reentrant"),
+    (ZERO_TWICE.format(name="encoder.layer.0.attention.self.query.weight",
+                       reductions="reductions are"), "use_reentrant"),
     ("DistributedDataParallel device_ids and output_device arguments only work with "
      "single-device CUDA modules, but got device_ids [1], output_device 1, and module "
      "parameters {device(type='cpu')}.", "model.cuda(local_rank)"),
@@ -117,3 +142,11 @@ def test_an_other_expected_is_not_a_ddp_check(tmp_path: Path) -> None:
     found = top(tmp_path, [*TRACE, "RuntimeError: Expected all tensors to be on the same device, "
                                    "but found at least two devices, cuda:0 and cpu!"])
     assert "DDP" not in found.explanation
+
+
+def test_a_static_graph_that_changed_is_not_called_unused_parameters(tmp_path: Path) -> None:
+    # the reducer's unused-parameters message for a static graph: the cause is the promise of
+    # a static graph, not a missing find_unused_parameters=True
+    found = top(tmp_path, [*TRACE, "RuntimeError: " + STATIC_UNUSED])
+    assert "static_graph=True" in found.explanation
+    assert "took no part in the loss" not in found.explanation

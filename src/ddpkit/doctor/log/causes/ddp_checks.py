@@ -16,6 +16,13 @@ torch refuses, in its own words (the facts' ``TORCH_CHECK``; torch/csrc/distribu
   output_device arguments only work with single-device CUDA modules, but got device_ids ..." (a
   module left on the CPU), "DistributedDataParallel is not needed when a module doesn't have any
   parameter that requires a gradient."
+- reducer.cpp, under ``static_graph=True``: "Your training graph has changed in this iteration,
+  ... this is not compatible with static_graph set to True." The parameters that give gradients
+  changed from one iteration to the next, which a static graph promises they do not.
+- DeepSpeed's ZeRO stage 1 and 2 (deepspeed/runtime/zero/stage_1_and_2.py): "The parameter N has
+  already been reduced. Gradient computed twice for this partition." The same refusal as
+  ready-twice, for a ZeRO partition: reentrant activation checkpointing, or a parameter used by
+  two forward passes before one backward.
 - distributed_c10d.py, ``_check_default_pg``: "Default process group is not initialized" (torch
   1.x's assertion; 2.x: "Default process group has not been initialized, please make sure to
   call init_process_group."): a collective, SyncBatchNorm or a sampler asked for the group before
@@ -54,7 +61,16 @@ class DdpChecks(Noting):
         if not self.bag:
             return None
         texts, fixes = [], []
-        if "unused-parameters" in self.values:
+        if "static-graph-changed" in self.values:
+            texts.append(_("DDP was told the training graph is static (static_graph=True), and "
+                           "the parameters that give gradients changed from one iteration to "
+                           "the next: one unused in an iteration was used in another, or the "
+                           "reverse."))
+            fixes.append(_("Drop static_graph=True (and the older model._set_static_graph() "
+                           "call) for a model whose used parameters change between iterations, "
+                           "with find_unused_parameters=True where some go unused; or make "
+                           "every iteration use the same parameters."))
+        elif "unused-parameters" in self.values:
             texts.append(_("DDP refused to start an iteration before the last one's gradients "
                            "were all reduced: some parameters took no part in the loss, so "
                            "DDP waited for gradients that never came."))
@@ -73,6 +89,15 @@ class DdpChecks(Noting):
                            "gradient_checkpointing_kwargs={\"use_reentrant\": False}), or "
                            "DistributedDataParallel(..., static_graph=True), or drop "
                            "find_unused_parameters=True where no parameter is unused."))
+        if "reduced-twice" in self.values:
+            texts.append(_("DeepSpeed's ZeRO (stage 1 or 2) saw a parameter's gradient twice in "
+                           "one backward pass, which it does not support: reentrant activation "
+                           "checkpointing, or a parameter used by two forward passes before one "
+                           "backward (two towers sharing weights)."))
+            fixes.append(_("Use non-reentrant activation checkpointing (Hugging Face: "
+                           "gradient_checkpointing_kwargs={\"use_reentrant\": False}) or turn "
+                           "gradient checkpointing off; run shared-weight towers in one forward "
+                           "pass before backward."))
         if "ddp-module-device" in self.values:
             texts.append(_("DistributedDataParallel was given device_ids for a module that is "
                            "not on one GPU: the model was still on the CPU (or spread over "

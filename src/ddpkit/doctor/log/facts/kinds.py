@@ -364,6 +364,20 @@ TORCH_CHECKS: dict[str, str] = {
     # %d: <names>"), posted alone as often as with it
     "which did not receive grad for rank": "unused-parameters",
     "Expected to mark a variable ready only once": "ready-twice",
+    # the reducer under static_graph=True (reducer.cpp, REDUCER_CHECK, torch 1.9 on): "Your
+    # training graph has changed in this iteration, e.g., one parameter is unused in first
+    # iteration, but then got used in the second iteration. this is not compatible with
+    # static_graph set to True." (and the reverse, appended to "Expected to have finished
+    # reduction ...": "This error indicates that your training graph has changed in this
+    # iteration, e.g., one parameter is used in first iteration, but then got unused ...", its
+    # static_graph words past the 300 characters of a line an event keeps); only a static graph's
+    # messages say it
+    "training graph has changed in this iteration": "static-graph-changed",
+    # DeepSpeed ZeRO stage 1 and 2's gradient hook (deepspeed/runtime/zero/stage_1_and_2.py,
+    # assert params_already_reduced[param_id] == False): "The parameter <name> has already been
+    # reduced. Gradient computed twice for this partition. Multiple gradient reduction(s) are
+    # currently not supported", the same refusal as DDP's ready-twice, for a ZeRO partition
+    "Gradient computed twice for this partition": "reduced-twice",
     "No backend type associated with device type": "no-backend-for-device",
 }
 

@@ -163,7 +163,8 @@ def statement_facts(text: str) -> list[Fact]:
                   for bound, given in printed.DEVICE_MISMATCH.findall(text)]
     if ("Expected to " in text or "No backend type" in text or "does not support" in text
             or "LightningModule has parameters" in text or "did not receive grad" in text
-            or "Default process group" in text or "DistributedDataParallel" in text):
+            or "Default process group" in text or "DistributedDataParallel" in text
+            or "graph has changed" in text or "Gradient computed twice" in text):
         found += [Fact(FactKind.TORCH_CHECK, TORCH_CHECKS[m]) for m in printed.TORCH_CHECK.findall(text)]
     if "Detected mismatch between collectives" in text:
         found.append(Fact(FactKind.COLLECTIVE_MISMATCH,
