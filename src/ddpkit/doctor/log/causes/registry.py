@@ -63,6 +63,7 @@ from ddpkit.doctor.log.causes.store_port_forbidden import StorePortForbidden
 from ddpkit.doctor.log.causes.store_without_libuv import StoreWithoutLibuv
 from ddpkit.doctor.log.causes.torch_api_missing import TorchApiMissing
 from ddpkit.doctor.log.causes.unhandled_cuda import UnhandledCuda
+from ddpkit.doctor.log.causes.unique_id_wait import UniqueIdWait
 from ddpkit.doctor.log.causes.unset_variable import UnsetVariable
 from ddpkit.doctor.log.causes.versions_differ import VersionsDiffer
 from ddpkit.doctor.log.facts.kinds import Fact, FactKind
@@ -82,6 +83,7 @@ CAUSES: tuple[type[Cause], ...] = (
     TorchApiMissing, RaiseSite, GlooNoAddress, GpuBuild, StoreAddress, SshUnresolved,
     CollectiveCheck, MisplacedOption, StorePortForbidden, GlooHostname, ParallelLayout,
     StoreArguments,
+    UniqueIdWait,
 )
 
 Scored = tuple[Finding, int]

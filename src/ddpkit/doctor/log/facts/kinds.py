@@ -148,6 +148,9 @@ class FactKind(enum.Enum):
     # and its "Invoked with: " line after them: the arguments' reprs (value: the positional ones
     # as printed, detail: the keyword ones, "port=80000, ...", "" where none were given)
     INVOKED_WITH = "invoked-with"
+    # a rank making an NCCL communicator that waited in the store for rank 0's ncclUniqueId and
+    # got an error (value: the store's error as printed, clipped; detail: the key)
+    UNIQUE_ID_WAIT = "unique-id-wait"
 
 
 __all__ = ["ERRNOS", "AddressClass", "Fact", "FactKind"]

@@ -182,6 +182,13 @@ _INSTALLED = re.compile(r"/(?:site|dist)-packages/(.+)$|(?:^|/)(torch/.+)$")
 # joined by ", " where keywords were given
 BINDING_SIGNATURE = re.compile(r"(?:^|[\]:>]\s?)\s*\d+\. ((?:\w+\.)*\w+)\(")
 INVOKED_WITH = re.compile(r"Invoked with: ([^\n]*?)(?:;? ?kwargs: ([^\n]*))?$")
+# ProcessGroupNCCL making a communicator (broadcastUniqueNCCLID, torch 2.2 on): every rank but
+# the root waits in the store for the root's ncclUniqueId, and a failed get is raised as "[<rank>]
+# is setting up NCCL communicator and retrieving ncclUniqueId from [0] via c10d key-value store by
+# key '<key>', but store->get('<key>') got error: <the store's error>"
+UNIQUE_ID_WAIT = re.compile(r"retrieving ncclUniqueId from \[\d+\] via c10d key-value store by key "
+                            r"'([^'\n]{0,120})', but store->get\('[^'\n]{0,120}'\) got error: "
+                            r"([^\n]{0,120})")
 # The exception a traceback ends with, "<type>: <message>" (Lib/traceback.py,
 # format_exception_only): a builtin's name or a dotted class, "torch.distributed.DistError"
 EXCEPTION = re.compile(rf"(?<![\w.])({EXCEPTION_TYPE}): (\S[^\n]{{0,199}})")

@@ -212,6 +212,9 @@ def statement_facts(text: str) -> list[Fact]:
     if "Error: " in text or "Exception: " in text:
         found += [Fact(FactKind.EXCEPTION, kind, message)
                   for kind, message in printed.EXCEPTION.findall(text)[:1]]
+    if "retrieving ncclUniqueId" in text:
+        found += [Fact(FactKind.UNIQUE_ID_WAIT, error.strip(), key)
+                  for key, error in printed.UNIQUE_ID_WAIT.findall(text)][:1]
     if "Invoked with: " in text:
         found += [Fact(FactKind.INVOKED_WITH, given.strip(), keywords.strip())
                   for given, keywords in printed.INVOKED_WITH.findall(text)][:1]
