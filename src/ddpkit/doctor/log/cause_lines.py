@@ -100,6 +100,10 @@ CAUSE_PATTERNS: tuple[LinePattern, ...] = (
     # a Python traceback's frame: the one printed last before an exception is where it was
     # raised (causes/raise_site.py)
     _fb(EventKind.JOB_FACT, ('File "',), r'(?P<detail>File "[^"\n]{1,300}", line \d+, in )'),
+    # MPICH's mpiexec refusing an option, a line without an error word (mpi_launcher_arguments.py)
+    _fb(EventKind.JOB_FACT, ("unrecognized argument ",),
+        r"(?P<detail>\[(?:mpiexec|mpirun)@[^\]\s]{1,80}\] match_arg \([^)\n]{1,120}\): "
+        r"unrecognized argument [^\n]*)"),
     # Ray's words for a worker that cannot reach its head (causes/firewall.py)
     _fb(EventKind.JOB_FACT, ("connect to GCS", "connection to redis", "connect to Redis"),
         r"(?P<detail>(?:Unable|Failed) to connect to (?:GCS|Redis)[^\n]*"

@@ -83,6 +83,9 @@ ANCHORS: tuple[bytes, ...] = (
     # nvcc refusing the GPU's architecture ("nvcc fatal   : Unsupported gpu architecture ..."),
     # which carries no error word
     b"Unsupported gpu architecture",
+    # MPICH's mpiexec (Hydra) refusing an option: "match_arg (./utils/args/args.c:160):
+    # unrecognized argument noprefix" carries no error word (causes/mpi_launcher_arguments.py)
+    b"unrecognized argument ",
     # a Python traceback's frames: the one printed last before an exception is where it was
     # raised (causes/raise_site.py)
     b'File "',

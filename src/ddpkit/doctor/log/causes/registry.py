@@ -41,6 +41,7 @@ from ddpkit.doctor.log.causes.kernel_fault import KernelFault
 from ddpkit.doctor.log.causes.launcher_arguments import LauncherArguments
 from ddpkit.doctor.log.causes.loopback import Loopback
 from ddpkit.doctor.log.causes.misplaced_option import MisplacedOption
+from ddpkit.doctor.log.causes.mpi_launcher_arguments import MpiLauncherArguments
 from ddpkit.doctor.log.causes.nccl_result import NcclResult
 from ddpkit.doctor.log.causes.no_backend import NoBackend
 from ddpkit.doctor.log.causes.no_gpu import NoGpu
@@ -79,7 +80,8 @@ CAUSES: tuple[type[Cause], ...] = (
     ResolvedLater, NoBackend, AddressFamily, UnsetVariable, DeviceOrdinal, ConfigUndefined,
     UnhandledCuda, CudaMeaning, KernelFault, NcclResult, RankClaims, NoRoute, OpenMpiTcp, StoreWithoutLibuv,
     CommunicatorDevice, DdpChecks, CollectiveMismatch, CudaLibrary, NoGpu,
-    CudaCheck, InternalAssert, DdpOptimizer, VersionsDiffer, CudaToolkit, LauncherArguments, BarrierWaiting,
+    CudaCheck, InternalAssert, DdpOptimizer, VersionsDiffer, CudaToolkit, LauncherArguments,
+    MpiLauncherArguments, BarrierWaiting,
     TorchApiMissing, RaiseSite, GlooNoAddress, GpuBuild, StoreAddress, SshUnresolved,
     CollectiveCheck, MisplacedOption, StorePortForbidden, GlooHostname, ParallelLayout,
     StoreArguments,

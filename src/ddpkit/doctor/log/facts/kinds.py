@@ -113,6 +113,8 @@ class FactKind(enum.Enum):
     # "the following arguments are required: %s"; value: the option or the missing argument,
     # detail: the value refused, "" where none was)
     LAUNCHER_ARGUMENT = "launcher-argument"
+    # MPICH's mpiexec (Hydra) refusing an option it does not have (value: the option as printed)
+    MPI_LAUNCHER_ARGUMENT = "mpi-launcher-argument"
     # a training script's own argument parser refusing a launcher's option, written after the
     # script's name (argparse's "%(prog)s: error: unrecognized arguments: %s"; value: the option)
     MISPLACED_OPTION = "misplaced-option"

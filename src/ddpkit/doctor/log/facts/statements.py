@@ -212,6 +212,9 @@ def statement_facts(text: str) -> list[Fact]:
     if "Error: " in text or "Exception: " in text:
         found += [Fact(FactKind.EXCEPTION, kind, message)
                   for kind, message in printed.EXCEPTION.findall(text)[:1]]
+    if "unrecognized argument " in text:
+        found += [Fact(FactKind.MPI_LAUNCHER_ARGUMENT, m)
+                  for m in printed.HYDRA_ARGUMENT.findall(text)][:1]
     if "retrieving ncclUniqueId" in text:
         found += [Fact(FactKind.UNIQUE_ID_WAIT, error.strip(), key)
                   for key, error in printed.UNIQUE_ID_WAIT.findall(text)][:1]
