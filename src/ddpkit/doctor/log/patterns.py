@@ -202,10 +202,15 @@ PATTERNS: tuple[LinePattern, ...] = (
     _p(EventKind.ROOT_MISMATCH, ("NCCL WARN", _LAST),
        r"Bootstrap Root ?: (?P<detail>(?:mismatch in rank count|rank \d+ of \d+ ranks has "
        r"already checked in)[^\n]*)", claims=True),
-    _p(EventKind.P2P_ERROR, ("NCCL WARN", _LAST, "CUDA error"),
+    # (and oneCCL's Level Zero call failing to open another GPU's memory: "ze error at
+    # zeMemOpenIpcHandle, code: ZE_RESULT_..." (oneCCL's ze_call.cpp, do_call); Level Zero's
+    # zeMemOpenIpcHandle maps a peer process's device memory, the counterpart of CUDA's
+    # cudaIpcOpenMemHandle)
+    _p(EventKind.P2P_ERROR, ("NCCL WARN", _LAST, "CUDA error", "zeMemOpenIpcHandle"),
        r"(?P<detail>transport/p2p\.cc[^\n]*|Cuda failure '[^']*peer[^']*'[^\n]*"
        r"|peer access is not supported[^\n]*|failed to open CUDA IPC handle[^\n]*"
-       r"|cudaIpc\w+[^\n]*(?:fail|error)[^\n]*)", claims=True),
+       r"|cudaIpc\w+[^\n]*(?:fail|error)[^\n]*"
+       r"|ze error at zeMemOpenIpcHandle[^\n]*)", claims=True),
     # (vLLM's cumem allocator: "CUDA Error: %s at %s:%d", the driver's text for its error)
     # (c10's alloc_cpu.cpp: "DefaultCPUAllocator: can't allocate memory: you tried to allocate %d
     # bytes. Error code %d (%s)" and, torch 1.x to 2.x, "DefaultCPUAllocator: not enough memory:

@@ -67,7 +67,7 @@ def simple_finding(finding_id: str, facts: Facts) -> Finding:
         text = _("Ranks {pairs} are on the same CUDA device ({devices}){where}.",
                  pairs=clauses(named), devices=devices, where=facts.where())
     elif finding_id == "p2p":
-        text = _("CUDA peer-to-peer failed{where}: {details}.", where=facts.where(),
+        text = _("GPU peer-to-peer failed{where}: {details}.", where=facts.where(),
                  details=details)
     elif finding_id == "out-of-memory":
         host_side = any(w in d for d in facts.details
