@@ -206,7 +206,7 @@ PATTERNS: tuple[LinePattern, ...] = (
     # zeMemOpenIpcHandle, code: ZE_RESULT_..." (oneCCL's ze_call.cpp, do_call); Level Zero's
     # zeMemOpenIpcHandle maps a peer process's device memory, the counterpart of CUDA's
     # cudaIpcOpenMemHandle)
-    _p(EventKind.P2P_ERROR, ("NCCL WARN", _LAST, "CUDA error", "zeMemOpenIpcHandle"),
+    _p(EventKind.P2P_ERROR, ("NCCL WARN", _LAST, "CUDA error", "ze error at"),
        r"(?P<detail>transport/p2p\.cc[^\n]*|Cuda failure '[^']*peer[^']*'[^\n]*"
        r"|peer access is not supported[^\n]*|failed to open CUDA IPC handle[^\n]*"
        r"|cudaIpc\w+[^\n]*(?:fail|error)[^\n]*"
