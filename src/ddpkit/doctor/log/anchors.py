@@ -101,9 +101,17 @@ _KEYS = tuple(literal_prefix(a) for a in ANCHORS)
 # per key: None where the anchor is the key itself, else the regex tried where the key stands
 _CHECKS = tuple(None if key == anchor else re.compile(anchor)
                 for key, anchor in zip(_KEYS, ANCHORS, strict=True))
+# two regex anchors whose keys can start at one place would need both tried there
+if any(a != b and a.startswith(b) for a, ca in zip(_KEYS, _CHECKS, strict=True) if ca
+       for b, cb in zip(_KEYS, _CHECKS, strict=True) if cb):
+    raise ValueError("two regex anchors' keys start alike: make one a literal or merge them")
 _AUTOMATON = BytesAhoCorasick(list(_KEYS))
 _LONGEST_KEY = max(len(key) for key in _KEYS)
 SEARCH_WINDOW = 1 << 16  # bytes searched at once: the matches of one window are held at a time
+# A window with more matches than DENSE makes the next one a quarter as long (down to
+# SMALLEST_WINDOW), a sparse one makes it twice as long again: where keys crowd a line that the
+# scan reads only a window of, the stretch it skips is not searched
+DENSE, SMALLEST_WINDOW = 512, 1 << 10
 
 
 class AnchorHits:
@@ -115,20 +123,27 @@ class AnchorHits:
     def __init__(self, buf: bytes, limit: int) -> None:
         self.buf, self.limit = buf, limit
         self.view = memoryview(buf)
-        self.starts: list[int] = []  # the matches' starts in [window_start, window_end), sorted
+        # the keys' starts in [window start, window_end), sorted, and for each the regex still to
+        # try there (None: a literal anchor, or a regex already tried and matched); a regex is
+        # tried only when the scan asks from before its key, never for a stretch it skips
+        self.starts: list[int] = []
+        self.checks: list[re.Pattern[bytes] | None] = []
         self.window_end = 0
+        self.window = SEARCH_WINDOW
 
     def _search(self, start: int) -> None:
-        end = min(start + SEARCH_WINDOW, self.limit)
+        end = min(start + self.window, self.limit)
         haystack = self.view[start : min(end + _LONGEST_KEY - 1, self.limit)]
-        found: set[int] = set()
+        found: dict[int, re.Pattern[bytes] | None] = {}
         for index, at, _ in _AUTOMATON.find_matches_as_indexes(haystack, overlapping=True):
             at += start
-            if at < end and at not in found:
-                check = _CHECKS[index]
-                if check is None or check.match(self.buf, at, self.limit):
-                    found.add(at)
-        self.starts, self.window_end = sorted(found), end
+            if at < end and found.get(at, True) is not None:  # (a literal there settles it)
+                found[at] = _CHECKS[index]
+        self.starts = sorted(found)
+        self.checks = [found[at] for at in self.starts]
+        self.window_end = end
+        self.window = (max(SMALLEST_WINDOW, self.window // 4) if len(found) > DENSE
+                       else min(SEARCH_WINDOW, self.window * 2))
 
     def next_from(self, pos: int) -> int:
         """The start of the first anchor match at or after ``pos`` (-1: none before the limit).
@@ -136,8 +151,11 @@ class AnchorHits:
         while pos < self.limit:
             if pos >= self.window_end:
                 self._search(pos)
-            index = bisect.bisect_left(self.starts, pos)
-            if index < len(self.starts):
-                return self.starts[index]
+            starts, checks = self.starts, self.checks
+            for index in range(bisect.bisect_left(starts, pos), len(starts)):
+                check = checks[index]
+                if check is None or check.match(self.buf, starts[index], self.limit):
+                    checks[index] = None
+                    return starts[index]
             pos = self.window_end
         return -1
