@@ -81,7 +81,7 @@ class OpenMpiTcp(Noting):
 
 
 def _said(topic: str) -> str:
-    """What Open MPI's message of ``topic`` (facts/kinds.py MPI_TCP_TOPICS) says, in words."""
+    """What Open MPI's message of ``topic`` (facts/program_checks.py MPI_TCP_TOPICS) says, in words."""
     if topic == "client connect fail":
         return _("a connect to a peer's address failed")
     if topic == "unexpected process identifier":

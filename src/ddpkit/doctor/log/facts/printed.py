@@ -6,13 +6,8 @@ from __future__ import annotations
 
 import re
 
-from ddpkit.doctor.log.facts.kinds import (
-    CUDA_ERROR_NAMES,
-    CUDA_ERRORS,
-    NO_GPU_TEXTS,
-    TORCH_CHECKS,
-    TORCH_SYMBOL,
-)
+from ddpkit.doctor.log.facts.kinds import CUDA_ERROR_NAMES, CUDA_ERRORS, TORCH_SYMBOL
+from ddpkit.doctor.log.facts.program_checks import NO_GPU_TEXTS, TORCH_CHECKS
 from ddpkit.launch.torchrun.tracebacks import EXCEPTION_TYPE
 
 # torch's TCPStore (torch/csrc/distributed/c10d/TCPStore.cpp, v2.3 on): "use_libuv was requested

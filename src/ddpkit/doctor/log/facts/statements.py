@@ -17,14 +17,12 @@ from ddpkit.doctor.log.facts import network, printed
 from ddpkit.doctor.log.facts.kinds import (
     CUDA_CHECK_WORDS,
     CUDA_ERRORS,
-    MPI_TCP_TOPICS,
     NCCL_RESULT_TEXTS,
     NCCL_RESULTS,
-    NO_GPU_TEXTS,
-    TORCH_CHECKS,
     Fact,
     FactKind,
 )
+from ddpkit.doctor.log.facts.program_checks import MPI_TCP_TOPICS, NO_GPU_TEXTS, TORCH_CHECKS
 
 # torch's distributed_c10d.py (v1.8 to v2.x, _new_process_group_helper): "Distributed package
 # doesn't have NCCL built in" (also MPI, UCC), the Windows and macOS wheels having no NCCL; the
@@ -65,7 +63,7 @@ _TEXTS = "|".join(re.escape(t) for t in NCCL_RESULT_TEXTS)
 _RESULT_TEXT = re.compile(rf"(?:NCCL error in:? ?[^,\n]*, |NCCL error: |NCCL (?:failure|error) [^\s']+ ')"
                           rf"({_TEXTS})"
                           rf"|(?:^|\]:\s?)({_TEXTS}) \(run with NCCL_DEBUG")
-# Open MPI's TCP transports (facts/kinds.py MPI_TCP_TOPICS), and the btl's "Message: connect() to
+# Open MPI's TCP transports (facts/program_checks.py MPI_TCP_TOPICS), and the btl's "Message: connect() to
 # %s:%d failed" line of its "client connect fail" help (opal_asprintf in btl_tcp_endpoint.c)
 _MPI_TCP = re.compile("|".join(re.escape(words) for words in MPI_TCP_TOPICS)
                       + r"|^\s*(Message:\s+connect\(\) to \S+ failed)")
