@@ -37,6 +37,7 @@ from ddpkit.doctor.log.causes.gloo_hostname import GlooHostname
 from ddpkit.doctor.log.causes.gloo_no_address import GlooNoAddress
 from ddpkit.doctor.log.causes.gpu_build import GpuBuild
 from ddpkit.doctor.log.causes.internal_assert import InternalAssert
+from ddpkit.doctor.log.causes.ipoib_without_verbs import IpoibWithoutVerbs
 from ddpkit.doctor.log.causes.kernel_fault import KernelFault
 from ddpkit.doctor.log.causes.launcher_arguments import LauncherArguments
 from ddpkit.doctor.log.causes.loopback import Loopback
@@ -85,7 +86,7 @@ CAUSES: tuple[type[Cause], ...] = (
     TorchApiMissing, RaiseSite, GlooNoAddress, GpuBuild, StoreAddress, SshUnresolved,
     CollectiveCheck, MisplacedOption, StorePortForbidden, GlooHostname, ParallelLayout,
     StoreArguments,
-    UniqueIdWait,
+    UniqueIdWait, IpoibWithoutVerbs,
 )
 
 Scored = tuple[Finding, int]

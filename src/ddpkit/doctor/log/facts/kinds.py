@@ -153,6 +153,9 @@ class FactKind(enum.Enum):
     # a rank making an NCCL communicator that waited in the store for rank 0's ncclUniqueId and
     # got an error (value: the store's error as printed, clipped; detail: the key)
     UNIQUE_ID_WAIT = "unique-id-wait"
+    # NCCL finding no usable InfiniBand on a node (value: "no-verbs", it could not load
+    # libibverbs; "no-device", verbs loaded and no device found)
+    IB_UNAVAILABLE = "ib-unavailable"
 
 
 __all__ = ["ERRNOS", "AddressClass", "Fact", "FactKind"]

@@ -210,6 +210,10 @@ def statement_facts(text: str) -> list[Fact]:
     if "Error: " in text or "Exception: " in text:
         found += [Fact(FactKind.EXCEPTION, kind, message)
                   for kind, message in printed.EXCEPTION.findall(text)[:1]]
+    if "Failed to open libibverbs" in text:  # NCCL's ibvwrap.cc (misc/ibvwrap.cc, INFO or WARN)
+        found.append(Fact(FactKind.IB_UNAVAILABLE, "no-verbs"))
+    elif "NET/IB : No device found" in text or "NET/IB: No device found" in text:
+        found.append(Fact(FactKind.IB_UNAVAILABLE, "no-device"))
     if "unrecognized argument " in text:
         found += [Fact(FactKind.MPI_LAUNCHER_ARGUMENT, m)
                   for m in printed.HYDRA_ARGUMENT.findall(text)][:1]
