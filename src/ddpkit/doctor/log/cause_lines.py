@@ -5,6 +5,7 @@ event so that its facts are read."""
 
 from __future__ import annotations
 
+from ddpkit.doctor.log.facts.printed import HYDRA_REFUSAL
 from ddpkit.doctor.log.kinds import EventKind
 from ddpkit.doctor.log.line_pattern import LinePattern
 from ddpkit.doctor.log.line_pattern import fallback_pattern as _fb
@@ -101,9 +102,7 @@ CAUSE_PATTERNS: tuple[LinePattern, ...] = (
     # raised (causes/raise_site.py)
     _fb(EventKind.JOB_FACT, ('File "',), r'(?P<detail>File "[^"\n]{1,300}", line \d+, in )'),
     # MPICH's mpiexec refusing an option, a line without an error word (mpi_launcher_arguments.py)
-    _fb(EventKind.JOB_FACT, ("unrecognized argument ",),
-        r"(?P<detail>\[(?:mpiexec|mpirun)@[^\]\s]{1,80}\] match_arg \([^)\n]{1,120}\): "
-        r"unrecognized argument [^\n]*)"),
+    _fb(EventKind.JOB_FACT, ("unrecognized argument ",), rf"(?P<detail>{HYDRA_REFUSAL}[^\n]*)"),
     # Ray's words for a worker that cannot reach its head (causes/firewall.py)
     _fb(EventKind.JOB_FACT, ("connect to GCS", "connection to redis", "connect to Redis"),
         r"(?P<detail>(?:Unable|Failed) to connect to (?:GCS|Redis)[^\n]*"

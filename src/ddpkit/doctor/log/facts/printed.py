@@ -182,8 +182,10 @@ INVOKED_WITH = re.compile(r"Invoked with: ([^\n]*?)(?:;? ?kwargs: ([^\n]*))?$")
 # program, host, function and source line): "[mpiexec@node1] match_arg (./utils/args/args.c:160):
 # unrecognized argument noprefix", then "unable to parse user arguments" and "error parsing
 # parameters" from its callers
-HYDRA_ARGUMENT = re.compile(r"\[(?:mpiexec|mpirun)@[^\]\s]{1,80}\] match_arg \([^)\n]{1,120}\): "
-                            r"unrecognized argument (\S{1,80})")
+# (the words before the option: the scan's fallback for the line reads them too, cause_lines.py)
+HYDRA_REFUSAL = (r"\[(?:mpiexec|mpirun)@[^\]\s]{1,80}\] match_arg \([^)\n]{1,120}\): "
+                 r"unrecognized argument ")
+HYDRA_ARGUMENT = re.compile(HYDRA_REFUSAL + r"(\S{1,80})")
 # ProcessGroupNCCL making a communicator (broadcastUniqueNCCLID, torch 2.2 on): every rank but
 # the root waits in the store for the root's ncclUniqueId, and a failed get is raised as "[<rank>]
 # is setting up NCCL communicator and retrieving ncclUniqueId from [0] via c10d key-value store by
