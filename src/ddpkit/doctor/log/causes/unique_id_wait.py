@@ -45,7 +45,8 @@ class UniqueIdWait(Cause):
     def feed(self, event: Event, facts: tuple[Fact, ...]) -> None:
         for fact in facts:
             if fact.kind is FactKind.UNIQUE_ID_WAIT and _TIMED_OUT.search(fact.value):
-                self.key = self.key if self.key is not None else fact.detail
+                if self.key is None:
+                    self.key = fact.detail
                 self.bag.add(event)
 
     def finding(self, context: Context) -> Finding | None:
