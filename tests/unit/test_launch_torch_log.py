@@ -7,9 +7,10 @@ two-node run (the harmless host-name warning from the agent and from a rank).
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
-from ddpkit.launch.torchrun.torch_log import CPP_RECORD, TorchLog
+from ddpkit.launch.torchrun.torch_log import CPP_RECORD, TorchLog, glog_header
 
 CAPTURED = Path(__file__).parent.parent / "fixtures" / "logs" / "captured"
 
@@ -102,6 +103,25 @@ def test_the_record_pattern_matches_torchs_prefixes_only() -> None:
     assert CPP_RECORD.match("W1204 12:00:00.000000 123 file.cpp:12] x")
     assert not CPP_RECORD.match("[W] my own log line")
     assert not CPP_RECORD.match("Warning: socket.cpp:12] is not a prefix")
+
+
+def test_the_one_header_grammar_reads_each_level_time_and_path_shape() -> None:
+    # c10's logger without glog (c10/util/Logging.cpp): "[W socket.cpp:464] " before torch 2.2,
+    # then the month-day as an integer, time and thread id; torchelastic's Python loggers the
+    # same without brackets, with the file's path; an absolute __FILE__ in some builds
+    lines = {"[W socket.cpp:464] [c10d] x": "W",
+             "[E506 09:50:12.118000 77 socket.cpp:462] [c10d] x": "E",
+             "I1204 10:22:33.984000 21088 torch/distributed/run.py:874] x": "I",
+             "[F1204 10:22:33.984 9 /opt/pytorch/c10/util/Exception.cpp:12] x": "F"}
+    header = re.compile(glog_header("(?P<level>[IWEF])"))
+    for line, level in lines.items():
+        found = header.match(line)
+        assert found is not None and found.group("level") == level, line
+        assert re.match(glog_header(level), line), line
+        assert bool(re.match(glog_header(timed=True), line)) is (level != "W"), line
+    for line in ("[W] my own log line", "[E socket.txt:4] x", "E1204 10:22:33 run.py:8] x",
+                 "[Wsocket.cpp:464] x"):
+        assert header.match(line) is None, line
 
 
 def test_an_exit_barrier_that_ran_out_of_time_is_said_once_not_folded() -> None:

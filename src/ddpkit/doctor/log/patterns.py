@@ -25,7 +25,7 @@ from ddpkit.doctor.log.kinds import EventKind
 from ddpkit.doctor.log.line_pattern import LinePattern
 from ddpkit.doctor.log.line_pattern import fallback_pattern as _fb
 from ddpkit.doctor.log.line_pattern import pattern as _p
-from ddpkit.launch.torchrun.torch_log import MONTH_DAY_TIME
+from ddpkit.launch.torchrun.torch_log import glog_header
 from ddpkit.launch.torchrun.tracebacks import EXCEPTION_TYPE
 
 ANCHORS: tuple[bytes, ...] = (
@@ -376,11 +376,12 @@ PATTERNS: tuple[LinePattern, ...] = (
     # c10d's own error-level lines (c10d/logging.h: "[E socket.cpp:472] [c10d] ...", from torch
     # 2.2 "[E1204 09:50:12.118000 123 torch/csrc/distributed/c10d/socket.cpp:462] [c10d] ...")
     _fb(EventKind.FAILURE_LINE, ("failed to listen",),
-        r"\[E(?:\d{3,4} [\d:.]+ +\d+)? ?[\w./-]+:\d+\] \[c10d\] (?P<detail>[^\n]*)"),
+        glog_header("E") + r" \[c10d\] (?P<detail>[^\n]*)"),
     # torch.distributed.elastic's own error-level lines ("E1204 09:37:01.823000 27542
     # torch/distributed/elastic/agent/server/api.py:1009] Error waiting on exit barrier. ...")
     _fb(EventKind.FAILURE_LINE, ("rror",),
-        rf"^\[?E{MONTH_DAY_TIME} +\d+ \S+\.py:\d+\] (?P<detail>[^\n]*[Ee]rror[^\n]*)"),
+        "^" + glog_header("E", source=r"[\w.+-]+\.py", timed=True)
+        + r" (?P<detail>[^\n]*[Ee]rror[^\n]*)"),
     _fb(EventKind.FAILURE_LINE, ("core dumped", "terminate called", "Fatal Python error"),
        r"(?P<detail>(?:Segmentation fault|core dumped|terminate called after throwing|"
        r"Fatal Python error)[^\n]*)"),

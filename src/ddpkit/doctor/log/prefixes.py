@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 
-from ddpkit.launch.torchrun.torch_log import MONTH_DAY_TIME
+from ddpkit.launch.torchrun.torch_log import glog_header
 
 _NCCL_PREFIX = re.compile(r"(?P<host>[\w.-]+):(?P<pid>\d+):(?P<tid>\d+) \[(?P<dev>\d+)\] ")
 # A date and time before the line: logging's asctime ("2024-10-11 20:10:11,640"), ISO 8601, and
@@ -14,7 +14,7 @@ _NCCL_PREFIX = re.compile(r"(?P<host>[\w.-]+):(?P<pid>\d+):(?P<tid>\d+) \[(?P<de
 # before every line ("2024-10-11T20:10:11.640908017Z ")
 STAMP = r"\[?\d{4}-\d\d-\d\d[ T_][\d:.,]+(?:Z|[+-]\d\d:?\d\d)?\]?\s?"
 _STAMP = re.compile(STAMP)
-_GLOG = re.compile(rf"\[?[IWEF]{MONTH_DAY_TIME}(?: +\d+)? [^\]\s]+:\d+\]\s?")
+_GLOG = re.compile(glog_header(timed=True) + r"\s?")  # (a header without a time is the same)
 _TAG = re.compile(r"\[(?P<tag>[^\[\]\s]{1,80})\](?P<colon>(?:<std(?:out|err)>)?:)?\s?")
 _RANK_TAG = re.compile(r"rank(\d+)")
 _NODE_TAG = re.compile(r"([A-Za-z][\w.-]*):(\d+)")

@@ -25,7 +25,7 @@ from typing import Any
 from ddpkit.i18n import _
 from ddpkit.launch.outcomes import CONSEQUENCE_PATTERNS, STOP_SIGNALS, describe_exit
 from ddpkit.launch.torchrun.command import RankFailure, parse_failures
-from ddpkit.launch.torchrun.torch_log import MONTH_DAY_TIME
+from ddpkit.launch.torchrun.torch_log import GLOG_HEADER
 from ddpkit.launch.torchrun.tracebacks import (
     TRACEBACK_HEAD,
     PythonException,
@@ -38,7 +38,13 @@ PEER_GONE = CONSEQUENCE_PATTERNS  # one list: launch.outcomes orders nodes by th
 LAST_LINES = 3
 MAX_LOG_BYTES = 4 << 20  # of a rank's stderr read (its end): a rank that printed more is cut
 _RANK_PREFIX = re.compile(r"^\[rank(\d+)\]:")  # torch's prefix on a rank's stderr lines
-_GLOG_WARNING = re.compile(rf"^(?:\[rank\d+\]:\s?)?\[?W{MONTH_DAY_TIME}")  # c10d's [W1204 ...]
+_GLOG_RECORD = re.compile(rf"^(?:\[rank\d+\]:\s?)?{GLOG_HEADER}")  # c10d's "[W1204 ... f.cpp:9]"
+
+
+def _glog_warning(line: str) -> bool:
+    """Whether ``line`` is a c10/glog record at warning level ("[W1204 ... socket.cpp:9]")."""
+    record = _GLOG_RECORD.match(line)
+    return record is not None and record.group("level") == "W"
 
 
 @dataclass(frozen=True)
@@ -88,7 +94,7 @@ def _peer_gone(text: str) -> str | None:
 def _strip(lines: Iterable[str]) -> list[str]:
     """Meaningful lines: no blanks, no Python warnings, no c10d/glog warning lines."""
     return [line.strip() for line in without_warnings(lines)
-            if line.strip() and not _GLOG_WARNING.match(line.strip())]
+            if line.strip() and not _glog_warning(line.strip())]
 
 
 def consequence_of(lines: Sequence[str], exitcode: int, signal: str | None,

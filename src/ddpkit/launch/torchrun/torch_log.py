@@ -30,9 +30,24 @@ RANK_PREFIX = re.compile(r"^(\[[A-Za-z_][\w-]*\d+\]:)")  # torchrun's "[default0
 # own logger (c10/util/Logging.cpp, builds without glog) writes the month-day as an integer,
 # (tm_mon + 1) * 100 + tm_mday: "[W506 ..." on 6 May, three digits from January to September.
 MONTH_DAY_TIME = r"\d{3,4} \d\d:\d\d:\d\d\.\d+"
-CPP_RECORD = re.compile(
-    rf"^(?P<key>\[?(?P<level>[IWEF])(?:{MONTH_DAY_TIME})?(?: +\d+)? +"
-    r"(?:[\w.+-]+/)*(?P<file>[\w.+-]+\.(?:cpp|cc|h|hpp|cu|py)):(?P<line>\d+)\]) ?(?P<message>.*)$")
+_SOURCE_FILE = r"[\w.+-]+\.(?:cpp|cc|h|hpp|cu|py)"
+
+
+def glog_header(level: str = "[IWEF]", *, source: str = _SOURCE_FILE, line: str = r"\d+",
+                timed: bool = False) -> str:
+    """glog's record header as a regex, as c10 (c10/util/Logging.cpp, with glog or without) and
+    torchelastic's Python loggers print it: the level letter, from torch 2.2 the month-day, time
+    and thread id (``timed``: required), then the file, its path and line ("[W socket.cpp:464]",
+    "[E1204 09:50:12.1 123 torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:1856]"). The one
+    grammar of a c10/glog line's header; ``level``, ``source`` and ``line`` may be groups."""
+    when = f"{MONTH_DAY_TIME}(?: +\\d+)? +" if timed else f"(?:{MONTH_DAY_TIME})?(?: +\\d+)? +"
+    return rf"\[?{level}{when}/?(?:[\w.+-]+/)*{source}:{line}\]"
+
+
+# a regex may hold GLOG_HEADER once: it names its groups
+GLOG_HEADER = glog_header("(?P<level>[IWEF])", source=f"(?P<file>{_SOURCE_FILE})",
+                          line=r"(?P<line>\d+)")
+CPP_RECORD = re.compile(rf"^(?P<key>{GLOG_HEADER}) ?(?P<message>.*)$")
 # ^ torchelastic's own Python loggers (torchrun's agent: ``W1204 10:22:33.984000 21088
 #   torch/distributed/run.py:874] ...``) use the same glog shape, one prefix per line of a message
 BACKTRACE = re.compile(r"^(?:Exception raised from .* \(most recent call first\):|frame #\d+: |"

@@ -28,7 +28,7 @@ from ddpkit.doctor.log.quiet import PYTHON_WARNING
 from ddpkit.doctor.log.scan import Event
 from ddpkit.doctor.wording import specific_then_general
 from ddpkit.i18n import _, _n
-from ddpkit.launch.torchrun.torch_log import MONTH_DAY_TIME
+from ddpkit.launch.torchrun.torch_log import GLOG_HEADER
 from ddpkit.launch.torchrun.tracebacks import EXCEPTION_TYPE
 
 # A rank's own failure line, whose template the catalogue may name a cause for (``named``).
@@ -36,31 +36,31 @@ _OWN_KINDS = frozenset({"exception", "failure-line", "nccl-warn"})
 # what :meth:`UnexplainedRule.feed` reads
 UNEXPLAINED_KINDS = FAILURE_KINDS | {"death-signal", "catalogued-warning"}
 KEEP = 24  # failure lines remembered per log (the first ones; the decisive ones come early)
-# An exception as a traceback ends: its type first on the line, after any launcher prefix; not
-# an exception's name inside ordinary prose ("no ValueError: seen").
-# A line printed at warning level (c10's "[W socket.cpp:464]", glog's "W1204 10:00:00.1",
-# logging's "WARNING:"): an errno or an error word in it is no failure. Python's warnings are
+# A line printed at warning level (c10's "[W socket.cpp:464]", glog's "W1204 10:00:00.1 7
+# run.py:9]", logging's "WARNING:"): an errno or an error word in it is no failure. Python's warnings are
 # known by their format (quiet.PYTHON_WARNING), not by a category's name anywhere in a line: an
 # error line may quote one.
-_WARNING_LINE = re.compile(rf"^\s*(?:\[[\w:.,-]+\]:?\s?|{RAY_TAG})*\[?W(?:{MONTH_DAY_TIME}"
-                           r"| [\w./-]+:\d+\])|^\s*WARNING[:\s]")
+_LEVELLED = re.compile(rf"^\s*(?:\[[\w:.,-]+\]:?\s?|{RAY_TAG})*{GLOG_HEADER}")
+_LOGGING_WARNING = re.compile(r"^\s*WARNING[:\s]")
+
+
+def _glog_level(text: str) -> str | None:
+    """The level letter of the c10/glog header that starts ``text`` (after launcher tags)."""
+    header = _LEVELLED.match(text)
+    return header.group("level") if header else None
 
 
 def warning_line(text: str) -> bool:
     """Whether ``text`` was printed at warning level (c10's ``[W``, glog's ``W1204``, logging's
     ``WARNING:``, Python's ``file.py:N: UserWarning:``): what it says is no failure of its own."""
-    return _WARNING_LINE.search(text) is not None or PYTHON_WARNING.match(text) is not None
-
-
-# A line printed at error level by c10d or glog ("[E socket.cpp:472]", "[E1204 09:50:12.1 123
-# path.cpp:462]", "E1204 09:50:12.1 123 path.py:9]")
-_ERROR_LEVEL = re.compile(rf"^\s*(?:\[[\w:.,-]+\]:?\s?|{RAY_TAG})*\[?E(?:{MONTH_DAY_TIME}"
-                          r"| [\w./-]+:\d+\])")
+    return (_glog_level(text) == "W" or _LOGGING_WARNING.match(text) is not None
+            or PYTHON_WARNING.match(text) is not None)
 
 
 def _c10d_error(text: str) -> bool:
-    """A line c10d printed at error level (its words may be a warning's elsewhere)."""
-    return "c10d" in text and _ERROR_LEVEL.search(text) is not None
+    """A line c10d printed at error level ("[E socket.cpp:472] [c10d] ...", "[E1204 09:50:12.1 123
+    path.cpp:462] [c10d] ..."): its words may be a warning's elsewhere."""
+    return "c10d" in text and _glog_level(text) == "E"
 
 
 # Catalogue mappings that name no cause of their own.
