@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 
 from ddpkit.launch.torchrun.torch_log import glog_header
+from ddpkit.launch.torchrun.tracebacks import EXCEPTION_TYPE
 
 _NCCL_PREFIX = re.compile(r"(?P<host>[\w.-]+):(?P<pid>\d+):(?P<tid>\d+) \[(?P<dev>\d+)\] ")
 # A date and time before the line: logging's asctime ("2024-10-11 20:10:11,640"), ISO 8601, and
@@ -32,6 +33,31 @@ _RAY_TAG = re.compile(RAY_TAG)
 # short traceback, else the source's own, at least 4 inside a test function): "E   RuntimeError:
 # ...". The exception is the test process's failure, as if uncaught.
 PYTEST_FAILURE = r"E {3,}"
+# An exception as a traceback ends it: its type first, after the line's prefixes (a launcher's
+# tag or label, a stamp, Ray's tag, pytest's fail marker), or a traceback pasted onto one line (a
+# frame's '", line N, in <function>' in CPython's format, its source line, then the exception);
+# not an exception's name inside prose ("no ValueError: seen")
+_RAISED_TYPE = rf"(?:{EXCEPTION_TYPE}|(?:[A-Za-z_]\w*\.)*[A-Z]\w*Exit)"  # (and SystemExit's kin)
+# a C library's result name, which torch prints as if it were an exception's type (NCCLUtils.cpp's
+# detail line after an NCCL error: "ncclSystemError: System call ...")
+_RESULT_NAME = r"[a-z]+[A-Z]\w*Error"
+
+
+def _raised(names: str) -> re.Pattern[str]:
+    return re.compile(rf"(?:^|[\]>:|]\s?|{RAY_TAG}|^{PYTEST_FAILURE})\s*(?:{names}): "
+                      rf"|\", line \d+, in [\w<>.]+ [^\n]*?(?<![\w.])(?:{names}): ")
+
+
+_RAISED = _raised(_RAISED_TYPE)
+_RAISED_OR_RESULT = _raised(f"{_RAISED_TYPE}|{_RESULT_NAME}")
+
+
+def raised(text: str, *, results: bool = False) -> bool:
+    """Whether ``text`` is an exception's line as a traceback ends with it (a raise, not a quote);
+    with ``results``, a C library's result name printed in its place counts too."""
+    return (_RAISED_OR_RESULT if results else _RAISED).search(text) is not None
+
+
 # srun --label ("52: ") and pdsh ("node3: " / "10.0.0.3: ") put a bare label before the line.
 _LABEL = re.compile(r"(?P<label>\d+|[A-Za-z0-9][\w.-]*): (?=\S)")
 

@@ -7,14 +7,13 @@ torchrun's error summary is read as a small state machine per file: ``Failures:`
 
 from __future__ import annotations
 
-import re
 import signal
 from dataclasses import dataclass, field
 
 from ddpkit.doctor.catalogue import entry
 from ddpkit.doctor.findings import Finding
 from ddpkit.doctor.log.evidence import Bag, Capped, merge
-from ddpkit.doctor.log.prefixes import PYTEST_FAILURE, RAY_TAG, STAMP
+from ddpkit.doctor.log.prefixes import raised
 from ddpkit.doctor.log.rank_ends import RankEnd, explain, root_end
 from ddpkit.doctor.log.scan import Event
 from ddpkit.doctor.wording import specific_then_general
@@ -23,8 +22,6 @@ from ddpkit.launch.torchrun.command import RankFailure
 from ddpkit.wording import commas
 
 MAX_RECORDS = 32
-_LINE_START = re.compile(rf"^(?:{STAMP}|\[[^\]]*\]:?\s*|{RAY_TAG})*(?:{PYTEST_FAILURE})?"
-                         r"[A-Za-z_][\w.]*(?:Error|Exception): ")
 _REMOTE_ERROR = "remote process exited or there was a network error"
 
 
@@ -132,7 +129,7 @@ class JobRules:
             self._summary(event)
         elif kind == "exception":
             text = f"{event.get('type')}: {event.get('message')}".strip()
-            if _LINE_START.match(event.text):
+            if raised(event.text, results=True):
                 self.uncaught_seen = True
             if event.rank is not None:
                 slot = self.exceptions.slot(event.rank, lambda: (text, Bag(2)))

@@ -23,13 +23,12 @@ from ddpkit.doctor.findings import Evidence, Finding
 from ddpkit.doctor.log.evidence import Bag, merge
 from ddpkit.doctor.log.messages import Message, catalogue
 from ddpkit.doctor.log.patterns import FAILURE_KINDS
-from ddpkit.doctor.log.prefixes import PYTEST_FAILURE, RAY_TAG
+from ddpkit.doctor.log.prefixes import RAY_TAG, raised
 from ddpkit.doctor.log.quiet import PYTHON_WARNING
 from ddpkit.doctor.log.scan import Event
 from ddpkit.doctor.wording import specific_then_general
 from ddpkit.i18n import _, _n
 from ddpkit.launch.torchrun.torch_log import GLOG_HEADER
-from ddpkit.launch.torchrun.tracebacks import EXCEPTION_TYPE
 
 # A rank's own failure line, whose template the catalogue may name a cause for (``named``).
 _OWN_KINDS = frozenset({"exception", "failure-line", "nccl-warn"})
@@ -65,11 +64,6 @@ def _c10d_error(text: str) -> bool:
 
 # Catalogue mappings that name no cause of their own.
 _GENERIC = frozenset({"unexplained-failure", "stopped-while-waiting", "no-failure"})
-_RAISED_TYPE = rf"(?:{EXCEPTION_TYPE}|(?:[A-Za-z_]\w*\.)*[A-Z]\w*Exit)"  # (and SystemExit's kin)
-_RAISED = re.compile(rf"(?:^|[\]>:|]\s?|{RAY_TAG}|^{PYTEST_FAILURE})\s*(?:{_RAISED_TYPE}): "
-                     # a traceback pasted onto one line: a frame's '", line N, in <function>'
-                     # (CPython's format), then its source line, then the exception
-                     rf"|\", line \d+, in [\w<>.]+ [^\n]*?(?<![\w.])(?:{_RAISED_TYPE}): ")
 
 
 @dataclass
@@ -97,7 +91,7 @@ class UnexplainedRule:
             return
         if kind in ("failure-line", "exception") and warning_line(event.text):
             return
-        if kind == "exception" and not _RAISED.search(event.text):
+        if kind == "exception" and not raised(event.text):
             if self.unplaced is None:
                 self.unplaced = event
             return
