@@ -165,6 +165,21 @@ def test_killed_with_the_oom_killers_line_is_out_of_memory(tmp_path: Path) -> No
     assert ids(run(tmp_path, lines))[0] == "out-of-memory"
 
 
+@pytest.mark.parametrize("bar", [
+    # tqdm's format_meter: "{l_bar}{bar}| {n_fmt}/{total_fmt} [{elapsed}<{remaining},
+    # {rate_fmt}{postfix}]", redrawn after a carriage return, so no newline precedes the shell's
+    # report once the process is killed
+    "Loading checkpoint shards:   0%|          | 0/2 [00:00<?, ?it/s]",
+    "epoch 1:  45%|####5     | 450/1000 [01:02<01:16,  7.21it/s, loss=0.31]",
+    "100%|##########| 1.20G/1.20G [00:31<00:00, 38.5MB/s]",
+])
+def test_killed_on_a_progress_bars_line_is_the_shells_report(tmp_path: Path, bar: str) -> None:
+    top = run(tmp_path, [bar + "Killed"])[0]
+    assert (top.id, top.severity) == ("out-of-memory", "error")
+    assert "SIGKILL" in top.explanation
+    assert ids(run(tmp_path, [bar + "Killed process 31337 (python)"])) == ["no-result"]
+
+
 @pytest.mark.parametrize("text", ["Killed process 31337 (python)", "the job Killed it",
                                   "KilledBy: none"])
 def test_killed_inside_other_words_is_no_kill(tmp_path: Path, text: str) -> None:

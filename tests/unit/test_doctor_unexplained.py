@@ -97,6 +97,10 @@ def test_failure_lines_no_rule_names_are_unexplained_failure(
         "OSError: [Errno 28] No space left on device: '/ckpt/step10.pt'\n",
         "[rank0]: RuntimeError: [/pytorch/third_party/gloo/gloo/transport/tcp/pair.cc:444] "
         "Write timeout [10.0.0.2]:7001\n",
+        # a type named ...Exception, as format_exception_only prints its qualified name, alone
+        # on the posted line: no "Error" anywhere in it
+        "mypkg.runtime.utils.ShardLayoutException: the shards were saved by 4 ranks, not 8\n",
+        "[rank3]: Exception: stopping: step 12 has no batch\n",
     ],
 )
 def test_an_exception_is_never_no_failure(tmp_path: Path, text: str) -> None:

@@ -13,8 +13,13 @@ from ddpkit.doctor.log.line_pattern import pattern as _p
 # bash reports for a job they end
 FATAL_SIGNALS = {"Segmentation fault": "SIGSEGV", "Aborted": "SIGABRT", "Bus error": "SIGBUS",
                  "Floating point exception": "SIGFPE", "Illegal instruction": "SIGILL"}
-# A launcher's rank tags before a line the shell printed ("[0]<stderr>:", "[rank1]:")
-SHELL_PREFIX = r"^(?:\s*\[[^\]\s]*\](?:<std(?:out|err)>)?:?)*\s*"
+# A launcher's rank tags before a line the shell printed ("[0]<stderr>:", "[rank1]:"), or a
+# progress bar the killed process left without its newline: tqdm redraws its bar after a carriage
+# return and ends it with "| {n_fmt}/{total_fmt} [{elapsed}<{remaining}, {rate_fmt}{postfix}]"
+# (tqdm/std.py, format_meter), so the shell's report lands on the bar's line
+# ("Loading checkpoint shards:   0%|   | 0/2 [00:00<?, ?it/s]Killed")
+SHELL_PREFIX = (r"^(?:\s*\[[^\]\s]*\](?:<std(?:out|err)>)?:?)*\s*"
+                r"(?:[^\n]*\| *[\d.]+[kMGT]?/[\d.?]+[kMGT]? \[[^\]\n]*\])?")
 _FATAL = "|".join(FATAL_SIGNALS)
 
 END_PATTERNS: tuple[LinePattern, ...] = (

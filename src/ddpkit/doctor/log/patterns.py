@@ -51,6 +51,9 @@ ANCHORS: tuple[bytes, ...] = (
     # dumped"; every line an anchor marks is tried against patterns, so an anchor is a word that
     # failures print and progress lines do not)
     b"ERROR", b"core dumped", b"terminate called",
+    # an exception whose type ends in Exception, printed as Python prints it ("<type>: <msg>",
+    # DeepSpeed's "deepspeed.runtime.zero.utils.ZeRORuntimeException: ..."), no error word in it
+    b"Exception: ",
     b"exit code", b"death signal",
     # ProcessGroupNCCL's watchdog aborting the process (its template in ProcessGroupNCCL.cpp,
     # torch 1.10 on: "... To avoid data inconsistency, we are taking the entire process down."),
@@ -169,10 +172,16 @@ PATTERNS: tuple[LinePattern, ...] = (
     # TensorRT-LLM's NCCLCHECK (and nccl-tests' older one): "Failed, NCCL error %s:%d '%s'"
     _p(EventKind.NCCL_ERROR, ("NCCL error",),
        r"NCCL error (?P<where>[^\s',]+:\d+) '(?P<detail>[^'\n]+)'"),
-    _p(EventKind.EXCEPTION, ("Error: ",),
+    _p(EventKind.EXCEPTION, ("Error: ", "Exception: "),
        # (also a name in lower camel case, NCCL's result's: torch's "ncclSystemError: ..." line)
        rf"(?<![\w.])(?P<type>{EXCEPTION_TYPE}|(?:[A-Za-z_]\w*\.)*[a-z]\w*(?:Error|Exception)): "
-       r"(?P<message>[^\n]{0,200})"),
+       r"(?P<message>[^\n]{0,200})",
+       # torchrun's agent told to stop (elastic/multiprocessing/api.py, _terminate_process_handler:
+       # SignalException(f"Process {os.getpid()} got signal: {sigval}")) is the launcher stopped,
+       # and torch.multiprocessing's ProcessExitedException ("process %d terminated with signal
+       # %s", "... with exit code %d"; multiprocessing/spawn.py) a parent reporting its child's
+       # end: the death facts read both, neither is a process's own failure
+       skip_if=("SignalException: Process", "ProcessExitedException: process")),
     # --- specific failures first: they claim their line ---
     _p(EventKind.IB_ERROR, ("NCCL WARN", _LAST),
        r"(?P<detail>(?:Call to )?ibv_\w+[^\n]*|NET/IB ?: (?!No device found|Using )[^\n]*"

@@ -19,9 +19,10 @@ TRACEBACK_HEAD = "Traceback (most recent call last):"
 # A Python exception's type as a traceback's last line prints it (Lib/traceback.py,
 # format_exception_only: the class's qualified name): a class name ending in Error or Exception
 # ("RuntimeError", "torch.distributed.DistBackendError"), or a module's class named just that
-# ("wandb.errors.Error"). The doctor's scan, facts and rules read it so.
+# ("wandb.errors.Error"), or the builtin Exception itself (``raise Exception(...)``, printed bare).
+# The doctor's scan, facts and rules read it so.
 EXCEPTION_TYPE = (r"(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception)"
-                  r"|(?:[A-Za-z_]\w*\.)+(?:Error|Exception)")
+                  r"|(?:[A-Za-z_]\w*\.)+(?:Error|Exception)|(?<![\w.])Exception")
 _FRAME = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<func>\S+)')
 _EXCEPTION = re.compile(r"^(?P<type>[A-Za-z_][\w.]*(?:Error|Exception|Interrupt|Exit|Failure|Warning)"
                         r"|[A-Za-z_][\w.]*\.[A-Z]\w*)(?::\s?(?P<message>.*))?$")
