@@ -216,3 +216,44 @@ def test_the_message_of_a_cpp_terminate_is_read(tmp_path: Path) -> None:
     assert top.id == "collective-timeout" and top.severity == "error"
     assert "gloo gloo/transport/tcp/" in top.explanation
     assert 2 in [e.line for e in top.evidence]
+
+
+# CUDA's cudaErrorCudartUnloading, cudaGetErrorString's "driver shutting down": a call made while
+# the process exits, after the CUDA runtime unloaded. Lines from the checks' sources: Gloo's
+# CUDA_CHECK (gloo/cuda_private.h: GLOO_ENFORCE_EQ(error, cudaSuccess, "Error at: ", __FILE__,
+# ":", __LINE__, ": ", cudaGetErrorString(error)), which enforce.h prints as "[enforce fail at
+# FILE:LINE] error == cudaSuccess. A vs B. ") and torch's C10_CUDA_CHECK ("CUDA error: %s"),
+# each after C++'s std::terminate line
+AT_EXIT = [
+    ["terminate called after throwing an instance of 'gloo::EnforceNotMet'",
+     "  what():  [enforce fail at gloo/cuda_private.h:40] error == cudaSuccess. 4 vs 0. "
+     "Error at: gloo/cuda_private.h:40: driver shutting down"],
+    ["[rank1]: terminate called after throwing an instance of 'c10::Error'",
+     "[rank1]:   what():  CUDA error: driver shutting down"],
+]
+
+
+@pytest.mark.parametrize("lines", AT_EXIT)
+def test_cuda_unloaded_at_exit_is_no_failure_of_the_run(tmp_path: Path, lines: list[str]) -> None:
+    (top, *_) = run(write(tmp_path, "\n".join(["epoch 3 loss 0.21", *lines]) + "\n"))
+    assert (top.id, top.severity) == ("no-failure", "info")
+    assert "cudaErrorCudartUnloading" in top.explanation and "exit" in top.explanation
+    assert "InfiniBand" not in top.explanation  # (the entry's NCCL words are not this log's)
+
+
+@pytest.mark.parametrize("lines", AT_EXIT)
+def test_a_failure_before_the_exit_keeps_its_own_finding(tmp_path: Path,
+                                                        lines: list[str]) -> None:
+    before = ["Traceback (most recent call last):", '  File "train.py", line 9, in <module>',
+              "KeyError: 'labels'"]
+    (top, *_) = run(write(tmp_path, "\n".join([*before, *lines]) + "\n"))
+    assert top.severity == "error" and top.id != "no-failure"
+
+
+def test_an_unrelated_terminate_before_the_exit_line_stays_a_failure(tmp_path: Path) -> None:
+    # the terminate the exit line ends is the one just before it; another one is its own abort
+    lines = ["terminate called after throwing an instance of 'std::runtime_error'",
+             "  what():  unable to open shared memory object", "epoch 3 loss 0.21",
+             *AT_EXIT[0]]
+    (top, *_) = run(write(tmp_path, "\n".join(lines) + "\n"))
+    assert top.severity == "error"

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from ddpkit.doctor.log.cause_lines import CAUSE_PATTERNS
 from ddpkit.doctor.log.end_lines import END_PATTERNS, FATAL_SIGNALS
-from ddpkit.doctor.log.facts.kinds import winsock_code
+from ddpkit.doctor.log.facts.kinds import CUDA_UNLOADED, winsock_code
 from ddpkit.doctor.log.info_lines import INFO_PATTERNS
 from ddpkit.doctor.log.kinds import EventKind
 from ddpkit.doctor.log.line_pattern import LinePattern
@@ -51,6 +51,7 @@ ANCHORS: tuple[bytes, ...] = (
     # dumped"; every line an anchor marks is tried against patterns, so an anchor is a word that
     # failures print and progress lines do not)
     b"ERROR", b"core dumped", b"terminate called",
+    CUDA_UNLOADED.encode(),  # CUDA unloaded at the process's exit; its check's words vary
     # an exception whose type ends in Exception, printed as Python prints it ("<type>: <msg>",
     # DeepSpeed's "deepspeed.runtime.zero.utils.ZeRORuntimeException: ..."), no error word in it
     b"Exception: ",
@@ -172,6 +173,15 @@ PATTERNS: tuple[LinePattern, ...] = (
     # TensorRT-LLM's NCCLCHECK (and nccl-tests' older one): "Failed, NCCL error %s:%d '%s'"
     _p(EventKind.NCCL_ERROR, ("NCCL error",),
        r"NCCL error (?P<where>[^\s',]+:\d+) '(?P<detail>[^'\n]+)'"),
+    # CUDA's cudaErrorCudartUnloading, cudaGetErrorString's "driver shutting down" (CUDA runtime
+    # API, driver_types.h: "a CUDA Runtime API call cannot be executed because it is being called
+    # during process shut down, at a point in time after CUDA driver has been unloaded"), in any
+    # check's words (torch's "CUDA error: %s", Gloo's CUDA_CHECK, "Error at: <file>:<line>: %s",
+    # inside GLOO_ENFORCE_EQ's "[enforce fail at ...] error == cudaSuccess. 29 vs 0. "): an
+    # object destroyed at the process's exit, after CUDA; the run's work is over, so the line,
+    # and the C++ terminate it ends, is no failure of the run's (rules/unexplained.py)
+    _p(EventKind.BENIGN, (CUDA_UNLOADED,), rf"(?P<what>{CUDA_UNLOADED})",
+       fixed=(("at_exit", "cuda-unloaded"),), claims=True),
     _p(EventKind.EXCEPTION, ("Error: ", "Exception: "),
        # (also a name in lower camel case, NCCL's result's: torch's "ncclSystemError: ..." line)
        rf"(?<![\w.])(?P<type>{EXCEPTION_TYPE}|(?:[A-Za-z_]\w*\.)*[a-z]\w*(?:Error|Exception)): "

@@ -229,6 +229,7 @@ SIGNAL_NUMBERS = {name: number for number, name in SIGNALS.items()}
 # '%s'", TensorRT-LLM: "CUDA runtime error in %s: %s", torch: "CUDA error: %s"); the driver
 # API's twin (cuGetErrorString of CUDA_ERROR_PEER_ACCESS_UNSUPPORTED) words it "across the
 # given devices".
+CUDA_UNLOADED = "driver shutting down"  # (its text: a call made at the process's exit)
 CUDA_ERRORS: dict[str, str] = {
     "peer access is not supported between these two devices": "cudaErrorPeerAccessUnsupported",
     "peer access is not supported across the given devices": "cudaErrorPeerAccessUnsupported",
@@ -266,6 +267,9 @@ CUDA_ERRORS: dict[str, str] = {
     "unspecified launch failure": "cudaErrorLaunchFailure",
     "device-side assert triggered": "cudaErrorAssert",
     "too many resources requested for launch": "cudaErrorLaunchOutOfResources",
+    # cudaErrorCudartUnloading: "a CUDA Runtime API call cannot be executed because it is being
+    # called during process shut down, at a point in time after CUDA driver has been unloaded"
+    CUDA_UNLOADED: "cudaErrorCudartUnloading",
     # the driver API's CUDA_ERROR_ILLEGAL_STATE (401, cuGetErrorString), which NCCL's NVLS
     # multicast binding reports when the Fabric Manager or the NVSwitches are not in order
     "the operation cannot be performed in the present state": "CUDA_ERROR_ILLEGAL_STATE",

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from ddpkit.doctor.catalogue import entry
 from ddpkit.doctor.findings import Finding
 from ddpkit.doctor.log.evidence import Bag, merge, origins_text
+from ddpkit.doctor.log.facts.kinds import CUDA_UNLOADED
 from ddpkit.doctor.log.rules.init_phase import init_hang, unreached_peers
 from ddpkit.doctor.log.rules.nodes import node_mismatch, versions
 from ddpkit.doctor.log.rules.reading import Reading
@@ -160,7 +161,16 @@ def no_failure(r: Reading, read: Read) -> Finding:
     text = specific_then_general(done, e.explanation) if done else e.explanation
     if warned:  # the entry's NCCL words fit warnings only beside NCCL's own benign lines
         text = specific_then_general(warned, text) if benign else warned
-    if benign:
+    if benign and benign.one("what") == [CUDA_UNLOADED]:
+        # (CUDA's words at exit only: the NCCL lines the entry's text names are not in the log)
+        exited = _("The only error is CUDA's \"{what}\" (cudaErrorCudartUnloading): a CUDA call "
+                   "made while the process exited, after the CUDA runtime had unloaded (an object "
+                   "such as a Gloo or NCCL context destroyed late). The process aborted at its "
+                   "exit, after its work, so its exit status may be non-zero; the run itself "
+                   "shows no failure.", what=CUDA_UNLOADED)
+        extra = " ".join(t for t in (done, warned) if t)
+        text = specific_then_general(exited, extra) if extra else exited
+    elif benign:
         text = specific_then_general(
             _("Only benign lines were found ({count}: {what}).", count=benign.bag.count,
               what=", ".join(benign.one("what"))), text)

@@ -33,7 +33,8 @@ from ddpkit.launch.torchrun.torch_log import GLOG_HEADER
 # A rank's own failure line, whose template the catalogue may name a cause for (``named``).
 _OWN_KINDS = frozenset({"exception", "failure-line", "nccl-warn"})
 # what :meth:`UnexplainedRule.feed` reads
-UNEXPLAINED_KINDS = FAILURE_KINDS | {"death-signal", "catalogued-warning"}
+UNEXPLAINED_KINDS = FAILURE_KINDS | {"death-signal", "catalogued-warning", "benign"}
+_TERMINATE = "terminate called after throwing"  # C++'s std::terminate, its what() line next
 KEEP = 24  # failure lines remembered per log (the first ones; the decisive ones come early)
 # A line printed at warning level (c10's "[W socket.cpp:464]", glog's "W1204 10:00:00.1 7
 # run.py:9]", logging's "WARNING:"): an errno or an error word in it is no failure. Python's warnings are
@@ -89,6 +90,9 @@ class UnexplainedRule:
         if kind == "catalogued-warning":
             self.warned.add(event)
             return
+        if kind == "benign":
+            self._at_exit(event)
+            return
         if kind in ("failure-line", "exception") and warning_line(event.text):
             return
         if kind == "exception" and not raised(event.text):
@@ -109,6 +113,17 @@ class UnexplainedRule:
         state.count += event.repeat
         if len(state.failures) < KEEP and all(e.text != event.text for e in state.failures):
             state.failures.append(event)
+
+    def _at_exit(self, event: Event) -> None:
+        """A line the process printed at its exit, after its work (CUDA already unloaded): the
+        C++ terminate whose what() it is (the line before) is that exit's too, no failure."""
+        state = self.files.get(event.file)
+        if not event.get("at_exit") or state is None or not state.failures:
+            return
+        last = state.failures[-1]
+        if last.line == event.line - 1 and _TERMINATE in last.text:
+            state.failures.pop()
+            state.count -= last.repeat
 
     def finding(self, waited_on: str) -> Finding | None:
         """``unexplained-failure`` or ``stopped-while-waiting``, or None when the log shows
