@@ -75,6 +75,22 @@ def test_installed_code_calling_with_arguments_the_callee_lacks_is_a_version_mis
     assert "pip check" in found.fix
 
 
+@pytest.mark.parametrize("message", [
+    "ValueError: FSDP with CPU offload cannot wrap this adapter",
+    "ValueError: the batch size 64 is not divisible by world_size 3",
+    "NotImplementedError: DeepSpeed ZeRO stage 3 does not support loading in 8 bits",
+    "TypeError: a DistributedDataParallel module cannot be traced",
+])
+def test_any_package_refusing_a_setting_of_the_distributed_run_is_invalid_usage(
+        tmp_path: Path, message: str) -> None:
+    # a package outside the stack (a model hub's loader, a fine-tuning library) whose refusal
+    # names the distributed run's own setting in its message
+    for path in ("/x/site-packages/transformers/modeling_utils.py",
+                 "/x/site-packages/peft/tuners/lora/model.py"):
+        found = top(tmp_path, raised(path, message))
+        assert (found.id, found.severity) == ("invalid-usage", "error"), (path, message)
+
+
 @pytest.mark.parametrize("lines", [
     # raised in the user's own script: its own check, not a package's
     raised("train.py", "ValueError: tensor_parallel_size must divide the heads"),

@@ -14,7 +14,9 @@ module of the distributed stack
 (``STACK``: torch's distributed, parallel, CUDA and multiprocessing modules, the launchers and
 trainers that drive them, and any installed package's own ``distributed`` or ``dist`` module),
 they are that package refusing what the run's settings or the script gave it: a launcher flag, a
-config value, an argument of a call. Every rerun fails the same way until it is changed. Raised
+config value, an argument of a call. So is a refusal raised in any installed package whose message
+names the distributed run's own setting (``STACK_WORDS``: DeepSpeed, ZeRO, FSDP, DDP, the world
+size, the local rank...). Every rerun fails the same way until it is changed. Raised
 where the rendezvous settings are read (torchelastic's rendezvous package, init_process_group's
 URL handlers: "The port number of the rendezvous endpoint ... must be an integer", "Unknown
 rendezvous backend"), the value refused is a rendezvous setting: rendezvous-config.
@@ -65,6 +67,13 @@ SIGNATURE = re.compile(r"\bgot an unexpected keyword argument\b|\bmissing \d+ re
                        r"(?:positional|keyword-only) arguments?\b|\btakes (?:from \d+ to )?\d+ "
                        r"positional arguments? but \d+ (?:were|was) given\b"
                        r"|\bgot multiple values for (?:keyword )?argument\b")
+# Words by which a refusal's message names the distributed stack, whichever package raised it
+# (transformers' from_pretrained: "DeepSpeed Zero-3 is not compatible with `low_cpu_mem_usage=True`
+# or with passing a `device_map`."): the value refused is a setting of the distributed run
+STACK_WORDS = re.compile(r"\b(?:DeepSpeed|ZeRO|Zero-?[123]|FSDP|FullyShardedDataParallel"
+                         r"|DistributedDataParallel|DDP|NCCL|Gloo|torchrun|torch\.distributed"
+                         r"|process group|world[ _]size|local[ _]rank|distributed)\b",
+                         re.IGNORECASE)
 _FRAME_REACH = 8  # lines from the innermost frame to the exception (source, carets, a long raise)
 _ORIGINS = 256  # tracebacks followed at once (one per process of a log)
 
@@ -134,7 +143,8 @@ class RaiseSite(Cause):
             if installed and self.mismatch is None:
                 self.mismatch = (module, message)
                 self.bag.add(event)
-        elif installed and in_stack(module) and self.refused is None:
+        elif (installed and (in_stack(module) or STACK_WORDS.search(message))
+              and self.refused is None):
             self.refused = (module, kind, message)
             self.bag.add(event)
 
