@@ -177,3 +177,19 @@ def test_a_rendezvous_setting_refused_is_rendezvous_config(tmp_path: Path, path:
     found = top(tmp_path, raised(path, line))
     assert (found.id, found.severity) == ("rendezvous-config", "error")
     assert any(line in e.text for e in found.evidence)  # (a catalogued one in the catalogue's words)
+
+
+@pytest.mark.parametrize("lines", [
+    # DeepSpeed's engine (runtime/engine.py) refusing a configuration with ZeRORuntimeException
+    # (runtime/zero/utils.py), posted with its traceback or as its last line alone
+    ["deepspeed.runtime.zero.utils.ZeRORuntimeException: You are using ZeRO-Offload with a "
+     "client provided optimizer (<class 'torch.optim.adamw.AdamW'>)"],
+    raised("/x/site-packages/deepspeed/runtime/engine.py",
+           "deepspeed.runtime.zero.utils.ZeRORuntimeException: The checkpoint being loaded used "
+           "a DP world size of 4 but the current world size is 8."),
+])
+def test_a_class_a_stack_package_raises_only_to_refuse_is_invalid_usage(
+        tmp_path: Path, lines: list[str]) -> None:
+    found = top(tmp_path, lines)
+    assert (found.id, found.severity) == ("invalid-usage", "error")
+    assert found.explanation.startswith("deepspeed refused what it was given")

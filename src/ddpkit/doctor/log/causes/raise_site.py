@@ -46,6 +46,11 @@ from ddpkit.doctor.log.scan import Event
 from ddpkit.i18n import _
 
 REFUSALS = frozenset({"ValueError", "TypeError", "NotImplementedError"})
+# Exception classes a stack package raises only to refuse a configuration, read with or without
+# their traceback: DeepSpeed's ZeRORuntimeException (runtime/zero/utils.py), which its engine
+# raises for a client optimizer ZeRO-Offload refuses and for a checkpoint saved at another
+# data-parallel world size (runtime/engine.py)
+REFUSAL_TYPES = {"ZeRORuntimeException": "deepspeed"}
 # Modules that read a package's configuration or its launch arguments (the last part of their
 # name): there an assert statement checks what the user configured (DeepSpeed's runtime/config.py
 # "Check batch related parameters. train_batch_size is not equal to micro_batch_per_gpu *
@@ -132,6 +137,12 @@ class RaiseSite(Cause):
     def feed(self, event: Event, facts: tuple[Fact, ...]) -> None:
         for raised in self.sites.read(event, facts):
             self._read(event, raised.module, raised.installed, raised.kind, raised.message)
+        for fact in facts:
+            name = fact.value.rpartition(".")[2]
+            if (fact.kind is FactKind.EXCEPTION and name in REFUSAL_TYPES
+                    and self.refused is None):
+                self.refused = (REFUSAL_TYPES[name], fact.value, fact.detail)
+                self.bag.add(event)
 
     def _read(self, event: Event, module: str, installed: bool, kind: str, message: str) -> None:
         name = kind.rsplit(".", 1)[-1]
