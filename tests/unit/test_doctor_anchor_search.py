@@ -10,7 +10,7 @@ import re
 import pytest
 
 from ddpkit.doctor.log import anchors
-from ddpkit.doctor.log.patterns import ANCHORS
+from ddpkit.doctor.log.anchor_words import ANCHORS
 
 _EVERY_ANCHOR = re.compile(b"|".join(b"(?:" + a + b")" for a in ANCHORS))
 

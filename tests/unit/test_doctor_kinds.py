@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from ddpkit.doctor.log import patterns
+from ddpkit.doctor.log import anchor_words, patterns
 from ddpkit.doctor.log.causes.registry import CAUSES
 from ddpkit.doctor.log.kinds import EventKind
 from ddpkit.doctor.log.rules.reading import FAILED_KINDS, SIMPLE
@@ -26,7 +26,7 @@ def test_every_pattern_makes_an_event_kind() -> None:
 
 
 def test_the_sets_the_rules_route_by_hold_event_kinds_only() -> None:
-    for kinds in (patterns.FAILURE_KINDS, patterns.TAIL_KINDS, {patterns.FACT_KIND},
+    for kinds in (patterns.FAILURE_KINDS, anchor_words.TAIL_KINDS, {patterns.FACT_KIND},
                   UNEXPLAINED_KINDS, RUN_END_KINDS, SIGNAL_KINDS, FAILED_KINDS, set(SIMPLE),
                   *(cause.kinds for cause in CAUSES)):
         assert set(kinds) <= KINDS, set(kinds) - KINDS

@@ -9,8 +9,8 @@ import pytest
 
 from ddpkit.doctor.log import anchors
 from ddpkit.doctor.log import scan as logscan
+from ddpkit.doctor.log.anchor_words import ANCHORS
 from ddpkit.doctor.log.diagnose import diagnose
-from ddpkit.doctor.log.patterns import ANCHORS
 from ddpkit.doctor.log.prefixes import parse_prefix
 from ddpkit.doctor.log.scan import Event, raw_hits, scan
 

@@ -203,7 +203,7 @@ def test_an_end_marker_after_megabytes_of_output_is_found_with_its_line(tmp_path
 
 
 def test_an_end_marker_far_from_the_end_is_not_read(tmp_path: Path) -> None:
-    # a documented limit (patterns.TAIL_BYTES): megabytes after the marker, the log is taken to
+    # a documented limit (anchor_words.TAIL_BYTES): megabytes after the marker, the log is taken to
     # go on past it
     filler = [f"epoch 1 step {i} loss 0.5" for i in range(200_000)]
     lines = [*BOOTSTRAP, "all 2 nodes finished successfully", *filler]

@@ -1,6 +1,6 @@
 """The scan's first sieve: the anchors (a few regexes and literals, found in one pass over a
 buffer) that mark the candidate lines, and the trigger literals that pick, for each candidate,
-the patterns worth trying (doctor/log/patterns.py holds both).
+the patterns worth trying (doctor/log/anchor_words.py and doctor/log/patterns.py hold them).
 
 Every anchor starts with a literal (its key). One Aho-Corasick automaton (the ahocorasick_rs
 package, Rust's aho-corasick crate) finds all the keys in one pass over a window of the buffer,
@@ -14,8 +14,9 @@ import re
 
 from ahocorasick_rs import BytesAhoCorasick
 
+from ddpkit.doctor.log.anchor_words import ANCHORS, TAIL_ANCHORS
 from ddpkit.doctor.log.line_pattern import LinePattern
-from ddpkit.doctor.log.patterns import ANCHORS, PATTERNS, TAIL_ANCHORS, trigger_strings
+from ddpkit.doctor.log.patterns import PATTERNS, trigger_strings
 
 # Every trigger is found by an anchor of the main pass or of the tail pass (TAIL_ANCHORS).
 ANCHOR_RES: tuple[re.Pattern[bytes], ...] = tuple(re.compile(a) for a in (*ANCHORS, *TAIL_ANCHORS))

@@ -1,7 +1,7 @@
 """The lines that say where a run ends (rules/run_end.py reads them; rules/shell_signals.py the
 shell's and crash handlers' reports): a patterns' family of the scan's table
-(doctor/log/patterns.py), tried in its place there. The tail pass finds them (patterns.TAIL_ANCHORS,
-in the last TAIL_BYTES of a log), where a run's end is."""
+(doctor/log/patterns.py), tried in its place there. The tail pass finds them
+(anchor_words.TAIL_ANCHORS, in the last TAIL_BYTES of a log), where a run's end is."""
 
 from __future__ import annotations
 

@@ -18,6 +18,7 @@ from dataclasses import dataclass, replace
 from typing import BinaryIO
 
 from ddpkit.doctor.findings import clip
+from ddpkit.doctor.log.anchor_words import TAIL_KINDS
 from ddpkit.doctor.log.anchors import (
     ALL_PATTERNS,
     MAIN_GROUPS,
@@ -27,12 +28,7 @@ from ddpkit.doctor.log.anchors import (
     triggers_in,
 )
 from ddpkit.doctor.log.line_pattern import LinePattern
-from ddpkit.doctor.log.patterns import (
-    FACT_KIND,
-    FAILURE_KINDS,
-    SOCKET_LIST_LINES,
-    TAIL_KINDS,
-)
+from ddpkit.doctor.log.patterns import FACT_KIND, FAILURE_KINDS, SOCKET_LIST_LINES
 from ddpkit.doctor.log.prefixes import parse_prefix
 from ddpkit.doctor.log.quiet import QUIET_LINES, read_quiet
 from ddpkit.doctor.log.repeats import (

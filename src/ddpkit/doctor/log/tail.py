@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from ddpkit.doctor.log.patterns import TAIL_ANCHORS, TAIL_BYTES
+from ddpkit.doctor.log.anchor_words import TAIL_ANCHORS, TAIL_BYTES
 
 LINE_WINDOW = 8192  # bytes of a line examined per trigger hit
 Kept = list[tuple[bytes, int, int]]  # (buffer, limit, number of its first line)
