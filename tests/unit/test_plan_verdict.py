@@ -9,7 +9,8 @@ import pytest
 
 from ddpkit.bench.planning.bench_results import parse_bench, read_bench
 from ddpkit.bench.planning.model import Setting, parse_setting
-from ddpkit.bench.planning.plan import PlanRequest, make_plan, plan_to_dict, resolve
+from ddpkit.bench.planning.plan import PlanRequest, make_plan, resolve
+from ddpkit.bench.planning.plan_json import plan_to_dict
 from ddpkit.errors import DdpkitError, ExitCode
 
 SETTINGS = tuple(parse_setting(s) for s in ("bf16", "powersgd:4", "accumulate:4"))

@@ -14,8 +14,8 @@ from ddpkit.bench.planning.plan import (
     PlanRequest,
     compute_needed,
     make_plan,
-    plan_to_dict,
 )
+from ddpkit.bench.planning.plan_json import plan_to_dict
 from ddpkit.bench.planning.shapes import SHAPES
 from ddpkit.bench.units import (
     format_bytes,
