@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from ddpkit.doctor.log.end_lines import FATAL_SIGNALS
 from ddpkit.doctor.log.facts.kinds import CUDA_UNLOADED
+from ddpkit.launch.torchrun.tracebacks import IGNORED_HEAD
 
 ANCHORS: tuple[bytes, ...] = (
     rb"NCCL(?: (?:INFO (?:Bootstrap|bootstrap\.cc|NET/|Using network|Using internal|Plugin Path"
@@ -31,6 +32,7 @@ ANCHORS: tuple[bytes, ...] = (
     # dumped"; every line an anchor marks is tried against patterns, so an anchor is a word that
     # failures print and progress lines do not)
     b"ERROR", b"core dumped", b"terminate called",
+    IGNORED_HEAD.encode(),  # CPython's report of an exception it ignores (rules/ignored.py)
     CUDA_UNLOADED.encode(),  # CUDA unloaded at the process's exit; its check's words vary
     # an exception whose type ends in Exception, printed as Python prints it ("<type>: <msg>",
     # DeepSpeed's "deepspeed.runtime.zero.utils.ZeRORuntimeException: ..."), no error word in it

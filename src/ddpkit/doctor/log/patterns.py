@@ -26,7 +26,7 @@ from ddpkit.doctor.log.line_pattern import LinePattern
 from ddpkit.doctor.log.line_pattern import fallback_pattern as _fb
 from ddpkit.doctor.log.line_pattern import pattern as _p
 from ddpkit.launch.torchrun.torch_log import glog_header
-from ddpkit.launch.torchrun.tracebacks import EXCEPTION_TYPE
+from ddpkit.launch.torchrun.tracebacks import EXCEPTION_TYPE, IGNORED_HEAD
 
 # Event kinds that show something failed (whatever the rule that reads them made of it;
 # rules/unexplained.py reads them, and the scan reads a log's quiet tail when it yielded none).
@@ -91,6 +91,10 @@ PATTERNS: tuple[LinePattern, ...] = (
     # and the C++ terminate it ends, is no failure of the run's (rules/unexplained.py)
     _p(EventKind.BENIGN, (CUDA_UNLOADED,), rf"(?P<what>{CUDA_UNLOADED})",
        fixed=(("at_exit", "cuda-unloaded"),), claims=True),
+    # CPython's report of an exception it cannot raise and ignores (rules/ignored.py)
+    _p(EventKind.BENIGN, (IGNORED_HEAD,),
+       rf"(?P<what>{IGNORED_HEAD}):? ?(?P<object>[^\n]{{0,160}})", fixed=(("ignored", "1"),),
+       claims=True),
     _p(EventKind.EXCEPTION, ("Error: ", "Exception: "),
        # (also a name in lower camel case, NCCL's result's: torch's "ncclSystemError: ..." line)
        rf"(?<![\w.])(?P<type>{EXCEPTION_TYPE}|(?:[A-Za-z_]\w*\.)*[a-z]\w*(?:Error|Exception)): "

@@ -16,6 +16,9 @@ from ddpkit.i18n import _
 
 # CPython's first line of an exception's report (Lib/traceback.py), wherever a traceback is read
 TRACEBACK_HEAD = "Traceback (most recent call last):"
+# CPython's unraisable hook's first words (Python/errors.c), before the traceback of an exception
+# it could not raise and ignored (doctor/log/rules/ignored.py)
+IGNORED_HEAD = "Exception ignored in"
 # A Python exception's type as a traceback's last line prints it (Lib/traceback.py,
 # format_exception_only: the class's qualified name): a class name ending in Error or Exception
 # ("RuntimeError", "torch.distributed.DistBackendError"), or a module's class named just that

@@ -17,10 +17,11 @@ from ddpkit.doctor.log.rules.init_phase import init_hang, unreached_peers
 from ddpkit.doctor.log.rules.nodes import node_mismatch, versions
 from ddpkit.doctor.log.rules.reading import Reading
 from ddpkit.doctor.log.rules.shell_signals import bus_error_finding
-from ddpkit.doctor.log.rules.simple import simple_finding
+from ddpkit.doctor.log.rules.simple import Facts, simple_finding
 from ddpkit.doctor.wording import specific_then_general
 from ddpkit.i18n import _, _n
-from ddpkit.wording import commas
+from ddpkit.launch.torchrun.tracebacks import IGNORED_HEAD
+from ddpkit.wording import commas, sentences
 
 Read = tuple[bool, ...]
 # Variables whose value may rightly differ per node (interface names do).
@@ -153,6 +154,27 @@ def init_hung(r: Reading, read: Read) -> Finding:
     return init_hang(r.init, started, one_machine)
 
 
+def _at_exit_words(benign: Facts) -> list[str]:
+    """Sentences for the benign lines a process prints at its exit or for an exception Python
+    ignored (rules/ignored.py), one a kind found."""
+    words: list[str] = []
+    if CUDA_UNLOADED in benign.one("what"):
+        words.append(_(
+            "The only error is CUDA's \"{what}\" (cudaErrorCudartUnloading): a CUDA call made "
+            "while the process was exiting, after the CUDA runtime had unloaded (an object such "
+            "as a Gloo or NCCL context destroyed late). It came after the process's work, though "
+            "its exit status may be non-zero; the run itself shows no failure.",
+            what=CUDA_UNLOADED))
+    if IGNORED_HEAD in benign.one("what"):
+        where = ", ".join(benign.one("object"))[:160]
+        words.append(_(
+            "Python reported an exception it ignored (\"{report}\"): CPython prints this for an "
+            "exception it cannot raise, in a finalizer such as __del__ or at the interpreter's "
+            "shutdown, and the process goes on; it is no failure of the run.",
+            report=IGNORED_HEAD + ": " + where if where else IGNORED_HEAD))
+    return words
+
+
 def no_failure(r: Reading, read: Read) -> Finding:
     e = entry("no-failure")
     benign = r.simple.get("benign")
@@ -161,18 +183,16 @@ def no_failure(r: Reading, read: Read) -> Finding:
     text = specific_then_general(done, e.explanation) if done else e.explanation
     if warned:  # the entry's NCCL words fit warnings only beside NCCL's own benign lines
         text = specific_then_general(warned, text) if benign else warned
-    if benign and benign.one("what") == [CUDA_UNLOADED]:
-        # (CUDA's words at exit only: the NCCL lines the entry's text names are not in the log)
-        exited = _("The only error is CUDA's \"{what}\" (cudaErrorCudartUnloading): a CUDA call "
-                   "made while the process exited, after the CUDA runtime had unloaded (an object "
-                   "such as a Gloo or NCCL context destroyed late). The process aborted at its "
-                   "exit, after its work, so its exit status may be non-zero; the run itself "
-                   "shows no failure.", what=CUDA_UNLOADED)
-        extra = " ".join(t for t in (done, warned) if t)
-        text = specific_then_general(exited, extra) if extra else exited
-    elif benign:
-        text = specific_then_general(
-            _("Only benign lines were found ({count}: {what}).", count=benign.bag.count,
-              what=", ".join(benign.one("what"))), text)
+    if benign:
+        exits = _at_exit_words(benign)
+        others = [w for w in benign.one("what") if w not in (CUDA_UNLOADED, IGNORED_HEAD)]
+        if others:
+            text = specific_then_general(
+                _("Only benign lines were found ({count}: {what}).", count=benign.bag.count,
+                  what=", ".join(others)), text)
+        elif exits:  # (the NCCL lines the entry's text names are not in the log)
+            text = sentences([t for t in (done, warned) if t])
+        if exits:
+            text = specific_then_general(exits, text) if text else sentences(exits)
     evidence = (*(benign.bag.items if benign else ()), *r.run_end.warnings.items)
     return Finding(e.id, e.severity, e.title, text, e.fix, merge(evidence))

@@ -19,6 +19,7 @@ from ddpkit.doctor.log.facts.winsock import error_class
 from ddpkit.doctor.log.init_model import InitModel
 from ddpkit.doctor.log.patterns import FAILURE_KINDS
 from ddpkit.doctor.log.rules.hosts import SharedDevices
+from ddpkit.doctor.log.rules.ignored import IgnoredExceptions
 from ddpkit.doctor.log.rules.jobs import JobRules
 from ddpkit.doctor.log.rules.local_rank import LocalRankRule
 from ddpkit.doctor.log.rules.network import SOCKET_ITEM, NetworkRules
@@ -56,6 +57,7 @@ class Reading:
         self.init = InitModel()
         self.shared_devices = SharedDevices()
         self.unexplained = UnexplainedRule()
+        self.ignored = IgnoredExceptions()
         self.run_end = RunEnd()
         self.signals = ShellSignals()
         self.simple: dict[str, Facts] = {}
@@ -90,6 +92,8 @@ class Reading:
         self.connect_failed_loudly = False
 
     def feed(self, event: Event) -> None:
+        if self.ignored.hides(event):
+            return  # an exception Python reported and ignored (rules/ignored.py): no failure
         facts = facts_of(event.text)
         if facts:
             for fact in facts:

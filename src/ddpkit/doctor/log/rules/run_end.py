@@ -21,6 +21,7 @@ from __future__ import annotations
 from ddpkit.doctor.catalogue import entry
 from ddpkit.doctor.findings import Finding
 from ddpkit.doctor.log.evidence import Bag, merge
+from ddpkit.doctor.log.rules.ignored import reported_ignored
 from ddpkit.doctor.log.scan import Event
 from ddpkit.doctor.wording import specific_then_general
 from ddpkit.i18n import _, _n
@@ -31,7 +32,8 @@ from ddpkit.wording import commas
 STAGE_KINDS = frozenset({"nccl-bootstrap", "nccl-socket-ifaces", "nccl-socket-item",
                          "nccl-network", "nccl-trees", "nccl-comm", "nccltests-rank",
                          "nccl-local-link", "run-stage"})
-RUN_END_KINDS = STAGE_KINDS | {"run-complete", "log-read", "gpu-topology", "warning-line"}
+RUN_END_KINDS = STAGE_KINDS | {"run-complete", "log-read", "gpu-topology", "warning-line",
+                               "benign"}
 _PCIE_PEERS = ("PIX", "PXB", "PHB", "NODE")  # nvidia-smi's links over PCIe within a NUMA node
 
 
@@ -53,6 +55,12 @@ class RunEnd:
         self.unknown_ends: list[Event] = []  # such logs' last lines, where ddpkit knows none
         # per file, the first traceback whose exception line the log does not hold
         self.tracebacks: dict[str, Event] = {}
+        # per file, the last line printed at the process's exit (CUDA unloaded): a traceback
+        # before it ended with that line, which the scan read as benign, not as an exception
+        self.exits: dict[str, int] = {}
+        # per file, the last report of an exception Python ignored (rules/ignored.py): the
+        # traceback after its head is that report's, whose exception is no failure
+        self.ignored: dict[str, int] = {}
 
     def feed(self, event: Event) -> None:
         kind = event.kind
@@ -63,6 +71,11 @@ class RunEnd:
         elif kind == "warning-line":
             self.warnings.add(event)
             self.first_warning = self.first_warning or event
+        elif kind == "benign":
+            kept = self.exits if event.get("at_exit") else self.ignored if event.get(
+                "ignored") else None
+            if kept is not None and (event.file in kept or len(kept) < 256):
+                kept[event.file] = max(kept.get(event.file, 0), event.line)
         elif kind == "gpu-topology":
             if len(self.topology) < 64 and event.get("gpu").isdigit():
                 self.topology[int(event.get("gpu"))] = event.get("links").split()
@@ -89,10 +102,12 @@ class RunEnd:
         """``unexplained-failure``, a warning, for a Python traceback whose exception line the
         log does not hold (a log with no failure read and no end): a process failed there, and
         the line that says how was not kept."""
-        if self.completed or not self.tracebacks:
+        cut = [ev for ev in self.tracebacks.values() if self.exits.get(ev.file, 0) < ev.line
+               and not reported_ignored(self.ignored.get(ev.file), ev.line)]
+        if self.completed or not cut:
             return None
         e = entry("unexplained-failure")
-        first = min(self.tracebacks.values(), key=lambda ev: (ev.file, ev.line))
+        first = min(cut, key=lambda ev: (ev.file, ev.line))
         text = _("The log holds a Python traceback (line {line}) whose exception line is not "
                  "in it: a process failed there, and the line that says how was not kept. "
                  "Without it ddpkit cannot name the cause.", line=first.line)

@@ -37,9 +37,9 @@ UNEXPLAINED_KINDS = FAILURE_KINDS | {"death-signal", "catalogued-warning", "beni
 _TERMINATE = "terminate called after throwing"  # C++'s std::terminate, its what() line next
 KEEP = 24  # failure lines remembered per log (the first ones; the decisive ones come early)
 # A line printed at warning level (c10's "[W socket.cpp:464]", glog's "W1204 10:00:00.1 7
-# run.py:9]", logging's "WARNING:"): an errno or an error word in it is no failure. Python's warnings are
-# known by their format (quiet.PYTHON_WARNING), not by a category's name anywhere in a line: an
-# error line may quote one.
+# run.py:9]", logging's "WARNING:"): an errno or an error word in it is no failure. Python's
+# warnings are known by their format (quiet.PYTHON_WARNING), not by a category's name anywhere in
+# a line: an error line may quote one.
 _LEVELLED = re.compile(rf"^\s*(?:\[[\w:.,-]+\]:?\s?|{RAY_TAG})*{GLOG_HEADER}")
 _LOGGING_WARNING = re.compile(r"^\s*WARNING[:\s]")
 

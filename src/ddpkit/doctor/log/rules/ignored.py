@@ -1,0 +1,40 @@
+"""Exceptions Python reports and then ignores.
+
+CPython's unraisable hook (Python/errors.c: ``_PyErr_WriteUnraisableDefaultHook`` from 3.8,
+``PyErr_WriteUnraisable`` before) prints "Exception ignored in: <object>", the exception's
+traceback and its line for an exception it cannot raise: one from a finalizer such as
+``__del__``, a weakref callback, or the interpreter's shutdown. The process goes on (or goes on
+exiting), so that exception is no failure of the run: a DataLoader iterator's ``__del__`` at
+exit, a CUDA stream freed after CUDA unloaded.
+"""
+
+from __future__ import annotations
+
+from ddpkit.doctor.log.scan import Event
+
+REACH = 64  # lines from that head to its exception (the traceback's frames between)
+
+
+def reported_ignored(head: int | None, line: int) -> bool:
+    """Whether ``line`` falls in the report an ignored exception's head at ``head`` opened."""
+    return head is not None and 0 < line - head <= REACH
+
+
+class IgnoredExceptions:
+    """Feed it every event; it says which exception event is the one a report of an ignored
+    exception ends with (the first exception after the report's head, from the same process:
+    the same file, launcher tag and rank)."""
+
+    def __init__(self) -> None:
+        self.heads: dict[tuple[str, str, int | None], int] = {}  # the open reports' head lines
+
+    def hides(self, event: Event) -> bool:
+        where = (event.file, event.origin, event.rank)
+        if event.kind == "benign" and event.get("ignored"):
+            if where in self.heads or len(self.heads) < 256:
+                self.heads[where] = event.line
+            return False
+        if event.kind != "exception" or not reported_ignored(self.heads.get(where), event.line):
+            return False
+        del self.heads[where]
+        return True
