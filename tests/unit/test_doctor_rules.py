@@ -214,11 +214,12 @@ def test_an_uncaught_error_after_a_time_stamp_is_a_rank_failure(tmp_path: Path,
     # `kubectl logs --timestamps` and `docker logs --timestamps` put an RFC 3339 time (with
     # nanoseconds) before every line, logging's asctime its own
     log = tmp_path / "pod.log"
-    log.write_text(f"{stamp}[rank1]:     run_id = wandb.run.id\n"
-                   f"{stamp}[rank1]: AttributeError: 'NoneType' object has no attribute 'id'\n")
-    (finding,) = run(log)
-    assert finding.id == "rank-failed"
-    assert "uncaught AttributeError" in finding.explanation
+    for tag in ("[rank1]: ", ""):  # (torchrun's tag, or the stamp alone before the line)
+        log.write_text(f"{stamp}{tag}    run_id = wandb.run.id\n"
+                       f"{stamp}{tag}AttributeError: 'NoneType' object has no attribute 'id'\n")
+        (finding,) = run(log)
+        assert finding.id == "rank-failed", tag
+        assert "uncaught AttributeError" in finding.explanation
 
 
 def test_a_modules_class_named_just_error_is_an_exception(tmp_path: Path) -> None:

@@ -44,7 +44,7 @@ _RESULT_NAME = r"[a-z]+[A-Z]\w*Error"
 
 
 def _raised(names: str) -> re.Pattern[str]:
-    return re.compile(rf"(?:^|[\]>:|]\s?|{RAY_TAG}|^{PYTEST_FAILURE})\s*(?:{names}): "
+    return re.compile(rf"(?:^(?:{STAMP})*|[\]>:|]\s?|{RAY_TAG}|^{PYTEST_FAILURE})\s*(?:{names}): "
                       rf"|\", line \d+, in [\w<>.]+ [^\n]*?(?<![\w.])(?:{names}): ")
 
 
