@@ -39,9 +39,12 @@ def pytest_report(indent: int, exception: str) -> list[str]:
 
 @pytest.mark.parametrize("indent", [4, 8, 12])
 @pytest.mark.parametrize("dtype", ["BFloat16", "ComplexFloat"])
+@pytest.mark.parametrize("tag", ["", "[rank1]: ", "2024-10-11T20:10:11.640910986Z "])
 def test_a_failed_tests_exception_is_read_as_raised(tmp_path: Path, indent: int,
-                                                    dtype: str) -> None:
-    found = top(tmp_path, pytest_report(indent, NCCL_DTYPE.format(dtype)))
+                                                    dtype: str, tag: str) -> None:
+    # (a test process run under torchrun tags its lines; kubectl --timestamps stamps them)
+    lines = [tag + line for line in pytest_report(indent, NCCL_DTYPE.format(dtype))]
+    found = top(tmp_path, lines)
     assert (found.id, found.severity) == ("invalid-usage", "error")
     assert dtype in found.explanation
 

@@ -33,10 +33,10 @@ _RAY_TAG = re.compile(RAY_TAG)
 # short traceback, else the source's own, at least 4 inside a test function): "E   RuntimeError:
 # ...". The exception is the test process's failure, as if uncaught.
 PYTEST_FAILURE = r"E {3,}"
-# An exception as a traceback ends it: its type first, after the line's prefixes (a launcher's
-# tag or label, a stamp, Ray's tag, pytest's fail marker), or a traceback pasted onto one line (a
-# frame's '", line N, in <function>' in CPython's format, its source line, then the exception);
-# not an exception's name inside prose ("no ValueError: seen")
+# An exception as a traceback ends it: its type first, after the line's prefixes (a stamp, a
+# launcher's tag or label, Ray's tag, then pytest's fail marker), or a traceback pasted onto one
+# line (a frame's '", line N, in <function>' in CPython's format, its source line, then the
+# exception); not an exception's name inside prose ("no ValueError: seen")
 _RAISED_TYPE = rf"(?:{EXCEPTION_TYPE}|(?:[A-Za-z_]\w*\.)*[A-Z]\w*Exit)"  # (and SystemExit's kin)
 # a C library's result name, which torch prints as if it were an exception's type (NCCLUtils.cpp's
 # detail line after an NCCL error: "ncclSystemError: System call ...")
@@ -44,7 +44,7 @@ _RESULT_NAME = r"[a-z]+[A-Z]\w*Error"
 
 
 def _raised(names: str) -> re.Pattern[str]:
-    return re.compile(rf"(?:^(?:{STAMP})*|[\]>:|]\s?|{RAY_TAG}|^{PYTEST_FAILURE})\s*(?:{names}): "
+    return re.compile(rf"(?:^(?:{STAMP})*|[\]>:|]\s?|{RAY_TAG})\s*(?:{PYTEST_FAILURE})?(?:{names}): "
                       rf"|\", line \d+, in [\w<>.]+ [^\n]*?(?<![\w.])(?:{names}): ")
 
 

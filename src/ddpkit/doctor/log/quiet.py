@@ -35,7 +35,7 @@ from ddpkit.doctor.catalogue import CATALOGUE, GENERIC
 from ddpkit.doctor.findings import clip
 from ddpkit.doctor.log.messages import catalogue
 from ddpkit.doctor.log.tail import LINE_WINDOW, Kept
-from ddpkit.launch.torchrun.torch_log import GLOG_HEADER
+from ddpkit.launch.torchrun.torch_log import glog_header
 from ddpkit.launch.torchrun.tracebacks import TRACEBACK_HEAD
 from ddpkit.plain_text import line_text
 
@@ -117,7 +117,7 @@ STAGES: tuple[tuple[re.Pattern[str], str], ...] = (
 #   date and time from torch 2.2, a pid in some releases, torchrun's "[rank0]:" before it), the
 #   TORCH_WARNs printed where no Python handler is (a destructor at exit, a C++ thread).
 PYTHON_WARNING = re.compile(r"^.{0,400}?\.py:\d+: (?P<warning>[A-Z]\w{0,60}Warning: .*)")
-C10_WARNING = re.compile(rf"{GLOG_HEADER} (?P<warning>Warning: .*)")
+C10_WARNING = re.compile(glog_header("W") + r" (?P<warning>Warning: .*)")
 # `nvidia-smi topo -m`'s matrix, a row per GPU: how it reaches each GPU (its legend: X itself,
 # NV# NVLinks, PIX at most one PCIe bridge, PXB several, PHB a PCIe host bridge, NODE host bridges
 # within a NUMA node, SYS across NUMA nodes). Not a run's line: a ``gpu-topology`` event that
