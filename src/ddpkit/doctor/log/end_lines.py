@@ -13,6 +13,9 @@ from ddpkit.doctor.log.line_pattern import pattern as _p
 # bash reports for a job they end
 FATAL_SIGNALS = {"Segmentation fault": "SIGSEGV", "Aborted": "SIGABRT", "Bus error": "SIGBUS",
                  "Floating point exception": "SIGFPE", "Illegal instruction": "SIGILL"}
+# C++'s std::terminate of an uncaught exception (libstdc++'s verbose terminate handler), its
+# what() on the next line
+TERMINATE = "terminate called after throwing"
 # A launcher's rank tags before a line the shell printed ("[0]<stderr>:", "[rank1]:"), or a
 # progress bar the killed process left without its newline: tqdm redraws its bar after a carriage
 # return and ends it with "| {n_fmt}/{total_fmt} [{elapsed}<{remaining}, {rate_fmt}{postfix}]"

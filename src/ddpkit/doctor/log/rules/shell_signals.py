@@ -11,7 +11,7 @@ import re
 
 from ddpkit.doctor.catalogue import entry
 from ddpkit.doctor.findings import Evidence, Finding
-from ddpkit.doctor.log.end_lines import FATAL_SIGNALS
+from ddpkit.doctor.log.end_lines import FATAL_SIGNALS, TERMINATE
 from ddpkit.doctor.log.evidence import Bag, merge
 from ddpkit.doctor.log.rules.jobs import sigkill_fix
 from ddpkit.doctor.log.scan import Event
@@ -21,7 +21,6 @@ from ddpkit.wording import commas
 
 # what :meth:`ShellSignals.feed` reads (a failure line: std::terminate's, before its abort)
 SIGNAL_KINDS = frozenset({"killed", "fatal-signal", "failure-line"})
-_TERMINATE = "terminate called after throwing"
 KILL_PRIORITY = 85  # a kill outranks its network consequences (as in rules/jobs.py)
 # horovodrun/mpirun's "[1]<stderr>:" prefix: the rank's number.
 _RANK_TAG = re.compile(r"^\s*\[(\d+)\]<std(?:out|err)>:")
@@ -40,7 +39,7 @@ class ShellSignals:
 
     def feed(self, event: Event) -> None:
         if event.kind == "failure-line":
-            self.terminated = self.terminated or _TERMINATE in event.text
+            self.terminated = self.terminated or TERMINATE in event.text
             return
         (self.killed if event.kind == "killed" else self.crashed).add(event)
         if event.kind == "fatal-signal":

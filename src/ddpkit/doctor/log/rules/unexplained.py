@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 
 from ddpkit.doctor.catalogue import CATALOGUE, entry
 from ddpkit.doctor.findings import Evidence, Finding
+from ddpkit.doctor.log.end_lines import TERMINATE
 from ddpkit.doctor.log.evidence import Bag, merge
 from ddpkit.doctor.log.messages import Message, catalogue
 from ddpkit.doctor.log.patterns import FAILURE_KINDS
@@ -34,7 +35,6 @@ from ddpkit.launch.torchrun.torch_log import GLOG_HEADER
 _OWN_KINDS = frozenset({"exception", "failure-line", "nccl-warn"})
 # what :meth:`UnexplainedRule.feed` reads
 UNEXPLAINED_KINDS = FAILURE_KINDS | {"death-signal", "catalogued-warning", "benign"}
-_TERMINATE = "terminate called after throwing"  # C++'s std::terminate, its what() line next
 KEEP = 24  # failure lines remembered per log (the first ones; the decisive ones come early)
 # A line printed at warning level (c10's "[W socket.cpp:464]", glog's "W1204 10:00:00.1 7
 # run.py:9]", logging's "WARNING:"): an errno or an error word in it is no failure. Python's
@@ -121,7 +121,7 @@ class UnexplainedRule:
         if not event.get("at_exit") or state is None or not state.failures:
             return
         last = state.failures[-1]
-        if last.line == event.line - 1 and _TERMINATE in last.text:
+        if last.line == event.line - 1 and TERMINATE in last.text:
             state.failures.pop()
             state.count -= last.repeat
 
