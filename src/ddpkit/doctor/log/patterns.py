@@ -18,7 +18,7 @@ error summary, NCCL's ``Last error:``). ``claims`` stops later patterns from als
 from __future__ import annotations
 
 from ddpkit.doctor.log.cause_lines import CAUSE_PATTERNS
-from ddpkit.doctor.log.end_lines import END_PATTERNS
+from ddpkit.doctor.log.end_lines import END_PATTERNS, TERMINATE
 from ddpkit.doctor.log.facts.kinds import CUDA_UNLOADED, winsock_code
 from ddpkit.doctor.log.info_lines import INFO_PATTERNS
 from ddpkit.doctor.log.kinds import EventKind
@@ -315,7 +315,7 @@ PATTERNS: tuple[LinePattern, ...] = (
         "^" + glog_header("E", source=r"[\w.+-]+\.py", timed=True)
         + r" (?P<detail>[^\n]*[Ee]rror[^\n]*)"),
     _fb(EventKind.FAILURE_LINE, ("core dumped", "terminate called", "Fatal Python error"),
-       r"(?P<detail>(?:Segmentation fault|core dumped|terminate called after throwing|"
+       r"(?P<detail>(?:Segmentation fault|core dumped|" + TERMINATE + r"|"
        r"Fatal Python error)[^\n]*)"),
     _fb(EventKind.FAILURE_LINE, (), r"(?P<detail>\bwhat\(\): +\S[^\n]*)"),  # after "terminate called"
     _fb(EventKind.FAILURE_LINE, ("exit code",), r"(?P<detail>\bexit code[ :=]*(?P<code>-?[1-9]\d*))"),
