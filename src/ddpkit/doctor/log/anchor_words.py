@@ -35,8 +35,9 @@ ANCHORS: tuple[bytes, ...] = (
     IGNORED_HEAD.encode(),  # CPython's report of an exception it ignores (rules/ignored.py)
     CUDA_UNLOADED.encode(),  # CUDA unloaded at the process's exit; its check's words vary
     # an exception whose type ends in Exception, printed as Python prints it ("<type>: <msg>",
-    # DeepSpeed's "deepspeed.runtime.zero.utils.ZeRORuntimeException: ..."), no error word in it
-    b"Exception: ",
+    # DeepSpeed's "deepspeed.runtime.zero.utils.ZeRORuntimeException: ..."), no error word in it;
+    # or raised without a message, its type alone on the line (prefixes.BARE_RAISED)
+    b"Exception",
     b"exit code", b"death signal",
     # ProcessGroupNCCL's watchdog aborting the process (its template in ProcessGroupNCCL.cpp,
     # torch 1.10 on: "... To avoid data inconsistency, we are taking the entire process down."),

@@ -16,6 +16,12 @@ FATAL_SIGNALS = {"Segmentation fault": "SIGSEGV", "Aborted": "SIGABRT", "Bus err
 # C++'s std::terminate of an uncaught exception (libstdc++'s verbose terminate handler), its
 # what() on the next line
 TERMINATE = "terminate called after throwing"
+# The reason ProcessGroupNCCL's own shutdown (destroy_process_group, or the process group's
+# destructor at exit) gives the communicators it aborts: "Process Group shutdown on rank %d". A
+# communicator aborted with a reason reports it after "NCCL communicator encountered error set by
+# ProcessGroupNCCL: " (checkForNCCLErrorsInternal), which the watchdog may still log at info level
+# after the program's own teardown: the run's work is over, no failure of it
+PG_SHUTDOWN = "error set by ProcessGroupNCCL: Process Group shutdown"
 # A launcher's rank tags before a line the shell printed ("[0]<stderr>:", "[rank1]:"), or a
 # progress bar the killed process left without its newline: tqdm redraws its bar after a carriage
 # return and ends it with "| {n_fmt}/{total_fmt} [{elapsed}<{remaining}, {rate_fmt}{postfix}]"

@@ -18,13 +18,14 @@ error summary, NCCL's ``Last error:``). ``claims`` stops later patterns from als
 from __future__ import annotations
 
 from ddpkit.doctor.log.cause_lines import CAUSE_PATTERNS
-from ddpkit.doctor.log.end_lines import END_PATTERNS, TERMINATE
+from ddpkit.doctor.log.end_lines import END_PATTERNS, PG_SHUTDOWN, TERMINATE
 from ddpkit.doctor.log.facts.kinds import CUDA_UNLOADED, winsock_code
 from ddpkit.doctor.log.info_lines import INFO_PATTERNS
 from ddpkit.doctor.log.kinds import EventKind
 from ddpkit.doctor.log.line_pattern import LinePattern
 from ddpkit.doctor.log.line_pattern import fallback_pattern as _fb
 from ddpkit.doctor.log.line_pattern import pattern as _p
+from ddpkit.doctor.log.prefixes import BARE_RAISED
 from ddpkit.launch.torchrun.torch_log import glog_header
 from ddpkit.launch.torchrun.tracebacks import EXCEPTION_TYPE, IGNORED_HEAD
 
@@ -91,6 +92,10 @@ PATTERNS: tuple[LinePattern, ...] = (
     # and the C++ terminate it ends, is no failure of the run's (rules/unexplained.py)
     _p(EventKind.BENIGN, (CUDA_UNLOADED,), rf"(?P<what>{CUDA_UNLOADED})",
        fixed=(("at_exit", "cuda-unloaded"),), claims=True),
+    # a communicator aborted by ProcessGroupNCCL's own shutdown, at the program's teardown
+    # (end_lines.PG_SHUTDOWN): no failure of the run's
+    _p(EventKind.BENIGN, (PG_SHUTDOWN,), rf"(?P<what>{PG_SHUTDOWN})",
+       fixed=(("at_exit", "pg-shutdown"),), claims=True),
     # CPython's report of an exception it cannot raise and ignores (rules/ignored.py)
     _p(EventKind.BENIGN, (IGNORED_HEAD,),
        rf"(?P<what>{IGNORED_HEAD}):? ?(?P<object>[^\n]{{0,160}})", fixed=(("ignored", "1"),),
@@ -105,6 +110,8 @@ PATTERNS: tuple[LinePattern, ...] = (
        # %s", "... with exit code %d"; multiprocessing/spawn.py) a parent reporting its child's
        # end: the death facts read both, neither is a process's own failure
        skip_if=("SignalException: Process", "ProcessExitedException: process")),
+    # the same, raised without a message: its type alone on the line (prefixes.BARE_RAISED)
+    _p(EventKind.EXCEPTION, ("rror", "Exception"), BARE_RAISED),
     # --- specific failures first: they claim their line ---
     _p(EventKind.IB_ERROR, ("NCCL WARN", _LAST),
        r"(?P<detail>(?:Call to )?ibv_\w+[^\n]*|NET/IB ?: (?!No device found|Using )[^\n]*"
@@ -319,6 +326,11 @@ PATTERNS: tuple[LinePattern, ...] = (
        r"Fatal Python error)[^\n]*)"),
     _fb(EventKind.FAILURE_LINE, (), r"(?P<detail>\bwhat\(\): +\S[^\n]*)"),  # after "terminate called"
     _fb(EventKind.FAILURE_LINE, ("exit code",), r"(?P<detail>\bexit code[ :=]*(?P<code>-?[1-9]\d*))"),
+    # DeepSpeed's launcher after a worker exited non-zero (launcher/launch.py, sigkill_handler:
+    # logger.error(f"{cmd} exits with return code = {last_return_code}"), its format's level
+    # "[ERROR]" on the line); a negative code is a signal, read as a fact (cause_lines.py)
+    _fb(EventKind.FAILURE_LINE, ("ERROR",),
+        r"(?P<detail>\bexits with return code = (?P<code>[1-9]\d*))"),
     _fb(EventKind.FAILURE_LINE, ("entire process down",),
         r"^(?P<detail>[^\n]*entire process down[^\n]*)"),
     _fb(EventKind.FAILURE_LINE, ("abandoning",),

@@ -50,12 +50,21 @@ def _raised(names: str) -> re.Pattern[str]:
 
 _RAISED = _raised(_RAISED_TYPE)
 _RAISED_OR_RESULT = _raised(f"{_RAISED_TYPE}|{_RESULT_NAME}")
+# An exception raised without a message ("raise AssertionError", a bare ``assert``): Python prints
+# its type alone (Lib/traceback.py, format_exception_only: the type's name, with no ": ", where
+# str() of the exception is empty), after the line's prefixes only (stamps, launcher tags, Ray's
+# tag, pytest's fail marker): a line that is nothing but an exception's name
+BARE_RAISED = (rf"^\s*(?:{STAMP}|{_TAG.pattern}|{RAY_TAG})*\s*(?:{PYTEST_FAILURE})?"
+               rf"(?P<type>{EXCEPTION_TYPE})\s*$")
+_BARE_RAISED = re.compile(BARE_RAISED)
 
 
 def raised(text: str, *, results: bool = False) -> bool:
-    """Whether ``text`` is an exception's line as a traceback ends with it (a raise, not a quote);
-    with ``results``, a C library's result name printed in its place counts too."""
-    return (_RAISED_OR_RESULT if results else _RAISED).search(text) is not None
+    """Whether ``text`` is an exception's line as a traceback ends with it (a raise, not a quote),
+    with its message or without one; with ``results``, a C library's result name printed in its
+    place counts too."""
+    return ((_RAISED_OR_RESULT if results else _RAISED).search(text) is not None
+            or _BARE_RAISED.match(text) is not None)
 
 
 # srun --label ("52: ") and pdsh ("node3: " / "10.0.0.3: ") put a bare label before the line.

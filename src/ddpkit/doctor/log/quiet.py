@@ -124,6 +124,12 @@ C10_WARNING = re.compile(glog_header("W") + r" (?P<warning>Warning: .*)")
 # rules/run_end.py quotes when nothing else in the log is known.
 TOPOLOGY_ROW = re.compile(r"^\s*GPU(?P<gpu>\d+)\s+(?P<links>(?:(?:X|SYS|NODE|PHB|PXB|PIX|NV\d+)"
                           r"(?:\s+|$))+)")
+# c10's backtrace of an exception, printed after its message (c10/util/Exception.cpp: "Exception
+# raised from %s at %s:%d (most recent call first):", then a frame a line, "frame #%d: ..."
+# (c10/util/Backtrace.cpp) or a symbolizer's "# %d  ..."): part of the message before it, never
+# the failure's own words; a log ending in one ends on that message
+C10_BACKTRACE = re.compile(r"^(?:\s*\[[^\[\]\s]{1,80}\]:?)*\s*(?:Exception raised from \S+ at \S+ "
+                           r"\(most recent call first\)|frame #\d+: \S|# ?\d+ +\S)")
 QuietEvent = tuple[str, int, str, dict[str, str]]  # (kind, line number, text, fields)
 
 
@@ -164,6 +170,9 @@ def read_quiet(kept: Kept, seen: set[int], scanned: int, total_lines: int
         if not text:
             continue
         read += 1
+        if C10_BACKTRACE.match(text) is not None:
+            recognised += 1  # (the message before it stays the log's last line, known or not)
+            continue
         # an indented line right after a known one continues it (Python's warnings print one
         # source line under the warning, "  warnings.warn(...)"; a traceback's frame, its code);
         # a second one does not (a progress bar's "  0%|...", whatever printed it)

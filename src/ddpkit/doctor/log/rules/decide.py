@@ -11,6 +11,7 @@ from collections.abc import Callable
 
 from ddpkit.doctor.catalogue import entry
 from ddpkit.doctor.findings import Finding
+from ddpkit.doctor.log.end_lines import PG_SHUTDOWN
 from ddpkit.doctor.log.evidence import Bag, merge, origins_text
 from ddpkit.doctor.log.facts.kinds import CUDA_UNLOADED
 from ddpkit.doctor.log.rules.init_phase import init_hang, unreached_peers
@@ -154,6 +155,9 @@ def init_hung(r: Reading, read: Read) -> Finding:
     return init_hang(r.init, started, one_machine)
 
 
+AT_EXIT_WHATS = (CUDA_UNLOADED, PG_SHUTDOWN, IGNORED_HEAD)  # the benign lines worded below
+
+
 def _at_exit_words(benign: Facts) -> list[str]:
     """Sentences for the benign lines a process prints at its exit or for an exception Python
     ignored (rules/ignored.py), one a kind found."""
@@ -165,6 +169,13 @@ def _at_exit_words(benign: Facts) -> list[str]:
             "as a Gloo or NCCL context destroyed late). It came after the process's work, though "
             "its exit status may be non-zero; the run itself shows no failure.",
             what=CUDA_UNLOADED))
+    if PG_SHUTDOWN in benign.one("what"):
+        words.append(_(
+            "The only error is the one ProcessGroupNCCL set itself as it shut down (\"{what}\"): "
+            "destroy_process_group(), or the process group's destructor at exit, aborts its "
+            "communicators with that reason, and its watchdog may still report it. The program "
+            "was tearing down after its work; the run itself shows no failure.",
+            what=PG_SHUTDOWN))
     if IGNORED_HEAD in benign.one("what"):
         where = ", ".join(benign.one("object"))[:160]
         words.append(_(
@@ -185,7 +196,7 @@ def no_failure(r: Reading, read: Read) -> Finding:
         text = specific_then_general(warned, text) if benign else warned
     if benign:
         exits = _at_exit_words(benign)
-        others = [w for w in benign.one("what") if w not in (CUDA_UNLOADED, IGNORED_HEAD)]
+        others = [w for w in benign.one("what") if w not in AT_EXIT_WHATS]
         if others:
             text = specific_then_general(
                 _("Only benign lines were found ({count}: {what}).", count=benign.bag.count,

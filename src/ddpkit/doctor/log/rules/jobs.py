@@ -128,7 +128,8 @@ class JobRules:
         if kind.startswith("summary-") or kind == "agent-failed":
             self._summary(event)
         elif kind == "exception":
-            text = f"{event.get('type')}: {event.get('message')}".strip()
+            message = event.get("message")  # (none where it was raised without one)
+            text = f"{event.get('type')}: {message}".strip() if message else event.get("type")
             if raised(event.text, results=True):
                 self.uncaught_seen = True
             if event.rank is not None:
@@ -275,8 +276,8 @@ class JobRules:
         if not parts and not other_errors and self.uncaught_seen:
             first = self.anonymous_exception or next(iter(self.exceptions.data.values()), None)
             if first is not None:
-                parts.append(_("A process stopped with an uncaught {exception}",
-                               exception=first[0]))
+                parts.append(_("A process stopped with an uncaught {exception}.",
+                               exception=first[0].rstrip(".")))
                 bags.append(first[1])
         if not parts:
             return None
