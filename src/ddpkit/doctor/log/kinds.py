@@ -66,6 +66,8 @@ class EventKind(str, enum.Enum):
     RUN_COMPLETE = "run-complete"
     RUN_STAGE = "run-stage"
     SHM_ERROR = "shm-error"
+    STACK_FRAME = "stack-frame"  # a frame of py-spy's text dump (causes/pyspy_dump.py)
+    STACK_THREAD = "stack-thread"  # its line for a thread
     SUMMARY_EXIT = "summary-exit"
     SUMMARY_FAILURES = "summary-failures"
     SUMMARY_HOST = "summary-host"

@@ -31,7 +31,8 @@ class Cause:
     """A cause: subclass it in a file of its own and add the class to ``registry.CAUSES``.
 
     ``kinds``: the event kinds it reads (empty: every event); ``needs``: the kinds of fact it
-    reads (an event without one of them is not fed); ``specificity``: added to the finding's
+    reads (an event without one of them is not fed; a cause that needs none is fed every event
+    of its ``kinds``, which it then must name); ``specificity``: added to the finding's
     catalogue priority (how sure the facts make it); ``supersedes``: finding ids the other
     rules gave that this cause explains when it fires (they are dropped); ``yields_to``: ids
     whose error finding from another rule makes this cause's own finding needless (its own id

@@ -50,6 +50,7 @@ from ddpkit.doctor.log.causes.no_route import NoRoute
 from ddpkit.doctor.log.causes.open_mpi_tcp import OpenMpiTcp
 from ddpkit.doctor.log.causes.parallel_layout import ParallelLayout
 from ddpkit.doctor.log.causes.peer_access import PeerAccess
+from ddpkit.doctor.log.causes.pyspy_dump import PySpyDump
 from ddpkit.doctor.log.causes.raise_site import RaiseSite
 from ddpkit.doctor.log.causes.rank_claims import RankClaims
 from ddpkit.doctor.log.causes.rdma_completion import RdmaCompletion
@@ -86,7 +87,7 @@ CAUSES: tuple[type[Cause], ...] = (
     TorchApiMissing, RaiseSite, GlooNoAddress, GpuBuild, StoreAddress, SshUnresolved,
     CollectiveCheck, MisplacedOption, StorePortForbidden, GlooHostname, ParallelLayout,
     StoreArguments,
-    UniqueIdWait, IpoibWithoutVerbs,
+    UniqueIdWait, IpoibWithoutVerbs, PySpyDump,
 )
 
 Scored = tuple[Finding, int]
@@ -102,6 +103,12 @@ class Causes:
         self.causes = tuple(cause() for cause in CAUSES)
         # the causes that need one of a set of fact kinds (a log repeats few such sets)
         self._needing: dict[frozenset[FactKind], tuple[Cause, ...]] = {}
+        # the causes that need no fact, by the event kinds they read (every event of those)
+        self._reading: dict[str, tuple[Cause, ...]] = {}
+        for cause in self.causes:
+            if not cause.needs:
+                for kind in cause.kinds:
+                    self._reading[kind] = (*self._reading.get(kind, ()), cause)
 
     def feed(self, event: Event, facts: tuple[Fact, ...]) -> None:
         kinds = frozenset(f.kind for f in facts)
@@ -113,6 +120,8 @@ class Causes:
         for cause in needing:
             if not cause.kinds or event.kind in cause.kinds:
                 cause.feed(event, facts)
+        for cause in self._reading.get(event.kind, ()):
+            cause.feed(event, facts)
 
     def findings(self, context: Context) -> list[CauseFinding]:
         """The :data:`CauseFinding` of every cause that fires."""

@@ -95,11 +95,10 @@ class Reading:
         if self.ignored.hides(event):
             return  # an exception Python reported and ignored (rules/ignored.py): no failure
         facts = facts_of(event.text)
-        if facts:
-            for fact in facts:
-                if fact.kind is FactKind.NNODES:
-                    self.fact_nodes = max(self.fact_nodes, int(fact.value))
-            self.causes.feed(event, facts)
+        for fact in facts:
+            if fact.kind is FactKind.NNODES:
+                self.fact_nodes = max(self.fact_nodes, int(fact.value))
+        self.causes.feed(event, facts)  # (a cause that needs no fact reads its kinds' events)
         if not self.event_failed and event.kind in FAILED_KINDS and (
                 event.kind == "death-signal" or not warning_line(event.text)):
             self.event_failed = True  # (a job stopped from outside is a failure, at any level)
