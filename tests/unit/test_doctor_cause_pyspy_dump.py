@@ -1,7 +1,8 @@
 """py-spy's text dump posted in a log (causes/pyspy_dump.py): lines from py-spy's own format
-(src/dump.rs: 'Thread <id> (<status>): "<name>"', then '    <function> (<file>:<line>)' a frame,
-innermost first), its values drawn from what py-spy prints (a hex or a decimal thread id, the
-statuses active and idle with or without +gil)."""
+(src/dump.rs, write_trace: 'Thread <id> (<status>): "<name>"', then '    <function> (<file>:<line>)'
+a frame, innermost first, ':<line>' left out where it is 0), its values drawn from what py-spy
+prints (a decimal native thread id or a hex pthread id; stack_trace.rs's statuses idle, active,
+active+gil)."""
 
 from __future__ import annotations
 
@@ -22,7 +23,8 @@ def run(tmp_path: Path, lines: list[str]) -> list[Finding]:
 def thread(name: str, frames: list[tuple[str, str, int]], *, ident: str = "0x7F3A5C1D2740",
            status: str = "active") -> list[str]:
     return [f'Thread {ident} ({status}): "{name}"',
-            *(f"    {func} ({path}:{line})" for func, path, line in frames)]
+            *(f"    {func} ({path}:{line})" if line else f"    {func} ({path})"
+              for func, path, line in frames)]
 
 
 IN_ALL_REDUCE = [("all_reduce", "torch/distributed/distributed_c10d.py", 2501),
@@ -31,10 +33,14 @@ IN_ALL_REDUCE = [("all_reduce", "torch/distributed/distributed_c10d.py", 2501),
 IN_DATA = [("_next_data", "torch/utils/data/dataloader.py", 1329),
            ("evaluate", "eval_utils.py", 57), ("<module>", "train.py", 231)]
 HELPER = [("wait", "threading.py", 324), ("run", "tqdm/_monitor.py", 60)]
+# a frame py-spy knows no line of (printed without ":<line>"), inside the collective's call
+IN_BARRIER = [("barrier", "torch/distributed/distributed_c10d.py", 4200),
+              ("_wrapped", "<frozen importlib._bootstrap>", 0), ("sync", "utils/dist.py", 31),
+              ("<module>", "main.py", 88)]
 
 
 @pytest.mark.parametrize(("ident", "status"), [("0x7F3A5C1D2740", "active"),
-                                               ("140231125", "idle"), ("0x1A2B", "active+gil")])
+                                               ("140231125", "idle"), ("2812", "active+gil")])
 def test_a_main_thread_in_a_collective_is_a_hang_there(tmp_path: Path, ident: str,
                                                        status: str) -> None:
     lines = [*thread("Thread-2", HELPER, ident="0x7F3A4C000640", status="idle"),
@@ -44,6 +50,11 @@ def test_a_main_thread_in_a_collective_is_a_hang_there(tmp_path: Path, ident: st
     assert "all_reduce at train.py:141" in top.explanation
     assert "line 4" in top.explanation  # the main thread's dump, not the helper's
     assert 4 in [e.line for e in top.evidence]
+
+
+def test_a_frame_without_its_line_is_still_read(tmp_path: Path) -> None:
+    top, *_ = run(tmp_path, thread("MainThread", IN_BARRIER, ident="2812"))
+    assert top.id == "job-hung" and "barrier at utils/dist.py:31" in top.explanation
 
 
 def test_the_process_outside_the_collective_is_named(tmp_path: Path) -> None:

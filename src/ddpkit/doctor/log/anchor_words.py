@@ -77,7 +77,7 @@ ANCHORS: tuple[bytes, ...] = (
     # raised (causes/raise_site.py)
     b'File "',
     # py-spy's text dump: a line per thread, its status in brackets (causes/pyspy_dump.py)
-    rb"active(?:\+gil)?\)", rb"idle(?:\+gil)?\)",
+    rb"active(?:\+gil)?\)", rb"idle\)",
 )
 # Where a run ends (rules/run_end.py): the end markers a finished run prints (torchrun's agent,
 # ddpkit's summary, nccl-tests' last line) and the shell's report of a SIGKILL. They are looked

@@ -10,8 +10,9 @@ from ddpkit.doctor.log.kinds import EventKind
 from ddpkit.doctor.log.line_pattern import LinePattern
 from ddpkit.doctor.log.line_pattern import fallback_pattern as _fb
 
-# py-spy's status of a thread, in brackets after its id (causes/pyspy_dump.py)
-PYSPY_STATUS = ("active)", "active+gil)", "idle)", "idle+gil)")
+# py-spy's status of a thread, in brackets after its id (src/stack_trace.rs, status_str: "idle",
+# "active", "active+gil"; causes/pyspy_dump.py)
+PYSPY_STATUS = ("active)", "active+gil)", "idle)")
 
 CAUSE_PATTERNS: tuple[LinePattern, ...] = (
     # Facts the causes read from lines no pattern above read: a process's death of a signal, a
@@ -104,16 +105,17 @@ CAUSE_PATTERNS: tuple[LinePattern, ...] = (
     # a Python traceback's frame: the one printed last before an exception is where it was
     # raised (causes/raise_site.py)
     _fb(EventKind.JOB_FACT, ('File "',), r'(?P<detail>File "[^"\n]{1,300}", line \d+, in )'),
-    # py-spy's text dump of a process (src/dump.rs): a line per thread, 'Thread 0x7F81445A8440
-    # (active): "MainThread"' (its status "active" or "idle", "+gil" where it holds the GIL),
-    # then its frames innermost first on the lines after it (FOLLOW), '    <function>
-    # (<file>:<line>)' (causes/pyspy_dump.py)
+    # py-spy's text dump of a process (src/dump.rs, write_trace): a line per thread, "Thread
+    # {id} ({status}): \"{name}\"" (the native thread id in decimal on Linux, else "{:#X}" of
+    # the pthread id; its status from stack_trace.rs, status_str), then its frames innermost
+    # first on the lines after it (FOLLOW), "    {name} ({file}:{line})", the line left out
+    # where it is 0 (causes/pyspy_dump.py)
     _fb(EventKind.STACK_THREAD, PYSPY_STATUS,
-        r"^\s*Thread (?:0x[0-9A-Fa-f]+|\d+) \((?:active|idle)(?:\+gil)?\)"
+        r"^\s*Thread (?:0x[0-9A-Fa-f]+|\d+) \((?:active(?:\+gil)?|idle)\)"
         r'(?:: "(?P<name>[^"\n]{0,200})")?\s*$'),
     _fb(EventKind.STACK_FRAME, (),
-        r"^ {4}(?P<func>[^\s()][^()\n]{0,200}?) \((?P<file>[^()\s][^()\n]{0,300}):"
-        r"(?P<line>\d+)\)\s*$"),
+        r"^ {4}(?P<func>[^\s()][^()\n]{0,200}?) \((?P<file>[^()\s][^()\n]{0,300}?)"
+        r"(?::(?P<line>\d+))?\)\s*$"),
     # MPICH's mpiexec refusing an option, a line without an error word (mpi_launcher_arguments.py)
     _fb(EventKind.JOB_FACT, ("unrecognized argument ",), rf"(?P<detail>{HYDRA_REFUSAL}[^\n]*)"),
     # Ray's words for a worker that cannot reach its head (causes/firewall.py)

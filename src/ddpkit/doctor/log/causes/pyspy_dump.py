@@ -1,10 +1,11 @@
 """A process's Python stack as py-spy prints it (``py-spy dump --pid N``), posted in a log: where
 each dumped process's main thread was.
 
-py-spy's text dump (src/dump.rs) prints a line per thread, ``Thread 0x7F81445A8440 (active):
-"MainThread"`` (its status "active" or "idle", "+gil" where it holds the GIL), then that thread's
-frames innermost first, ``    <function> (<file>:<line>)``, the file as its package-relative
-short name. A process has one main thread; each dump of one starts a process of its own.
+py-spy's text dump (src/dump.rs, write_trace) prints a line per thread, ``Thread 2812 (active):
+"MainThread"`` (the native thread id, or the pthread id as ``0x7F81445A8440``; its status "idle",
+"active" or "active+gil"), then that thread's frames innermost first, ``    <function>
+(<file>:<line>)``, the file as its package-relative short name. A process has one main thread;
+each dump of one starts a process of its own.
 
 A main thread inside a torch.distributed call (``launch.hang.stacks.locate``, the reading of
 ddpkit's own hang dumps) was waiting for its peers when it was dumped: a dump is what a user
