@@ -76,7 +76,8 @@ ANCHORS: tuple[bytes, ...] = (
     # a Python traceback's frames: the one printed last before an exception is where it was
     # raised (causes/raise_site.py)
     b'File "',
-    # py-spy's text dump: a line per thread, its status in brackets (causes/pyspy_dump.py)
+    # py-spy's text dump: a line per thread, its status in brackets; its frames on the lines after
+    # it are followed (patterns.FOLLOW; causes/pyspy_dump.py)
     rb"active(?:\+gil)?\)", rb"idle\)",
 )
 # Where a run ends (rules/run_end.py): the end markers a finished run prints (torchrun's agent,

@@ -13,6 +13,9 @@ from ddpkit.doctor.log.line_pattern import fallback_pattern as _fb
 # py-spy's status of a thread, in brackets after its id (src/stack_trace.rs, status_str: "idle",
 # "active", "active+gil"; causes/pyspy_dump.py)
 PYSPY_STATUS = ("active)", "active+gil)", "idle)")
+# py-spy's frames of a thread read after its line: the innermost, where it waits and the user's
+# code that called it, come first (every line followed is tried against every pattern)
+PYSPY_FRAMES = 16
 
 CAUSE_PATTERNS: tuple[LinePattern, ...] = (
     # Facts the causes read from lines no pattern above read: a process's death of a signal, a

@@ -17,7 +17,7 @@ error summary, NCCL's ``Last error:``). ``claims`` stops later patterns from als
 
 from __future__ import annotations
 
-from ddpkit.doctor.log.cause_lines import CAUSE_PATTERNS, PYSPY_STATUS
+from ddpkit.doctor.log.cause_lines import CAUSE_PATTERNS, PYSPY_FRAMES, PYSPY_STATUS
 from ddpkit.doctor.log.end_lines import END_PATTERNS, PG_SHUTDOWN, TERMINATE
 from ddpkit.doctor.log.facts.kinds import CUDA_UNLOADED, winsock_code
 from ddpkit.doctor.log.info_lines import INFO_PATTERNS
@@ -59,7 +59,7 @@ FOLLOW: dict[str, int] = {"Root Cause": 8, "Last error:": 2, "ChildFailedError":
                           # causes/communicator_device.py)
                           "AssertionError:": 2,
                           # py-spy's dump: a thread's frames, one a line (causes/pyspy_dump.py)
-                          **dict.fromkeys(PYSPY_STATUS, 24),
+                          **dict.fromkeys(PYSPY_STATUS, PYSPY_FRAMES),
                           # pybind11 refusing a constructor's arguments: its signatures, one per
                           # line, then "Invoked with: " and the values (causes/store_arguments.py)
                           "Error: __init__(): incompatible constructor arguments": 8}

@@ -41,6 +41,7 @@ class _Dump:
     """One process's main thread as the log printed it."""
 
     head: Event
+    copies: int = 1  # identical dumps in a row, which the scan folds into one (repeats.py)
     frames: list[Frame] = field(default_factory=list)
     last_line: int = 0
     bag: Bag = field(default_factory=Bag)
@@ -62,7 +63,7 @@ class PySpyDump(Cause):
         if event.kind == EventKind.STACK_THREAD:
             dump = None
             if event.get("name") == "MainThread" and len(self.dumps) < _DUMPS:
-                dump = _Dump(event, last_line=event.line)
+                dump = _Dump(event, copies=event.repeat, last_line=event.line)
                 dump.bag.add(event)
                 self.dumps.append(dump)
             if event.file in self.open or len(self.open) < _DUMPS:
@@ -86,6 +87,7 @@ class PySpyDump(Cause):
             return None
         others = [(d, p) for d, p in placed if p is not None and not p.collective]
         calls = commas(sorted({p.call or "?" for _d, p in waiting}))
+        count = sum(d.copies for d, _p in waiting)
         if others:
             dump, place = others[0]
             text = _n(
@@ -97,7 +99,7 @@ class PySpyDump(Cause):
                 "dumped at line {line} is not inside a collective: it {where}. The waiting ones "
                 "wait for it: what keeps it there (a loop, I/O, a branch only some ranks take, "
                 "an exception it caught) holds the job up.",
-                len(waiting), calls=calls, line=dump.head.line, where=place.describe())
+                count, calls=calls, line=dump.head.line, where=place.describe())
             bags = [dump.bag, *(d.bag for d, _p in waiting[:2])]
         else:
             dump, place = waiting[0]
@@ -110,8 +112,7 @@ class PySpyDump(Cause):
                 "the one dumped at line {line} {where}. A process stays there while a peer has "
                 "not reached the same call (the peer failed, exited, or is elsewhere in the "
                 "program); the peers' own output or dumps say which.",
-                len(waiting), count=len(waiting), calls=calls, line=dump.head.line,
-                where=place.describe())
+                count, calls=calls, line=dump.head.line, where=place.describe())
             bags = [d.bag for d, _p in waiting[:3]]
         # (a dump is what a hang makes one take, not a failure: the log's own failure makes it one)
         severity: Severity = "error" if context.failed else "warning"
