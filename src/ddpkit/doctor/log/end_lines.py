@@ -16,8 +16,9 @@ FATAL_SIGNALS = {"Segmentation fault": "SIGSEGV", "Aborted": "SIGABRT", "Bus err
 # C++'s std::terminate of an uncaught exception (libstdc++'s verbose terminate handler), its
 # what() on the next line
 TERMINATE = "terminate called after throwing"
-# The reason ProcessGroupNCCL's own shutdown (destroy_process_group, or the process group's
-# destructor at exit) gives the communicators it aborts: "Process Group shutdown on rank %d". A
+# The reason ProcessGroupNCCL's own shutdown (destroy_process_group() shuts it down) gives the
+# communicators it aborts: "Process Group shutdown on rank %d" (ProcessGroupNCCL.cpp, the message
+# catalogue's template from torch's sources). A
 # communicator aborted with a reason reports it after "NCCL communicator encountered error set by
 # ProcessGroupNCCL: " (checkForNCCLErrorsInternal), which the watchdog may still log at info level
 # after the program's own teardown: the run's work is over, no failure of it

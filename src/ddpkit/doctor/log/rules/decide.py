@@ -172,9 +172,9 @@ def _at_exit_words(benign: Facts) -> list[str]:
     if PG_SHUTDOWN in benign.one("what"):
         words.append(_(
             "The only error is the one ProcessGroupNCCL set itself as it shut down (\"{what}\"): "
-            "destroy_process_group(), or the process group's destructor at exit, aborts its "
-            "communicators with that reason, and its watchdog may still report it. The program "
-            "was tearing down after its work; the run itself shows no failure.",
+            "its shutdown (destroy_process_group() does it) aborts its communicators with that "
+            "reason, and its watchdog may still report it. The program was tearing down after its "
+            "work; the run itself shows no failure.",
             what=PG_SHUTDOWN))
     if IGNORED_HEAD in benign.one("what"):
         where = ", ".join(benign.one("object"))[:160]
