@@ -31,7 +31,8 @@ from ddpkit.wording import commas
 # among them, which ncclCommInitRank prints as it connects them) and nccl-tests' table of devices.
 STAGE_KINDS = frozenset({"nccl-bootstrap", "nccl-socket-ifaces", "nccl-socket-item",
                          "nccl-network", "nccl-trees", "nccl-comm", "nccltests-rank",
-                         "nccl-local-link", "run-stage"})
+                         "nccl-local-link", "run-stage",
+                         "stack-thread"})  # (py-spy's dump: the process was alive, somewhere)
 RUN_END_KINDS = STAGE_KINDS | {"run-complete", "log-read", "gpu-topology", "warning-line",
                                "benign"}
 _PCIE_PEERS = ("PIX", "PXB", "PHB", "NODE")  # nvidia-smi's links over PCIe within a NUMA node
@@ -262,6 +263,10 @@ class RunEnd:
 def _stage_words(event: Event) -> str:
     """What a ``run-stage`` line (quiet.py), or NCCL's ring links within a machine, show the run
     had reached; empty for other lines."""
+    if event.kind == "stack-thread":
+        return _("py-spy's dump of a process's threads (line {line}): a dump shows where a "
+                 "process was when it was taken, not whether the run failed or finished; none "
+                 "of its main threads waits in torch.distributed", line=event.line)
     if event.kind == "nccl-local-link":
         return _("NCCL connected its rings within the machine (line {line}), inside its init: "
                  "NCCL's own lines would say where it waits from there (NCCL_DEBUG=INFO)",
