@@ -95,3 +95,10 @@ def test_a_crafted_frame_is_shown_without_control_characters(tmp_path: Path) -> 
               ("step\x1b[2J", "train\x07.py", 9)]
     top, *_ = run(tmp_path, thread("MainThread", frames))
     assert top.id == "job-hung" and "\x1b" not in top.explanation and "\x07" not in top.explanation
+
+
+def test_a_crafted_line_number_is_no_crash(tmp_path: Path) -> None:
+    # more digits than Python converts to an int (4300 by default): not a frame, no crash
+    lines = [*thread("MainThread", IN_ALL_REDUCE[:1]), "    step (train.py:" + "9" * 5000 + ")"]
+    findings = run(tmp_path, lines)
+    assert findings and findings[0].id == "job-hung"

@@ -118,7 +118,7 @@ CAUSE_PATTERNS: tuple[LinePattern, ...] = (
         r'(?:: "(?P<name>[^"\n]{0,200})")?\s*$'),
     _fb(EventKind.STACK_FRAME, (),
         r"^ {4}(?P<func>[^\s()][^()\n]{0,200}?) \((?P<file>[^()\s][^()\n]{0,300}?)"
-        r"(?::(?P<line>\d+))?\)\s*$"),
+        r"(?::(?P<line>\d{1,9}))?\)\s*$"),
     # MPICH's mpiexec refusing an option, a line without an error word (mpi_launcher_arguments.py)
     _fb(EventKind.JOB_FACT, ("unrecognized argument ",), rf"(?P<detail>{HYDRA_REFUSAL}[^\n]*)"),
     # Ray's words for a worker that cannot reach its head (causes/firewall.py)

@@ -122,7 +122,7 @@ C10_WARNING = re.compile(glog_header("W") + r" (?P<warning>Warning: .*)")
 # NV# NVLinks, PIX at most one PCIe bridge, PXB several, PHB a PCIe host bridge, NODE host bridges
 # within a NUMA node, SYS across NUMA nodes). Not a run's line: a ``gpu-topology`` event that
 # rules/run_end.py quotes when nothing else in the log is known.
-TOPOLOGY_ROW = re.compile(r"^\s*GPU(?P<gpu>\d+)\s+(?P<links>(?:(?:X|SYS|NODE|PHB|PXB|PIX|NV\d+)"
+TOPOLOGY_ROW = re.compile(r"^\s*GPU(?P<gpu>\d{1,4})\s+(?P<links>(?:(?:X|SYS|NODE|PHB|PXB|PIX|NV\d+)"
                           r"(?:\s+|$))+)")
 # c10's backtrace of an exception, printed after its message (c10/util/Exception.cpp: "Exception
 # raised from %s at %s:%d (most recent call first):", then a frame a line, "frame #%d: ..."

@@ -217,6 +217,11 @@ _LINE_CACHE_SIZE = 2048  # identical lines (retry spam) are parsed once
 _FACT_LINES_MAX = 4096
 
 
+# digits in a number a pattern reads (a rank, a count, an exit code, a line): more is a crafted
+# line's, which int() would refuse past 4300 digits and take quadratic time to convert below that
+_LONGEST_NUMBER = 20
+
+
 def _parse_line(raw: bytes, follow: bool, tail: bool = False) -> _Parsed:
     """(kind, shown text, host, node, rank, fields) for each event in one line, in line order."""
     candidates = ALL_PATTERNS if follow else patterns_for(
@@ -239,6 +244,8 @@ def _parse_line(raw: bytes, follow: bool, tail: bool = False) -> _Parsed:
             matches = [single] if single else []
         for match in matches:
             data = {k: v for k, v in match.groupdict().items() if v is not None}
+            if any(len(v) > _LONGEST_NUMBER and v.lstrip("-").isdigit() for v in data.values()):
+                continue  # (a number no program prints: not that program's line, no int of it)
             for extra in pattern.extras:
                 more = extra.search(text)
                 if more:
