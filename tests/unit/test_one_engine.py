@@ -18,7 +18,14 @@ from node_results import node_result
 from ddpkit.cli.job.job_verdict import failure_summary, judge
 from ddpkit.doctor.log.diagnose import read_verdict
 from ddpkit.doctor.log.rank_ends import run_ends
-from ddpkit.doctor.log.verdict import FILE_EVENTS, HEAD_BYTES, TAIL_BYTES, read_node
+from ddpkit.doctor.log.verdict import (
+    FILE_EVENTS,
+    HEAD_BYTES,
+    TAIL_BYTES,
+    NodeLogs,
+    read_node,
+    verdict,
+)
 from ddpkit.launch.outcomes import FAILED, STOPPED, NodeOutcome, first_failure, outcome_from_error
 
 RUN = Path(__file__).parents[1] / "fixtures" / "logs" / "captured" / "i24_value_error"
@@ -249,3 +256,17 @@ def test_the_recorded_nodes_results_reach_the_same_answer_through_the_master() -
                               "It raised ValueError: batch 7 has 3 labels, expected 4 (at "
                               "train.py:8 in <module>). Its last output: rank 1: bad batch ahead"), \
         summary
+
+
+def test_a_node_s_event_with_a_number_no_program_prints_is_not_read(tmp_path: Path) -> None:
+    # a node's reading comes over the wire: an event whose exit code has more digits than int()
+    # converts (4300) is left out, and the job's verdict is still made
+    zero, one = _silent_sigkill(tmp_path)
+    data = read_node(str(one), 1).to_dict()
+    huge = "9" * 5000
+    data["events"].append(["agent-failed", "stderr.log", 3, "failed (exitcode: 9) local_rank: 0",
+                           None, None, None, {"code": huge, "local_rank": "0", "pid": "1"}, 1])
+    again = NodeLogs.from_dict(json.loads(json.dumps(data)), 1)
+    assert len(again.events) == len(data["events"]) - 1
+    assert all(huge not in e.data.values() for e in again.events)
+    assert verdict([again]).findings

@@ -13,7 +13,7 @@ is looked at, so a binary file with no newline costs no more memory than a chunk
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, replace
 from typing import BinaryIO
 
@@ -222,6 +222,12 @@ _FACT_LINES_MAX = 4096
 _LONGEST_NUMBER = 20
 
 
+def crafted_number(values: Iterable[str]) -> bool:
+    """Whether an event's ``values`` hold a number no program prints (the rules convert its
+    numbers with int(): such an event is not read)."""
+    return any(len(v) > _LONGEST_NUMBER and v.lstrip("-").isdigit() for v in values)
+
+
 def _parse_line(raw: bytes, follow: bool, tail: bool = False) -> _Parsed:
     """(kind, shown text, host, node, rank, fields) for each event in one line, in line order."""
     candidates = ALL_PATTERNS if follow else patterns_for(
@@ -244,7 +250,7 @@ def _parse_line(raw: bytes, follow: bool, tail: bool = False) -> _Parsed:
             matches = [single] if single else []
         for match in matches:
             data = {k: v for k, v in match.groupdict().items() if v is not None}
-            if any(len(v) > _LONGEST_NUMBER and v.lstrip("-").isdigit() for v in data.values()):
+            if crafted_number(data.values()):
                 continue  # (a number no program prints: not that program's line, no int of it)
             for extra in pattern.extras:
                 more = extra.search(text)

@@ -26,7 +26,7 @@ from ddpkit.doctor.findings import Finding, clip
 from ddpkit.doctor.log import run_dir as run_dir_files
 from ddpkit.doctor.log.rank_ends import MAX_LOG_BYTES, RankEnd, root_end, run_ends
 from ddpkit.doctor.log.rules.table import Diagnosis
-from ddpkit.doctor.log.scan import Event, scan
+from ddpkit.doctor.log.scan import Event, crafted_number, scan
 from ddpkit.launch.torchrun.command import RankFailure
 from ddpkit.launch.torchrun.tracebacks import PythonException
 
@@ -63,6 +63,8 @@ class NodeLogs:
         events = []
         for item in list(data.get("events") or [])[:NODE_EVENTS]:
             kind, file, line, text, host, node, rank, values, repeat = item
+            if crafted_number(str(v) for v in dict(values).values()):
+                continue  # (a node's event with a number no program prints: not read)
             events.append(Event(str(kind), str(file), int(line), clip(str(text), TEXT_LIMIT),
                                 _opt_str(host), _opt_str(node), _opt_int(rank),
                                 {str(k): str(v) for k, v in dict(values).items()}, int(repeat)))
