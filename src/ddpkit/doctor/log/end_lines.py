@@ -8,6 +8,7 @@ from __future__ import annotations
 from ddpkit.doctor.log.kinds import EventKind
 from ddpkit.doctor.log.line_pattern import LinePattern
 from ddpkit.doctor.log.line_pattern import pattern as _p
+from ddpkit.doctor.log.prefixes import LAUNCHER_TAGS
 
 # strsignal() of the signals a process crashes of (SIGSEGV, SIGABRT, SIGBUS, SIGFPE, SIGILL): what
 # bash reports for a job they end
@@ -28,7 +29,7 @@ PG_SHUTDOWN = "error set by ProcessGroupNCCL: Process Group shutdown"
 # return and ends it with "| {n_fmt}/{total_fmt} [{elapsed}<{remaining}, {rate_fmt}{postfix}]"
 # (tqdm/std.py, format_meter), so the shell's report lands on the bar's line
 # ("Loading checkpoint shards:   0%|   | 0/2 [00:00<?, ?it/s]Killed")
-SHELL_PREFIX = (r"^(?:\s*\[[^\]\s]*\](?:<std(?:out|err)>)?:?)*\s*"
+SHELL_PREFIX = (rf"^{LAUNCHER_TAGS}\s*"
                 r"(?:[^\n]*\| *[\d.]+[kMGT]?/[\d.?]+[kMGT]? \[[^\]\n]*\])?")
 _FATAL = "|".join(FATAL_SIGNALS)
 

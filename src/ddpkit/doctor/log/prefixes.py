@@ -16,7 +16,13 @@ _NCCL_PREFIX = re.compile(r"(?P<host>[\w.-]+):(?P<pid>\d+):(?P<tid>\d+) \[(?P<de
 STAMP = r"\[?\d{4}-\d\d-\d\d[ T_][\d:.,]+(?:Z|[+-]\d\d:?\d\d)?\]?\s?"
 _STAMP = re.compile(STAMP)
 _GLOG = re.compile(glog_header(timed=True) + r"\s?")  # (a header without a time is the same)
-_TAG = re.compile(r"\[(?P<tag>[^\[\]\s]{1,80})\](?P<colon>(?:<std(?:out|err)>)?:)?\s?")
+# A launcher's tag before a line: torchrun's "[rank3]:" and "[default0]:", DeepSpeed's "[node1:0]",
+# mpirun's "[1,3]<stdout>:" (1-80 characters, no bracket or space inside); the one spelling of it
+_TAG_TEXT = r"[^\[\]\s]{1,80}"
+_STREAM = r"<std(?:out|err)>"
+LAUNCHER_TAG = rf"\[{_TAG_TEXT}\](?:{_STREAM})?:?"
+LAUNCHER_TAGS = rf"(?:\s*{LAUNCHER_TAG})*"  # (any number of them)
+_TAG = re.compile(rf"\[(?P<tag>{_TAG_TEXT})\](?P<colon>(?:{_STREAM})?:)?\s?")
 _RANK_TAG = re.compile(r"rank(\d+)")
 _NODE_TAG = re.compile(r"([A-Za-z][\w.-]*):(\d+)")
 _MPI_TAG = re.compile(r"(\d+),(\d+)")
@@ -73,8 +79,7 @@ _LABEL = re.compile(r"(?P<label>\d+|[A-Za-z0-9][\w.-]*): (?=\S)")
 
 # The part of a line every process and every moment prints differently: launcher tags, then
 # glog's header or NCCL's "host:pid:tid [dev] " (the regexes above)
-_HEADER = re.compile(r"^(?:\s*\[[^\[\]\s]{1,80}\](?:<std(?:out|err)>)?:?)*\s*(?:" + _GLOG.pattern + "|"
-                     + _NCCL_PREFIX.pattern + ")")
+_HEADER = re.compile(rf"^{LAUNCHER_TAGS}\s*(?:{_GLOG.pattern}|{_NCCL_PREFIX.pattern})")
 
 
 def without_header(text: str) -> str:

@@ -34,6 +34,7 @@ from collections.abc import Iterator
 from ddpkit.doctor.catalogue import CATALOGUE, GENERIC
 from ddpkit.doctor.findings import clip
 from ddpkit.doctor.log.messages import catalogue
+from ddpkit.doctor.log.prefixes import LAUNCHER_TAGS
 from ddpkit.doctor.log.tail import LINE_WINDOW, Kept
 from ddpkit.launch.torchrun.torch_log import glog_header
 from ddpkit.launch.torchrun.tracebacks import TRACEBACK_HEAD
@@ -128,7 +129,7 @@ TOPOLOGY_ROW = re.compile(r"^\s*GPU(?P<gpu>\d{1,4})\s+(?P<links>(?:(?:X|SYS|NODE
 # raised from %s at %s:%d (most recent call first):", then a frame a line, "frame #%d: ..."
 # (c10/util/Backtrace.cpp) or a symbolizer's "# %d  ..."): part of the message before it, never
 # the failure's own words; a log ending in one ends on that message
-C10_BACKTRACE = re.compile(r"^(?:\s*\[[^\[\]\s]{1,80}\]:?)*\s*(?:Exception raised from \S+ at \S+ "
+C10_BACKTRACE = re.compile(rf"^{LAUNCHER_TAGS}\s*(?:Exception raised from \S+ at \S+ "
                            r"\(most recent call first\)|frame #\d+: \S|# ?\d+ +\S)")
 QuietEvent = tuple[str, int, str, dict[str, str]]  # (kind, line number, text, fields)
 
