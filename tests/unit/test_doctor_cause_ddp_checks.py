@@ -30,6 +30,9 @@ torch/csrc/distributed/c10d/):
   std::runtime_error("ProcessGroupNCCL does not support barrier")``; v2.4.0's "ProcessGroupNCCL
   does not support recvAnysource", ProcessGroupGloo.cpp's "ProcessGroupGloo does not support
   reduce_scatter"
+- Backend.hpp (torch v2.0 on), each operation's default in the base class: ``TORCH_CHECK(false,
+  c10::str("Backend ", getBackendName(), " does not support alltoall"))``; torch 1.x's
+  ProcessGroup.hpp the same with "ProcessGroup "
 - torch v1.8.0 torch/nn/parallel/distributed.py, DistributedDataParallel.__init__: ``"device_ids
   and output_device arguments only work with single-device CUDA modules, but got device_ids {},
   output_device {}, and module parameters {}."``, "DistributedDataParallel is not needed when a
@@ -103,6 +106,22 @@ def test_a_check_on_the_programs_use_is_invalid_usage(tmp_path: Path, message: s
     found = top(tmp_path, [*TRACE, head + message])
     assert (found.id, found.severity) == ("invalid-usage", "error")
     assert fix_word in found.fix
+
+
+@pytest.mark.parametrize("base", ["Backend", "ProcessGroup"])
+@pytest.mark.parametrize(("backend", "operation"), [
+    ("gloo", "alltoall"), ("gloo", "alltoall_base"), ("nccl", "monitoredBarrier"),
+    ("mpi", "allreduce_sparse"), ("ucc", "reduce_scatter_tensor_coalesced")])
+def test_an_operation_the_backend_lacks_is_invalid_usage(tmp_path: Path, base: str, backend: str,
+                                                         operation: str) -> None:
+    # (raised through the collective's wrapper, whose frame the traceback ends on)
+    lines = [*TRACE[:2], '  File "/usr/lib/python3/dist-packages/torch/distributed/'
+             'distributed_c10d.py", line 4114, in all_to_all',
+             "    work = group.alltoall(output_tensor_list, input_tensor_list, opts)",
+             f"[rank0]: RuntimeError: {base} {backend} does not support {operation}"]
+    found = top(tmp_path, lines)
+    assert (found.id, found.severity) == ("invalid-usage", "error")
+    assert "backend does not have the operation" in found.explanation
 
 
 @pytest.mark.parametrize("message", [UNUSED, TWICE])

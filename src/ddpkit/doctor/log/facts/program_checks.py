@@ -29,6 +29,12 @@ TORCH_CHECKS: dict[str, str] = {
     "ProcessGroupNCCL does not support": "backend-lacks-op",
     "ProcessGroupGloo does not support": "backend-lacks-op",
     "ProcessGroupMPI does not support": "backend-lacks-op",
+    # (the base class's default of each operation a backend may lack, with the backend's name,
+    # getBackendName(): ProcessGroup.hpp's "ProcessGroup %s does not support %s" in torch 1.x,
+    # Backend.hpp's "Backend %s does not support %s" from torch 2.0: "Backend gloo does not
+    # support alltoall")
+    **{f"{base} {name} does not support": "backend-lacks-op"
+       for base in ("Backend", "ProcessGroup") for name in ("gloo", "nccl", "mpi", "ucc")},
     # a call that needs the default process group before any (distributed_c10d.py,
     # _check_default_pg: torch 1.x's assertion "Default process group is not initialized", torch
     # 2.x's "Default process group has not been initialized, please make sure to call
