@@ -193,3 +193,26 @@ def test_a_class_a_stack_package_raises_only_to_refuse_is_invalid_usage(
     found = top(tmp_path, lines)
     assert (found.id, found.severity) == ("invalid-usage", "error")
     assert found.explanation.startswith("deepspeed refused what it was given")
+
+
+@pytest.mark.parametrize("lines", [
+    # Lightning's MisconfigurationException ("Exception used to inform users of misuse with
+    # Lightning", lightning/fabric/utilities/exceptions.py; pytorch_lightning.utilities.exceptions
+    # before 2.0): its accelerator connector's check of an interactive session
+    # (trainer/connectors/accelerator_connector.py: "`Trainer(strategy={strategy!r})` is not
+    # compatible with an interactive environment. Run your code as a script, or choose one of the
+    # compatible strategies: ..."), posted alone or with its traceback
+    ["MisconfigurationException: `Trainer(strategy='ddp')` is not compatible with an interactive "
+     "environment. Run your code as a script, or choose one of the compatible strategies: "
+     "`Fabric(strategy=None|'dp'|'ddp_notebook')`."],
+    raised("/x/site-packages/pytorch_lightning/trainer/connectors/accelerator_connector.py",
+           "pytorch_lightning.utilities.exceptions.MisconfigurationException: `Trainer("
+           "strategy='ddp_spawn')` is not compatible with an interactive environment."),
+    raised("/x/site-packages/lightning/pytorch/trainer/configuration_validator.py",
+           "lightning.fabric.utilities.exceptions.MisconfigurationException: No `training_step()` "
+           "method defined."),
+])
+def test_lightnings_misuse_exception_is_invalid_usage(tmp_path: Path, lines: list[str]) -> None:
+    found = top(tmp_path, lines)
+    assert (found.id, found.severity) == ("invalid-usage", "error")
+    assert found.explanation.startswith("lightning refused what it was given")

@@ -49,8 +49,12 @@ REFUSALS = frozenset({"ValueError", "TypeError", "NotImplementedError"})
 # Exception classes a stack package raises only to refuse a configuration, read with or without
 # their traceback: DeepSpeed's ZeRORuntimeException (runtime/zero/utils.py), which its engine
 # raises for a client optimizer ZeRO-Offload refuses and for a checkpoint saved at another
-# data-parallel world size (runtime/engine.py)
-REFUSAL_TYPES = {"ZeRORuntimeException": "deepspeed"}
+# data-parallel world size (runtime/engine.py); Lightning's MisconfigurationException ("Exception
+# used to inform users of misuse with Lightning", lightning/fabric/utilities/exceptions.py, and
+# pytorch_lightning.utilities.exceptions before 2.0), which its trainer, accelerator connector and
+# strategies raise for a setting they refuse ("`Trainer(strategy='ddp')` is not compatible with an
+# interactive environment")
+REFUSAL_TYPES = {"ZeRORuntimeException": "deepspeed", "MisconfigurationException": "lightning"}
 # Modules that read a package's configuration or its launch arguments (the last part of their
 # name): there an assert statement checks what the user configured (DeepSpeed's runtime/config.py
 # "Check batch related parameters. train_batch_size is not equal to micro_batch_per_gpu *
