@@ -31,6 +31,7 @@ from ddpkit.doctor.log.causes.ddp_checks import DdpChecks
 from ddpkit.doctor.log.causes.ddp_optimizer import DdpOptimizer
 from ddpkit.doctor.log.causes.device_ordinal import DeviceOrdinal
 from ddpkit.doctor.log.causes.empty_address import EmptyAddress
+from ddpkit.doctor.log.causes.empty_rank_value import EmptyRankValue
 from ddpkit.doctor.log.causes.endpoint_port import EndpointWithoutPort
 from ddpkit.doctor.log.causes.firewall import Firewall
 from ddpkit.doctor.log.causes.gloo_hostname import GlooHostname
@@ -86,7 +87,7 @@ CAUSES: tuple[type[Cause], ...] = (
     MpiLauncherArguments, BarrierWaiting,
     TorchApiMissing, RaiseSite, GlooNoAddress, GpuBuild, StoreAddress, SshUnresolved,
     CollectiveCheck, MisplacedOption, StorePortForbidden, GlooHostname, ParallelLayout,
-    StoreArguments,
+    StoreArguments, EmptyRankValue,
     UniqueIdWait, IpoibWithoutVerbs, PySpyDump,
 )
 

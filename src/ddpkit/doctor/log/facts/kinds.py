@@ -118,6 +118,10 @@ class FactKind(enum.Enum):
     # a training script's own argument parser refusing a launcher's option, written after the
     # script's name (argparse's "%(prog)s: error: unrecognized arguments: %s"; value: the option)
     MISPLACED_OPTION = "misplaced-option"
+    # a training script's own argument parser given no value for an option carrying the process's
+    # rank or the job's size (argparse's "invalid int value: ''", "expected one argument"; value:
+    # the option)
+    EMPTY_RANK_VALUE = "empty-rank-value"
     # a name torch does not have, asked for by code written for another torch release (CPython's
     # "module 'torch.distributed' has no attribute '_all_gather_base'", "cannot import name 'X'
     # from 'torch.Y'"; value: the dotted name)

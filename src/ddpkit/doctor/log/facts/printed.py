@@ -101,6 +101,18 @@ MISPLACED_OPTION = re.compile(
     r"|standalone|use[-_]env|max[-_]restarts|num[-_]gpus|num[-_]nodes|hostfile|include"
     r"|num[-_]processes|num[-_]machines|machine[-_]rank|main[-_]process[-_](?:ip|port)|gpus))"
     r"(?![\w-])")
+# A training script's own parser (argparse: "%(prog)s: error: argument %s: invalid %s value: %r",
+# "... expected one argument"; the action's option strings joined by "/") given no value for an
+# option that carries the process's rank or the job's size: "--rank=$RANK" or '--rank "$RANK"' with
+# the variable empty or unset in the shell that ran it (the value's repr, ''), or "--rank $RANK
+# --world_size 2" with it unset (the option then meets the next option). Not torchrun's own parser
+# (prog torchrun, run.py or launch.py: causes/launcher_arguments.py), not --local-rank (its
+# launcher's to give: local-rank-argument's)
+EMPTY_RANK_VALUE = re.compile(
+    r"(?<![\w.-])(?!(?:run|launch)\.py:|torchrun:)[\w.-]{1,80}: error: argument (?:-\w/)?"
+    r"(--(?:(?:node|machine|global)[-_])?rank|--world[-_]size|--nnodes|--num[-_](?:nodes|machines)"
+    r"|--nproc[-_]per[-_]node)(?![\w-])(?:/--?[\w-]+)*: (?:invalid \w+ value: ''|expected one "
+    r"argument)")
 # DeepSpeed's op builder (op_builder/builder.py, v0.3 to v0.19): "Installed CUDA version %s does
 # not match the version torch was compiled with %s, unable to compile ..." raised; the same words
 # printed before "but since the APIs are compatible, accepting this combination" (minor versions

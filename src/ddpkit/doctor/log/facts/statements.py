@@ -177,6 +177,8 @@ def statement_facts(text: str) -> list[Fact]:
                        (m.group(1) or m.group(3) or m.group(6) or m.group(2)).strip(),
                        m.group(4) or m.group(5) or m.group(7) or "")
                   for m in printed.LAUNCHER_ARGUMENT.finditer(text)][:1]
+        found += [Fact(FactKind.EMPTY_RANK_VALUE, option)
+                  for option in printed.EMPTY_RANK_VALUE.findall(text)][:1]
     if "has no attribute" in text or "cannot import name" in text or "No module named" in text:
         found += [Fact(FactKind.TORCH_API_MISSING, m.group(5) or f"{m.group(1) or m.group(4)}."
                                                                  f"{m.group(2) or m.group(3)}")
