@@ -216,3 +216,29 @@ def test_lightnings_misuse_exception_is_invalid_usage(tmp_path: Path, lines: lis
     found = top(tmp_path, lines)
     assert (found.id, found.severity) == ("invalid-usage", "error")
     assert found.explanation.startswith("lightning refused what it was given")
+
+
+@pytest.mark.parametrize("line", [
+    # the last line of a traceback a thread kept: a refusal (Python's ValueError, TypeError,
+    # NotImplementedError) naming the distributed run's settings, its raiser unnamed
+    "ValueError: You set `strategy=<DDPStrategy object at 0x7f00>` but strategies from the DDP "
+    "family are not supported on the MPS accelerator.",
+    "[rank3]: ValueError: world_size (6) must be divisible by the number of experts (4)",
+    "TypeError: FullyShardedDataParallel got an auto_wrap_policy of the wrong type",
+    "NotImplementedError: DeepSpeed ZeRO-3 does not support this model's tied embeddings",
+])
+def test_a_refusal_posted_without_its_traceback_is_invalid_usage(tmp_path: Path,
+                                                                  line: str) -> None:
+    found = top(tmp_path, [line])
+    assert (found.id, found.severity) == ("invalid-usage", "error")
+    assert "does not say which code raised it" in found.explanation
+
+
+@pytest.mark.parametrize("line", [
+    "ValueError: could not convert string to float: 'abc'",  # no setting of the distributed run
+    "RuntimeError: world_size mismatch in the checkpoint",  # RuntimeError is no refusal type
+    "ValueError: DDP bucket would need more memory than the GPU has",  # memory: other rules'
+])
+def test_other_lone_exceptions_are_not_a_refused_setting(tmp_path: Path, line: str) -> None:
+    found = top(tmp_path, [line])
+    assert "does not say which code raised it" not in found.explanation

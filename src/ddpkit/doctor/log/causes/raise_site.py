@@ -16,10 +16,11 @@ trainers that drive them, and any installed package's own ``distributed`` or ``d
 they are that package refusing what the run's settings or the script gave it: a launcher flag, a
 config value, an argument of a call. So is a refusal raised in any installed package whose message
 names the distributed run's own setting (``STACK_WORDS``: DeepSpeed, ZeRO, FSDP, DDP, the world
-size, the local rank...). Every rerun fails the same way until it is changed. Raised
-where the rendezvous settings are read (torchelastic's rendezvous package, init_process_group's
-URL handlers: "The port number of the rendezvous endpoint ... must be an integer", "Unknown
-rendezvous backend"), the value refused is a rendezvous setting: rendezvous-config.
+size, the local rank...). So is such a refusal posted alone, with no frame before it (the
+last line of a traceback a thread kept), its raiser unnamed. Every rerun fails the same way until
+it is changed. Raised where the rendezvous settings are read (torchelastic's rendezvous package,
+init_process_group's URL handlers: "The port number of the rendezvous endpoint ... must be an
+integer", "Unknown rendezvous backend"), the value refused is a rendezvous setting: rendezvous-config.
 
 A call's arguments that do not fit the function's signature are refused in the caller's frame
 (CPython's ``%U() got an unexpected keyword argument '%S'``, ``%U() missing %zd required
@@ -70,6 +71,7 @@ STACK = ("torch.distributed", "torch.nn.parallel", "torch.cuda", "torch.multipro
 # Modules that read the rendezvous settings (torchelastic's rendezvous package, init_process_group's
 # URL handlers): a value they refuse is a rendezvous setting, rendezvous-config
 RENDEZVOUS = ("torch.distributed.elastic.rendezvous", "torch.distributed.rendezvous")
+UNKNOWN_SITE = ""  # (the module of a refusal posted without its traceback)
 _OWN_DISTRIBUTED = frozenset({"distributed", "dist"})  # a package's own module of that name
 # CPython's messages for a call whose arguments do not fit the callee's signature
 SIGNATURE = re.compile(r"\bgot an unexpected keyword argument\b|\bmissing \d+ required "
@@ -139,8 +141,17 @@ class RaiseSite(Cause):
         self.bag = Bag()
 
     def feed(self, event: Event, facts: tuple[Fact, ...]) -> None:
-        for raised in self.sites.read(event, facts):
+        sites = self.sites.read(event, facts)
+        for raised in sites:
             self._read(event, raised.module, raised.installed, raised.kind, raised.message)
+        if not sites and self.refused is None:  # an exception with no frame before it
+            for fact in facts:
+                if (fact.kind is FactKind.EXCEPTION and fact.value.rsplit(".", 1)[-1] in REFUSALS
+                        and STACK_WORDS.search(fact.detail)
+                        and "memory" not in fact.detail.lower()):
+                    self.refused = (UNKNOWN_SITE, fact.value, fact.detail)
+                    self.bag.add(event)
+                    break
         for fact in facts:
             name = fact.value.rpartition(".")[2]
             if (fact.kind is FactKind.EXCEPTION and name in REFUSAL_TYPES
@@ -184,6 +195,17 @@ class RaiseSite(Cause):
                     "or MIN:MAX; ddpkit launch --dry-run prints the torchrun command it would "
                     "run.")
             return made("rendezvous-config", "error", text, fix, merge(self.bag.items))
+        if self.refused is not None and self.refused[0] == UNKNOWN_SITE:
+            _site, kind, message = self.refused
+            text = _("A setting of the distributed run was refused ('{kind}: {message}'); no "
+                     "traceback frame comes right before it, so the log does not say which code "
+                     "raised it: a launcher flag, a config value or an argument of the script's "
+                     "call is one it does not accept.", kind=kind, message=message)
+            fix = _("Change the value the message names (in the launch command, the config file "
+                    "or the call in the script); the run fails the same way on every rerun until "
+                    "then. The run's full output holds the traceback above the message, which "
+                    "names the code that refused it.")
+            return made("invalid-usage", "error", text, fix, merge(self.bag.items))
         if self.refused is not None:
             module, kind, message = self.refused
             text = _("{module} refused what it was given ('{kind}: {message}'): a launcher "
