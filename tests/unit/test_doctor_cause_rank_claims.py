@@ -3,6 +3,8 @@ rank-assignment. Sources of the lines: PyTorch Lightning 1.5
 (plugins/training_type/ddp.py, init_ddp_connection) ``log.info(f"initializing ddp: GLOBAL_RANK:
 {global_rank}, MEMBER: {global_rank + 1}/{world_size}")``; lightning_fabric 2.x
 (utilities/distributed.py, _init_dist_connection) "Initializing distributed: GLOBAL_RANK: ...";
+Lightning 1.0's slurm_connector.py "initializing ddp (SLURM): GLOBAL_RANK: ..."; Ray's driver
+prefix of a worker's lines ("(pid=N, ip=A) ", python/ray/_private/log_monitor.py);
 the elastic agent's restart line (torch/distributed/elastic/agent/server/api.py)."""
 
 from __future__ import annotations
@@ -21,7 +23,8 @@ TRACEBACK = ["Traceback (most recent call last):", '  File "train.py", line 74, 
              "RuntimeError: connection closed"]
 
 
-@pytest.mark.parametrize("words", ["initializing ddp", "Initializing distributed"])
+@pytest.mark.parametrize("words", ["initializing ddp", "Initializing distributed",
+                                   "initializing distributed", "initializing ddp (SLURM)"])
 def test_ranks_taken_twice_and_others_never_are_rank_assignment(tmp_path: Path,
                                                                  words: str) -> None:
     # two 4-GPU nodes that both took node rank 0: ranks 0-3 twice, 4-7 never
@@ -45,3 +48,24 @@ def test_every_rank_announced_again_after_a_restart_is_not(tmp_path: Path) -> No
     restart = ("[WARNING] Worker group FAILED. 2/3 attempts left; will restart worker group")
     lines = _claims([0, 1], 4) + TRACEBACK + [restart] + _claims([0, 1], 4)
     assert top(tmp_path, lines).id != "rank-assignment"
+
+
+@pytest.mark.parametrize("prefix", ["", "(pid=25845, ip=10.0.0.7) ", "[rank1]: "])
+def test_a_nodes_own_ranks_at_the_logs_end_are_read_once(tmp_path: Path, prefix: str) -> None:
+    # nothing failed, so the quiet tail reads the last lines too: a line's claim counts once, and
+    # the log stops inside init_process_group, waiting for the other members
+    lines = [prefix + "GPU available: True, used: True",
+             *[prefix + line for line in _claims([0, 1], 6, "Initializing distributed")]]
+    found = top(tmp_path, lines)
+    assert (found.id, found.severity) == ("no-result", "warning")
+    assert "process-group init (line 3)" in found.explanation
+    assert "waits in init_process_group for every member" in found.explanation
+
+
+def test_the_group_formed_is_a_later_stage(tmp_path: Path) -> None:
+    lines = _claims([0], 2, "Initializing distributed") + [
+        "-" * 100, "distributed_backend=nccl",
+        "All distributed processes registered. Starting with 2 processes", "-" * 100]
+    found = top(tmp_path, lines)
+    assert (found.id, found.severity) == ("no-result", "warning")
+    assert "every process registered in PyTorch Lightning's process group" in found.explanation

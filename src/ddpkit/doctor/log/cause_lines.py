@@ -5,7 +5,7 @@ event so that its facts are read."""
 
 from __future__ import annotations
 
-from ddpkit.doctor.log.facts.printed import HYDRA_REFUSAL
+from ddpkit.doctor.log.facts.printed import HYDRA_REFUSAL, LIGHTNING_INIT
 from ddpkit.doctor.log.kinds import EventKind
 from ddpkit.doctor.log.line_pattern import LinePattern
 from ddpkit.doctor.log.line_pattern import fallback_pattern as _fb
@@ -72,7 +72,7 @@ CAUSE_PATTERNS: tuple[LinePattern, ...] = (
         r"(?P<detail>ssh: Could not resolve hostname [^\n]*)"),
     # a process announcing its global rank (causes/rank_claims.py)
     _fb(EventKind.JOB_FACT, ("GLOBAL_RANK: ",),
-        r"(?P<detail>[Ii]nitializing (?:ddp|distributed): GLOBAL_RANK: \d+, MEMBER: \d+/\d+)"),
+        rf"(?P<detail>{LIGHTNING_INIT})"),
     # NCCL's return chain, "<file>:<line> -> <code>" (causes/nccl_result.py)
     # (read on the line after an NCCL WARN, FOLLOW: the failure's origin warns, then returns)
     _fb(EventKind.JOB_FACT, (),

@@ -33,6 +33,7 @@ _MPI_TAG = re.compile(r"(\d+),(\d+)")
 # (RAY_TAG names its group: a regex may hold it once.)
 RAY_TAG = r"\((?:[A-Za-z_][\w.-]{0,80} )?pid=\d+(?:, ip=(?P<ray_ip>[\w.:-]{1,64}))?\)\s?"
 _RAY_TAG = re.compile(RAY_TAG)
+RAY_TAG_UNNAMED = RAY_TAG.replace("(?P<ray_ip>", "(?:")  # (for a regex that names it elsewhere)
 # pytest reports a failed test's exception with its fail marker before each of its lines: "E"
 # and the failing source line's indent less one character (_pytest/_code/code.py,
 # FormattedExcinfo.get_exconly: ``failindent = self.fail_marker + indent[1:]``, the indent 4 in a

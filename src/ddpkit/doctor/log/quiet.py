@@ -33,8 +33,9 @@ from collections.abc import Iterator
 
 from ddpkit.doctor.catalogue import CATALOGUE, GENERIC
 from ddpkit.doctor.findings import clip
+from ddpkit.doctor.log.facts.printed import LIGHTNING_INIT, LIGHTNING_REGISTERED
 from ddpkit.doctor.log.messages import catalogue
-from ddpkit.doctor.log.prefixes import LAUNCHER_TAGS
+from ddpkit.doctor.log.prefixes import LAUNCHER_TAGS, RAY_TAG_UNNAMED
 from ddpkit.doctor.log.tail import LINE_WINDOW, Kept
 from ddpkit.launch.torchrun.torch_log import glog_header
 from ddpkit.launch.torchrun.tracebacks import TRACEBACK_HEAD
@@ -78,10 +79,11 @@ STAGES: tuple[tuple[re.Pattern[str], str], ...] = (
                 r"f8e4m3|f8e5m2)\s+(?:sum|prod|max|min|avg|mulsum|none)\s+-?\d+\s+[\d.]+\s"),
      "nccltests-results"),
     # PyTorch Lightning's device report as the Trainer sets up (trainer/setup.py: "GPU available:
-    # {}, used: {}") and its process-group init (strategies: "Initializing distributed:
-    # GLOBAL_RANK: {}, MEMBER: {}/{}")
-    (re.compile(r"^(?:\S+: ?)?(?:GPU available: \w+|Initializing distributed: GLOBAL_RANK: \d+)"),
-     "lightning-setup"),
+    # {}, used: {}"), after a logger's or Ray's prefix; its process group's init, where the
+    # processes wait for every member, then its rank 0 saying they all came (facts/printed.py)
+    (re.compile(rf"^(?:{RAY_TAG_UNNAMED}|\S+: ?)?GPU available: \w+"), "lightning-setup"),
+    (re.compile(LIGHTNING_INIT), "lightning-init"),
+    (re.compile(LIGHTNING_REGISTERED), "lightning-registered"),
     # ProcessGroupGloo's report once its mesh is up (LOG(INFO): "[Gloo] Rank " << rank << " is
     # connected to " << n << " peer ranks. Expected number of connected peer ranks is : " << m)
     (re.compile(r"\[Gloo\] Rank \d+ is connected to \d+ peer ranks"), "gloo-connected"),

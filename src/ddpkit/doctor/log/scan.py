@@ -215,6 +215,10 @@ _Parsed = tuple[tuple[str, str, "str | None", "str | None", "int | None", Mappin
 _LINE_CACHE: dict[tuple[bytes, bool], _Parsed] = {}
 _LINE_CACHE_SIZE = 2048  # identical lines (retry spam) are parsed once
 _FACT_LINES_MAX = 4096
+# a quiet-tail event's field: the line's facts were read already, from a fact event of the main
+# pass (a stage line the causes also read, Lightning's "Initializing distributed: GLOBAL_RANK: 0,
+# MEMBER: 1/2"), and are not read again: a line states its facts once
+FACTS_READ = "facts_read"
 
 
 # digits in a number a pattern reads (a rank, a count, an exit code, a line): more is a crafted
@@ -312,6 +316,7 @@ def scan(stream: BinaryIO, name: str, quiet: bool = True) -> Iterator[Event]:
     seen: deque[int] = deque(maxlen=QUIET_LINES)  # the lines events came from, the last ones
     count, failed = 0, False
     fact_lines: set[int] = set()  # the main pass's fact lines, which the tail pass may read again
+    facts_read: deque[int] = deque(maxlen=QUIET_LINES)  # the last lines whose facts were read
     for number, raw, follow, repeat, period in raw_hits(stream, kept):
         for event in _events_in_line(name, number, raw, follow, repeat):
             if event.kind in TAIL_KINDS:
@@ -324,6 +329,8 @@ def scan(stream: BinaryIO, name: str, quiet: bool = True) -> Iterator[Event]:
             if event.kind == FACT_KIND:  # read for its facts only: the quiet tail reads it too
                 if len(fact_lines) < _FACT_LINES_MAX:
                     fact_lines.add(number)
+                facts_read.extend(range(number + (repeat - min(repeat, QUIET_LINES)) * period,
+                                        number + repeat * period, period))
                 yield event
                 continue
             count += 1
@@ -344,8 +351,11 @@ def scan(stream: BinaryIO, name: str, quiet: bool = True) -> Iterator[Event]:
                 yield Event(kind, name, number, shown, host, node, rank, data)
     if failed or ended or not quiet:
         return
+    read_before = set(facts_read)
     for kind, number, shown, data in read_quiet(kept, set(seen), count, _line_count(kept)):
         host, node, rank = parse_prefix(shown) if shown else (None, None, None)
+        if number in read_before:  # (its facts were read once, from the main pass's event)
+            data = {**data, FACTS_READ: "1"}
         yield Event(kind, name, number, shown, host, node, rank, data)
 
 

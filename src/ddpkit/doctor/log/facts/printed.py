@@ -101,6 +101,17 @@ MISPLACED_OPTION = re.compile(
     r"|standalone|use[-_]env|max[-_]restarts|num[-_]gpus|num[-_]nodes|hostfile|include"
     r"|num[-_]processes|num[-_]machines|machine[-_]rank|main[-_]process[-_](?:ip|port)|gpus))"
     r"(?![\w-])")
+# PyTorch Lightning's line as each process joins its process group, printed right before its
+# call of init_process_group, which waits for every member: "initializing ddp: GLOBAL_RANK: %d,
+# MEMBER: %d/%d" (1.0 to 1.4, plugins/training_type/ddp.py; "initializing ddp (SLURM): ..." in
+# 1.0's slurm_connector.py), "initializing distributed: ..." (1.5), "Initializing distributed: ..."
+# (lightning_fabric 1.6 on, utilities/distributed.py, _init_dist_connection); groups: the global
+# rank and the world size. Then its rank 0 says every member came: "All DDP processes registered.
+# Starting ddp with %d processes" (to 1.5), "All distributed processes registered. Starting with
+# %d processes" (1.6 on)
+LIGHTNING_INIT = (r"[Ii]nitializing (?:ddp|distributed)(?: \(SLURM\))?: GLOBAL_RANK: (\d+), "
+                  r"MEMBER: \d+/(\d+)")
+LIGHTNING_REGISTERED = r"All (?:DDP|distributed) processes registered\. Starting (?:ddp )?with \d+"
 # A training script's own parser (argparse: "%(prog)s: error: argument %s: invalid %s value: %r",
 # "... expected one argument"; the action's option strings joined by "/") given no value for an
 # option that carries the process's rank or the job's size: "--rank=$RANK" or '--rank "$RANK"' with

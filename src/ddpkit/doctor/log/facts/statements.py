@@ -48,8 +48,7 @@ _UNSET = re.compile(r"[Ee]nvironment variable (\w+) expected, but not set"
 _UNDEF_CONFIG = re.compile(r"Invalid config (\w+) attribute value -2147483648\b")
 # PyTorch Lightning 1.x (plugins/training_type/ddp.py) and lightning_fabric 2.x
 # (utilities/distributed.py, _init_dist_connection): one line per process as it joins
-_RANK_CLAIM = re.compile(r"[Ii]nitializing (?:ddp|distributed): GLOBAL_RANK: (\d+), "
-                         r"MEMBER: \d+/(\d+)")
+_RANK_CLAIM = re.compile(printed.LIGHTNING_INIT)
 # NCCL's return chain (src/include/checks.h, NCCLCHECK and NCCLCHECKGOTO): INFO(NCCL_ALL,
 # "%s:%d -> %d", __FILE__, __LINE__, res) at each level a failure returns through
 _RETURN = re.compile(r"[\w.-]\.(?:cc|cu|h|cpp):\d+ -> ([1-7])\b")

@@ -27,7 +27,7 @@ from ddpkit.doctor.log.rules.run_end import RUN_END_KINDS, RunEnd
 from ddpkit.doctor.log.rules.shell_signals import SIGNAL_KINDS, ShellSignals
 from ddpkit.doctor.log.rules.simple import Facts
 from ddpkit.doctor.log.rules.unexplained import UNEXPLAINED_KINDS, UnexplainedRule, warning_line
-from ddpkit.doctor.log.scan import Event
+from ddpkit.doctor.log.scan import FACTS_READ, Event
 
 _FAMILIES = 2  # c10d tries a name's addresses in IPv6, then IPv4 (a v4-mapped address in both)
 
@@ -94,7 +94,7 @@ class Reading:
     def feed(self, event: Event) -> None:
         if self.ignored.hides(event):
             return  # an exception Python reported and ignored (rules/ignored.py): no failure
-        facts = facts_of(event.text)
+        facts = () if event.get(FACTS_READ) else facts_of(event.text)
         for fact in facts:
             if fact.kind is FactKind.NNODES:
                 self.fact_nodes = max(self.fact_nodes, int(fact.value))

@@ -281,6 +281,14 @@ def _stage_words(event: Event) -> str:
     if stage == "lightning-setup":
         return _("PyTorch Lightning's setup (line {line}), before the fit loop said it "
                  "stopped", line=event.line)
+    if stage == "lightning-init":
+        return _("PyTorch Lightning's process-group init (line {line}), where each process waits "
+                 "in init_process_group for every member: nothing after it shows that they all "
+                 "came (its rank 0 then says 'All distributed processes registered')",
+                 line=event.line)
+    if stage == "lightning-registered":
+        return _("every process registered in PyTorch Lightning's process group (line {line}), "
+                 "before the fit loop said it stopped", line=event.line)
     if stage == "gloo-connected":
         return _("Gloo connected its ranks (line {line})", line=event.line)
     if stage == "launcher":
