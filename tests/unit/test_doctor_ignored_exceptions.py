@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from ddpkit.doctor.findings import Finding
 from ddpkit.doctor.log.diagnose import diagnose
 
@@ -35,6 +37,24 @@ def test_an_ignored_exception_at_exit_is_no_failure(tmp_path: Path) -> None:
     assert (top.id, top.severity) == ("no-failure", "info")
     assert "ignored" in top.explanation and "_MultiProcessingDataLoaderIter" in top.explanation
     assert "InfiniBand" not in top.explanation  # (the entry's NCCL words are not this log's)
+    assert not [f for f in rest if f.severity == "error"]
+
+
+@pytest.mark.parametrize("exception", [
+    # the exception's words say more than its type: errno 104 (ECONNRESET, a connection lost), an
+    # NCCL error and NCCL's version (ProcessGroupNCCL.cpp's "NCCL error in: %s:%d, %s, NCCL
+    # version %s"), each an event of its own on the exception's line
+    "ConnectionResetError: [Errno 104] Connection reset by peer",
+    "RuntimeError: NCCL error in: ../torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:1269, "
+    "unhandled system error, NCCL version 2.14.3",
+    "[rank1]: BrokenPipeError: [Errno 32] Broken pipe",
+])
+def test_every_reading_of_the_ignored_exceptions_line_is_ignored(tmp_path: Path,
+                                                                 exception: str) -> None:
+    tag = "[rank1]: " if exception.startswith("[rank1]") else ""
+    lines = ["epoch 9 loss 0.12", *[tag + line for line in report(exception)[:-1]], exception]
+    (top, *rest) = run(tmp_path, lines)
+    assert (top.id, top.severity) == ("no-failure", "info")
     assert not [f for f in rest if f.severity == "error"]
 
 

@@ -10,9 +10,11 @@ exit, a CUDA stream freed after CUDA unloaded.
 
 from __future__ import annotations
 
+from ddpkit.doctor.log.prefixes import raised
 from ddpkit.doctor.log.scan import Event
 
 REACH = 64  # lines from that head to its exception (the traceback's frames between)
+Where = tuple[str, str, int | None]  # a process: its file, launcher tag and rank
 
 
 def reported_ignored(head: int | None, line: int) -> bool:
@@ -21,12 +23,15 @@ def reported_ignored(head: int | None, line: int) -> bool:
 
 
 class IgnoredExceptions:
-    """Feed it every event; it says which exception event is the one a report of an ignored
+    """Feed it every event; it says which events come from the line a report of an ignored
     exception ends with (the first exception after the report's head, from the same process:
-    the same file, launcher tag and rank)."""
+    the same file, launcher tag and rank). That line may be several events: the exception, and
+    what its words say besides (a connection reset, an NCCL error, NCCL's version), whichever
+    comes first."""
 
     def __init__(self) -> None:
-        self.heads: dict[tuple[str, str, int | None], int] = {}  # the open reports' head lines
+        self.heads: dict[Where, int] = {}  # the open reports' head lines
+        self.ended: dict[Where, int] = {}  # the line each report ended with, its other events'
 
     def hides(self, event: Event) -> bool:
         where = (event.file, event.origin, event.rank)
@@ -34,7 +39,12 @@ class IgnoredExceptions:
             if where in self.heads or len(self.heads) < 256:
                 self.heads[where] = event.line
             return False
-        if event.kind != "exception" or not reported_ignored(self.heads.get(where), event.line):
+        if self.ended.get(where) == event.line:
+            return True
+        if not reported_ignored(self.heads.get(where), event.line) or (
+                event.kind != "exception" and not raised(event.text)):
             return False
         del self.heads[where]
+        if where in self.ended or len(self.ended) < 256:
+            self.ended[where] = event.line
         return True
