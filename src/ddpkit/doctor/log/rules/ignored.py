@@ -35,8 +35,8 @@ class IgnoredExceptions:
 
     def hides(self, event: Event) -> bool:
         where = (event.file, event.origin, event.rank)
-        if event.kind == "benign" and event.get("ignored"):
-            if where in self.heads or len(self.heads) < 256:
+        if event.kind == "benign":  # (no failure: a line read as benign says why it is none)
+            if event.get("ignored") and (where in self.heads or len(self.heads) < 256):
                 self.heads[where] = event.line
             return False
         if self.ended.get(where) == event.line:
