@@ -49,6 +49,37 @@ def test_a_rank_that_ends_in_a_bare_assert_failed(tmp_path: Path, line: str) -> 
     assert top.evidence[0].line == 5
 
 
+# format_exception_only's f"{stype}: {value}" where the message starts with a line break: the
+# type and ": " alone on the line, the message below (torch/multiprocessing/spawn.py,
+# ProcessRaisedException: "\n\n-- Process %d terminated with the following error:\n" and the
+# child's traceback), and a copy whose trailing space was trimmed
+SPAWN = "torch.multiprocessing.spawn.ProcessRaisedException"
+_CHILD = ["", "-- Process 1 terminated with the following error:",
+          "Traceback (most recent call last):", '  File "train.py", line 20, in training',
+          "    item = next(iter(dl))", "KeyError: 'labels'"]
+
+
+@pytest.mark.parametrize("head", [f"{SPAWN}: ", f"{SPAWN}:", f"E       {SPAWN}:  ",
+                                  f"[rank0]: {SPAWN}: "])
+def test_an_exception_whose_message_starts_on_the_next_line_is_raised(head: str) -> None:
+    assert raised(head)
+
+
+@pytest.mark.parametrize("trailing", [" ", ""])
+def test_a_spawned_process_s_failure_reads_without_a_dangling_colon(tmp_path: Path,
+                                                                    trailing: str) -> None:
+    lines = ["Traceback (most recent call last):", '  File "main.py", line 40, in <module>',
+             "    mp.spawn(training, nprocs=2)", f"{SPAWN}:{trailing}", *_CHILD]
+    top, *_ = run(tmp_path, lines)
+    assert top.severity == "error" and top.id != "no-failure"
+    assert f"{SPAWN}:." not in top.explanation
+
+
+@pytest.mark.parametrize("line", ["no RuntimeError:", "we saw a ValueError:", "RuntimeError:x"])
+def test_a_colon_ended_name_inside_prose_is_not_raised(line: str) -> None:
+    assert not raised(line)
+
+
 # DeepSpeed's launcher (deepspeed/launcher/launch.py, sigkill_handler): logger.error(f"{cmd} exits
 # with return code = {last_return_code}") once a worker exited non-zero, in DeepSpeed's logging
 # format "[%(asctime)s] [%(levelname)s] [%(filename)s:%(lineno)d:%(funcName)s] %(message)s"

@@ -43,7 +43,11 @@ PYTEST_FAILURE = r"E {3,}"
 # An exception as a traceback ends it: its type first, after the line's prefixes (a stamp, a
 # launcher's tag or label, Ray's tag, then pytest's fail marker), or a traceback pasted onto one
 # line (a frame's '", line N, in <function>' in CPython's format, its source line, then the
-# exception); not an exception's name inside prose ("no ValueError: seen")
+# exception); not an exception's name inside prose ("no ValueError: seen"). A message that starts
+# with a line break leaves "<type>: " alone on its line, the message below it
+# (traceback.format_exception_only: f"{stype}: {value}"; torch.multiprocessing's
+# ProcessRaisedException, "\n\n-- Process %d terminated with the following error:\n..."), and a
+# copy without its trailing space ends the line at the colon
 _RAISED_TYPE = rf"(?:{EXCEPTION_TYPE}|(?:[A-Za-z_]\w*\.)*[A-Z]\w*Exit)"  # (and SystemExit's kin)
 # a C library's result name, which torch prints as if it were an exception's type (NCCLUtils.cpp's
 # detail line after an NCCL error: "ncclSystemError: System call ...")
@@ -51,8 +55,8 @@ _RESULT_NAME = r"[a-z]+[A-Z]\w*Error"
 
 
 def _raised(names: str) -> re.Pattern[str]:
-    return re.compile(rf"(?:^(?:{STAMP})*|[\]>:|]\s?|{RAY_TAG})\s*(?:{PYTEST_FAILURE})?(?:{names}): "
-                      rf"|\", line \d+, in [\w<>.]+ [^\n]*?(?<![\w.])(?:{names}): ")
+    return re.compile(rf"(?:^(?:{STAMP})*|[\]>:|]\s?|{RAY_TAG})\s*(?:{PYTEST_FAILURE})?(?:{names}):"
+                      rf"(?: |\s*$)|\", line \d+, in [\w<>.]+ [^\n]*?(?<![\w.])(?:{names}): ")
 
 
 _RAISED = _raised(_RAISED_TYPE)

@@ -128,8 +128,9 @@ class JobRules:
         if kind.startswith("summary-") or kind == "agent-failed":
             self._summary(event)
         elif kind == "exception":
-            message = event.get("message")  # (none where it was raised without one)
-            text = f"{event.get('type')}: {message}".strip() if message else event.get("type")
+            # (none where it was raised without one, or where it starts on the next line)
+            message = event.get("message").strip()
+            text = f"{event.get('type')}: {message}" if message else event.get("type")
             if raised(event.text, results=True):
                 self.uncaught_seen = True
             if event.rank is not None:
