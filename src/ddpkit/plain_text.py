@@ -12,9 +12,11 @@ import re
 
 # Every terminal control sequence: OSC (window titles, hyperlinks, clipboard writes) up to BEL or ST,
 # CSI (colours, cursor moves), other two-byte escapes, any remaining C0/C1 control character but the
-# tab, and the bidirectional overrides and isolates that make a line read other than it is stored.
+# tab, the bidirectional overrides and isolates that make a line read other than it is stored, and
+# the byte-order mark (U+FEFF) that Windows editors and PowerShell write before a file's first
+# line, which no line of a program starts with.
 _SEQUENCES = (r"\x1b\][^\x07\x1b\x9c]*(?:\x07|\x1b\\|\x9c)?|\x1b\[[0-?]*[ -/]*[@-~]"
-              r"|\x9b[0-?]*[ -/]*[@-~]|\x1b[ -/]*[0-~]|[\u202a-\u202e\u2066-\u2069]")
+              r"|\x9b[0-?]*[ -/]*[@-~]|\x1b[ -/]*[0-~]|[\u202a-\u202e\u2066-\u2069\ufeff]")
 _CONTROL = re.compile(_SEQUENCES + r"|[\x00-\x08\x0a-\x1f\x7f-\x9f]")
 _CONTROL_BUT_NEWLINE = re.compile(_SEQUENCES + r"|[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 CUT = "…"

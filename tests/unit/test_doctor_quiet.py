@@ -361,6 +361,32 @@ def test_a_warnings_source_line_continues_it(tmp_path: Path) -> None:
     assert (top.id, top.severity) == ("no-failure", "info")
 
 
+# colour codes a terminal-minded logger writes (SGR, "\x1b[33m" ... "\x1b[0m"), and the UTF-8
+# byte-order mark that Windows editors and PowerShell's Out-File -Encoding utf8 write first
+COLOUR, RESET, BOM = "\x1b[33m", "\x1b[0m", "\ufeff"
+
+
+@pytest.mark.parametrize("colour", [True, False])
+def test_a_coloured_warnings_source_line_continues_it(tmp_path: Path, colour: bool) -> None:
+    lines = ["step 10 loss 0.31", COLOUR + WARNED + RESET,
+             (RESET if colour else "") + '  warnings.warn("torch.distributed.reduce_op is '
+             'deprecated, "']
+    (top, *_) = run(tmp_path, lines)
+    assert (top.id, top.severity) == ("no-failure", "info")
+
+
+@pytest.mark.parametrize(("lines", "expected"), [
+    ([WARNED], ("no-failure", "info")), (["step 10 loss 0.31", WARNED], ("no-failure", "info")),
+    # (an exception raised without a message: its name alone from the line's start)
+    (["AssertionError"], ("rank-failed", "error"))])
+def test_a_byte_order_mark_before_the_first_line_changes_nothing(
+        tmp_path: Path, lines: list[str], expected: tuple[str, str]) -> None:
+    plain_top = run(tmp_path, lines, "plain.log")[0]
+    (top, *_) = run(tmp_path, [BOM + lines[0], *lines[1:]], "bom.log")
+    assert (top.id, top.severity) == (plain_top.id, plain_top.severity) == expected
+    assert BOM not in top.explanation and all(BOM not in e.text for e in top.evidence)
+
+
 CUT_TRACEBACK = ["Traceback (most recent call last):",
                  '  File "train.py", line 9, in <module>',
                  "    trainer.train()",

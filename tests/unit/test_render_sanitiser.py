@@ -29,9 +29,10 @@ HOSTILE = ("\x1b]52;c;ZXZpbA==\x07"  # OSC 52: write the clipboard
            "\x9b31m"  # 8-bit CSI
            "\x9d0;title\x9c"  # 8-bit OSC with ST
            "\u202eevil\u202c\u2066x\u2069"  # bidi override and isolate
+           "\ufeff"  # a byte-order mark (a Windows file's first bytes, or files joined)
            "\x07\x85\r")  # BEL, NEL (C1), carriage return
-# what must never be written: C0 but tab and newline, DEL, C1, bidi overrides and isolates
-FORBIDDEN = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+# what must never be written: C0 but tab and newline, DEL, C1, bidi overrides and isolates, BOMs
+FORBIDDEN = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\ufeff]")
 
 
 def _console(color: bool = False) -> Console:

@@ -169,7 +169,8 @@ def read_quiet(kept: Kept, seen: set[int], scanned: int, total_lines: int
         if number in seen:
             last, after_known = None, True
             continue
-        text = line_text(raw).strip()
+        whole = line_text(raw)  # (its indent read after any colour codes before it)
+        text = whole.strip()
         if not text:
             continue
         read += 1
@@ -179,7 +180,7 @@ def read_quiet(kept: Kept, seen: set[int], scanned: int, total_lines: int
         # an indented line right after a known one continues it (Python's warnings print one
         # source line under the warning, "  warnings.warn(...)"; a traceback's frame, its code);
         # a second one does not (a progress bar's "  0%|...", whatever printed it)
-        continued = after_known and raw[:1] in (b" ", b"\t")
+        continued = after_known and whole[:1] in (" ", "\t")
         last, after_known = None, False
         row = TOPOLOGY_ROW.match(text)
         if row is not None:  # a table about the machine, not a line of a run
