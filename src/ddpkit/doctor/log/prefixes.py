@@ -8,6 +8,7 @@ import re
 
 from ddpkit.launch.torchrun.torch_log import glog_header
 from ddpkit.launch.torchrun.tracebacks import EXCEPTION_TYPE
+from ddpkit.plain_text import line_text
 
 _NCCL_PREFIX = re.compile(r"(?P<host>[\w.-]+):(?P<pid>\d+):(?P<tid>\d+) \[(?P<dev>\d+)\] ")
 # A date and time before the line: logging's asctime ("2024-10-11 20:10:11,640"), ISO 8601, and
@@ -15,6 +16,10 @@ _NCCL_PREFIX = re.compile(r"(?P<host>[\w.-]+):(?P<pid>\d+):(?P<tid>\d+) \[(?P<de
 # before every line ("2024-10-11T20:10:11.640908017Z ")
 STAMP = r"\[?\d{4}-\d\d-\d\d[ T_][\d:.,]+(?:Z|[+-]\d\d:?\d\d)?\]?\s?"
 _STAMP = re.compile(STAMP)
+# A log collector's time stamp before every line: `kubectl logs --timestamps` and `docker logs
+# --timestamps` write RFC 3339 with nanoseconds ("2024-10-11T20:10:11.640908017Z "). It is not
+# the program's own line, so every line is read without it (a program's own stamps stay).
+_COLLECTOR_STAMP = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:[.,]\d{1,9})?(?:Z|[+-]\d\d:?\d\d) ")
 _GLOG = re.compile(glog_header(timed=True) + r"\s?")  # (a header without a time is the same)
 # A launcher's tag before a line: torchrun's "[rank3]:" and "[default0]:", DeepSpeed's "[node1:0]",
 # mpirun's "[1,3]<stdout>:" (1-80 characters, no bracket or space inside); the one spelling of it
@@ -137,3 +142,12 @@ def parse_prefix(text: str) -> tuple[str | None, str | None, int | None]:
             break  # [c10d], [0]: part of the message, not a launcher prefix
         pos = tag.end()
     return host, node, rank
+
+
+def log_line(raw: bytes) -> str:
+    """One raw line of a log as the rules read it: as text (plain_text.line_text), without a
+    log collector's time stamp before it."""
+    text = line_text(raw)
+    if text[:1].isdigit() and (stamp := _COLLECTOR_STAMP.match(text)) is not None:
+        return text[stamp.end() :]
+    return text

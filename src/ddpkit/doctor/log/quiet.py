@@ -35,11 +35,10 @@ from ddpkit.doctor.catalogue import CATALOGUE, GENERIC
 from ddpkit.doctor.findings import clip
 from ddpkit.doctor.log.facts.printed import LIGHTNING_INIT, LIGHTNING_REGISTERED
 from ddpkit.doctor.log.messages import catalogue
-from ddpkit.doctor.log.prefixes import LAUNCHER_TAGS, RAY_TAG_UNNAMED
+from ddpkit.doctor.log.prefixes import LAUNCHER_TAGS, RAY_TAG_UNNAMED, log_line
 from ddpkit.doctor.log.tail import LINE_WINDOW, Kept
 from ddpkit.launch.torchrun.torch_log import glog_header
 from ddpkit.launch.torchrun.tracebacks import TRACEBACK_HEAD
-from ddpkit.plain_text import line_text
 
 QUIET_LINES = 2000  # the last lines read whole
 QUIET_BYTES = 256 << 10
@@ -169,7 +168,7 @@ def read_quiet(kept: Kept, seen: set[int], scanned: int, total_lines: int
         if number in seen:
             last, after_known = None, True
             continue
-        whole = line_text(raw)  # (its indent read after any colour codes before it)
+        whole = log_line(raw)  # (its indent read after any colour codes before it)
         text = whole.strip()
         if not text:
             continue

@@ -29,7 +29,7 @@ from ddpkit.doctor.log.anchors import (
 )
 from ddpkit.doctor.log.line_pattern import LinePattern
 from ddpkit.doctor.log.patterns import FACT_KIND, FAILURE_KINDS, SOCKET_LIST_LINES
-from ddpkit.doctor.log.prefixes import parse_prefix
+from ddpkit.doctor.log.prefixes import log_line, parse_prefix
 from ddpkit.doctor.log.quiet import QUIET_LINES, read_quiet
 from ddpkit.doctor.log.repeats import (
     FOLLOW_LITERALS,
@@ -40,7 +40,6 @@ from ddpkit.doctor.log.repeats import (
     stamped_copies,
 )
 from ddpkit.doctor.log.tail import LINE_WINDOW, Kept, keep_buffer, tail_hits
-from ddpkit.plain_text import line_text
 
 CHUNK_BYTES = 1 << 20
 WINDOW_BEFORE = 1024  # of which at most this many before the trigger
@@ -238,7 +237,7 @@ def _parse_line(raw: bytes, follow: bool, tail: bool = False) -> _Parsed:
         triggers_in(raw, TRIGGER_GROUPS if tail else MAIN_GROUPS))
     if not candidates:
         return ()
-    text = line_text(raw)
+    text = log_line(raw)
     found: list[tuple[int, int, LinePattern, dict[str, str]]] = []
     for order, pattern in enumerate(candidates):
         if not follow and not pattern.triggers:
@@ -294,7 +293,7 @@ def _events_in_line(name: str, number: int, raw: bytes, follow: bool, repeat: in
             _LINE_CACHE.clear()
         _LINE_CACHE[key] = parsed
     elif line_key is not raw and parsed:  # the same message at another time: its own text
-        text = line_text(raw)
+        text = log_line(raw)
         host, node, rank = parse_prefix(text)
         shown = clip(text.strip())
         parsed = tuple((kind, shown, host, node, rank, data)
