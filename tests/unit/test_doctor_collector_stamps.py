@@ -9,12 +9,14 @@ without a message (format_exception_only), Lightning's process-group init
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 
 import pytest
 
 from ddpkit.doctor.log.diagnose import diagnose
 from ddpkit.doctor.log.prefixes import log_line
+from ddpkit.doctor.log.scan import scan
 
 WARNED = ("/x/site-packages/torch/distributed/distributed_c10d.py:4631: UserWarning: No device id "
           "is provided via `init_process_group` or `barrier `. Using the current device set by "
@@ -52,3 +54,15 @@ def test_a_collectors_stamp_changes_no_reading(tmp_path: Path, stamp: str,
 ])
 def test_only_the_collectors_form_is_taken_off(raw: bytes, text: str) -> None:
     assert log_line(raw) == text
+
+
+def test_a_stamped_retry_loop_folds_like_a_plain_one() -> None:
+    # c10d's retries, each line stamped by the collector at another moment: read past, the copies
+    # fold into one event as the plain loop's do (the scan stays fast on a loop of any length)
+    line = LOGS[-1][0]
+    plain = "".join(f"{line}\n" for _ in range(5000)).encode()
+    stamped = "".join(f"2024-10-11T20:10:{n % 60:02d}.{n:09d}Z {line}\n"
+                      for n in range(5000)).encode()
+    want = [(e.kind, e.line, e.repeat) for e in scan(io.BytesIO(plain), "plain.log")]
+    got = [(e.kind, e.line, e.repeat) for e in scan(io.BytesIO(stamped), "stamped.log")]
+    assert got == want and len(got) < 10

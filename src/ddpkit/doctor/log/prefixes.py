@@ -19,7 +19,9 @@ _STAMP = re.compile(STAMP)
 # A log collector's time stamp before every line: `kubectl logs --timestamps` and `docker logs
 # --timestamps` write RFC 3339 with nanoseconds ("2024-10-11T20:10:11.640908017Z "). It is not
 # the program's own line, so every line is read without it (a program's own stamps stay).
-_COLLECTOR_STAMP = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:[.,]\d{1,9})?(?:Z|[+-]\d\d:?\d\d) ")
+_COLLECTOR = r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:[.,]\d{1,9})?(?:Z|[+-]\d\d:?\d\d) "
+_COLLECTOR_STAMP = re.compile(_COLLECTOR)
+COLLECTOR_STAMPS = re.compile(b"(?m)^" + _COLLECTOR.encode())  # every line's, in a buffer
 _GLOG = re.compile(glog_header(timed=True) + r"\s?")  # (a header without a time is the same)
 # A launcher's tag before a line: torchrun's "[rank3]:" and "[default0]:", DeepSpeed's "[node1:0]",
 # mpirun's "[1,3]<stdout>:" (1-80 characters, no bracket or space inside); the one spelling of it

@@ -29,7 +29,7 @@ from ddpkit.doctor.log.anchors import (
 )
 from ddpkit.doctor.log.line_pattern import LinePattern
 from ddpkit.doctor.log.patterns import FACT_KIND, FAILURE_KINDS, SOCKET_LIST_LINES
-from ddpkit.doctor.log.prefixes import log_line, parse_prefix
+from ddpkit.doctor.log.prefixes import COLLECTOR_STAMPS, log_line, parse_prefix
 from ddpkit.doctor.log.quiet import QUIET_LINES, read_quiet
 from ddpkit.doctor.log.repeats import (
     FOLLOW_LITERALS,
@@ -188,14 +188,21 @@ def raw_hits(stream: BinaryIO, kept: Kept | None = None) -> Iterator[_Hit]:
             keep_buffer(kept, buf, limit, windows.line)
         yield from windows.scan(buf, limit)
 
+    stamped: bool | None = None  # every line has a log collector's time stamp (prefixes.py)
     while True:
         chunk = stream.read(CHUNK_BYTES)
         if not chunk:
             break
+        if stamped is None:
+            stamped = COLLECTOR_STAMPS.match(chunk) is not None
         buf = tail + chunk if tail else chunk
         cut = buf.rfind(b"\n")
         if cut >= 0:
-            yield from scanned(buf, cut + 1)
+            if stamped:  # (read past, as if not there: the same lines fold, in one C-level pass)
+                lines = COLLECTOR_STAMPS.sub(b"", buf[: cut + 1])
+                yield from scanned(lines, len(lines))
+            else:
+                yield from scanned(buf, cut + 1)
             tail = buf[cut + 1 :]
         else:
             tail = buf
