@@ -30,6 +30,9 @@ _STREAM = r"<std(?:out|err)>"
 LAUNCHER_TAG = rf"\[{_TAG_TEXT}\](?:{_STREAM})?:?"
 LAUNCHER_TAGS = rf"(?:\s*{LAUNCHER_TAG})*"  # (any number of them)
 _TAG = re.compile(rf"\[(?P<tag>{_TAG_TEXT})\](?P<colon>(?:{_STREAM})?:)?\s?")
+# (torch's excepthook writes f"[rank{rank}]: {line}", distributed_c10d.py; torchrun's agent its
+# log_line_prefix_template, "[${role_name}${local_rank}]:", with no space after)
+_TAGS = re.compile(rf"(?:\[rank\d+\]: |{LAUNCHER_TAG})*")
 _RANK_TAG = re.compile(r"rank(\d+)")
 _NODE_TAG = re.compile(r"([A-Za-z][\w.-]*):(\d+)")
 _MPI_TAG = re.compile(r"(\d+),(\d+)")
@@ -153,3 +156,9 @@ def log_line(raw: bytes) -> str:
     if text[:1].isdigit() and (stamp := _COLLECTOR_STAMP.match(text)) is not None:
         return text[stamp.end() :]
     return text
+
+
+def after_tags(text: str) -> str:
+    """``text`` after the launcher tags before it ("[rank0]:", "[default0]:"), its own indent
+    kept: the line as the process printed it."""
+    return text[_TAGS.match(text).end():] if text[:1] == "[" else text  # type: ignore[union-attr]

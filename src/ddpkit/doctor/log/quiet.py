@@ -35,7 +35,7 @@ from ddpkit.doctor.catalogue import CATALOGUE, GENERIC
 from ddpkit.doctor.findings import clip
 from ddpkit.doctor.log.facts.printed import LIGHTNING_INIT, LIGHTNING_REGISTERED
 from ddpkit.doctor.log.messages import catalogue
-from ddpkit.doctor.log.prefixes import LAUNCHER_TAGS, RAY_TAG_UNNAMED, log_line
+from ddpkit.doctor.log.prefixes import LAUNCHER_TAGS, RAY_TAG_UNNAMED, after_tags, log_line
 from ddpkit.doctor.log.tail import LINE_WINDOW, Kept
 from ddpkit.launch.torchrun.torch_log import glog_header
 from ddpkit.launch.torchrun.tracebacks import TRACEBACK_HEAD
@@ -179,7 +179,7 @@ def read_quiet(kept: Kept, seen: set[int], scanned: int, total_lines: int
         # an indented line right after a known one continues it (Python's warnings print one
         # source line under the warning, "  warnings.warn(...)"; a traceback's frame, its code);
         # a second one does not (a progress bar's "  0%|...", whatever printed it)
-        continued = after_known and whole[:1] in (" ", "\t")
+        continued = after_known and after_tags(whole)[:1] in (" ", "\t")
         last, after_known = None, False
         row = TOPOLOGY_ROW.match(text)
         if row is not None:  # a table about the machine, not a line of a run
@@ -187,6 +187,8 @@ def read_quiet(kept: Kept, seen: set[int], scanned: int, total_lines: int
                                                        "links": " ".join(row.group("links").split())}
             continue
         found = _recognise(text)
+        if found is None and (own := after_tags(text)) != text:
+            found = _recognise(own)  # (the line as its process printed it, a launcher's tag off)
         if found is not None:
             recognised += 1
             after_known = True

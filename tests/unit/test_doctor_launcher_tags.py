@@ -1,0 +1,54 @@
+"""A log whose every line carries a launcher's tag reads as the same log without: torchrun's
+agent puts its log_line_prefix_template, "[${role_name}${local_rank}]:" ("[default0]:"), before
+each line of a worker it tees (torch/distributed/elastic/agent/server/local_elastic_agent.py), and
+torch's excepthook f"[rank{rank}]: " before each line of an uncaught exception
+(distributed_c10d.py). Lines made from Python's warnings (warnings.formatwarning: the warning,
+then its source line indented), CPython's traceback (its head, frames, no exception line kept),
+Python logging's default format ("WARNING:<logger>:<message>") and torchelastic's keep-alive
+warning (elastic/rendezvous/dynamic_rendezvous.py)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from ddpkit.doctor.log.diagnose import diagnose
+from ddpkit.doctor.log.prefixes import after_tags
+
+WARNED = ("/x/site-packages/torch/distributed/distributed_c10d.py:4631: UserWarning: No device id "
+          "is provided via `init_process_group` or `barrier `. Using the current device set by "
+          "the user.")
+KEEP_ALIVE = ("WARNING:torch.distributed.elastic.rendezvous.dynamic_rendezvous:The node "
+              "'node-1_4242_0' has failed to send a keep-alive heartbeat to the rendezvous 'none' "
+              "due to an error of type RendezvousConnectionError.")
+LOGS = [
+    ["step 10 loss 0.31", WARNED, "  warnings.warn(  # warn only once"],
+    ["epoch 0", "Traceback (most recent call last):", '  File "train.py", line 12, in <module>',
+     "    main()"],
+    [KEEP_ALIVE] * 3,
+    ["*" * 40, "Setting OMP_NUM_THREADS environment variable for each process to be 1 in default",
+     "*" * 40],
+]
+
+
+@pytest.mark.parametrize("tag", ["[default0]:", "[trainer3]:", "[rank0]: "])
+@pytest.mark.parametrize("lines", LOGS)
+def test_a_tag_on_every_line_changes_no_reading(tmp_path: Path, tag: str,
+                                                lines: list[str]) -> None:
+    plain, tagged = tmp_path / "plain.log", tmp_path / "tagged.log"
+    plain.write_text("\n".join(lines) + "\n")
+    tagged.write_text("".join(f"{tag}{line}\n" for line in lines))
+    want, got = diagnose([str(plain)])[0], diagnose([str(tagged)])[0]
+    assert (got.id, got.severity) == (want.id, want.severity)
+
+
+@pytest.mark.parametrize(("text", "line"), [
+    ("[default0]:  warnings.warn(", "  warnings.warn("),
+    ("[rank3]:   raise e", "  raise e"),  # (torch's one space after the tag is its own)
+    ("[rank3]: ****", "****"),
+    ("[1,3]<stdout>:[rank3]:x", "x"),
+    ("  indented, no tag", "  indented, no tag"),
+])
+def test_the_line_as_its_process_printed_it(text: str, line: str) -> None:
+    assert after_tags(text) == line
