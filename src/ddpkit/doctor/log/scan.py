@@ -15,10 +15,10 @@ from __future__ import annotations
 import codecs
 from collections import deque
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import BinaryIO
 
-from ddpkit.doctor.findings import clip
+from ddpkit.doctor.findings import EVIDENCE_TEXT_LIMIT, clip
 from ddpkit.doctor.log.anchor_words import TAIL_KINDS
 from ddpkit.doctor.log.anchors import (
     ALL_PATTERNS,
@@ -41,6 +41,7 @@ from ddpkit.doctor.log.repeats import (
     stamped_copies,
 )
 from ddpkit.doctor.log.tail import LINE_WINDOW, Kept, keep_buffer, tail_hits
+from ddpkit.plain_text import CUT
 
 CHUNK_BYTES = 1 << 20
 WINDOW_BEFORE = 1024  # of which at most this many before the trigger
@@ -59,6 +60,9 @@ class Event:
     rank: int | None  # from ``[rank3]:`` / mpirun ``[1,3]`` prefixes
     data: Mapping[str, str]
     repeat: int = 1  # how many identical lines in a row this event stands for (from ``line`` on)
+    # the whole line where ``text`` was clipped, for its facts (a CUDA error after a long path);
+    # empty otherwise, and in a reading that came over the wire
+    whole: str = field(default="", repr=False, compare=False)
 
     @property
     def origin(self) -> str:
@@ -330,8 +334,15 @@ def _events_in_line(name: str, number: int, raw: bytes, follow: bool, repeat: in
         shown = clip(text.strip())
         parsed = tuple((kind, shown, host, node, rank, data)
                        for kind, _shown, _host, _node, _rank, data in parsed)
-    return [Event(kind, name, number, shown, host, node, rank, data, repeat)
+    whole = _whole(raw, parsed[0][1]) if parsed else ""
+    return [Event(kind, name, number, shown, host, node, rank, data, repeat, whole)
             for kind, shown, host, node, rank, data in parsed]
+
+
+def _whole(raw: bytes, shown: str) -> str:
+    """The whole line, where ``shown`` is it clipped; empty otherwise."""
+    clipped = len(shown) == EVIDENCE_TEXT_LIMIT and shown.endswith(CUT)
+    return log_line(raw).strip() if clipped else ""
 
 
 def scan(stream: BinaryIO, name: str, quiet: bool = True) -> Iterator[Event]:
@@ -377,9 +388,11 @@ def scan(stream: BinaryIO, name: str, quiet: bool = True) -> Iterator[Event]:
                 count += 1
                 ended = True
                 seen.append(number)
-                yield Event(kind, name, number, shown, host, node, rank, data)
+                yield Event(kind, name, number, shown, host, node, rank, data, 1,
+                            _whole(raw, shown))
             elif kind == FACT_KIND and number not in fact_lines:  # (a death's report)
-                yield Event(kind, name, number, shown, host, node, rank, data)
+                yield Event(kind, name, number, shown, host, node, rank, data, 1,
+                            _whole(raw, shown))
     if failed or ended or not quiet:
         return
     read_before = set(facts_read)

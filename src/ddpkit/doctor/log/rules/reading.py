@@ -94,7 +94,7 @@ class Reading:
     def feed(self, event: Event) -> None:
         if self.ignored.hides(event):
             return  # an exception Python reported and ignored (rules/ignored.py): no failure
-        facts = () if event.get(FACTS_READ) else facts_of(event.text)
+        facts = () if event.get(FACTS_READ) else facts_of(event.whole or event.text)
         for fact in facts:
             if fact.kind is FactKind.NNODES:
                 self.fact_nodes = max(self.fact_nodes, int(fact.value))
