@@ -1,5 +1,6 @@
-"""A log whose every line carries a launcher's tag reads as the same log without: torchrun's
-agent puts its log_line_prefix_template, "[${role_name}${local_rank}]:" ("[default0]:"), before
+"""A log whose every line carries a launcher's tag or label reads as the same log without: srun
+--label puts "%d: " before each line, pdsh (DeepSpeed's multi-node runner) "<host>: ", torchrun's
+agent its log_line_prefix_template, "[${role_name}${local_rank}]:" ("[default0]:"), before
 each line of a worker it tees (torch/distributed/elastic/agent/server/local_elastic_agent.py), and
 torch's excepthook f"[rank{rank}]: " before each line of an uncaught exception
 (distributed_c10d.py). Lines made from Python's warnings (warnings.formatwarning: the warning,
@@ -32,7 +33,8 @@ LOGS = [
 ]
 
 
-@pytest.mark.parametrize("tag", ["[default0]:", "[trainer3]:", "[rank0]: "])
+@pytest.mark.parametrize("tag", ["[default0]:", "[trainer3]:", "[rank0]: ", "0: ", "node3: ",
+                                 "node3: [rank1]: "])
 @pytest.mark.parametrize("lines", LOGS)
 def test_a_tag_on_every_line_changes_no_reading(tmp_path: Path, tag: str,
                                                 lines: list[str]) -> None:
@@ -49,6 +51,8 @@ def test_a_tag_on_every_line_changes_no_reading(tmp_path: Path, tag: str,
     ("[rank3]: ****", "****"),
     ("[1,3]<stdout>:[rank3]:x", "x"),
     ("  indented, no tag", "  indented, no tag"),
+    ("0:   warnings.warn(", "  warnings.warn("),  # srun --label's "%d: "
+    ("gpu-node-3: [rank1]: x", "x"),  # pdsh's "<host>: "
 ])
 def test_the_line_as_its_process_printed_it(text: str, line: str) -> None:
     assert after_tags(text) == line

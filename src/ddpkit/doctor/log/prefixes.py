@@ -89,7 +89,10 @@ def raised(text: str, *, results: bool = False) -> bool:
 
 
 # srun --label ("52: ") and pdsh ("node3: " / "10.0.0.3: ") put a bare label before the line.
-_LABEL = re.compile(r"(?P<label>\d+|[A-Za-z0-9][\w.-]*): (?=\S)")
+_LABEL_TEXT = r"\d+|[A-Za-z0-9][\w.-]*"
+_LABEL = re.compile(rf"(?P<label>{_LABEL_TEXT}): (?=\S)")
+LINE_LABEL = rf"(?:{_LABEL_TEXT}): "  # (the same, whatever the line's own text starts with)
+_LINE_LABEL = re.compile(LINE_LABEL)
 
 
 # The part of a line every process and every moment prints differently: launcher tags, then
@@ -159,6 +162,9 @@ def log_line(raw: bytes) -> str:
 
 
 def after_tags(text: str) -> str:
-    """``text`` after the launcher tags before it ("[rank0]:", "[default0]:"), its own indent
-    kept: the line as the process printed it."""
+    """``text`` after the launcher's label and tags before it (srun's "0: ", pdsh's "node3: ",
+    "[rank0]:", "[default0]:"), its own indent kept: the line as the process printed it."""
+    label = _LINE_LABEL.match(text)
+    if label is not None:
+        text = text[label.end() :]
     return text[_TAGS.match(text).end():] if text[:1] == "[" else text  # type: ignore[union-attr]

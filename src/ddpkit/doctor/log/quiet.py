@@ -173,7 +173,7 @@ def read_quiet(kept: Kept, seen: set[int], scanned: int, total_lines: int
         if not text:
             continue
         read += 1
-        if C10_BACKTRACE.match(text) is not None:
+        if C10_BACKTRACE.match(after_tags(text)) is not None:
             recognised += 1  # (the message before it stays the log's last line, known or not)
             continue
         # an indented line right after a known one continues it (Python's warnings print one

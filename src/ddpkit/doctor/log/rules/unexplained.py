@@ -24,7 +24,7 @@ from ddpkit.doctor.log.end_lines import TERMINATE
 from ddpkit.doctor.log.evidence import Bag, merge
 from ddpkit.doctor.log.messages import Message, catalogue
 from ddpkit.doctor.log.patterns import FAILURE_KINDS
-from ddpkit.doctor.log.prefixes import LAUNCHER_TAG, RAY_TAG, RAY_TAG_UNNAMED, raised
+from ddpkit.doctor.log.prefixes import LAUNCHER_TAG, LINE_LABEL, RAY_TAG, RAY_TAG_UNNAMED, raised
 from ddpkit.doctor.log.quiet import PYTHON_WARNING
 from ddpkit.doctor.log.scan import Event
 from ddpkit.doctor.wording import specific_then_general
@@ -40,8 +40,9 @@ KEEP = 24  # failure lines remembered per log (the first ones; the decisive ones
 # run.py:9]", logging's "WARNING:"): an errno or an error word in it is no failure. Python's
 # warnings are known by their format (quiet.PYTHON_WARNING), not by a category's name anywhere in
 # a line: an error line may quote one.
-_LEVELLED = re.compile(rf"^\s*(?:{LAUNCHER_TAG}\s?|{RAY_TAG})*{GLOG_HEADER}")
-_LOGGING_WARNING = re.compile(rf"^\s*(?:{LAUNCHER_TAG}\s?|{RAY_TAG_UNNAMED})*WARNING[:\s]")
+_LEVELLED = re.compile(rf"^\s*(?:{LINE_LABEL})?(?:{LAUNCHER_TAG}\s?|{RAY_TAG})*{GLOG_HEADER}")
+_LOGGING_WARNING = re.compile(rf"^\s*(?:{LINE_LABEL})?(?:{LAUNCHER_TAG}\s?|{RAY_TAG_UNNAMED})*"
+                              r"WARNING[:\s]")
 
 
 def _glog_level(text: str) -> str | None:
