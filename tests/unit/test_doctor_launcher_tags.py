@@ -1,12 +1,13 @@
 """A log whose every line carries a launcher's tag or label reads as the same log without: srun
---label puts "%d: " before each line, pdsh (DeepSpeed's multi-node runner) "<host>: ", torchrun's
-agent its log_line_prefix_template, "[${role_name}${local_rank}]:" ("[default0]:"), before
-each line of a worker it tees (torch/distributed/elastic/agent/server/local_elastic_agent.py), and
-torch's excepthook f"[rank{rank}]: " before each line of an uncaught exception
-(distributed_c10d.py). Lines made from Python's warnings (warnings.formatwarning: the warning,
-then its source line indented), CPython's traceback (its head, frames, no exception line kept),
-Python logging's default format ("WARNING:<logger>:<message>") and torchelastic's keep-alive
-warning (elastic/rendezvous/dynamic_rendezvous.py)."""
+--label puts "%d: " before each line, pdsh (DeepSpeed's multi-node runner) "<host>: ", Docker
+Compose "<service>  | ", torchrun's agent its log_line_prefix_template,
+"[${role_name}${local_rank}]:" ("[default0]:"), before each line of a worker it tees
+(torch/distributed/elastic/agent/server/local_elastic_agent.py), and torch's excepthook
+f"[rank{rank}]: " before each line of an uncaught exception (distributed_c10d.py). Lines made from
+Python's warnings (warnings.formatwarning: the warning, then its source line indented), CPython's
+traceback (its head, frames, no exception line kept), Python logging's default format
+("WARNING:<logger>:<message>") and torchelastic's keep-alive warning
+(elastic/rendezvous/dynamic_rendezvous.py)."""
 
 from __future__ import annotations
 
@@ -34,7 +35,7 @@ LOGS = [
 
 
 @pytest.mark.parametrize("tag", ["[default0]:", "[trainer3]:", "[rank0]: ", "0: ", "node3: ",
-                                 "node3: [rank1]: "])
+                                 "node3: [rank1]: ", "trainer-1  | "])
 @pytest.mark.parametrize("lines", LOGS)
 def test_a_tag_on_every_line_changes_no_reading(tmp_path: Path, tag: str,
                                                 lines: list[str]) -> None:
@@ -53,6 +54,7 @@ def test_a_tag_on_every_line_changes_no_reading(tmp_path: Path, tag: str,
     ("  indented, no tag", "  indented, no tag"),
     ("0:   warnings.warn(", "  warnings.warn("),  # srun --label's "%d: "
     ("gpu-node-3: [rank1]: x", "x"),  # pdsh's "<host>: "
+    ("trainer-1      |   warnings.warn(", "  warnings.warn("),  # Docker Compose's
 ])
 def test_the_line_as_its_process_printed_it(text: str, line: str) -> None:
     assert after_tags(text) == line

@@ -91,7 +91,10 @@ def raised(text: str, *, results: bool = False) -> bool:
 # srun --label ("52: ") and pdsh ("node3: " / "10.0.0.3: ") put a bare label before the line.
 _LABEL_TEXT = r"\d+|[A-Za-z0-9][\w.-]*"
 _LABEL = re.compile(rf"(?P<label>{_LABEL_TEXT}): (?=\S)")
-LINE_LABEL = rf"(?:{_LABEL_TEXT}): "  # (the same, whatever the line's own text starts with)
+# (the same, whatever the line's own text starts with), or Docker Compose's service name before
+# each line of `docker compose up` and `logs`, padded to the longest, then "| "
+# ("trainer-1  | ", Compose v1 "proj_trainer_1  | ")
+LINE_LABEL = rf"(?:(?:{_LABEL_TEXT}): |[\w.-]{{1,80}} +\| )"
 _LINE_LABEL = re.compile(LINE_LABEL)
 
 
