@@ -10,17 +10,18 @@ operation or function receives an argument that has the right type but an inappr
 TypeError, an operation or function "applied to an object of inappropriate type";
 NotImplementedError, what is not (yet) supported; and an AssertionError where a module that reads
 a package's configuration or launch arguments asserts on them (``CONFIG_MODULES``). Raised in a
-module of the distributed stack
-(``STACK``: torch's distributed, parallel, CUDA and multiprocessing modules, the launchers and
-trainers that drive them, and any installed package's own ``distributed`` or ``dist`` module),
-they are that package refusing what the run's settings or the script gave it: a launcher flag, a
-config value, an argument of a call. So is a refusal raised in any installed package whose message
-names the distributed run's own setting (``STACK_WORDS``: DeepSpeed, ZeRO, FSDP, DDP, the world
-size, the local rank...). So is such a refusal posted alone, with no frame before it (the
-last line of a traceback a thread kept), its raiser unnamed. Every rerun fails the same way until
-it is changed. Raised where the rendezvous settings are read (torchelastic's rendezvous package,
-init_process_group's URL handlers: "The port number of the rendezvous endpoint ... must be an
-integer", "Unknown rendezvous backend"), the value refused is a rendezvous setting: rendezvous-config.
+module of the distributed stack (``STACK``: torch's distributed, parallel, CUDA and
+multiprocessing modules, the launchers and trainers that drive them, and any installed package's
+own ``distributed`` or ``dist`` module), they are that package refusing what the run's settings or
+the script gave it: a launcher flag, a config value, an argument of a call. So is a refusal raised
+in any installed package whose message names the distributed run's own setting (``STACK_WORDS``:
+DeepSpeed, ZeRO, FSDP, DDP, the world size, the local rank...). So is such a refusal posted alone,
+with no frame before it (the last line of a traceback a thread kept), its raiser unnamed, unless
+the message catalogue knows the line (its source says what it is: DDP's "This indicates a bug in
+DDP" is internal-error). Every rerun fails the same way until it is changed. Raised where the
+rendezvous settings are read (torchelastic's rendezvous package, init_process_group's URL
+handlers: "The port number of the rendezvous endpoint ... must be an integer", "Unknown rendezvous
+backend"), the value refused is a rendezvous setting: rendezvous-config.
 
 A call's arguments that do not fit the function's signature are refused in the caller's frame
 (CPython's ``%U() got an unexpected keyword argument '%S'``, ``%U() missing %zd required
@@ -43,6 +44,7 @@ from ddpkit.doctor.findings import Finding
 from ddpkit.doctor.log.causes.base import Cause, Context, made
 from ddpkit.doctor.log.evidence import Bag, merge
 from ddpkit.doctor.log.facts.kinds import Fact, FactKind
+from ddpkit.doctor.log.messages import catalogue
 from ddpkit.doctor.log.scan import Event
 from ddpkit.i18n import _
 
@@ -148,7 +150,8 @@ class RaiseSite(Cause):
             for fact in facts:
                 if (fact.kind is FactKind.EXCEPTION and fact.value.rsplit(".", 1)[-1] in REFUSALS
                         and STACK_WORDS.search(fact.detail)
-                        and "memory" not in fact.detail.lower()):
+                        and "memory" not in fact.detail.lower()
+                        and catalogue().match(event.text) is None):  # (its source says more)
                     self.refused = (UNKNOWN_SITE, fact.value, fact.detail)
                     self.bag.add(event)
                     break
