@@ -1,13 +1,14 @@
-"""Every corpus log (tests/fixtures/real-logs/) reads the same however the tools around a run
-wrote it down: with CRLF line ends, after a UTF-8 byte-order mark, as UTF-16LE after its mark
-(Windows PowerShell 5.1's ">" and Out-File), and with a log collector's time stamp before each line
-(`kubectl logs --timestamps`, `docker logs --timestamps`: RFC 3339 with nanoseconds). Each form
-changes how the lines are stored, never what they say, so the top finding (id and severity) must
-not move. benchmarks/doctor_variants.py counts these and the forms no test holds to zero (a
-launcher's tag or label on every line, trailing spaces, colour codes)."""
+"""Every corpus log (tests/fixtures/real-logs/) reads the same however the tools around a run wrote
+it down: with CRLF line ends, after a UTF-8 byte-order mark, as UTF-16LE after its mark (Windows
+PowerShell 5.1's ">" and Out-File), with a log collector's time stamp before each line (`kubectl
+logs --timestamps`, `docker logs --timestamps`: RFC 3339 with nanoseconds), and compressed with
+gzip. Each form changes how the lines are stored, never what they say, so the top finding (id and
+severity) must not move. benchmarks/doctor_variants.py counts these and the forms no test holds to
+zero (a launcher's tag or label on every line, trailing spaces, colour codes)."""
 
 from __future__ import annotations
 
+import gzip
 from collections.abc import Callable
 from pathlib import Path
 
@@ -32,6 +33,7 @@ FORMS: dict[str, Callable[[bytes], bytes]] = {
     "utf8-bom": lambda data: b"\xef\xbb\xbf" + data,
     "utf16le": _utf16,
     "kubectl-timestamps": _stamped,
+    "gzip": gzip.compress,
 }
 
 

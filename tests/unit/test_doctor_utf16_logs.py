@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from ddpkit.doctor.log.diagnose import diagnose
-from ddpkit.doctor.log.scan import CHUNK_BYTES, utf8_chunks
+from ddpkit.doctor.log.log_bytes import log_chunks
+from ddpkit.doctor.log.scan import CHUNK_BYTES
 
 LINES = ["usage: train.py [-h] [--rank RANK]", "train.py: error: argument --rank: invalid int value: ''"]
 RETRY = ("[E1204 09:50:12.118000 3107 socket.cpp:860] [c10d] The client socket has failed to "
@@ -35,10 +36,10 @@ def test_a_character_split_between_chunks_and_an_odd_last_byte() -> None:
     # replacement character, not an error
     text = "é" * (CHUNK_BYTES // 2 + 1) + "\n"
     data = b"\xff\xfe" + text.encode("utf-16-le") + b"\x41"
-    out = b"".join(utf8_chunks(io.BytesIO(data))).decode("utf-8")
+    out = b"".join(log_chunks(io.BytesIO(data), CHUNK_BYTES)).decode("utf-8")
     assert out == text + "\ufffd"
 
 
 def test_other_logs_pass_unchanged() -> None:
     data = b"\xfe\x00 not a byte-order mark\n" * 3
-    assert b"".join(utf8_chunks(io.BytesIO(data))) == data
+    assert b"".join(log_chunks(io.BytesIO(data), CHUNK_BYTES)) == data

@@ -10,6 +10,7 @@ from typing import BinaryIO
 
 from ddpkit.doctor.findings import Finding, has_errors
 from ddpkit.doctor.log import run_dir
+from ddpkit.doctor.log.log_bytes import UnreadableFormat
 from ddpkit.doctor.log.rank_ends import run_ends
 from ddpkit.doctor.log.refusal import unreadable
 from ddpkit.doctor.log.rules.table import Diagnosis
@@ -133,5 +134,7 @@ def _feed(diagnosis: Diagnosis, stream: BinaryIO, name: str, path: str) -> None:
     try:
         for event in scan(stream, name):
             diagnosis.feed(event)
+    except UnreadableFormat as exc:
+        raise unreadable(path, str(exc), fix=exc.fix) from exc
     except OSError as exc:
         raise unreadable(path, exc.strerror or str(exc)) from exc

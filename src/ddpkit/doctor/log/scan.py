@@ -12,7 +12,6 @@ is looked at, so a binary file with no newline costs no more memory than a chunk
 
 from __future__ import annotations
 
-import codecs
 from collections import deque
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
@@ -29,6 +28,7 @@ from ddpkit.doctor.log.anchors import (
     triggers_in,
 )
 from ddpkit.doctor.log.line_pattern import LinePattern
+from ddpkit.doctor.log.log_bytes import log_chunks
 from ddpkit.doctor.log.patterns import FACT_KIND, FAILURE_KINDS, SOCKET_LIST_LINES
 from ddpkit.doctor.log.prefixes import COLLECTOR_STAMPS, log_line, parse_prefix
 from ddpkit.doctor.log.quiet import QUIET_LINES, read_quiet
@@ -181,33 +181,6 @@ class _Windows:
         self.line = line + count(b"\n", counted, limit)
 
 
-# The byte-order marks of UTF-16, which Windows PowerShell 5.1 writes first when it redirects a
-# program's output to a file (">" and Out-File default to "Unicode", UTF-16LE)
-_UTF16_BOMS = (codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)
-
-
-def utf8_chunks(stream: BinaryIO) -> Iterator[bytes]:
-    """``stream``'s bytes in chunks of about CHUNK_BYTES; a log that starts with a UTF-16 byte-order
-    mark is decoded as it is read and given as UTF-8 (what every pattern reads)."""
-    first = stream.read(CHUNK_BYTES)
-    if not first.startswith(_UTF16_BOMS):
-        chunk = first
-        while chunk:
-            yield chunk
-            chunk = stream.read(CHUNK_BYTES)
-        return
-    decoder = codecs.getincrementaldecoder("utf-16")("replace")
-    chunk = first
-    while chunk:
-        text = decoder.decode(chunk)
-        if text:
-            yield text.encode("utf-8", "replace")
-        chunk = stream.read(CHUNK_BYTES)
-    rest = decoder.decode(b"", final=True)  # (an odd last byte: a replacement character)
-    if rest:
-        yield rest.encode("utf-8", "replace")
-
-
 def raw_hits(stream: BinaryIO, kept: Kept | None = None) -> Iterator[_Hit]:
     """(line number, bytes, is_follow_line, repeat, period) for every anchored line in
     ``stream``; a run of identical lines (or of identical blocks of lines) is one hit per line
@@ -221,7 +194,7 @@ def raw_hits(stream: BinaryIO, kept: Kept | None = None) -> Iterator[_Hit]:
         yield from windows.scan(buf, limit)
 
     stamped: bool | None = None  # every line has a log collector's time stamp (prefixes.py)
-    for chunk in utf8_chunks(stream):
+    for chunk in log_chunks(stream, CHUNK_BYTES):
         if stamped is None:
             stamped = COLLECTOR_STAMPS.match(chunk) is not None
         buf = tail + chunk if tail else chunk
