@@ -13,8 +13,8 @@ import io
 from pathlib import Path
 
 import pytest
+from cause_logs import tops
 
-from ddpkit.doctor.log.diagnose import diagnose
 from ddpkit.doctor.log.prefixes import log_line
 from ddpkit.doctor.log.scan import scan
 
@@ -39,10 +39,7 @@ LOGS = [
 @pytest.mark.parametrize("lines", LOGS)
 def test_a_collectors_stamp_changes_no_reading(tmp_path: Path, stamp: str,
                                                lines: list[str]) -> None:
-    plain, stamped = tmp_path / "plain.log", tmp_path / "stamped.log"
-    plain.write_text("\n".join(lines) + "\n")
-    stamped.write_text("".join(f"{stamp}{line}\n" for line in lines))
-    want, got = diagnose([str(plain)])[0], diagnose([str(stamped)])[0]
+    want, got = tops(tmp_path, lines, lambda line: stamp + line)
     assert (got.id, got.severity) == (want.id, want.severity)
 
 

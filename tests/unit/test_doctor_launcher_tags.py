@@ -14,8 +14,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from cause_logs import tops
 
-from ddpkit.doctor.log.diagnose import diagnose
 from ddpkit.doctor.log.prefixes import after_tags
 
 WARNED = ("/x/site-packages/torch/distributed/distributed_c10d.py:4631: UserWarning: No device id "
@@ -39,10 +39,7 @@ LOGS = [
 @pytest.mark.parametrize("lines", LOGS)
 def test_a_tag_on_every_line_changes_no_reading(tmp_path: Path, tag: str,
                                                 lines: list[str]) -> None:
-    plain, tagged = tmp_path / "plain.log", tmp_path / "tagged.log"
-    plain.write_text("\n".join(lines) + "\n")
-    tagged.write_text("".join(f"{tag}{line}\n" for line in lines))
-    want, got = diagnose([str(plain)])[0], diagnose([str(tagged)])[0]
+    want, got = tops(tmp_path, lines, lambda line: tag + line)
     assert (got.id, got.severity) == (want.id, want.severity)
 
 

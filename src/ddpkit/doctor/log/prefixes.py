@@ -170,4 +170,5 @@ def after_tags(text: str) -> str:
     label = _LINE_LABEL.match(text)
     if label is not None:
         text = text[label.end() :]
-    return text[_TAGS.match(text).end():] if text[:1] == "[" else text  # type: ignore[union-attr]
+    tags = _TAGS.match(text) if text[:1] == "[" else None
+    return text[tags.end() :] if tags is not None else text
