@@ -130,8 +130,8 @@ ENTRIES = (
     Entry(
         "rank-failed", "error",
         _("A rank failed and took the job down"),
-        _("One rank exited first (with an error or killed by a signal) and torchrun stopped the "
-        "others because of it."),
+        _("One rank exited first (with an error or killed by a signal), and its launcher "
+        "(torchrun, mp.spawn, DeepSpeed's) stopped the others because of it."),
         _("Read that rank's own output above its failure (torchrun --tee 3 or --log-dir keeps "
         "each rank's output apart) and fix what it reports; then rerun."),
         "torchrun's `Root Cause (first observed failure)` block (`rank : N`, `exitcode : X`), "
