@@ -6,8 +6,8 @@ Compose "<service>  | ", torchrun's agent its log_line_prefix_template,
 f"[rank{rank}]: " before each line of an uncaught exception (distributed_c10d.py). Lines made from
 Python's warnings (warnings.formatwarning: the warning, then its source line indented), CPython's
 traceback (its head, frames, no exception line kept), Python logging's default format
-("WARNING:<logger>:<message>") and torchelastic's keep-alive warning
-(elastic/rendezvous/dynamic_rendezvous.py)."""
+("WARNING:<logger>:<message>"), torchelastic's keep-alive warning
+(elastic/rendezvous/dynamic_rendezvous.py) and NCCL's error text as torch prints it."""
 
 from __future__ import annotations
 
@@ -31,6 +31,10 @@ LOGS = [
     [KEEP_ALIVE] * 3,
     ["*" * 40, "Setting OMP_NUM_THREADS environment variable for each process to be 1 in default",
      "*" * 40],
+    # torch's NCCL error text (ProcessGroupNCCL's "<result text> (run with NCCL_DEBUG=WARN for
+    # details), NCCL version %s", then ncclGetErrorString's name and words)
+    ["invalid usage (run with NCCL_DEBUG=WARN for details), NCCL version 2.26.2",
+     "ncclInvalidUsage: This usually reflects invalid usage of NCCL library."],
 ]
 
 

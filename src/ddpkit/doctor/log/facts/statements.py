@@ -23,6 +23,7 @@ from ddpkit.doctor.log.facts.kinds import (
     FactKind,
 )
 from ddpkit.doctor.log.facts.program_checks import MPI_TCP_TOPICS, NO_GPU_TEXTS, TORCH_CHECKS
+from ddpkit.doctor.log.prefixes import LINE_LABEL
 
 # torch's distributed_c10d.py (v1.8 to v2.x, _new_process_group_helper): "Distributed package
 # doesn't have NCCL built in" (also MPI, UCC), the Windows and macOS wheels having no NCCL; the
@@ -61,7 +62,7 @@ _RESULT_NAME = re.compile(r"\b(" + "|".join(NCCL_RESULTS.values()) + r")\b")
 _TEXTS = "|".join(re.escape(t) for t in NCCL_RESULT_TEXTS)
 _RESULT_TEXT = re.compile(rf"(?:NCCL error in:? ?[^,\n]*, |NCCL error: |NCCL (?:failure|error) [^\s']+ ')"
                           rf"({_TEXTS})"
-                          rf"|(?:^|\]:\s?)({_TEXTS}) \(run with NCCL_DEBUG")
+                          rf"|(?:^(?:{LINE_LABEL})?|\]:\s?)({_TEXTS}) \(run with NCCL_DEBUG")
 # Open MPI's TCP transports (facts/program_checks.py MPI_TCP_TOPICS), and the btl's "Message: connect() to
 # %s:%d failed" line of its "client connect fail" help (opal_asprintf in btl_tcp_endpoint.c)
 _MPI_TCP = re.compile("|".join(re.escape(words) for words in MPI_TCP_TOPICS)
