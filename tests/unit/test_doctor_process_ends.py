@@ -75,6 +75,21 @@ def test_a_spawned_process_s_failure_reads_without_a_dangling_colon(tmp_path: Pa
     assert f"{SPAWN}:." not in top.explanation
 
 
+def test_the_spawned_failure_reads_the_same_with_its_trailing_space_or_without(
+        tmp_path: Path) -> None:
+    # (pytest's report of it, its child's traceback cut before its exception line)
+    found = []
+    for trailing in (" ", ""):
+        lines = [f"E       {SPAWN}:{trailing}", "E",
+                 "E       -- Process 5 terminated with the following error:",
+                 "E       Traceback (most recent call last):",
+                 'E         File "/x/site-packages/torch/multiprocessing/spawn.py", line 69, in '
+                 "_wrap", "E           fn(i, *args)"]
+        top, *_ = run(tmp_path, lines)
+        found.append((top.id, top.severity))
+    assert found[0] == found[1] and found[0][1] == "error"
+
+
 @pytest.mark.parametrize("line", ["no RuntimeError:", "we saw a ValueError:", "RuntimeError:x"])
 def test_a_colon_ended_name_inside_prose_is_not_raised(line: str) -> None:
     assert not raised(line)

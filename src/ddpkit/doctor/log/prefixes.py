@@ -76,7 +76,7 @@ _RAISED_OR_RESULT = _raised(f"{_RAISED_TYPE}|{_RESULT_NAME}")
 # str() of the exception is empty), after the line's prefixes only (stamps, launcher tags, Ray's
 # tag, pytest's fail marker): a line that is nothing but an exception's name
 BARE_RAISED = (rf"^\s*(?:{STAMP}|{_TAG.pattern}|{RAY_TAG})*\s*(?:{PYTEST_FAILURE})?"
-               rf"(?P<type>{EXCEPTION_TYPE})\s*$")
+               rf"(?P<type>{EXCEPTION_TYPE}):?\s*$")  # (":" where its message starts below)
 _BARE_RAISED = re.compile(BARE_RAISED)
 
 
