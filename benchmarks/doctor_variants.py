@@ -1,14 +1,15 @@
 """How `ddpkit doctor --log` holds up when a real log reaches it the way tools around a run write it.
 
 Each corpus log (tests/fixtures/real-logs/) is read as it is and then in forms that change how its
-lines are written, never what they say: CRLF line ends; a UTF-8 byte-order mark (Windows
-editors); UTF-16LE after its mark (Windows PowerShell 5.1's ">" and Out-File); a collector's time
-stamp before each line (`kubectl logs --timestamps`, `docker logs --timestamps`); gzip; a launcher's
-tag or label before each line (torchrun's tee "[default0]:", torch's excepthook "[rank0]: ",
-srun --label "0: ", pdsh "node3: ", Docker Compose "trainer-1  | "); trailing spaces (Python
-prints "<type>: " before a message that starts on the next line); colour codes around each line.
-For each form it prints how many logs' top finding (id and severity) differs from the log's own:
-the fewer, the less an answer depends on how the lines were collected.
+lines are written, never what they say: CRLF line ends; a UTF-8 byte-order mark (Windows editors);
+UTF-16LE after its mark (Windows PowerShell 5.1's ">" and Out-File); a collector's time stamp
+before each line (`kubectl logs --timestamps`, `docker logs --timestamps`, the CRI log files of
+containerd); gzip; a launcher's tag or label before each line (torchrun's tee "[default0]:",
+torch's excepthook "[rank0]: ", srun --label "0: ", pdsh "node3: ", Docker Compose "trainer-1 |
+"); trailing spaces (Python prints "<type>: " before a message that starts on the next line);
+colour codes around each line. For each form it prints how many logs' top finding (id and
+severity) differs from the log's own: the fewer, the less an answer depends on how the lines were
+collected.
 
     python benchmarks/doctor_variants.py [--quick] [--split dev|eval|all] [--show N]
 
@@ -47,6 +48,7 @@ FORMS: dict[str, Callable[[bytes], bytes]] = {
     "UTF-8 byte-order mark": lambda data: b"\xef\xbb\xbf" + data,
     "UTF-16LE (PowerShell 5.1)": _utf16,
     "kubectl --timestamps": _each_line(b"2024-10-11T20:10:11.640908017Z "),
+    "CRI log file (containerd)": _each_line(b"2024-10-11T20:10:11.640908017Z stderr F "),
     "gzip-compressed": gzip.compress,
     "torchrun tee [default0]:": _each_line(b"[default0]:"),
     "torch excepthook [rank0]: ": _each_line(b"[rank0]: "),

@@ -1,6 +1,7 @@
 """A log collector's time stamp before every line changes no reading: `kubectl logs --timestamps`
 and `docker logs --timestamps` put RFC 3339 with nanoseconds before each line
-("2024-10-11T20:10:11.640908017Z ", Kubernetes' kubelet and Docker's log drivers), and a
+("2024-10-11T20:10:11.640908017Z ", Kubernetes' kubelet and Docker's log drivers), the container
+runtime's files (the CRI logging format) the same with the stream and F/P after it, and a
 PyTorchJob's logs are often read so. Lines made from the printing programs' formats: Python's
 warnings (warnings.formatwarning, the source line indented below), c10's warning-level glog
 header ("[W1204 09:50:12.118000 3107 socket.cpp:663] [c10d] ..."), CPython's exception line
@@ -35,7 +36,8 @@ LOGS = [
 
 
 @pytest.mark.parametrize("stamp", ["2024-10-11T20:10:11.640908017Z ",
-                                   "2024-10-11T20:10:11Z ", "2024-10-11T20:10:11.640+08:00 "])
+                                   "2024-10-11T20:10:11Z ", "2024-10-11T20:10:11.640+08:00 ",
+                                   "2024-10-11T20:10:11.640908017Z stderr F "])
 @pytest.mark.parametrize("lines", LOGS)
 def test_a_collectors_stamp_changes_no_reading(tmp_path: Path, stamp: str,
                                                lines: list[str]) -> None:
@@ -45,6 +47,7 @@ def test_a_collectors_stamp_changes_no_reading(tmp_path: Path, stamp: str,
 
 @pytest.mark.parametrize(("raw", "text"), [
     (b"2024-10-11T20:10:11.640908017Z [rank0]: x", "[rank0]: x"),
+    (b"2024-10-11T20:10:11.640908017+00:00 stdout F [rank0]: x", "[rank0]: x"),  # CRI's
     # a program's own stamps stay: logging's asctime, and a stamp without the space after it
     (b"2024-10-11 20:10:11,640 INFO x", "2024-10-11 20:10:11,640 INFO x"),
     (b"2024-10-11T20:10:11Z", "2024-10-11T20:10:11Z"),

@@ -17,9 +17,12 @@ _NCCL_PREFIX = re.compile(r"(?P<host>[\w.-]+):(?P<pid>\d+):(?P<tid>\d+) \[(?P<de
 STAMP = r"\[?\d{4}-\d\d-\d\d[ T_][\d:.,]+(?:Z|[+-]\d\d:?\d\d)?\]?\s?"
 _STAMP = re.compile(STAMP)
 # A log collector's time stamp before every line: `kubectl logs --timestamps` and `docker logs
-# --timestamps` write RFC 3339 with nanoseconds ("2024-10-11T20:10:11.640908017Z "). It is not
-# the program's own line, so every line is read without it (a program's own stamps stay).
-_COLLECTOR = r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:[.,]\d{1,9})?(?:Z|[+-]\d\d:?\d\d) "
+# --timestamps` write RFC 3339 with nanoseconds ("2024-10-11T20:10:11.640908017Z "), and the
+# container runtime's own log files (the CRI logging format, /var/log/pods/...) the same, then
+# the stream and "F" for a full line or "P" for a part ("... stderr F "). It is not the
+# program's own line, so every line is read without it (a program's own stamps stay).
+_COLLECTOR = (r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:[.,]\d{1,9})?(?:Z|[+-]\d\d:?\d\d) "
+              r"(?:std(?:out|err) [FP] )?")
 _COLLECTOR_STAMP = re.compile(_COLLECTOR)
 COLLECTOR_STAMPS = re.compile(b"(?m)^" + _COLLECTOR.encode())  # every line's, in a buffer
 _GLOG = re.compile(glog_header(timed=True) + r"\s?")  # (a header without a time is the same)
