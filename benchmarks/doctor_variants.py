@@ -5,8 +5,8 @@ lines are written, never what they say: CRLF line ends; a UTF-8 byte-order mark 
 UTF-16LE after its mark (Windows PowerShell 5.1's ">" and Out-File); a collector's time stamp
 before each line (`kubectl logs --timestamps`, `docker logs --timestamps`, the CRI log files of
 containerd); gzip; a launcher's tag or label before each line (torchrun's tee "[default0]:",
-torch's excepthook "[rank0]: ", srun --label "0: ", pdsh "node3: ", Docker Compose "trainer-1 |
-"); trailing spaces (Python prints "<type>: " before a message that starts on the next line);
+torch's excepthook "[rank0]: ", srun --label "0: ", pdsh "node3: ", Docker Compose
+"trainer-1  | "); trailing spaces (Python prints "<type>: " before a message that starts on the next line);
 colour codes around each line. For each form it prints how many logs' top finding (id and
 severity) differs from the log's own: the fewer, the less an answer depends on how the lines were
 collected.
