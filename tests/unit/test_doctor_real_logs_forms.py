@@ -1,10 +1,11 @@
 """Every corpus log (tests/fixtures/real-logs/) reads the same however the tools around a run wrote
 it down: with CRLF line ends, after a UTF-8 byte-order mark, as UTF-16LE after its mark (Windows
 PowerShell 5.1's ">" and Out-File), with a log collector's time stamp before each line (`kubectl
-logs --timestamps`, `docker logs --timestamps`: RFC 3339 with nanoseconds), and compressed with
-gzip. Each form changes how the lines are stored, never what they say, so the top finding (id and
-severity) must not move. benchmarks/doctor_variants.py counts these and the forms no test holds to
-zero (a launcher's tag or label on every line, trailing spaces, colour codes)."""
+logs --timestamps`, `docker logs --timestamps`: RFC 3339 with nanoseconds; the container runtime's
+CRI log files add the stream and F), and compressed with gzip. Each form changes how the lines are
+stored, never what they say, so the top finding (id and severity) must not move.
+benchmarks/doctor_variants.py counts these and the forms no test holds to zero (a launcher's tag
+or label on every line, colour codes)."""
 
 from __future__ import annotations
 
@@ -23,16 +24,16 @@ def _utf16(data: bytes) -> bytes:
     return b"\xff\xfe" + text.encode("utf-16-le")
 
 
-def _stamped(data: bytes) -> bytes:
-    return b"\n".join(b"2024-10-11T20:10:11.640908017Z " + line if line else line
-                      for line in data.split(b"\n"))
+def _stamped(stamp: bytes) -> Callable[[bytes], bytes]:
+    return lambda data: b"\n".join(stamp + line if line else line for line in data.split(b"\n"))
 
 
 FORMS: dict[str, Callable[[bytes], bytes]] = {
     "crlf": lambda data: data.replace(b"\r\n", b"\n").replace(b"\n", b"\r\n"),
     "utf8-bom": lambda data: b"\xef\xbb\xbf" + data,
     "utf16le": _utf16,
-    "kubectl-timestamps": _stamped,
+    "kubectl-timestamps": _stamped(b"2024-10-11T20:10:11.640908017Z "),
+    "cri-log-file": _stamped(b"2024-10-11T20:10:11.640908017Z stderr F "),
     "gzip": gzip.compress,
 }
 
