@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from cause_logs import tops
 
-from ddpkit.doctor.log.prefixes import after_tags
+from ddpkit.doctor.log.prefixes import after_tags, parse_prefix
 
 WARNED = ("/x/site-packages/torch/distributed/distributed_c10d.py:4631: UserWarning: No device id "
           "is provided via `init_process_group` or `barrier `. Using the current device set by "
@@ -35,6 +35,30 @@ LOGS = [
     # details), NCCL version %s", then ncclGetErrorString's name and words)
     ["invalid usage (run with NCCL_DEBUG=WARN for details), NCCL version 2.26.2",
      "ncclInvalidUsage: This usually reflects invalid usage of NCCL library."],
+    # an exception raised without a message: its type alone (traceback.format_exception_only)
+    ["Traceback (most recent call last):", '  File "train.py", line 9, in <module>',
+     "    assert dist.get_world_size() == 8", "AssertionError"],
+    # torch.multiprocessing's ProcessRaisedException, whose message starts with a line break
+    # (multiprocessing/spawn.py: "\n\n-- Process %d terminated with the following error:\n")
+    ["Traceback (most recent call last):", '  File "train.py", line 40, in <module>',
+     "    mp.spawn(main, nprocs=2)", "torch.multiprocessing.spawn.ProcessRaisedException: ", "",
+     "-- Process 1 terminated with the following error:", "Traceback (most recent call last):",
+     '  File "train.py", line 20, in main', "    loader = iter(data)",
+     "RuntimeError: DataLoader worker (pid 4242) is killed by signal: Killed. "],
+    # bash's report of a child a signal ended (jobs.c: strsignal(), "(core dumped)")
+    ["step 1", "Segmentation fault (core dumped)"],
+    ["Loading checkpoint shards:  50%", "Killed"],
+    # py-spy's dump (src/dump.rs: 'Thread {id} ({status}): "{name}"', "    {name} ({file}:{line})")
+    ['Thread 4242 (active): "MainThread"', "    barrier (torch/distributed/distributed_c10d.py:4155)",
+     "    main (train.py:40)", "    <module> (train.py:52)"],
+    # NCCL's NET/Socket list posted one interface per line (net_socket.cc: "[%d]%s:%s<%d>")
+    ["node1:4242:4242 [0] NCCL INFO NET/Socket : Using", "[0]docker0:172.17.0.1<0>",
+     "[1]eth0:10.0.0.5<0>"],
+    # pybind11's refusal of TCPStore's arguments (a signature per line, then "Invoked with: ")
+    ["TypeError: __init__(): incompatible constructor arguments. The following argument types are "
+     "supported:", "    1. torch._C._distributed_c10d.TCPStore(host_name: str, port: int, "
+     "world_size: Optional[int] = None, is_master: bool = False)", "",
+     "Invoked with: '10.0.0.5', 70000, 2, True, datetime.timedelta(seconds=1800)"],
 ]
 
 
@@ -59,3 +83,20 @@ def test_a_tag_on_every_line_changes_no_reading(tmp_path: Path, tag: str,
 ])
 def test_the_line_as_its_process_printed_it(text: str, line: str) -> None:
     assert after_tags(text) == line
+
+
+@pytest.mark.parametrize("lines", LOGS)
+def test_colour_codes_around_every_line_change_no_reading(tmp_path: Path,
+                                                          lines: list[str]) -> None:
+    want, got = tops(tmp_path, lines, lambda line: f"\x1b[32m{line}\x1b[0m")
+    assert (got.id, got.severity) == (want.id, want.severity)
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("trainer-1  | node1:4242:4243 [0] NCCL INFO Bootstrap : Using eth0", ("node1", "trainer-1", None)),
+    ("gpu-3: node1:4242:4243 [0] NCCL INFO x", ("node1", "gpu-3", None)),  # pdsh's host
+    ("7: node1:4242:4243 [0] NCCL INFO x", ("node1", None, 7)),  # srun's task id: the rank
+])
+def test_a_label_before_an_nccl_line_names_its_node_or_rank(
+        text: str, expected: tuple[str | None, str | None, int | None]) -> None:
+    assert parse_prefix(text) == expected

@@ -9,6 +9,7 @@ from ddpkit.doctor.log.facts.printed import HYDRA_REFUSAL, LIGHTNING_INIT
 from ddpkit.doctor.log.kinds import EventKind
 from ddpkit.doctor.log.line_pattern import LinePattern
 from ddpkit.doctor.log.line_pattern import fallback_pattern as _fb
+from ddpkit.doctor.log.prefixes import LINE_PREFIXES
 
 # py-spy's status of a thread, in brackets after its id (src/stack_trace.rs, status_str: "idle",
 # "active", "active+gil"; causes/pyspy_dump.py)
@@ -112,12 +113,13 @@ CAUSE_PATTERNS: tuple[LinePattern, ...] = (
     # {id} ({status}): \"{name}\"" (the native thread id in decimal on Linux, else "{:#X}" of
     # the pthread id; its status from stack_trace.rs, status_str), then its frames innermost
     # first on the lines after it (FOLLOW), "    {name} ({file}:{line})", the line left out
-    # where it is 0 (causes/pyspy_dump.py)
+    # where it is 0 (causes/pyspy_dump.py); each after a launcher's label and tags, if any
     _fb(EventKind.STACK_THREAD, PYSPY_STATUS,
-        r"^\s*Thread (?:0x[0-9A-Fa-f]+|\d+) \((?:active(?:\+gil)?|idle)\)"
+        rf"^{LINE_PREFIXES}\s*Thread (?:0x[0-9A-Fa-f]+|\d+) \((?:active(?:\+gil)?|idle)\)"
         r'(?:: "(?P<name>[^"\n]{0,200})")?\s*$'),
     _fb(EventKind.STACK_FRAME, (),
-        r"^ {4}(?P<func>[^\s()][^()\n]{0,200}?) \((?P<file>[^()\s][^()\n]{0,300}?)"
+        rf"^{LINE_PREFIXES} {{4}}(?P<func>[^\s()][^()\n]{{0,200}}?) "
+        r"\((?P<file>[^()\s][^()\n]{0,300}?)"
         r"(?::(?P<line>\d{1,9}))?\)\s*$"),
     # MPICH's mpiexec refusing an option, a line without an error word (mpi_launcher_arguments.py)
     _fb(EventKind.JOB_FACT, ("unrecognized argument ",), rf"(?P<detail>{HYDRA_REFUSAL}[^\n]*)"),

@@ -8,7 +8,7 @@ from __future__ import annotations
 from ddpkit.doctor.log.kinds import EventKind
 from ddpkit.doctor.log.line_pattern import LinePattern
 from ddpkit.doctor.log.line_pattern import pattern as _p
-from ddpkit.doctor.log.prefixes import LAUNCHER_TAGS
+from ddpkit.doctor.log.prefixes import LAUNCHER_TAGS, LINE_LABEL
 
 # strsignal() of the signals a process crashes of (SIGSEGV, SIGABRT, SIGBUS, SIGFPE, SIGILL): what
 # bash reports for a job they end
@@ -24,12 +24,13 @@ TERMINATE = "terminate called after throwing"
 # ProcessGroupNCCL: " (checkForNCCLErrorsInternal), which the watchdog may still log at info level
 # after the program's own teardown: the run's work is over, no failure of it
 PG_SHUTDOWN = "error set by ProcessGroupNCCL: Process Group shutdown"
-# A launcher's rank tags before a line the shell printed ("[0]<stderr>:", "[rank1]:"), or a
+# A launcher's label and rank tags before a line the shell printed (srun's "0: ", pdsh's "node3: ",
+# "[0]<stderr>:", "[rank1]:"; prefixes.LINE_LABEL, LAUNCHER_TAGS), or a
 # progress bar the killed process left without its newline: tqdm redraws its bar after a carriage
 # return and ends it with "| {n_fmt}/{total_fmt} [{elapsed}<{remaining}, {rate_fmt}{postfix}]"
 # (tqdm/std.py, format_meter), so the shell's report lands on the bar's line
 # ("Loading checkpoint shards:   0%|   | 0/2 [00:00<?, ?it/s]Killed")
-SHELL_PREFIX = (rf"^{LAUNCHER_TAGS}\s*"
+SHELL_PREFIX = (rf"^(?:{LINE_LABEL})?{LAUNCHER_TAGS}\s*"
                 r"(?:[^\n]*\| *[\d.]+[kMGT]?/[\d.?]+[kMGT]? \[[^\]\n]*\])?")
 _FATAL = "|".join(FATAL_SIGNALS)
 

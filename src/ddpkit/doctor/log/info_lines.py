@@ -8,6 +8,7 @@ from __future__ import annotations
 from ddpkit.doctor.log.kinds import EventKind
 from ddpkit.doctor.log.line_pattern import LinePattern
 from ddpkit.doctor.log.line_pattern import pattern as _p
+from ddpkit.doctor.log.prefixes import LAUNCHER_TAGS, LINE_LABEL
 
 INFO_PATTERNS: tuple[LinePattern, ...] = (
     _p(EventKind.NCCL_BOOTSTRAP, ("NCCL INFO Bootstrap",),
@@ -57,6 +58,8 @@ INFO_PATTERNS: tuple[LinePattern, ...] = (
     _p(EventKind.GLOO_LOOPBACK_FALLBACK, ("Unable to resolve hostname",),
        r"(?P<detail>Unable to resolve hostname to a \(local\) address)"),
     _p(EventKind.GLOO_MESH_FAILED, ("onnect",), r"(?P<detail>Gloo connectFullMesh failed)"),
-    # One interface of a NET/Socket list posted one per line (read after a bare "Using").
-    _p(EventKind.NCCL_SOCKET_ITEM, (), r"^\s*\[\d+\](?P<iface>[^\s:\[\]]+):(?P<addr>[^\s<]+)<\d+>\s*$"),
+    # One interface of a NET/Socket list posted one per line (read after a bare "Using"), after
+    # the launcher's label and tags where each line has them
+    _p(EventKind.NCCL_SOCKET_ITEM, (),
+       rf"^(?:{LINE_LABEL})?{LAUNCHER_TAGS}\s*\[\d+\](?P<iface>[^\s:\[\]]+):(?P<addr>[^\s<]+)<\d+>\s*$"),
 )

@@ -35,7 +35,8 @@ LAUNCHER_TAGS = rf"(?:\s*{LAUNCHER_TAG})*"  # (any number of them)
 _TAG = re.compile(rf"\[(?P<tag>{_TAG_TEXT})\](?P<colon>(?:{_STREAM})?:)?\s?")
 # (torch's excepthook writes f"[rank{rank}]: {line}", distributed_c10d.py; torchrun's agent its
 # log_line_prefix_template, "[${role_name}${local_rank}]:", with no space after)
-_TAGS = re.compile(rf"(?:\[rank\d+\]: |{LAUNCHER_TAG})*")
+_TAGS_TEXT = rf"(?:\[rank\d+\]: |{LAUNCHER_TAG})*"
+_TAGS = re.compile(_TAGS_TEXT)
 _RANK_TAG = re.compile(r"rank(\d+)")
 _NODE_TAG = re.compile(r"([A-Za-z][\w.-]*):(\d+)")
 _MPI_TAG = re.compile(r"(\d+),(\d+)")
@@ -77,10 +78,6 @@ _RAISED_OR_RESULT = _raised(f"{_RAISED_TYPE}|{_RESULT_NAME}")
 # An exception raised without a message ("raise AssertionError", a bare ``assert``): Python prints
 # its type alone (Lib/traceback.py, format_exception_only: the type's name, with no ": ", where
 # str() of the exception is empty), after the line's prefixes only (stamps, launcher tags, Ray's
-# tag, pytest's fail marker): a line that is nothing but an exception's name
-BARE_RAISED = (rf"^\s*(?:{STAMP}|{_TAG.pattern}|{RAY_TAG})*\s*(?:{PYTEST_FAILURE})?"
-               rf"(?P<type>{EXCEPTION_TYPE}):?\s*$")  # (":" where its message starts below)
-_BARE_RAISED = re.compile(BARE_RAISED)
 
 
 def raised(text: str, *, results: bool = False) -> bool:
@@ -97,8 +94,22 @@ _LABEL = re.compile(rf"(?P<label>{_LABEL_TEXT}): (?=\S)")
 # (the same, whatever the line's own text starts with), or Docker Compose's service name before
 # each line of `docker compose up` and `logs`, padded to the longest, then "| "
 # ("trainer-1  | ", Compose v1 "proj_trainer_1  | ")
-LINE_LABEL = rf"(?:(?:{_LABEL_TEXT}): |[\w.-]{{1,80}} +\| )"
+_COMPOSE_LABEL = r"(?P<service>[\w.-]{1,80}) +\| "
+LINE_LABEL = rf"(?:(?:{_LABEL_TEXT}): |{_COMPOSE_LABEL.replace('?P<service>', '?:')})"
 _LINE_LABEL = re.compile(LINE_LABEL)
+# a launcher's label, then its tags: what after_tags takes off, to anchor a pattern at the start
+# of a line's own text (its indent kept)
+LINE_PREFIXES = rf"(?:{LINE_LABEL})?{_TAGS_TEXT}"
+# either label, naming what it names: srun's task id, pdsh's host or Compose's service
+_ANY_LABEL = re.compile(rf"{_LABEL.pattern}|{_COMPOSE_LABEL}")
+
+# An exception raised without a message ("raise AssertionError", a bare ``assert``): Python prints
+# its type alone (Lib/traceback.py, format_exception_only: the type's name, with no ": ", where
+# str() of the exception is empty), after the line's prefixes only (a launcher's label, stamps,
+# launcher tags, Ray's tag, pytest's fail marker): a line that is nothing but an exception's name
+BARE_RAISED = (rf"^\s*(?:{LINE_LABEL})?(?:{STAMP}|{_TAG.pattern}|{RAY_TAG})*\s*"
+               rf"(?:{PYTEST_FAILURE})?(?P<type>{EXCEPTION_TYPE}):?\s*$")  # (":": message below)
+_BARE_RAISED = re.compile(BARE_RAISED)
 
 
 # The part of a line every process and every moment prints differently: launcher tags, then
@@ -135,10 +146,10 @@ def parse_prefix(text: str) -> tuple[str | None, str | None, int | None]:
             continue
         tag = _TAG.match(text, pos)
         if not tag:
-            label = _LABEL.match(text, pos) if pos == 0 else None
+            label = _ANY_LABEL.match(text, pos) if pos == 0 else None
             if label is None or not _NCCL_PREFIX.match(text, label.end()):
                 break  # only a label in front of an NCCL line: "RuntimeError: ..." is no label
-            value = label.group("label")
+            value = label.group("label") or label.group("service")
             if value.isdigit():
                 rank = int(value)  # srun's task id: the global rank under srun
             else:

@@ -29,7 +29,12 @@ from ddpkit.doctor.log.anchors import (
 )
 from ddpkit.doctor.log.line_pattern import LinePattern
 from ddpkit.doctor.log.log_bytes import log_chunks
-from ddpkit.doctor.log.patterns import FACT_KIND, FAILURE_KINDS, SOCKET_LIST_LINES
+from ddpkit.doctor.log.patterns import (
+    FACT_KIND,
+    FAILURE_KINDS,
+    SOCKET_LIST_HEAD,
+    SOCKET_LIST_LINES,
+)
 from ddpkit.doctor.log.prefixes import COLLECTOR_STAMPS, log_line, parse_prefix
 from ddpkit.doctor.log.quiet import QUIET_LINES, read_quiet
 from ddpkit.doctor.log.repeats import (
@@ -41,7 +46,7 @@ from ddpkit.doctor.log.repeats import (
     stamped_copies,
 )
 from ddpkit.doctor.log.tail import LINE_WINDOW, Kept, keep_buffer, tail_hits
-from ddpkit.plain_text import CUT
+from ddpkit.plain_text import CUT, line_text
 
 CHUNK_BYTES = 1 << 20
 WINDOW_BEFORE = 1024  # of which at most this many before the trigger
@@ -94,7 +99,8 @@ def _follow_count_of(raw: bytes) -> int:
     for literal, n in FOLLOW_LITERALS:
         if n > count and literal in raw:
             count = n
-    if raw.rstrip().endswith(SOCKET_LIST_HEAD_BYTES):
+    # (the line as text: a colour code may follow the head)
+    if SOCKET_LIST_HEAD_BYTES in raw and line_text(raw).rstrip().endswith(SOCKET_LIST_HEAD):
         count = max(count, SOCKET_LIST_LINES)
     return count
 

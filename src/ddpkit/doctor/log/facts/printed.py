@@ -198,7 +198,7 @@ _INSTALLED = re.compile(r"/(?:site|dist)-packages/(.+)$|(?:^|/)(torch/.+)$")
 # signature it supports on a line of its own, "    1. <name>(<parameters>) -> <type>", then
 # "Invoked with: " and the arguments' reprs joined by ", ", then "; kwargs: " and "key=repr"
 # joined by ", " where keywords were given
-BINDING_SIGNATURE = re.compile(r"(?:^|[\]:>]\s?)\s*\d+\. ((?:\w+\.)*\w+)\(")
+BINDING_SIGNATURE = re.compile(r"(?:^|[\]:>|]\s?)\s*\d+\. ((?:\w+\.)*\w+)\(")
 INVOKED_WITH = re.compile(r"Invoked with: ([^\n]*?)(?:;? ?kwargs: ([^\n]*))?$")
 # MPICH's process manager, Hydra (utils/args/args.c, match_arg: HYDU_ERR_SETANDJUMP(...,
 # "unrecognized argument %s\n", arg), printed after its "[%s@%s] %s (%s:%d): " prefix, the
