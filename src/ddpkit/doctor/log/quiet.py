@@ -173,13 +173,15 @@ def read_quiet(kept: Kept, seen: set[int], scanned: int, total_lines: int
         if not text:
             continue
         read += 1
-        if C10_BACKTRACE.match(after_tags(text)) is not None:
+        own_line = after_tags(whole)  # (as its process printed it: a launcher's tags off)
+        own = own_line.strip() if own_line != whole else text
+        if C10_BACKTRACE.match(own) is not None:
             recognised += 1  # (the message before it stays the log's last line, known or not)
             continue
         # an indented line right after a known one continues it (Python's warnings print one
         # source line under the warning, "  warnings.warn(...)"; a traceback's frame, its code);
         # a second one does not (a progress bar's "  0%|...", whatever printed it)
-        continued = after_known and after_tags(whole)[:1] in (" ", "\t")
+        continued = after_known and own_line[:1] in (" ", "\t")
         last, after_known = None, False
         row = TOPOLOGY_ROW.match(text)
         if row is not None:  # a table about the machine, not a line of a run
@@ -187,8 +189,8 @@ def read_quiet(kept: Kept, seen: set[int], scanned: int, total_lines: int
                                                        "links": " ".join(row.group("links").split())}
             continue
         found = _recognise(text)
-        if found is None and (own := after_tags(text)) != text:
-            found = _recognise(own)  # (the line as its process printed it, a launcher's tag off)
+        if found is None and own != text:
+            found = _recognise(own)
         if found is not None:
             recognised += 1
             after_known = True

@@ -350,15 +350,13 @@ def scan(stream: BinaryIO, name: str, quiet: bool = True) -> Iterator[Event]:
             if event.kind == FACT_KIND:  # read for its facts only: the quiet tail reads it too
                 if len(fact_lines) < _FACT_LINES_MAX:
                     fact_lines.add(number)
-                facts_read.extend(range(number + (repeat - min(repeat, QUIET_LINES)) * period,
-                                        number + repeat * period, period))
+                facts_read.extend(_last_copies(number, repeat, period))
                 yield event
                 continue
             count += 1
             failed = failed or event.kind in FAILURE_KINDS
             if not failed:  # the quiet tail reads only a log without a failure
-                seen.extend(range(number + (repeat - min(repeat, QUIET_LINES)) * period,
-                                  number + repeat * period, period))
+                seen.extend(_last_copies(number, repeat, period))
             yield event
     ended = False
     for number, raw in tail_hits(kept):  # the end of the log: after the events above
@@ -380,6 +378,13 @@ def scan(stream: BinaryIO, name: str, quiet: bool = True) -> Iterator[Event]:
         if number in read_before:  # (its facts were read once, from the main pass's event)
             data = {**data, FACTS_READ: "1"}
         yield Event(kind, name, number, shown, host, node, rank, data)
+
+
+def _last_copies(number: int, repeat: int, period: int) -> range:
+    """The line numbers of the last copies (as many as the quiet tail reads) of a line that
+    ``repeat`` copies, every ``period`` lines from line ``number``, fold into one hit."""
+    return range(number + (repeat - min(repeat, QUIET_LINES)) * period, number + repeat * period,
+                 period)
 
 
 def _line_count(kept: Kept) -> int:
