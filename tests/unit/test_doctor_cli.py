@@ -3,13 +3,19 @@
 from __future__ import annotations
 
 import json
+import os
+import pty
+import select
+import signal
 import socket
 import subprocess
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from conftest import clean_env
 from ddpkit.errors import ExitCode
 
 LOGS = Path(__file__).resolve().parents[1] / "fixtures" / "logs"
@@ -139,6 +145,50 @@ def test_stdin_and_no_torch_import(tmp_path: Path) -> None:
     doc = json.loads(proc.stdout)
     assert doc["findings"][0]["id"] == "wrong-interface"
     assert doc["findings"][0]["evidence"][0]["file"] == "<stdin>"
+
+
+def test_a_terminal_as_standard_input_is_told_what_is_awaited() -> None:
+    # a user who runs `ddpkit doctor --log -` without a pipe is told, at once, that ddpkit waits
+    # for a pasted log and how to end it, not left before a silent terminal
+    pid, fd = pty.fork()
+    if pid == 0:  # (the child: ddpkit with the pty as its terminal)
+        os.execve(sys.executable, [sys.executable, "-m", "ddpkit", "doctor", "--log", "-"],
+                  clean_env())
+    try:
+        said, deadline = b"", time.monotonic() + 30
+        while b"Ctrl-D" not in said and time.monotonic() < deadline:
+            if select.select([fd], [], [], 0.5)[0]:
+                said += os.read(fd, 4096)
+        assert b"standard input" in said and b"Ctrl-D" in said, said
+        for line in SEED.read_bytes().splitlines(keepends=True):  # the pasted log
+            os.write(fd, line)
+        os.write(fd, b"\x04")  # Ctrl-D at a line's start: the end of input
+        while time.monotonic() < deadline:
+            if select.select([fd], [], [], 0.5)[0]:
+                try:
+                    said += os.read(fd, 4096)
+                except OSError:  # (the child closed the terminal: it ended)
+                    break
+        assert b"wrong-interface" in said, said
+        _, status = os.waitpid(pid, 0)
+        assert os.waitstatus_to_exitcode(status) == ExitCode.FAILURE
+    finally:
+        try:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+        except (ProcessLookupError, ChildProcessError):
+            pass  # (it ended above: nothing is left behind)
+        os.close(fd)
+
+
+def test_a_big_log_is_announced_before_it_is_read(run_cli: RunCli, monkeypatch: Any) -> None:
+    from ddpkit.cli.commands import doctor
+
+    monkeypatch.setattr(doctor, "LARGE_LOG_BYTES", SEED.stat().st_size)
+    result = run_cli("doctor", "--log", str(SEED), str(BENIGN), "--json")
+    assert f"doctor: reading {SEED} (" in result.err  # on stderr: the JSON stays one document
+    assert str(BENIGN) not in result.err  # (smaller than the bound: read without a word)
+    assert result.json()["diagnosis"]["finding"] == "wrong-interface"
 
 
 def test_binary_input_is_read_not_rejected(run_cli: RunCli, tmp_path: Path) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import stat
 import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
@@ -33,6 +34,7 @@ if TYPE_CHECKING:
 
 HELP = _("preflight checks, or diagnose a failed run from its logs")
 SCHEMA_KIND, SCHEMA_VERSION = "doctor", 1
+LARGE_LOG_BYTES = 100_000_000  # a log this big takes seconds to read: doctor says it reads it
 EVIDENCE_PLACE_COLUMNS = 36  # at most this much of an evidence line for its file:line
 _SEVERITY_STYLE = {"error": "error", "warning": "warn", "info": "ok", "pass": "ok", "warn": "warn",
                    "fail": "error"}
@@ -106,6 +108,7 @@ def _run_logs(paths: Sequence[str], console: Console, *, as_json: bool) -> int:
     from ddpkit.doctor.findings import has_errors
     from ddpkit.doctor.log.diagnose import read_verdict
 
+    _say_what_is_read(console, paths)
     verdict = read_verdict(paths, stdin=sys.stdin.buffer if "-" in paths else None)
     findings = list(verdict.findings)
     if as_json:  # "diagnosis": the top finding and the rank it names, as launch's summary has it
@@ -137,6 +140,27 @@ def _run_logs(paths: Sequence[str], console: Console, *, as_json: bool) -> int:
                                  "log(s); most likely cause: {top}", errors=errors,
                                  warnings=warnings, logs=len(paths), top=top))
     return int(ExitCode.FAILURE if has_errors(findings) else ExitCode.OK)
+
+
+def _say_what_is_read(console: Console, paths: Sequence[str]) -> None:
+    """A wait the reading may take, said before it starts: standard input that is a terminal
+    (nothing comes until the user pastes a log and ends it), or a log big enough to take
+    seconds (about 10 MB/s where every line is NCCL's, benchmarks/doctor_logscan.py)."""
+    for path in paths:
+        if path == "-":
+            if sys.stdin.isatty():
+                render.status(console, _("reading a log from standard input, which is this "
+                                         "terminal: paste the log, then press Ctrl-D (or pipe a "
+                                         "log in: ... | ddpkit doctor --log -)"),
+                              prefix="doctor: ", keep=True)
+            continue
+        try:
+            info = os.stat(path)
+        except OSError:
+            continue  # (read_verdict names the cause)
+        if stat.S_ISREG(info.st_mode) and info.st_size >= LARGE_LOG_BYTES:
+            render.log(console, _("doctor: reading {path} ({size} MB)...", path=path,
+                                  size=info.st_size // 1_000_000))
 
 
 def _place(path: str, line: int) -> str:

@@ -82,10 +82,23 @@ def _reader(name: str, raw: Any) -> gzip.GzipFile | lzma.LZMAFile | bz2.BZ2File:
 
 
 def _rest(first: bytes, stream: BinaryIO, size: int) -> Iterator[bytes]:
+    # A terminal's end of input (Ctrl-D) ends one read, not the stream: a buffered read returns
+    # what was typed before it, and the next would wait for another. On a terminal a short read
+    # is the end; elsewhere (files, pipes) only an empty one is.
+    interactive = _is_terminal(stream)
     chunk = first
     while chunk:
         yield chunk
+        if interactive and len(chunk) < size:
+            return
         chunk = stream.read(size)
+
+
+def _is_terminal(stream: BinaryIO) -> bool:
+    try:
+        return stream.isatty()
+    except (AttributeError, OSError, ValueError):  # (a stream without a descriptor, or closed)
+        return False
 
 
 def _decompressed(reader: gzip.GzipFile | lzma.LZMAFile | bz2.BZ2File, name: str,
