@@ -137,7 +137,10 @@ ENTRIES = (
         "torchrun's `Root Cause (first observed failure)` block (`rank : N`, `exitcode : X`), "
         "`failed (exitcode: X) local_rank: N`, an NCCL error (`unhandled system error`, "
         "`unhandled cuda error`, `internal error`; also nccl-tests' `Test NCCL failure "
-        "common.cu:N '<error>'`) without a more specific cause.",
+        "common.cu:N '<error>'`) without a more specific cause; one rank's uncaught exception "
+        "of its own (not the transport's words, not NCCL's, Gloo's or c10d's) beside peers "
+        "whose exceptions are a lost connection or a timeout (`[rankN]: ` tags, or torchrun "
+        "`--log-dir`'s files), named ahead of them.",
         40,
     ),
     Entry(

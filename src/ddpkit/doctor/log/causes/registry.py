@@ -49,6 +49,7 @@ from ddpkit.doctor.log.causes.no_backend import NoBackend
 from ddpkit.doctor.log.causes.no_gpu import NoGpu
 from ddpkit.doctor.log.causes.no_route import NoRoute
 from ddpkit.doctor.log.causes.open_mpi_tcp import OpenMpiTcp
+from ddpkit.doctor.log.causes.own_failure import OwnFailure
 from ddpkit.doctor.log.causes.parallel_layout import ParallelLayout
 from ddpkit.doctor.log.causes.peer_access import PeerAccess
 from ddpkit.doctor.log.causes.pyspy_dump import PySpyDump
@@ -88,7 +89,7 @@ CAUSES: tuple[type[Cause], ...] = (
     TorchApiMissing, RaiseSite, GlooNoAddress, GpuBuild, StoreAddress, SshUnresolved,
     CollectiveCheck, MisplacedOption, StorePortForbidden, GlooHostname, ParallelLayout,
     StoreArguments, EmptyRankValue,
-    UniqueIdWait, IpoibWithoutVerbs, PySpyDump,
+    UniqueIdWait, IpoibWithoutVerbs, PySpyDump, OwnFailure,
 )
 
 Scored = tuple[Finding, int]
