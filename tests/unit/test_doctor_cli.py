@@ -15,7 +15,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from conftest import clean_env
 from ddpkit.errors import ExitCode
 
 LOGS = Path(__file__).resolve().parents[1] / "fixtures" / "logs"
@@ -152,8 +151,7 @@ def test_a_terminal_as_standard_input_is_told_what_is_awaited() -> None:
     # for a pasted log and how to end it, not left before a silent terminal
     pid, fd = pty.fork()
     if pid == 0:  # (the child: ddpkit with the pty as its terminal)
-        os.execve(sys.executable, [sys.executable, "-m", "ddpkit", "doctor", "--log", "-"],
-                  clean_env())
+        os.execv(sys.executable, [sys.executable, "-m", "ddpkit", "doctor", "--log", "-"])
     try:
         said, deadline = b"", time.monotonic() + 30
         while b"Ctrl-D" not in said and time.monotonic() < deadline:

@@ -41,4 +41,5 @@ def test_a_plain_directory_is_still_refused_with_the_reason(tmp_path: Path, run_
     result = run_cli("doctor", "--log", str(tmp_path))
     assert result.code == ExitCode.CONFIG
     assert "error [log-unreadable]" in result.err
-    assert "not a ddpkit run directory" in " ".join(result.err.split())
+    said = " ".join(result.err.split())
+    assert "neither a ddpkit run directory" in said and "nor torchrun's --log-dir" in said

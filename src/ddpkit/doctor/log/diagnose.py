@@ -30,8 +30,12 @@ def check_readable(path: str) -> None:
     except OSError as exc:
         raise unreadable(path, exc.strerror or str(exc)) from exc
     if stat.S_ISDIR(mode):
-        raise unreadable(path, _("it is a directory, and not a ddpkit run directory (no "
-                                 "{launcher_log} in it)", launcher_log=run_dir.LAUNCHER_LOG))
+        raise unreadable(path, _("it is a directory, and neither a ddpkit run directory (no "
+                                 "{launcher_log} in it) nor torchrun's --log-dir (no "
+                                 "attempt_N/<rank>/stderr.log in it or a folder below)",
+                                 launcher_log=run_dir.LAUNCHER_LOG),
+                         fix=_("pass the log files in it: ddpkit doctor --log {path}/*.log",
+                               path=path.rstrip("/")))
     if stat.S_ISFIFO(mode):
         return  # opened without waiting for a writer when it is read (_open_log)
     if not stat.S_ISREG(mode):
@@ -103,7 +107,9 @@ def read_verdict(paths: Sequence[str], stdin: BinaryIO | None = None) -> Verdict
              run_dir.LAUNCHER_LOG and run_dir.is_run_dir(os.path.dirname(p) or ".")]
     real_given = {os.path.realpath(d) for d in given_dirs}
     alone = list(dict.fromkeys(d for d in alone if os.path.realpath(d) not in real_given))
-    files = [p for p in paths if p not in given_dirs]
+    # torchrun's own --log-dir (or one start's folder in it) stands for its ranks' logs
+    files = [f for p in paths if p not in given_dirs
+             for f in (run_dir.torchrun_log_dir_logs(p) if p != "-" else []) or [p]]
     for path in [*run_dir.expand(given_dirs), *files]:
         if path != "-":
             check_readable(path)

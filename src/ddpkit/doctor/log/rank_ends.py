@@ -14,7 +14,6 @@ Pure functions over lines and records; :func:`run_ends` is the file edge.
 
 from __future__ import annotations
 
-import glob
 import os
 import re
 from collections.abc import Iterable, Mapping, Sequence
@@ -22,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ddpkit.doctor.log.run_dir import LAUNCHER_LOG, mtime, newest_start, start_logs
 from ddpkit.i18n import _
 from ddpkit.launch.outcomes import CONSEQUENCE_PATTERNS, STOP_SIGNALS, describe_exit
 from ddpkit.launch.torchrun.command import RankFailure, parse_failures
@@ -191,16 +191,11 @@ def explain(ends: Sequence[RankEnd], first: RankFailure | Sequence[RankFailure] 
 
 def newest_rank_logs(log_dir: str) -> dict[int, list[str]]:
     """Per local rank: the log files torchrun wrote for it in its last start under ``log_dir``
-    (each start, a job-wide restart included, makes its own directory there)."""
+    (each start, a job-wide restart included, makes its own directory there; run_dir.py)."""
     found: dict[int, list[str]] = {}
-    runs = [d for d in glob.glob(os.path.join(glob.escape(log_dir), "*")) if os.path.isdir(d)]
-    if not runs:
-        return found
-    newest = max(runs, key=_mtime)
-    for path in sorted(glob.glob(os.path.join(glob.escape(newest), "attempt_*", "*", "*.log"))):
-        local_rank = Path(path).parent.name
-        if local_rank.isdigit():
-            found.setdefault(int(local_rank), []).append(path)
+    newest = newest_start(log_dir)
+    for path in start_logs(newest) if newest is not None else []:
+        found.setdefault(int(Path(path).parent.name), []).append(path)
     return found
 
 
@@ -227,7 +222,7 @@ def ends_of(failures: Sequence[RankFailure], log_dir: str) -> list[RankEnd]:
     ends = []
     for failure in failures:
         path = stderr_path(logs, failure.local_rank)
-        ends.append(read_end(failure, read_lines(path), order=_mtime(path) if path else 0.0,
+        ends.append(read_end(failure, read_lines(path), order=mtime(path) if path else 0.0,
                              stderr=path or ""))
     return ends
 
@@ -245,21 +240,12 @@ def unreported_ends(log_dir: str, host: str) -> list[RankEnd]:
         if raised is None or rank is None or _peer_gone(f"{raised.type}: {raised.message}"):
             continue
         failure = RankFailure(host, rank, local_rank, 1, None, None, "")
-        ends.append(read_end(failure, lines, order=_mtime(path or ""), stderr=path or ""))
+        ends.append(read_end(failure, lines, order=mtime(path or ""), stderr=path or ""))
     return ends
 
 
 def run_ends(run_dir: str) -> tuple[list[RankEnd], RankFailure | None]:
     """A ddpkit run directory's failed ranks (torchrun's report in its launcher log), and
     torchrun's own first observed failure; ([], None) when no rank failed."""
-    from ddpkit.doctor.log.run_dir import LAUNCHER_LOG
-
     root, failures = parse_failures(read_lines(os.path.join(run_dir, LAUNCHER_LOG)))
     return ends_of(failures, os.path.join(run_dir, "torchrun")), root
-
-
-def _mtime(path: str) -> float:
-    try:
-        return os.stat(path).st_mtime
-    except OSError:
-        return 0.0

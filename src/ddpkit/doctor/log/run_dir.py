@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import glob
 import os
+import re
 
 LAUNCHER_LOG = "torchrun.log"  # what launch.session writes in every run directory
 RANK_LOGS = os.path.join("torchrun", "*", "attempt_*", "*", "*.log")
@@ -18,6 +19,52 @@ def run_dir_logs(path: str) -> list[str]:
     """The launcher log, then the per-rank logs in attempt and local-rank order."""
     ranks = sorted(glob.glob(os.path.join(path, RANK_LOGS)))[:MAX_FILES]
     return [os.path.join(path, LAUNCHER_LOG), *ranks]
+
+
+# torchrun's own --log-dir (torch/distributed/elastic/multiprocessing/api.py, DefaultLogsSpecs):
+# a folder per start of the agent, "<rdzv_run_id>_<random>" (tempfile.mkdtemp), holding
+# attempt_<restart>/<local rank>/stdout.log, stderr.log and error.json; attempt_<restart>/
+# filtered_std{out,err}.log repeat some ranks' lines of those (--filter-local-ranks) and are left
+START_RANK_LOGS = os.path.join("attempt_*", "*", "std*.log")
+_RANK_LOG = re.compile(r"attempt_(\d+)[/\\](\d+)[/\\]std(?:out|err)\.log$")
+
+
+def start_logs(start: str) -> list[str]:
+    """The rank logs of one start of torchrun's agent under its --log-dir, in attempt, then
+    local-rank order ([] when ``start`` holds none)."""
+    found = []
+    for path in glob.glob(os.path.join(glob.escape(start), START_RANK_LOGS)):
+        match = _RANK_LOG.search(path)
+        if match is not None:
+            found.append((int(match.group(1)), int(match.group(2)), path))
+    return [path for *_, path in sorted(found)][:MAX_FILES]
+
+
+def newest_start(log_dir: str) -> str | None:
+    """The folder of the last start of torchrun's agent under its --log-dir (each start, a
+    job-wide restart included, makes its own); None when it has none."""
+    starts = [d for d in glob.glob(os.path.join(glob.escape(log_dir), "*")) if os.path.isdir(d)]
+    return max(starts, key=mtime) if starts else None
+
+
+def torchrun_log_dir_logs(path: str) -> list[str]:
+    """The rank logs of torchrun's --log-dir ``path`` (of its last start), or of one start's
+    folder; [] when ``path`` is neither."""
+    if not os.path.isdir(path):
+        return []
+    here = start_logs(path)
+    if here:
+        return here
+    starts = [d for d in glob.glob(os.path.join(glob.escape(path), "*")) if start_logs(d)]
+    return start_logs(max(starts, key=mtime)) if starts else []
+
+
+def mtime(path: str) -> float:
+    """When ``path`` was last written (0 when it cannot be read)."""
+    try:
+        return os.stat(path).st_mtime
+    except OSError:
+        return 0.0
 
 
 def expand(paths: list[str] | tuple[str, ...]) -> list[str]:
