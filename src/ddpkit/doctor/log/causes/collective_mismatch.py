@@ -7,6 +7,8 @@ OpType=ALLREDUCE, ...), but Rank 1 is running collective: CollectiveFingerPrint(
 BROADCAST, ...)." (the facts' ``COLLECTIVE_MISMATCH``). Without the wrapper the same program
 hangs until the collective timeout: the ranks took different paths through the code (a
 condition true on one rank only, a loop of a different length, a rank that skipped a batch).
+Over Gloo a mismatch of sizes is caught without the wrapper: the receiving rank's check that the
+bytes sent fit the buffer its collective posted fails (the facts' ``GLOO_SIZE_MISMATCH``).
 """
 
 from __future__ import annotations
@@ -24,16 +26,28 @@ class CollectiveMismatch(NotingValues):
     finding_id = "collective-timeout"
     supersedes = GENERIC | {"internal-error", "invalid-usage"}
 
+    def __init__(self) -> None:
+        super().__init__()
+        self.sizes = ""  # Gloo's "<bytes sent> vs <bytes expected>", where Gloo caught it
+
     def feed(self, event: Event, facts: tuple[Fact, ...]) -> None:
-        self.note(event, [f.value for f in facts
-                          if f.kind is FactKind.COLLECTIVE_MISMATCH and f.value])
+        mismatches = [f for f in facts if f.kind is FactKind.COLLECTIVE_MISMATCH]
+        self.sizes = self.sizes or next((f.detail for f in mismatches if f.detail), "")
+        self.note(event, [f.value for f in mismatches if f.value])
 
     def words(self) -> tuple[str, str]:
-        text = (_("The ranks called different collectives at the same step ({ops}): torch's "
-                  "debug wrapper compared them and stopped the job before it hung.",
-                  ops=self.listed) if self.values else
-                _("The ranks called different collectives at the same step: torch's debug "
-                  "wrapper compared them and stopped the job before it hung."))
+        if self.values:
+            text = _("The ranks called different collectives at the same step ({ops}): torch's "
+                     "debug wrapper compared them and stopped the job before it hung.",
+                     ops=self.listed)
+        elif self.sizes:
+            text = _("A rank received more data than the collective it was running expects "
+                     "(Gloo's check: {sizes} bytes): the ranks ran different collectives at the "
+                     "same step, or the same one on tensors of different sizes.",
+                     sizes=self.sizes)
+        else:
+            text = _("The ranks called different collectives at the same step: torch's debug "
+                     "wrapper compared them and stopped the job before it hung.")
         fix = _("Every rank must call the same collectives in the same order: look for a "
                 "condition that holds on some ranks only (rank == 0 around a collective, an "
                 "early stop or a skipped batch decided per rank, data of different lengths "

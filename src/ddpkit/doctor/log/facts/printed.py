@@ -33,6 +33,13 @@ TORCH_CHECK = re.compile("|".join(re.escape(words) for words in TORCH_CHECKS))
 # %d is running collective: %s."
 # (each collective printed as its CollectiveFingerPrint, "OpType=ALLREDUCE" among its fields)
 OP_TYPE = re.compile(r"\bOpType=(\w+)")
+# Gloo's TCP pair refusing a message larger than the buffer the receiving collective posted
+# (gloo/transport/tcp/pair.cc, Pair::prepareRead: GLOO_ENFORCE_LE(op.preamble.length, op.nbytes),
+# since 2018; from 2025-07 with "Received data size doesn't match expected size. Is there a
+# distributed collective mismatch in your code?"), as GLOO_ENFORCE prints a check
+# (gloo/common/logging.h: "[enforce fail at <file>:<line>] <condition>. <x> vs <y>"): the ranks ran
+# different collectives, or one on tensors of different sizes
+GLOO_SIZE_MISMATCH = re.compile(r"op\.preamble\.length <= op\.nbytes\. (\d{1,20}) vs (\d{1,20})")
 # glibc's dynamic loader (dlerror(3), as Python's ImportError/OSError and ctypes print it): "<lib>:
 # cannot open shared object file: No such file or directory", "<path>/<lib>: undefined symbol:
 # <name>" (and ld.so's lazy binding, "symbol lookup error: <lib>: undefined symbol: <name>"). The
