@@ -68,7 +68,9 @@ ENTRIES = (
         "and check reachability of the master first:\n"
         "  ddpkit doctor --nnodes <N> --node-rank <R> --master-addr <addr>"),
         "`RendezvousTimeoutError`, `Timed out after N seconds waiting for clients. X/Y clients "
-        "joined`, `Timed out initializing process group in store based barrier`.",
+        "joined`, `Timed out initializing process group in store based barrier`; a Gloo "
+        "process group's connect timing out on a rank's key (`wait timeout after Nms, keys: "
+        "/default_pg/0//cpu//0/<rank>`: that rank never reached init_process_group).",
         65,
     ),
     Entry(
@@ -113,7 +115,9 @@ ENTRIES = (
         "More detail next time: TORCH_DISTRIBUTED_DEBUG=DETAIL TORCH_NCCL_DUMP_ON_TIMEOUT=1\n"
         "If the work is just slow, raise init_process_group(timeout=...)."),
         "`Watchdog caught collective operation timeout: WorkNCCL(SeqNum=..., OpType=...)`, Gloo's "
-        "`Timed out waiting Nms for recv/send operation`, `failed to pass monitoredBarrier`.",
+        "`Timed out waiting Nms for recv/send operation`, `failed to pass monitoredBarrier`; "
+        "ranks running different collectives: `Detected mismatch between collectives` "
+        "(TORCH_DISTRIBUTED_DEBUG=DETAIL), Gloo's `op.preamble.length <= op.nbytes. X vs Y`.",
         60,
     ),
     Entry(

@@ -55,6 +55,7 @@ from ddpkit.doctor.log.causes.peer_access import PeerAccess
 from ddpkit.doctor.log.causes.pyspy_dump import PySpyDump
 from ddpkit.doctor.log.causes.raise_site import RaiseSite
 from ddpkit.doctor.log.causes.rank_claims import RankClaims
+from ddpkit.doctor.log.causes.rank_never_joined import RankNeverJoined
 from ddpkit.doctor.log.causes.rdma_completion import RdmaCompletion
 from ddpkit.doctor.log.causes.resolved_later import ResolvedLater
 from ddpkit.doctor.log.causes.restarts import RendezvousRestarts
@@ -89,7 +90,7 @@ CAUSES: tuple[type[Cause], ...] = (
     TorchApiMissing, RaiseSite, GlooNoAddress, GpuBuild, StoreAddress, SshUnresolved,
     CollectiveCheck, MisplacedOption, StorePortForbidden, GlooHostname, ParallelLayout,
     StoreArguments, EmptyRankValue,
-    UniqueIdWait, IpoibWithoutVerbs, PySpyDump, OwnFailure,
+    UniqueIdWait, IpoibWithoutVerbs, PySpyDump, OwnFailure, RankNeverJoined,
 )
 
 Scored = tuple[Finding, int]

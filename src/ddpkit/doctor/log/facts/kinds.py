@@ -83,6 +83,9 @@ class FactKind(enum.Enum):
     # ranks issuing different collectives (value: the collectives' OpTypes as printed, "ALLREDUCE
     # / BROADCAST", "" where not shown): ProcessGroupWrapper's check (TORCH_DISTRIBUTED_DEBUG)
     COLLECTIVE_MISMATCH = "collective-mismatch"
+    # a rank whose address Gloo's connect waited for in the store and never got (value: the
+    # rank, from the key's last part: printed.GLOO_PEER_KEY)
+    UNJOINED_RANK = "unjoined-rank"
     # a CUDA check macro's failure line, whatever its error (value: the error's text as the
     # check printed it, "invalid argument"): torch's, NCCL's, vLLM's, THC's, TensorRT-LLM's
     CUDA_CHECK = "cuda-check"

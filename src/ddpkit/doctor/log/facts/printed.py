@@ -39,6 +39,15 @@ OP_TYPE = re.compile(r"\bOpType=(\w+)")
 # distributed collective mismatch in your code?"), as GLOO_ENFORCE prints a check
 # (gloo/common/logging.h: "[enforce fail at <file>:<line>] <condition>. <x> vs <y>"): the ranks ran
 # different collectives, or one on tensors of different sizes
+# The store key a rank's address waits under while a Gloo process group connects: Gloo's TCP
+# context sets its own address under its rank's number and waits for every other rank's
+# (gloo/transport/tcp/context.cc, createAndConnectAllPairs: store->set(std::to_string(rank), ..),
+# store->wait_get(std::to_string(key), ..)), inside the prefixes torch's process group puts before
+# it (distributed_c10d.py: PrefixStore(f"{group_name}/", ..), then PrefixStore(f"{device}/", ..);
+# ProcessGroupGloo: a PrefixStore of the device's index; each prefix joined with "/"), so a wait
+# that times out names "<pg>/<group>//cpu//<device index>/<rank>" (torch's "wait timeout after
+# <ms>ms, keys: ..."): that rank never published its address
+GLOO_PEER_KEY = re.compile(r"keys?: ?\[?'?/?[\w.-]{0,200}/[\w.-]{0,200}//cpu//\d{1,4}/(\d{1,9})\b")
 GLOO_SIZE_MISMATCH = re.compile(r"op\.preamble\.length <= op\.nbytes\. (\d{1,20}) vs (\d{1,20})")
 # glibc's dynamic loader (dlerror(3), as Python's ImportError/OSError and ctypes print it): "<lib>:
 # cannot open shared object file: No such file or directory", "<path>/<lib>: undefined symbol:

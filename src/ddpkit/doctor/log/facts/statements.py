@@ -167,6 +167,9 @@ def statement_facts(text: str) -> list[Fact]:
     if "Detected mismatch between collectives" in text:
         found.append(Fact(FactKind.COLLECTIVE_MISMATCH,
                           " / ".join(dict.fromkeys(printed.OP_TYPE.findall(text)))))
+    if "//cpu//" in text:
+        found += [Fact(FactKind.UNJOINED_RANK, rank)
+                  for rank in printed.GLOO_PEER_KEY.findall(text)[:1]]
     if "op.preamble.length" in text:  # (the bytes sent, then the bytes the receiver expects)
         found += [Fact(FactKind.COLLECTIVE_MISMATCH, "", f"{sent} vs {expected}")
                   for sent, expected in printed.GLOO_SIZE_MISMATCH.findall(text)[:1]]
