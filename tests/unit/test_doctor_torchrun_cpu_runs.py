@@ -1,7 +1,8 @@
-"""What the real torchrun printed for ten ways a two-process Gloo job fails (tests/fixtures/logs/
-torchrun-cpu/, made by its make.sh with torch 2.13.0: each run's console, every rank's lines after
-torchrun's tee, and torchrun's own --log-dir), read by `doctor --log` both ways. These lines were
-written by torch, not by ddpkit's authors; the expected answer is the cause each script plants."""
+"""What the real torchrun printed for thirteen ways a two-process Gloo job fails, and for one run
+that worked (tests/fixtures/logs/torchrun-cpu/, made by its make.sh with torch 2.13.0: each run's
+console, every rank's lines after torchrun's tee, and torchrun's own --log-dir), read by `doctor
+--log` both ways. These lines were written by torch, not by ddpkit's authors; the expected answer
+is the cause each script plants."""
 
 from __future__ import annotations
 
@@ -35,7 +36,16 @@ EXPECTED = {
     "world": ("rendezvous-timeout", "rendezvous-timeout", "for rank 2 to publish its address"),
     # rank 1 allocates 10 TB of host memory
     "oom": ("out-of-memory", "out-of-memory", ""),
+    # GLOO_SOCKET_IFNAME names no interface of the machine
+    "ifname": ("interface-not-found", "interface-not-found", ""),
+    # init_process_group called twice
+    "twice": ("invalid-usage", "invalid-usage", ""),
+    # DDP over a module with a parameter forward never uses, without find_unused_parameters
+    "ddp": ("invalid-usage", "invalid-usage", ""),
 }
+# a run that worked prints nothing at its end (torchrun's agent logs its success at INFO, which
+# it does not show): the log cannot say the run finished, and says so (a warning, no error)
+NO_END = {"plain": "no-result"}
 
 
 @pytest.mark.parametrize("where", ["console", "log-dir"])
@@ -46,3 +56,18 @@ def test_a_real_torchrun_failure_reads_as_its_cause(name: str, where: str) -> No
     top = diagnose([str(path)])[0]
     assert (top.id, top.severity) == (console if where == "console" else log_dir, "error")
     assert words in top.explanation
+
+
+@pytest.mark.parametrize("where", ["console", "log-dir"])
+@pytest.mark.parametrize("name", sorted(NO_END))
+def test_a_real_torchrun_success_is_no_failure_claimed(name: str, where: str) -> None:
+    path = RUNS / name / ("console.log" if where == "console" else "logs")
+    top = diagnose([str(path)])[0]
+    assert (top.id, top.severity) == (NO_END[name], "warning")
+
+
+def test_the_master_port_taken_reads_as_port_in_use() -> None:
+    # torchrun's own store could not listen (the agent's traceback only: no rank started, so no
+    # --log-dir was written)
+    top = diagnose([str(RUNS / "busy" / "console.log")])[0]
+    assert (top.id, top.severity) == ("port-in-use", "error")
