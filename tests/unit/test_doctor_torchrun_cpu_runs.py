@@ -1,4 +1,4 @@
-"""What the real torchrun printed for thirteen ways a two-process Gloo job fails, and for one run
+"""What the real torchrun printed for fifteen ways a small Gloo job fails, and for one run
 that worked (tests/fixtures/logs/torchrun-cpu/, made by its make.sh with torch 2.13.0: each run's
 console, every rank's lines after torchrun's tee, and torchrun's own --log-dir), read by `doctor
 --log` both ways. These lines were written by torch, not by ddpkit's authors; the expected answer
@@ -66,8 +66,18 @@ def test_a_real_torchrun_success_is_no_failure_claimed(name: str, where: str) ->
     assert (top.id, top.severity) == (NO_END[name], "warning")
 
 
-def test_the_master_port_taken_reads_as_port_in_use() -> None:
-    # torchrun's own store could not listen (the agent's traceback only: no rank started, so no
-    # --log-dir was written)
-    top = diagnose([str(RUNS / "busy" / "console.log")])[0]
-    assert (top.id, top.severity) == ("port-in-use", "error")
+# runs where no rank started, so torchrun wrote no --log-dir: the agent's own lines only
+AGENT_ONLY = {
+    # another program listens on the master port: torchrun's store cannot listen
+    "busy": "port-in-use",
+    # one node of two started: the c10d rendezvous waited for the other until join_timeout
+    "alone": "rendezvous-timeout",
+    # node 1 of two, whose master's store never listened: its connects retried until the timeout
+    "refused": "peer-unreachable",
+}
+
+
+@pytest.mark.parametrize("name", sorted(AGENT_ONLY))
+def test_a_run_no_rank_of_which_started_reads_from_the_agent(name: str) -> None:
+    top = diagnose([str(RUNS / name / "console.log")])[0]
+    assert (top.id, top.severity) == (AGENT_ONLY[name], "error")

@@ -144,7 +144,8 @@ ENTRIES = (
         "common.cu:N '<error>'`) without a more specific cause; one rank's uncaught exception "
         "of its own (not the transport's words, not NCCL's, Gloo's or c10d's) beside peers "
         "whose exceptions are a lost connection or a timeout (`[rankN]: ` tags, or torchrun "
-        "`--log-dir`'s files), named ahead of them.",
+        "`--log-dir`'s files), named ahead of them; mp.spawn's `-- Process N terminated with "
+        "the following error:` and the child's own exception after it.",
         40,
     ),
     Entry(

@@ -106,6 +106,9 @@ CAUSE_PATTERNS: tuple[LinePattern, ...] = (
     # pybind11's signatures of a refused call and the values it was given, on the lines after its
     # "incompatible constructor arguments" (FOLLOW; causes/store_arguments.py)
     _fb(EventKind.JOB_FACT, (), r"(?P<detail>Invoked with: [^\n]*|\b\d+\. (?:\w+\.)*\w+\([^\n]*)"),
+    # mp.spawn's parent naming the process whose traceback follows (causes/spawned_failure.py)
+    _fb(EventKind.JOB_FACT, ("terminated with the following error",),
+        r"(?P<detail>-- Process \d+ terminated with the following error:)"),
     # a Python traceback's frame: the one printed last before an exception is where it was
     # raised (causes/raise_site.py)
     _fb(EventKind.JOB_FACT, ('File "',), r'(?P<detail>File "[^"\n]{1,300}", line \d+, in )'),

@@ -61,6 +61,7 @@ from ddpkit.doctor.log.causes.resolved_later import ResolvedLater
 from ddpkit.doctor.log.causes.restarts import RendezvousRestarts
 from ddpkit.doctor.log.causes.shm_full import ShmFull
 from ddpkit.doctor.log.causes.silent_kill import SilentKill
+from ddpkit.doctor.log.causes.spawned_failure import SpawnedFailure
 from ddpkit.doctor.log.causes.ssh_unresolved import SshUnresolved
 from ddpkit.doctor.log.causes.stale_store import StaleStore
 from ddpkit.doctor.log.causes.store_address import StoreAddress
@@ -90,7 +91,7 @@ CAUSES: tuple[type[Cause], ...] = (
     TorchApiMissing, RaiseSite, GlooNoAddress, GpuBuild, StoreAddress, SshUnresolved,
     CollectiveCheck, MisplacedOption, StorePortForbidden, GlooHostname, ParallelLayout,
     StoreArguments, EmptyRankValue,
-    UniqueIdWait, IpoibWithoutVerbs, PySpyDump, OwnFailure, RankNeverJoined,
+    UniqueIdWait, IpoibWithoutVerbs, PySpyDump, OwnFailure, RankNeverJoined, SpawnedFailure,
 )
 
 Scored = tuple[Finding, int]

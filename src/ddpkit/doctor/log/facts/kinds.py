@@ -86,6 +86,8 @@ class FactKind(enum.Enum):
     # a rank whose address Gloo's connect waited for in the store and never got (value: the
     # rank, from the key's last part: printed.GLOO_PEER_KEY)
     UNJOINED_RANK = "unjoined-rank"
+    # a process mp.spawn started that raised (value: its index), its traceback on the next lines
+    SPAWNED_FAILED = "spawned-failed"
     # a CUDA check macro's failure line, whatever its error (value: the error's text as the
     # check printed it, "invalid argument"): torch's, NCCL's, vLLM's, THC's, TensorRT-LLM's
     CUDA_CHECK = "cuda-check"

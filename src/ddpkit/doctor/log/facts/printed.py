@@ -39,6 +39,11 @@ OP_TYPE = re.compile(r"\bOpType=(\w+)")
 # distributed collective mismatch in your code?"), as GLOO_ENFORCE prints a check
 # (gloo/common/logging.h: "[enforce fail at <file>:<line>] <condition>. <x> vs <y>"): the ranks ran
 # different collectives, or one on tensors of different sizes
+# torch.multiprocessing's parent reporting a spawned process's exception (torch/multiprocessing/
+# spawn.py, ProcessContext.join: ProcessRaisedException's message "\n\n-- Process %d terminated
+# with the following error:\n" and the child's own traceback after it): the process's index, the
+# first argument mp.spawn gives the function (most scripts make it the rank)
+SPAWNED_FAILED = re.compile(r"-- Process (\d{1,6}) terminated with the following error:")
 # The store key a rank's address waits under while a Gloo process group connects: Gloo's TCP
 # context sets its own address under its rank's number and waits for every other rank's
 # (gloo/transport/tcp/context.cc, createAndConnectAllPairs: store->set(std::to_string(rank), ..),

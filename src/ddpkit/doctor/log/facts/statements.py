@@ -167,6 +167,9 @@ def statement_facts(text: str) -> list[Fact]:
     if "Detected mismatch between collectives" in text:
         found.append(Fact(FactKind.COLLECTIVE_MISMATCH,
                           " / ".join(dict.fromkeys(printed.OP_TYPE.findall(text)))))
+    if "terminated with the following error" in text:
+        found += [Fact(FactKind.SPAWNED_FAILED, index)
+                  for index in printed.SPAWNED_FAILED.findall(text)[:1]]
     if "//cpu//" in text:
         found += [Fact(FactKind.UNJOINED_RANK, rank)
                   for rank in printed.GLOO_PEER_KEY.findall(text)[:1]]
