@@ -81,3 +81,11 @@ AGENT_ONLY = {
 def test_a_run_no_rank_of_which_started_reads_from_the_agent(name: str) -> None:
     top = diagnose([str(RUNS / name / "console.log")])[0]
     assert (top.id, top.severity) == (AGENT_ONLY[name], "error")
+
+
+def test_a_process_mp_spawn_started_is_named_with_its_own_error() -> None:
+    # the script starts its processes with torch.multiprocessing.spawn; process 1 raises
+    top = diagnose([str(RUNS / "mp_spawn_own" / "console.log")])[0]
+    assert (top.id, top.severity) == ("rank-failed", "error")
+    assert "Process 1 of mp.spawn" in top.explanation
+    assert "RuntimeError: expected input batch_size (16)" in top.explanation
