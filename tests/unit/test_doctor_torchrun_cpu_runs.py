@@ -1,4 +1,4 @@
-"""What the real torchrun printed for fifteen ways a small Gloo job fails, and for one run
+"""What the real torchrun printed for seventeen ways a small Gloo job fails, and for one run
 that worked (tests/fixtures/logs/torchrun-cpu/, made by its make.sh with torch 2.13.0: each run's
 console, every rank's lines after torchrun's tee, and torchrun's own --log-dir), read by `doctor
 --log` both ways. These lines were written by torch, not by ddpkit's authors; the expected answer
@@ -42,6 +42,10 @@ EXPECTED = {
     "twice": ("invalid-usage", "invalid-usage", ""),
     # DDP over a module with a parameter forward never uses, without find_unused_parameters
     "ddp": ("invalid-usage", "invalid-usage", ""),
+    # every rank fails the same way before init, its lines tagged by local rank only: the error
+    # is still named
+    "import": ("rank-failed", "rank-failed", "ModuleNotFoundError: No module named 'deepspeed'"),
+    "syntax": ("rank-failed", "rank-failed", "SyntaxError: '(' was never closed"),
 }
 # a run that worked prints nothing at its end (torchrun's agent logs its success at INFO, which
 # it does not show): the log cannot say the run finished, and says so (a warning, no error)

@@ -31,6 +31,11 @@ _EXCEPTION = re.compile(r"^(?P<type>[A-Za-z_][\w.]*(?:Error|Exception|Interrupt|
                         r"|[A-Za-z_][\w.]*\.[A-Z]\w*)(?::\s?(?P<message>.*))?$")
 _LIBRARY_PARTS = ("/site-packages/", "/dist-packages/", "/lib/python3", "<frozen ")
 _WRAPPERS = ("ChildFailedError", "torch.distributed.elastic.multiprocessing.errors.ChildFailedError")
+# A launcher's report that a process it started failed, not a failure of its own (an exception
+# type's last part): torchrun's agent's ChildFailedError, torch.multiprocessing.spawn's
+# ProcessRaisedException and ProcessExitedException
+LAUNCHER_REPORTS = frozenset({"ChildFailedError", "ProcessRaisedException",
+                              "ProcessExitedException"})
 # torchrun (and Python's logging) put a prefix before each line: "[rank0]: ", "[default0]:".
 _PREFIX = re.compile(r"^(?:\[(?:rank|default)?\d+\]:\s?)+")
 

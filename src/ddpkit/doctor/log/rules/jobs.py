@@ -19,6 +19,7 @@ from ddpkit.doctor.log.scan import Event
 from ddpkit.doctor.wording import specific_then_general
 from ddpkit.i18n import _, _n
 from ddpkit.launch.torchrun.command import RankFailure
+from ddpkit.launch.torchrun.tracebacks import LAUNCHER_REPORTS
 from ddpkit.wording import commas
 
 MAX_RECORDS = 32
@@ -94,6 +95,8 @@ class JobRules:
         self.records: list[FailureRecord] = []
         self.exceptions: Capped[int, tuple[str, Bag]] = Capped()
         self.anonymous_exception: tuple[str, Bag] | None = None
+        # the uncaught exceptions' texts (a few): one alone is every failing process's error
+        self.uncaught_texts: dict[str, None] = {}
         self.uncaught_seen = False  # an exception line that starts a line: a traceback's end
         self.child_failed = Bag()
         self.ranks_seen: set[int] = set()
@@ -133,6 +136,9 @@ class JobRules:
             text = f"{event.get('type')}: {message}" if message else event.get("type")
             if raised(event.text, results=True):
                 self.uncaught_seen = True
+                if (len(self.uncaught_texts) < 4
+                        and event.get("type").rsplit(".", 1)[-1] not in LAUNCHER_REPORTS):
+                    self.uncaught_texts.setdefault(text)
             if event.rank is not None:
                 slot = self.exceptions.slot(event.rank, lambda: (text, Bag(2)))
                 if slot is not None:
@@ -268,6 +274,11 @@ class JobRules:
                 sentence = _("{who} first. Its last error: {error}", who=record.describe(),
                              error=text + ("" if text[-1:] in ".!?" else "."))
                 bags.append(bag)
+            elif self._one_error() is not None:  # (its lines carry no rank: the only error)
+                text, bag = self._one_error()  # type: ignore[misc]
+                sentence = _("{who} first. The only error the processes printed: {error}",
+                             who=record.describe(), error=text + ("" if text[-1:] in ".!?" else "."))
+                bags.append(bag)
             parts.append(sentence)
             bags.append(record.bag)
         if not parts and self.nccl_errors and not other_errors:
@@ -294,6 +305,14 @@ class JobRules:
         evidence = merge(*(b.items for b in bags), self.child_failed.items)
         return Finding(e.id, e.severity, e.title, specific_then_general(parts, e.explanation),
                        fix, evidence), priority
+
+    def _one_error(self) -> tuple[str, Bag] | None:
+        """The uncaught exception every process that printed one printed (its text, its line),
+        where the log holds one text only and no process's line names its rank."""
+        if len(self.uncaught_texts) != 1 or self.exceptions.data or self.anonymous_exception is None:
+            return None
+        return self.anonymous_exception if self.anonymous_exception[0] in self.uncaught_texts \
+            else None
 
     def _from_ends(self) -> tuple[Finding, int] | None:
         """rank-failed from the ranks' ends: the cause named first, ahead of the lost
