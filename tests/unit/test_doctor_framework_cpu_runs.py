@@ -16,6 +16,10 @@ RUNS = Path(__file__).resolve().parents[1] / "fixtures" / "logs" / "frameworks-c
 EXPECTED = {
     # Lightning: rank 1's training_step raises at its third batch
     "l_own": ("rank-failed", "error", "Rank 1 failed on its own account: ValueError"),
+    # Lightning's ddp_spawn (processes of torch.multiprocessing): rank 1's own error
+    "l_spawn_own": ("rank-failed", "error", "Process 1 of mp.spawn"),
+    # accelerate launch: rank 1's batch of another width
+    "acli_own": ("rank-failed", "error", "Rank 1 failed on its own account: RuntimeError: mat1"),
     # Lightning: a submodule the loss never uses, without find_unused_parameters
     "l_unused": ("invalid-usage", "error", "some parameters took no part in the loss"),
     # Lightning: two epochs that finished
