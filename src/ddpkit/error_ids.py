@@ -21,6 +21,7 @@ JOB_STOPPED = "job-stopped"
 JOB_TIMEOUT = "job-timeout"
 JOB_HUNG = "job-hung"
 JOIN_STORE_LOST = "join-store-lost"
+RENDEZVOUS_TIMEOUT = "rendezvous-timeout"  # (also doctor's finding of the same failure)
 
 _BY_KIND: dict[type[DdpkitError], tuple[str, ...]] = {
     UsageError: (

@@ -78,6 +78,9 @@ AGENT_ONLY = {
     "alone": "rendezvous-timeout",
     # node 1 of two, whose master's store never listened: its connects retried until the timeout
     "refused": "peer-unreachable",
+    # node 0 of two (static rendezvous), whose other node never started: its store's wait for
+    # clients timed out
+    "alone_static": "rendezvous-timeout",
 }
 
 

@@ -10,6 +10,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Protocol
 
+from ddpkit.error_ids import RENDEZVOUS_TIMEOUT
 from ddpkit.errors import (
     DeadlineExceeded,
     Interrupted,
@@ -306,6 +307,17 @@ def _doctor_hint(plan: NodePlan) -> str:
     return _("`{command}` explains common causes", command=command)
 
 
+def _own_rendezvous_timeout(plan: NodePlan, result: NodeResult) -> bool:
+    """torchrun gave up on the rendezvous itself before ddpkit's bound stopped it (its
+    --rdzv-conf timeout is the same --rdzv-timeout; ddpkit's bound adds a grace, and on a busy
+    machine either can come first): no rank started, and its lines read as a rendezvous
+    timeout."""
+    if not plan.config.multi_node or result.ok or result.outcome.stopped or result.rank_logs():
+        return False
+    top = result.verdict().top
+    return top is not None and top.id == RENDEZVOUS_TIMEOUT
+
+
 def _verdict(plan: NodePlan, probe: MasterProbe | None, result: NodeResult,
              watch: HangWatcher) -> NodeResult:
     """``result`` when the node succeeded; otherwise the error that says why it did not."""
@@ -325,7 +337,7 @@ def _verdict(plan: NodePlan, probe: MasterProbe | None, result: NodeResult,
                                _("per-rank logs are in {path}; raise the timeout or run "
                                  "`ddpkit doctor --log` on them", path=plan.run_dir),
                                details=result.to_dict())
-    if outcome.stopped == RENDEZVOUS_STOPPED:
+    if outcome.stopped == RENDEZVOUS_STOPPED or _own_rendezvous_timeout(plan, result):
         raise NetworkProblem("rendezvous-timeout", _rendezvous_message(plan),
                              _rendezvous_hint(plan), details=result.to_dict())
     if outcome.stopped == HANG_STOPPED or (not result.ok and watch.hung and not outcome.stopped
