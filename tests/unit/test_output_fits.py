@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import io
+import shutil
 import tempfile
 from pathlib import Path
 
@@ -63,6 +64,19 @@ def test_doctor_log_output_fits(log: Path, run_cli, assert_fits) -> None:  # typ
     result = run_cli("doctor", "--log", str(log))
     assert result.code in (0, 1), result.err
     assert_fits(result.out, result.err)
+
+
+def test_doctor_log_output_fits_from_a_deep_folder(tmp_path: Path, run_cli,  # type: ignore[no-untyped-def]
+                                                    assert_fits) -> None:
+    # torchrun's --log-dir runs deep (logs/none_<id>/attempt_0/0/stderr.log), and a finding's
+    # words cite it as (path:line): CI's clone, 8 columns deeper than ours, showed it at 104
+    start = FIXTURES / "logs" / "torchrun-cpu" / "twice" / "logs" / "none_hmm77t08"
+    deep = tmp_path.joinpath(*["a-project-folder-deep-in-a-rented-instance"] * 2, "none_hmm77t08")
+    shutil.copytree(start, deep)
+    result = run_cli("doctor", "--log", str(deep / "attempt_0" / "0" / "stderr.log"))
+    assert result.code == 1, result.err
+    assert_fits(result.out, result.err)
+    assert "stderr.log:12)" in result.out  # the place is cut at a separator, not left out
 
 
 def test_doctor_log_cuts_long_evidence_with_an_ellipsis(tmp_path: Path, run_cli,  # type: ignore[no-untyped-def]

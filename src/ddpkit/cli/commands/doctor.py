@@ -121,7 +121,8 @@ def _run_logs(paths: Sequence[str], console: Console, *, as_json: bool) -> int:
             render.line(console, _("{head} {id}  {title}", head=head,
                                    id=render.style(console, finding.id, "bold"),
                                    title=finding.title))
-            render.wrapped(console, finding.explanation, first="  ")
+            # its words cite lines as (path:line); torchrun's --log-dir paths run deep
+            render.wrapped(console, finding.explanation, first="  ", break_paths=True)
             if finding.evidence:
                 render.line(console, _("  evidence:"))
                 for item in finding.evidence:  # the line's words matter more than its path

@@ -73,12 +73,14 @@ def line(console: Console, text: str = "") -> None:
 
 def wrapped(console: Console, text: str, *, indent: str = "  ", first: str = "",
             name: str | None = None, width: int | None = None, to_err: bool = False,
-            keep: bool = False) -> None:
+            keep: bool = False, break_paths: bool = False) -> None:
     """A paragraph on stdout (stderr with ``to_err``), wrapped to ``width`` display columns (the
     console's width when not given); the first line starts with ``first``, continuation lines
-    with ``indent``. On stderr it is a log line (-q hides it) unless ``keep``: a result."""
+    with ``indent``. On stderr it is a log line (-q hides it) unless ``keep``: a result. A word
+    wider than a line stays whole (a command's path is pasted) unless ``break_paths``: prose
+    that cites a deep path breaks it after a ``/``."""
     for part in wrap(shown(text), width or console.width, initial_indent=shown(first),
-                     subsequent_indent=shown(indent)):
+                     subsequent_indent=shown(indent), break_long_words=break_paths):
         part = style(console, Styled(part), name) if name else part
         _err(console, part, keep) if to_err else _out(console, part)
 
