@@ -55,8 +55,9 @@ def torchrun_log_dir_logs(path: str) -> list[str]:
     here = start_logs(path)
     if here:
         return here
-    starts = [d for d in glob.glob(os.path.join(glob.escape(path), "*")) if start_logs(d)]
-    return start_logs(max(starts, key=mtime)) if starts else []
+    starts = {d: logs for d in glob.glob(os.path.join(glob.escape(path), "*"))
+              if (logs := start_logs(d))}
+    return starts[max(starts, key=mtime)] if starts else []
 
 
 def mtime(path: str) -> float:

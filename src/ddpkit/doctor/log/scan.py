@@ -77,6 +77,12 @@ class Event:
     def get(self, key: str, default: str = "") -> str:
         return self.data.get(key, default)
 
+    def exception_text(self) -> str:
+        """An exception event's ``Type: message`` (its type alone where it was raised without a
+        message, or where the message starts on the next line)."""
+        message = self.get("message").strip()
+        return f"{self.get('type')}: {message}" if message else self.get("type")
+
 
 _FOLLOW_CACHE: dict[bytes, int] = {}
 

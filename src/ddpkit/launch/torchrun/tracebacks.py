@@ -36,6 +36,9 @@ _WRAPPERS = ("ChildFailedError", "torch.distributed.elastic.multiprocessing.erro
 # ProcessRaisedException and ProcessExitedException
 LAUNCHER_REPORTS = frozenset({"ChildFailedError", "ProcessRaisedException",
                               "ProcessExitedException"})
+# the exceptions a process raises when it is stopped (Ctrl-C, sys.exit, torchrun's signal
+# handler): the stop, never the process's own failure
+INTERRUPTS = frozenset({"KeyboardInterrupt", "SystemExit", "SignalException"})
 # torchrun (and Python's logging) put a prefix before each line: "[rank0]: ", "[default0]:".
 _PREFIX = re.compile(r"^(?:\[(?:rank|default)?\d+\]:\s?)+")
 

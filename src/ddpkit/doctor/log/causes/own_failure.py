@@ -27,10 +27,11 @@ from ddpkit.doctor.log.prefixes import raised
 from ddpkit.doctor.log.scan import Event
 from ddpkit.i18n import _, _n
 from ddpkit.launch.outcomes import CONSEQUENCE_PATTERNS
+from ddpkit.launch.torchrun.tracebacks import INTERRUPTS
 
 # an exception of the distributed layer itself, or an interrupt: never a rank's own account
-_DISTRIBUTED = re.compile(r"NCCL|[Gg]loo|c10d|ProcessGroup|Dist\w*Error|Rendezvous|Store"
-                          r"|KeyboardInterrupt|SystemExit|SignalException")
+_DISTRIBUTED = re.compile(r"NCCL|[Gg]loo|c10d|ProcessGroup|Dist\w*Error|Rendezvous|Store|"
+                          + "|".join(sorted(INTERRUPTS)))
 _RANKS_KEPT = 4096
 
 
@@ -59,9 +60,7 @@ class OwnFailure(Cause):
         if (rank is None or rank in self.first or len(self.first) >= _RANKS_KEPT
                 or not raised(event.text, results=True)):
             return
-        message = event.get("message").strip()
-        self.first[rank] = (f"{event.get('type')}: {message}" if message else event.get("type"),
-                            event)
+        self.first[rank] = (event.exception_text(), event)
 
     def finding(self, context: Context) -> Finding | None:
         own = {r: v for r, v in self.first.items()

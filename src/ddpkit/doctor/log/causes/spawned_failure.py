@@ -40,9 +40,7 @@ class SpawnedFailure(Cause):
             if index is not None and self.marker is None:
                 self.marker, self.index = event, index
         elif self.marker is not None and raised(event.text, results=True):
-            message = event.get("message").strip()
-            kind = event.get("type")
-            self.failure = (f"{kind}: {message}" if message else kind, event)
+            self.failure = (event.exception_text(), event)
 
     def finding(self, context: Context) -> Finding | None:
         if self.marker is None or self.failure is None:

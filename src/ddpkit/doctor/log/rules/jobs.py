@@ -131,9 +131,7 @@ class JobRules:
         if kind.startswith("summary-") or kind == "agent-failed":
             self._summary(event)
         elif kind == "exception":
-            # (none where it was raised without one, or where it starts on the next line)
-            message = event.get("message").strip()
-            text = f"{event.get('type')}: {message}" if message else event.get("type")
+            text = event.exception_text()
             if raised(event.text, results=True):
                 self.uncaught_seen = True
                 if (len(self.uncaught_texts) < 4
@@ -274,8 +272,8 @@ class JobRules:
                 sentence = _("{who} first. Its last error: {error}", who=record.describe(),
                              error=text + ("" if text[-1:] in ".!?" else "."))
                 bags.append(bag)
-            elif self._one_error() is not None:  # (its lines carry no rank: the only error)
-                text, bag = self._one_error()  # type: ignore[misc]
+            elif (only := self._one_error()) is not None:  # (its lines carry no rank)
+                text, bag = only
                 sentence = _("{who} first. The only error the processes printed: {error}",
                              who=record.describe(), error=text + ("" if text[-1:] in ".!?" else "."))
                 bags.append(bag)
