@@ -13,19 +13,22 @@ import pytest
 from ddpkit.doctor.log.diagnose import diagnose
 
 RUNS = Path(__file__).resolve().parents[1] / "fixtures" / "logs" / "torchrun-cpu"
+SILENT = "Local rank 1's stderr"  # (causes/empty_rank_log.py)
 
-# scenario -> (finding from the console, from the log dir, words the top finding must say)
-EXPECTED = {
+# scenario -> (finding from the console, from the log dir, words the top finding must say: the
+# same both ways, or a pair: the console's, the log dir's)
+EXPECTED: dict[str, tuple[str, str, str | tuple[str, str]]] = {
     # rank 1 raises KeyError after init, rank 0 waits in a barrier
     "own": ("rank-failed", "rank-failed", "Rank 1 failed on its own account: KeyError"),
-    # rank 1 SIGKILLs itself: the console's summary names it; its own log is empty, so the log
-    # dir shows only rank 0's lost peer
-    "kill": ("rank-failed", "connection-lost", ""),
-    "segv": ("rank-failed", "connection-lost", ""),
+    # rank 1 SIGKILLs itself (or dereferences NULL): the console's summary names it; in the log
+    # dir its stderr is empty beside rank 0's lost peer, and that names it
+    "kill": ("rank-failed", "rank-failed", ("killed by SIGKILL", SILENT)),
+    "segv": ("rank-failed", "rank-failed", ("killed by SIGSEGV", SILENT)),
     # rank 1 sleeps past a 5 s process-group timeout: rank 0's all_reduce times out
     "hang": ("collective-timeout", "collective-timeout", ""),
-    # rank 1 exits 0 before the barrier: rank 0 loses its peer, and no rank failed otherwise
-    "exit": ("connection-lost", "connection-lost", ""),
+    # rank 1 exits 0 before the barrier: rank 0 loses its peer (the console: torchrun reports
+    # rank 0 only); in the log dir rank 1's stderr is empty, and that names it
+    "exit": ("connection-lost", "rank-failed", ("", SILENT)),
     # a barrier without init_process_group
     "noinit": ("invalid-usage", "invalid-usage", ""),
     # the NCCL backend on a build without NCCL
@@ -55,11 +58,19 @@ NO_END = {"plain": "no-result"}
 @pytest.mark.parametrize("where", ["console", "log-dir"])
 @pytest.mark.parametrize("name", sorted(EXPECTED))
 def test_a_real_torchrun_failure_reads_as_its_cause(name: str, where: str) -> None:
-    console, log_dir, words = EXPECTED[name]
+    console, log_dir, said = EXPECTED[name]
     path = RUNS / name / ("console.log" if where == "console" else "logs")
     top = diagnose([str(path)])[0]
     assert (top.id, top.severity) == (console if where == "console" else log_dir, "error")
+    words = said if isinstance(said, str) else said[where != "console"]
     assert words in top.explanation
+
+
+def test_the_console_beside_the_log_dir_names_the_kill_itself() -> None:
+    # torchrun's Failures: table says how rank 1 ended; its empty stderr only that it said nothing
+    top = diagnose([str(RUNS / "kill" / "console.log"), str(RUNS / "kill" / "logs")])[0]
+    assert top.id == "rank-failed" and "killed by SIGKILL" in top.explanation
+    assert SILENT not in top.explanation
 
 
 @pytest.mark.parametrize("where", ["console", "log-dir"])

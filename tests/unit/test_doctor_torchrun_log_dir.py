@@ -10,7 +10,12 @@ import os
 from pathlib import Path
 
 from ddpkit.doctor.log.diagnose import diagnose
-from ddpkit.doctor.log.run_dir import newest_start, start_logs, torchrun_log_dir_logs
+from ddpkit.doctor.log.run_dir import (
+    newest_start,
+    silent_rank_logs,
+    start_logs,
+    torchrun_log_dir_logs,
+)
 from ddpkit.errors import ConfigError
 
 CLOSED = ("[rank0]: RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:534] Connection "
@@ -78,3 +83,42 @@ def test_another_folder_is_refused_naming_both_layouts_and_the_fix(tmp_path: Pat
         assert f"{tmp_path}/*.log" in exc.hint
     else:
         raise AssertionError("a plain folder was read")
+
+
+def test_an_empty_stderr_beside_a_peer_gone_names_its_rank(tmp_path: Path) -> None:
+    # torch's layout, Gloo's own words for a closed connection (pair.cc), and local rank 2's
+    # stderr left empty: a process killed, crashed in native code or returned early says nothing
+    start = _start(tmp_path, "none_abc", ranks=3)
+    for rank in (0, 1):
+        (start / "attempt_0" / str(rank) / "stderr.log").write_text(CLOSED.replace(
+            "rank0", f"rank{rank}") + "\n")
+    files = start_logs(str(start))
+    assert silent_rank_logs(files) == {str(start / "attempt_0" / "2" / "stderr.log"): 2}
+    top = diagnose([str(tmp_path)])[0]
+    assert (top.id, top.severity) == ("rank-failed", "error")
+    assert top.explanation.startswith("Local rank 2's stderr (") and "is empty" in top.explanation
+    assert "connection-lost" not in [f.id for f in diagnose([str(tmp_path)])]
+
+
+def test_empty_stderr_files_say_nothing_alone(tmp_path: Path) -> None:
+    # every rank's stderr empty (a run that printed nothing, or stderr not redirected): no rank
+    # is told apart; and an empty stderr beside another rank's own error is not the cause
+    start = _start(tmp_path, "none_abc", ranks=2)
+    assert silent_rank_logs(start_logs(str(start))) == {}
+    (start / "attempt_0" / "0" / "stderr.log").write_text(OWN.replace("rank1", "rank0") + "\n")
+    (start / "attempt_0" / "0" / "stdout.log").write_text("step 1\n")
+    assert list(silent_rank_logs(start_logs(str(start))).values()) == [1]
+    top = diagnose([str(tmp_path)])[0]
+    assert top.id != "rank-failed" or "Local rank 1's stderr" not in top.explanation
+
+
+def test_an_empty_stderr_without_a_lost_peer_names_nothing(tmp_path: Path) -> None:
+    # rank 0 timed out waiting (Gloo's timeout, not a closed connection): rank 1 may be hanging,
+    # and its empty stderr does not say it ended
+    start = _start(tmp_path, "none_abc", ranks=2)
+    (start / "attempt_0" / "0" / "stderr.log").write_text(
+        "[rank0]: RuntimeError: [../third_party/gloo/gloo/transport/tcp/unbound_buffer.cc:81] "
+        "Timed out waiting 5000ms for recv operation to complete\n")
+    found = diagnose([str(tmp_path)])
+    assert found[0].id == "collective-timeout"
+    assert not any("Local rank 1's stderr" in f.explanation for f in found)

@@ -145,7 +145,9 @@ ENTRIES = (
         "of its own (not the transport's words, not NCCL's, Gloo's or c10d's) beside peers "
         "whose exceptions are a lost connection or a timeout (`[rankN]: ` tags, or torchrun "
         "`--log-dir`'s files), named ahead of them; mp.spawn's `-- Process N terminated with "
-        "the following error:` and the child's own exception after it.",
+        "the following error:` and the child's own exception after it; in torchrun `--log-dir`, "
+        "a rank's empty `stderr.log` beside another rank's lost connection (that rank printed "
+        "no error before it ended: killed, crashed in native code or returned early).",
         40,
     ),
     Entry(

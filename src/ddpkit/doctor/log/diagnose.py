@@ -10,11 +10,12 @@ from typing import BinaryIO
 
 from ddpkit.doctor.findings import Finding, has_errors
 from ddpkit.doctor.log import run_dir
+from ddpkit.doctor.log.kinds import EventKind
 from ddpkit.doctor.log.log_bytes import UnreadableFormat
 from ddpkit.doctor.log.rank_ends import run_ends
 from ddpkit.doctor.log.refusal import unreadable
 from ddpkit.doctor.log.rules.table import Diagnosis
-from ddpkit.doctor.log.scan import scan
+from ddpkit.doctor.log.scan import Event, scan
 from ddpkit.doctor.log.verdict import NodeLogs, Verdict, judged, read_node, use
 from ddpkit.i18n import _
 
@@ -118,7 +119,12 @@ def read_verdict(paths: Sequence[str], stdin: BinaryIO | None = None) -> Verdict
               for ends, first in [run_ends(d)]]
     diagnosis = Diagnosis()
     use(diagnosis, nodes)
+    silent = run_dir.silent_rank_logs(files)
     for path in files:
+        if path in silent:  # (an empty file: nothing to scan, and that is the fact)
+            diagnosis.feed(Event(EventKind.SILENT_RANK_LOG, path, 0, "", None, None, None,
+                                 {"local_rank": str(silent[path])}))
+            continue
         if path == "-":
             if stdin is None:
                 raise unreadable(path, _("no standard input"))

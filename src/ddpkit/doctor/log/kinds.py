@@ -66,6 +66,9 @@ class EventKind(str, enum.Enum):
     RUN_COMPLETE = "run-complete"
     RUN_STAGE = "run-stage"
     SHM_ERROR = "shm-error"
+    # made at the file edge (diagnose.py), not by the scan: a rank's stderr.log in a start of
+    # torchrun's --log-dir that is empty while another rank's of that start is not
+    SILENT_RANK_LOG = "silent-rank-log"
     STACK_FRAME = "stack-frame"  # a frame of py-spy's text dump (causes/pyspy_dump.py)
     STACK_THREAD = "stack-thread"  # its line for a thread
     SUMMARY_EXIT = "summary-exit"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import glob
 import os
 import re
+from collections.abc import Sequence
 
 LAUNCHER_LOG = "torchrun.log"  # what launch.session writes in every run directory
 RANK_LOGS = os.path.join("torchrun", "*", "attempt_*", "*", "*.log")
@@ -38,6 +39,26 @@ def start_logs(start: str) -> list[str]:
         if match is not None:
             found.append((int(match.group(1)), int(match.group(2)), path))
     return [path for *_, path in sorted(found)][:MAX_FILES]
+
+
+def silent_rank_logs(paths: Sequence[str]) -> dict[str, int]:
+    """Of ``paths``, the ranks' stderr.log files of a torchrun start that are empty while another
+    rank's stderr.log in the same attempt is not, each with its local rank: a process whose
+    stderr is empty printed no Python error before it ended (a start where every stderr is empty
+    says nothing: the ranks printed nothing at all, or stderr was not redirected)."""
+    sizes: dict[str, dict[str, tuple[int, int]]] = {}
+    for path in paths:
+        match = _RANK_LOG.search(path)
+        if match is None or not path.endswith("stderr.log"):
+            continue
+        try:
+            size = os.stat(path).st_size
+        except OSError:
+            continue
+        attempt = os.path.dirname(os.path.dirname(path))
+        sizes.setdefault(attempt, {})[path] = (int(match.group(2)), size)
+    return {path: rank for files in sizes.values() if any(size for _, size in files.values())
+            for path, (rank, size) in files.items() if size == 0}
 
 
 def newest_start(log_dir: str) -> str | None:

@@ -31,6 +31,7 @@ from ddpkit.doctor.log.causes.ddp_checks import DdpChecks
 from ddpkit.doctor.log.causes.ddp_optimizer import DdpOptimizer
 from ddpkit.doctor.log.causes.device_ordinal import DeviceOrdinal
 from ddpkit.doctor.log.causes.empty_address import EmptyAddress
+from ddpkit.doctor.log.causes.empty_rank_log import EmptyRankLog
 from ddpkit.doctor.log.causes.empty_rank_value import EmptyRankValue
 from ddpkit.doctor.log.causes.endpoint_port import EndpointWithoutPort
 from ddpkit.doctor.log.causes.firewall import Firewall
@@ -92,6 +93,7 @@ CAUSES: tuple[type[Cause], ...] = (
     CollectiveCheck, MisplacedOption, StorePortForbidden, GlooHostname, ParallelLayout,
     StoreArguments, EmptyRankValue,
     UniqueIdWait, IpoibWithoutVerbs, PySpyDump, OwnFailure, RankNeverJoined, SpawnedFailure,
+    EmptyRankLog,
 )
 
 Scored = tuple[Finding, int]
