@@ -46,6 +46,8 @@ def untouched_headline(measurements: list[dict[str, object]]) -> list[str]:
     ``FRESH_BATCH_LOGS`` logs as it was measured untouched, before any rule saw it (recorded in
     corpus.json by benchmarks/corpus_add_batch.py); any newer, smaller batch follows it."""
     lines: list[str] = []
+    pooled: dict[str, list[int]] = {}  # the newer, smaller batches' figures, summed
+    batches: list[str] = []
     for record in reversed(measurements):
         figures = {k: v for k, v in record.items() if k.startswith("batch ") and ", " in k
                    and k.split(", ", 1)[0].split()[-1].isdigit()}
@@ -56,10 +58,27 @@ def untouched_headline(measurements: list[dict[str, object]]) -> list[str]:
         shown = [f"  {k}: {v}" for k, v in figures.items()]
         if total >= FRESH_BATCH_LOGS:
             return ["headline, the newest fresh batch measured untouched "
-                    f"({str(record['when'])[:60]}...):", *shown, *lines]
+                    f"({str(record['when'])[:60]}...):", *shown, *lines,
+                    *_pooled(batches, pooled)]
         lines += [f"newer, smaller than a fresh batch ({total} logs < {FRESH_BATCH_LOGS}), also "
                   "untouched:", *shown]
-    return lines
+        for key, value in figures.items():
+            right, of = (int(n) for n in str(value).split(" ", 1)[0].split("/"))
+            summed = pooled.setdefault(key.split(", ", 1)[1], [0, 0])
+            summed[0], summed[1] = summed[0] + right, summed[1] + of
+        batches.append(next(iter(figures)).split(", ", 1)[0].split()[-1])
+    return [*lines, *_pooled(batches, pooled)]
+
+
+def _pooled(batches: list[str], pooled: dict[str, list[int]]) -> list[str]:
+    """The newer, smaller batches together: no one of them is a fresh batch, and each was
+    measured untouched on the rules of its own day (not one set of rules)."""
+    if len(batches) < 2:
+        return []
+    shown = [f"  {key}: {right}/{of}" + (f" ({100 * right // of}%)" if "right" in key and of
+                                         else "") for key, (right, of) in pooled.items()]
+    return [f"the newer batches pooled ({', '.join(sorted(batches, key=int))}; each untouched "
+            "on the rules of its day):", *shown]
 
 
 def main() -> int:
