@@ -182,3 +182,20 @@ def diagnose_all(tmp_path: Path, lines: list[str]) -> list[Finding]:
     log = tmp_path / "run.log"
     log.write_text("\n".join(lines) + "\n")
     return diagnose([str(log)])
+
+
+@pytest.mark.parametrize("after", ["60s", "1800s", "1800000ms"])
+def test_c10d_connect_timeout_names_the_address_whatever_the_duration_unit(
+        tmp_path: Path, after: str) -> None:
+    # socket.cpp's "The client socket has timed out after {} while trying to connect to ({}, {})."
+    # formats a std::chrono duration with fmt, which writes the unit; every real copy in the
+    # corpus says seconds. Beside a watchdog's timeout (ProcessGroupNCCL.cpp's template) on a
+    # job of two machines, the container bridge it dialled is the cause, not the timeout
+    line = C10D_TIMEOUT.replace("1800s", after).format(addr="172.17.0.2", port=44737)
+    found = top(tmp_path, [
+        f"(RayWorker pid=207931, ip=10.0.1.75) [E socket.cpp:922] [c10d] {line.split(': ', 1)[1]}",
+        "(Actor pid=207260, ip=10.0.1.76) [E ProcessGroupNCCL.cpp:475] [Rank 3] Watchdog caught "
+        "collective operation timeout: WorkNCCL(SeqNum=3856, OpType=ALLREDUCE, NumelIn=1, "
+        "NumelOut=1, Timeout(ms)=1800000) ran for 1800268 milliseconds before timing out."])
+    assert (found.id, found.severity) == ("wrong-interface", "error")
+    assert "172.17.0.2" in found.explanation

@@ -239,8 +239,10 @@ PATTERNS: tuple[LinePattern, ...] = (
        r"(?P<detail>Name or service not known|Temporary failure in name resolution)",
        r"of \((?P<host>[^,()\s]+), (?P<port>\d+)\) cannot be retrieved", claims=True),
     # --- connections: specific shapes first, the bare error words last ---
+    # (socket.cpp formats a std::chrono duration with fmt, which writes its unit: "60s", and
+    # "1800000ms" where the duration is in milliseconds)
     _p(EventKind.CONNECT_ERROR, ("onnect",),
-       r"The client socket has timed out after (?P<ms>\d+)ms while trying to connect to "
+       r"The client socket has timed out after (?P<after>\d+m?s) while trying to connect to "
        r"\((?P<addr>[^,()]+), (?P<port>\d+)\)", fixed=(("err", "timed out"), ("source", "c10d")),
        claims=True),
     _p(EventKind.CONNECT_ERROR, ("onnect",),
