@@ -38,11 +38,25 @@ TRACE = ["Traceback (most recent call last):", '  File "train.py", line 20, in <
     ("RuntimeError: Unable to proceed, no GPU resources available", "CUDA_VISIBLE_DEVICES"),
     ("ValueError: invalid literal for int() with base 10: 'NoDevFiles'", "gres.conf"),
     ("[rank0]: ValueError: invalid literal for int() with base 10: 'NoDevFiles'", "gres.conf"),
+    # a CPU build's torch._C has no CUDA bindings (torch/csrc/cuda/Module.cpp is compiled in
+    # only with CUDA), and torch 2.x's torch.cuda.set_device calls one before any check (CPython's
+    # "module %R has no attribute %R"; torchrun's tee tag, as tests/fixtures/logs/torchrun-cpu/
+    # cuda shows it)
+    ("[default0]:AttributeError: module 'torch._C' has no attribute '_cuda_setDevice'",
+     "torch.version.cuda"),
+    ("AttributeError: module 'torch._C' has no attribute '_cuda_getDeviceCount'",
+     "torch.version.cuda"),
 ])
 def test_no_gpu_to_use_is_a_cuda_error(tmp_path: Path, line: str, fix_word: str) -> None:
     found = top(tmp_path, [*TRACE, line])
     assert (found.id, found.severity) == ("cuda-error", "error")
     assert fix_word in found.fix
+
+
+def test_another_missing_torch_name_is_another_release_not_a_cpu_build(tmp_path: Path) -> None:
+    found = top(tmp_path, [*TRACE, "AttributeError: module 'torch.distributed' has no attribute "
+                                   "'_all_gather_base'"])
+    assert found.id == "version-mismatch" and "CPU-only" not in found.explanation
 
 
 def test_a_gpu_named_in_passing_is_not_this_cause(tmp_path: Path) -> None:

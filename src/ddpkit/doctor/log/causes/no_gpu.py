@@ -2,7 +2,9 @@
 
 torch says why where it first touches CUDA (torch/cuda/__init__.py ``_lazy_init``, v1.x to
 v2.x): "Torch not compiled with CUDA enabled" (a CPU-only build: pip's default wheel on some
-platforms, or a conda CPU package), "Found no NVIDIA driver on your system" and "CUDA driver
+platforms, or a conda CPU package; torch 2.x's set_device says it as CPython's "module
+'torch._C' has no attribute '_cuda_setDevice'": a CPU build's compiled core has no CUDA bindings),
+"Found no NVIDIA driver on your system" and "CUDA driver
 initialization failed, you might not have a CUDA gpu." (no usable driver); c10's "No CUDA GPUs
 are available" (a driver, but no device visible to this process: CUDA_VISIBLE_DEVICES, a
 container started without its GPUs), "No HIP GPUs are available" in a ROCm build (ROCm's

@@ -168,6 +168,11 @@ TORCH_API_MISSING = re.compile(r"(?<!partially initialized )module '(torch(?:\.[
                                r"attribute '(\w+)'(?! \(most likely due to a circular import)"
                                r"|cannot import name '(\w+)' from '(torch(?:\.[\w.]+)?)'"
                                r"|No module named '(torch\.(?!_C')[\w.]+)'")
+# torch's compiled core without its CUDA bindings: torch/csrc/cuda/Module.cpp registers
+# torch._C._cuda_* (_cuda_setDevice, _cuda_getDeviceCount, ...) only in a build with CUDA, and
+# torch.cuda's Python calls some of them without its "not compiled with CUDA" check first (2.x:
+# set_device): a CPU-only build, not code written for another torch release
+CUDA_BINDING_MISSING = re.compile(r"module 'torch\._C' has no attribute '_cuda_\w+'")
 # torch's word that its CUDA build does not fit the GPU or the driver: torch/cuda/__init__.py's
 # capability checks (1.x to 2.x: _check_cubins' "%s with CUDA capability sm_%d is not compatible
 # with the current PyTorch installation"; 2.9 on: _warn_unsupported_code's "Your installed

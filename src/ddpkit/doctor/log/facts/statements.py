@@ -188,7 +188,9 @@ def statement_facts(text: str) -> list[Fact]:
                   for m in printed.LAUNCHER_ARGUMENT.finditer(text)][:1]
         found += [Fact(FactKind.EMPTY_RANK_VALUE, option)
                   for option in printed.EMPTY_RANK_VALUE.findall(text)][:1]
-    if "has no attribute" in text or "cannot import name" in text or "No module named" in text:
+    if "has no attribute '_cuda_" in text and printed.CUDA_BINDING_MISSING.search(text):
+        found.append(Fact(FactKind.NO_GPU, NO_GPU_TEXTS["Torch not compiled with CUDA enabled"]))
+    elif "has no attribute" in text or "cannot import name" in text or "No module named" in text:
         found += [Fact(FactKind.TORCH_API_MISSING, m.group(5) or f"{m.group(1) or m.group(4)}."
                                                                  f"{m.group(2) or m.group(3)}")
                   for m in printed.TORCH_API_MISSING.finditer(text)][:1]
