@@ -157,6 +157,22 @@ def test_ranks_calling_different_collectives_is_the_mismatch(tmp_path: Path, min
     assert "same order" in found.fix
 
 
+def test_the_mismatch_raised_inside_torch_distributed_is_still_the_mismatch(tmp_path: Path
+                                                                             ) -> None:
+    # as torch 2.13 raises it: from the wrapper's collective, called in distributed_c10d.py (the
+    # raise site reads as torch refusing a call's arguments, which the mismatch explains; the
+    # real run is tests/fixtures/logs/torchrun-cpu/mismatch)
+    line = "[rank1]: RuntimeError: " + MISMATCH.format(
+        rank=1, other=0, mine=FINGERPRINT.format(seq=0, op="BROADCAST", shape=4),
+        theirs=FINGERPRINT.format(seq=0, op="ALLREDUCE", shape=4))
+    found = top(tmp_path, [
+        "[rank1]: Traceback (most recent call last):",
+        '[rank1]:   File "/opt/venv/lib/python3.11/site-packages/torch/distributed/'
+        'distributed_c10d.py", line 2856, in broadcast', "[rank1]:     work.wait()", line])
+    assert (found.id, found.severity) == ("collective-timeout", "error")
+    assert "BROADCAST" in found.explanation
+
+
 def test_an_other_expected_is_not_a_ddp_check(tmp_path: Path) -> None:
     found = top(tmp_path, [*TRACE, "RuntimeError: Expected all tensors to be on the same device, "
                                    "but found at least two devices, cuda:0 and cpu!"])

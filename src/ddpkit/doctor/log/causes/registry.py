@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ddpkit.doctor.catalogue import entry
+from ddpkit.doctor.catalogue import GENERIC, entry
 from ddpkit.doctor.findings import SEVERITY_ORDER, Finding
 from ddpkit.doctor.log.causes.address_family import AddressFamily
 from ddpkit.doctor.log.causes.barrier_waiting import BarrierWaiting
@@ -170,6 +170,11 @@ def rank(scored: list[Scored], causes: list[CauseFinding],
               if not c[3] & (errors - (catalogue_only & {c[0].id} if c[4] else set()))]
     dropped = frozenset().union(*(c[2] | {c[0].id} for c in firing)) if firing else frozenset()
     kept = [(f, p) for f, p in scored if f.id not in dropped]
+    # a cause that names another cause's id among those it supersedes (beyond the generic ones,
+    # which every cause supersedes) explains that finding too, unless each names the other's
+    firing = [c for c in firing
+              if not any(d[0].id != c[0].id and c[0].id in d[2] - GENERIC and d[0].id not in c[2]
+                         for d in firing)]
     best: dict[str, tuple[Finding, int]] = {}  # one finding per id of the causes: the likeliest
     for f, p, _s, _y, _c in firing:
         if f.id not in best or (f.severity == "error", p) > (best[f.id][0].severity == "error",
