@@ -122,3 +122,15 @@ def test_an_empty_stderr_without_a_lost_peer_names_nothing(tmp_path: Path) -> No
     found = diagnose([str(tmp_path)])
     assert found[0].id == "collective-timeout"
     assert not any("Local rank 1's stderr" in f.explanation for f in found)
+
+
+def test_a_later_attempts_empty_stderr_is_not_the_lost_peer_of_an_earlier_one(tmp_path: Path
+                                                                                ) -> None:
+    # attempt 0: rank 0 lost its peer, both printed; attempt 1: rank 0 printed nothing (torchrun
+    # stopped it while it waited), rank 1 a line of its own
+    start = _start(tmp_path, "none_abc", attempts=2, ranks=2)
+    (start / "attempt_0" / "0" / "stderr.log").write_text(CLOSED + "\n")
+    (start / "attempt_0" / "1" / "stderr.log").write_text("[rank1]: started\n")
+    (start / "attempt_1" / "1" / "stderr.log").write_text("[rank1]: started again\n")
+    assert list(silent_rank_logs(start_logs(str(start))).values()) == [0]
+    assert not any("Local rank 0's stderr" in f.explanation for f in diagnose([str(tmp_path)]))

@@ -41,6 +41,13 @@ def start_logs(start: str) -> list[str]:
     return [path for *_, path in sorted(found)][:MAX_FILES]
 
 
+def attempt_of(path: str) -> int | None:
+    """The attempt (torchrun's restart count) whose rank log ``path`` is, in the layout of a
+    start under torchrun's --log-dir; None for any other file."""
+    match = _RANK_LOG.search(path)
+    return int(match.group(1)) if match is not None else None
+
+
 def silent_rank_logs(paths: Sequence[str]) -> dict[str, int]:
     """Of ``paths``, the ranks' stderr.log files of a torchrun start that are empty while another
     rank's stderr.log in the same attempt is not, each with its local rank: a process whose
