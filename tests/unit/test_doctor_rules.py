@@ -39,7 +39,7 @@ CASES = [
     ((MIXED / "flattened_traceback.log",), "port-in-use", "29500 is torchrun's default"),
     ((CAPTURED / "store_waiting_for_clients.log",), "rendezvous-timeout", "Only 1 of 2"),
     ((CAPTURED / "torchrun_bad_rdzv_endpoint.log",), "rendezvous-config", "'10.0.0.1:abc'"),
-    ((CAPTURED / "env_master_addr_unset.log",), "rendezvous-config", "MASTER_ADDR expected"),
+    ((CAPTURED / "env_master_addr_unset.log",), "rendezvous-config", "needs MASTER_ADDR in the environment"),
     ((NCCL / "duplicate_gpu.log",), "duplicate-gpu", "Ranks 1 and 0"),
     ((NCCL / "rank_assignment.log",), "rank-assignment", "world size: 2 (on n1), 4 (on n0)"),
     ((NCCL / "version_mismatch_node0.log", NCCL / "version_mismatch_node1.log"),

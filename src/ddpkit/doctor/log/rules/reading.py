@@ -124,8 +124,9 @@ class Reading:
             self.run_end.feed(event)
         if kind in SIGNAL_KINDS:
             self.signals.feed(event)
-        if kind in SIMPLE:
-            self.simple.setdefault(SIMPLE[kind], Facts()).add(event)
+        if kind in SIMPLE and not (kind == "rdzv-config" and any(
+                f.kind is FactKind.UNSET_VARIABLE for f in facts)):  # (causes/unset_variable.py
+            self.simple.setdefault(SIMPLE[kind], Facts()).add(event)  # reads that one closer)
         elif kind == "nccl-env":
             values = self.env.slot(event.origin, dict)
             if values is not None and len(values) < 64:
