@@ -48,3 +48,39 @@ def test_another_rules_error_of_its_id_still_says_more() -> None:
     cause = _finding("invalid-usage", "DDP refused a module on the CPU")
     shown = rank([(rule, 80)], [_cause(cause, frozenset(), True)], True, [])
     assert [f.explanation for f in shown] == ["a rule's own reading"]
+
+
+def _superseding(finding: Finding, supersedes: frozenset[str], yields: frozenset[str],
+                 priority: int = 90) -> tuple[Finding, int, frozenset[str], frozenset[str], bool]:
+    return (finding, priority, supersedes, yields | {finding.id}, False)
+
+
+def test_a_rule_error_a_firing_cause_supersedes_no_longer_silences_another_cause() -> None:
+    # a restart explains the loopback refusal (the rules' wrong-interface): the first attempt's
+    # own failure, which yielded to that error, is named again
+    rule = _finding("wrong-interface", "loopback refused")
+    restart = _superseding(_finding("rendezvous-config", "a restart dialled the attempt before"),
+                           frozenset({"wrong-interface"}), frozenset())
+    own = _superseding(_finding("rank-failed", "rank 1 raised KeyError"), GENERIC,
+                       frozenset({"wrong-interface"}), priority=50)
+    shown = rank([(rule, 80)], [restart, own], True, [])
+    assert sorted(f.id for f in shown) == ["rank-failed", "rendezvous-config"]
+
+
+def test_a_cause_that_fires_only_so_adds_no_second_reading_of_an_id_already_given() -> None:
+    rule = _finding("unexplained-failure", "a line no rule named")
+    first = _superseding(_finding("cuda-error", "the error's meaning"),
+                         frozenset({"unexplained-failure"}), frozenset(), priority=70)
+    later = _superseding(_finding("cuda-error", "the general words"), frozenset(),
+                         frozenset({"unexplained-failure"}), priority=95)
+    shown = rank([(rule, 80)], [first, later], True, [])
+    assert [f.explanation for f in shown] == ["the error's meaning"]
+
+
+def test_a_cause_that_names_another_causes_id_explains_it() -> None:
+    mismatch = _superseding(_finding("collective-timeout", "different collectives"),
+                            GENERIC | {"invalid-usage"}, frozenset(), priority=80)
+    raise_site = _superseding(_finding("invalid-usage", "torch refused the call's arguments"),
+                              GENERIC, frozenset(), priority=84)
+    shown = rank([], [mismatch, raise_site], True, [])
+    assert [f.id for f in shown] == ["collective-timeout"]

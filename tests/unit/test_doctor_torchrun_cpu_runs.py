@@ -1,8 +1,9 @@
-"""What the real torchrun printed for seventeen ways a small Gloo job fails, and for one run
-that worked (tests/fixtures/logs/torchrun-cpu/, made by its make.sh with torch 2.13.0: each run's
-console, every rank's lines after torchrun's tee, and torchrun's own --log-dir), read by `doctor
---log` both ways. These lines were written by torch, not by ddpkit's authors; the expected answer
-is the cause each script plants."""
+"""What the real torchrun printed for twenty-five ways a small Gloo job fails (one started with
+the older torch.distributed.launch), and for one run that worked, and what two scripts printed
+that start their processes without torchrun (tests/fixtures/logs/torchrun-cpu/, made by its
+make.sh with torch 2.13.0: each run's console, every rank's lines after torchrun's tee, and
+torchrun's own --log-dir), read by `doctor --log` both ways. These lines were written by torch,
+not by ddpkit's authors; the expected answer is the cause each script plants."""
 
 from __future__ import annotations
 
@@ -49,6 +50,19 @@ EXPECTED: dict[str, tuple[str, str, str | tuple[str, str]]] = {
     # is still named
     "import": ("rank-failed", "rank-failed", "ModuleNotFoundError: No module named 'deepspeed'"),
     "syntax": ("rank-failed", "rank-failed", "SyntaxError: '(' was never closed"),
+    # DDP over a model whose layer has another shape on rank 1: DDP's check across ranks
+    "params": ("rank-failed", "rank-failed", "params[0] in this process with sizes [5, 4]"),
+    # all_reduce on rank 0, broadcast on rank 1, TORCH_DISTRIBUTED_DEBUG=DETAIL
+    "mismatch": ("collective-timeout", "collective-timeout", "called different collectives"),
+    # rank 1 raises KeyError, torchrun --max-restarts 1 restarts the workers, and the restarted
+    # attempt dials the attempt before's address (refused): the first attempt's error is named
+    "restart": ("rank-failed", "rank-failed", "Rank 1 failed on its own account: KeyError"),
+    "restart_c10d": ("rank-failed", "rank-failed", "Rank 1 failed on its own account: KeyError"),
+    # torch.cuda.set_device on this CPU wheel: its torch._C has no CUDA bindings
+    "cuda": ("cuda-error", "cuda-error", "CPU-only build"),
+    # python -m torch.distributed.launch passes --local-rank=N to a script whose argparse
+    # declares no such option
+    "localrank": ("local-rank-argument", "local-rank-argument", "rejected --local-rank=N"),
 }
 # a run that worked prints nothing at its end (torchrun's agent logs its success at INFO, which
 # it does not show): the log cannot say the run finished, and says so (a warning, no error)
@@ -99,6 +113,25 @@ AGENT_ONLY = {
 def test_a_run_no_rank_of_which_started_reads_from_the_agent(name: str) -> None:
     top = diagnose([str(RUNS / name / "console.log")])[0]
     assert (top.id, top.severity) == (AGENT_ONLY[name], "error")
+
+
+@pytest.mark.parametrize("name", ["restart", "restart_c10d"])
+@pytest.mark.parametrize("where", ["console.log", "logs"])
+def test_a_restart_that_dialled_the_attempt_before_is_told_apart(name: str, where: str) -> None:
+    # the refusal at 127.0.0.1 after the restart is torchrun's shared store, not a wrong
+    # interface (this is one machine): a warning after the first attempt's own error
+    found = diagnose([str(RUNS / name / where)])
+    assert [(f.id, f.severity) for f in found] == [("rank-failed", "error"),
+                                                   ("rendezvous-config", "warning")]
+    assert "torchrun restarted the workers" in found[1].explanation
+    assert "TORCH_DISABLE_SHARE_RDZV_TCP_STORE=1" in found[1].fix
+
+
+def test_a_script_run_without_a_launcher_is_told_to_use_one() -> None:
+    # plain python, init_process_group("gloo") with env:// and nothing set
+    top = diagnose([str(RUNS / "noenv_own" / "console.log")])[0]
+    assert (top.id, top.severity) == ("rendezvous-config", "error")
+    assert "needs RANK in the environment" in top.explanation and "launch" in top.fix
 
 
 def test_a_process_mp_spawn_started_is_named_with_its_own_error() -> None:

@@ -27,7 +27,9 @@ ENTRIES = (
         "ValueErrors about the rendezvous endpoint/port, `environment variable MASTER_ADDR "
         "expected, but not set`, `is not in \"MIN:MAX\" format`, `RendezvousClosedError`, "
         "`RendezvousStateError`, `Name or service not known` (also torchelastic's `host not found`) "
-        "for the master.",
+        "for the master; as a warning, a restarted attempt refused at an address of the attempt "
+        "before on one machine (torchrun's agent reporting two failed attempts, or a later "
+        "`attempt_N` in its `--log-dir`): the store torchrun shares with its workers.",
         91,
     ),
     Entry(

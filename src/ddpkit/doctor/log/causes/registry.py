@@ -59,6 +59,7 @@ from ddpkit.doctor.log.causes.rank_claims import RankClaims
 from ddpkit.doctor.log.causes.rank_never_joined import RankNeverJoined
 from ddpkit.doctor.log.causes.rdma_completion import RdmaCompletion
 from ddpkit.doctor.log.causes.resolved_later import ResolvedLater
+from ddpkit.doctor.log.causes.restarted_workers import RestartedWorkers
 from ddpkit.doctor.log.causes.restarts import RendezvousRestarts
 from ddpkit.doctor.log.causes.shm_full import ShmFull
 from ddpkit.doctor.log.causes.silent_kill import SilentKill
@@ -93,7 +94,7 @@ CAUSES: tuple[type[Cause], ...] = (
     CollectiveCheck, MisplacedOption, StorePortForbidden, GlooHostname, ParallelLayout,
     StoreArguments, EmptyRankValue,
     UniqueIdWait, IpoibWithoutVerbs, PySpyDump, OwnFailure, RankNeverJoined, SpawnedFailure,
-    EmptyRankLog,
+    EmptyRankLog, RestartedWorkers,
 )
 
 Scored = tuple[Finding, int]
@@ -157,7 +158,10 @@ def rank(scored: list[Scored], causes: list[CauseFinding],
     """The one order of findings: the causes' findings replace those they supersede and the
     other rules' findings of their own id (but give way to another rule's error of their own
     id or of an id they yield to; a cause of its own words, a specificity above 0, not to the
-    message catalogue's reading of a line under its own id, which it reads more closely); an
+    message catalogue's reading of a line under its own id, which it reads more closely; not to
+    a rule's error that another firing cause supersedes, unless a firing cause gave its id); a
+    cause's finding of an id another cause names among those it supersedes (beyond the generic
+    ones) is replaced too; an
     error from warning-level lines needs a failure in the logs (without one it is at most a
     warning); two causes of one id give one finding, the likelier; then errors before warnings
     before info, higher priority first, then where the evidence starts."""
@@ -166,8 +170,18 @@ def rank(scored: list[Scored], causes: list[CauseFinding],
     # and of that id reads the line more closely (it still gives way to the catalogue's other ids)
     catalogue_only = errors - {f.id for f, _p in scored if f.severity == "error"
                                and not any(f is r for r in read_by_catalogue)}
-    firing = [c for c in causes  # another rule's error says more
-              if not c[3] & (errors - (catalogue_only & {c[0].id} if c[4] else set()))]
+
+    def says_more(errors: set[str]) -> list[CauseFinding]:
+        return [c for c in causes  # another rule's error says more
+                if not c[3] & (errors - (catalogue_only & {c[0].id} if c[4] else set()))]
+
+    # a rule's error that a firing cause supersedes is dropped, so it says no more: the causes
+    # that gave way to it alone add their findings, of ids no firing cause gave (a loopback
+    # refusal that a restart explains no longer hides the first attempt's failure)
+    firing = says_more(errors)
+    given = {c[0].id for c in firing}
+    firing += [c for c in says_more(errors - frozenset().union(*(c[2] for c in firing)))
+               if c[0].id not in given and all(c is not d for d in firing)]
     dropped = frozenset().union(*(c[2] | {c[0].id} for c in firing)) if firing else frozenset()
     kept = [(f, p) for f, p in scored if f.id not in dropped]
     # a cause that names another cause's id among those it supersedes (beyond the generic ones,
