@@ -72,9 +72,9 @@ class RestartedWorkers(Cause):
                  "{then}", first=twice[0], then=twice[1]) if twice is not None
                else _("its --log-dir holds a rank log of a later attempt"))
         text = _("torchrun restarted the workers after they failed ({how}), and the restarted "
-                 "attempt dialled {addresses} on this machine and was refused: an address a "
-                 "process of the attempt before had published, still in the store torchrun's "
-                 "agent shares with its workers, and that process had exited "
+                 "attempt dialled {addresses} on this machine and was refused: most likely an "
+                 "address a process of the attempt before had published, still in the store "
+                 "torchrun's agent shares with its workers, and that process had exited "
                  "(pytorch/pytorch#135712). The restart could not get past init_process_group; "
                  "the first attempt's failure, above, is the cause.", how=how,
                  addresses=", ".join(self.addresses))
