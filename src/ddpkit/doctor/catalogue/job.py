@@ -72,7 +72,9 @@ ENTRIES = (
         "`RendezvousTimeoutError`, `Timed out after N seconds waiting for clients. X/Y clients "
         "joined`, `Timed out initializing process group in store based barrier`; a Gloo "
         "process group's connect timing out on a rank's key (`wait timeout after Nms, keys: "
-        "/default_pg/0//cpu//0/<rank>`: that rank never reached init_process_group).",
+        "/default_pg/0//cpu//0/<rank>`: that rank never reached init_process_group); torchrun's "
+        "agents timing out on every node's `torchelastic/role_info/<node rank>` (a node rank "
+        "no agent holds: two nodes given the same `--node-rank`).",
         65,
     ),
     Entry(

@@ -49,6 +49,7 @@ from ddpkit.doctor.log.causes.nccl_result import NcclResult
 from ddpkit.doctor.log.causes.no_backend import NoBackend
 from ddpkit.doctor.log.causes.no_gpu import NoGpu
 from ddpkit.doctor.log.causes.no_route import NoRoute
+from ddpkit.doctor.log.causes.node_never_joined import NodeNeverJoined
 from ddpkit.doctor.log.causes.open_mpi_tcp import OpenMpiTcp
 from ddpkit.doctor.log.causes.own_failure import OwnFailure
 from ddpkit.doctor.log.causes.parallel_layout import ParallelLayout
@@ -94,7 +95,7 @@ CAUSES: tuple[type[Cause], ...] = (
     CollectiveCheck, MisplacedOption, StorePortForbidden, GlooHostname, ParallelLayout,
     StoreArguments, EmptyRankValue,
     UniqueIdWait, IpoibWithoutVerbs, PySpyDump, OwnFailure, RankNeverJoined, SpawnedFailure,
-    EmptyRankLog, RestartedWorkers,
+    EmptyRankLog, RestartedWorkers, NodeNeverJoined,
 )
 
 Scored = tuple[Finding, int]

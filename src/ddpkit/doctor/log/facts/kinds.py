@@ -86,6 +86,9 @@ class FactKind(enum.Enum):
     # a rank whose address Gloo's connect waited for in the store and never got (value: the
     # rank, from the key's last part: printed.GLOO_PEER_KEY)
     UNJOINED_RANK = "unjoined-rank"
+    # torchrun's agents waiting in the store for every node's worker info, which timed out
+    # (value: how many node ranks it waited for: printed.NODE_ROLE_KEY)
+    NODE_INFO_WAIT = "node-info-wait"
     # a process mp.spawn started that raised (value: its index), its traceback on the next lines
     SPAWNED_FAILED = "spawned-failed"
     # a CUDA check macro's failure line, whatever its error (value: the error's text as the

@@ -53,6 +53,11 @@ SPAWNED_FAILED = re.compile(r"-- Process (\d{1,6}) terminated with the following
 # that times out names "<pg>/<group>//cpu//<device index>/<rank>" (torch's "wait timeout after
 # <ms>ms, keys: ..."): that rank never published its address
 GLOO_PEER_KEY = re.compile(r"keys?: ?\[?'?/?[\w.-]{0,200}/[\w.-]{0,200}//cpu//\d{1,4}/(\d{1,9})\b")
+# torchrun's agent (elastic/agent/server/api.py, _assign_worker_ranks, torch 2.x): each agent sets
+# "torchelastic/role_info/<its node rank>" in the rendezvous store and multi_gets every node's;
+# the wait that times out lists every key it asked for ("wait timeout after <ms>ms, keys:
+# /<run id>/torchelastic/role_info/0, ..."): one node rank never set its own
+NODE_ROLE_KEY = re.compile(r"torchelastic/role_info/(\d{1,6})\b")
 GLOO_SIZE_MISMATCH = re.compile(r"op\.preamble\.length <= op\.nbytes\. (\d{1,20}) vs (\d{1,20})")
 # glibc's dynamic loader (dlerror(3), as Python's ImportError/OSError and ctypes print it): "<lib>:
 # cannot open shared object file: No such file or directory", "<path>/<lib>: undefined symbol:

@@ -173,6 +173,9 @@ def statement_facts(text: str) -> list[Fact]:
     if "//cpu//" in text:
         found += [Fact(FactKind.UNJOINED_RANK, rank)
                   for rank in printed.GLOO_PEER_KEY.findall(text)[:1]]
+    if "role_info/" in text and "timeout" in text:
+        nodes = [int(n) for n in printed.NODE_ROLE_KEY.findall(text)[:4096]]
+        found += [Fact(FactKind.NODE_INFO_WAIT, str(max(nodes) + 1))] if nodes else []
     if "op.preamble.length" in text:  # (the bytes sent, then the bytes the receiver expects)
         found += [Fact(FactKind.COLLECTIVE_MISMATCH, "", f"{sent} vs {expected}")
                   for sent, expected in printed.GLOO_SIZE_MISMATCH.findall(text)[:1]]

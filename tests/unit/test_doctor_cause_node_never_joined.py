@@ -1,0 +1,42 @@
+"""causes/node_never_joined.py: torchrun's agents waiting for a node rank no agent holds. Sources:
+torch v2.13.0 elastic/agent/server/api.py ``_assign_worker_ranks`` (each agent sets
+"torchelastic/role_info/<node rank>" and multi_gets every node's) and c10d's store wait,
+"wait timeout after %dms, keys: %s" (TCPStore.cpp), raised as torch.distributed.DistStoreError;
+and the real run of tests/fixtures/logs/torchrun-sim/dupnode (both nodes --node-rank 0)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from cause_logs import top
+
+from ddpkit.doctor.log.diagnose import diagnose
+
+SIM = Path(__file__).resolve().parents[1] / "fixtures" / "logs" / "torchrun-sim"
+WAIT = ("torch.distributed.DistStoreError: wait timeout after 30000ms, keys: "
+        "{keys}")
+
+
+@pytest.mark.parametrize("nodes", [2, 4, 16])
+def test_the_agents_wait_for_a_node_rank_no_agent_holds(tmp_path: Path, nodes: int) -> None:
+    keys = ", ".join(f"/job7/torchelastic/role_info/{n}" for n in range(nodes))
+    found = top(tmp_path, ["Traceback (most recent call last):",
+                           '  File "/usr/lib/python3/dist-packages/torch/distributed/elastic/'
+                           'agent/server/api.py", line 635, in _assign_worker_ranks',
+                           WAIT.format(keys=keys)])
+    assert (found.id, found.severity) == ("rendezvous-timeout", "error")
+    assert f"all {nodes} node ranks (0 to {nodes - 1})" in found.explanation
+    assert "--node-rank" in found.fix
+
+
+def test_another_keys_wait_is_not_this(tmp_path: Path) -> None:
+    found = top(tmp_path, [WAIT.format(keys="/default_pg/0//cpu//0/1")])
+    assert "node ranks" not in found.explanation
+
+
+@pytest.mark.parametrize("logs", [["node0.log"], ["node1.log"], ["node0.log", "node1.log"]])
+def test_two_nodes_both_given_node_rank_0_read_as_it(logs: list[str]) -> None:
+    found = diagnose([str(SIM / "dupnode" / name) for name in logs])[0]
+    assert (found.id, found.severity) == ("rendezvous-timeout", "error")
+    assert "given the same --node-rank" in found.explanation
