@@ -2,7 +2,7 @@
 torch v2.13.0 elastic/agent/server/api.py ``_assign_worker_ranks`` (each agent sets
 "torchelastic/role_info/<node rank>" and multi_gets every node's) and c10d's store wait,
 "wait timeout after %dms, keys: %s" (TCPStore.cpp), raised as torch.distributed.DistStoreError;
-and the real run of tests/fixtures/logs/torchrun-sim/dupnode (both nodes --node-rank 0)."""
+the real run is tests/fixtures/logs/torchrun-sim/dupnode (test_doctor_torchrun_sim_runs.py)."""
 
 from __future__ import annotations
 
@@ -11,9 +11,6 @@ from pathlib import Path
 import pytest
 from cause_logs import top
 
-from ddpkit.doctor.log.diagnose import diagnose
-
-SIM = Path(__file__).resolve().parents[1] / "fixtures" / "logs" / "torchrun-sim"
 WAIT = ("torch.distributed.DistStoreError: wait timeout after 30000ms, keys: "
         "{keys}")
 
@@ -33,19 +30,3 @@ def test_the_agents_wait_for_a_node_rank_no_agent_holds(tmp_path: Path, nodes: i
 def test_another_keys_wait_is_not_this(tmp_path: Path) -> None:
     found = top(tmp_path, [WAIT.format(keys="/default_pg/0//cpu//0/1")])
     assert "node ranks" not in found.explanation
-
-
-@pytest.mark.parametrize("logs", [["node0.log"], ["node1.log"], ["node0.log", "node1.log"]])
-def test_two_nodes_both_given_node_rank_0_read_as_it(logs: list[str]) -> None:
-    found = diagnose([str(SIM / "dupnode" / name) for name in logs])[0]
-    assert (found.id, found.severity) == ("rendezvous-timeout", "error")
-    assert "given the same --node-rank" in found.explanation
-
-
-@pytest.mark.parametrize("logs", [["node1.log"], ["node0.log", "node1.log"]])
-def test_the_container_address_as_master_reads_as_it(logs: list[str]) -> None:
-    # the same sim, both nodes given eth0's 172.17.0.4 as --master-addr: node 1 dials its own
-    # container address, which no other machine shares a network with
-    found = diagnose([str(SIM / "natmaster" / name) for name in logs])[0]
-    assert (found.id, found.severity) == ("wrong-interface", "error")
-    assert "172.17.0.4" in found.explanation
