@@ -134,3 +134,14 @@ def test_a_later_attempts_empty_stderr_is_not_the_lost_peer_of_an_earlier_one(tm
     (start / "attempt_1" / "1" / "stderr.log").write_text("[rank1]: started again\n")
     assert list(silent_rank_logs(start_logs(str(start))).values()) == [0]
     assert not any("Local rank 0's stderr" in f.explanation for f in diagnose([str(tmp_path)]))
+
+
+def test_a_fifo_among_the_rank_logs_is_not_an_empty_log(tmp_path: Path) -> None:
+    # a FIFO reads as no size: it is read as any FIFO is (a bounded wait for its writer), never
+    # called a rank that printed nothing
+    start = _start(tmp_path, "none_abc", ranks=2)
+    (start / "attempt_0" / "0" / "stderr.log").write_text(CLOSED + "\n")
+    fifo = start / "attempt_0" / "1" / "stderr.log"
+    fifo.unlink()
+    os.mkfifo(fifo)
+    assert silent_rank_logs(start_logs(str(start))) == {}

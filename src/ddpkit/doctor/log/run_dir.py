@@ -5,6 +5,7 @@ from __future__ import annotations
 import glob
 import os
 import re
+import stat
 from collections.abc import Sequence
 
 LAUNCHER_LOG = "torchrun.log"  # what launch.session writes in every run directory
@@ -59,9 +60,12 @@ def silent_rank_logs(paths: Sequence[str]) -> dict[str, int]:
         if match is None or not path.endswith("stderr.log"):
             continue
         try:
-            size = os.stat(path).st_size
+            info = os.stat(path)
         except OSError:
             continue
+        if not stat.S_ISREG(info.st_mode):
+            continue  # (a FIFO has no size to read silence from: it is read, with its bound)
+        size = info.st_size
         attempt = os.path.dirname(os.path.dirname(path))
         sizes.setdefault(attempt, {})[path] = (int(match.group(2)), size)
     return {path: rank for files in sizes.values() if any(size for _, size in files.values())
