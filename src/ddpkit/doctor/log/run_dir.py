@@ -49,6 +49,12 @@ def attempt_of(path: str) -> int | None:
     return int(match.group(1)) if match is not None else None
 
 
+def attempt_folder(path: str) -> str | None:
+    """The attempt folder (``<start>/attempt_<N>``) a rank log of torchrun's --log-dir is in;
+    None for any other file."""
+    return os.path.dirname(os.path.dirname(path)) if _RANK_LOG.search(path) else None
+
+
 def silent_rank_logs(paths: Sequence[str]) -> dict[str, int]:
     """Of ``paths``, the ranks' stderr.log files of a torchrun start that are empty while another
     rank's stderr.log in the same attempt is not, each with its local rank: a process whose
@@ -65,9 +71,8 @@ def silent_rank_logs(paths: Sequence[str]) -> dict[str, int]:
             continue
         if not stat.S_ISREG(info.st_mode):
             continue  # (a FIFO has no size to read silence from: it is read, with its bound)
-        size = info.st_size
-        attempt = os.path.dirname(os.path.dirname(path))
-        sizes.setdefault(attempt, {})[path] = (int(match.group(2)), size)
+        sizes.setdefault(attempt_folder(path) or "", {})[path] = (int(match.group(2)),
+                                                                  info.st_size)
     return {path: rank for files in sizes.values() if any(size for _, size in files.values())
             for path, (rank, size) in files.items() if size == 0}
 

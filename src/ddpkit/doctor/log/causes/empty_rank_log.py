@@ -13,22 +13,15 @@ A rank's own exception elsewhere (own_failure.py) says more, and this finding yi
 
 from __future__ import annotations
 
-import os
-
 from ddpkit.doctor.catalogue import GENERIC
 from ddpkit.doctor.findings import Finding
 from ddpkit.doctor.log.causes.base import FEW, Cause, Context, made, others_first
 from ddpkit.doctor.log.evidence import Bag
 from ddpkit.doctor.log.facts.kinds import Fact
 from ddpkit.doctor.log.kinds import EventKind
-from ddpkit.doctor.log.run_dir import attempt_of
+from ddpkit.doctor.log.run_dir import attempt_folder
 from ddpkit.doctor.log.scan import Event
 from ddpkit.i18n import _, _n
-
-
-def _attempt_folder(path: str) -> str | None:
-    """The attempt folder a rank log of torchrun's --log-dir is in; None for another file."""
-    return os.path.dirname(os.path.dirname(path)) if attempt_of(path) is not None else None
 
 
 class EmptyRankLog(Cause):
@@ -53,14 +46,14 @@ class EmptyRankLog(Cause):
         else:
             self.lost.add(event)
             if len(self.lost_in) < FEW:
-                self.lost_in.add(_attempt_folder(event.file))
+                self.lost_in.add(attempt_folder(event.file))
 
     def finding(self, context: Context) -> Finding | None:
         # a silent rank of the attempt whose peer was lost (a later attempt's silent rank was
         # stopped by torchrun while it waited, or never reached what failed)
         if None not in self.lost_in:
             self.silent = {rank: path for rank, path in self.silent.items()
-                           if _attempt_folder(path) in self.lost_in}
+                           if attempt_folder(path) in self.lost_in}
         if not self.silent or not self.lost:
             return None
         ranks = sorted(self.silent)

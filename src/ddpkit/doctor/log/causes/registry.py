@@ -182,7 +182,7 @@ def rank(scored: list[Scored], causes: list[CauseFinding],
     firing = says_more(errors)
     given = {c[0].id for c in firing}
     firing += [c for c in says_more(errors - frozenset().union(*(c[2] for c in firing)))
-               if c[0].id not in given and all(c is not d for d in firing)]
+               if c[0].id not in given]
     dropped = frozenset().union(*(c[2] | {c[0].id} for c in firing)) if firing else frozenset()
     kept = [(f, p) for f, p in scored if f.id not in dropped]
     # a cause that names another cause's id among those it supersedes (beyond the generic ones,
