@@ -39,7 +39,7 @@ BATCH_SEEDS = {1: SEED, 2: 20261204, 3: 20261205, 4: 20261206, 5: 20261207, 6: 2
                28: 20261230, 29: 20261231, 30: 20270101, 31: 20270102,
                32: 20270103, 33: 20270104, 34: 20270105, 35: 20270106,
                36: 20270107, 37: 20270108, 38: 20270109,
-               39: 20270110, 40: 20270111, 41: 20270112}
+               39: 20270110, 40: 20270111, 41: 20270112, 42: 20270113}
 EVAL_FRACTION = 1 / 3
 CORPUS = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "real-logs" / "corpus.json"
 THREAD = re.compile(r"[\w.-]+/[\w.-]+#\d+")  # a GitHub thread as the corpus names it: owner/repo#N
