@@ -60,6 +60,41 @@ def test_loopback_on_one_machine_is_no_such_finding(tmp_path: Path) -> None:
     assert found.id != "wrong-interface" or "loopback address (" not in found.explanation
 
 
+# a traceback through torchrun's static rendezvous (torch/distributed/elastic/rendezvous/
+# static_tcp_rendezvous.py, next_rendezvous), where node rank 0's agent serves the store and
+# every other agent is its client
+STATIC_FRAMES = [
+    "Traceback (most recent call last):",
+    '  File "/opt/venv/lib/python3.12/site-packages/torch/distributed/elastic/rendezvous/'
+    'static_tcp_rendezvous.py", line 67, in next_rendezvous',
+    "    self._store = TCPStore(  # type: ignore[call-arg]",
+]
+
+
+@pytest.mark.parametrize("addr", ["127.0.0.1", "127.0.1.1", "localhost"])
+def test_a_static_rendezvous_client_dialling_loopback_spans_machines(tmp_path: Path,
+                                                                     addr: str) -> None:
+    # one node's log, no node count in it: a client of the static store is node rank 1 or more
+    found = top(tmp_path, [
+        C10D_CONNECT.format(addr=addr, port=29500, errno=111, text="Connection refused"),
+        *STATIC_FRAMES, C10D_TIMEOUT.format(addr=addr, port=29500)])
+    assert (found.id, found.severity) == ("wrong-interface", "error")
+    assert "static rendezvous as a client" in found.explanation and addr in found.explanation
+    assert "nics --to 127" not in found.fix
+
+
+def test_a_loopback_dial_outside_the_static_rendezvous_is_not_read_as_a_client(
+        tmp_path: Path) -> None:
+    # the same dial from a script's own init_process_group (no torchrun store in its traceback)
+    found = top(tmp_path, [
+        C10D_CONNECT.format(addr="127.0.0.1", port=29500, errno=111, text="Connection refused"),
+        "Traceback (most recent call last):",
+        '  File "/opt/venv/lib/python3.12/site-packages/torch/distributed/rendezvous.py", '
+        "line 189, in _create_c10d_store",
+        C10D_TIMEOUT.format(addr="127.0.0.1", port=29500)])
+    assert "as a client" not in found.explanation
+
+
 @pytest.mark.parametrize("tail", [
     [C10D_LISTEN],
     ["[E1204 09:50:12.118000 123 torch/csrc/distributed/c10d/socket.cpp:462] [c10d] The server "
