@@ -56,3 +56,32 @@ def test_a_write_to_a_shared_tensor_s_file_with_another_errno_is_not_shm(tmp_pat
     found = top(tmp_path, [*TRACE, "RuntimeError: unable to write to file </torch_77_12_0>: "
                                    "Bad file descriptor (9)"])
     assert found.id != "shm"
+
+
+# c10/cuda/CUDACachingAllocator.cpp's words after "CUDA out of memory. ": to torch 2.0 "Tried to
+# allocate %s (GPU %d; %s total capacity; %s already allocated; %s free; ...", from torch 2.1
+# "Tried to allocate %s. GPU %d has a total capacity of %s of which %s is free. ...", each size
+# in format_size's words ("%.2f MiB", "%d bytes"). A terminal that wraps at a fixed width can
+# cut the words "out of memory" in two, and only the allocator's own words then stay whole.
+@pytest.mark.parametrize("tail", [
+    "Tried to allocate 354.00 MiB (GPU 0; 10.91 GiB total capacity; 9.27 GiB already allocated; "
+    "207.38 MiB free; 9.40 GiB reserved in total by PyTorch)",
+    "Tried to allocate 20.00 MiB. GPU 3 has a total capacity of 79.15 GiB of which 6.69 MiB is "
+    "free. Process 4118 has 79.13 GiB memory in use.",
+    "Tried to allocate 512 bytes (GPU 1; 23.69 GiB total capacity; 22.10 GiB already allocated; "
+    "0 bytes free; 22.90 GiB reserved in total by PyTorch)",
+])
+@pytest.mark.parametrize("cut", [len("RuntimeError: CUDA out o"), 80])
+def test_the_gpu_allocator_out_of_memory_cut_by_a_terminal(tmp_path: Path, tail: str,
+                                                          cut: int) -> None:
+    line = "RuntimeError: CUDA out of memory. " + tail
+    found = top(tmp_path, [*TRACE, line[:cut], line[cut:]])
+    assert (found.id, found.severity) == ("out-of-memory", "error")
+
+
+def test_a_host_allocation_is_not_read_as_the_gpu_allocator(tmp_path: Path) -> None:
+    # "you tried to allocate" is the host's allocator: it stays the host's reading
+    found = top(tmp_path, [*TRACE, "RuntimeError: [enforce fail at alloc_cpu.cpp:114] data. "
+                                   "DefaultCPUAllocator: not enough memory: you tried to "
+                                   "allocate 1073741824 bytes."])
+    assert found.id == "out-of-memory" and "Out of host memory" in found.explanation

@@ -156,10 +156,16 @@ PATTERNS: tuple[LinePattern, ...] = (
     # (c10's alloc_cpu.cpp: "DefaultCPUAllocator: can't allocate memory: you tried to allocate %d
     # bytes. Error code %d (%s)" and, torch 1.x to 2.x, "DefaultCPUAllocator: not enough memory:
     # you tried to allocate %d bytes.": the host's memory)
+    # (c10/cuda/CUDACachingAllocator.cpp's own words after "CUDA out of memory. ", which also
+    # stand alone where a terminal wrapped the line before them: to torch 2.0 "Tried to allocate
+    # %s (GPU %d; %s total capacity; ...", from 2.1 "Tried to allocate %s. GPU %d has a total
+    # capacity of %s of which ...", the sizes in format_size's "%.2f MiB" or "%d bytes")
     _p(EventKind.OOM, ("CUDA out of memory", "OutOfMemoryError", "CUDA error", "NCCL WARN",
                "can't allocate memory", "Out of memory", "MemoryError", "CUDA Error",
-               "not enough memory"),
+               "not enough memory", "Tried to allocate"),
        r"(?P<detail>CUDA out of memory[^\n]*|(?:[\w.]*)OutOfMemoryError[^\n]*"
+       r"|Tried to allocate [\d.]+ (?:bytes|[KMGT]iB)(?: \(GPU \d+; [\d.]+ (?:bytes|[KMGT]iB) "
+       r"total capacity|\. GPU \d+ has a total capacity of)[^\n]*"
        r"|CUDA [Ee]rror: out of memory|Cuda failure 'out of memory'"
        r"|DefaultCPUAllocator: (?:can't allocate|not enough) memory[^\n]*"
        r"|Out of memory: Kill(?:ed)? process"
