@@ -61,6 +61,22 @@ def test_an_assert_on_the_configuration_in_a_stack_package_is_invalid_usage(tmp_
 
 
 @pytest.mark.parametrize("message", [
+    "no_sync context manager is incompatible with gradient partitioning logic of ZeRO stage 3",
+    "ZeRO-Offload is not compatible with pipeline parallelism",
+    "activation checkpointing cannot be used with the fused Adam of this release",
+    "bf16 is only supported with ZeRO stage 1 or 2 here",
+])
+def test_an_assert_that_two_settings_do_not_go_together_is_invalid_usage(tmp_path: Path,
+                                                                          message: str) -> None:
+    # asserted anywhere in a stack package (DeepSpeed's runtime/engine.py no_sync's assert): the
+    # package refusing the combination it was given
+    found = top(tmp_path, raised("/opt/conda/lib/python3.11/site-packages/deepspeed/runtime/"
+                                 "engine.py", f"AssertionError: {message}"))
+    assert (found.id, found.severity) == ("invalid-usage", "error")
+    assert message in found.explanation
+
+
+@pytest.mark.parametrize("message", [
     "__init__() got an unexpected keyword argument 'dispatch_batches'",
     "initialize() missing 1 required positional argument: 'model'",
     "all_gather_into_tensor() takes 2 positional arguments but 3 were given",

@@ -9,7 +9,8 @@ raised. Python's documentation of the builtin exceptions gives their meaning: Va
 operation or function receives an argument that has the right type but an inappropriate value";
 TypeError, an operation or function "applied to an object of inappropriate type";
 NotImplementedError, what is not (yet) supported; and an AssertionError where a module that reads
-a package's configuration or launch arguments asserts on them (``CONFIG_MODULES``). Raised in a
+a package's configuration or launch arguments asserts on them (``CONFIG_MODULES``), or where any
+module asserts that two things are incompatible (``INCOMPATIBLE``). Raised in a
 module of the distributed stack (``STACK``: torch's distributed, parallel, CUDA and
 multiprocessing modules, the launchers and trainers that drive them, and any installed package's
 own ``distributed`` or ``dist`` module), they are that package refusing what the run's settings or
@@ -75,6 +76,13 @@ STACK = ("torch.distributed", "torch.nn.parallel", "torch.cuda", "torch.multipro
 RENDEZVOUS = ("torch.distributed.elastic.rendezvous", "torch.distributed.rendezvous")
 UNKNOWN_SITE = ""  # (the module of a refusal posted without its traceback)
 _OWN_DISTRIBUTED = frozenset({"distributed", "dist"})  # a package's own module of that name
+# An assert whose message says two things do not go together is a package refusing a
+# combination it was given, wherever the assert sits (DeepSpeed's engine.py no_sync: "no_sync
+# context manager is incompatible with gradient partitioning logic of ZeRO stage 3"), not a
+# check of its own state failing
+INCOMPATIBLE = re.compile(r"\b(?:incompatible with|not compatible with|cannot be used (?:with|"
+                          r"together)|not supported (?:with|when|for|in combination)|is only "
+                          r"supported (?:with|when|for))\b", re.IGNORECASE)
 # CPython's messages for a call whose arguments do not fit the callee's signature
 SIGNATURE = re.compile(r"\bgot an unexpected keyword argument\b|\bmissing \d+ required "
                        r"(?:positional|keyword-only) arguments?\b|\btakes (?:from \d+ to )?\d+ "
@@ -164,8 +172,8 @@ class RaiseSite(Cause):
 
     def _read(self, event: Event, module: str, installed: bool, kind: str, message: str) -> None:
         name = kind.rsplit(".", 1)[-1]
-        refusal = name in REFUSALS or (name == "AssertionError"
-                                       and module.rsplit(".", 1)[-1] in CONFIG_MODULES)
+        refusal = name in REFUSALS or (name == "AssertionError" and (
+            module.rsplit(".", 1)[-1] in CONFIG_MODULES or INCOMPATIBLE.search(message)))
         if not refusal or "memory" in message.lower():
             return
         if name == "TypeError" and SIGNATURE.search(message):
