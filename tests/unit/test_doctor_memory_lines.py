@@ -71,7 +71,8 @@ def test_a_write_to_a_shared_tensor_s_file_with_another_errno_is_not_shm(tmp_pat
     "Tried to allocate 512 bytes (GPU 1; 23.69 GiB total capacity; 22.10 GiB already allocated; "
     "0 bytes free; 22.90 GiB reserved in total by PyTorch)",
 ])
-@pytest.mark.parametrize("cut", [len("RuntimeError: CUDA out o"), 80])
+@pytest.mark.parametrize("cut", [len("RuntimeError: CUDA out o"),
+                                 len("RuntimeError: CUDA out of me"), 80])
 def test_the_gpu_allocator_out_of_memory_cut_by_a_terminal(tmp_path: Path, tail: str,
                                                           cut: int) -> None:
     line = "RuntimeError: CUDA out of memory. " + tail
@@ -85,3 +86,11 @@ def test_a_host_allocation_is_not_read_as_the_gpu_allocator(tmp_path: Path) -> N
                                    "DefaultCPUAllocator: not enough memory: you tried to "
                                    "allocate 1073741824 bytes."])
     assert found.id == "out-of-memory" and "Out of host memory" in found.explanation
+
+
+def test_the_allocator_words_alone_on_a_line_are_scanned(tmp_path: Path) -> None:
+    # no error word, no "memory" on the allocator's line: its own words are the scan's anchor
+    found = top(tmp_path, ["| WARNING: CUDA out of me",
+                           "mory. Tried to allocate 20.00 MiB. GPU 3 has a total capacity of "
+                           "79.15 GiB of which 6.69 MiB is free."])
+    assert (found.id, found.severity) == ("out-of-memory", "error")

@@ -17,6 +17,7 @@ ANCHORS: tuple[bytes, ...] = (
     # failures that real logs post bare, without an NCCL or error word on their line
     # (Gloo's "Unable to resolve hostname", OpenSSH's "Could not resolve hostname")
     b"Duplicate GPU", b"driver version is insufficient", b"resolve hostname",
+    b"Tried to allocate",  # (the GPU allocator's words, where a terminal cut "out of memory")
     b"GLOBAL_RANK: ",  # PyTorch Lightning's line for each process joining (a rank's claim)
     b"INFO NET/Socket",  # also the quoted or pre-2.4 form without the NCCL word
     b"checkTimeout",  # the NCCL watchdog's stack, posted without its message line
