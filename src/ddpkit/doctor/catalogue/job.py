@@ -29,7 +29,10 @@ ENTRIES = (
         "`RendezvousStateError`, `Name or service not known` (also torchelastic's `host not found`) "
         "for the master; as a warning, a restarted attempt refused at an address of the attempt "
         "before on one machine (torchrun's agent reporting two failed attempts, or a later "
-        "`attempt_N` in its `--log-dir`): the store torchrun shares with its workers.",
+        "`attempt_N` in its `--log-dir`): the store torchrun shares with its workers; "
+        "`RendezvousConnectionError: The connection to the C10d store has failed` after the "
+        "agent's own store dials timed out or were refused (no agent hosted the c10d "
+        "rendezvous's store: `--rdzv-conf is_host=1`).",
         91,
     ),
     Entry(

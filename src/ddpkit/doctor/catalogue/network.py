@@ -23,7 +23,9 @@ ENTRIES = (
         "refused by (or timed out on) the very address rank 0 bootstrapped on, or when two nodes "
         "bootstrap on the same address. Gloo/c10d errors naming a loopback or docker-bridge "
         "`remote=` address count too, as do Gloo's `Unable to resolve hostname ... Using the "
-        "loopback address as fallback` followed by refused connects, and (a warning) a "
+        "loopback address as fallback` followed by refused connects, a static rendezvous "
+        "client (torchrun's `static_tcp_rendezvous.py` in its traceback: node rank 1 or more) "
+        "whose store dial to loopback failed, and (a warning) a "
         "`NET/Socket : Using` list that mixes a routable interface with bridges, veths or "
         "link-local addresses, also when posted one interface per line.",
         100,

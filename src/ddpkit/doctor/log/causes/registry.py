@@ -18,6 +18,7 @@ from ddpkit.doctor.log.causes.address_family import AddressFamily
 from ddpkit.doctor.log.causes.barrier_waiting import BarrierWaiting
 from ddpkit.doctor.log.causes.base import Cause, Context
 from ddpkit.doctor.log.causes.bus_error import BusError
+from ddpkit.doctor.log.causes.c10d_store_host import C10dStoreHost
 from ddpkit.doctor.log.causes.collective_check import CollectiveCheck
 from ddpkit.doctor.log.causes.collective_mismatch import CollectiveMismatch
 from ddpkit.doctor.log.causes.communicator_device import CommunicatorDevice
@@ -95,7 +96,7 @@ CAUSES: tuple[type[Cause], ...] = (
     CollectiveCheck, MisplacedOption, StorePortForbidden, GlooHostname, ParallelLayout,
     StoreArguments, EmptyRankValue,
     UniqueIdWait, IpoibWithoutVerbs, PySpyDump, OwnFailure, RankNeverJoined, SpawnedFailure,
-    EmptyRankLog, RestartedWorkers, NodeNeverJoined,
+    EmptyRankLog, RestartedWorkers, NodeNeverJoined, C10dStoreHost,
 )
 
 Scored = tuple[Finding, int]
