@@ -28,3 +28,43 @@ def test_the_container_address_as_master_reads_as_it(logs: list[str]) -> None:
     found = diagnose([str(SIM / "natmaster" / name) for name in logs])[0]
     assert (found.id, found.severity) == ("wrong-interface", "error")
     assert "172.17.0.4" in found.explanation
+
+
+@pytest.mark.parametrize(("run", "logs", "address"), [
+    # GLOO_SOCKET_IFNAME=eth0 on both nodes: rank 0 dials its own eth0 for rank 1
+    ("glooeth0", ["node0.log"], "172.17.0.4"), ("glooeth0", ["logs0"], "172.17.0.4"),
+    ("glooeth0", ["node0.log", "node1.log"], "172.17.0.4"), ("glooeth0", ["node1.log"], ""),
+    # GLOO_SOCKET_IFNAME=lo on both nodes: every rank advertises 127.0.0.1
+    ("gloolo", ["node0.log"], "127.0.0.1"), ("gloolo", ["node0.log", "node1.log"], "127.0.0.1"),
+    ("gloolo", ["node1.log"], ""),
+])
+def test_gloo_on_an_interface_the_other_node_cannot_reach(run: str, logs: list[str],
+                                                           address: str) -> None:
+    found = diagnose([str(SIM / run / name) for name in logs])[0]
+    assert (found.id, found.severity) == ("wrong-interface", "error")
+    assert address in found.explanation
+
+
+@pytest.mark.parametrize("logs", [["node1.log"], ["node0.log", "node1.log"]])
+def test_node_1_given_loopback_as_master_reads_as_it(logs: list[str]) -> None:
+    # no line counts the nodes: node 1's agent is a client of the static rendezvous, so the
+    # master it dialled at 127.0.0.1 is on another machine
+    found = diagnose([str(SIM / "loopmaster" / name) for name in logs])[0]
+    assert (found.id, found.severity) == ("wrong-interface", "error")
+    assert "static rendezvous as a client" in found.explanation
+    assert "127.0.0.1" in found.explanation and "nics --to 127" not in found.fix
+
+
+def test_the_master_of_that_run_waits_for_its_client() -> None:
+    found = diagnose([str(SIM / "loopmaster" / "node0.log")])[0]
+    assert (found.id, found.severity) == ("rendezvous-timeout", "error")
+
+
+@pytest.mark.parametrize("logs", [["node0.log"], ["node1.log"], ["node0.log", "node1.log"]])
+def test_the_c10d_store_no_agent_hosted_reads_as_it(logs: list[str]) -> None:
+    # both nodes given --rdzv-endpoint 10.0.0.2:29412; node 0's hostname resolves to eth0, so its
+    # agent did not take the endpoint for itself
+    found = diagnose([str(SIM / "c10dnohost" / name) for name in logs])[0]
+    assert (found.id, found.severity) == ("rendezvous-config", "error")
+    assert "10.0.0.2:29412" in found.explanation and "is_host=1" in found.fix
+    assert ("Each of the 2 agents" in found.explanation) == (len(logs) == 2)
