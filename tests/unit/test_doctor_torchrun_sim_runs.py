@@ -43,6 +43,9 @@ def test_gloo_on_an_interface_the_other_node_cannot_reach(run: str, logs: list[s
     found = diagnose([str(SIM / run / name) for name in logs])[0]
     assert (found.id, found.severity) == ("wrong-interface", "error")
     assert address in found.explanation
+    # Gloo prints its ports in network byte order (a listener on 40223 printed as 8093): no
+    # port of its lines is quoted as one
+    assert "(port" not in found.explanation
 
 
 @pytest.mark.parametrize("logs", [["node1.log"], ["node0.log", "node1.log"]])
