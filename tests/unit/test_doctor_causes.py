@@ -134,6 +134,41 @@ def test_store_barrier_counting_more_workers_than_the_world(tmp_path: Path) -> N
     assert "store" in found.explanation and "3 workers in a world of 2" in found.explanation
 
 
+# Gloo's tcp/debug_logger.cc and ProcessGroupGloo.cpp's lines for a refused connect ("ERROR failed
+# to connect, willRetry=%d, retry=%d, retryLimit=%d, rank=%d, size=%d, local=%s, remote=%s,
+# error=%s"; "Gloo connectFullMesh failed with [...pair.cc:%d] timed out connecting: SO_ERROR:
+# Connection refused, remote=%s"), after a script's init_process_group with a file:// init_method
+GLOO_REFUSED = [
+    "[/__w/pytorch/pytorch/third_party/gloo/gloo/transport/tcp/debug_logger.cc:9] ERROR failed "
+    "to connect, willRetry=0, retry=4, retryLimit=3, rank=0, size=2, local=[{addr}]:31933, "
+    "remote=[{addr}]:15285$0, error=SO_ERROR: Connection refused, remote=[{addr}]:15285$0",
+    "RuntimeError: Gloo connectFullMesh failed with [/__w/pytorch/pytorch/third_party/gloo/gloo/"
+    "transport/tcp/pair.cc:152] timed out connecting: SO_ERROR: Connection refused, "
+    "remote=[{addr}]:15285$0",
+]
+
+
+@pytest.mark.parametrize("init", [
+    '    dist.init_process_group("gloo", init_method="file:///tmp/run7/store", rank=rank,',
+    "    dist.init_process_group(backend='gloo', init_method='file://' + args.store,",
+    "Namespace(dist_backend='gloo', dist_url='file:///scratch/u/sharedfile', world_size=2)",
+])
+def test_a_reused_file_store_sends_gloo_to_an_earlier_runs_port(tmp_path: Path,
+                                                                 init: str) -> None:
+    found = top(tmp_path, ["Traceback (most recent call last):",
+                           '  File "train.py", line 12, in <module>', init,
+                           *(line.format(addr="127.0.0.1") for line in GLOO_REFUSED)])
+    assert (found.id, found.severity) == ("rendezvous-config", "error")
+    assert "FileStore (file://" in found.explanation and "earlier run" in found.explanation
+    assert "15285" not in found.explanation  # (Gloo prints its ports byte-swapped)
+
+
+def test_gloo_refused_on_one_machine_without_a_file_store_is_not_a_stale_store(
+        tmp_path: Path) -> None:
+    found = top(tmp_path, [line.format(addr="127.0.0.1") for line in GLOO_REFUSED])
+    assert "FileStore" not in found.explanation
+
+
 def test_rendezvous_endpoint_without_a_port(tmp_path: Path) -> None:
     found = top(tmp_path, [
         "INFO:torch.distributed.launcher.api:Starting elastic_operator with launch configs:",

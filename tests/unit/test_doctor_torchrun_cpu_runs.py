@@ -63,6 +63,9 @@ EXPECTED: dict[str, tuple[str, str, str | tuple[str, str]]] = {
     # python -m torch.distributed.launch passes --local-rank=N to a script whose argparse
     # declares no such option
     "localrank": ("local-rank-argument", "local-rank-argument", "rejected --local-rank=N"),
+    # a file:// init_method whose file an earlier run, killed, left behind: Gloo dials a port of
+    # that run on this machine and is refused (not a wrong interface: one machine)
+    "filestore": ("rendezvous-config", "rendezvous-config", "FileStore (file://)"),
 }
 # a run that worked prints nothing at its end (torchrun's agent logs its success at INFO, which
 # it does not show): the log cannot say the run finished, and says so (a warning, no error)

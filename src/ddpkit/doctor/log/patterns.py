@@ -308,9 +308,9 @@ PATTERNS: tuple[LinePattern, ...] = (
        skip_if=("Failed to open libibverbs", "NET/IB : No device found")),
     # Facts the causes read (doctor/log/causes/, from doctor/log/facts/): the line is an event
     # so that its facts are read; nothing reads its kind.
-    _p(EventKind.JOB_FACT, ("based barrier", "will restart"),
+    _p(EventKind.JOB_FACT, ("based barrier", "will restart", "file://"),
        r"(?P<detail>nnodes|min_nodes|max_nodes|group_world_size|rdzv[_-]endpoint|based barrier"
-       r"|restart|master_addr)"),
+       r"|restart|master_addr|file://)"),
     # --- where a run ends (rules/run_end.py): doctor/log/end_lines.py ---
     *END_PATTERNS,
     # --- last: failure lines no pattern above read (rules/unexplained.py) ---

@@ -89,6 +89,9 @@ class FactKind(enum.Enum):
     # torchrun's agents waiting in the store for every node's worker info, which timed out
     # (value: how many node ranks it waited for: printed.NODE_ROLE_KEY)
     NODE_INFO_WAIT = "node-info-wait"
+    # the ranks meet through a FileStore: a file:// init_method (value: its URL, "file://" alone
+    # where the line builds the path)
+    FILE_STORE = "file-store"
     # a process mp.spawn started that raised (value: its index), its traceback on the next lines
     SPAWNED_FAILED = "spawned-failed"
     # a CUDA check macro's failure line, whatever its error (value: the error's text as the

@@ -173,6 +173,8 @@ def statement_facts(text: str) -> list[Fact]:
     if "//cpu//" in text:
         found += [Fact(FactKind.UNJOINED_RANK, rank)
                   for rank in printed.GLOO_PEER_KEY.findall(text)[:1]]
+    if "file://" in text:
+        found += [Fact(FactKind.FILE_STORE, path) for path in printed.FILE_STORE.findall(text)[:1]]
     if "role_info/" in text and "timeout" in text:
         nodes = [int(n) for n in printed.NODE_ROLE_KEY.findall(text)[:4096]]
         found += [Fact(FactKind.NODE_INFO_WAIT, str(max(nodes) + 1))] if nodes else []
