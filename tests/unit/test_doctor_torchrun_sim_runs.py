@@ -71,3 +71,13 @@ def test_the_c10d_store_no_agent_hosted_reads_as_it(logs: list[str]) -> None:
     assert (found.id, found.severity) == ("rendezvous-config", "error")
     assert "10.0.0.2:29412" in found.explanation and "is_host=1" in found.fix
     assert ("Each of the 2 agents" in found.explanation) == (len(logs) == 2)
+
+
+def test_a_store_on_another_port_is_named_among_the_readings() -> None:
+    # node 0 hosts the c10d store on 29400 (its endpoint names no port), node 1 dials 29412
+    node1 = diagnose([str(SIM / "noport" / "node1.log")])[0]
+    assert node1.id == "rendezvous-config" and "port 29400" in node1.explanation
+    node0 = diagnose([str(SIM / "noport" / "node0.log")])[0]
+    assert (node0.id, node0.severity) == ("rendezvous-timeout", "error")
+    both = diagnose([str(SIM / "noport" / name) for name in ("node0.log", "node1.log")])[0]
+    assert both.id == "peer-unreachable" and "another address or port" in both.explanation

@@ -32,7 +32,9 @@ ENTRIES = (
         "`attempt_N` in its `--log-dir`): the store torchrun shares with its workers; "
         "`RendezvousConnectionError: The connection to the C10d store has failed` after the "
         "agent's own store dials timed out or were refused (no agent hosted the c10d "
-        "rendezvous's store: `--rdzv-conf is_host=1`).",
+        "rendezvous's store: `--rdzv-conf is_host=1`); a `file://` init_method followed, on one "
+        "machine, by Gloo refused at this machine's own address (an earlier run's FileStore "
+        "file).",
         91,
     ),
     Entry(

@@ -11,7 +11,8 @@ resolves to another interface's address (a container's eth0, or a hostname missi
 /etc/hosts) the endpoint's own agent takes itself for a client too, so no agent hosts the store
 and every node's dial times out (pytorch/pytorch#79388 and #67547; a real run on two simulated
 machines whose hostnames resolve to eth0, tests/fixtures/logs/torchrun-sim/c10dnohost). The
-other reading is the endpoint's node not started within the store's read timeout. A loopback
+other readings are the endpoint's node not started within the store's read timeout, or given
+another endpoint (DEFAULT_PORT 29400 where it names no port: a real run in the sim). A loopback
 endpoint, a name that does not resolve or a port in use are other causes' findings.
 """
 
@@ -84,7 +85,8 @@ class C10dStoreHost(Cause):
                       "container's eth0, or a hostname missing from /etc/hosts), its agent takes "
                       "itself for a client too and no agent hosts the store. Otherwise the "
                       "endpoint's node was not started within the store's read timeout "
-                      "(read_timeout, 60 seconds by default)."))
+                      "(read_timeout, 60 seconds by default), or was given another endpoint (one "
+                      "without a port means port 29400)."))
         fix = _("On the endpoint's node add --rdzv-conf is_host=1, and on every node "
                 "--local-addr <that node's private IP> (a hostname that resolves to the wrong "
                 "address would mislead the workers too); or use the static rendezvous, which "
