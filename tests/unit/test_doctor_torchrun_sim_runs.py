@@ -37,6 +37,9 @@ def test_the_container_address_as_master_reads_as_it(logs: list[str]) -> None:
     # GLOO_SOCKET_IFNAME=lo on both nodes: every rank advertises 127.0.0.1
     ("gloolo", ["node0.log"], "127.0.0.1"), ("gloolo", ["node0.log", "node1.log"], "127.0.0.1"),
     ("gloolo", ["node1.log"], ""),
+    # no GLOO_SOCKET_IFNAME: Gloo takes the address the hostname resolves to, eth0's
+    ("gloohost", ["node1.log"], "172.17.0.4"), ("gloohost", ["logs1"], "172.17.0.4"),
+    ("gloohost", ["node0.log", "node1.log"], "172.17.0.4"), ("gloohost", ["node0.log"], ""),
 ])
 def test_gloo_on_an_interface_the_other_node_cannot_reach(run: str, logs: list[str],
                                                            address: str) -> None:
