@@ -28,10 +28,10 @@ from ddpkit.i18n import _
 # lines, torchrun's rendezvous result (master_addr), rendezvous and NCCL failures
 _KINDS = NETWORK_KINDS | {"job-fact", "rdzv-connection", "rdzv-timeout", "gloo-mesh-failed",
                           "gloo-timeout", "nccl-warn", "exception", "failure-line"}
-# An exception or error line counts when it is the distributed stack's (a loopback address in
-# another program's error, a metrics server on localhost, says nothing about the job's network)
 # torchrun's static rendezvous, whose frames in a traceback name the agent's store
 _STATIC_RENDEZVOUS = "static_tcp_rendezvous"
+# An exception or error line counts when it is the distributed stack's (a loopback address in
+# another program's error, a metrics server on localhost, says nothing about the job's network)
 _STACK_WORDS = ("DistNetworkError", "c10d", "Gloo", "gloo", "NCCL", "endezvous", "TCPStore",
                 "client socket", "torch.distributed")
 

@@ -35,7 +35,8 @@ class StaleStore(Cause):
         self.worst: tuple[int, int] | None = None  # (workers counted, world size)
         self.bag = Bag()
         self.file_store = ""  # a file:// init_method's URL ("file://" where the path was built)
-        self.refused: list[str] = []  # Gloo's refused dials to this machine's loopback
+        # the first loopback address Gloo was refused at (its port is printed byte-swapped)
+        self.refused_at = ""
         self.mesh = Bag()
 
     def feed(self, event: Event, facts: tuple[Fact, ...]) -> None:
@@ -46,8 +47,7 @@ class StaleStore(Cause):
         if (event.kind == "connect-error" and event.get("source") == "gloo"
                 and "refused" in event.get("err").lower()
                 and any(f.address_class is AddressClass.LOOPBACK for f in facts)):
-            if len(self.refused) < 1:
-                self.refused.append(event.get("addr"))  # (Gloo's port is printed byte-swapped)
+            self.refused_at = self.refused_at or event.get("addr")
             self.mesh.add(event)
         counted = barrier_counted(facts)
         if counted is None:
@@ -69,13 +69,13 @@ class StaleStore(Cause):
         return made("rendezvous-config", "error", text, _fresh_store(), merge(self.bag.items))
 
     def _stale_addresses(self, context: Context) -> Finding | None:
-        if not (self.file_store and self.refused) or context.multi_node:
+        if not (self.file_store and self.refused_at) or context.multi_node:
             return None
         text = _("The ranks met through a FileStore ({url}), and Gloo then dialled {address} on "
                  "this machine and was refused: no rank of this run listened there. A file:// "
                  "store keeps what earlier runs wrote until its file is deleted, and a run that "
                  "was killed never deletes it, so this run read an earlier run's addresses.",
-                 url=self.file_store, address=self.refused[0])
+                 url=self.file_store, address=self.refused_at)
         return made("rendezvous-config", "error", text, _fresh_store(), merge(self.mesh.items))
 
 

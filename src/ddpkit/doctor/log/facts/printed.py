@@ -60,8 +60,8 @@ GLOO_PEER_KEY = re.compile(r"keys?: ?\[?'?/?[\w.-]{0,200}/[\w.-]{0,200}//cpu//\d
 NODE_ROLE_KEY = re.compile(r"torchelastic/role_info/(\d{1,6})\b")
 # init_process_group's file:// init_method (torch/distributed/rendezvous.py, _file_rendezvous_handler:
 # a FileStore on that path), as a script's source line or its printed arguments show it (an
-# init_method= keyword, detectron2-style --dist-url, or the store's class named beside it); a
-# path the source line builds ("file://" + path, f"file://{path}") is not read
+# init_method= keyword, detectron2-style --dist-url, or the store's class named beside it); where
+# the line builds the path ("file://" + path, f"file://{path}") the URL read is "file://" alone
 FILE_STORE = re.compile(r"(?:init_method|dist[_-]url|FileStore)\W{0,8}(file://(?:/?[^\s'\"`,){}+]"
                         r"{1,400})?)")
 GLOO_SIZE_MISMATCH = re.compile(r"op\.preamble\.length <= op\.nbytes\. (\d{1,20}) vs (\d{1,20})")
