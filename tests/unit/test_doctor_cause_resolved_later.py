@@ -37,6 +37,15 @@ def test_a_name_that_never_resolves_stays_a_configuration_error(tmp_path: Path) 
     assert found.id == "rendezvous-config"
 
 
+@pytest.mark.parametrize(("code", "text"), GAI)
+def test_the_resolvers_own_words_are_quoted(tmp_path: Path, code: int, text: str) -> None:
+    found = top(tmp_path, [LOOKUP.format(host="node0", code=code, text=text)] * 3)
+    assert found.id == "rendezvous-config" and f"({text})" in found.explanation
+    other = GAI[1][1] if code == GAI[0][0] else GAI[0][1]
+    assert other not in found.explanation
+    assert "--local-addr" in found.fix  # (the c10d rendezvous hands the workers node 0's name)
+
+
 def test_another_host_refused_says_nothing_of_the_name(tmp_path: Path) -> None:
     found = top(tmp_path, [LOOKUP.format(host="trainer-master", code=-2, text=GAI[0][1]),
                            CONNECT.format(host="10.0.0.9", n=111, text="Connection refused")])

@@ -84,3 +84,12 @@ def test_a_store_on_another_port_is_named_among_the_readings() -> None:
     assert (node0.id, node0.severity) == ("rendezvous-timeout", "error")
     both = diagnose([str(SIM / "noport" / name) for name in ("node0.log", "node1.log")])[0]
     assert both.id == "peer-unreachable" and "another address or port" in both.explanation
+
+
+@pytest.mark.parametrize("logs", [["node1.log"], ["node0.log", "node1.log"]])
+def test_the_c10d_workers_given_node_0s_hostname_read_as_it(logs: list[str]) -> None:
+    # node 0 hosts the c10d store (is_host=1), but no node was given --local-addr: torchrun hands
+    # the workers node 0's hostname, which node 1 cannot resolve
+    found = diagnose([str(SIM / "nolocal" / name) for name in logs])[0]
+    assert (found.id, found.severity) == ("rendezvous-config", "error")
+    assert "node0 did not resolve" in found.explanation and "--local-addr" in found.fix

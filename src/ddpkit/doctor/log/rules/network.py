@@ -84,6 +84,8 @@ class NetworkRules:
         self.missing_origins: set[str] = set()
         self.unresolved: set[str] = set()
         self.unresolved_bag = Bag()
+        self.resolve_words = ""  # the resolver's own words, the first line's
+
         # a failed lookup other than c10d's (socket.cpp's "... network addresses of (host, port)
         # cannot be retrieved", retried until its connect timeout): Python's gaierror, say
         self.lookup_gave_up = False
@@ -146,6 +148,7 @@ class NetworkRules:
                 self.missing_names.add(event.get("name"))
         elif kind == "resolve-failed":
             self.unresolved_bag.add(event)
+            self.resolve_words = self.resolve_words or event.get("detail")
             self.lookup_gave_up = self.lookup_gave_up or not event.get("host")
             if event.get("host") and len(self.unresolved) < 16:
                 self.unresolved.add(event.get("host"))
@@ -362,15 +365,18 @@ class NetworkRules:
                 bags.append(conn.bag)
         hosts = ", ".join(sorted(self.unresolved)) or _("the master's hostname")
         e = entry("rendezvous-config")
-        text = (_("{hosts} does not resolve to an address (Name or service not known), so no "
-                  "rank can reach the store.", hosts=hosts) if self.lookup_gave_up else
-                _("{hosts} did not resolve to an address when c10d looked it up (Name or service "
-                  "not known). c10d looks it up again until its connect timeout: a name that "
-                  "never resolves leaves every rank unable to reach the store; one whose record "
-                  "appears later (a Kubernetes pod's, once its pod runs) was only a wait.",
-                  hosts=hosts))
+        words = self.resolve_words or "Name or service not known"
+        text = (_("{hosts} does not resolve to an address ({words}), so no rank can reach the "
+                  "store.", hosts=hosts, words=words) if self.lookup_gave_up else
+                _("{hosts} did not resolve to an address when c10d looked it up ({words}). c10d "
+                  "looks it up again until its connect timeout: a name that never resolves "
+                  "leaves every rank unable to reach the store; one whose record appears later "
+                  "(a Kubernetes pod's, once its pod runs) was only a wait.",
+                  hosts=hosts, words=words))
         fix = _("Use the master's private IP address instead of a name, on every node:\n"
-                "  --master-addr 10.0.0.2   (find it on the master: ddpkit nics)")
+                "  --master-addr 10.0.0.2   (find it on the master: ddpkit nics)\n"
+                "With --rdzv-backend c10d, torchrun itself hands the workers node 0's hostname: "
+                "give every node --local-addr <that node's private IP>.")
         # (the general words say the rendezvous could not start: a retried lookup does not show it)
         said = specific_then_general(text, e.explanation) if self.lookup_gave_up else text
         return Finding(e.id, e.severity, e.title, said, fix, merge(*(b.items for b in bags)))
