@@ -93,3 +93,13 @@ def test_the_c10d_workers_given_node_0s_hostname_read_as_it(logs: list[str]) -> 
     found = diagnose([str(SIM / "nolocal" / name) for name in logs])[0]
     assert (found.id, found.severity) == ("rendezvous-config", "error")
     assert "node0 did not resolve" in found.explanation and "--local-addr" in found.fix
+
+
+def test_a_second_job_on_the_first_ones_port() -> None:
+    # the first job still holds 10.0.0.2:29411: the second's node 0 cannot listen there, and its
+    # node 1 joins the first job's store and times out in all_reduce. Node 1's log alone shows
+    # only the timeout; with node 0's the port is named
+    both = diagnose([str(SIM / "secondjob" / name) for name in ("node0.log", "node1.log")])[0]
+    assert (both.id, both.severity) == ("port-in-use", "error") and "29411" in both.explanation
+    node1 = diagnose([str(SIM / "secondjob" / "node1.log")])[0]
+    assert (node1.id, node1.severity) == ("collective-timeout", "error")
