@@ -402,7 +402,13 @@ class NetworkRules:
                            "(RendezvousConnectionError)."))
         targets = sorted({c.address for c in conns if c.address})
         fix = e.fix
-        if len(targets) == 1:
+        if len(targets) == 1 and address_kind(targets[0]) == "loopback":
+            # (a route to this machine's own loopback always exists: `nics --to` checks nothing)
+            fix = _("{address} is this machine's own loopback: start the master (node 0, rank 0) "
+                    "on this machine first and check that it listens there. A job that spans "
+                    "machines needs the master's private IP on every node instead (find it on "
+                    "the master with: ddpkit nics).", address=targets[0])
+        elif len(targets) == 1:
             fix = replaced(fix, "<master-addr>", targets[0])
         return Finding(e.id, e.severity, e.title, specific_then_general(parts, e.explanation), fix,
                        merge(*(c.bag.items for c in conns), self.rdzv_connection.items))
