@@ -45,6 +45,16 @@ def test_a_tensor_shared_through_a_full_dev_shm(tmp_path: Path, line: str) -> No
     assert (found.id, found.severity) == ("shm", "error")
 
 
+def test_torch_2s_reservation_in_a_full_dev_shm(tmp_path: Path) -> None:
+    # torch 2.x's MapAllocator.cpp reserves the pages with posix_fallocate first: "unable to
+    # allocate shared memory(shm) for file <%s>: %s (%d)", here ENOSPC (28)
+    found = top(tmp_path, [*TRACE, "RuntimeError: Caught RuntimeError in DataLoader worker "
+                                   "process 0.", "RuntimeError: unable to allocate shared "
+                                   "memory(shm) for file </torch_27480_3525525976_0>: No space "
+                                   "left on device (28)"])
+    assert (found.id, found.severity) == ("shm", "error")
+
+
 def test_another_file_that_cannot_be_mapped_is_not_shm(tmp_path: Path) -> None:
     found = top(tmp_path, [*TRACE, "RuntimeError: unable to mmap 4096 bytes from file "
                                    "</data/train.bin>: Cannot allocate memory (12)"])

@@ -66,6 +66,8 @@ EXPECTED: dict[str, tuple[str, str, str | tuple[str, str]]] = {
     # a file:// init_method whose file an earlier run, killed, left behind: Gloo dials a port of
     # that run on this machine and is refused (not a wrong interface: one machine)
     "filestore": ("rendezvous-config", "rendezvous-config", "FileStore (file://)"),
+    # DataLoader workers' batches through an 8 MiB /dev/shm: torch 2.x's posix_fallocate failure
+    "shm": ("shm", "shm", "No space left on device"),
 }
 # a run that worked prints nothing at its end (torchrun's agent logs its success at INFO, which
 # it does not show): the log cannot say the run finished, and says so (a warning, no error)

@@ -128,9 +128,13 @@ PATTERNS: tuple[LinePattern, ...] = (
     # from file <%s>: %s (%d)", the latter with ENOMEM when /dev/shm has no room. torch 0.x's
     # THAllocator.c printed the write's failure with no errno, "unable to write to file <%s>"
     # and THError's " at FILE:LINE": the one-byte write after ftruncate that makes tmpfs allocate
-    # the object's pages, which fails when /dev/shm is full)
+    # the object's pages, which fails when /dev/shm is full). torch 2.x's MapAllocator.cpp reserves
+    # the pages with posix_fallocate first: "unable to allocate shared memory(shm) for file <%s>:
+    # %s (%d)", ENOSPC where /dev/shm is full (a real run under an 8 MiB /dev/shm,
+    # tests/fixtures/logs/torchrun-cpu/shm)
     _p(EventKind.SHM_ERROR, ("NCCL WARN", _LAST, "Error while creating shared", "bus error", "Bus error",
-                     "Error: unable to write to file", "Error: unable to mmap"),
+                     "Error: unable to write to file", "Error: unable to mmap",
+                     "unable to allocate shared memory"),
        r"(?P<detail>(?:misc/)?shmutils\.cc[^\n]*|Error while creating shared memory segment[^\n]*"
        r"|failed to extend /dev/shm[^\n]*|insufficient shared memory[^\n]*"
        r"|out of shared memory[^\n]*|(?:/dev/shm|</torch_)[^\n]*No space left on device[^\n]*"
