@@ -103,3 +103,13 @@ def test_a_second_job_on_the_first_ones_port() -> None:
     assert (both.id, both.severity) == ("port-in-use", "error") and "29411" in both.explanation
     node1 = diagnose([str(SIM / "secondjob" / "node1.log")])[0]
     assert (node1.id, node1.severity) == ("collective-timeout", "error")
+
+
+def test_lightning_on_two_nodes_both_node_rank_0_reads_as_it() -> None:
+    # NODE_RANK set on node 0 only: both nodes print GLOBAL_RANK: 0. Each log alone shows one
+    # process of rank 0 (node 0's waits, node 1's store connection closes); together they show
+    # the rank taken twice
+    both = diagnose([str(SIM / "lightnodes" / name) for name in ("node0.log", "node1.log")])[0]
+    assert (both.id, both.severity) == ("rank-assignment", "error")
+    assert "Global ranks 0 were each taken by more than one process" in both.explanation
+    assert diagnose([str(SIM / "lightnodes" / "node0.log")])[0].severity == "warning"
