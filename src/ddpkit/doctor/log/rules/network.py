@@ -134,10 +134,7 @@ class NetworkRules:
                 conn.sources.add(event.get("source", "other"))
                 if len(conn.origins) < 64:
                     conn.origins.add(event.origin)
-                # (Gloo prints a port in network byte order, 40223 as 8093, so its number is
-                # not the port: measured in the sim, a listening rank's `ss -ltn` against the
-                # remote= its peer printed)
-                if event.get("port") and event.get("source") != "gloo" and len(conn.ports) < 8:
+                if event.get("port") and len(conn.ports) < 8:
                     conn.ports.add(event.get("port"))
                 conn.bag.add(event)
         elif kind == "no-interface":
