@@ -22,7 +22,7 @@ from ddpkit.doctor.catalogue import GENERIC
 from ddpkit.doctor.findings import Finding
 from ddpkit.doctor.log.causes.base import Cause, Context, made, others_first
 from ddpkit.doctor.log.evidence import Bag, merge
-from ddpkit.doctor.log.facts.kinds import AddressClass, Fact
+from ddpkit.doctor.log.facts.kinds import GAI_ERRORS, AddressClass, Fact
 from ddpkit.doctor.log.scan import Event
 from ddpkit.i18n import _
 
@@ -32,8 +32,9 @@ STORE_FAILED = "The connection to the C10d store has failed"
 # 1.13) name the endpoint; torch 1.9 to 1.12's TCPStore said "connect() timed out. Original
 # timeout was %d ms." without it
 _OLD_TIMEOUT = "connect() timed out"
-_UNRESOLVED = ("Name or service not known", "name resolution", "nodename nor servname",
-               "gaierror", "No address associated with hostname")
+# a name that did not resolve: getaddrinfo's texts, Python's socket.gaierror, the BSD resolver's
+# EAI_NONAME text
+_UNRESOLVED = (*(text for _, text in GAI_ERRORS.values()), "gaierror", "nodename nor servname")
 
 
 class C10dStoreHost(Cause):

@@ -14,6 +14,7 @@ from ddpkit.doctor.addresses import address_kind, describe_kind, is_unreachable,
 from ddpkit.doctor.catalogue import entry
 from ddpkit.doctor.findings import Finding, Severity
 from ddpkit.doctor.log.evidence import Bag, Capped, merge, origins_text
+from ddpkit.doctor.log.facts.kinds import GAI_ERRORS
 from ddpkit.doctor.log.facts.winsock import error_class
 from ddpkit.doctor.log.rules.gloo_mesh import gloo_mesh_failed
 from ddpkit.doctor.log.rules.traps import gloo_on_loopback, mixed_socket_lists, silent_bootstrap_failure
@@ -362,7 +363,7 @@ class NetworkRules:
                 bags.append(conn.bag)
         hosts = ", ".join(sorted(self.unresolved)) or _("the master's hostname")
         e = entry("rendezvous-config")
-        words = self.resolve_words or "Name or service not known"
+        words = self.resolve_words or GAI_ERRORS[-2][1]  # (EAI_NONAME's text)
         text = (_("{hosts} does not resolve to an address ({words}), so no rank can reach the "
                   "store.", hosts=hosts, words=words) if self.lookup_gave_up else
                 _("{hosts} did not resolve to an address when c10d looked it up ({words}). c10d "
