@@ -17,9 +17,14 @@ import pytest
 pytestmark = [pytest.mark.slow, pytest.mark.root]
 
 SCRIPT = textwrap.dedent("""
-    import errno, os, sys
-    for step in range(50):
-        print(f"training step {step}", flush=True)
+    import ctypes, errno, os, sys
+    # Room for this rank's own output is taken before the disk fills (fallocate, keeping the
+    # size), so its lines are written after the fill and torchrun's tee copies them into
+    # torchrun.log only then: that copy is the write which must fail, whatever torchrun's
+    # polling interval.
+    libc = ctypes.CDLL(None, use_errno=True)
+    FALLOC_FL_KEEP_SIZE = 1
+    assert libc.fallocate(1, FALLOC_FL_KEEP_SIZE, ctypes.c_long(0), ctypes.c_long(1 << 16)) == 0
     filler = os.path.join(sys.argv[1], "filler")
     with open(filler, "wb", buffering=0) as f:
         try:
@@ -34,6 +39,8 @@ SCRIPT = textwrap.dedent("""
                 f.write(b"x")
         except OSError:
             pass
+    for step in range(50):
+        print(f"training step {step}", flush=True)
 """)
 
 
