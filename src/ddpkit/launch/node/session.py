@@ -10,6 +10,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Protocol
 
+from ddpkit.doctor.log.run_dir import LAUNCHER_LOG
 from ddpkit.error_ids import RENDEZVOUS_TIMEOUT
 from ddpkit.errors import (
     DeadlineExceeded,
@@ -62,7 +63,6 @@ class LaunchEvents(Progress, Protocol):
 
 
 RESTART_COUNT_ENV = "DDPKIT_RESTART_COUNT"  # which restart of the whole job a start is (0 first)
-LAUNCHER_LOG = "torchrun.log"  # everything torchrun and the ranks printed, unfiltered
 RENDEZVOUS_STOPPED = _("the rendezvous did not complete")
 RENDEZVOUS_GRACE_S = 2.0  # torchrun's own start-up before its rendezvous clock starts
 
