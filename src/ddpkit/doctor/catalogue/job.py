@@ -188,7 +188,8 @@ ENTRIES = (
         "NCCL's `Invalid config ... attribute value`, `Error: network X not found.`, `comm X has "
         "already been destroyed` (ncclInvalidArgument/ncclInvalidUsage, read from the source), "
         "torch.distributed's and torchrun's ValueErrors about their arguments: catalogued "
-        "templates, when no more specific finding holds.",
+        "templates, when no more specific finding holds; DDP's reducer checks and autograd's "
+        "`modified by an inplace operation` on a saved tensor, read by what the line shows.",
         84,
     ),
     Entry(

@@ -39,6 +39,7 @@ from ddpkit.doctor.log.causes.firewall import Firewall
 from ddpkit.doctor.log.causes.gloo_hostname import GlooHostname
 from ddpkit.doctor.log.causes.gloo_no_address import GlooNoAddress
 from ddpkit.doctor.log.causes.gpu_build import GpuBuild
+from ddpkit.doctor.log.causes.in_place_change import InPlaceChange
 from ddpkit.doctor.log.causes.internal_assert import InternalAssert
 from ddpkit.doctor.log.causes.ipoib_without_verbs import IpoibWithoutVerbs
 from ddpkit.doctor.log.causes.kernel_fault import KernelFault
@@ -89,7 +90,7 @@ CAUSES: tuple[type[Cause], ...] = (
     RendezvousRestarts, SilentKill, BusError, PeerAccess, Firewall, ShmFull, RdmaCompletion,
     ResolvedLater, NoBackend, AddressFamily, UnsetVariable, DeviceOrdinal, ConfigUndefined,
     UnhandledCuda, CudaMeaning, KernelFault, NcclResult, RankClaims, NoRoute, OpenMpiTcp, StoreWithoutLibuv,
-    CommunicatorDevice, DdpChecks, CollectiveMismatch, CudaLibrary, NoGpu,
+    CommunicatorDevice, DdpChecks, InPlaceChange, CollectiveMismatch, CudaLibrary, NoGpu,
     CudaCheck, InternalAssert, DdpOptimizer, VersionsDiffer, CudaToolkit, LauncherArguments,
     MpiLauncherArguments, BarrierWaiting,
     TorchApiMissing, RaiseSite, GlooNoAddress, GpuBuild, StoreAddress, SshUnresolved,

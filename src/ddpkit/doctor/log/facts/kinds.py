@@ -92,6 +92,11 @@ class FactKind(enum.Enum):
     # the ranks meet through a FileStore: a file:// init_method (value: its URL, "file://" alone
     # where the line builds the path)
     FILE_STORE = "file-store"
+    # autograd's check that a tensor saved for the backward pass is unchanged
+    # (torch/csrc/autograd/saved_variable.cpp, SavedVariable::unpack) failing: value: the
+    # grad_fn whose output it was ("" where none is printed: a leaf, a parameter or buffer);
+    # detail: its sizes as printed ("64", "160, 128")
+    IN_PLACE_CHANGE = "in-place-change"
     # a process mp.spawn started that raised (value: its index), its traceback on the next lines
     SPAWNED_FAILED = "spawned-failed"
     # a CUDA check macro's failure line, whatever its error (value: the error's text as the

@@ -64,6 +64,13 @@ NODE_ROLE_KEY = re.compile(r"torchelastic/role_info/(\d{1,6})\b")
 # the line builds the path ("file://" + path, f"file://{path}") the URL read is "file://" alone
 FILE_STORE = re.compile(r"(?:init_method|dist[_-]url|FileStore)\W{0,8}(file://(?:/?[^\s'\"`,){}+]"
                         r"{1,400})?)")
+# autograd's SavedVariable::unpack (torch/csrc/autograd/saved_variable.cpp, v1.5 to v2.x): "one of
+# the variables needed for gradient computation has been modified by an inplace operation: [" <<
+# data_.toString() << " " << data_.sizes() << "]", then, where the tensor has a grad_fn, ", which
+# is output " << output_nr_ << " of " << grad_fn->name() << ",", then " is at version %d; expected
+# version %d instead." (the tensor's type: torch.cuda.FloatTensor, torch.FloatTensor)
+IN_PLACE_CHANGE = re.compile(r"modified by an inplace operation: \[?[\w.]{1,60} \[([\d, ]{0,80})\]\]?"
+                             r"(?:, which is output \d{1,4} of (\w{1,80}),)?")
 GLOO_SIZE_MISMATCH = re.compile(r"op\.preamble\.length <= op\.nbytes\. (\d{1,20}) vs (\d{1,20})")
 # glibc's dynamic loader (dlerror(3), as Python's ImportError/OSError and ctypes print it): "<lib>:
 # cannot open shared object file: No such file or directory", "<path>/<lib>: undefined symbol:

@@ -164,6 +164,9 @@ def statement_facts(text: str) -> list[Fact]:
             or "Default process group" in text or "DistributedDataParallel" in text
             or "graph has changed" in text or "Gradient computed twice" in text):
         found += [Fact(FactKind.TORCH_CHECK, TORCH_CHECKS[m]) for m in printed.TORCH_CHECK.findall(text)]
+    if "inplace operation" in text:
+        found += [Fact(FactKind.IN_PLACE_CHANGE, grad_fn, sizes)
+                  for sizes, grad_fn in printed.IN_PLACE_CHANGE.findall(text)[:1]]
     if "Detected mismatch between collectives" in text:
         found.append(Fact(FactKind.COLLECTIVE_MISMATCH,
                           " / ".join(dict.fromkeys(printed.OP_TYPE.findall(text)))))
