@@ -93,6 +93,13 @@ SOURCE_RULES: tuple[Rule, ...] = (
     (r"distributed/run\.py", r"is not available\.$|Could not find entrypoint", "invalid-usage",
      "--nproc-per-node names a device type this torch lacks, or --logs-specs names no installed "
      "entry point"),
+    # torchrun's and torch.distributed.launch's checks of their own arguments that are not
+    # rendezvous settings: the invalid-usage entry names --nproc-per-node and --log-dir outright
+    (r"distributed/(?:run|launch)\.py", r"^Unsupported nproc_per_node value|local_ranks_filter must"
+     r"|--logdir must be|you must also set the '--use[-_]env' flag", "invalid-usage",
+     "torchrun (or torch.distributed.launch) refused one of its own arguments: a --nproc-per-node "
+     "that is neither a number nor a device type (a script's argument in its place), a "
+     "--local-ranks-filter or --log-dir of the wrong form, --no-python without --use-env"),
     (r"^src/include/checks\.h", r"Thread creation failed", "unexplained-failure",
      "std::thread threw (its what() in the line: usually EAGAIN, the process or thread limit); "
      "no finding names OS limits"),

@@ -45,6 +45,11 @@ torch/csrc/distributed/c10d/):
   on ranks. Rank " << rank << " is running collective: " << fingerprint << ", but Rank " << r <<
   " is running collective: " << other << "."; a fingerprint prints "CollectiveFingerPrint(
   SequenceNumber=N, OpType=ALLREDUCE, TensorShape=[...], ...)"
+- NVIDIA apex, apex/amp/_initialize.py, check_models: ``raise RuntimeError("Incoming model is an
+  instance of {}. ".format(parallel_type) + "Parallel wrappers should only be applied to the
+  model(s) AFTER \n" + "the model(s) have been returned from amp.initialize.")`` (its line break
+  inside; older releases "... should only be applied AFTER the model(s) have been returned from
+  amp.initialize.")
 """
 
 from __future__ import annotations
@@ -75,6 +80,8 @@ ZERO_TWICE = ("The parameter {name} has already been reduced.             Gradie
               "for this partition.             Multiple gradient {reductions} currently not "
               "supported")
 NO_BACKEND = "No backend type associated with device type {device}"
+APEX = ("Incoming model is an instance of {wrapper}. Parallel wrappers should only be applied to "
+        "the model(s) AFTER ")
 FINGERPRINT = ("CollectiveFingerPrint(SequenceNumber={seq}, OpType={op}, TensorShape=[{shape}], "
                "TensorDtypes=Float, TensorDeviceTypes=TensorOptions(dtype=float (default), "
                "device=cuda))")
@@ -99,7 +106,13 @@ TRACE = ["Traceback (most recent call last):", '  File "train.py", line 88, in <
      "single-device CUDA modules, but got device_ids [1], output_device 1, and module "
      "parameters {device(type='cpu')}.", "model.cuda(local_rank)"),
     ("DistributedDataParallel is not needed when a module doesn't have any parameter that "
-     "requires a gradient.", "requires_grad=True")])
+     "requires a gradient.", "requires_grad=True"),
+    # apex's amp (its two wordings; the wrapper's type as check_models names it)
+    (APEX.format(wrapper="torch.nn.parallel.DistributedDataParallel"), "amp.initialize"),
+    (APEX.format(wrapper="torch.nn.parallel.DataParallel"), "amp.initialize"),
+    ("Incoming model is an instance of apex.parallel.DistributedDataParallel. Parallel wrappers "
+     "should only be applied AFTER the model(s) have been returned from amp.initialize.",
+     "amp.initialize")])
 @pytest.mark.parametrize("head", ["RuntimeError: ", "[rank1]: RuntimeError: "])
 def test_a_check_on_the_programs_use_is_invalid_usage(tmp_path: Path, message: str,
                                                       fix_word: str, head: str) -> None:

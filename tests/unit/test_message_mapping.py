@@ -129,6 +129,17 @@ def test_a_result_code_gives_the_mapping(template: str, result: set[str], maps: 
          "error", "unexplained-failure"),
         # another library's check with the same words is not torch refusing a call
         ("src/init.cc", "Invalid device count requested : <*>", "error", "rank-failed"),
+        # torchrun's and torch.distributed.launch's checks of their own arguments that are not
+        # rendezvous settings (run.py's determine_local_world_size, parse_args; launch.py's)
+        ("torch/distributed/run.py", "Unsupported nproc_per_node value: <*>", "error",
+         "invalid-usage"),
+        ("torch/distributed/run.py", "--local_ranks_filter must be a comma-separated list of "
+         "integers e.g. --local_ranks_filter=0,1,2", "error", "invalid-usage"),
+        ("torch/distributed/launch.py", "When using the '--no-python' flag, you must also set "
+         "the '--use-env' flag.", "error", "invalid-usage"),
+        # while the node count's form is a rendezvous setting
+        ("torch/distributed/run.py", "nnodes=<*> is not in \"MIN:MAX\" format", "error",
+         "rendezvous-config"),
     ],
 )
 def test_torch_refusing_a_call_is_invalid_usage(file: str, template: str, level: str,

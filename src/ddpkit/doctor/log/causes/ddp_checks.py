@@ -34,6 +34,10 @@ torch refuses, in its own words (the facts' ``TORCH_CHECK``; torch/csrc/distribu
   collective on a tensor of a device type the group has no backend for (a CPU tensor in an
   NCCL-only group).
 
+- NVIDIA apex's amp (apex/amp/_initialize.py, check_models): "Incoming model is an instance of
+  torch.nn.parallel.DistributedDataParallel. Parallel wrappers should only be applied to the
+  model(s) AFTER the model(s) have been returned from amp.initialize." The wrapper came first.
+
 Each is the program's use that torch does not accept: invalid-usage, with the check's own remedy.
 """
 
@@ -133,5 +137,13 @@ class DdpChecks(Noting):
             fixes.append(_("Move the tensor to the rank's GPU before the collective "
                            "(tensor.cuda()), or create the group with a backend for both: "
                            "init_process_group(backend=\"cpu:gloo,cuda:nccl\")."))
+        if "wrapped-before-amp" in self.values:
+            texts.append(_("apex's amp.initialize was given a model already wrapped in "
+                           "DistributedDataParallel (or DataParallel); amp casts the model and "
+                           "must see it before any parallel wrapper."))
+            fixes.append(_("Call model, optimizer = amp.initialize(model, optimizer, ...) first "
+                           "and wrap the model it returns: DistributedDataParallel(model, ...); "
+                           "or drop apex for torch's own torch.autocast and "
+                           "torch.amp.GradScaler."))
         return made("invalid-usage", "error", sentences(texts), lines(fixes),
                     merge(self.bag.items))

@@ -75,6 +75,12 @@ TORCH_CHECKS: dict[str, str] = {
     # currently not supported", the same refusal as DDP's ready-twice, for a ZeRO partition
     "Gradient computed twice for this partition": "reduced-twice",
     "No backend type associated with device type": "no-backend-for-device",
+    # NVIDIA apex's amp (apex/amp/_initialize.py, check_models, 2018 to its deprecation): "Incoming
+    # model is an instance of {torch.nn.parallel.DistributedDataParallel, apex.parallel.
+    # DistributedDataParallel, torch.nn.parallel.DataParallel}. Parallel wrappers should only be
+    # applied to the model(s) AFTER \nthe model(s) have been returned from amp.initialize." (earlier
+    # "... should only be applied AFTER the model(s) have been returned ...")
+    "Parallel wrappers should only be applied": "wrapped-before-amp",
 }
 
 # A process finding no GPU to use, in its program's words, and what each means (causes/no_gpu.py):

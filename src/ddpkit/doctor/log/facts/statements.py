@@ -162,7 +162,8 @@ def statement_facts(text: str) -> list[Fact]:
     if ("Expected to " in text or "No backend type" in text or "does not support" in text
             or "LightningModule has parameters" in text or "did not receive grad" in text
             or "Default process group" in text or "DistributedDataParallel" in text
-            or "graph has changed" in text or "Gradient computed twice" in text):
+            or "graph has changed" in text or "Gradient computed twice" in text
+            or "Parallel wrappers" in text):
         found += [Fact(FactKind.TORCH_CHECK, TORCH_CHECKS[m]) for m in printed.TORCH_CHECK.findall(text)]
     if "inplace operation" in text:
         found += [Fact(FactKind.IN_PLACE_CHANGE, grad_fn, sizes)
