@@ -73,6 +73,7 @@ from ddpkit.doctor.log.causes.store_address import StoreAddress
 from ddpkit.doctor.log.causes.store_arguments import StoreArguments
 from ddpkit.doctor.log.causes.store_port_forbidden import StorePortForbidden
 from ddpkit.doctor.log.causes.store_without_libuv import StoreWithoutLibuv
+from ddpkit.doctor.log.causes.topology_file import TopologyFile
 from ddpkit.doctor.log.causes.torch_api_missing import TorchApiMissing
 from ddpkit.doctor.log.causes.unhandled_cuda import UnhandledCuda
 from ddpkit.doctor.log.causes.unique_id_wait import UniqueIdWait
@@ -96,7 +97,7 @@ CAUSES: tuple[type[Cause], ...] = (
     TorchApiMissing, RaiseSite, GlooNoAddress, GpuBuild, StoreAddress, SshUnresolved,
     CollectiveCheck, MisplacedOption, StorePortForbidden, GlooHostname, ParallelLayout,
     StoreArguments, EmptyRankValue,
-    UniqueIdWait, IpoibWithoutVerbs, PySpyDump, OwnFailure, RankNeverJoined, SpawnedFailure,
+    UniqueIdWait, IpoibWithoutVerbs, TopologyFile, PySpyDump, OwnFailure, RankNeverJoined, SpawnedFailure,
     EmptyRankLog, RestartedWorkers, NodeNeverJoined, C10dStoreHost,
 )
 
