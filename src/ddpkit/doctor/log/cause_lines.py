@@ -71,6 +71,9 @@ CAUSE_PATTERNS: tuple[LinePattern, ...] = (
     # (causes/ssh_unresolved.py)
     _fb(EventKind.JOB_FACT, ("Could not resolve hostname",),
         r"(?P<detail>ssh: Could not resolve hostname [^\n]*)"),
+    # a traceback's source line asserting that torch sees GPUs (causes/gpu_assert.py)
+    _fb(EventKind.JOB_FACT, ("device_count()", "is_available()"),
+        r"(?P<detail>\bassert\b[^\n]*\bcuda\.(?:device_count|is_available)\(\)[^\n]*)"),
     # a process announcing its global rank (causes/rank_claims.py)
     _fb(EventKind.JOB_FACT, ("GLOBAL_RANK: ",),
         rf"(?P<detail>{LIGHTNING_INIT})"),

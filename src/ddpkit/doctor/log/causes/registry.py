@@ -38,6 +38,7 @@ from ddpkit.doctor.log.causes.endpoint_port import EndpointWithoutPort
 from ddpkit.doctor.log.causes.firewall import Firewall
 from ddpkit.doctor.log.causes.gloo_hostname import GlooHostname
 from ddpkit.doctor.log.causes.gloo_no_address import GlooNoAddress
+from ddpkit.doctor.log.causes.gpu_assert import GpuAssert
 from ddpkit.doctor.log.causes.gpu_build import GpuBuild
 from ddpkit.doctor.log.causes.in_place_change import InPlaceChange
 from ddpkit.doctor.log.causes.internal_assert import InternalAssert
@@ -92,7 +93,7 @@ CAUSES: tuple[type[Cause], ...] = (
     ResolvedLater, NoBackend, AddressFamily, UnsetVariable, DeviceOrdinal, ConfigUndefined,
     UnhandledCuda, CudaMeaning, KernelFault, NcclResult, RankClaims, NoRoute, OpenMpiTcp, StoreWithoutLibuv,
     CommunicatorDevice, DdpChecks, InPlaceChange, CollectiveMismatch, CudaLibrary, NoGpu,
-    CudaCheck, InternalAssert, DdpOptimizer, VersionsDiffer, CudaToolkit, LauncherArguments,
+    CudaCheck, GpuAssert, InternalAssert, DdpOptimizer, VersionsDiffer, CudaToolkit, LauncherArguments,
     MpiLauncherArguments, BarrierWaiting,
     TorchApiMissing, RaiseSite, GlooNoAddress, GpuBuild, StoreAddress, SshUnresolved,
     CollectiveCheck, MisplacedOption, StorePortForbidden, GlooHostname, ParallelLayout,

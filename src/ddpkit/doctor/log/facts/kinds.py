@@ -92,6 +92,10 @@ class FactKind(enum.Enum):
     # the ranks meet through a FileStore: a file:// init_method (value: its URL, "file://" alone
     # where the line builds the path)
     FILE_STORE = "file-store"
+    # a program's own assertion that torch sees GPUs, as a traceback prints the failing source line
+    # ("assert num_gpu <= torch.cuda.device_count()", "assert torch.cuda.is_available()"; value:
+    # the call it asserts on, device_count or is_available; detail: the source line)
+    GPU_ASSERT = "gpu-assert"
     # autograd's check that a tensor saved for the backward pass is unchanged
     # (torch/csrc/autograd/saved_variable.cpp, SavedVariable::unpack) failing: value: the
     # grad_fn whose output it was ("" where none is printed: a leaf, a parameter or buffer);

@@ -64,6 +64,9 @@ NODE_ROLE_KEY = re.compile(r"torchelastic/role_info/(\d{1,6})\b")
 # the line builds the path ("file://" + path, f"file://{path}") the URL read is "file://" alone
 FILE_STORE = re.compile(r"(?:init_method|dist[_-]url|FileStore)\W{0,8}(file://(?:/?[^\s'\"`,){}+]"
                         r"{1,400})?)")
+# a Python traceback's source line of an assert statement on what torch.cuda sees (CPython prints
+# the failing line after its frame; causes/gpu_assert.py)
+GPU_ASSERT = re.compile(r"\bassert\b[^\n]{0,200}?\bcuda\.(device_count|is_available)\(\)")
 # autograd's SavedVariable::unpack (torch/csrc/autograd/saved_variable.cpp, v1.5 to v2.x): "one of
 # the variables needed for gradient computation has been modified by an inplace operation: [" <<
 # data_.toString() << " " << data_.sizes() << "]", then, where the tensor has a grad_fn, ", which
