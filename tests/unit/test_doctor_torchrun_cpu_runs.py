@@ -68,6 +68,10 @@ EXPECTED: dict[str, tuple[str, str, str | tuple[str, str]]] = {
     "filestore": ("rendezvous-config", "rendezvous-config", "FileStore (file://)"),
     # DataLoader workers' batches through an 8 MiB /dev/shm: torch 2.x's posix_fallocate failure
     "shm": ("shm", "shm", "No space left on device"),
+    # a DataLoader worker of rank 1 SIGKILLed (the OOM killer's signal): torch names it in rank 1;
+    # its traceback passes a ConnectionResetError of Python's own multiprocessing first, and rank
+    # 0 loses rank 1 (neither is the cause)
+    "workerkill": ("out-of-memory", "out-of-memory", "DataLoader worker"),
 }
 # a run that worked prints nothing at its end (torchrun's agent logs its success at INFO, which
 # it does not show): the log cannot say the run finished, and says so (a warning, no error)

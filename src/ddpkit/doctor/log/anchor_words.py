@@ -19,6 +19,7 @@ ANCHORS: tuple[bytes, ...] = (
     b"Duplicate GPU", b"driver version is insufficient", b"resolve hostname",
     b"Tried to allocate",  # (the GPU allocator's words, where a terminal cut "out of memory")
     b"file://",  # (a FileStore's init_method, in a traceback's source line or printed arguments)
+    b"is killed by signal",  # torch's DataLoader on a worker a signal killed ("Killed.": no error)
     b"device_count()", b"is_available()",  # a traceback's assert on the GPUs torch sees
     b"GLOBAL_RANK: ",  # PyTorch Lightning's line for each process joining (a rank's claim)
     b"INFO NET/Socket",  # also the quoted or pre-2.4 form without the NCCL word

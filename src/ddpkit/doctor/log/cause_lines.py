@@ -71,6 +71,10 @@ CAUSE_PATTERNS: tuple[LinePattern, ...] = (
     # (causes/ssh_unresolved.py)
     _fb(EventKind.JOB_FACT, ("Could not resolve hostname",),
         r"(?P<detail>ssh: Could not resolve hostname [^\n]*)"),
+    # torch's DataLoader reporting a worker a signal killed, posted without its RuntimeError
+    # (causes/loader_worker.py)
+    _fb(EventKind.JOB_FACT, ("is killed by signal",),
+        r"(?P<detail>DataLoader worker \(pid \d+\) is killed by signal: [^\n]*)"),
     # a traceback's source line asserting that torch sees GPUs (causes/gpu_assert.py)
     _fb(EventKind.JOB_FACT, ("device_count()", "is_available()"),
         r"(?P<detail>\bassert\b[^\n]*\bcuda\.(?:device_count|is_available)\(\)[^\n]*)"),

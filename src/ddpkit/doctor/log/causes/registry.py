@@ -45,6 +45,7 @@ from ddpkit.doctor.log.causes.internal_assert import InternalAssert
 from ddpkit.doctor.log.causes.ipoib_without_verbs import IpoibWithoutVerbs
 from ddpkit.doctor.log.causes.kernel_fault import KernelFault
 from ddpkit.doctor.log.causes.launcher_arguments import LauncherArguments
+from ddpkit.doctor.log.causes.loader_worker import LoaderWorkerKilled
 from ddpkit.doctor.log.causes.loopback import Loopback
 from ddpkit.doctor.log.causes.misplaced_option import MisplacedOption
 from ddpkit.doctor.log.causes.mpi_launcher_arguments import MpiLauncherArguments
@@ -89,7 +90,8 @@ from ddpkit.doctor.log.scan import Event
 
 CAUSES: tuple[type[Cause], ...] = (
     Loopback, ContainerBridge, StaleStore, EndpointWithoutPort, EmptyAddress,
-    RendezvousRestarts, SilentKill, BusError, PeerAccess, Firewall, ShmFull, RdmaCompletion,
+    RendezvousRestarts, LoaderWorkerKilled, SilentKill, BusError, PeerAccess, Firewall, ShmFull,
+    RdmaCompletion,
     ResolvedLater, NoBackend, AddressFamily, UnsetVariable, DeviceOrdinal, ConfigUndefined,
     UnhandledCuda, CudaMeaning, KernelFault, NcclResult, RankClaims, NoRoute, OpenMpiTcp, StoreWithoutLibuv,
     CommunicatorDevice, DdpChecks, InPlaceChange, CollectiveMismatch, CudaLibrary, NoGpu,

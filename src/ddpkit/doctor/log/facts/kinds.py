@@ -92,6 +92,9 @@ class FactKind(enum.Enum):
     # the ranks meet through a FileStore: a file:// init_method (value: its URL, "file://" alone
     # where the line builds the path)
     FILE_STORE = "file-store"
+    # a rank's DataLoader worker killed by a signal, as torch reports it (value: the signal's name,
+    # SIGKILL; detail: the worker's pid): causes/loader_worker.py
+    LOADER_WORKER_KILLED = "loader-worker-killed"
     # a program's own assertion that torch sees GPUs, as a traceback prints the failing source line
     # ("assert num_gpu <= torch.cuda.device_count()", "assert torch.cuda.is_available()"; value:
     # the call it asserts on, device_count or is_available; detail: the source line)

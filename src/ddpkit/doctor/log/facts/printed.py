@@ -64,6 +64,15 @@ NODE_ROLE_KEY = re.compile(r"torchelastic/role_info/(\d{1,6})\b")
 # the line builds the path ("file://" + path, f"file://{path}") the URL read is "file://" alone
 FILE_STORE = re.compile(r"(?:init_method|dist[_-]url|FileStore)\W{0,8}(file://(?:/?[^\s'\"`,){}+]"
                         r"{1,400})?)")
+# torch's DataLoader reporting a worker that a signal killed (torch/csrc/DataLoader.cpp, the
+# SIGCHLD handler's check, v1.x to v2.13: "DataLoader worker (pid %d) is killed by signal: %s. "
+# with strsignal(3)'s name, and for SIGBUS "It is possible that dataloader's workers are out of
+# shared memory. Please try to raise your shared memory limit.")
+LOADER_WORKER_KILLED = re.compile(r"DataLoader worker \(pid (\d{1,10})\) is killed by signal: "
+                                  r"(Killed|Bus error|Segmentation fault|Aborted|Terminated)\b")
+# glibc's strsignal(3) names of the signals above
+STRSIGNAL = {"Killed": "SIGKILL", "Bus error": "SIGBUS", "Segmentation fault": "SIGSEGV",
+             "Aborted": "SIGABRT", "Terminated": "SIGTERM"}
 # a Python traceback's source line of an assert statement on what torch.cuda sees (CPython prints
 # the failing line after its frame; causes/gpu_assert.py)
 GPU_ASSERT = re.compile(r"\bassert\b[^\n]{0,200}?\bcuda\.(device_count|is_available)\(\)")

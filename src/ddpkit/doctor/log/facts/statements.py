@@ -165,6 +165,9 @@ def statement_facts(text: str) -> list[Fact]:
             or "graph has changed" in text or "Gradient computed twice" in text
             or "Parallel wrappers" in text):
         found += [Fact(FactKind.TORCH_CHECK, TORCH_CHECKS[m]) for m in printed.TORCH_CHECK.findall(text)]
+    if "killed by signal: " in text:
+        found += [Fact(FactKind.LOADER_WORKER_KILLED, printed.STRSIGNAL[name], pid)
+                  for pid, name in printed.LOADER_WORKER_KILLED.findall(text)[:1]]
     if "assert" in text and "cuda." in text:
         found += [Fact(FactKind.GPU_ASSERT, m.group(1), text.strip()[:200])
                   for m in printed.GPU_ASSERT.finditer(text)][:1]
