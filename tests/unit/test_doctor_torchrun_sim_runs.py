@@ -113,3 +113,19 @@ def test_lightning_on_two_nodes_both_node_rank_0_reads_as_it() -> None:
     assert (both.id, both.severity) == ("rank-assignment", "error")
     assert "Global ranks 0 were each taken by more than one process" in both.explanation
     assert diagnose([str(SIM / "lightnodes" / "node0.log")])[0].severity == "warning"
+
+
+@pytest.mark.parametrize(("logs", "finding"), [
+    (["node1.log"], "rank-failed"), (["node0.log", "node1.log"], "rank-failed"),
+    # node 0's log alone: its rank lost rank 1 mid-collective, which is all it shows
+    (["node0.log"], "connection-lost")])
+def test_the_data_missing_on_one_node_reads_as_that_nodes_failure(logs: list[str],
+                                                                  finding: str) -> None:
+    # scripts/s_nodata.py: the training file exists on node 0 only; node 1's rank raises
+    # FileNotFoundError after the group formed
+    found = diagnose([str(SIM / "nodata" / name) for name in logs])[0]
+    assert (found.id, found.severity) == (finding, "error")
+    if finding == "rank-failed":
+        assert "FileNotFoundError" in found.explanation and "/root/autodl-tmp/data" in found.explanation
+    else:
+        assert "peer process died" in found.explanation

@@ -254,6 +254,9 @@ def line_for(message: dict[str, Any]) -> str:
 NOT_AT_RUN_TIME = {
     # logger.exception: the traceback's last line that follows it is the failure line
     "Failed to parse reply file: <*>",
+    # its seconds decide (rules/exit_barrier.py): 7 s is the master's store closing after a job
+    # that succeeded, no wait that ran out (test_doctor_exit_barrier.py reads both)
+    "Error waiting on exit barrier. Elapsed: <*> seconds",
     # torch 1.8's triple-quoted message: its longest line, the matcher's, is an indented
     # continuation that carries no exception word of its own
     "DDP join() API does not support Single-Process Multi-GPU\n                    mode training. "

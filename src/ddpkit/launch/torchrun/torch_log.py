@@ -83,7 +83,7 @@ def is_harmless(message: str) -> bool:
 # torchrun's agent (agent/server/api.py, _exit_barrier): "Error waiting on exit barrier. Elapsed:
 # %s seconds" both when the master's store closed under it (a fraction of a second: harmless) and
 # when its exit_barrier_timeout (300 s) ran out because some node's agent never arrived
-_BARRIER_ELAPSED = re.compile(r"Error waiting on exit barrier\. Elapsed: (\d+(?:\.\d*)?)")
+BARRIER_ELAPSED = re.compile(r"Error waiting on exit barrier\. Elapsed: (\d+(?:\.\d*)?)")
 BARRIER_GAVE_UP_S = 30.0  # an exit barrier that ended after this long ended by its timeout
 
 
@@ -148,7 +148,7 @@ class TorchLog:
             self._record[prefix] = (key, False)
             return Shown(None, True)
         self._record[prefix] = (key, True)
-        if (waited := _BARRIER_ELAPSED.search(message)) is not None and \
+        if (waited := BARRIER_ELAPSED.search(message)) is not None and \
                 float(waited.group(1)) >= BARRIER_GAVE_UP_S:
             self.barrier_gave_up = float(waited.group(1))
             return Shown(None, True)  # said once, after the run (barrier_gave_up_warning)

@@ -64,6 +64,13 @@ NODE_ROLE_KEY = re.compile(r"torchelastic/role_info/(\d{1,6})\b")
 # the line builds the path ("file://" + path, f"file://{path}") the URL read is "file://" alone
 FILE_STORE = re.compile(r"(?:init_method|dist[_-]url|FileStore)\W{0,8}(file://(?:/?[^\s'\"`,){}+]"
                         r"{1,400})?)")
+# torchrun's agents' exit barrier (torch/distributed/elastic/agent/server/api.py, _exit_barrier:
+# store_util.barrier with key_prefix _TERMINAL_STATE_SYNC_ID, whose keys are "<prefix>num_members"
+# and "<prefix>last_member"): entered only once this node's workers succeeded; a wait on these
+# keys that timed out ("DistStoreError: wait timeout after 300000ms, keys:
+# /<run id>/torchelastic/agent/terminal_state/last_member", which the agent logs with "Error
+# waiting on exit barrier" and goes on) is the agent waiting for other nodes, no rank's failure
+EXIT_BARRIER_KEY = "torchelastic/agent/terminal_state"
 # torch's DataLoader reporting a worker that a signal killed (torch/csrc/DataLoader.cpp, the
 # SIGCHLD handler's check, v1.x to v2.13: "DataLoader worker (pid %d) is killed by signal: %s. "
 # with strsignal(3)'s name, and for SIGBUS "It is possible that dataloader's workers are out of

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from ddpkit.doctor.catalogue import entry
 from ddpkit.doctor.findings import Finding
 from ddpkit.doctor.log.evidence import Bag, Capped, merge
+from ddpkit.doctor.log.facts.printed import EXIT_BARRIER_KEY
 from ddpkit.doctor.log.prefixes import raised
 from ddpkit.doctor.log.rank_ends import RankEnd, explain, root_end
 from ddpkit.doctor.log.scan import Event
@@ -131,6 +132,8 @@ class JobRules:
         if kind.startswith("summary-") or kind == "agent-failed":
             self._summary(event)
         elif kind == "exception":
+            if EXIT_BARRIER_KEY in event.text:
+                return  # (the agent's wait at its exit barrier: its workers had succeeded)
             text = event.exception_text()
             if raised(event.text, results=True):
                 self.uncaught_seen = True

@@ -18,6 +18,7 @@ from ddpkit.doctor.log.facts.kinds import Fact, FactKind
 from ddpkit.doctor.log.facts.winsock import error_class
 from ddpkit.doctor.log.init_model import InitModel
 from ddpkit.doctor.log.patterns import FAILURE_KINDS
+from ddpkit.doctor.log.rules.exit_barrier import ExitBarrierLines
 from ddpkit.doctor.log.rules.hosts import SharedDevices
 from ddpkit.doctor.log.rules.ignored import IgnoredExceptions
 from ddpkit.doctor.log.rules.jobs import JobRules
@@ -58,6 +59,7 @@ class Reading:
         self.shared_devices = SharedDevices()
         self.unexplained = UnexplainedRule()
         self.ignored = IgnoredExceptions()
+        self.exit_barrier = ExitBarrierLines()
         self.run_end = RunEnd()
         self.signals = ShellSignals()
         self.simple: dict[str, Facts] = {}
@@ -94,6 +96,8 @@ class Reading:
     def feed(self, event: Event) -> None:
         if self.ignored.hides(event):
             return  # an exception Python reported and ignored (rules/ignored.py): no failure
+        if self.exit_barrier.hides(event):
+            return  # torchrun's agent after its workers succeeded (rules/exit_barrier.py)
         facts = () if event.get(FACTS_READ) else facts_of(event.whole or event.text)
         for fact in facts:
             if fact.kind is FactKind.NNODES:

@@ -22,6 +22,7 @@ from ddpkit.doctor.catalogue import CATALOGUE, entry
 from ddpkit.doctor.findings import Evidence, Finding
 from ddpkit.doctor.log.end_lines import TERMINATE
 from ddpkit.doctor.log.evidence import Bag, merge
+from ddpkit.doctor.log.facts.printed import EXIT_BARRIER_KEY
 from ddpkit.doctor.log.messages import Message, catalogue
 from ddpkit.doctor.log.patterns import FAILURE_KINDS
 from ddpkit.doctor.log.prefixes import LAUNCHER_TAG, LINE_LABEL, RAY_TAG, RAY_TAG_UNNAMED, raised
@@ -137,7 +138,8 @@ class UnexplainedRule:
                 if message is not None and message.maps == "benign" and not _c10d_error(
                         event.text):  # (c10d's error-level line is a failure, whatever its words)
                     continue
-                if message is not None and message.maps == "stopped-while-waiting":
+                if (message is not None and message.maps == "stopped-while-waiting"
+                        or EXIT_BARRIER_KEY in event.text):  # (the agent's exit barrier)
                     waits.append(event)
                     continue
                 shown.append((event, message))
@@ -268,11 +270,27 @@ def _warned(warned: Bag) -> Finding | None:
 
 def _waited(waits: list[Event]) -> Finding:
     """torchrun's agent gave up at its exit barrier: this node's workers were done and it
-    waited for the other nodes' agents (torch/distributed/elastic/agent/server/api.py)."""
-    e = entry("stopped-while-waiting")
+    waited for the other nodes' agents (torch/distributed/elastic/agent/server/api.py). Where
+    the logs of two nodes or more all end so, with nothing failing in any of them, every node's
+    workers succeeded (the agent enters the barrier only then) and the agents still counted more
+    than came: they were given different node counts."""
     first = waits[0]
+    nodes = list(dict.fromkeys(w.file for w in waits))
+    if len(nodes) > 1:
+        e = entry("rendezvous-config")
+        text = _("Every node whose log is read here ({count}) had finished its workers and then "
+                 "waited at torchrun's exit barrier for more nodes than came, until it gave up "
+                 "({file}:{line}): the nodes were started with different --nnodes (or the count "
+                 "includes a node that never ran).", count=len(nodes), file=first.file,
+                 line=first.line)
+        fix = _("Start every node with the same --nnodes (and the same torchrun arguments but "
+                "--node-rank); ddpkit launch hands every node one command.")
+        return Finding(e.id, "error", e.title, text, fix, tuple(_quote(w) for w in waits[:6]))
+    e = entry("stopped-while-waiting")
     text = _("This node's workers had finished and torchrun waited for the other nodes at its "
-             "exit barrier ({file}:{line}); they did not all arrive. {general}",
+             "exit barrier ({file}:{line}); they did not all arrive. A node that failed or "
+             "still ran holds the cause; if every node's workers finished, the nodes were "
+             "started with different --nnodes. {general}",
              file=first.file, line=first.line, general=e.explanation)
     return Finding(e.id, e.severity, e.title, text, e.fix, tuple(_quote(w) for w in waits[:6]))
 
