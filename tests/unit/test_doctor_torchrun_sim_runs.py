@@ -5,6 +5,7 @@ written by torch; the expected answer is the mistake each run plants."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -129,3 +130,21 @@ def test_the_data_missing_on_one_node_reads_as_that_nodes_failure(logs: list[str
         assert "FileNotFoundError" in found.explanation and "/root/autodl-tmp/data" in found.explanation
     else:
         assert "peer process died" in found.explanation
+
+
+@pytest.mark.parametrize("logs", [["node1.log"], ["node0.log", "node1.log"]])
+def test_no_route_to_the_master_quotes_the_address_dialled(logs: list[str]) -> None:
+    # node 1 has no route to 10.0.0.2 (an unreachable route in its namespace): c10d names the
+    # target in its summary line; its per-attempt lines print garbled addresses on torch 2.13
+    found = diagnose([str(SIM / "noroute" / name) for name in logs])[0]
+    assert (found.id, found.severity) == ("wrong-interface", "error")
+    assert "no route to 10.0.0.2:29411 (errno 113" in found.explanation
+    attempts = set(re.findall(r"failed to connect to \S+:(\d+) \(errno: 113",
+                              (SIM / "noroute" / "node1.log").read_text()))
+    assert attempts and "29411" not in attempts
+    assert not any(port in found.explanation for port in attempts)
+
+
+def test_the_master_a_node_could_not_reach_waits_for_it() -> None:
+    found = diagnose([str(SIM / "noroute" / "node0.log")])[0]
+    assert (found.id, found.severity) == ("rendezvous-timeout", "error")

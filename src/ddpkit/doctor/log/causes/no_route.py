@@ -8,6 +8,11 @@ address the job was given or a peer advertised is on a network this node does no
 often the master's first interface (a management, container or public network) instead of the
 private network the nodes share. A firewall rejecting with icmp-host-prohibited gives the same
 errno, which the fix says.
+
+c10d names what it dialled in its summary ("... failed to connect to any network address of (%s,
+%d)"); its per-attempt lines print each resolved address, and torch 2.13 printed an IPv4 one as
+a garbled address (a sim run dialling 10.0.0.2 printed "[::]:2354" and "73.86.0.0:3675"), so
+where a summary names the target the attempts are not quoted.
 """
 
 from __future__ import annotations
@@ -21,6 +26,10 @@ from ddpkit.doctor.log.scan import Event
 from ddpkit.i18n import _
 
 _NO_ROUTE = frozenset({"101", "113"})
+# the words of a line in which Gloo or NCCL dialled a peer (each names its target as it dialled)
+_PEER_DIAL = ("Gloo", "gloo", "NCCL", "socketPollConnect", "socketStartConnect", "> failed : ")
+# c10d's lines that name the host and port it dialled, not one resolved address of them
+_NAMED = ("any network address of (", "while trying to connect to (", "network addresses of (")
 _STACK_WORDS = ("client socket", "DistNetworkError", "c10d", "TCPStore", "Gloo", "gloo",
                 "NCCL", "socketPollConnect", "socketStartConnect", "endezvous",
                 "> failed : ")  # (NCCL's "Connect to <address><<port>> failed : <strerror>")
@@ -32,7 +41,8 @@ class NoRoute(Cause):
     supersedes = GENERIC | {"peer-unreachable", "rendezvous-timeout"}
 
     def __init__(self) -> None:
-        self.targets: dict[str, None] = {}
+        self.targets: dict[str, None] = {}  # as the dialling program named them
+        self.attempts: dict[str, None] = {}  # c10d's resolved addresses, each attempt's
         self.errnos: dict[str, None] = {}
         self.bag = Bag()
 
@@ -42,25 +52,27 @@ class NoRoute(Cause):
                    if f.kind is FactKind.DIALLED]
         if not errnos or not dialled or not any(w in event.text for w in _STACK_WORDS):
             return
-        keep_few(self.targets, dialled)
+        named = any(w in event.text for w in _NAMED) or any(w in event.text for w in _PEER_DIAL)
+        keep_few(self.targets if named else self.attempts, dialled)
         for number in errnos:
             self.errnos.setdefault(f"{number}, {ERRNOS[int(number)][1]}")
         self.bag.add(event)
 
     def finding(self, context: Context) -> Finding | None:
-        if not self.targets:
+        targets = ", ".join(self.targets or self.attempts)
+        if not targets:
             return None
+        # (a retry's warning alone may be a master still coming up: the failure makes it one)
+        severity: Severity = "error" if context.failed else "warning"
         text = _("This node has no route to {targets} (errno {errnos}): the address the job "
                  "was given for the master, or that a peer advertised, is on a network this "
                  "node does not reach, most often the master's first interface (a management, "
                  "container or public network) instead of the private network the nodes share.",
-                 targets=", ".join(self.targets), errnos="; ".join(self.errnos))
+                 targets=targets, errnos="; ".join(self.errnos))
         fix = _("On this node, `ip route get <address>` shows the missing route. Give every node "
                 "the master's address on the network they share (`ddpkit nics` on the master "
                 "names it): --master-addr (MASTER_ADDR; accelerate's main_process_ip, "
                 "DeepSpeed's --master_addr), and NCCL_SOCKET_IFNAME / GLOO_SOCKET_IFNAME set to "
                 "that network's interface. If the route exists, a firewall on the master "
                 "rejects the connection (icmp-host-prohibited): open the job's ports.")
-        # (a retry's warning alone may be a master still coming up: the failure makes it one)
-        severity: Severity = "error" if context.failed else "warning"
         return made("wrong-interface", severity, text, fix, merge(self.bag.items))
