@@ -22,14 +22,14 @@ from ddpkit.doctor.findings import Finding, Severity
 from ddpkit.doctor.log.causes.base import Cause, Context, keep_few, made
 from ddpkit.doctor.log.evidence import Bag, merge
 from ddpkit.doctor.log.facts.kinds import ERRNOS, Fact, FactKind
+from ddpkit.doctor.log.facts.network import C10D_NAMED_TARGET
 from ddpkit.doctor.log.scan import Event
 from ddpkit.i18n import _
 
 _NO_ROUTE = frozenset({"101", "113"})
 # the words of a line in which Gloo or NCCL dialled a peer (each names its target as it dialled)
 _PEER_DIAL = ("Gloo", "gloo", "NCCL", "socketPollConnect", "socketStartConnect", "> failed : ")
-# c10d's lines that name the host and port it dialled, not one resolved address of them
-_NAMED = ("any network address of (", "while trying to connect to (", "network addresses of (")
+
 _STACK_WORDS = ("client socket", "DistNetworkError", "c10d", "TCPStore", "Gloo", "gloo",
                 "NCCL", "socketPollConnect", "socketStartConnect", "endezvous",
                 "> failed : ")  # (NCCL's "Connect to <address><<port>> failed : <strerror>")
@@ -52,7 +52,7 @@ class NoRoute(Cause):
                    if f.kind is FactKind.DIALLED]
         if not errnos or not dialled or not any(w in event.text for w in _STACK_WORDS):
             return
-        named = any(w in event.text for w in _NAMED) or any(w in event.text for w in _PEER_DIAL)
+        named = any(w in event.text for w in (*C10D_NAMED_TARGET, *_PEER_DIAL))
         keep_few(self.targets if named else self.attempts, dialled)
         for number in errnos:
             self.errnos.setdefault(f"{number}, {ERRNOS[int(number)][1]}")

@@ -25,6 +25,14 @@ DIALLED = re.compile(r"network addresses of \(([^,()\s]+), (\d{1,5})\)"
                      r"|connect to \[([^\]\s]+)\]:(\d{1,5})"
                      r"|connect to (?:any network address of )?\(([^,()\s]+), (\d{1,5})\)"
                      r"|Connect to ([0-9A-Fa-f.:]+)<(\d{1,5})> failed")
+# c10d's lines that name the host and port the job gave it ("... any network address of (%s, %d)",
+# "... while trying to connect to (%s, %d)", "The IPv4 network addresses of (%s, %d) ...",
+# TCPStore.cpp's "TCP client failed to connect/validate to host %s:%d"), not one resolved address
+# of them: its per-attempt lines ("failed to connect to [%s]:%d (errno: ...)") print that, and
+# torch 2.13 printed an IPv4 one garbled (a dial of 10.0.0.2:29411 as "[::]:2354",
+# "73.86.0.0:3675": tests/fixtures/logs/torchrun-sim/noroute)
+C10D_NAMED_TARGET = ("any network address of (", "while trying to connect to (",
+                     "network addresses of (", "connect/validate to host ")
 GAI_ERROR = re.compile(r"gai error: (-\d{1,2})\b")
 SHM_PATH = re.compile(r"/dev/shm/[\w.-]+|/dev/shm\b")
 # rdma-core's mlx5 provider (providers/mlx5/cq.c): "mlx5: <host>: got completion with error:",

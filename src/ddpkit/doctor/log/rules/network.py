@@ -15,6 +15,7 @@ from ddpkit.doctor.catalogue import entry
 from ddpkit.doctor.findings import Finding, Severity
 from ddpkit.doctor.log.evidence import Bag, Capped, merge, origins_text
 from ddpkit.doctor.log.facts.kinds import GAI_ERRORS
+from ddpkit.doctor.log.facts.network import C10D_NAMED_TARGET
 from ddpkit.doctor.log.facts.winsock import error_class
 from ddpkit.doctor.log.rules.gloo_mesh import gloo_mesh_failed
 from ddpkit.doctor.log.rules.traps import gloo_on_loopback, mixed_socket_lists, silent_bootstrap_failure
@@ -55,6 +56,7 @@ class _Conn:
     origins: set[str] = field(default_factory=set)
     ports: set[str] = field(default_factory=set)
     bag: Bag = field(default_factory=Bag)
+    named = False  # a line named this target as the job gave it (c10d's summary, Gloo, NCCL)
 
     @property
     def store_only(self) -> bool:
@@ -78,7 +80,8 @@ class NetworkRules:
         self.socket_bag = Bag()
         self.ifname: Capped[str, str] = Capped()  # origin -> NCCL_SOCKET_IFNAME value
         self.ifname_bag = Bag()
-        self.conns: Capped[tuple[str, str], _Conn] = Capped(64)
+        self._conns: Capped[tuple[str, str], _Conn] = Capped(64)
+        self.c10d_ports: set[str] = set()  # the ports c10d's summary lines name (its targets')
         self._conn_memo: dict[tuple[str, str], _Conn] = {}  # (printed address, error) -> conn
         self.missing_bag = Bag()
         self.missing_names: set[str] = set()
@@ -127,10 +130,17 @@ class NetworkRules:
             conn = self._conn_memo.get((address, err_text))
             if conn is None:
                 err = error_class(err_text)
-                conn = self.conns.slot((normalise_address(address), err),
+                conn = self._conns.slot((normalise_address(address), err),
                                        lambda: _Conn(address, err))
                 if conn is not None and len(self._conn_memo) < 1024:
                     self._conn_memo[(address, err_text)] = conn
+            if event.get("source") == "c10d" and any(w in event.text for w in C10D_NAMED_TARGET):
+                if event.get("port") and len(self.c10d_ports) < 8:
+                    self.c10d_ports.add(event.get("port"))
+                if conn is not None:
+                    conn.named = True
+            elif conn is not None and event.get("source") != "c10d":
+                conn.named = True
             if conn is not None:
                 conn.sources.add(event.get("source", "other"))
                 if len(conn.origins) < 64:
@@ -170,6 +180,14 @@ class NetworkRules:
             if listed is not None and len(listed) < 32:
                 listed.append((event.get("iface"), event.get("addr")))
                 self.socket_bag.add(event)
+
+    @property
+    def conns(self) -> dict[tuple[str, str], _Conn]:
+        """The failed connections, less c10d's per-attempt addresses on no port its summaries
+        name: torch 2.13 printed an IPv4 attempt's address garbled (facts/network.py)."""
+        return {key: conn for key, conn in self._conns.items()
+                if conn.named or not conn.store_only or not self.c10d_ports
+                or conn.ports & self.c10d_ports}
 
     # --- decisions: each an entry of rules/order.RULES, which states when it is asked ------------
 
