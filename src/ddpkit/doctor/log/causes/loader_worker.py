@@ -22,10 +22,12 @@ from __future__ import annotations
 from ddpkit.doctor.catalogue import GENERIC, entry
 from ddpkit.doctor.findings import Finding
 from ddpkit.doctor.log.causes.base import Cause, Context, made
+from ddpkit.doctor.log.causes.silent_kill import oom_killer_check
 from ddpkit.doctor.log.evidence import Bag, merge
 from ddpkit.doctor.log.facts.kinds import Fact, FactKind
 from ddpkit.doctor.log.scan import Event
 from ddpkit.i18n import _
+from ddpkit.wording import lines
 
 
 class LoaderWorkerKilled(Cause):
@@ -59,8 +61,8 @@ class LoaderWorkerKilled(Cause):
                  "most likely the kernel's OOM killer reclaiming host memory (RAM, not the GPU's), "
                  "since every worker holds its own copy of the dataset's Python objects; a "
                  "scheduler or a user can send it too.", pid=pid)
-        fix = _("Confirm on that machine first: dmesg -T | grep -i -E 'killed process|out of "
-                "memory'\nIf it was the OOM killer: fewer workers (num_workers) and a smaller "
-                "prefetch_factor, datasets that keep numpy arrays or memory-mapped files rather "
-                "than Python lists of objects, or more RAM for the job.")
+        fix = lines([oom_killer_check(),
+                     _("If it was the OOM killer: fewer workers (num_workers) and a smaller "
+                       "prefetch_factor, datasets that keep numpy arrays or memory-mapped files "
+                       "rather than Python lists of objects, or more RAM for the job.")])
         return made("out-of-memory", "error", text, fix, merge(self.bag.items))

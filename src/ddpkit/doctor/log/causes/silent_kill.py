@@ -19,11 +19,18 @@ from ddpkit.doctor.log.evidence import Bag, merge
 from ddpkit.doctor.log.facts.kinds import Fact, FactKind
 from ddpkit.doctor.log.scan import Event
 from ddpkit.i18n import _
+from ddpkit.wording import lines
 
 # A failure the rules name (an exception they read, NCCL's errors, a timeout...) says more.
 # (The table feeds a cause only the lines that carry a fact, so "nothing failed first" is read
 # as "no rule named a failure".)
 SAYS_MORE = frozenset(ORDER) - GENERIC - {"out-of-memory"}
+
+
+def oom_killer_check() -> str:
+    """The check that tells the kernel's OOM killer from another sender of SIGKILL."""
+    return _("Confirm on that machine first: dmesg -T | grep -i -E 'killed process|out of "
+             "memory' (a scheduler's kill shows in its own log instead)")
 
 
 class SilentKill(Cause):
@@ -52,9 +59,8 @@ class SilentKill(Cause):
                 _("SIGKILL cannot be caught, so the killed process prints nothing; it is most "
                   "likely the kernel's OOM killer reclaiming host memory (RAM, not the GPU's), "
                   "though a scheduler or a user can send it too.")]
-        fix = _("Confirm on that machine first: dmesg -T | grep -i -E 'killed process|out of "
-                "memory' (a scheduler's kill shows in its own log instead)\n"
-                "If it was the OOM killer: use less host memory per rank (fewer DataLoader "
-                "workers, load the checkpoint on one rank or with mmap, no tensors kept on the "
-                "CPU across steps), or give the job more RAM.")
+        fix = lines([oom_killer_check(),
+                     _("If it was the OOM killer: use less host memory per rank (fewer "
+                       "DataLoader workers, load the checkpoint on one rank or with mmap, no "
+                       "tensors kept on the CPU across steps), or give the job more RAM.")])
         return made("out-of-memory", "error", text, fix, merge(self.bag.items))

@@ -56,7 +56,7 @@ class _Conn:
     origins: set[str] = field(default_factory=set)
     ports: set[str] = field(default_factory=set)
     bag: Bag = field(default_factory=Bag)
-    named = False  # a line named this target as the job gave it (c10d's summary, Gloo, NCCL)
+    named: bool = False  # a line named this target as the job gave it (c10d's summary, Gloo, NCCL)
 
     @property
     def store_only(self) -> bool:
