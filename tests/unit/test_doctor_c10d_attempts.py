@@ -57,3 +57,18 @@ def test_an_attempt_on_the_summarys_port_is_still_read(tmp_path: Path) -> None:
     found = top(tmp_path, [*lines, *lines, "torch.distributed.DistNetworkError: The client socket "
                            "has failed to connect to any network address of (10.0.0.2, 29411)."])
     assert "::ffff:10.0.0.2" in found.explanation
+
+
+@pytest.mark.parametrize(("local", "remote"), [("[::ffff:10.0.0.3]:45194", "::ffff:10.0.0.2:29411"),
+                                               ("[10.0.0.3]:45194", "10.0.0.2:29411")])
+def test_a_reset_quotes_the_sockets_remote_end_not_its_own(tmp_path: Path, local: str,
+                                                           remote: str) -> None:
+    # TCPStore.cpp: "recvValue failed on {}: {}" with socket.cpp's formatter of a socket,
+    # "SocketImpl(fd={}, addr={}, remote={})": its own address first
+    host, port = remote.rsplit(":", 1)
+    found = top(tmp_path, [
+        f"[E1207 09:03:52.419395147 TCPStore.cpp:138] [c10d] recvValue failed on SocketImpl(fd=3, "
+        f"addr={local}, remote=[{host}]:{port}): Connection reset by peer",
+        "torch.distributed.DistNetworkError: Connection reset by peer"])
+    assert found.id == "connection-lost"
+    assert remote in found.explanation and "45194" not in found.explanation

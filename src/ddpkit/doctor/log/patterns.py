@@ -284,7 +284,9 @@ PATTERNS: tuple[LinePattern, ...] = (
        r"|Transport endpoint is not connected"
        # Windows Sockets' WSAECONNRESET (10054), in the system's language or its English words
        rf"|{winsock_code('ECONNRESET')}|An existing connection was forcibly closed)",
-       r"\[(?P<addr>[^\]\s]+)\]:(?P<port>\d+)", r"peer (?P<addr>[^\s<]+)<(?P<port>\d+)>",
+       # (c10d's SocketImpl names its own end first, "addr=[...]:N, remote=[...]:M": the peer is
+       # the remote one)
+       r"(?<!addr=)\[(?P<addr>[^\]\s]+)\]:(?P<port>\d+)", r"peer (?P<addr>[^\s<]+)<(?P<port>\d+)>",
        claims=True),
     _p(EventKind.CONNECT_ERROR, _CONNECT_ERRORS,
        r"(?P<err>Connection refused|Connection timed out|No route to host|Network is unreachable"
