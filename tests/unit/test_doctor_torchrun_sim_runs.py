@@ -148,3 +148,16 @@ def test_no_route_to_the_master_quotes_the_address_dialled(logs: list[str]) -> N
 def test_the_master_a_node_could_not_reach_waits_for_it() -> None:
     found = diagnose([str(SIM / "noroute" / "node0.log")])[0]
     assert (found.id, found.severity) == ("rendezvous-timeout", "error")
+
+
+@pytest.mark.parametrize(("logs", "words"), [
+    (["node1.log"], "--node-rank 2 needs --nnodes 3 or more"),
+    (["node0.log"], "all 2 node ranks (0 to 1)"),
+    (["node0.log", "node1.log"], "node rank 2 is outside the node count")])
+def test_a_node_rank_counted_from_1_reads_as_it(logs: list[str], words: str) -> None:
+    # node 1 given --node-rank 2 of --nnodes 2: node 0's agent waits for node rank 1's worker
+    # info (torchelastic/role_info/1), node 1's for the ranks node 0 hands out
+    # (torchelastic/assigned_ranks/2)
+    found = diagnose([str(SIM / "rank2" / name) for name in logs])[0]
+    assert (found.id, found.severity) == ("rendezvous-timeout", "error")
+    assert words in found.explanation

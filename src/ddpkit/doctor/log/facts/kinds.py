@@ -89,6 +89,9 @@ class FactKind(enum.Enum):
     # torchrun's agents waiting in the store for every node's worker info, which timed out
     # (value: how many node ranks it waited for: printed.NODE_ROLE_KEY)
     NODE_INFO_WAIT = "node-info-wait"
+    # a torchrun agent of node rank 1 or more waiting in the store for the worker ranks node rank
+    # 0's agent hands out, which timed out (value: its own node rank: printed.NODE_ASSIGNED_KEY)
+    ASSIGNED_RANKS_WAIT = "assigned-ranks-wait"
     # the ranks meet through a FileStore: a file:// init_method (value: its URL, "file://" alone
     # where the line builds the path)
     FILE_STORE = "file-store"

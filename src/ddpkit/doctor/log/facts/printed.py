@@ -58,6 +58,10 @@ GLOO_PEER_KEY = re.compile(r"keys?: ?\[?'?/?[\w.-]{0,200}/[\w.-]{0,200}//cpu//\d
 # the wait that times out lists every key it asked for ("wait timeout after <ms>ms, keys:
 # /<run id>/torchelastic/role_info/0, ..."): one node rank never set its own
 NODE_ROLE_KEY = re.compile(r"torchelastic/role_info/(\d{1,6})\b")
+# ... and node rank 0's agent, once it holds every node's, sets "torchelastic/assigned_ranks/<node
+# rank>" for each, which every other agent waits for ("wait timeout after <ms>ms, keys:
+# /<run id>/torchelastic/assigned_ranks/2")
+NODE_ASSIGNED_KEY = re.compile(r"torchelastic/assigned_ranks/(\d{1,6})\b")
 # init_process_group's file:// init_method (torch/distributed/rendezvous.py, _file_rendezvous_handler:
 # a FileStore on that path), as a script's source line or its printed arguments show it (an
 # init_method= keyword, detectron2-style --dist-url, or the store's class named beside it); where

@@ -185,6 +185,9 @@ def statement_facts(text: str) -> list[Fact]:
                   for rank in printed.GLOO_PEER_KEY.findall(text)[:1]]
     if "file://" in text:
         found += [Fact(FactKind.FILE_STORE, path) for path in printed.FILE_STORE.findall(text)[:1]]
+    if "assigned_ranks/" in text and "timeout" in text:
+        found += [Fact(FactKind.ASSIGNED_RANKS_WAIT, rank)
+                  for rank in printed.NODE_ASSIGNED_KEY.findall(text)[:1]]
     if "role_info/" in text and "timeout" in text:
         nodes = [int(n) for n in printed.NODE_ROLE_KEY.findall(text)[:4096]]
         found += [Fact(FactKind.NODE_INFO_WAIT, str(max(nodes) + 1))] if nodes else []
