@@ -161,3 +161,14 @@ def test_a_node_rank_counted_from_1_reads_as_it(logs: list[str], words: str) -> 
     found = diagnose([str(SIM / "rank2" / name) for name in logs])[0]
     assert (found.id, found.severity) == ("rendezvous-timeout", "error")
     assert words in found.explanation
+
+
+@pytest.mark.parametrize("logs", [["node0.log"], ["node1.log"], ["node0.log", "node1.log"],
+                                  ["logs1"]])
+def test_the_tutorials_own_master_under_torchrun_reads_as_it(logs: list[str]) -> None:
+    # scripts/s_tutorial.py sets MASTER_ADDR=localhost, MASTER_PORT=12355 before
+    # init_process_group: torchrun's workers dial a store no one serves, node 0's too
+    # (the log dir: each worker's own files, without the tee)
+    found = diagnose([str(SIM / "tutorial" / name) for name in logs])[0]
+    assert (found.id, found.severity) == ("rendezvous-config", "error")
+    assert "localhost:12355" in found.explanation and "MASTER_PORT" in found.fix

@@ -81,6 +81,7 @@ from ddpkit.doctor.log.causes.unhandled_cuda import UnhandledCuda
 from ddpkit.doctor.log.causes.unique_id_wait import UniqueIdWait
 from ddpkit.doctor.log.causes.unset_variable import UnsetVariable
 from ddpkit.doctor.log.causes.versions_differ import VersionsDiffer
+from ddpkit.doctor.log.causes.worker_store_override import WorkerStoreOverride
 from ddpkit.doctor.log.facts.kinds import Fact, FactKind
 from ddpkit.doctor.log.rules.entry import evaluate
 from ddpkit.doctor.log.rules.order import CATALOGUE_RULES, RULES
@@ -89,7 +90,7 @@ from ddpkit.doctor.log.rules.unexplained import warning_line
 from ddpkit.doctor.log.scan import Event
 
 CAUSES: tuple[type[Cause], ...] = (
-    Loopback, ContainerBridge, StaleStore, EndpointWithoutPort, EmptyAddress,
+    Loopback, WorkerStoreOverride, ContainerBridge, StaleStore, EndpointWithoutPort, EmptyAddress,
     RendezvousRestarts, LoaderWorkerKilled, SilentKill, BusError, PeerAccess, Firewall, ShmFull,
     RdmaCompletion,
     ResolvedLater, NoBackend, AddressFamily, UnsetVariable, DeviceOrdinal, ConfigUndefined,
