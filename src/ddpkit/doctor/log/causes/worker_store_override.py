@@ -24,15 +24,13 @@ from ddpkit.doctor.log.causes.base import Cause, Context, made
 from ddpkit.doctor.log.evidence import Bag, merge
 from ddpkit.doctor.log.facts.kinds import AddressClass, Fact
 from ddpkit.doctor.log.facts.winsock import error_class
+from ddpkit.doctor.log.run_dir import attempt_of
 from ddpkit.doctor.log.scan import Event
 from ddpkit.i18n import _
 
 # torchrun's tee before a worker's line: its log_line_prefix_template "[${role_name}${local_rank}]:"
 # (the default role "default"); not torch's "[rank3]:", which any launcher's workers print
 TORCHRUN_TEE = re.compile(r"\s*\[(?!rank\d)[A-Za-z_][\w-]{0,60}?\d{1,4}\]:")
-# a worker's own file in torchrun's --log-dir: <log dir>/<run id>/attempt_<n>/<local rank>/
-# stdout.log or stderr.log (elastic/multiprocessing/api.py, DefaultLogsSpecs)
-TORCHRUN_RANK_FILE = re.compile(r"attempt_\d+[/\\]\d+[/\\]std(?:out|err)\.log$")
 
 
 # a dial no one answered (refused, or retried so until c10d's timeout); not another failure of
@@ -51,7 +49,8 @@ class WorkerStoreOverride(Cause):
         self.bag = Bag()
 
     def feed(self, event: Event, facts: tuple[Fact, ...]) -> None:
-        worker = TORCHRUN_TEE.match(event.text) or TORCHRUN_RANK_FILE.search(event.file)
+        # (a worker's own file in torchrun's --log-dir has an attempt: run_dir.attempt_of)
+        worker = TORCHRUN_TEE.match(event.text) or attempt_of(event.file) is not None
         if (event.get("source") != "c10d" or not worker
                 or error_class(event.get("err")) not in _NO_ONE_SERVED
                 or not any(f.address_class is AddressClass.LOOPBACK for f in facts)):
