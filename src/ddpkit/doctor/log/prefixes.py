@@ -36,6 +36,9 @@ _TAG = re.compile(rf"\[(?P<tag>{_TAG_TEXT})\](?P<colon>(?:{_STREAM})?:)?\s?")
 # (torch's excepthook writes f"[rank{rank}]: {line}", distributed_c10d.py; torchrun's agent its
 # log_line_prefix_template, "[${role_name}${local_rank}]:", with no space after)
 _TAGS_TEXT = rf"(?:\[rank\d+\]: |{LAUNCHER_TAG})*"
+# torchrun's tee before a worker's line alone, "[${role_name}${local_rank}]:" (the default role
+# "default"): not torch's "[rank3]:", which any launcher's workers print
+TORCHRUN_TEE = re.compile(r"\s*\[(?!rank\d)[A-Za-z_][\w-]{0,60}?\d{1,4}\]:")
 _TAGS = re.compile(_TAGS_TEXT)
 _RANK_TAG = re.compile(r"rank(\d+)")
 _NODE_TAG = re.compile(r"([A-Za-z][\w.-]*):(\d+)")

@@ -22,7 +22,7 @@ from ddpkit.doctor.findings import Finding, Severity
 from ddpkit.doctor.log.causes.base import Cause, Context, keep_few, made
 from ddpkit.doctor.log.evidence import Bag, merge
 from ddpkit.doctor.log.facts.kinds import ERRNOS, Fact, FactKind
-from ddpkit.doctor.log.facts.network import C10D_NAMED_TARGET
+from ddpkit.doctor.log.facts.network import names_c10d_target
 from ddpkit.doctor.log.scan import Event
 from ddpkit.i18n import _
 
@@ -52,7 +52,7 @@ class NoRoute(Cause):
                    if f.kind is FactKind.DIALLED]
         if not errnos or not dialled or not any(w in event.text for w in _STACK_WORDS):
             return
-        named = any(w in event.text for w in (*C10D_NAMED_TARGET, *_PEER_DIAL))
+        named = names_c10d_target(event.text) or any(w in event.text for w in _PEER_DIAL)
         keep_few(self.targets if named else self.attempts, dialled)
         for number in errnos:
             self.errnos.setdefault(f"{number}, {ERRNOS[int(number)][1]}")

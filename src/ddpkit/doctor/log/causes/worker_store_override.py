@@ -16,22 +16,16 @@ localhost:12355) timed out on both nodes at (localhost, 12355), node 0's workers
 
 from __future__ import annotations
 
-import re
-
 from ddpkit.doctor.catalogue import GENERIC
 from ddpkit.doctor.findings import Finding
 from ddpkit.doctor.log.causes.base import Cause, Context, made
 from ddpkit.doctor.log.evidence import Bag, merge
 from ddpkit.doctor.log.facts.kinds import AddressClass, Fact
 from ddpkit.doctor.log.facts.winsock import error_class
+from ddpkit.doctor.log.prefixes import TORCHRUN_TEE
 from ddpkit.doctor.log.run_dir import attempt_of
 from ddpkit.doctor.log.scan import Event
 from ddpkit.i18n import _
-
-# torchrun's tee before a worker's line: its log_line_prefix_template "[${role_name}${local_rank}]:"
-# (the default role "default"); not torch's "[rank3]:", which any launcher's workers print
-TORCHRUN_TEE = re.compile(r"\s*\[(?!rank\d)[A-Za-z_][\w-]{0,60}?\d{1,4}\]:")
-
 
 # a dial no one answered (refused, or retried so until c10d's timeout); not another failure of
 # the client's own (a local address it cannot take, errno 99)

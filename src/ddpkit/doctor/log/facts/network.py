@@ -33,6 +33,11 @@ DIALLED = re.compile(r"network addresses of \(([^,()\s]+), (\d{1,5})\)"
 # "73.86.0.0:3675": tests/fixtures/logs/torchrun-sim/noroute)
 C10D_NAMED_TARGET = ("any network address of (", "while trying to connect to (",
                      "network addresses of (", "connect/validate to host ")
+
+
+def names_c10d_target(text: str) -> bool:
+    """Whether a c10d line names the host and port it was given (C10D_NAMED_TARGET)."""
+    return any(words in text for words in C10D_NAMED_TARGET)
 GAI_ERROR = re.compile(r"gai error: (-\d{1,2})\b")
 SHM_PATH = re.compile(r"/dev/shm/[\w.-]+|/dev/shm\b")
 # rdma-core's mlx5 provider (providers/mlx5/cq.c): "mlx5: <host>: got completion with error:",

@@ -15,7 +15,7 @@ from ddpkit.doctor.catalogue import entry
 from ddpkit.doctor.findings import Finding, Severity
 from ddpkit.doctor.log.evidence import Bag, Capped, merge, origins_text
 from ddpkit.doctor.log.facts.kinds import GAI_ERRORS
-from ddpkit.doctor.log.facts.network import C10D_NAMED_TARGET
+from ddpkit.doctor.log.facts.network import names_c10d_target
 from ddpkit.doctor.log.facts.winsock import error_class
 from ddpkit.doctor.log.rules.gloo_mesh import gloo_mesh_failed
 from ddpkit.doctor.log.rules.traps import gloo_on_loopback, mixed_socket_lists, silent_bootstrap_failure
@@ -134,7 +134,7 @@ class NetworkRules:
                                        lambda: _Conn(address, err))
                 if conn is not None and len(self._conn_memo) < 1024:
                     self._conn_memo[(address, err_text)] = conn
-            if event.get("source") == "c10d" and any(w in event.text for w in C10D_NAMED_TARGET):
+            if event.get("source") == "c10d" and names_c10d_target(event.text):
                 if event.get("port") and len(self.c10d_ports) < 8:
                     self.c10d_ports.add(event.get("port"))
                 if conn is not None:
