@@ -197,6 +197,15 @@ def added(document: dict[str, Any], spec: str) -> dict[str, Any]:
             "messages": messages}
 
 
+def added_nccl(document: dict[str, Any], git_dir: str) -> dict[str, Any]:
+    """``document`` with NCCL's templates read anew: ``NCCL_FILES`` at every release tag
+    (``nccl_revisions``), as a full reading has them, in place of NCCL's earlier ones."""
+    git = Git(git_dir)
+    labels = [label for label, _ in nccl_revisions(git)]
+    git.close()
+    return added(document, f"nccl={git_dir}@{','.join(labels)}:{NCCL_FILES.pattern}")
+
+
 def added_torch_files(document: dict[str, Any], directory: Path, files: re.Pattern[str],
                       what: str) -> dict[str, Any]:
     """``document`` with the templates of the torch files ``files`` matches read from every
@@ -253,6 +262,9 @@ def main() -> int:
                         help="with --remap: the templates of another program's files (a regex "
                              "of paths) at one revision of its git dir, replacing that "
                              "program's earlier ones")
+    parser.add_argument("--add-nccl", metavar="GITDIR",
+                        help="with --remap: NCCL's templates read anew from its git dir (every "
+                             "release tag, NCCL_FILES), in place of its earlier ones")
     parser.add_argument("--add-torch-wheels", type=Path, metavar="DIR",
                         help="with --remap: the templates of torch's own Python outside "
                              "torch/distributed (DDP, SyncBatchNorm, DistributedSampler, "
@@ -271,6 +283,8 @@ def main() -> int:
         document = remapped(json.loads(args.remap.read_text()))
         for spec in args.add:
             document = added(document, spec)
+        if args.add_nccl:
+            document = added_nccl(document, args.add_nccl)
         if args.add_torch_wheels:
             document = added_torch_files(document, args.add_torch_wheels, TORCH_CORE_FILES,
                                          "torch's own Python outside torch/distributed")

@@ -18,12 +18,9 @@ import msgresult
 import torchcpp
 import torchwheels
 
-NCCL_FILES = re.compile(
-    r"^src/(?:bootstrap|init|proxy|transport|net)\.(?:cc|cu)$"
-    r"|^src/transport/(?:net|net_socket|net_ib|shm|p2p|coll_net)\.(?:cc|cu)$"
-    r"|^src/transport/net_ib/[^/]+\.(?:cc|h)$"
-    r"|^src/misc/(?:socket|shmutils|ibvwrap|ibvsymbols)\.(?:cc|cu)$"
-    r"|^src/include/(?:socket|shm|shmutils|checks|net)\.h$")
+# NCCL's host code, all of it: its init, transports, topology search (graph/), enqueue, argument
+# checks, plugins, wrappers (CUDA, NVML, verbs) and headers; not its device kernels or NVTX
+NCCL_FILES = re.compile(r"^src/(?!device/|include/nvtx)(?:[^/]+/)*[^/]+\.(?:cc|cu|h)$")
 GLOO_FILES = re.compile(r"^gloo/(?:transport/tcp/(?!tls/)[^/]+|rendezvous/(?!redis)[^/]+|common/linux)"
                         r"\.(?:cc|h)$")
 # torch's launch and process-group Python: the launchers, init_process_group and its rendezvous,

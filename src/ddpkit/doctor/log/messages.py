@@ -65,14 +65,16 @@ class Catalogue:
     def match(self, line: str) -> Message | None:
         """The catalogued message ``line`` prints: of the templates that match, one of the
         level the line shows (NCCL prints some texts both as INFO and as WARN), else the
-        highest level; then the longest; then one filed under a cause (two files of a program
+        highest level; then one whose file the line names (NCCL's WARN and torch's glog lines
+        print the file's name and line: two files may print the same text); then the longest;
+        then one filed under a cause (two files of a program
         may raise the same text, one of them read by a rule of its own: DDP's checks, copied
         into torch.distributed's composable DDP); then the one more releases print. A template
         the line shows only the first sentence of counts that sentence's length: another
         program's longer message that opens with the same sentence (Lightning 2.6 raising
         torch's own words, then advice of its own) says no more about the line."""
         best: Message | None = None
-        best_key = (-1, -1, -1, -1, -1)
+        best_key = (-1, -1, -1, -1, -1, -1)
         shown = "info" if " INFO " in line else "error" if "WARN" in line else ""
         for word in set(_WORD.findall(line)):
             for number in self.index.get(word, ()):
@@ -81,11 +83,24 @@ class Catalogue:
                     continue
                 length = (len(message.template) if not message.whole
                           or _compiled(message.whole).search(line) else message.head_length)
-                key = (message.level == shown, _LEVELS.get(message.level, 0), length,
+                key = (message.level == shown, _LEVELS.get(message.level, 0),
+                       _names_file(line, message.file), length,
                        message.maps not in _NO_CAUSE, message.releases)
                 if key > best_key:
                     best, best_key = message, key
         return best
+
+
+def _names_file(line: str, path: str) -> bool:
+    """Whether ``line`` names the file ``path`` as its printer's location does (``group.cc:42``),
+    the whole name (``net.cc`` is not ``coll_net.cc``)."""
+    name = path.rsplit("/", 1)[-1] + ":"
+    at = line.find(name)
+    while at >= 0:
+        if at == 0 or not (line[at - 1].isalnum() or line[at - 1] in "_-"):
+            return True
+        at = line.find(name, at + 1)
+    return False
 
 
 # A placeholder between two spaces may print nothing ("address %s with" -> "address  with"), and

@@ -226,6 +226,8 @@ def _recognise(text: str) -> tuple[str, dict[str, str]] | None:
         return "failure-line", {"detail": text}
     if message.source in LAUNCHERS:  # a launcher's report as it starts the run's processes
         return "run-stage", {"stage": "launcher", "program": message.source}
+    if message.source == "nccl" and message.level == "info":  # NCCL at work on a communicator
+        return "run-stage", {"stage": "nccl-info", "file": message.file}
     if message.level == "warning" and message.maps in CATALOGUE and message.maps not in GENERIC:
         return "catalogued-warning", {"maps": message.maps}
     if message.level == "warning":  # a catalogued warning of no cause: a warning all the same

@@ -96,7 +96,10 @@ class RunEnd:
                     self.tracebacks[event.file] = event
                 return
             self.stages += event.repeat
-            if event.file in self.last_stage or len(self.last_stage) < 256:
+            known = self.last_stage.get(event.file)
+            # (the quiet tail's stages come after the scan's: the later line is the last stage)
+            if (known is not None and event.line >= known.line
+                    or known is None and len(self.last_stage) < 256):
                 self.last_stage[event.file] = event
 
     def cut_traceback(self) -> Finding | None:
@@ -294,6 +297,11 @@ def _stage_words(event: Event) -> str:
     if stage == "launcher":
         return _("{program}'s launcher starting the run's processes (line {line}), before any "
                  "of their own lines", program=event.get("program"), line=event.line)
+    if stage == "nccl-info":
+        return _("an INFO line of NCCL's (line {line}, from its {file}), printed while it made or "
+                 "used a communicator: nothing after it shows the run going further, and NCCL's "
+                 "next lines would say where it waits (NCCL_DEBUG=INFO on every rank)",
+                 line=event.line, file=event.get("file"))
     if stage == "c10d-store":
         return _("a process reached the c10d store (line {line}), where the rendezvous and "
                  "init_process_group start: nothing after it shows the run going further",
