@@ -172,3 +172,16 @@ def test_the_tutorials_own_master_under_torchrun_reads_as_it(logs: list[str]) ->
     found = diagnose([str(SIM / "tutorial" / name) for name in logs])[0]
     assert (found.id, found.severity) == ("rendezvous-config", "error")
     assert "localhost:12355" in found.explanation and "MASTER_PORT" in found.fix
+
+
+@pytest.mark.parametrize("logs", [["node1.log"], ["node0.log", "node1.log"]])
+def test_an_agent_that_lost_the_store_while_the_nodes_met_waited_for_node_0(
+        logs: list[str]) -> None:
+    # accelerate launch with --machine_rank 0 on both nodes: node 1's agent, waiting in
+    # _assign_worker_ranks for a node 1 that never came, lost node 0's store when node 0 was
+    # stopped. No worker started: the cause is node 0's, not a rank that failed mid-job
+    found = diagnose([str(SIM / "accdup" / name) for name in logs])
+    assert (found[0].id, found[0].severity) == ("stopped-while-waiting", "error")
+    assert "_assign_worker_ranks" in found[0].explanation
+    assert "node 0" in found[0].explanation
+    assert {f.id for f in found}.isdisjoint({"connection-lost", "rank-failed"})

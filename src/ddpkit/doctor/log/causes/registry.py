@@ -73,6 +73,7 @@ from ddpkit.doctor.log.causes.ssh_unresolved import SshUnresolved
 from ddpkit.doctor.log.causes.stale_store import StaleStore
 from ddpkit.doctor.log.causes.store_address import StoreAddress
 from ddpkit.doctor.log.causes.store_arguments import StoreArguments
+from ddpkit.doctor.log.causes.store_lost_meeting import StoreLostMeeting
 from ddpkit.doctor.log.causes.store_port_forbidden import StorePortForbidden
 from ddpkit.doctor.log.causes.store_without_libuv import StoreWithoutLibuv
 from ddpkit.doctor.log.causes.topology_file import TopologyFile
@@ -102,7 +103,7 @@ CAUSES: tuple[type[Cause], ...] = (
     CollectiveCheck, MisplacedOption, StorePortForbidden, GlooHostname, ParallelLayout,
     StoreArguments, EmptyRankValue,
     UniqueIdWait, IpoibWithoutVerbs, TopologyFile, PySpyDump, OwnFailure, RankNeverJoined, SpawnedFailure,
-    EmptyRankLog, RestartedWorkers, NodeNeverJoined, C10dStoreHost,
+    EmptyRankLog, RestartedWorkers, NodeNeverJoined, StoreLostMeeting, C10dStoreHost,
 )
 
 Scored = tuple[Finding, int]

@@ -170,6 +170,9 @@ class FactKind(enum.Enum):
     # its path names it, "deepspeed.runtime.config", detail: "installed" for a file in an installed
     # package or in torch's own tree, "" for the user's own)
     FRAME = "frame"
+    # such a frame of torchrun's agent meeting the other nodes' agents: its rendezvous, or the
+    # step after it that gathers every node's worker info (value: the function, detail: the module)
+    AGENT_MEETING = "agent-meeting"
     # a Python exception as a traceback ends with it ("<type>: <message>"; value: the type as
     # printed, detail: the message)
     EXCEPTION = "exception"

@@ -257,7 +257,14 @@ PARALLEL_LAYOUT = re.compile(
     r"|Assertion failed: mpiSize == tp \* pp")
 # A Python traceback's frame (CPython's Lib/traceback.py and Python/traceback.c, 2.x to 3.13:
 # '  File "%U", line %d, in %U'), after any launcher's rank tag ("[rank0]:", "[default0]:")
-FRAME = re.compile(r'(?:^|[\s:\]>])File "([^"\n]{1,300})", line \d+, in ')
+FRAME = re.compile(r'(?:^|[\s:\]>])File "([^"\n]{1,300})", line \d+, in ([\w<>.]{0,100})')
+# torchrun's agent meeting the other nodes' agents (torch.distributed.elastic, 1.9 to 2.13): its
+# rendezvous handlers (the rendezvous package: next_rendezvous, the c10d backend's store calls)
+# and, in its server's api.py, _rendezvous and the step after it that sets this node's worker
+# info in the store and gathers every node's (_assign_worker_ranks; _share_and_gather before 2.2)
+AGENT_MEETING_PACKAGE = "torch.distributed.elastic.rendezvous."
+AGENT_MEETING_STEPS = frozenset({"_rendezvous", "_assign_worker_ranks", "_share_and_gather"})
+AGENT_SERVER = "torch.distributed.elastic.agent.server.api"
 # An installed package's file: pip's and Debian's install folders, or torch's own tree as a source
 # build or an older build's frames print it ("/opt/pytorch/torch/distributed/...")
 _INSTALLED = re.compile(r"/(?:site|dist)-packages/(.+)$|(?:^|/)(torch/.+)$")

@@ -235,9 +235,13 @@ def statement_facts(text: str) -> list[Fact]:
     if "GlooDeviceFactory" in text:
         found += [Fact(FactKind.GLOO_NO_ADDRESS, m) for m in printed.GLOO_NO_ADDRESS.findall(text)[:1]]
     if 'File "' in text:  # a traceback's frame: where the exception after it was raised
-        for path in printed.FRAME.findall(text)[:1]:
+        for path, function in printed.FRAME.findall(text)[:1]:
             module, installed = printed.frame_module(path)
             found.append(Fact(FactKind.FRAME, module, "installed" if installed else ""))
+            if (module.startswith(printed.AGENT_MEETING_PACKAGE)
+                    or (module == printed.AGENT_SERVER
+                        and function in printed.AGENT_MEETING_STEPS)):
+                found.append(Fact(FactKind.AGENT_MEETING, function, module))
     if "Error: " in text or "Exception: " in text:
         found += [Fact(FactKind.EXCEPTION, kind, message)
                   for kind, message in printed.EXCEPTION.findall(text)[:1]]
