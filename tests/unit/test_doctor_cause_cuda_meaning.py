@@ -47,6 +47,10 @@ TORCH = "RuntimeError: CUDA error: {text}"
 NCCL = "node1:1234:1240 [0] include/alloc.h:48 NCCL WARN Cuda failure '{text}'"
 VLLM = "Failed: Cuda error /workspace/csrc/custom_all_reduce.cuh:307 '{text}'"
 THC = "RuntimeError: cuda runtime error (60) : {text} at /opt/conda/torch/lib/THC/THCGeneral.c:224"
+# a CUDA extension's own check, no check macro's words: its printf of cudaGetErrorString
+# (InternImage's DCNv3 op, ops_dcnv3/src/cuda/dcnv3_im2col_cuda.cuh: "error in
+# dcnv3_im2col_cuda: %s\n"), which real logs post repeated, with nothing after
+OWN = "error in dcnv3_im2col_cuda: {text}"
 FOLLOW = ("CUDA kernel errors might be asynchronously reported at some other API call, so the "
           "stacktrace below might be incorrect.")
 
@@ -76,6 +80,23 @@ def test_the_error_s_meaning_names_the_cause(tmp_path: Path, template: str, text
     assert (found.id, found.severity) == (expected, "error")
     assert word in found.fix
     assert any(text.rstrip(".") in e.text for e in found.evidence)
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("peer mapping resources exhausted", "p2p"),
+    ("the provided PTX was compiled with an unsupported toolchain.", "version-mismatch"),
+    ("no kernel image is available for execution on the device", "version-mismatch"),
+    ("CUDA-capable device(s) is/are busy or unavailable", "cuda-error"),
+    ("uncorrectable ECC error encountered", "cuda-error"),
+])
+def test_a_cuda_error_s_own_text_is_read_whatever_check_printed_it(
+        tmp_path: Path, text: str, expected: str) -> None:
+    # cudaGetErrorString's longer texts say which error it is in any line, as the only lines a
+    # log holds (a short one, "invalid device function", needs a check macro's words around it)
+    found = top(tmp_path, [OWN.format(text=text)] * 4)
+    assert (found.id, found.severity) == (expected, "error")
+    short = top(tmp_path, [OWN.format(text="invalid device function")] * 4)
+    assert short.id != "version-mismatch"
 
 
 @pytest.mark.parametrize(("line", "expected", "word"), [

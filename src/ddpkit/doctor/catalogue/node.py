@@ -36,7 +36,7 @@ ENTRIES = (
     ),
     Entry(
         "version-mismatch", "error",
-        _("Nodes run different NCCL/CUDA versions"),
+        _("Builds that differ between nodes or do not fit this one"),
         _("The ranks do not all run the same NCCL or torch build, or a build does not fit the "
         "node: its CUDA runtime needs a newer driver than the node has, or the CUDA or NCCL "
         "libraries it loads are not the ones it was built against. NCCL requires the same "

@@ -5,8 +5,10 @@ tail pass (a unit test checks), so no line a pattern can read is missed."""
 
 from __future__ import annotations
 
+import re
+
 from ddpkit.doctor.log.end_lines import FATAL_SIGNALS
-from ddpkit.doctor.log.facts.kinds import CUDA_UNLOADED
+from ddpkit.doctor.log.facts.kinds import CUDA_DISTINCT_ERRORS, CUDA_UNLOADED
 from ddpkit.launch.torchrun.tracebacks import IGNORED_HEAD
 
 ANCHORS: tuple[bytes, ...] = (
@@ -17,6 +19,8 @@ ANCHORS: tuple[bytes, ...] = (
     # failures that real logs post bare, without an NCCL or error word on their line
     # (Gloo's "Unable to resolve hostname", OpenSSH's "Could not resolve hostname")
     b"Duplicate GPU", b"driver version is insufficient", b"resolve hostname",
+    # (whatever check printed them; their regex characters escaped, their spaces kept literal)
+    *(re.sub(r"([()\[\]{}.*+?^$|\\])", r"\\\1", text).encode() for text in CUDA_DISTINCT_ERRORS),
     b"Tried to allocate",  # (the GPU allocator's words, where a terminal cut "out of memory")
     b"file://",  # (a FileStore's init_method, in a traceback's source line or printed arguments)
     b"is killed by signal",  # torch's DataLoader on a worker a signal killed ("Killed.": no error)

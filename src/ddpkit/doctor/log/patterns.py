@@ -17,9 +17,11 @@ error summary, NCCL's ``Last error:``). ``claims`` stops later patterns from als
 
 from __future__ import annotations
 
+import re
+
 from ddpkit.doctor.log.cause_lines import CAUSE_PATTERNS, PYSPY_FRAMES, PYSPY_STATUS
 from ddpkit.doctor.log.end_lines import END_PATTERNS, PG_SHUTDOWN, TERMINATE
-from ddpkit.doctor.log.facts.kinds import CUDA_UNLOADED, winsock_code
+from ddpkit.doctor.log.facts.kinds import CUDA_DISTINCT_ERRORS, CUDA_UNLOADED, winsock_code
 from ddpkit.doctor.log.info_lines import INFO_PATTERNS
 from ddpkit.doctor.log.kinds import EventKind
 from ddpkit.doctor.log.line_pattern import LinePattern
@@ -323,6 +325,10 @@ PATTERNS: tuple[LinePattern, ...] = (
     # --- where a run ends (rules/run_end.py): doctor/log/end_lines.py ---
     *END_PATTERNS,
     # --- last: failure lines no pattern above read (rules/unexplained.py) ---
+    # a CUDA error's own text (cudaGetErrorString's), whatever check printed it
+    _fb(EventKind.FAILURE_LINE, CUDA_DISTINCT_ERRORS,
+        "(?P<detail>[^\n]*(?:" + "|".join(re.escape(t) for t in CUDA_DISTINCT_ERRORS)
+        + ")[^\n]*)"),
     _fb(EventKind.FAILURE_LINE, ("rror",), r"(?P<detail>\[Errno -?\d+\][^\n]*|\berrno:? ?-?[1-9]\d*)"),
     # other error lines: glog's "Check failed: ... unhandled cuda error", "prog: error: ...",
     # the HIP runtime's "hipErrorNoBinaryForGpu: Unable to find code object ..."

@@ -330,6 +330,11 @@ NCCL_RESULT_TEXTS: dict[str, str] = {
     "unknown result code": UNKNOWN_RESULT,
 }
 
+# the texts long and particular enough that nothing but cudaGetErrorString (and HIP's) prints
+# them: read in any line, as a CUDA extension's own check prints them after its own words
+# ("error in dcnv3_im2col_cuda: %s", InternImage's DCNv3 op)
+CUDA_DISTINCT_ERRORS = tuple(text for text in CUDA_ERRORS if len(text) >= 30)
+
 # the check macros' words that open a CUDA error's line (torch's "CUDA error: ", NCCL's "Cuda
 # failure 'x'", vLLM's "Failed: Cuda error f:N 'x'", TensorRT-LLM's "CUDA runtime error in f: x"):
 # the table's longer texts are read in those lines only

@@ -16,6 +16,7 @@ import re
 from ddpkit.doctor.log.facts import network, printed
 from ddpkit.doctor.log.facts.kinds import (
     CUDA_CHECK_WORDS,
+    CUDA_DISTINCT_ERRORS,
     CUDA_ERRORS,
     NCCL_RESULT_TEXTS,
     NCCL_RESULTS,
@@ -144,7 +145,8 @@ def statement_facts(text: str) -> list[Fact]:
     if "Invalid config" in text:
         found += [Fact(FactKind.UNDEF_CONFIG, m) for m in _UNDEF_CONFIG.findall(text)]
     if "peer access" in text or "PeerAccess" in text or "device ordinal" in text or any(
-            word in text for word in CUDA_CHECK_WORDS):
+            word in text for word in CUDA_CHECK_WORDS) or any(
+            error in text for error in CUDA_DISTINCT_ERRORS):
         for match in printed.CUDA_ERROR.finditer(text):
             name = match.group(1) or CUDA_ERRORS[match.group(0)]
             found.append(Fact(FactKind.CUDA_ERROR, name, "" if match.group(1) else match.group(0)))
