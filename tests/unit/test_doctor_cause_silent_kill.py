@@ -75,6 +75,26 @@ def test_a_failure_a_rule_names_says_more_than_the_kill(tmp_path: Path) -> None:
     assert found.id == "shm"
 
 
+# a peer's view of the killed rank (torch v2.3.0's Gloo, gloo/transport/tcp/pair.cc: "Read error
+# [%s]:%d: %s", strerror(ECONNRESET)), and NCCL's watchdog on a collective the killed rank left
+PEER_RESET = ("[rank0]: RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:534] Read "
+              "error [10.0.0.3]:4242: Connection reset by peer")
+
+
+def test_the_launchers_first_process_to_end_explains_its_peers_lost_connection(
+        tmp_path: Path) -> None:
+    # DeepSpeed's launcher logs the first process that ended, after killing the others: killed
+    # by SIGKILL, it ended before its peers lost their connection to it
+    found = top(tmp_path, [PEER_RESET, DEEPSPEED.format(code=-9)])
+    assert found.id == "out-of-memory"
+    assert "the first of the job to end" in found.explanation
+    # a report that does not say which process ended first does not order the kill before the
+    # lost connection (the failed rank's own finding names the kill)
+    elastic = top(tmp_path, [PEER_RESET, ELASTIC.format(code=-9)])
+    assert elastic.id in ("connection-lost", "rank-failed")
+    assert "first of the job to end" not in elastic.explanation
+
+
 def test_the_kill_of_a_stuck_worker_or_the_kernels_words_are_no_death_report() -> None:
     for text in ("WARNING:torch.distributed.elastic.multiprocessing.api:Sending process 4242 "
                  "closing signal SIGKILL",

@@ -28,6 +28,9 @@ EXPECTED = {
     "a_own": ("rank-failed", "error", "Rank 1 failed on its own account: RuntimeError: mat1"),
     # accelerate: gather of 4 floats on rank 0 and 5 on rank 1
     "a_gather": ("collective-timeout", "error", "different sizes"),
+    # DeepSpeed's launcher: rank 1 killed by SIGKILL, rank 0's Gloo connection reset after it;
+    # the launcher names rank 1 as the first to end (return code -9)
+    "ds_kill9": ("out-of-memory", "error", "the first of the job to end"),
 }
 
 

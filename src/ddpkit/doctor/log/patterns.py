@@ -336,7 +336,7 @@ PATTERNS: tuple[LinePattern, ...] = (
        r"(?P<detail>(?:Check failed:|\bunhandled \w+ error\b|(?:^|[\]:] ?)error: "
        r"|\bhipError[A-Z]\w+: )[^\n]*)",
        skip_if=("NCCL INFO",)),
-    _fb(EventKind.FAILURE_LINE, ("ERROR",), r"(?P<detail>(?:^|[\s\]:])ERROR[:\]\s][^\n]*)"),
+    _fb(EventKind.FAILURE_LINE, ("ERROR",), r"(?P<detail>(?:^|[\s\]:[])ERROR[:\]\s][^\n]*)"),
     # c10d's own error-level lines (c10d/logging.h: "[E socket.cpp:472] [c10d] ...", from torch
     # 2.2 "[E1204 09:50:12.118000 123 torch/csrc/distributed/c10d/socket.cpp:462] [c10d] ...")
     _fb(EventKind.FAILURE_LINE, ("failed to listen",),

@@ -16,7 +16,7 @@ from ddpkit.doctor.catalogue import GENERIC, ORDER
 from ddpkit.doctor.findings import Finding
 from ddpkit.doctor.log.causes.base import Cause, Context, made
 from ddpkit.doctor.log.evidence import Bag, merge
-from ddpkit.doctor.log.facts.kinds import Fact, FactKind
+from ddpkit.doctor.log.facts.kinds import FIRST_TO_END, Fact, FactKind
 from ddpkit.doctor.log.scan import Event
 from ddpkit.i18n import _
 from ddpkit.wording import lines
@@ -25,6 +25,10 @@ from ddpkit.wording import lines
 # (The table feeds a cause only the lines that carry a fact, so "nothing failed first" is read
 # as "no rule named a failure".)
 SAYS_MORE = frozenset(ORDER) - GENERIC - {"out-of-memory"}
+# what a killed rank's peers report after it: their connection to it lost, their collective with
+# it timed out. Where the launcher names the killed process as the first of the job to end
+# (FIRST_TO_END), these followed the kill: the kill explains them.
+AFTERMATH = frozenset({"connection-lost", "collective-timeout"})
 
 
 def oom_killer_check() -> str:
@@ -46,15 +50,24 @@ class SilentKill(Cause):
 
     def __init__(self) -> None:
         self.bag = Bag()
+        self.first = False  # the launcher named the killed process the first to end
 
     def feed(self, event: Event, facts: tuple[Fact, ...]) -> None:
-        if any(f.kind is FactKind.DEATH and f.value == self.signal for f in facts):
+        deaths = [f for f in facts if f.kind is FactKind.DEATH and f.value == self.signal]
+        if deaths:
             self.bag.add(event)
+        if any(f.detail == FIRST_TO_END for f in deaths) and not self.first:
+            self.first = True  # (the peers' lost connections and timeouts came after it)
+            self.supersedes = type(self).supersedes | AFTERMATH
+            self.yields_to = type(self).yields_to - AFTERMATH
 
     def finding(self, context: Context) -> Finding | None:
         if not self.bag:
             return None
-        text = [_("A process was killed by SIGKILL (exit code -9), and no other failure in the "
+        text = [_("A process was killed by SIGKILL (exit code -9), the first of the job to end "
+                  "as its launcher reports: the other ranks' lost connections and timeouts came "
+                  "after it.") if self.first else
+                _("A process was killed by SIGKILL (exit code -9), and no other failure in the "
                   "log explains it."),
                 _("SIGKILL cannot be caught, so the killed process prints nothing; it is most "
                   "likely the kernel's OOM killer reclaiming host memory (RAM, not the GPU's), "

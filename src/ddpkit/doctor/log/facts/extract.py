@@ -22,6 +22,7 @@ from ddpkit.doctor.log.facts.kinds import (
     ERRNO_BY_NAME,
     ERRNO_BY_TEXT,
     ERRNOS,
+    FIRST_TO_END,
     GAI_ERRORS,
     SIGNAL_NUMBERS,
     SIGNALS,
@@ -101,7 +102,8 @@ def _deaths(text: str) -> list[Fact]:
         number = int(minus or deepspeed or summary or mpi or 0) or (
             int(status) - 128 if status else SIGNAL_NUMBERS.get(python or spawn or "", 0))
         if number in SIGNALS:
-            found.append(Fact(FactKind.DEATH, SIGNALS[number], str(number)))
+            found.append(Fact(FactKind.DEATH, SIGNALS[number],
+                              FIRST_TO_END if deepspeed else str(number)))
     shell = _SHELL_DEATH.match(text)
     if shell:
         name = _SHELL_SIGNALS[shell.group(1)]
