@@ -19,6 +19,7 @@ ANCHORS: tuple[bytes, ...] = (
     # failures that real logs post bare, without an NCCL or error word on their line
     # (Gloo's "Unable to resolve hostname", OpenSSH's "Could not resolve hostname")
     b"Duplicate GPU", b"driver version is insufficient", b"resolve hostname",
+    b"is listening yet",  # (c10d's info line of a refused dial it retries)
     # (whatever check printed them; their regex characters escaped, their spaces kept literal)
     *(re.sub(r"([()\[\]{}.*+?^$|\\])", r"\\\1", text).encode() for text in CUDA_DISTINCT_ERRORS),
     b"Tried to allocate",  # (the GPU allocator's words, where a terminal cut "out of memory")

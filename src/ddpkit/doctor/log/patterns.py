@@ -262,6 +262,12 @@ PATTERNS: tuple[LinePattern, ...] = (
        + r"[\]]?[:,] ?(?P<port>\d+)\)?(?:[^\n]*?(?:errno: \d+ - |(?=system error: ))"
        r"(?P<err>[^)]+)\))?",  # (Windows: "(system error: 10061 - No connection could ...)")
        fixed=(("source", "c10d"),), claims=True),
+    # c10d's own log of a dial refused before its next try (socket.cpp, SocketConnectOp::tryConnect
+    # on ECONNREFUSED, torch 2.2 on, at info level: "No socket on (%s, %d) is listening yet, will
+    # retry.")
+    _p(EventKind.CONNECT_ERROR, ("is listening yet",),
+       r"No socket on \((?P<addr>[^,()]+), (?P<port>\d+)\) is listening yet",
+       fixed=(("err", "Connection refused"), ("source", "c10d")), claims=True),
     # (Gloo prints a port in network byte order, 40223 as 8093: measured in the sim, a listening
     # rank's `ss -ltn` against the remote= its peer printed. Its number is not the port, so
     # Gloo's lines give none)

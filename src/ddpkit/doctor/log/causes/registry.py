@@ -58,6 +58,7 @@ from ddpkit.doctor.log.causes.open_mpi_tcp import OpenMpiTcp
 from ddpkit.doctor.log.causes.own_failure import OwnFailure
 from ddpkit.doctor.log.causes.parallel_layout import ParallelLayout
 from ddpkit.doctor.log.causes.peer_access import PeerAccess
+from ddpkit.doctor.log.causes.port_zero import PortZero
 from ddpkit.doctor.log.causes.pyspy_dump import PySpyDump
 from ddpkit.doctor.log.causes.raise_site import RaiseSite
 from ddpkit.doctor.log.causes.rank_claims import RankClaims
@@ -91,7 +92,7 @@ from ddpkit.doctor.log.rules.unexplained import warning_line
 from ddpkit.doctor.log.scan import Event
 
 CAUSES: tuple[type[Cause], ...] = (
-    Loopback, WorkerStoreOverride, ContainerBridge, StaleStore, EndpointWithoutPort, EmptyAddress,
+    PortZero, Loopback, WorkerStoreOverride, ContainerBridge, StaleStore, EndpointWithoutPort, EmptyAddress,
     RendezvousRestarts, LoaderWorkerKilled, SilentKill, BusError, PeerAccess, Firewall, ShmFull,
     RdmaCompletion,
     ResolvedLater, NoBackend, AddressFamily, UnsetVariable, DeviceOrdinal, ConfigUndefined,
