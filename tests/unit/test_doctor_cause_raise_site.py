@@ -76,6 +76,20 @@ def test_an_assert_that_two_settings_do_not_go_together_is_invalid_usage(tmp_pat
     assert message in found.explanation
 
 
+@pytest.mark.parametrize("path", [
+    # torch v2.3.0 torch/multiprocessing/spawn.py, _wrap: fn(i, *args)
+    "/opt/conda/lib/python3.7/site-packages/torch/multiprocessing/spawn.py",
+    # torch v2.3.0 torch/distributed/elastic/multiprocessing/api.py, _wrap: ret = fn(*args_)
+    "/usr/local/lib/python3.10/dist-packages/torch/distributed/elastic/multiprocessing/api.py",
+])
+def test_a_script_function_called_with_the_scripts_own_arguments_is_no_version_mismatch(
+        tmp_path: Path, path: str) -> None:
+    # mp.spawn(main, args=(cfg)): not a tuple, so cfg's items became main's arguments
+    found = top(tmp_path, raised(path, "TypeError: main() takes 2 positional arguments but 63 "
+                                       "were given"))
+    assert found.id != "version-mismatch"
+
+
 @pytest.mark.parametrize("message", [
     "__init__() got an unexpected keyword argument 'dispatch_batches'",
     "initialize() missing 1 required positional argument: 'model'",

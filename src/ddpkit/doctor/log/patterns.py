@@ -125,6 +125,11 @@ PATTERNS: tuple[LinePattern, ...] = (
        # register memory ...", "Couldn't register memory region ..."
        r"|NET/OFI [^\n]*register memory[^\n]*)",
        skip_if=("NCCL INFO",), claims=True),
+    # TensorPipe's ibverbs wrapper (torch.distributed.rpc's transport, tensorpipe/common/ibv.h:
+    # each ibv_* call checked with TP_THROW_SYSTEM_IF, "In operator() at
+    # tensorpipe/common/ibv.h:172 \"\": Operation not supported"): an RDMA verbs call failed
+    _p(EventKind.IB_ERROR, ("rror",), r"(?P<detail>[^\n]*\btensorpipe/common/ibv\.h:\d+[^\n]*)",
+       claims=True),
     # (torch's MapAllocator.cpp, sharing a tensor between processes through a /dev/shm file it
     # names /torch_<pid>_...: "unable to write to file <%s>: %s (%d)" and "unable to mmap %zu bytes
     # from file <%s>: %s (%d)", the latter with ENOMEM when /dev/shm has no room. torch 0.x's

@@ -83,6 +83,12 @@ _OWN_DISTRIBUTED = frozenset({"distributed", "dist"})  # a package's own module 
 INCOMPATIBLE = re.compile(r"\b(?:incompatible with|not compatible with|cannot be used (?:with|"
                           r"together)|not supported (?:with|when|for|in combination)|is only "
                           r"supported (?:with|when|for))\b", re.IGNORECASE)
+# installed code whose call of a function is the script's own: the function and the arguments
+# the script handed it (torch.multiprocessing's spawn, whose _wrap calls fn(i, *args), and
+# torchelastic's _wrap for a function entrypoint, ret = fn(*args)); a signature refused there is
+# the script's call, not two installed packages that do not fit
+USER_CALLERS = frozenset({"torch.multiprocessing.spawn",
+                          "torch.distributed.elastic.multiprocessing.api"})
 # CPython's messages for a call whose arguments do not fit the callee's signature
 SIGNATURE = re.compile(r"\bgot an unexpected keyword argument\b|\bmissing \d+ required "
                        r"(?:positional|keyword-only) arguments?\b|\btakes (?:from \d+ to )?\d+ "
@@ -177,7 +183,7 @@ class RaiseSite(Cause):
         if not refusal or "memory" in message.lower():
             return
         if name == "TypeError" and SIGNATURE.search(message):
-            if installed and self.mismatch is None:
+            if installed and module not in USER_CALLERS and self.mismatch is None:
                 self.mismatch = (module, message)
                 self.bag.add(event)
         elif (installed and (in_stack(module) or STACK_WORDS.search(message))

@@ -80,6 +80,12 @@ def simple_finding(finding_id: str, facts: Facts) -> Finding:
         text = (_("The RDMA network (EFA, through the libfabric net plugin) failed{where}: "
                   "{details}.", where=facts.where(), details=details)
                 if "NET/OFI" in details else
+                _("TensorPipe's InfiniBand transport (torch.distributed.rpc's) failed{where}: "
+                  "{details}. TensorPipe picks it wherever it finds an RDMA device; one it "
+                  "cannot fully use (AWS EFA, a virtual function) refuses a verbs call: exclude "
+                  "the transport (TensorPipeRpcBackendOptions(_transports=['uv'])) or fix the "
+                  "RDMA stack.", where=facts.where(), details=details)
+                if "tensorpipe/" in details else
                 _("InfiniBand failed{where}: {details}.", where=facts.where(), details=details))
         memlock = any(w in details for w in ("Cannot allocate memory", "MEMLOCK", "memlock"))
         if memlock:
