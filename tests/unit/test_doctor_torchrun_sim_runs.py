@@ -185,3 +185,13 @@ def test_an_agent_that_lost_the_store_while_the_nodes_met_waited_for_node_0(
     assert "_assign_worker_ranks" in found[0].explanation
     assert "node 0" in found[0].explanation
     assert {f.id for f in found}.isdisjoint({"connection-lost", "rank-failed"})
+
+
+@pytest.mark.parametrize("logs", [["node0.log"], ["node1.log"], ["node0.log", "node1.log"]])
+def test_deepspeeds_launcher_given_the_container_address_as_master_reads_as_it(
+        logs: list[str]) -> None:
+    # deepspeed --no_ssh, both nodes given eth0's 172.17.0.4: the workers wait in silence until
+    # the launchers are stopped; the runner's command line names the master address
+    found = diagnose([str(SIM / "dsnat" / name) for name in logs])[0]
+    assert (found.id, found.severity) == ("wrong-interface", "error")
+    assert "172.17.0.4" in found.explanation and "Docker's default bridge" in found.explanation

@@ -24,6 +24,7 @@ ANCHORS: tuple[bytes, ...] = (
     *(re.sub(r"([()\[\]{}.*+?^$|\\])", r"\\\1", text).encode() for text in CUDA_DISTINCT_ERRORS),
     b"Tried to allocate",  # (the GPU allocator's words, where a terminal cut "out of memory")
     b"file://",  # (a FileStore's init_method, in a traceback's source line or printed arguments)
+    b"master_addr", b"MASTER_ADDR", b"master-addr",  # (the master address a launcher was given)
     b"is killed by signal",  # torch's DataLoader on a worker a signal killed ("Killed.": no error)
     b"device_count()", b"is_available()",  # a traceback's assert on the GPUs torch sees
     b"GLOBAL_RANK: ",  # PyTorch Lightning's line for each process joining (a rank's claim)
@@ -47,7 +48,7 @@ ANCHORS: tuple[bytes, ...] = (
     # DeepSpeed's "deepspeed.runtime.zero.utils.ZeRORuntimeException: ..."), no error word in it;
     # or raised without a message, its type alone on the line (prefixes.BARE_RAISED)
     b"Exception",
-    b"exit code", b"death signal",
+    b"exit code", b"death signal", b"Main process received",
     # ProcessGroupNCCL's watchdog aborting the process (its template in ProcessGroupNCCL.cpp,
     # torch 1.10 on: "... To avoid data inconsistency, we are taking the entire process down."),
     # posted without an error word

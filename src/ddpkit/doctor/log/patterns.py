@@ -323,6 +323,11 @@ PATTERNS: tuple[LinePattern, ...] = (
     # --- failures no rule may name (read by rules/unexplained.py; never claim) ---
     # torchrun/the elastic agent was told to stop (a scheduler, a user, ddpkit's own teardown)
     _p(EventKind.DEATH_SIGNAL, ("death signal",), r"Received (?P<signal>\S+) death signal"),
+    # DeepSpeed's launcher told to stop (launcher/launch.py, sigkill_handler, since 0.3.x: with no
+    # process ended before, logger.info(f"Main process received {sig_names[signum]}, exiting"),
+    # SIGINT or SIGTERM)
+    _p(EventKind.DEATH_SIGNAL, ("Main process received",),
+       r"Main process received (?P<signal>SIGINT|SIGTERM), exiting"),
     _p(EventKind.DEATH_SIGNAL, ("rror",),
        r"(?P<detail>\*\*\* (?:JOB|STEP) [\w.]+ ON \S+ CANCELLED AT \S+(?: DUE TO [A-Z ]+)?)"),
     # NCCL's own failure lines when nothing more specific matched.
@@ -330,9 +335,10 @@ PATTERNS: tuple[LinePattern, ...] = (
        skip_if=("Failed to open libibverbs", "NET/IB : No device found")),
     # Facts the causes read (doctor/log/causes/, from doctor/log/facts/): the line is an event
     # so that its facts are read; nothing reads its kind.
-    _p(EventKind.JOB_FACT, ("based barrier", "will restart", "file://"),
+    _p(EventKind.JOB_FACT, ("based barrier", "will restart", "file://", "master_addr",
+                            "MASTER_ADDR", "master-addr"),
        r"(?P<detail>nnodes|min_nodes|max_nodes|group_world_size|rdzv[_-]endpoint|based barrier"
-       r"|restart|master_addr|file://)"),
+       r"|restart|master_addr|MASTER_ADDR|master-addr|file://)"),
     # --- where a run ends (rules/run_end.py): doctor/log/end_lines.py ---
     *END_PATTERNS,
     # --- last: failure lines no pattern above read (rules/unexplained.py) ---

@@ -47,6 +47,7 @@ from ddpkit.doctor.log.causes.kernel_fault import KernelFault
 from ddpkit.doctor.log.causes.launcher_arguments import LauncherArguments
 from ddpkit.doctor.log.causes.loader_worker import LoaderWorkerKilled
 from ddpkit.doctor.log.causes.loopback import Loopback
+from ddpkit.doctor.log.causes.master_address import MasterAddress
 from ddpkit.doctor.log.causes.misplaced_option import MisplacedOption
 from ddpkit.doctor.log.causes.mpi_launcher_arguments import MpiLauncherArguments
 from ddpkit.doctor.log.causes.nccl_result import NcclResult
@@ -92,7 +93,8 @@ from ddpkit.doctor.log.rules.unexplained import warning_line
 from ddpkit.doctor.log.scan import Event
 
 CAUSES: tuple[type[Cause], ...] = (
-    PortZero, Loopback, WorkerStoreOverride, ContainerBridge, StaleStore, EndpointWithoutPort, EmptyAddress,
+    PortZero, MasterAddress, Loopback, WorkerStoreOverride, ContainerBridge, StaleStore,
+    EndpointWithoutPort, EmptyAddress,
     RendezvousRestarts, LoaderWorkerKilled, SilentKill, BusError, PeerAccess, Firewall, ShmFull,
     RdmaCompletion,
     ResolvedLater, NoBackend, AddressFamily, UnsetVariable, DeviceOrdinal, ConfigUndefined,

@@ -63,6 +63,10 @@ _VERSIONS = (
 _HOSTNAME = re.compile(r"\b(?:master_addr|MASTER_ADDR)\s*[=:]\s*['\"]?([A-Za-z][\w.-]*)"
                        r"|\bhost\s*:\s*([A-Za-z][\w.-]*)")
 # NCCL's "connecting to address %s with family %d" with nothing for %s (no address was found)
+# the master address as launchers print or take it (an address, not a name: _HOSTNAME reads those)
+_MASTER_ADDRESS = re.compile(r"\b(?:master_addr|MASTER_ADDR|master-addr)\s*[=:]?\s*['\"]?"
+                             r"(\d{1,3}(?:\.\d{1,3}){3}|localhost|\[?[0-9a-fA-F]*:[0-9a-fA-F:]+\]?)"
+                             r"(?![\w.])")
 _EMPTY_ADDRESS = re.compile(r"\baddress\s+with family (-?\d+)")
 _ENDPOINT = re.compile(r"rdzv[_-]endpoint\s*[:=]\s*['\"]?([^\s'\",]+)")
 # torchelastic (agent/server/api.py, rendezvous/dynamic_rendezvous.py): a worker group restarted,
@@ -179,6 +183,11 @@ def _facts(text: str) -> tuple[Fact, ...]:
         for whose, regex in _VERSIONS:
             found += [Fact(FactKind.VERSION, first_group(m.groups()), whose)
                       for m in regex.finditer(text)]
+    if "addr" in lowered:
+        for address in _MASTER_ADDRESS.findall(text)[:1]:
+            kind = address_class(address)
+            if kind is not None:
+                found.append(Fact(FactKind.MASTER_ADDRESS, address.strip("[]"), kind.value))
     if "addr" in lowered or "host" in text:
         for match in _HOSTNAME.finditer(text):
             name = first_group(match.groups())

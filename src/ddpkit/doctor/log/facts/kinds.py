@@ -23,6 +23,10 @@ class FactKind(enum.Enum):
     # done, "" while it waits)
     WORKER_COUNT = "worker-count"
     NNODES = "nnodes"  # value: the largest node count the line states
+    # the master address a launcher was given or reports (DeepSpeed's runner "--master_addr=X",
+    # torchrun's launch configs "master_addr : X", an environment's "MASTER_ADDR=X"; value: the
+    # address, detail: its AddressClass)
+    MASTER_ADDRESS = "master-address"
     VERSION = "version"  # value: the version; detail: whose (nccl, torch, cuda)
     HOSTNAME = "hostname"
     EMPTY_ADDRESS = "empty-address"  # "address  with family N": no address at all
