@@ -128,6 +128,11 @@ NCCL_TESTS_TABLE = [
       "[node-1]:38244."], "a process reached the c10d store (line 1)"),
     (["[I1204 10:00:00.123000000 4242 socket.cpp:787] [c10d] The server socket has started to "
       "listen on [::]:29500."], "a process reached the c10d store (line 1)"),
+    # (socket.cpp's formatSockAddr, torch 2.x, as a socket connects to a peer whose host name
+    # does not resolve: C10D_WARNING "The hostname of the client socket cannot be retrieved.
+    # err={}", getnameinfo's EAI_AGAIN here; a real run on the sim printed it alone, then hung)
+    (["[W1207 11:40:43.662863479 socket.cpp:207] [c10d] The hostname of the client socket cannot "
+      "be retrieved. err=-3"], "a process reached the c10d store (line 1)"),
     # torchrun's agent (elastic/agent/server/api.py, log.info("[%s] Rendezvous'ing worker
     # group", role)) and the c10d rendezvous (dynamic_rendezvous.py: "The node '%s' attempts to
     # join the next round of the rendezvous '%s'.")

@@ -195,3 +195,13 @@ def test_deepspeeds_launcher_given_the_container_address_as_master_reads_as_it(
     found = diagnose([str(SIM / "dsnat" / name) for name in logs])[0]
     assert (found.id, found.severity) == ("wrong-interface", "error")
     assert "172.17.0.4" in found.explanation and "Docker's default bridge" in found.explanation
+
+
+@pytest.mark.parametrize("logs", [["node0.log"], ["node1.log"], ["node0.log", "node1.log"]])
+def test_a_wait_that_prints_nothing_but_c10ds_warning_is_no_result(logs: list[str]) -> None:
+    # accelerate launch, both nodes given eth0's 172.17.0.4 as --main_process_ip: accelerate
+    # prints no master address, and c10d retries quietly; the one line is c10d's warning as a
+    # store socket connected. Not a run that finished: where it stops, a warning
+    found = diagnose([str(SIM / "accnat" / name) for name in logs])[0]
+    assert (found.id, found.severity) == ("no-result", "warning")
+    assert "c10d store" in found.explanation

@@ -91,6 +91,10 @@ STAGES: tuple[tuple[re.Pattern[str], str], ...] = (
     # on %s.": a process reached the rendezvous store, the first thing a distributed run does
     (re.compile(r"\bThe (?:client socket has connected to (?P<peer>\S{1,300}) on|server socket "
                 r"has started to listen on) "), "c10d-store"),
+    # ... and its warning where it names a socket's peer whose host name does not resolve
+    # (formatSockAddr's getnameinfo failing, torch 2.x: "The hostname of the client socket cannot
+    # be retrieved. err=%d"), printed as a store or peer socket connects: the same stage
+    (re.compile(r"\[c10d\] The hostname of the client socket cannot be retrieved"), "c10d-store"),
     # torchrun's agent waiting for the other nodes: elastic/agent/server/api.py (torch 1.9 on,
     # "[%s] Rendezvous'ing worker group") and the c10d rendezvous (elastic/rendezvous/
     # dynamic_rendezvous.py: "The node '%s' attempts to join the next round of the rendezvous
