@@ -205,3 +205,12 @@ def test_a_wait_that_prints_nothing_but_c10ds_warning_is_no_result(logs: list[st
     found = diagnose([str(SIM / "accnat" / name) for name in logs])[0]
     assert (found.id, found.severity) == ("no-result", "warning")
     assert "c10d store" in found.explanation
+
+
+def test_deepspeeds_launchers_both_given_node_rank_0_read_as_it() -> None:
+    # deepspeed --no_ssh with node 0's command on both nodes: each launcher states node_rank=0
+    # of nnodes=2; node 1's worker lost the store when node 0 was stopped
+    found = diagnose([str(SIM / "dsdup" / name) for name in ("node0.log", "node1.log")])
+    assert (found[0].id, found[0].severity) == ("rank-assignment", "error")
+    assert "node rank 0 of 2 nodes" in found[0].explanation
+    assert "connection-lost" not in {f.id for f in found}

@@ -336,7 +336,7 @@ PATTERNS: tuple[LinePattern, ...] = (
     # Facts the causes read (doctor/log/causes/, from doctor/log/facts/): the line is an event
     # so that its facts are read; nothing reads its kind.
     _p(EventKind.JOB_FACT, ("based barrier", "will restart", "file://", "master_addr",
-                            "MASTER_ADDR", "master-addr"),
+                            "MASTER_ADDR", "master-addr", "num_local_procs"),
        r"(?P<detail>nnodes|min_nodes|max_nodes|group_world_size|rdzv[_-]endpoint|based barrier"
        r"|restart|master_addr|MASTER_ADDR|master-addr|file://)"),
     # --- where a run ends (rules/run_end.py): doctor/log/end_lines.py ---

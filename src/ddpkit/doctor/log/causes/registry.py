@@ -55,6 +55,7 @@ from ddpkit.doctor.log.causes.no_backend import NoBackend
 from ddpkit.doctor.log.causes.no_gpu import NoGpu
 from ddpkit.doctor.log.causes.no_route import NoRoute
 from ddpkit.doctor.log.causes.node_never_joined import NodeNeverJoined
+from ddpkit.doctor.log.causes.node_rank_claims import NodeRankClaims
 from ddpkit.doctor.log.causes.open_mpi_tcp import OpenMpiTcp
 from ddpkit.doctor.log.causes.own_failure import OwnFailure
 from ddpkit.doctor.log.causes.parallel_layout import ParallelLayout
@@ -106,7 +107,7 @@ CAUSES: tuple[type[Cause], ...] = (
     CollectiveCheck, MisplacedOption, StorePortForbidden, GlooHostname, ParallelLayout,
     StoreArguments, EmptyRankValue,
     UniqueIdWait, IpoibWithoutVerbs, TopologyFile, PySpyDump, OwnFailure, RankNeverJoined, SpawnedFailure,
-    EmptyRankLog, RestartedWorkers, NodeNeverJoined, StoreLostMeeting, C10dStoreHost,
+    EmptyRankLog, RestartedWorkers, NodeNeverJoined, NodeRankClaims, StoreLostMeeting, C10dStoreHost,
 )
 
 Scored = tuple[Finding, int]

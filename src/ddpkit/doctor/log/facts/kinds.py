@@ -72,6 +72,9 @@ class FactKind(enum.Enum):
     # PyTorch Lightning's "initializing ddp: GLOBAL_RANK: %d, MEMBER: %d/%d" (1.x) and
     # "Initializing distributed: GLOBAL_RANK: ..." (lightning_fabric, 2.x)
     RANK_CLAIM = "rank-claim"
+    # a node's launcher stating the node rank it was given (value: the node rank, detail: the
+    # node count): DeepSpeed's launch.py "nnodes=%d, num_local_procs=%d, node_rank=%d"
+    NODE_RANK_CLAIM = "node-rank-claim"
     # Open MPI's TCP transports in their own words (value: the help topic or message that
     # printed the line, MPI_TCP_TOPICS' values): opal/mca/btl/tcp's help-mpi-btl-tcp.txt and
     # btl_tcp_endpoint.c, orte/mca/oob/tcp's oob_tcp_connection.c
