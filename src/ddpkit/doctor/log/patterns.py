@@ -171,10 +171,15 @@ PATTERNS: tuple[LinePattern, ...] = (
     # stand alone where a terminal wrapped the line before them: to torch 2.0 "Tried to allocate
     # %s (GPU %d; %s total capacity; ...", from 2.1 "Tried to allocate %s. GPU %d has a total
     # capacity of %s of which ...", the sizes in format_size's "%.2f MiB" or "%d bytes")
+    # (the other accelerators' builds of that allocator print its words with their device's
+    # name: ROCm's hipified "HIP out of memory.", torch's XPU "XPU out of memory.", Ascend's
+    # torch_npu "NPU out of memory.", MPS's "MPS backend out of memory"; and Ascend's runtime
+    # gives its driver's reason as "[driver error:out of memory]")
     _p(EventKind.OOM, ("CUDA out of memory", "OutOfMemoryError", "CUDA error", "NCCL WARN",
                "can't allocate memory", "Out of memory", "MemoryError", "CUDA Error",
-               "not enough memory", "Tried to allocate"),
+               "not enough memory", "Tried to allocate", "out of memory"),
        r"(?P<detail>CUDA out of memory[^\n]*|(?:[\w.]*)OutOfMemoryError[^\n]*"
+       r"|\b(?:HIP|XPU|NPU|MPS backend) out of memory[^\n]*|driver error: ?out of memory[^\n]*"
        r"|Tried to allocate [\d.]+ (?:bytes|[KMGT]iB)(?: \(GPU \d+; [\d.]+ (?:bytes|[KMGT]iB) "
        r"total capacity|\. GPU \d+ has a total capacity of)[^\n]*"
        r"|CUDA [Ee]rror: out of memory|Cuda failure 'out of memory'"
