@@ -26,6 +26,7 @@ ANCHORS: tuple[bytes, ...] = (
     b"file://",  # (a FileStore's init_method, in a traceback's source line or printed arguments)
     b"master_addr", b"MASTER_ADDR", b"master-addr",  # (the master address a launcher was given)
     b"num_local_procs",  # (DeepSpeed's launcher stating its node rank)
+    b"local_idx/count",  # (oneCCL finding no local rank and size)
     b"is killed by signal",  # torch's DataLoader on a worker a signal killed ("Killed.": no error)
     b"device_count()", b"is_available()",  # a traceback's assert on the GPUs torch sees
     b"GLOBAL_RANK: ",  # PyTorch Lightning's line for each process joining (a rank's claim)

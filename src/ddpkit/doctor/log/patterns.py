@@ -340,6 +340,11 @@ PATTERNS: tuple[LinePattern, ...] = (
        skip_if=("Failed to open libibverbs", "NET/IB : No device found")),
     # Facts the causes read (doctor/log/causes/, from doctor/log/facts/): the line is an event
     # so that its facts are read; nothing reads its kind.
+    # oneCCL's warning that no launcher variable gave it the local rank and size (its
+    # "|CCL_WARN| could not get local_idx/count from environment variables, ..."), read with the
+    # failure it leads to (causes/ccl_local_rank.py)
+    _p(EventKind.JOB_FACT, ("local_idx/count",),
+       r"(?P<detail>could not get local_idx/count from environment variables)"),
     _p(EventKind.JOB_FACT, ("based barrier", "will restart", "file://", "master_addr",
                             "MASTER_ADDR", "master-addr", "num_local_procs"),
        r"(?P<detail>nnodes|min_nodes|max_nodes|group_world_size|rdzv[_-]endpoint|based barrier"
@@ -359,6 +364,8 @@ PATTERNS: tuple[LinePattern, ...] = (
        r"|\bhipError[A-Z]\w+: )[^\n]*)",
        skip_if=("NCCL INFO",)),
     _fb(EventKind.FAILURE_LINE, ("ERROR",), r"(?P<detail>(?:^|[\s\]:[])ERROR[:\]\s][^\n]*)"),
+    # oneCCL's (Intel's collectives, torch's ccl backend on XPU) error level: "|CCL_ERROR| ..."
+    _fb(EventKind.FAILURE_LINE, ("CCL_ERROR|",), r"\|CCL_ERROR\|\s*(?P<detail>[^\n]*)"),
     # c10d's own error-level lines (c10d/logging.h: "[E socket.cpp:472] [c10d] ...", from torch
     # 2.2 "[E1204 09:50:12.118000 123 torch/csrc/distributed/c10d/socket.cpp:462] [c10d] ...")
     _fb(EventKind.FAILURE_LINE, ("failed to listen",),

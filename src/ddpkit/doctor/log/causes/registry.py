@@ -19,6 +19,7 @@ from ddpkit.doctor.log.causes.barrier_waiting import BarrierWaiting
 from ddpkit.doctor.log.causes.base import Cause, Context
 from ddpkit.doctor.log.causes.bus_error import BusError
 from ddpkit.doctor.log.causes.c10d_store_host import C10dStoreHost
+from ddpkit.doctor.log.causes.ccl_local_rank import CclLocalRank
 from ddpkit.doctor.log.causes.collective_check import CollectiveCheck
 from ddpkit.doctor.log.causes.collective_mismatch import CollectiveMismatch
 from ddpkit.doctor.log.causes.communicator_device import CommunicatorDevice
@@ -107,7 +108,8 @@ CAUSES: tuple[type[Cause], ...] = (
     CollectiveCheck, MisplacedOption, StorePortForbidden, GlooHostname, ParallelLayout,
     StoreArguments, EmptyRankValue,
     UniqueIdWait, IpoibWithoutVerbs, TopologyFile, PySpyDump, OwnFailure, RankNeverJoined, SpawnedFailure,
-    EmptyRankLog, RestartedWorkers, NodeNeverJoined, NodeRankClaims, StoreLostMeeting, C10dStoreHost,
+    EmptyRankLog, RestartedWorkers, NodeNeverJoined, NodeRankClaims, StoreLostMeeting, CclLocalRank,
+    C10dStoreHost,
 )
 
 Scored = tuple[Finding, int]
