@@ -34,7 +34,7 @@ ENTRIES = (
         "agent's own store dials timed out or were refused (no agent hosted the c10d "
         "rendezvous's store: `--rdzv-conf is_host=1`); a `file://` init_method followed, on one "
         "machine, by Gloo refused at this machine's own address (an earlier run's FileStore "
-        "file).",
+        "file); a dial to port 0 (c10d's `No socket on (localhost, 0) is listening yet`).",
         91,
     ),
     Entry(
@@ -49,7 +49,8 @@ ENTRIES = (
         "or make the script read it: local_rank = int(os.environ[\"LOCAL_RANK\"])"),
         "argparse's `unrecognized arguments: --local-rank=0` (or `--local_rank=0`), `the following "
         "arguments are required: --local_rank`; `invalid device ordinal` or `Device index must "
-        "not be negative` in a log that shows `local_rank=-1` or `set_device(-1)`.",
+        "not be negative` in a log that shows `local_rank=-1` or `set_device(-1)`; oneCCL's `could not get "
+        "local_idx/count from environment variables` in a run that failed.",
         96,
     ),
     Entry(
@@ -63,7 +64,9 @@ ENTRIES = (
         "  ddpkit launch --nnodes <N> --node-rank <R> --nproc-per-node <G> --master-addr <addr> "
         "train.py"),
         "`Bootstrap Root : rank X of N ranks has already checked in`, `mismatch in rank count`, "
-        "NCCL comm lines with different `nranks`, the same rank reported by two hosts.",
+        "NCCL comm lines with different `nranks`, the same rank reported by two hosts; two logs "
+        "whose launchers state the same node rank (DeepSpeed's `nnodes=2, num_local_procs=8, "
+        "node_rank=0`).",
         90,
     ),
     Entry(
@@ -168,8 +171,10 @@ ENTRIES = (
         "started: its log says which."),
         NEXT_STEPS,
         "torchrun's `Received 15 death signal, shutting down workers` (or `SignalException: "
-        "Process N got signal: 15`), slurm's `*** JOB N ON host CANCELLED AT ...`, with no "
-        "failure line before it in the same log.",
+        "Process N got signal: 15`), slurm's `*** JOB N ON host CANCELLED AT ...`, DeepSpeed's "
+        "`Main process received SIGTERM, exiting`, with no failure line before it in the same log; "
+        "torchrun's agent losing the store in its rendezvous (`_assign_worker_ranks`) before any "
+        "worker started.",
         35,
     ),
     Entry(

@@ -27,7 +27,10 @@ ENTRIES = (
         "client (torchrun's `static_tcp_rendezvous.py` in its traceback: node rank 1 or more) "
         "whose store dial to loopback failed, and (a warning) a "
         "`NET/Socket : Using` list that mixes a routable interface with bridges, veths or "
-        "link-local addresses, also when posted one interface per line.",
+        "link-local addresses, also when posted one interface per line; the master address a "
+        "launcher names (DeepSpeed's `cmd = ... --master_addr=X`, torchrun's launch configs, "
+        "`MASTER_ADDR=X`) of loopback, Docker's bridge or link-local in a failed job over "
+        "several machines.",
         100,
     ),
     Entry(
@@ -78,7 +81,8 @@ ENTRIES = (
         "Check the HCA and port state: ibv_devinfo; choose one with NCCL_IB_HCA=mlx5_0\n"
         "To confirm it is IB: export NCCL_IB_DISABLE=1 (falls back to TCP sockets)"),
         "`ibv_*` failures, `NET/IB : Got completion ... with error`, `IBV_WC_*` statuses, "
-        "`RLIMIT_MEMLOCK`, `Cannot allocate memory` from ibv_reg_mr.",
+        "`RLIMIT_MEMLOCK`, `Cannot allocate memory` from ibv_reg_mr; TensorPipe's "
+        "`tensorpipe/common/ibv.h` (torch's RPC) failing.",
         89,
     ),
     Entry(
