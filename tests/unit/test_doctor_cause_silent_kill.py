@@ -83,16 +83,16 @@ PEER_RESET = ("[rank0]: RuntimeError: [../third_party/gloo/gloo/transport/tcp/pa
 
 def test_the_launchers_first_process_to_end_explains_its_peers_lost_connection(
         tmp_path: Path) -> None:
-    # DeepSpeed's launcher logs the first process that ended, after killing the others: killed
-    # by SIGKILL, it ended before its peers lost their connection to it
+    # DeepSpeed's launcher logs a process it found ended, before it kills the others: a SIGKILL
+    # there is no signal of the launcher's, and the peers' lost connection is its aftermath
     found = top(tmp_path, [PEER_RESET, DEEPSPEED.format(code=-9)])
     assert found.id == "out-of-memory"
-    assert "the first of the job to end" in found.explanation
+    assert "the launcher did not send it" in found.explanation
     # a report that does not say which process ended first does not order the kill before the
     # lost connection (the failed rank's own finding names the kill)
     elastic = top(tmp_path, [PEER_RESET, ELASTIC.format(code=-9)])
     assert elastic.id in ("connection-lost", "rank-failed")
-    assert "first of the job to end" not in elastic.explanation
+    assert "the launcher did not send it" not in elastic.explanation
 
 
 def test_the_kill_of_a_stuck_worker_or_the_kernels_words_are_no_death_report() -> None:

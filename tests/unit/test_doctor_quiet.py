@@ -414,3 +414,19 @@ def test_a_traceback_with_its_exception_line_is_that_exception(tmp_path: Path) -
     (top, *_) = run(tmp_path, [*CUT_TRACEBACK, "RuntimeError: CUDA error: an illegal memory "
                                                "access was encountered"])
     assert top.id == "cuda-error" and "exception line is not" not in top.explanation
+
+
+# DeepSpeed v0.19.5 deepspeed/launcher/launch.py, main: logger.info(f"nnodes={args.nnodes},
+# num_local_procs={num_local_procs}, node_rank={args.node_rank}") and, for each process that
+# ends with 0, logger.info(f"Process {process.pid} exits successfully.")
+DS_HEAD = "[2024-05-01 10:00:00,000] [INFO] [launch.py:158:main] nnodes=1, num_local_procs=2, node_rank=0"
+DS_DONE = "[2024-05-01 10:09:00,000] [INFO] [launch.py:285:main] Process {pid} exits successfully."
+
+
+def test_deepspeeds_launcher_with_every_process_done_is_a_run_that_finished(tmp_path: Path) -> None:
+    log = tmp_path / "ds.log"
+    log.write_text("\n".join([DS_HEAD, "step 100 loss 0.3", DS_DONE.format(pid=11),
+                              DS_DONE.format(pid=12)]) + "\n")
+    assert [(f.id, f.severity) for f in diagnose([str(log)])] == [("no-failure", "info")]
+    log.write_text("\n".join([DS_HEAD, "step 100 loss 0.3", DS_DONE.format(pid=11)]) + "\n")
+    assert [f.id for f in diagnose([str(log)])] == ["no-result"]  # (the other may still run)

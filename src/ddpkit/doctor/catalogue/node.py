@@ -79,8 +79,9 @@ ENTRIES = (
         "`CUDA out of memory`, `OutOfMemoryError`, `Cuda failure 'out of memory'`, "
         "`DefaultCPUAllocator: can't allocate memory`, `Out of memory: Killed process`; a rank "
         "killed by SIGKILL (`exitcode: -9`) while no rank printed any error (the OOM killer's "
-        "signature, named as the likely cause), DeepSpeed's launcher naming it the first to "
-        "end; the other accelerators' `HIP`, `XPU`, `NPU` or `MPS backend out of memory`.",
+        "signature, named as the likely cause), also beside its peers' lost connections where "
+        "DeepSpeed's launcher reports it; the other accelerators' `HIP`, `XPU`, `NPU` or `MPS "
+        "backend out of memory`.",
         86,
     ),
     Entry(

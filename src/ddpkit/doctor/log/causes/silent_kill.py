@@ -16,7 +16,7 @@ from ddpkit.doctor.catalogue import GENERIC, ORDER
 from ddpkit.doctor.findings import Finding
 from ddpkit.doctor.log.causes.base import Cause, Context, made
 from ddpkit.doctor.log.evidence import Bag, merge
-from ddpkit.doctor.log.facts.kinds import FIRST_TO_END, Fact, FactKind
+from ddpkit.doctor.log.facts.kinds import BEFORE_TEARDOWN, Fact, FactKind
 from ddpkit.doctor.log.scan import Event
 from ddpkit.i18n import _
 from ddpkit.wording import lines
@@ -26,8 +26,9 @@ from ddpkit.wording import lines
 # as "no rule named a failure".)
 SAYS_MORE = frozenset(ORDER) - GENERIC - {"out-of-memory"}
 # what a killed rank's peers report after it: their connection to it lost, their collective with
-# it timed out. Where the launcher names the killed process as the first of the job to end
-# (FIRST_TO_END), these followed the kill: the kill explains them.
+# it timed out. Where the launcher reports the kill before it stops the others (BEFORE_TEARDOWN),
+# the launcher did not send it, and these are what the death left the peers: the kill explains
+# them.
 AFTERMATH = frozenset({"connection-lost", "collective-timeout"})
 
 
@@ -50,23 +51,24 @@ class SilentKill(Cause):
 
     def __init__(self) -> None:
         self.bag = Bag()
-        self.first = False  # the launcher named the killed process the first to end
+        self.first = False  # the launcher reported the kill before it stopped the others
 
     def feed(self, event: Event, facts: tuple[Fact, ...]) -> None:
         deaths = [f for f in facts if f.kind is FactKind.DEATH and f.value == self.signal]
         if deaths:
             self.bag.add(event)
-        if any(f.detail == FIRST_TO_END for f in deaths) and not self.first:
-            self.first = True  # (the peers' lost connections and timeouts came after it)
+        if any(f.detail == BEFORE_TEARDOWN for f in deaths) and not self.first:
+            self.first = True  # (the peers' lost connections and timeouts are its aftermath)
             self.supersedes = type(self).supersedes | AFTERMATH
             self.yields_to = type(self).yields_to - AFTERMATH
 
     def finding(self, context: Context) -> Finding | None:
         if not self.bag:
             return None
-        text = [_("A process was killed by SIGKILL (exit code -9), the first of the job to end "
-                  "as its launcher reports: the other ranks' lost connections and timeouts came "
-                  "after it.") if self.first else
+        text = [_("A process was killed by SIGKILL (exit code -9), which its launcher reports "
+                  "before it stops the others, so the launcher did not send it: the other ranks' "
+                  "lost connections and timeouts are what its death left them.") if self.first
+                else
                 _("A process was killed by SIGKILL (exit code -9), and no other failure in the "
                   "log explains it."),
                 _("SIGKILL cannot be caught, so the killed process prints nothing; it is most "

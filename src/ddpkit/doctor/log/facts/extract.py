@@ -19,10 +19,10 @@ from ddpkit.doctor.addresses import address_class
 from ddpkit.doctor.log.end_lines import FATAL_SIGNALS, SHELL_PREFIX
 from ddpkit.doctor.log.facts import network
 from ddpkit.doctor.log.facts.kinds import (
+    BEFORE_TEARDOWN,
     ERRNO_BY_NAME,
     ERRNO_BY_TEXT,
     ERRNOS,
-    FIRST_TO_END,
     GAI_ERRORS,
     SIGNAL_NUMBERS,
     SIGNALS,
@@ -110,7 +110,7 @@ def _deaths(text: str) -> list[Fact]:
             int(status) - 128 if status else SIGNAL_NUMBERS.get(python or spawn or "", 0))
         if number in SIGNALS:
             found.append(Fact(FactKind.DEATH, SIGNALS[number],
-                              FIRST_TO_END if deepspeed else str(number)))
+                              BEFORE_TEARDOWN if deepspeed else str(number)))
     shell = _SHELL_DEATH.match(text)
     if shell:
         name = _SHELL_SIGNALS[shell.group(1)]

@@ -33,7 +33,7 @@ class FactKind(enum.Enum):
     RDZV_ENDPOINT = "rdzv-endpoint"  # value: the endpoint as given
     RESTART = "restart"  # torchelastic restarting its worker group / re-forming its rendezvous
     # a process reported dead of a signal (value: its name, SIGKILL; detail: its number, or
-    # FIRST_TO_END where the report names the first process of the job to end), in a
+    # BEFORE_TEARDOWN where the launcher reports it before it stops the others), in a
     # launcher's or the shell's words: exit code -9, "died with <Signals.SIGKILL: 9>", "Killed"
     DEATH = "death"
     # value: the cudaError_t name; detail: cudaGetErrorString's text as printed ("" for a name)
@@ -343,10 +343,12 @@ NCCL_RESULT_TEXTS: dict[str, str] = {
 # ("error in dcnv3_im2col_cuda: %s", InternImage's DCNv3 op)
 CUDA_DISTINCT_ERRORS = tuple(text for text in CUDA_ERRORS if len(text) >= 30)
 
-# a DEATH fact's detail where its printer reports the first process of the job to end: DeepSpeed's
-# launcher (launcher/launch.py, sigkill_handler) kills every other process once one has ended and
-# then logs the command of that first one with its return code
-FIRST_TO_END = "first"
+# a DEATH fact's detail where its printer reports the death before it stops the job's other
+# processes, so the launcher did not send that signal: DeepSpeed's launcher (launcher/launch.py)
+# polls its processes once a second, and the first it finds ended with a non-zero code it logs
+# ("{cmd} exits with return code = {code}", cmd being the last command it spawned, not that
+# process's) before sigkill_handler kills the others
+BEFORE_TEARDOWN = "before-teardown"
 
 # the check macros' words that open a CUDA error's line (torch's "CUDA error: ", NCCL's "Cuda
 # failure 'x'", vLLM's "Failed: Cuda error f:N 'x'", TensorRT-LLM's "CUDA runtime error in f: x"):

@@ -3,7 +3,8 @@ recognises nothing of. (The shell's report of a rank's death: rules/shell_signal
 
 - End markers (``run-complete`` events: torchrun's agent reporting its workers SUCCEEDED, ddpkit's
   own summary, NCCL's ``Destroy COMPLETE``, nccl-tests' ``# Avg bus bandwidth``, Lightning's and
-  the HF Trainer's end of training) say the run finished.
+  the HF Trainer's end of training; DeepSpeed's launcher once every process it started exited with
+  0) say the run finished.
 - A log that shows a stage of the run (NCCL's bootstrap or init lines, nccl-tests' tables, other
   programs' stages from the quiet tail) and neither a failure nor an end marker answers
   ``no-result``: it stops partway, as a hang or a cut log does; it says where it stops.
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 from ddpkit.doctor.catalogue import entry
 from ddpkit.doctor.findings import Finding
+from ddpkit.doctor.log.end_lines import DEEPSPEED_DONE, DEEPSPEED_PROCS
 from ddpkit.doctor.log.evidence import Bag, merge
 from ddpkit.doctor.log.rules.ignored import reported_ignored
 from ddpkit.doctor.log.scan import Event
@@ -33,7 +35,7 @@ STAGE_KINDS = frozenset({"nccl-bootstrap", "nccl-socket-ifaces", "nccl-socket-it
                          "nccl-network", "nccl-trees", "nccl-comm", "nccltests-rank",
                          "nccl-local-link", "run-stage",
                          "stack-thread"})  # (py-spy's dump: the process was alive, somewhere)
-RUN_END_KINDS = STAGE_KINDS | {"run-complete", "log-read", "gpu-topology", "warning-line",
+RUN_END_KINDS = STAGE_KINDS | {"run-complete", "log-read", "gpu-topology", "warning-line", "job-fact",
                                "benign"}
 _PCIE_PEERS = ("PIX", "PXB", "PHB", "NODE")  # nvidia-smi's links over PCIe within a NUMA node
 
@@ -62,9 +64,14 @@ class RunEnd:
         # per file, the last report of an exception Python ignored (rules/ignored.py): the
         # traceback after its head is that report's, whose exception is no failure
         self.ignored: dict[str, int] = {}
+        # per file, DeepSpeed's launcher's processes: how many it started, how many ended with 0
+        self.deepspeed: dict[str, list[int]] = {}
 
     def feed(self, event: Event) -> None:
         kind = event.kind
+        if kind in ("job-fact", "run-stage") and "num_local_procs=" in event.text or (
+                "exits successfully" in event.text):
+            self._deepspeed(event)
         if kind == "run-complete":
             self.completed.add(event)
             if "Avg bus bandwidth" in event.get("detail") and len(self.summaries) < 256:
@@ -101,6 +108,20 @@ class RunEnd:
             if (known is not None and event.line >= known.line
                     or known is None and len(self.last_stage) < 256):
                 self.last_stage[event.file] = event
+
+    def _deepspeed(self, event: Event) -> None:
+        """DeepSpeed's launcher: once every process it started ended with 0, an end marker."""
+        if event.file not in self.deepspeed and len(self.deepspeed) >= 256:
+            return
+        started, ended = self.deepspeed.setdefault(event.file, [0, 0])
+        procs = DEEPSPEED_PROCS.search(event.text)
+        if procs is not None:
+            started = int(procs.group(1))
+        elif DEEPSPEED_DONE.search(event.text) is not None:
+            ended += 1
+        self.deepspeed[event.file] = [started, ended]
+        if 0 < started <= ended:
+            self.completed.add(event)
 
     def cut_traceback(self) -> Finding | None:
         """``unexplained-failure``, a warning, for a Python traceback whose exception line the
