@@ -19,11 +19,12 @@ FATAL_SIGNALS = {"Segmentation fault": "SIGSEGV", "Aborted": "SIGABRT", "Bus err
 # C++'s std::terminate of an uncaught exception (libstdc++'s verbose terminate handler), its
 # what() on the next line
 TERMINATE = "terminate called after throwing"
-# DeepSpeed's launcher (launcher/launch.py, main): it states how many processes it starts on its
-# node ("nnodes=%d, num_local_procs=%d, node_rank=%d") and logs each that ends with 0 ("Process %d
+# DeepSpeed's launcher (launcher/launch.py, main): it states its node count, how many processes it
+# starts on its node and its node rank ("nnodes=%d, num_local_procs=%d, node_rank=%d"; the facts'
+# NODE_RANK_CLAIM reads it too) and logs each that ends with 0 ("Process %d
 # exits successfully."); once every one has, the node's part of the run is over (one such line
 # alone says nothing of the others)
-DEEPSPEED_PROCS = re.compile(r"\bnum_local_procs=(\d{1,4}), node_rank=")
+DEEPSPEED_NODE = re.compile(r"\bnnodes=(\d{1,6}), num_local_procs=(\d{1,4}), node_rank=(\d{1,6})\b")
 DEEPSPEED_DONE = re.compile(r"\[launch\.py:\d+:main\] Process \d+ exits successfully\.")
 # The reason ProcessGroupNCCL's own shutdown (destroy_process_group() shuts it down) gives the
 # communicators it aborts: "Process Group shutdown on rank %d" (ProcessGroupNCCL.cpp, the message

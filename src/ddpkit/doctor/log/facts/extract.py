@@ -16,7 +16,7 @@ import re
 from functools import lru_cache
 
 from ddpkit.doctor.addresses import address_class
-from ddpkit.doctor.log.end_lines import FATAL_SIGNALS, SHELL_PREFIX
+from ddpkit.doctor.log.end_lines import DEEPSPEED_NODE, FATAL_SIGNALS, SHELL_PREFIX
 from ddpkit.doctor.log.facts import network
 from ddpkit.doctor.log.facts.kinds import (
     BEFORE_TEARDOWN,
@@ -55,9 +55,6 @@ _BARRIER_DONE = re.compile(r"Completed store-based barrier for key: ?\S+ with (\
 _NNODES = re.compile(r"--nnodes[= ](\d+)(?::(\d+))?|\bnnodes\s*[=:]\s*(\d+)(?::(\d+))?"
                      r"|\bnNodes (\d+)|\b(?:min_nodes|max_nodes)\s*:\s*(\d+)"
                      r"|\bgroup_world_size\s*=\s*(\d+)")
-# DeepSpeed's launcher (launcher/launch.py, main: logger.info(f"nnodes={args.nnodes},
-# num_local_procs={num_local_procs}, node_rank={args.node_rank}"), 0.3 on)
-_NODE_RANK = re.compile(r"\bnnodes=(\d+), num_local_procs=\d+, node_rank=(\d+)\b")
 _VERSIONS = (
     ("nccl", re.compile(r"\bNCCL version (\d+\.\d+\.\d+)")),
     ("torch", re.compile(r"PyTorch version: (\d+\.\d+[\w.+-]*)|\btorch==(\d+\.\d+[\w.+-]*)")),
@@ -183,7 +180,7 @@ def _facts(text: str) -> tuple[Fact, ...]:
         if nodes:
             found.append(Fact(FactKind.NNODES, str(max(nodes))))
         found += [Fact(FactKind.NODE_RANK_CLAIM, rank, count)
-                  for count, rank in _NODE_RANK.findall(text)[:1]]
+                  for count, _procs, rank in DEEPSPEED_NODE.findall(text)[:1]]
     if "version" in lowered or "torch==" in text or "+cuda" in text:
         for whose, regex in _VERSIONS:
             found += [Fact(FactKind.VERSION, first_group(m.groups()), whose)

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from ddpkit.doctor.catalogue import entry
 from ddpkit.doctor.findings import Finding
-from ddpkit.doctor.log.end_lines import DEEPSPEED_DONE, DEEPSPEED_PROCS
+from ddpkit.doctor.log.end_lines import DEEPSPEED_DONE, DEEPSPEED_NODE
 from ddpkit.doctor.log.evidence import Bag, merge
 from ddpkit.doctor.log.rules.ignored import reported_ignored
 from ddpkit.doctor.log.scan import Event
@@ -114,9 +114,9 @@ class RunEnd:
         if event.file not in self.deepspeed and len(self.deepspeed) >= 256:
             return
         started, ended = self.deepspeed.setdefault(event.file, [0, 0])
-        procs = DEEPSPEED_PROCS.search(event.text)
-        if procs is not None:
-            started = int(procs.group(1))
+        node = DEEPSPEED_NODE.search(event.text)
+        if node is not None:
+            started = int(node.group(2))
         elif DEEPSPEED_DONE.search(event.text) is not None:
             ended += 1
         self.deepspeed[event.file] = [started, ended]
