@@ -15,7 +15,7 @@ each node waiting for the other.
 
 from __future__ import annotations
 
-from ddpkit.doctor.addresses import AddressClass
+from ddpkit.doctor.addresses import UNREACHABLE_KINDS, AddressClass
 from ddpkit.doctor.catalogue import GENERIC
 from ddpkit.doctor.findings import Finding
 from ddpkit.doctor.log.causes.base import Cause, Context, made
@@ -23,8 +23,6 @@ from ddpkit.doctor.log.evidence import Bag, merge
 from ddpkit.doctor.log.facts.kinds import Fact, FactKind
 from ddpkit.doctor.log.scan import Event
 from ddpkit.i18n import _
-
-_UNREACHABLE = (AddressClass.LOOPBACK, AddressClass.CONTAINER_BRIDGE, AddressClass.LINK_LOCAL)
 
 
 class MasterAddress(Cause):
@@ -40,7 +38,8 @@ class MasterAddress(Cause):
 
     def feed(self, event: Event, facts: tuple[Fact, ...]) -> None:
         for fact in facts:
-            if fact.kind is FactKind.MASTER_ADDRESS and AddressClass(fact.detail) in _UNREACHABLE:
+            # (the address kinds no other machine reaches: doctor.addresses' own list)
+            if fact.kind is FactKind.MASTER_ADDRESS and fact.detail in UNREACHABLE_KINDS:
                 if not self.address:
                     self.address, self.kind = fact.value, AddressClass(fact.detail)
                 self.bag.add(event)
