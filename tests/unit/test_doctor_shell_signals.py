@@ -44,6 +44,49 @@ def test_a_crashed_rank_comes_before_the_connections_it_closed(tmp_path: Path, c
         assert top.explanation.startswith("Rank 0 died of SIGILL")
 
 
+# zsh's report (Src/jobs.c printjob, its messages from Src/signames2.awk): "zsh: " + the signal's
+# message in lower case (+ " (core dumped)"), then the command
+@pytest.mark.parametrize(("crash", "signal"), [
+    ("zsh: segmentation fault (core dumped)  python train.py", "SIGSEGV"),
+    ("zsh: illegal hardware instruction  torchrun --nproc_per_node 2 train.py", "SIGILL"),
+    ("zsh: floating point exception  python train.py", "SIGFPE"),
+])
+def test_zshs_report_of_a_crash_is_a_crash(tmp_path: Path, crash: str, signal: str) -> None:
+    lines = ["epoch 1 batch 0", crash, *("[1]<stderr>:" + x for x in GLOO_RESET.split("\n"))]
+    (top, *_) = run(tmp_path, lines)
+    assert top.id == "rank-failed" and f"died of {signal}" in top.explanation
+    assert top.evidence[0].line == 2
+
+
+def test_zshs_report_of_an_abort_alone_is_an_abort(tmp_path: Path) -> None:
+    (top, *_) = run(tmp_path, ["step 3", "zsh: abort (core dumped)  python train.py"])
+    assert top.id == "rank-failed" and "died of SIGABRT" in top.explanation
+    assert "`abort (core dumped)`" in top.explanation
+
+
+def test_zshs_report_of_a_kill_is_a_kill(tmp_path: Path) -> None:
+    (top, *_) = run(tmp_path, ["Loading checkpoint shards: 50%", "zsh: killed     python train.py"])
+    assert top.id == "out-of-memory" and "SIGKILL" in top.explanation
+
+
+# glibc's checks that abort a process whose heap or stack is corrupt (malloc/malloc.c,
+# malloc_printerr; debug/stack_chk_fail.c), each its message then abort()
+@pytest.mark.parametrize("said", ["double free or corruption (!prev)",
+                                  "free(): invalid pointer",
+                                  "malloc(): corrupted top size",
+                                  "*** stack smashing detected ***: terminated"])
+def test_glibcs_abort_of_a_corrupt_process_is_an_abort(tmp_path: Path, said: str) -> None:
+    (top, *_) = run(tmp_path, ["step 3", said])
+    assert top.id == "rank-failed" and "died of SIGABRT" in top.explanation
+    assert said in top.explanation and "memory corrupted" in top.fix
+
+
+@pytest.mark.parametrize("text", ["zsh: command not found: torchrun",
+                                  "see the zsh: killed jobs section of the manual"])
+def test_zshs_other_words_are_no_crash(tmp_path: Path, text: str) -> None:
+    assert {f.id for f in run(tmp_path, ["step 3", text])} & {"rank-failed", "out-of-memory"} == set()
+
+
 def test_an_abort_alone_is_named_with_where_aborts_come_from(tmp_path: Path) -> None:
     (top, *_) = run(tmp_path, ["step 3", "Aborted (core dumped)"])
     assert top.id == "rank-failed" and "died of SIGABRT" in top.explanation

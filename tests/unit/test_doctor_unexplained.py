@@ -77,6 +77,11 @@ def test_a_successful_jobs_bare_output_is_no_result_not_a_failure() -> None:
         ("h1:10:11 [0] NCCL WARN Call to ioctl failed : Operation not permitted\n", "Call to"),
         ("srun: error: node7: task 3: Exited with exit code 1\n", "exit code 1"),
         ("2024-01-01 ERROR:root:worker 3 lost its data shard\n", "worker 3 lost"),
+        # Python logging's highest level in its default format, "%(levelname)s:%(name)s:%(message)s"
+        ("CRITICAL:trainer:shard 3 is missing\n", "shard 3 is missing"),
+        ("2024-01-01 12:00:00 - FATAL - shard 3 is missing\n", "shard 3 is missing"),
+        # libstdc++'s verbose terminate handler (vterminate.cc) with no exception in flight
+        ("step 10\nterminate called without an active exception\n", "without an active"),
         # (ncclUnhandledCudaError's text is cuda-error's: causes/unhandled_cuda.py)
         ("glog: Check failed: result == ncclSuccess (3 vs. 0)  internal error\n",
          "Check failed"),
@@ -163,6 +168,8 @@ def test_a_setting_nccl_refuses_keeps_the_nccl_fix(tmp_path: Path) -> None:
     [
         "epoch 3 validation error 0.12 (no ValueError: seen)\n",
         "exit code 0\nall ranks finished\n",
+        # the level's word inside other words is no level
+        "loss is not CRITICALLY high; NONFATAL_RETRIES=3\n",
         "W1204 09:36:50.110000 1 torch/distributed/run.py:766] Setting OMP_NUM_THREADS "
         "environment variable for each process to be 1 in default\n",
     ],

@@ -1,15 +1,24 @@
 """The anchors: the words the scan's one Aho-Corasick pass looks for (doctor/log/anchors.py) to
 mark the lines worth reading, each a literal or a regex that starts with one (its key). Every
 trigger of a line pattern (doctor/log/patterns.py) matches an anchor of the main pass or of the
-tail pass (a unit test checks), so no line a pattern can read is missed."""
+tail pass (a unit test checks), so no line a pattern can read is missed. The tail pass's anchors
+are literals, looked for as they are."""
 
 from __future__ import annotations
 
 import re
 
-from ddpkit.doctor.log.end_lines import FATAL_SIGNALS
+from ddpkit.doctor.log.end_lines import FATAL_SIGNALS, GLIBC_ABORTS
 from ddpkit.doctor.log.facts.kinds import CUDA_DISTINCT_ERRORS, CUDA_UNLOADED
 from ddpkit.launch.torchrun.tracebacks import IGNORED_HEAD
+
+
+def _literal(text: str) -> bytes:
+    """``text`` as an anchor that matches it literally: its regex characters escaped, its spaces
+    kept as they are (an anchor's key is the literal its regex starts with, so an escaped space
+    would cut the key short and slow the scan)."""
+    return re.sub(r"([()\[\]{}.*+?^$|\\])", r"\\\1", text).encode()
+
 
 ANCHORS: tuple[bytes, ...] = (
     rb"NCCL(?: (?:INFO (?:Bootstrap|bootstrap\.cc|NET/|Using network|Using internal|Plugin Path"
@@ -21,7 +30,7 @@ ANCHORS: tuple[bytes, ...] = (
     b"Duplicate GPU", b"driver version is insufficient", b"resolve hostname",
     b"is listening yet",  # (c10d's info line of a refused dial it retries)
     # (whatever check printed them; their regex characters escaped, their spaces kept literal)
-    *(re.sub(r"([()\[\]{}.*+?^$|\\])", r"\\\1", text).encode() for text in CUDA_DISTINCT_ERRORS),
+    *(_literal(text) for text in CUDA_DISTINCT_ERRORS),
     b"Tried to allocate",  # (the GPU allocator's words, where a terminal cut "out of memory")
     b"file://",  # (a FileStore's init_method, in a traceback's source line or printed arguments)
     b"master_addr", b"MASTER_ADDR", b"master-addr",  # (the master address a launcher was given)
@@ -43,7 +52,7 @@ ANCHORS: tuple[bytes, ...] = (
     # ... CANCELLED" carry "rror", the shell's "Segmentation fault (core dumped)" its "core
     # dumped"; every line an anchor marks is tried against patterns, so an anchor is a word that
     # failures print and progress lines do not)
-    b"ERROR", b"core dumped", b"terminate called",
+    b"ERROR", b"CRITICAL", b"FATAL", b"core dumped", b"terminate called",
     IGNORED_HEAD.encode(),  # CPython's report of an exception it ignores (rules/ignored.py)
     CUDA_UNLOADED.encode(),  # CUDA unloaded at the process's exit; its check's words vary
     # an exception whose type ends in Exception, printed as Python prints it ("<type>: <msg>",
@@ -102,6 +111,9 @@ TAIL_ANCHORS: tuple[bytes, ...] = (b"SUCCEEDED", b"finished", b"Avg bus bandwidt
                                    # ProcessGroupNCCL's destructor, at exit (two wordings)
                                    b"NOT been destroyed", b"was not called before program exit",
                                    *(s.encode() for s in FATAL_SIGNALS),
+                                   # zsh's report of a job a signal ended, glibc's of a heap or
+                                   # stack it found corrupt before it aborts
+                                   b"zsh: ", *(s.encode() for s in GLIBC_ABORTS),
                                    # a process reported dead of a signal, posted without an
                                    # error word on its line (DeepSpeed's launcher's "exits with
                                    # return code = -9" wrapped apart from its "[ERROR]",

@@ -18,8 +18,10 @@ from ddpkit.doctor.log.anchor_words import ANCHORS, TAIL_ANCHORS
 from ddpkit.doctor.log.line_pattern import LinePattern
 from ddpkit.doctor.log.patterns import PATTERNS, trigger_strings
 
-# Every trigger is found by an anchor of the main pass or of the tail pass (TAIL_ANCHORS).
-ANCHOR_RES: tuple[re.Pattern[bytes], ...] = tuple(re.compile(a) for a in (*ANCHORS, *TAIL_ANCHORS))
+# Every trigger is found by an anchor of the main pass or of the tail pass (TAIL_ANCHORS, which
+# are literals: the tail pass looks for them as they are, doctor/log/tail.py).
+ANCHOR_RES: tuple[re.Pattern[bytes], ...] = (*(re.compile(a) for a in ANCHORS),
+                                             *(re.compile(re.escape(a)) for a in TAIL_ANCHORS))
 TRIGGERS = sorted({t.encode() for t in trigger_strings()})
 
 _SYNTAX = b".^$*+?{}[]\\|()"
@@ -60,7 +62,7 @@ def _group_triggers() -> tuple[tuple[bytes, tuple[bytes, ...]], ...]:
     """Triggers grouped under the first anchor key they contain: a line lacking the key cannot
     contain any trigger of its group, so most triggers are never tested on most lines."""
     groups: dict[bytes, list[bytes]] = {}
-    keys = [literal_prefix(a) for a in (*ANCHORS, *TAIL_ANCHORS)]
+    keys = [*(literal_prefix(a) for a in ANCHORS), *TAIL_ANCHORS]
     for trigger in TRIGGERS:
         key = next((k for k in keys if k in trigger), b"")
         groups.setdefault(key, []).append(trigger)

@@ -19,6 +19,24 @@ FATAL_SIGNALS = {"Segmentation fault": "SIGSEGV", "Aborted": "SIGABRT", "Bus err
 # C++'s std::terminate of an uncaught exception (libstdc++'s verbose terminate handler), its
 # what() on the next line
 TERMINATE = "terminate called after throwing"
+# the same handler's other words (libstdc++-v3/libsupc++/vterminate.cc): std::terminate with no
+# exception in flight (a std::thread destroyed while still joinable, a noexcept function's end),
+# or a second terminate during the first; it aborts the process as well, naming nothing
+TERMINATE_OTHER = ("terminate called without an active exception", "terminate called recursively")
+# zsh's report of a job a signal ended (Src/jobs.c, printjob: "zsh: " + the signal's message +
+# " (core dumped)" where it dumped core, then the job's command; the messages from
+# Src/signames2.awk), in bash's strsignal() words
+ZSH_SIGNALS = {"killed": "Killed", "segmentation fault": "Segmentation fault",
+               "abort": "Aborted", "bus error": "Bus error",
+               "floating point exception": "Floating point exception",
+               "illegal hardware instruction": "Illegal instruction"}
+# glibc's last words before it aborts a process whose heap or stack it found corrupt (malloc/
+# malloc.c, malloc_printerr: the check's message, then abort(); debug/stack_chk_fail.c, "***
+# stack smashing detected ***: terminated"): the process dies of SIGABRT
+GLIBC_ABORTS = ("double free or corruption", "free(): invalid pointer", "free(): invalid size",
+                "munmap_chunk(): invalid pointer", "corrupted size vs. prev_size",
+                "malloc(): corrupted", "malloc_consolidate(): invalid chunk size",
+                "stack smashing detected")
 # DeepSpeed's launcher (launcher/launch.py, main): it states its node count, how many processes it
 # starts on its node and its node rank ("nnodes=%d, num_local_procs=%d, node_rank=%d"; the facts'
 # NODE_RANK_CLAIM reads it too) and logs each that ends with 0 ("Process %d
@@ -42,6 +60,7 @@ PG_SHUTDOWN = "error set by ProcessGroupNCCL: Process Group shutdown"
 SHELL_PREFIX = (rf"^(?:{LINE_LABEL})?{LAUNCHER_TAGS}\s*"
                 r"(?:[^\n]*\| *[\d.]+[kMGT]?/[\d.?]+[kMGT]? \[[^\]\n]*\])?")
 _FATAL = "|".join(FATAL_SIGNALS)
+_ZSH_FATAL = "|".join(text for text in ZSH_SIGNALS if text != "killed")
 
 END_PATTERNS: tuple[LinePattern, ...] = (
     # End markers: torchrun's agent once its workers exited 0 (api.py's "[%s] worker group
@@ -87,6 +106,16 @@ END_PATTERNS: tuple[LinePattern, ...] = (
        rf"(?P<signal_text>{_FATAL})(?P<core> \(core dumped\))?(?: +(?P<command>\S[^\n]*?))?\s*$"),
     _p(EventKind.FATAL_SIGNAL, tuple(FATAL_SIGNALS),
        rf"{SHELL_PREFIX}(?P<signal_text>{_FATAL})(?P<core> \(core dumped\))?\s*$"),
+    # zsh's report of the same (ZSH_SIGNALS), its command after it
+    _p(EventKind.KILLED, ("zsh: killed",),
+       rf"{SHELL_PREFIX}zsh: killed(?: +(?P<command>\S[^\n]*?))?\s*$"),
+    _p(EventKind.FATAL_SIGNAL, ("zsh: ",),
+       rf"{SHELL_PREFIX}zsh: (?P<zsh_signal>{_ZSH_FATAL})(?P<core> \(core dumped\))?"
+       r"(?: +(?P<command>\S[^\n]*?))?\s*$"),
+    # glibc aborting a process it found corrupt (GLIBC_ABORTS)
+    _p(EventKind.FATAL_SIGNAL, GLIBC_ABORTS,
+       r"(?P<detail>(?:\*\*\* )?(?P<abort>" + "|".join(re.escape(text) for text in GLIBC_ABORTS)
+       + r")[^\n]{0,200})"),
     # A crash handler's report in the process itself: Open MPI's (opal/util/stacktrace.c:
     # "[%s:%05d] *** Process received signal ***", then "[%s:%05d] Signal: %s (%d)") and UCX's
     # (ucs/debug/debug.c: "Caught signal %d (%s)", the signal's strsignal() text and its code's)

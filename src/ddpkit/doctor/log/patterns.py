@@ -20,7 +20,7 @@ from __future__ import annotations
 import re
 
 from ddpkit.doctor.log.cause_lines import CAUSE_PATTERNS, PYSPY_FRAMES, PYSPY_STATUS
-from ddpkit.doctor.log.end_lines import END_PATTERNS, PG_SHUTDOWN, TERMINATE
+from ddpkit.doctor.log.end_lines import END_PATTERNS, PG_SHUTDOWN, TERMINATE, TERMINATE_OTHER
 from ddpkit.doctor.log.facts.kinds import CUDA_DISTINCT_ERRORS, CUDA_UNLOADED, winsock_code
 from ddpkit.doctor.log.info_lines import INFO_PATTERNS
 from ddpkit.doctor.log.kinds import EventKind
@@ -363,7 +363,10 @@ PATTERNS: tuple[LinePattern, ...] = (
        r"(?P<detail>(?:Check failed:|\bunhandled \w+ error\b|(?:^|[\]:] ?)error: "
        r"|\bhipError[A-Z]\w+: )[^\n]*)",
        skip_if=("NCCL INFO",)),
-    _fb(EventKind.FAILURE_LINE, ("ERROR",), r"(?P<detail>(?:^|[\s\]:[])ERROR[:\]\s][^\n]*)"),
+    # the error and higher levels of Python's logging (its default format "%(levelname)s:%(name)s:
+    # %(message)s", "[ERROR]", " - CRITICAL - ") and of other loggers ("FATAL:")
+    _fb(EventKind.FAILURE_LINE, ("ERROR", "CRITICAL", "FATAL"),
+        r"(?P<detail>(?:^|[\s\]:[])(?:ERROR|CRITICAL|FATAL)[:\]\s][^\n]*)"),
     # oneCCL's (Intel's collectives, torch's ccl backend on XPU) error level: "|CCL_ERROR| ..."
     _fb(EventKind.FAILURE_LINE, ("CCL_ERROR|",), r"\|CCL_ERROR\|\s*(?P<detail>[^\n]*)"),
     # c10d's own error-level lines (c10d/logging.h: "[E socket.cpp:472] [c10d] ...", from torch
@@ -377,6 +380,7 @@ PATTERNS: tuple[LinePattern, ...] = (
         + r" (?P<detail>[^\n]*[Ee]rror[^\n]*)"),
     _fb(EventKind.FAILURE_LINE, ("core dumped", "terminate called", "Fatal Python error"),
        r"(?P<detail>(?:Segmentation fault|core dumped|" + TERMINATE + r"|"
+       + "|".join(TERMINATE_OTHER) + r"|"
        r"Fatal Python error)[^\n]*)"),
     _fb(EventKind.FAILURE_LINE, (), r"(?P<detail>\bwhat\(\): +\S[^\n]*)"),  # after "terminate called"
     _fb(EventKind.FAILURE_LINE, ("exit code",), r"(?P<detail>\bexit code[ :=]*(?P<code>-?[1-9]\d*))"),

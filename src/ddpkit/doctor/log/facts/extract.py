@@ -16,7 +16,7 @@ import re
 from functools import lru_cache
 
 from ddpkit.doctor.addresses import address_class
-from ddpkit.doctor.log.end_lines import DEEPSPEED_NODE, FATAL_SIGNALS, SHELL_PREFIX
+from ddpkit.doctor.log.end_lines import DEEPSPEED_NODE, FATAL_SIGNALS, SHELL_PREFIX, ZSH_SIGNALS
 from ddpkit.doctor.log.facts import network
 from ddpkit.doctor.log.facts.kinds import (
     BEFORE_TEARDOWN,
@@ -92,6 +92,9 @@ _SHELL_SIGNALS = {"Killed": "SIGKILL", **FATAL_SIGNALS}
 _SHELL_DEATH = re.compile(SHELL_PREFIX + r"(?:\S+: line \d+: +\d+ +|\[\d+\][+-]? +)?("
                           + "|".join(_SHELL_SIGNALS) + r")(?! +process \d)(?: \(core dumped\))?"
                           r"(?: +\S[^\n]*)?\s*$")
+# zsh's report of the same, its words in lower case after "zsh: " (end_lines.ZSH_SIGNALS)
+_ZSH_DEATH = re.compile(SHELL_PREFIX + r"zsh: (" + "|".join(ZSH_SIGNALS) + r")(?: \(core dumped\))?"
+                        r"(?: +\S[^\n]*)?\s*$")
 # a process selecting its GPU, in a traceback's lines or the failing check's own: torch's
 # torch.cuda.set_device (its frame's source line, and torch._C._cuda_setDevice under it), a
 # ``.cuda(local_rank)``, torch 1.x's THCudaCheck in torch/csrc/cuda/Module.cpp
@@ -109,8 +112,9 @@ def _deaths(text: str) -> list[Fact]:
             found.append(Fact(FactKind.DEATH, SIGNALS[number],
                               BEFORE_TEARDOWN if deepspeed else str(number)))
     shell = _SHELL_DEATH.match(text)
-    if shell:
-        name = _SHELL_SIGNALS[shell.group(1)]
+    zsh = None if shell else _ZSH_DEATH.match(text)
+    if shell or zsh:
+        name = _SHELL_SIGNALS[shell.group(1) if shell else ZSH_SIGNALS[zsh.group(1)] if zsh else ""]
         found.append(Fact(FactKind.DEATH, name, str(SIGNAL_NUMBERS[name])))
     return found
 
@@ -207,7 +211,7 @@ def _facts(text: str) -> tuple[Fact, ...]:
             else:  # one restart, or one new round
                 found.append(Fact(FactKind.RESTART, "1", "round"))
     if "xit" in text or "code = -" in text or "ignal" in text or any(
-            word in text for word in _SHELL_SIGNALS):
+            word in text for word in _SHELL_SIGNALS) or "zsh: " in text:
         found += _deaths(text)
     if "GCS" in text or "edis" in text:
         for match in network.RAY_UNREACHED.finditer(text):

@@ -11,7 +11,7 @@ import re
 
 from ddpkit.doctor.catalogue import entry
 from ddpkit.doctor.findings import Evidence, Finding
-from ddpkit.doctor.log.end_lines import FATAL_SIGNALS, TERMINATE
+from ddpkit.doctor.log.end_lines import FATAL_SIGNALS, TERMINATE, ZSH_SIGNALS
 from ddpkit.doctor.log.evidence import Bag, merge
 from ddpkit.doctor.log.rules.jobs import sigkill_fix
 from ddpkit.doctor.log.scan import Event
@@ -43,10 +43,15 @@ class ShellSignals:
             return
         (self.killed if event.kind == "killed" else self.crashed).add(event)
         if event.kind == "fatal-signal":
-            said = event.get("detail") or event.get("signal_text") + event.get("core")
+            said = (event.get("detail")
+                    or (event.get("signal_text") or event.get("zsh_signal")) + event.get("core"))
             self.said = self.said or said
-            # a crash handler's "received signal" names none; its next line does
-            self.signal_text = self.signal_text or event.get("signal_text")
+            # a crash handler's "received signal" names none; its next line does. zsh's words
+            # are bash's in lower case; glibc's report of a corrupt heap or stack precedes its
+            # abort()
+            self.signal_text = (self.signal_text or event.get("signal_text")
+                                or ZSH_SIGNALS.get(event.get("zsh_signal"), "")
+                                or ("Aborted" if event.get("abort") else ""))
         tag = _RANK_TAG.match(event.text)
         rank = event.rank if event.rank is not None else int(tag.group(1)) if tag else None
         ranks = self.ranks[event.kind]
@@ -95,7 +100,9 @@ class ShellSignals:
         if signal == "SIGABRT":
             why = _("An abort comes from the process itself: a C++ exception nothing caught "
                     "(`terminate called ...` and its `what():` just above it), a failed "
-                    "assertion, or torch or Gloo aborting at exit. Read the lines above it in "
+                    "assertion, glibc finding memory corrupted (`double free or corruption`, "
+                    "`stack smashing detected`: native code wrote where it must not), or torch "
+                    "or Gloo aborting at exit. Read the lines above it in "
                     "that rank's output.\n{fix}", fix=e.fix)
         else:
             why = _("A crash in native code: a bug in a C++/CUDA extension or library, memory "
