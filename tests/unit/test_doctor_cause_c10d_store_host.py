@@ -81,3 +81,9 @@ def test_torch_1_x_store_timeout_without_the_endpoint(tmp_path: Path) -> None:
 def test_other_readings_are_left_alone(tmp_path: Path, lines: list[str]) -> None:
     found = top(tmp_path, lines)
     assert "hosts the store" not in found.explanation
+
+
+def test_torch_1_x_store_timeout_alone_is_a_dial_that_timed_out(tmp_path: Path) -> None:
+    # the same line posted without torchrun's agent: the store's client gave up dialling
+    found = top(tmp_path, ["RuntimeError: connect() timed out. Original timeout was 1800000 ms."])
+    assert found.id == "peer-unreachable" and "timed out" in found.explanation

@@ -80,6 +80,14 @@ def test_a_successful_jobs_bare_output_is_no_result_not_a_failure() -> None:
         # Python logging's highest level in its default format, "%(levelname)s:%(name)s:%(message)s"
         ("CRITICAL:trainer:shard 3 is missing\n", "shard 3 is missing"),
         ("2024-01-01 12:00:00 - FATAL - shard 3 is missing\n", "shard 3 is missing"),
+        # torch's C++ error-level log record (glog's header; ProcessGroupGloo.cpp's
+        # monitoredBarrier: "Rank %d successfully reached monitoredBarrier, but received errors
+        # while waiting for send/recv from rank %d. Please check rank %d logs for faulty rank.")
+        ("[E ProcessGroupGloo.cpp:138] Rank 0 successfully reached monitoredBarrier, but received "
+         "errors while waiting for send/recv from rank 1. Please check rank 1 logs for faulty "
+         "rank.\n", "monitoredBarrier"),
+        ("[E1204 09:50:12.118000 123 torch/csrc/distributed/c10d/ProcessGroupGloo.cpp:138] Rank 0 "
+         "successfully reached monitoredBarrier\n", "monitoredBarrier"),
         # libstdc++'s verbose terminate handler (vterminate.cc) with no exception in flight
         ("step 10\nterminate called without an active exception\n", "without an active"),
         # (ncclUnhandledCudaError's text is cuda-error's: causes/unhandled_cuda.py)
@@ -170,6 +178,9 @@ def test_a_setting_nccl_refuses_keeps_the_nccl_fix(tmp_path: Path) -> None:
         "exit code 0\nall ranks finished\n",
         # the level's word inside other words is no level
         "loss is not CRITICALLY high; NONFATAL_RETRIES=3\n",
+        # the other levels of the same records, and a store closing under a client at the end
+        "[W ProcessGroupGloo.cpp:138] Rank 0 reached monitoredBarrier\n",
+        "[E TCPStore.cpp:1000] recvValue failed on SocketImpl(fd=3) - connection reset\n",
         "W1204 09:36:50.110000 1 torch/distributed/run.py:766] Setting OMP_NUM_THREADS "
         "environment variable for each process to be 1 in default\n",
     ],

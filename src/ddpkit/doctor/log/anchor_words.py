@@ -53,6 +53,7 @@ ANCHORS: tuple[bytes, ...] = (
     # dumped"; every line an anchor marks is tried against patterns, so an anchor is a word that
     # failures print and progress lines do not)
     b"ERROR", b"CRITICAL", b"FATAL", b"core dumped", b"terminate called",
+    b"cpp:",  # torch's C++ log records (glog's header "[E ProcessGroupGloo.cpp:138]"): their level
     IGNORED_HEAD.encode(),  # CPython's report of an exception it ignores (rules/ignored.py)
     CUDA_UNLOADED.encode(),  # CUDA unloaded at the process's exit; its check's words vary
     # an exception whose type ends in Exception, printed as Python prints it ("<type>: <msg>",

@@ -267,6 +267,11 @@ PATTERNS: tuple[LinePattern, ...] = (
        r"The client socket has timed out after (?P<after>\d+m?s) while trying to connect to "
        r"\((?P<addr>[^,()]+), (?P<port>\d+)\)", fixed=(("err", "timed out"), ("source", "c10d")),
        claims=True),
+    # (torch 1.9 to 1.12's TCPStore client, c10d's Utils.cpp tcputils::connect, naming no
+    # endpoint: "connect() timed out. Original timeout was %d ms.")
+    _p(EventKind.CONNECT_ERROR, ("onnect",),
+       r"connect\(\) timed out\. Original timeout was (?P<after>\d+ ?ms)",
+       fixed=(("err", "timed out"), ("source", "c10d")), claims=True),
     _p(EventKind.CONNECT_ERROR, ("onnect",),
        r"The client socket has failed to connect to (?:any network address of )?[\[(]" + _ADDR
        + r"[\]]?[:,] ?(?P<port>\d+)\)?(?:[^\n]*?(?:errno: \d+ - |(?=system error: ))"
@@ -373,6 +378,14 @@ PATTERNS: tuple[LinePattern, ...] = (
     # 2.2 "[E1204 09:50:12.118000 123 torch/csrc/distributed/c10d/socket.cpp:462] [c10d] ...")
     _fb(EventKind.FAILURE_LINE, ("failed to listen",),
         glog_header("E") + r" \[c10d\] (?P<detail>[^\n]*)"),
+    # torch's C++ error-level lines (c10/util/Logging.cpp, LOG(ERROR), glog's header: "[E
+    # ProcessGroupGloo.cpp:138] Rank 0 successfully reached monitoredBarrier, but received errors
+    # ...", from torch 2.2 "[E1204 09:50:12.118000 123 torch/csrc/distributed/c10d/...cpp:462]");
+    # the store closing under a client at the run's end is no failure (torch_log.HARMLESS)
+    _fb(EventKind.FAILURE_LINE, ("cpp:",),
+        r"^(?:\[rank\d+\]: ?)?" + glog_header("E", source=r"[\w.+-]+\.cpp")
+        + r" (?P<detail>\S[^\n]*)",
+        skip_if=("recvValue", "Store is down", "error set by ProcessGroupNCCL: Process Group shutdown")),
     # torch.distributed.elastic's own error-level lines ("E1204 09:37:01.823000 27542
     # torch/distributed/elastic/agent/server/api.py:1009] Error waiting on exit barrier. ...")
     _fb(EventKind.FAILURE_LINE, ("rror",),

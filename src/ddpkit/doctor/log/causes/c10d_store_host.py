@@ -28,10 +28,6 @@ from ddpkit.i18n import _
 
 # the words of _create_tcp_store's RendezvousConnectionError (torch 1.9 and later)
 STORE_FAILED = "The connection to the C10d store has failed"
-# the store client's own failures to connect: c10d's socket.cpp and TCPStore.cpp (from torch
-# 1.13) name the endpoint; torch 1.9 to 1.12's TCPStore said "connect() timed out. Original
-# timeout was %d ms." without it
-_OLD_TIMEOUT = "connect() timed out"
 # a name that did not resolve: getaddrinfo's texts, Python's socket.gaierror, the BSD resolver's
 # EAI_NONAME text
 _UNRESOLVED = (*(text for _, text in GAI_ERRORS.values()), "gaierror", "nodename nor servname")
@@ -62,9 +58,6 @@ class C10dStoreHost(Cause):
             endpoint = f"{event.get('addr')}:{event.get('port')}" if event.get("port") else \
                 event.get("addr")
             self.dialled.setdefault(event.origin, {}).setdefault(endpoint or "?")
-            self.bag.add(event)
-        elif event.kind == "exception" and _OLD_TIMEOUT in text:
-            self.dialled.setdefault(event.origin, {}).setdefault("?")
             self.bag.add(event)
 
     def finding(self, context: Context) -> Finding | None:
