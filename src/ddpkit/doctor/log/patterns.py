@@ -372,6 +372,9 @@ PATTERNS: tuple[LinePattern, ...] = (
     # %(message)s", "[ERROR]", " - CRITICAL - ") and of other loggers ("FATAL:")
     _fb(EventKind.FAILURE_LINE, ("ERROR", "CRITICAL", "FATAL"),
         r"(?P<detail>(?:^|[\s\]:[])(?:ERROR|CRITICAL|FATAL)[:\]\s][^\n]*)"),
+    # a program's own NCCL check ("NCCL Error at %s:%d value %d", FastMoE; "NCCL ERROR ...")
+    _fb(EventKind.FAILURE_LINE, ("NCCL Error", "NCCL ERROR"),
+        r"(?P<detail>\bNCCL (?:Error|ERROR)\b[^\n]*)", skip_if=("NCCL INFO",)),
     # oneCCL's (Intel's collectives, torch's ccl backend on XPU) error level: "|CCL_ERROR| ..."
     _fb(EventKind.FAILURE_LINE, ("CCL_ERROR|",), r"\|CCL_ERROR\|\s*(?P<detail>[^\n]*)"),
     # c10d's own error-level lines (c10d/logging.h: "[E socket.cpp:472] [c10d] ...", from torch

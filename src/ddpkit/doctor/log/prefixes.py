@@ -127,6 +127,17 @@ def without_header(text: str) -> str:
     return text[header.end() :] if header else text
 
 
+# NCCL's prefix after a launcher's label and tags
+_NCCL_HEAD = re.compile(rf"^(?:{LINE_LABEL})?{LAUNCHER_TAGS}\s*{_NCCL_PREFIX.pattern}")
+
+
+def nccl_prefix(text: str) -> tuple[str, str, str] | None:
+    """(host, pid, CUDA device) of the NCCL prefix ``host:pid:tid [dev] `` at the start of a
+    line (after a launcher's label and tags); None without one."""
+    head = _NCCL_HEAD.match(text)
+    return (head.group("host"), head.group("pid"), head.group("dev")) if head else None
+
+
 def parse_prefix(text: str) -> tuple[str | None, str | None, int | None]:
     """(NCCL host, launcher node, global rank) from the prefixes at the start of a line."""
     host = node = None

@@ -70,6 +70,7 @@ from ddpkit.doctor.log.causes.rdma_completion import RdmaCompletion
 from ddpkit.doctor.log.causes.resolved_later import ResolvedLater
 from ddpkit.doctor.log.causes.restarted_workers import RestartedWorkers
 from ddpkit.doctor.log.causes.restarts import RendezvousRestarts
+from ddpkit.doctor.log.causes.shared_device import SharedDevice
 from ddpkit.doctor.log.causes.shm_full import ShmFull
 from ddpkit.doctor.log.causes.silent_kill import SilentKill
 from ddpkit.doctor.log.causes.spawned_failure import SpawnedFailure
@@ -99,7 +100,8 @@ CAUSES: tuple[type[Cause], ...] = (
     EndpointWithoutPort, EmptyAddress,
     RendezvousRestarts, LoaderWorkerKilled, SilentKill, BusError, PeerAccess, Firewall, ShmFull,
     RdmaCompletion,
-    ResolvedLater, NoBackend, AddressFamily, UnsetVariable, DeviceOrdinal, ConfigUndefined,
+    ResolvedLater, NoBackend, AddressFamily, UnsetVariable, DeviceOrdinal, SharedDevice,
+    ConfigUndefined,
     UnhandledCuda, CudaMeaning, KernelFault, NcclResult, RankClaims, NoRoute, OpenMpiTcp, StoreWithoutLibuv,
     CommunicatorDevice, DdpChecks, InPlaceChange, CollectiveMismatch, CudaLibrary, NoGpu,
     CudaCheck, GpuAssert, InternalAssert, DdpOptimizer, VersionsDiffer, CudaToolkit, LauncherArguments,

@@ -64,6 +64,10 @@ _TEXTS = "|".join(re.escape(t) for t in NCCL_RESULT_TEXTS)
 _RESULT_TEXT = re.compile(rf"(?:NCCL error in:? ?[^,\n]*, |NCCL error: |NCCL (?:failure|error) [^\s']+ ')"
                           rf"({_TEXTS})"
                           rf"|(?:^(?:{LINE_LABEL})?|\]:\s?)({_TEXTS}) \(run with NCCL_DEBUG")
+# a program's own NCCL check printing the result's number (FastMoE's "NCCL Error at %s:%d value
+# %d", and checks like it: "NCCL error ... code %d", "... returned %d"), ncclResult_t's values
+_RESULT_NUMBER = re.compile(r"\bNCCL (?:[Ee]rror|ERROR|[Ff]ailure|FAILURE)\b[^\n]{0,200}?"
+                            r"\b(?:value|code|result|returned|ret)\s?[:=]?\s?([1-7])\b")
 # Open MPI's TCP transports (facts/program_checks.py MPI_TCP_TOPICS), and the btl's "Message: connect() to
 # %s:%d failed" line of its "client connect fail" help (opal_asprintf in btl_tcp_endpoint.c)
 _MPI_TCP = re.compile("|".join(re.escape(words) for words in MPI_TCP_TOPICS)
@@ -136,7 +140,8 @@ def statement_facts(text: str) -> list[Fact]:
         found.append(Fact(FactKind.NCCL_RESULT, "ncclUnhandledCudaError"))
     elif "nccl" in text or "NCCL" in text or " (run with" in text:
         named = _RESULT_NAME.findall(text) or [
-            NCCL_RESULT_TEXTS[a or b] for a, b in _RESULT_TEXT.findall(text)]
+            NCCL_RESULT_TEXTS[a or b] for a, b in _RESULT_TEXT.findall(text)] or [
+            NCCL_RESULTS[int(n)] for n in _RESULT_NUMBER.findall(text)]
         found += [Fact(FactKind.NCCL_RESULT, name) for name in named[:1]]
     if "GLOBAL_RANK: " in text:
         found += [Fact(FactKind.RANK_CLAIM, r, w) for r, w in _RANK_CLAIM.findall(text)]
