@@ -90,7 +90,7 @@ CAUSE_PATTERNS: tuple[LinePattern, ...] = (
     _fb(EventKind.JOB_FACT, (), r"(?P<detail>Invalid config \w+ attribute value -2147483648)"),
     # Other programs' own words, when no pattern above read the line: Open MPI's TCP transports
     # (causes/open_mpi_tcp.py); ld.so's run-time "symbol lookup error: <lib>: undefined symbol:
-    # ..." (cuda_library.py) and DDP's reducer's messages posted without their exception, whose
+    # ..." (build_library.py) and DDP's reducer's messages posted without their exception, whose
     # own "This error ..." sentence is their trigger (ddp_checks.py). (The lines of torch's
     # other checks come with their exception's name and are read as exceptions; each trigger is
     # a literal an anchor finds, and a pattern tried on few lines keeps the scan fast.)

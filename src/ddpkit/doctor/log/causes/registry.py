@@ -17,6 +17,7 @@ from ddpkit.doctor.findings import SEVERITY_ORDER, Finding
 from ddpkit.doctor.log.causes.address_family import AddressFamily
 from ddpkit.doctor.log.causes.barrier_waiting import BarrierWaiting
 from ddpkit.doctor.log.causes.base import Cause, Context
+from ddpkit.doctor.log.causes.build_library import BuildLibrary
 from ddpkit.doctor.log.causes.bus_error import BusError
 from ddpkit.doctor.log.causes.c10d_store_host import C10dStoreHost
 from ddpkit.doctor.log.causes.ccl_local_rank import CclLocalRank
@@ -26,7 +27,6 @@ from ddpkit.doctor.log.causes.communicator_device import CommunicatorDevice
 from ddpkit.doctor.log.causes.config_undefined import ConfigUndefined
 from ddpkit.doctor.log.causes.container_bridge import ContainerBridge
 from ddpkit.doctor.log.causes.cuda_check import CudaCheck
-from ddpkit.doctor.log.causes.cuda_library import CudaLibrary
 from ddpkit.doctor.log.causes.cuda_meaning import CudaMeaning
 from ddpkit.doctor.log.causes.cuda_toolkit import CudaToolkit
 from ddpkit.doctor.log.causes.ddp_checks import DdpChecks
@@ -103,7 +103,7 @@ CAUSES: tuple[type[Cause], ...] = (
     ResolvedLater, NoBackend, AddressFamily, UnsetVariable, DeviceOrdinal, SharedDevice,
     ConfigUndefined,
     UnhandledCuda, CudaMeaning, KernelFault, NcclResult, RankClaims, NoRoute, OpenMpiTcp, StoreWithoutLibuv,
-    CommunicatorDevice, DdpChecks, InPlaceChange, CollectiveMismatch, CudaLibrary, NoGpu,
+    CommunicatorDevice, DdpChecks, InPlaceChange, CollectiveMismatch, BuildLibrary, NoGpu,
     CudaCheck, GpuAssert, InternalAssert, DdpOptimizer, VersionsDiffer, CudaToolkit, LauncherArguments,
     MpiLauncherArguments, BarrierWaiting,
     TorchApiMissing, RaiseSite, GlooNoAddress, GpuBuild, StoreAddress, SshUnresolved,

@@ -122,10 +122,10 @@ class FactKind(enum.Enum):
     CUDA_CHECK = "cuda-check"
     # a process that finds no GPU to use (value: NO_GPU_TEXTS' key of the words that say so)
     NO_GPU = "no-gpu"
-    # the dynamic loader failing on a CUDA or NCCL library, or on an extension that lacks one of
-    # torch's own C++ symbols (value: the library as printed, libnccl.so.2; detail: "missing",
-    # or the undefined symbol)
-    CUDA_LIBRARY = "cuda-library"
+    # the dynamic loader failing on a library the build links against (CUDA's, NCCL's, MPI's:
+    # printed.BUILD_LIB), or on an extension that lacks one of torch's own C++ symbols (value:
+    # the library as printed, libnccl.so.2; detail: "missing", or the undefined symbol)
+    BUILD_LIBRARY = "build-library"
     # torch's own consistency check failing (c10/util/Exception.cpp: "%s INTERNAL ASSERT FAILED
     # at %s:%d, please report a bug to PyTorch. %s"; value: the source file as printed)
     INTERNAL_ASSERT = "internal-assert"

@@ -102,14 +102,21 @@ GLOO_SIZE_MISMATCH = re.compile(r"op\.preamble\.length <= op\.nbytes\. (\d{1,20}
 # search from a path's every character would cost the square of a long line.
 LOADER_MISSING = ": cannot open shared object file"
 LOADER_UNDEFINED = ": undefined symbol: "
-# The CUDA and NCCL libraries (and torch's own CUDA parts), by file name; not NCCL's optional
-# plugins (libnccl-net.so, -tuner, -profiler, -env: NCCL dlopens them and goes on with its internal
-# implementation when there is none, "NET/Plugin : dlerror=... No plugin found")
-CUDA_LIB = re.compile(r"lib(?:nccl(?!-(?:net|tuner|profiler|env))|cuda|cudart|cublas(?:Lt)?"
-                      r"|cudnn\w*|nvrtc|cusparse(?:Lt)?|cufft|curand|cusolver|nvJitLink|nvToolsExt"
-                      r"|cupti|torch_cuda|c10_cuda)\b[\w.-]*\.so[\w.]*")
+# macOS's dyld (as Python's ImportError prints dlopen's error): "dlopen(<path>, <mode>): Library not
+# loaded: <the library's install name>", then "Referenced from: <path>" and "Reason: image not
+# found" (newer releases: "(no such file)"); the library's file name is the install name's last part
+LOADER_NOT_LOADED = "Library not loaded: "
+# The libraries a torch build links against, by file name: CUDA's and NCCL's (and torch's own CUDA
+# parts), and for a build with the MPI backend (USE_DISTRIBUTED with MPI, conda's and Homebrew's
+# builds) Open MPI's and MPICH's, UCC's and UCX's; not NCCL's optional plugins (libnccl-net.so,
+# -tuner, -profiler, -env: NCCL dlopens them and goes on with its internal implementation when
+# there is none, "NET/Plugin : dlerror=... No plugin found")
+BUILD_LIB = re.compile(r"lib(?:nccl(?!-(?:net|tuner|profiler|env))|cuda|cudart|cublas(?:Lt)?"
+                       r"|cudnn\w*|nvrtc|cusparse(?:Lt)?|cufft|curand|cusolver|nvJitLink|nvToolsExt"
+                       r"|cupti|torch_cuda|c10_cuda|mpi\w*|open-rte|open-pal|ucc|ucp|ucs)\b[\w.-]*?"
+                       r"\.(?:so[\w.]*|dylib)")
 # a library of any name (a program's own, an extension module) by file name
-SHARED_LIB = re.compile(r"[\w.+-]+\.so[\w.]*")
+SHARED_LIB = re.compile(r"[\w.+-]+\.(?:so[\w.]*|dylib)")
 # a CUDA or NCCL symbol another library misses (the NCCL or CUDA it found is older than the one it
 # was built against), or one of torch's own C++ symbols (Itanium mangling of the c10::, at:: and
 # torch:: namespaces, _ZN3c10..., _ZNK2at...) an extension misses: built against another torch

@@ -84,7 +84,7 @@ def first_group(groups: tuple[str | None, ...]) -> str:
 
 
 def _libraries(text: str) -> list[Fact]:
-    """The libraries the dynamic loader could not load that a cause reads (printed.CUDA_LIB;
+    """The libraries the dynamic loader could not load that a cause reads (printed.BUILD_LIB;
     any library missing a CUDA, NCCL or torch symbol), from the loader's words back to the file
     name before them (its directories left out)."""
     found: list[Fact] = []
@@ -96,16 +96,23 @@ def _libraries(text: str) -> list[Fact]:
             # (the file name's characters at the end of the word: no directory, no "dlerror=")
             name = _NOT_NAME.split(before[-1])[-1] if before else ""
             if marker == printed.LOADER_MISSING:
-                if printed.CUDA_LIB.fullmatch(name):
-                    found.append(Fact(FactKind.CUDA_LIBRARY, name, "missing"))
+                if printed.BUILD_LIB.fullmatch(name):
+                    found.append(Fact(FactKind.BUILD_LIBRARY, name, "missing"))
                 continue
             symbol = printed.SYMBOL.match(text, start)
             needed = symbol.group(0) if symbol else ""
-            if needed and (printed.CUDA_LIB.fullmatch(name) or (
+            if needed and (printed.BUILD_LIB.fullmatch(name) or (
                     printed.SHARED_LIB.fullmatch(name)
                     and (printed.CUDA_SYMBOL.match(needed) and name.startswith("lib")
                          or printed.TORCH_SYMBOL_NAME.match(needed)))):
-                found.append(Fact(FactKind.CUDA_LIBRARY, name, needed))
+                found.append(Fact(FactKind.BUILD_LIBRARY, name, needed))
+    start = 0
+    while len(found) < 4 and (at := text.find(printed.LOADER_NOT_LOADED, start)) >= 0:
+        start = at + len(printed.LOADER_NOT_LOADED)
+        words = text[start:start + 300].split()
+        name = words[0].rsplit("/", 1)[-1] if words else ""
+        if printed.BUILD_LIB.fullmatch(name):
+            found.append(Fact(FactKind.BUILD_LIBRARY, name, "missing"))
     return found
 
 
@@ -201,7 +208,8 @@ def statement_facts(text: str) -> list[Fact]:
     if "op.preamble.length" in text:  # (the bytes sent, then the bytes the receiver expects)
         found += [Fact(FactKind.COLLECTIVE_MISMATCH, "", f"{sent} vs {expected}")
                   for sent, expected in printed.GLOO_SIZE_MISMATCH.findall(text)[:1]]
-    if "shared object file" in text or "undefined symbol" in text:
+    if ("shared object file" in text or "undefined symbol" in text
+            or printed.LOADER_NOT_LOADED in text):
         found += _libraries(text)
     if ("GPU" in text or "NVIDIA driver" in text or "compiled with CUDA" in text
             or "driver initialization" in text or "NoDevFiles" in text):

@@ -1,10 +1,10 @@
-"""causes/cuda_library.py: the dynamic loader failing on a CUDA or NCCL library is
+"""causes/build_library.py: the dynamic loader failing on a CUDA, NCCL or MPI library is
 version-mismatch; and torch.multiprocessing's report of a process a signal ended is a failure.
 Sources of the lines:
 
 - glibc's dlerror(3) texts (elf/dl-load.c, "cannot open shared object file"; elf/dl-lookup.c,
   "undefined symbol: %s"), as CPython's ImportError ("<lib>: cannot open shared object file: No
-  such file or directory") and ctypes' OSError print them
+  such file or directory") and ctypes' OSError print them; macOS dyld's "Library not loaded: %s"
 - torch v2.4.0 torch/multiprocessing/spawn.py, ProcessContext.join: ``raise
   ProcessExitedException("process %d terminated with signal %s" % (error_index, name), ...)``
 """
@@ -39,6 +39,33 @@ def test_a_cuda_library_that_does_not_load_is_a_version_mismatch(tmp_path: Path,
     assert "LD_LIBRARY_PATH" in found.fix
     library = line.split(".so")[0].rsplit("/", 1)[-1].split()[-1]
     assert library in found.explanation
+
+
+# a torch built with the MPI backend, imported where that MPI is missing: glibc's text, and
+# macOS dyld's ("dlopen(%s, %d): Library not loaded: %s", "Referenced from: %s", "Reason: image
+# not found"; dyld 4, macOS 12 on, "(no such file)")
+@pytest.mark.parametrize(("lines", "library"), [
+    (["ImportError: libmpi_cxx.so.40: cannot open shared object file: No such file or "
+      "directory"], "libmpi_cxx.so.40"),
+    (["ImportError: dlopen(/opt/env/lib/python3.9/site-packages/torch/_C.cpython-39-darwin.so, 2): "
+      "Library not loaded: /usr/local/opt/open-mpi/lib/libmpi.40.dylib",
+      "  Referenced from: /opt/env/lib/python3.9/site-packages/torch/lib/libtorch_cpu.dylib",
+      "  Reason: image not found"], "libmpi.40.dylib"),
+    (["ImportError: dlopen(/opt/env/lib/python3.11/site-packages/torch/_C.cpython-311-darwin.so, "
+      "0x0002): Library not loaded: @rpath/libucc.1.dylib"], "libucc.1.dylib"),
+])
+def test_the_mpi_a_build_links_missing_is_a_build_that_does_not_fit(
+        tmp_path: Path, lines: list[str], library: str) -> None:
+    found = top(tmp_path, [*TRACE, *lines])
+    assert (found.id, found.severity) == ("version-mismatch", "error")
+    assert library in found.explanation and "MPI" in found.explanation
+    assert "pip install torch" in found.fix and "LD_LIBRARY_PATH" not in found.fix
+
+
+def test_a_library_dyld_names_that_no_build_links_is_not_a_mismatch(tmp_path: Path) -> None:
+    found = top(tmp_path, [*TRACE, "ImportError: dlopen(/x/_imaging.so, 2): Library not loaded: "
+                                   "/usr/local/opt/libtiff/lib/libtiff.5.dylib"])
+    assert found.id != "version-mismatch"
 
 
 def test_another_library_is_not_a_cuda_mismatch(tmp_path: Path) -> None:

@@ -1,15 +1,20 @@
-"""A CUDA or NCCL library the dynamic loader could not load: the build does not fit the machine.
+"""A library the build links (CUDA's, NCCL's, MPI's) that the dynamic loader could not load: the
+build does not fit the machine.
 
 glibc's loader (dlerror(3)) says "libnccl.so.2: cannot open shared object file: No such file or
 directory" when no directory on the search path holds a library a program needs, and "<path>/
 libtorch_cuda.so: undefined symbol: ncclCommRegister" when the library it found is of another
-version than the one the program was built against (the facts' ``CUDA_LIBRARY``). For torch and
+version than the one the program was built against (the facts' ``BUILD_LIBRARY``). For torch and
 the libraries it loads this is a build made for another CUDA or NCCL than the machine has: a
 wheel for another CUDA, a system NCCL or CUDA on LD_LIBRARY_PATH shadowing the one torch's
 nvidia-* wheels bring, or a framework (Paddle, MPI builds, nccl-tests) built against a CUDA
 that is not installed. An extension module (flash-attn, apex, DeepSpeed's ops, a framework's
 kernels) missing one of torch's own C++ symbols (mangled in torch's namespaces: ``_ZN3c10``,
 ``_ZN2at``, ``_ZN5torch``) was compiled against another torch release than the one that loads it.
+A torch built with the MPI backend (conda's and Homebrew's builds, builds from source) links the
+MPI of the machine it was built on: importing it where that MPI is missing fails the same way
+(glibc's "libmpi_cxx.so.40: cannot open shared object file", macOS dyld's "Library not loaded:
+/usr/local/opt/open-mpi/lib/libmpi.40.dylib").
 """
 
 from __future__ import annotations
@@ -23,10 +28,11 @@ from ddpkit.doctor.log.scan import Event
 from ddpkit.i18n import _
 
 _TORCH_SYMBOL = re.compile(TORCH_SYMBOL)
+_COMMUNICATION = re.compile(r"lib(?:mpi|open-rte|open-pal|ucc|ucp|ucs)")  # (printed.BUILD_LIB's)
 
 
-class CudaLibrary(NotingValues):
-    needs = frozenset({FactKind.CUDA_LIBRARY})
+class BuildLibrary(NotingValues):
+    needs = frozenset({FactKind.BUILD_LIBRARY})
     specificity = 15
     finding_id = "version-mismatch"
     supersedes = GENERIC | {"cuda-error", "internal-error"}
@@ -34,10 +40,12 @@ class CudaLibrary(NotingValues):
     def __init__(self) -> None:
         super().__init__()
         self.torch_abi = False  # an extension lacks one of torch's own symbols
+        self.cuda = False  # a library of CUDA's or NCCL's (not only MPI's, UCC's, UCX's)
 
     def feed(self, event: Event, facts: tuple[Fact, ...]) -> None:
-        mine = [f for f in facts if f.kind is FactKind.CUDA_LIBRARY]
+        mine = [f for f in facts if f.kind is FactKind.BUILD_LIBRARY]
         self.torch_abi = self.torch_abi or any(_TORCH_SYMBOL.match(f.detail) for f in mine)
+        self.cuda = self.cuda or any(not _COMMUNICATION.match(f.value) for f in mine)
         self.note(event, [f.value if f.detail == "missing" else
                           _("{library} without {symbol}", library=f.value, symbol=f.detail[:60])
                           for f in mine])
@@ -53,6 +61,16 @@ class CudaLibrary(NotingValues):
                     "and CUDA), or install the torch it was built for: python -c \"import torch; "
                     "print(torch.__version__, torch.version.cuda)\" shows which torch loads it. "
                     "Every node needs the same builds.")
+            return text, fix
+        if not self.cuda:  # (MPI's, UCC's, UCX's: a build with the MPI backend)
+            text = _("The dynamic loader could not load what the program was built against "
+                     "({libraries}): the build links the MPI (or UCC/UCX) libraries of the "
+                     "machine it was built on, and this machine has none of that version.",
+                     libraries=self.listed)
+            fix = _("Install the MPI the build was made with (the same release: Open MPI 4 "
+                    "ships libmpi.so.40), or install a torch build without the MPI backend (pip's "
+                    "wheels have none: pip install torch). ldd (otool -L on macOS) on the "
+                    "failing library shows what it links. Every node needs the same builds.")
             return text, fix
         text = _("The dynamic loader could not load what the program was built against "
                  "({libraries}): the CUDA or NCCL libraries on this machine are not the ones "
