@@ -84,6 +84,8 @@ ANCHORS: tuple[bytes, ...] = (
     # nccl-tests' CUDACHECK, "Test CUDA failure common.cu:1045 'invalid argument'": the CUDA
     # error's text may carry no error word
     b"CUDA failure",
+    # NCCL failing to bind NVLink SHARP's multicast memory (causes/nvls_bind.py)
+    b"NVLS",
     # DeepSpeed's op builder's CUDA check, raised as CUDAMismatchException or Exception
     b"torch was compiled with",
     # torch.compile's backend failing (torch/_dynamo/exc.py, BackendCompilerFailed, v2.1 on:

@@ -37,6 +37,11 @@ CAUSE_PATTERNS: tuple[LinePattern, ...] = (
     # (causes/device_ordinal.py)
     _fb(EventKind.JOB_FACT, ("rror", "set_device("),
         r"^(?P<detail>[^\n]*invalid device ordinal[^\n]*|[^\n]*\bset_device\([^\n]*)"),
+    # NCCL failing to bind NVLink SHARP's multicast memory, and its advice after it (its WARN's
+    # lines, which posts wrap: causes/nvls_bind.py)
+    _fb(EventKind.JOB_FACT, ("NVLS",),
+        r"(?P<detail>Failed to bind NVLink SHARP \(NVLS\) Multicast memory[^\n]*"
+        r"|Disable NVLS \(NCCL_NVLS_ENABLE=0\) if you wish to avoid this error)"),
     # a CUDA check macro's error line whose error another rule may not read (causes/cuda_meaning.py)
     # (NCCL's "Cuda failure" comes in an NCCL WARN line, which other patterns read; vLLM's cumem
     # allocator's "CUDA Error: %s at %s:%d", THC's "THCudaCheck FAIL file=%s line=%i error=%i : %s",

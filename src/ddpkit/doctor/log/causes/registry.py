@@ -57,6 +57,7 @@ from ddpkit.doctor.log.causes.no_gpu import NoGpu
 from ddpkit.doctor.log.causes.no_route import NoRoute
 from ddpkit.doctor.log.causes.node_never_joined import NodeNeverJoined
 from ddpkit.doctor.log.causes.node_rank_claims import NodeRankClaims
+from ddpkit.doctor.log.causes.nvls_bind import NvlsBind
 from ddpkit.doctor.log.causes.open_mpi_tcp import OpenMpiTcp
 from ddpkit.doctor.log.causes.own_failure import OwnFailure
 from ddpkit.doctor.log.causes.parallel_layout import ParallelLayout
@@ -100,7 +101,7 @@ CAUSES: tuple[type[Cause], ...] = (
     EndpointWithoutPort, EmptyAddress,
     RendezvousRestarts, LoaderWorkerKilled, SilentKill, BusError, PeerAccess, Firewall, ShmFull,
     RdmaCompletion,
-    ResolvedLater, NoBackend, AddressFamily, UnsetVariable, DeviceOrdinal, SharedDevice,
+    ResolvedLater, NoBackend, AddressFamily, UnsetVariable, DeviceOrdinal, SharedDevice, NvlsBind,
     ConfigUndefined,
     UnhandledCuda, CudaMeaning, KernelFault, NcclResult, RankClaims, NoRoute, OpenMpiTcp, StoreWithoutLibuv,
     CommunicatorDevice, DdpChecks, InPlaceChange, CollectiveMismatch, BuildLibrary, NoGpu,
