@@ -1,4 +1,4 @@
-"""What the real torchrun printed for twenty-five ways a small Gloo job fails (one started with
+"""What the real torchrun printed for twenty-six ways a small Gloo job fails (one started with
 the older torch.distributed.launch), and for one run that worked, and what two scripts printed
 that start their processes without torchrun (tests/fixtures/logs/torchrun-cpu/, made by its
 make.sh with torch 2.13.0: each run's console, every rank's lines after torchrun's tee, and
@@ -27,6 +27,10 @@ EXPECTED: dict[str, tuple[str, str, str | tuple[str, str]]] = {
     "segv": ("rank-failed", "rank-failed", ("killed by SIGSEGV", SILENT)),
     # rank 1 sleeps past a 5 s process-group timeout: rank 0's all_reduce times out
     "hang": ("collective-timeout", "collective-timeout", ""),
+    # rank 1 sleeps past rank 0's dist.monitored_barrier(timeout=5 s): Gloo's barrier names it
+    "monitored": ("collective-timeout", "collective-timeout",
+                  "monitored barrier (dist.monitored_barrier) gave up waiting after 5000 ms. "
+                  "Rank 1 never completed it"),
     # rank 1 exits 0 before the barrier: rank 0 loses its peer (the console: torchrun reports
     # rank 0 only); in the log dir rank 1's stderr is empty, and that names it
     "exit": ("connection-lost", "rank-failed", ("", SILENT)),

@@ -105,6 +105,7 @@ class JobRules:
         self.timeout_bag = Bag()
         self.progress: Capped[int, tuple[int, int]] = Capped()  # rank -> (enqueued, completed)
         self.barrier_ranks: set[int] = set()
+        self.barrier_ms = ""  # how long a monitored barrier waited for them
         self.lost = Bag()
         self.lost_peers: set[str] = set()
         self.lost_details: set[str] = set()
@@ -174,6 +175,7 @@ class JobRules:
             for part in event.get("ranks").split(","):
                 if part.strip().isdigit() and len(self.barrier_ranks) < 256:
                     self.barrier_ranks.add(int(part))
+            self.barrier_ms = self.barrier_ms or event.get("ms")
             self.timeout_bag.add(event)
         elif kind == "connection-lost":
             self.lost.add(event)
@@ -343,11 +345,15 @@ class JobRules:
         timed_out = sorted({t.rank for t in self.timeouts if t.rank is not None})
         ops = sorted({f"{t.op}" + (f" (SeqNum {t.seq})" if t.seq else "") for t in self.timeouts
                       if t.op})
-        ms = sorted({t.ms for t in self.timeouts if t.ms}, key=int)
+        ms = sorted({t.ms for t in self.timeouts if t.ms} | ({self.barrier_ms} - {""}), key=int)
         what: str
         if timed_out:
             what = _n("Rank {ranks} timed out", "Ranks {ranks} timed out", len(timed_out),
                       ranks=", ".join(map(str, timed_out)))
+        elif self.barrier_ranks and not self.timeouts:
+            # (ProcessGroupGloo::monitoredBarrier: rank 0 waits for each other rank in turn and
+            # names those that did not arrive, "Rank %d failed to pass monitoredBarrier in %d ms")
+            what = _("Rank 0's monitored barrier (dist.monitored_barrier) gave up waiting")
         elif not self.timeouts and not self.progress.data:
             what = _("Only the NCCL watchdog's stack, or its timeout message without a rank, "
                      "was posted: a collective timed out; the log does not say on which rank or "
