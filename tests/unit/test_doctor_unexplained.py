@@ -88,6 +88,9 @@ def test_a_successful_jobs_bare_output_is_no_result_not_a_failure() -> None:
          "rank.\n", "monitoredBarrier"),
         ("[E1204 09:50:12.118000 123 torch/csrc/distributed/c10d/ProcessGroupGloo.cpp:138] Rank 0 "
          "successfully reached monitoredBarrier\n", "monitoredBarrier"),
+        # (after torchrun's tee and torch's excepthook tags)
+        ("[default0]:[rank0]:[E1204 09:50:12.118000 123 ProcessGroupGloo.cpp:138] Rank 0 "
+         "successfully reached monitoredBarrier\n", "monitoredBarrier"),
         # libstdc++'s verbose terminate handler (vterminate.cc) with no exception in flight
         ("step 10\nterminate called without an active exception\n", "without an active"),
         # (ncclUnhandledCudaError's text is cuda-error's: causes/unhandled_cuda.py)

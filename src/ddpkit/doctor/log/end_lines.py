@@ -60,7 +60,15 @@ PG_SHUTDOWN = "error set by ProcessGroupNCCL: Process Group shutdown"
 SHELL_PREFIX = (rf"^(?:{LINE_LABEL})?{LAUNCHER_TAGS}\s*"
                 r"(?:[^\n]*\| *[\d.]+[kMGT]?/[\d.?]+[kMGT]? \[[^\]\n]*\])?")
 _FATAL = "|".join(FATAL_SIGNALS)
-_ZSH_FATAL = "|".join(text for text in ZSH_SIGNALS if text != "killed")
+
+
+def zsh_report(signals: str) -> str:
+    """zsh's report of a job one of ``signals`` (an alternation of ZSH_SIGNALS' words) ended, as
+    a regex: the one grammar of it (the patterns below, facts/extract.py's deaths)."""
+    return (rf"{SHELL_PREFIX}zsh: (?P<zsh_signal>{signals})(?P<core> \(core dumped\))?"
+            r"(?: +(?P<command>\S[^\n]*?))?\s*$")
+
+
 
 END_PATTERNS: tuple[LinePattern, ...] = (
     # End markers: torchrun's agent once its workers exited 0 (api.py's "[%s] worker group
@@ -107,11 +115,9 @@ END_PATTERNS: tuple[LinePattern, ...] = (
     _p(EventKind.FATAL_SIGNAL, tuple(FATAL_SIGNALS),
        rf"{SHELL_PREFIX}(?P<signal_text>{_FATAL})(?P<core> \(core dumped\))?\s*$"),
     # zsh's report of the same (ZSH_SIGNALS), its command after it
-    _p(EventKind.KILLED, ("zsh: killed",),
-       rf"{SHELL_PREFIX}zsh: killed(?: +(?P<command>\S[^\n]*?))?\s*$"),
+    _p(EventKind.KILLED, ("zsh: killed",), zsh_report("killed")),
     _p(EventKind.FATAL_SIGNAL, ("zsh: ",),
-       rf"{SHELL_PREFIX}zsh: (?P<zsh_signal>{_ZSH_FATAL})(?P<core> \(core dumped\))?"
-       r"(?: +(?P<command>\S[^\n]*?))?\s*$"),
+       zsh_report("|".join(text for text in ZSH_SIGNALS if text != "killed"))),
     # glibc aborting a process it found corrupt (GLIBC_ABORTS)
     _p(EventKind.FATAL_SIGNAL, GLIBC_ABORTS,
        r"(?P<detail>(?:\*\*\* )?(?P<abort>" + "|".join(re.escape(text) for text in GLIBC_ABORTS)

@@ -27,7 +27,7 @@ from ddpkit.doctor.log.kinds import EventKind
 from ddpkit.doctor.log.line_pattern import LinePattern
 from ddpkit.doctor.log.line_pattern import fallback_pattern as _fb
 from ddpkit.doctor.log.line_pattern import pattern as _p
-from ddpkit.doctor.log.prefixes import BARE_RAISED
+from ddpkit.doctor.log.prefixes import BARE_RAISED, LINE_PREFIXES
 from ddpkit.launch.torchrun.torch_log import glog_header
 from ddpkit.launch.torchrun.tracebacks import EXCEPTION_TYPE, IGNORED_HEAD
 
@@ -386,7 +386,7 @@ PATTERNS: tuple[LinePattern, ...] = (
     # ...", from torch 2.2 "[E1204 09:50:12.118000 123 torch/csrc/distributed/c10d/...cpp:462]");
     # the store closing under a client at the run's end is no failure (torch_log.HARMLESS)
     _fb(EventKind.FAILURE_LINE, ("cpp:",),
-        r"^(?:\[rank\d+\]: ?)?" + glog_header("E", source=r"[\w.+-]+\.cpp")
+        rf"^{LINE_PREFIXES}\s*" + glog_header("E", source=r"[\w.+-]+\.cpp")
         + r" (?P<detail>\S[^\n]*)",
         skip_if=("recvValue", "Store is down", "error set by ProcessGroupNCCL: Process Group shutdown")),
     # torch.distributed.elastic's own error-level lines ("E1204 09:37:01.823000 27542

@@ -24,11 +24,12 @@ import re
 from ddpkit.doctor.catalogue import GENERIC
 from ddpkit.doctor.log.causes.base import NotingValues
 from ddpkit.doctor.log.facts.kinds import TORCH_SYMBOL, Fact, FactKind
+from ddpkit.doctor.log.facts.printed import COMMUNICATION_LIB
 from ddpkit.doctor.log.scan import Event
 from ddpkit.i18n import _
 
 _TORCH_SYMBOL = re.compile(TORCH_SYMBOL)
-_COMMUNICATION = re.compile(r"lib(?:mpi|open-rte|open-pal|ucc|ucp|ucs)")  # (printed.BUILD_LIB's)
+_COMMUNICATION = re.compile(COMMUNICATION_LIB)
 
 
 class BuildLibrary(NotingValues):

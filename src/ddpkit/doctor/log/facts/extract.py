@@ -16,7 +16,13 @@ import re
 from functools import lru_cache
 
 from ddpkit.doctor.addresses import address_class
-from ddpkit.doctor.log.end_lines import DEEPSPEED_NODE, FATAL_SIGNALS, SHELL_PREFIX, ZSH_SIGNALS
+from ddpkit.doctor.log.end_lines import (
+    DEEPSPEED_NODE,
+    FATAL_SIGNALS,
+    SHELL_PREFIX,
+    ZSH_SIGNALS,
+    zsh_report,
+)
 from ddpkit.doctor.log.facts import network
 from ddpkit.doctor.log.facts.kinds import (
     BEFORE_TEARDOWN,
@@ -93,8 +99,7 @@ _SHELL_DEATH = re.compile(SHELL_PREFIX + r"(?:\S+: line \d+: +\d+ +|\[\d+\][+-]?
                           + "|".join(_SHELL_SIGNALS) + r")(?! +process \d)(?: \(core dumped\))?"
                           r"(?: +\S[^\n]*)?\s*$")
 # zsh's report of the same, its words in lower case after "zsh: " (end_lines.ZSH_SIGNALS)
-_ZSH_DEATH = re.compile(SHELL_PREFIX + r"zsh: (" + "|".join(ZSH_SIGNALS) + r")(?: \(core dumped\))?"
-                        r"(?: +\S[^\n]*)?\s*$")
+_ZSH_DEATH = re.compile(zsh_report("|".join(ZSH_SIGNALS)))
 # a process selecting its GPU, in a traceback's lines or the failing check's own: torch's
 # torch.cuda.set_device (its frame's source line, and torch._C._cuda_setDevice under it), a
 # ``.cuda(local_rank)``, torch 1.x's THCudaCheck in torch/csrc/cuda/Module.cpp
@@ -114,7 +119,8 @@ def _deaths(text: str) -> list[Fact]:
     shell = _SHELL_DEATH.match(text)
     zsh = None if shell else _ZSH_DEATH.match(text)
     if shell or zsh:
-        name = _SHELL_SIGNALS[shell.group(1) if shell else ZSH_SIGNALS[zsh.group(1)] if zsh else ""]
+        name = _SHELL_SIGNALS[shell.group(1) if shell else ZSH_SIGNALS[zsh.group("zsh_signal")]
+                              if zsh else ""]
         found.append(Fact(FactKind.DEATH, name, str(SIGNAL_NUMBERS[name])))
     return found
 

@@ -111,9 +111,10 @@ LOADER_NOT_LOADED = "Library not loaded: "
 # builds) Open MPI's and MPICH's, UCC's and UCX's; not NCCL's optional plugins (libnccl-net.so,
 # -tuner, -profiler, -env: NCCL dlopens them and goes on with its internal implementation when
 # there is none, "NET/Plugin : dlerror=... No plugin found")
-BUILD_LIB = re.compile(r"lib(?:nccl(?!-(?:net|tuner|profiler|env))|cuda|cudart|cublas(?:Lt)?"
+COMMUNICATION_LIB = r"lib(?:mpi\w*|open-rte|open-pal|ucc|ucp|ucs)\b"  # (MPI's, UCC's, UCX's)
+BUILD_LIB = re.compile(r"(?:lib(?:nccl(?!-(?:net|tuner|profiler|env))|cuda|cudart|cublas(?:Lt)?"
                        r"|cudnn\w*|nvrtc|cusparse(?:Lt)?|cufft|curand|cusolver|nvJitLink|nvToolsExt"
-                       r"|cupti|torch_cuda|c10_cuda|mpi\w*|open-rte|open-pal|ucc|ucp|ucs)\b[\w.-]*?"
+                       rf"|cupti|torch_cuda|c10_cuda)\b|{COMMUNICATION_LIB})[\w.-]*?"
                        r"\.(?:so[\w.]*|dylib)")
 # a library of any name (a program's own, an extension module) by file name
 SHARED_LIB = re.compile(r"[\w.+-]+\.(?:so[\w.]*|dylib)")
