@@ -159,7 +159,9 @@ ENTRIES = (
         "`--log-dir`'s files), named ahead of them; mp.spawn's `-- Process N terminated with "
         "the following error:` and the child's own exception after it; in torchrun `--log-dir`, "
         "a rank's empty `stderr.log` beside another rank's lost connection (that rank printed "
-        "no error before it ended: killed, crashed in native code or returned early).",
+        "no error before it ended: killed, crashed in native code or returned early); the "
+        "shell's report of a crash in bash's words or zsh's (`zsh: segmentation fault`), and "
+        "glibc's abort of a corrupt heap or stack (`double free or corruption`).",
         40,
     ),
     Entry(

@@ -16,7 +16,9 @@ ENTRIES = (
         "  torch.cuda.set_device(int(os.environ['LOCAL_RANK']))\n"
         "and keep --nproc-per-node at most the number of GPUs in `nvidia-smi -L`."),
         "`NCCL WARN Duplicate GPU detected : rank X and rank Y both on CUDA device Z` (also "
-        "posted bare, without the NCCL WARN prefix).",
+        "posted bare, without the NCCL WARN prefix); processes of one machine whose NCCL line "
+        "prefixes (`host:pid:tid [dev]`) name the same device, in a run NCCL refused as "
+        "ncclInvalidUsage, unless their `Init COMPLETE` lines' busId tell the GPUs apart.",
         94,
     ),
     Entry(
@@ -50,7 +52,9 @@ ENTRIES = (
         "`NCCL INFO NCCL version X` lines that differ between hosts/files; torch builds that "
         "differ between machines or files (collect_env's `PyTorch version: X`, a `torch==X` pip "
         "line; a warning while nothing failed); `CUDA driver version is insufficient for CUDA "
-        "runtime version`.",
+        "runtime version`; a library the build links that the loader cannot load (glibc's "
+        "`cannot open shared object file`, macOS dyld's `Library not loaded:`): CUDA's, "
+        "NCCL's, and MPI's, UCC's or UCX's for a build with the MPI backend.",
         92,
     ),
     Entry(
@@ -78,7 +82,8 @@ ENTRIES = (
         "For host memory: fewer DataLoader workers; check dmesg -T | grep -i oom"),
         "`CUDA out of memory`, `OutOfMemoryError`, `Cuda failure 'out of memory'`, "
         "`DefaultCPUAllocator: can't allocate memory`, `Out of memory: Killed process`; a rank "
-        "killed by SIGKILL (`exitcode: -9`) while no rank printed any error (the OOM killer's "
+        "killed by SIGKILL (`exitcode: -9`, the shell's `Killed`, zsh's `zsh: killed`) while "
+        "no rank printed any error (the OOM killer's "
         "signature, named as the likely cause), also beside its peers' lost connections where "
         "DeepSpeed's launcher reports it; the other accelerators' `HIP`, `XPU`, `NPU` or `MPS "
         "backend out of memory`.",
@@ -101,7 +106,9 @@ ENTRIES = (
         "NCCL's `Cuda failure 'X'` (src/include/checks.h, ncclUnhandledCudaError), torchrun's "
         "`Cuda is not available.` (--nproc-per-node gpu), a worker that `did not exit after "
         "SIGKILL`: catalogued templates, when no more specific finding (out of memory, P2P) "
-        "holds.",
+        "holds. NCCL's `Failed to bind NVLink SHARP (NVLS) Multicast memory ... CUDA error N` "
+        "(src/transport/nvls.cc; its advice line where a post wrapped it) names the Fabric "
+        "Manager, whatever CUDA's error.",
         85,
     ),
     Entry(
