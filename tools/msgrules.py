@@ -231,6 +231,10 @@ RULES: tuple[Rule, ...] = (
     (r"net_ib|ibv", r".", "ib-error", "InfiniBand/RoCE transport"),
     (None, r"(?-i:\bibv_|NET/IB|\bIB\b|\bRoCE\b|\bGID\b|verbs|mlx5|RDMA|\bGDR|GPU ?Direct"
      r"|dma-?buf|\bQP\b)", "ib-error", "InfiniBand/RoCE"),
+    # NVLink SHARP (NVLS): multicast objects over the NVSwitches, which NCCL's own words lay on
+    # the Fabric Manager or the NVSwitches (src/transport/nvls.cc), not on peer-to-peer
+    (None, r"NVLink SHARP|NVLS\) Multicast|Fabric Manager", "cuda-error",
+     "NVLink SHARP's multicast objects: the Fabric Manager or the NVSwitches"),
     (r"transport/p2p", r".", "p2p", "CUDA peer-to-peer transport"),
     (None, r"cudaIpc|peer access|\bP2P\b|NVLink|NVLS|cuMem\w*|IPC handle|Rem Allocator",
      "p2p", "CUDA peer-to-peer"),

@@ -58,3 +58,14 @@ def test_nccl_going_on_without_nvls_is_no_failure_of_it(tmp_path: Path) -> None:
              "5d000 commId 0x9 - Init COMPLETE"]
     found = top(tmp_path, lines)
     assert found.severity != "error"
+
+
+def test_the_warns_second_line_alone_is_the_catalogues_cuda_error(tmp_path: Path) -> None:
+    # the message catalogue files nvls.cc's WARN under cuda-error (tools/msgrules.py: NCCL's own
+    # words lay it on the Fabric Manager or the NVSwitches), not under peer-to-peer
+    lines = ["h200-a:2201:2290 [3] transport/nvls.cc:376 NCCL WARN This is usually caused by a "
+             "system or configuration error in the Fabric Manager or NVSwitches.",
+             "RuntimeError: NCCL error: unhandled cuda error (run with NCCL_DEBUG=INFO for "
+             "details)"]
+    found = top(tmp_path, lines)
+    assert found.id == "cuda-error" and "p2p" not in found.explanation
