@@ -64,10 +64,10 @@ _FATAL = "|".join(FATAL_SIGNALS)
 
 def zsh_report(signals: str) -> str:
     """zsh's report of a job one of ``signals`` (an alternation of ZSH_SIGNALS' words) ended, as
-    a regex: the one grammar of it (the patterns below, facts/extract.py's deaths)."""
-    return (rf"{SHELL_PREFIX}zsh: (?P<zsh_signal>{signals})(?P<core> \(core dumped\))?"
+    a regex: the one grammar of it (the patterns below, facts/extract.py's deaths); its
+    ``detail`` is what zsh printed of the signal."""
+    return (rf"{SHELL_PREFIX}zsh: (?P<detail>(?P<zsh_signal>{signals})(?: \(core dumped\))?)"
             r"(?: +(?P<command>\S[^\n]*?))?\s*$")
-
 
 
 END_PATTERNS: tuple[LinePattern, ...] = (
@@ -114,14 +114,16 @@ END_PATTERNS: tuple[LinePattern, ...] = (
        rf"(?P<signal_text>{_FATAL})(?P<core> \(core dumped\))?(?: +(?P<command>\S[^\n]*?))?\s*$"),
     _p(EventKind.FATAL_SIGNAL, tuple(FATAL_SIGNALS),
        rf"{SHELL_PREFIX}(?P<signal_text>{_FATAL})(?P<core> \(core dumped\))?\s*$"),
-    # zsh's report of the same (ZSH_SIGNALS), its command after it
+    # zsh's report of the same (ZSH_SIGNALS), its command after it: each of its words stands for
+    # bash's (the event's signal_text)
     _p(EventKind.KILLED, ("zsh: killed",), zsh_report("killed")),
-    _p(EventKind.FATAL_SIGNAL, ("zsh: ",),
-       zsh_report("|".join(text for text in ZSH_SIGNALS if text != "killed"))),
-    # glibc aborting a process it found corrupt (GLIBC_ABORTS)
+    *(_p(EventKind.FATAL_SIGNAL, (f"zsh: {word}",), zsh_report(re.escape(word)),
+         fixed=(("signal_text", bash),))
+      for word, bash in ZSH_SIGNALS.items() if word != "killed"),
+    # glibc aborting a process it found corrupt (GLIBC_ABORTS): SIGABRT
     _p(EventKind.FATAL_SIGNAL, GLIBC_ABORTS,
-       r"(?P<detail>(?:\*\*\* )?(?P<abort>" + "|".join(re.escape(text) for text in GLIBC_ABORTS)
-       + r")[^\n]{0,200})"),
+       r"(?P<detail>(?:\*\*\* )?(?:" + "|".join(re.escape(text) for text in GLIBC_ABORTS)
+       + r")[^\n]{0,200})", fixed=(("signal_text", "Aborted"),)),
     # A crash handler's report in the process itself: Open MPI's (opal/util/stacktrace.c:
     # "[%s:%05d] *** Process received signal ***", then "[%s:%05d] Signal: %s (%d)") and UCX's
     # (ucs/debug/debug.c: "Caught signal %d (%s)", the signal's strsignal() text and its code's)

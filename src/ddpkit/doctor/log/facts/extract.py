@@ -118,9 +118,9 @@ def _deaths(text: str) -> list[Fact]:
                               BEFORE_TEARDOWN if deepspeed else str(number)))
     shell = _SHELL_DEATH.match(text)
     zsh = None if shell else _ZSH_DEATH.match(text)
-    if shell or zsh:
-        name = _SHELL_SIGNALS[shell.group(1) if shell else ZSH_SIGNALS[zsh.group("zsh_signal")]
-                              if zsh else ""]
+    said = shell.group(1) if shell else ZSH_SIGNALS[zsh.group("zsh_signal")] if zsh else None
+    if said is not None:
+        name = _SHELL_SIGNALS[said]
         found.append(Fact(FactKind.DEATH, name, str(SIGNAL_NUMBERS[name])))
     return found
 

@@ -11,7 +11,7 @@ import re
 
 from ddpkit.doctor.catalogue import entry
 from ddpkit.doctor.findings import Evidence, Finding
-from ddpkit.doctor.log.end_lines import FATAL_SIGNALS, TERMINATE, ZSH_SIGNALS
+from ddpkit.doctor.log.end_lines import FATAL_SIGNALS, TERMINATE
 from ddpkit.doctor.log.evidence import Bag, merge
 from ddpkit.doctor.log.rules.jobs import sigkill_fix
 from ddpkit.doctor.log.scan import Event
@@ -43,15 +43,10 @@ class ShellSignals:
             return
         (self.killed if event.kind == "killed" else self.crashed).add(event)
         if event.kind == "fatal-signal":
-            said = (event.get("detail")
-                    or (event.get("signal_text") or event.get("zsh_signal")) + event.get("core"))
+            said = event.get("detail") or event.get("signal_text") + event.get("core")
             self.said = self.said or said
-            # a crash handler's "received signal" names none; its next line does. zsh's words
-            # are bash's in lower case; glibc's report of a corrupt heap or stack precedes its
-            # abort()
-            self.signal_text = (self.signal_text or event.get("signal_text")
-                                or ZSH_SIGNALS.get(event.get("zsh_signal"), "")
-                                or ("Aborted" if event.get("abort") else ""))
+            # a crash handler's "received signal" names none; its next line does
+            self.signal_text = self.signal_text or event.get("signal_text")
         tag = _RANK_TAG.match(event.text)
         rank = event.rank if event.rank is not None else int(tag.group(1)) if tag else None
         ranks = self.ranks[event.kind]
