@@ -76,6 +76,24 @@ def test_an_assert_that_two_settings_do_not_go_together_is_invalid_usage(tmp_pat
     assert message in found.explanation
 
 
+@pytest.mark.parametrize(("path", "message"), [
+    # an assert of one parallel size against another, in a module that is no config reader
+    # (Megatron-core's parallel_state.py, DeepSpeed's moe/layer.py): their options' own names
+    ("/opt/conda/lib/python3.10/site-packages/megatron/core/parallel_state.py",
+     "expert_model_parallel_size (3) must divide the data parallel size (8)"),
+    ("/usr/local/lib/python3.8/dist-packages/deepspeed/moe/layer.py",
+     "Number of experts (6) should be divisible by expert parallel world size (4)"),
+    # torch Dynamo's check of an FSDP module it is asked to compile
+    ("/x/site-packages/torch/_dynamo/variables/builder.py",
+     "Dynamo can only compile an FSDP module wrapped with use_orig_params=True"),
+])
+def test_an_assert_naming_a_setting_of_the_distributed_run_is_invalid_usage(
+        tmp_path: Path, path: str, message: str) -> None:
+    found = top(tmp_path, raised(path, f"AssertionError: {message}"))
+    assert (found.id, found.severity) == ("invalid-usage", "error"), path
+    assert message in found.explanation
+
+
 @pytest.mark.parametrize("path", [
     # torch v2.3.0 torch/multiprocessing/spawn.py, _wrap: fn(i, *args)
     "/opt/conda/lib/python3.7/site-packages/torch/multiprocessing/spawn.py",
@@ -256,6 +274,9 @@ def test_lightnings_misuse_exception_is_invalid_usage(tmp_path: Path, lines: lis
     "[rank3]: ValueError: world_size (6) must be divisible by the number of experts (4)",
     "TypeError: FullyShardedDataParallel got an auto_wrap_policy of the wrong type",
     "NotImplementedError: DeepSpeed ZeRO-3 does not support this model's tied embeddings",
+    # an assert, posted alone, whose message names the run's setting it checked
+    "[rank1]: AssertionError: sequence_parallel_size 3 does not divide world_size 8",
+    "AssertionError: FSDP needs use_orig_params=True to be compiled",
 ])
 def test_a_refusal_posted_without_its_traceback_is_invalid_usage(tmp_path: Path,
                                                                   line: str) -> None:
@@ -268,6 +289,8 @@ def test_a_refusal_posted_without_its_traceback_is_invalid_usage(tmp_path: Path,
     "ValueError: could not convert string to float: 'abc'",  # no setting of the distributed run
     "RuntimeError: world_size mismatch in the checkpoint",  # RuntimeError is no refusal type
     "ValueError: DDP bucket would need more memory than the GPU has",  # memory: other rules'
+    "AssertionError: param not in list",  # an assert of the code's own state
+    "AssertionError: FSDP flat parameter ran out of memory",  # memory, though it names FSDP
 ])
 def test_other_lone_exceptions_are_not_a_refused_setting(tmp_path: Path, line: str) -> None:
     found = top(tmp_path, [line])

@@ -196,7 +196,10 @@ ENTRIES = (
         "already been destroyed` (ncclInvalidArgument/ncclInvalidUsage, read from the source), "
         "torch.distributed's and torchrun's ValueErrors about their arguments: catalogued "
         "templates, when no more specific finding holds; DDP's reducer checks and autograd's "
-        "`modified by an inplace operation` on a saved tensor, read by what the line shows.",
+        "`modified by an inplace operation` on a saved tensor, read by what the line shows; a "
+        "package of the distributed stack refusing what it was given (a ValueError, TypeError "
+        "or NotImplementedError raised in it, an assert on its configuration or one whose "
+        "message names a setting of the run, such as one parallel size against another).",
         84,
     ),
     Entry(

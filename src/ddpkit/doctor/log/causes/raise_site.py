@@ -9,15 +9,19 @@ raised. Python's documentation of the builtin exceptions gives their meaning: Va
 operation or function receives an argument that has the right type but an inappropriate value";
 TypeError, an operation or function "applied to an object of inappropriate type";
 NotImplementedError, what is not (yet) supported; and an AssertionError where a module that reads
-a package's configuration or launch arguments asserts on them (``CONFIG_MODULES``), or where any
-module asserts that two things are incompatible (``INCOMPATIBLE``). Raised in a
+a package's configuration or launch arguments asserts on them (``CONFIG_MODULES``), where any
+module asserts that two things are incompatible (``INCOMPATIBLE``), or where the assert's message
+names a setting of the distributed run (``STACK_WORDS`` below: a check of the run's own setting,
+such as Megatron's and DeepSpeed's asserts that one parallel size divides another, or torch
+Dynamo's that FSDP be wrapped with use_orig_params=True). Raised in a
 module of the distributed stack (``STACK``: torch's distributed, parallel, CUDA and
 multiprocessing modules, the launchers and trainers that drive them, and any installed package's
 own ``distributed`` or ``dist`` module), they are that package refusing what the run's settings or
 the script gave it: a launcher flag, a config value, an argument of a call. So is a refusal raised
 in any installed package whose message names the distributed run's own setting (``STACK_WORDS``:
 DeepSpeed, ZeRO, FSDP, DDP, the world size, the local rank...). So is such a refusal posted alone,
-with no frame before it (the last line of a traceback a thread kept), its raiser unnamed, unless
+with no frame before it (the last line of a traceback a thread kept; an AssertionError too, as its
+message names the run's setting), its raiser unnamed, unless
 the message catalogue knows the line (its source says what it is: DDP's "This indicates a bug in
 DDP" is internal-error). Every rerun fails the same way until it is changed. Raised where the
 rendezvous settings are read (torchelastic's rendezvous package, init_process_group's URL
@@ -96,11 +100,14 @@ SIGNATURE = re.compile(r"\bgot an unexpected keyword argument\b|\bmissing \d+ re
                        r"|\bgot multiple values for (?:keyword )?argument\b")
 # Words by which a refusal's message names the distributed stack, whichever package raised it
 # (transformers' from_pretrained: "DeepSpeed Zero-3 is not compatible with `low_cpu_mem_usage=True`
-# or with passing a `device_map`."): the value refused is a setting of the distributed run
+# or with passing a `device_map`."): the value refused is a setting of the distributed run. The
+# parallel sizes are named as the packages' options spell them: Megatron's
+# --tensor-model-parallel-size (tensor_model_parallel_size), vLLM's tensor_parallel_size and
+# pipeline_parallel_size, DeepSpeed's expert_parallel_size and sequence_parallel_size
 STACK_WORDS = re.compile(r"\b(?:DeepSpeed|ZeRO|Zero-?[123]|FSDP|FullyShardedDataParallel"
                          r"|DistributedDataParallel|DDP|NCCL|Gloo|torchrun|torch\.distributed"
-                         r"|process group|world[ _]size|local[ _]rank|distributed)\b",
-                         re.IGNORECASE)
+                         r"|process group|world[ _]size|local[ _]rank|distributed)\b"
+                         r"|\b[a-z_]*parallel[ _-]?(?:world[ _-]?)?size\b", re.IGNORECASE)
 _FRAME_REACH = 8  # lines from the innermost frame to the exception (source, carets, a long raise)
 _ORIGINS = 256  # tracebacks followed at once (one per process of a log)
 
@@ -162,7 +169,8 @@ class RaiseSite(Cause):
             self._read(event, raised.module, raised.installed, raised.kind, raised.message)
         if not sites and self.refused is None:  # an exception with no frame before it
             for fact in facts:
-                if (fact.kind is FactKind.EXCEPTION and fact.value.rsplit(".", 1)[-1] in REFUSALS
+                if (fact.kind is FactKind.EXCEPTION
+                        and fact.value.rsplit(".", 1)[-1] in REFUSALS | {"AssertionError"}
                         and STACK_WORDS.search(fact.detail)
                         and "memory" not in fact.detail.lower()
                         and catalogue().match(event.text) is None):  # (its source says more)
@@ -179,7 +187,8 @@ class RaiseSite(Cause):
     def _read(self, event: Event, module: str, installed: bool, kind: str, message: str) -> None:
         name = kind.rsplit(".", 1)[-1]
         refusal = name in REFUSALS or (name == "AssertionError" and (
-            module.rsplit(".", 1)[-1] in CONFIG_MODULES or INCOMPATIBLE.search(message)))
+            module.rsplit(".", 1)[-1] in CONFIG_MODULES or INCOMPATIBLE.search(message)
+            or STACK_WORDS.search(message)))
         if not refusal or "memory" in message.lower():
             return
         if name == "TypeError" and SIGNATURE.search(message):
