@@ -124,6 +124,33 @@ def test_a_log_of_known_lines_without_a_stage_stays_no_failure(tmp_path: Path) -
     assert ids(run(tmp_path, ["rank 0 initialised", done])) == ["no-failure"]
 
 
+# ProcessGroupNCCL.cpp's barrier() with no device named (torch 1.8: "Rank %d using GPU %d to
+# perform barrier as ...", some releases "using best-guess GPU", from 2.4 after "[PG ID 0 PG
+# GUID 0 Rank %d] "), as c10's glog warning or as the info line older releases printed
+BARRIER_GUESS = " to perform barrier as devices used by this process are currently unknown. " \
+    "This can potentially cause a hang if this rank to GPU mapping is incorrect."
+
+
+@pytest.mark.parametrize("line", [
+    "[W ProcessGroupNCCL.cpp:1569] Rank 1 using best-guess GPU 1" + BARRIER_GUESS,
+    "I0412 10:00:01.000000 77 ProcessGroupNCCL.cpp:2291] Rank 0 using GPU 0" + BARRIER_GUESS,
+    "[rank3]:[W512 08:14:22.123456789 ProcessGroupNCCL.cpp:4561] [PG ID 0 PG GUID 0 Rank 3]  "
+    "using GPU 3" + BARRIER_GUESS + " Specify device_ids in barrier() to force use of a "
+    "particular device, or call init_process_group() with a device_id.",
+])
+def test_a_log_that_stops_at_a_barrier_with_a_guessed_gpu_is_no_result(tmp_path: Path,
+                                                                        line: str) -> None:
+    # a rank entered a barrier, which waits for every rank; nothing after it shows they came
+    (finding,) = run(tmp_path, ["epoch 0 setup", line])
+    assert (finding.id, finding.severity) == ("no-result", "warning")
+    assert "barrier with the GPU ProcessGroupNCCL guessed" in finding.explanation
+    assert line.startswith(finding.evidence[-1].text.rstrip("…"))  # (clipped when long)
+    # the same line, and then the run's end: the barrier was passed
+    done = fill(template("torch/distributed/elastic/agent/server/api.py", "[<*>] worker group "
+                         "successfully finished."), "default", "300")
+    assert ids(run(tmp_path, ["epoch 0 setup", line, done], "done.log")) == ["no-failure"]
+
+
 def test_no_result_exits_zero(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     log = tmp_path / "node.log"
     log.write_text("\n".join([*BOOTSTRAP, *INIT]) + "\n")

@@ -372,7 +372,8 @@ def test_a_message_wrapped_after_its_first_sentence_is_still_recognised(tmp_path
     """torch.cuda's lazy init (torch/cuda/__init__.py, every release the catalogue read): "Cannot
     re-initialize CUDA in forked subprocess. To use CUDA with multiprocessing, you must use the
     'spawn' start method", posted wrapped after its first sentence: that sentence, ending its
-    line, is the message; a part of it, or other words after it, are not."""
+    line or going on as the template does, is the message; a part of it, or other words after
+    it, are not."""
     first = "RuntimeError: Cannot re-initialize CUDA in forked subprocess."
     matched = catalogue().match(first)
     assert matched is not None and matched.file == "torch/cuda/__init__.py"
@@ -381,6 +382,10 @@ def test_a_message_wrapped_after_its_first_sentence_is_still_recognised(tmp_path
     assert catalogue().match(first + " Something else entirely was said here") is None
     clipped = first + " To use CUDA with multiprocessing, you mu…"  # (findings.clip's cut)
     assert catalogue().match(clipped) == matched
+    # cut inside the next sentence by a page or a terminal (no ellipsis): it goes on as the
+    # template does, for a dozen characters at least
+    assert catalogue().match(first + " To use CUDA with multipro") == matched
+    assert catalogue().match(first + " To use CUD") is None  # (too little of it to tell)
     log = tmp_path / "rank.log"
     log.write_text(first + "\nTo use CUDA with multiprocessing, you must use the 'spawn' start "
                    "method\n")

@@ -135,6 +135,19 @@ def first_sentence(matcher: str) -> str | None:
     return head
 
 
+NEXT_WORDS = 12  # characters of a template's second sentence a line cut inside it must show
+
+
+def _next_words(matcher: str) -> str:
+    """``|`` and a regex of the start of the sentence after ``matcher``'s first (its first
+    ``NEXT_WORDS`` literal characters), for a line cut inside that sentence (a page or a
+    terminal that cut a long line, a thread's excerpt): it shows the first sentence whole, then
+    how the template goes on, and no other words. Empty when that sentence opens with a value."""
+    rest = matcher.partition(_SENTENCE_END)[2].split(".*?", 1)[0]
+    words = re.sub(r"\\(.)", r"\1", rest)[:NEXT_WORDS]
+    return f"|\\.\\s+{re.escape(words)}" if len(words) == NEXT_WORDS else ""
+
+
 def build(document: dict[str, object]) -> Catalogue:
     """A :class:`Catalogue` from the data file's document."""
     raw = document["messages"]
@@ -147,8 +160,8 @@ def build(document: dict[str, object]) -> Catalogue:
             continue
         head = first_sentence(matcher)
         pattern = whole = tolerant(matcher)
-        if head is not None:  # (the line ends after it, or ddpkit clipped the line past it)
-            pattern = f"{pattern}|{tolerant(head)}(?:\\.?\\s*$|\\.\\s.*…$)"
+        if head is not None:  # (the line ends after it, ddpkit clipped it, or it was cut later)
+            pattern = f"{pattern}|{tolerant(head)}(?:\\.?\\s*$|\\.\\s.*…${_next_words(matcher)})"
         literal = re.sub(r"\\(.)", r"\1", (head or matcher).replace(".*?", " "))
         found = set(_WORD.findall(literal))
         if not found:

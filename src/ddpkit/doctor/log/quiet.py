@@ -110,6 +110,13 @@ STAGES: tuple[tuple[re.Pattern[str], str], ...] = (
     # here without the exception's own line after it (the scan reads that line as a failure):
     # a process failed, and the line that says how is not in the log
     (re.compile(r"^(?:\S+\s)?" + re.escape(TRACEBACK_HEAD)), "traceback"),
+    # ProcessGroupNCCL's barrier() guessing the GPU of a process that named none
+    # (ProcessGroupNCCL.cpp, torch 1.8 on: "Rank %d using GPU %d to perform barrier as devices
+    # used by this process are currently unknown. This can potentially cause a hang if this rank
+    # to GPU mapping is incorrect."; "using best-guess GPU" in some releases; from 2.4 after the
+    # group's "[PG ID ...]" prefix): a rank entered a barrier, which waits for every rank
+    (re.compile(r"\busing (?:best-guess )?GPU \d+ to perform barrier as devices used by this "
+                r"process are currently unknown"), "nccl-barrier"),
     # PaddlePaddle's NCCL context init (imperative/nccl_context.cc, VLOG(0): "init nccl context
     # nranks: " << nranks << " local rank: " ...)
     (re.compile(r"\binit nccl context nranks: \d+ local rank: \d+"), "paddle-nccl-init"),

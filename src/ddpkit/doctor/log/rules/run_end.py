@@ -334,6 +334,10 @@ def _stage_words(event: Event) -> str:
         return _("a rank entered init_process_group's store-based barrier (line {line}), where "
                  "it waits for every rank: nothing after it shows that they all arrived",
                  line=event.line)
+    if stage == "nccl-barrier":
+        return _("a rank entered a barrier with the GPU ProcessGroupNCCL guessed for it (line "
+                 "{line}), where it waits for every rank: nothing after it shows that they all "
+                 "arrived (torch warns that a wrong guess can hang it)", line=event.line)
     if stage == "paddle-nccl-init":
         return _("PaddlePaddle's NCCL context init (line {line}): NCCL's own lines would say "
                  "where it waits (NCCL_DEBUG=INFO)", line=event.line)
