@@ -117,11 +117,25 @@ def test_a_log_of_nothing_ddpkit_knows_is_no_result(tmp_path: Path) -> None:
 
 
 def test_a_log_of_known_lines_without_a_stage_stays_no_failure(tmp_path: Path) -> None:
-    # a line the message catalogue knows (torch's store-based barrier, info) and no stage of
-    # NCCL's or a benchmark's: nothing failed, and what it shows is known
+    # a line the message catalogue knows (DDP's reducer after its first iteration, info) and no
+    # stage of NCCL's or a benchmark's: nothing failed, and what it shows is known
+    rebuilt = template("torch/nn/parallel/distributed.py", "Reducer buckets have been rebuilt")
+    assert ids(run(tmp_path, ["rank 0 initialised", "INFO:torch.nn.parallel.distributed:"
+                              + rebuilt])) == ["no-failure"]
+
+
+def test_a_log_that_stops_once_the_store_based_barrier_completed_is_no_result(
+        tmp_path: Path) -> None:
+    # init_process_group's barrier passed (distributed_c10d.py, torch 1.x, info): the process
+    # group was up, and a log that stops there stops partway, as after NCCL's Init COMPLETE
+    added = fill(template("torch/distributed/distributed_c10d.py", "Added key: "),
+                 "store_based_barrier_key:1", "0")
     done = fill(template("torch/distributed/distributed_c10d.py", "Rank <*>: Completed "
                          "store-based barrier for key:"), "0", "store_based_barrier_key:1", "2")
-    assert ids(run(tmp_path, ["rank 0 initialised", done])) == ["no-failure"]
+    (finding,) = run(tmp_path, ["rank 0 initialised", added, done])
+    assert (finding.id, finding.severity) == ("no-result", "warning")
+    assert "every rank passed init_process_group's store-based barrier (line 3)" in \
+        finding.explanation
 
 
 # ProcessGroupNCCL.cpp's barrier() with no device named (torch 1.8: "Rank %d using GPU %d to

@@ -106,6 +106,10 @@ STAGES: tuple[tuple[re.Pattern[str], str], ...] = (
     # "Added key: %s to store for rank: %s", info in torch 1.x, debug in 2.x)
     (re.compile(r"\bAdded key: store_based_barrier_key:\S+ to store for rank: \d+"),
      "c10d-barrier"),
+    # ... and every rank past it ("Rank %s: Completed store-based barrier for key:%s with %s
+    # nodes.", info in torch 1.x): init_process_group returned, the process group is up
+    (re.compile(r"\bCompleted store-based barrier for key:\S+ with \d+ nodes"),
+     "c10d-barrier-done"),
     # CPython's report of an exception ("Traceback (most recent call last):", then its frames),
     # here without the exception's own line after it (the scan reads that line as a failure):
     # a process failed, and the line that says how is not in the log

@@ -334,6 +334,10 @@ def _stage_words(event: Event) -> str:
         return _("a rank entered init_process_group's store-based barrier (line {line}), where "
                  "it waits for every rank: nothing after it shows that they all arrived",
                  line=event.line)
+    if stage == "c10d-barrier-done":
+        return _("every rank passed init_process_group's store-based barrier (line {line}): the "
+                 "process group was up, and nothing after it shows the run going further",
+                 line=event.line)
     if stage == "nccl-barrier":
         return _("a rank entered a barrier with the GPU ProcessGroupNCCL guessed for it (line "
                  "{line}), where it waits for every rank: nothing after it shows that they all "
