@@ -33,7 +33,8 @@ ENTRIES = (
         "host: mount -o remount,size=16G /dev/shm"),
         "`misc/shmutils.cc ... Error while creating shared memory segment`, `failed to extend "
         "/dev/shm/...`, DataLoader's `insufficient shared memory (shm)`, `No space left on device` "
-        "for /dev/shm or torch_ files.",
+        "for /dev/shm or torch_ files; Ray's warning that /dev/shm has only N bytes available "
+        "for its object store (a warning, where nothing else failed).",
         93,
     ),
     Entry(

@@ -37,6 +37,7 @@ ANCHORS: tuple[bytes, ...] = (
     b"num_local_procs",  # (DeepSpeed's launcher stating its node rank)
     b"local_idx/count",  # (oneCCL finding no local rank and size)
     b"is killed by signal",  # torch's DataLoader on a worker a signal killed ("Killed.": no error)
+    b"/dev/shm has only",  # Ray finding /dev/shm smaller than its object store (a warning)
     b"device_count()", b"is_available()",  # a traceback's assert on the GPUs torch sees
     b"GLOBAL_RANK: ",  # PyTorch Lightning's line for each process joining (a rank's claim)
     b"INFO NET/Socket",  # also the quoted or pre-2.4 form without the NCCL word

@@ -136,6 +136,9 @@ CAUSE_PATTERNS: tuple[LinePattern, ...] = (
         rf"^{LINE_PREFIXES} {{4}}(?P<func>[^\s()][^()\n]{{0,200}}?) "
         r"\((?P<file>[^()\s][^()\n]{0,300}?)"
         r"(?::(?P<line>\d{1,9}))?\)\s*$"),
+    # Ray finding /dev/shm smaller than its object store, a warning (causes/shm_small.py)
+    _fb(EventKind.JOB_FACT, ("/dev/shm has only",),
+        r"(?P<detail>/dev/shm has only \d{1,15} bytes available)"),
     # MPICH's mpiexec refusing an option, a line without an error word (mpi_launcher_arguments.py)
     _fb(EventKind.JOB_FACT, ("unrecognized argument ",), rf"(?P<detail>{HYDRA_REFUSAL}[^\n]*)"),
     # Ray's words for a worker that cannot reach its head (causes/firewall.py)

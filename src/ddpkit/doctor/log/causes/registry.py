@@ -73,6 +73,7 @@ from ddpkit.doctor.log.causes.restarted_workers import RestartedWorkers
 from ddpkit.doctor.log.causes.restarts import RendezvousRestarts
 from ddpkit.doctor.log.causes.shared_device import SharedDevice
 from ddpkit.doctor.log.causes.shm_full import ShmFull
+from ddpkit.doctor.log.causes.shm_small import ShmSmall
 from ddpkit.doctor.log.causes.silent_kill import SilentKill
 from ddpkit.doctor.log.causes.spawned_failure import SpawnedFailure
 from ddpkit.doctor.log.causes.ssh_unresolved import SshUnresolved
@@ -100,6 +101,7 @@ CAUSES: tuple[type[Cause], ...] = (
     PortZero, MasterAddress, Loopback, WorkerStoreOverride, ContainerBridge, StaleStore,
     EndpointWithoutPort, EmptyAddress,
     RendezvousRestarts, LoaderWorkerKilled, SilentKill, BusError, PeerAccess, Firewall, ShmFull,
+    ShmSmall,
     RdmaCompletion,
     ResolvedLater, NoBackend, AddressFamily, UnsetVariable, DeviceOrdinal, SharedDevice, NvlsBind,
     ConfigUndefined,

@@ -232,6 +232,7 @@ def _facts(text: str) -> tuple[Fact, ...]:
             found.append(Fact(FactKind.GAI_ERROR, code, GAI_ERRORS.get(int(code), ("", ""))[0]))
     if "/dev/shm" in text:
         found += [Fact(FactKind.SHM_PATH, m) for m in dict.fromkeys(network.SHM_PATH.findall(text))]
+        found += [Fact(FactKind.SHM_AVAILABLE, m) for m in network.SHM_AVAILABLE.findall(text)]
     if "completion with error" in text:
         found += [Fact(FactKind.RDMA_ERROR, m) for m in network.RDMA_ERROR.findall(text)]
     if "evice(" in text or ".cuda(" in text or "Module.cpp" in text:

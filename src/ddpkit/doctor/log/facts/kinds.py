@@ -45,6 +45,7 @@ class FactKind(enum.Enum):
     DIALLED = "dialled"
     GAI_ERROR = "gai-error"  # getaddrinfo's failure (value: its code, -2; detail: EAI_NONAME)
     SHM_PATH = "shm-path"  # a path in /dev/shm a line names (value: the path)
+    SHM_AVAILABLE = "shm-available"  # the free space a program found in /dev/shm (value: bytes)
     # an RDMA adapter's driver reporting a failed work completion (value: the provider, mlx5)
     RDMA_ERROR = "rdma-error"
     # torch.distributed built without a backend the job asks for (value: NCCL, MPI, UCC, Gloo)

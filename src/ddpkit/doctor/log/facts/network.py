@@ -40,6 +40,10 @@ def names_c10d_target(text: str) -> bool:
     return any(words in text for words in C10D_NAMED_TARGET)
 GAI_ERROR = re.compile(r"gai error: (-\d{1,2})\b")
 SHM_PATH = re.compile(r"/dev/shm/[\w.-]+|/dev/shm\b")
+# Ray's check of /dev/shm as it starts its object store (ray/_private/services.py, Ray 1.x on:
+# "WARNING: The object store is using {} instead of /dev/shm because /dev/shm has only {} bytes
+# available. This will harm performance! ... increase /dev/shm size by passing '--shm-size=..."
+SHM_AVAILABLE = re.compile(r"/dev/shm has only (\d{1,15}) bytes available")
 # rdma-core's mlx5 provider (providers/mlx5/cq.c): "mlx5: <host>: got completion with error:",
 # then the CQE in hex, for a failed work completion other than a flush
 RDMA_ERROR = re.compile(r"\b(mlx\d): \S+: got completion with error")
