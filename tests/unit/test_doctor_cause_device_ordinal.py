@@ -1,5 +1,6 @@
-"""causes/device_ordinal.py: CUDA's invalid device ordinal where a rank selects its GPU is
-duplicate-gpu (more processes per node than GPUs). Sources of the lines:
+"""causes/device_ordinal.py: CUDA's invalid device ordinal where a rank selects its GPU is a
+cuda-error that names more processes per node than GPUs (no two ranks share a GPU: duplicate-gpu
+is NCCL's own check). Sources of the lines:
 
 - CUDA runtime API (driver_types.h): cudaErrorInvalidDevice, 101 (10 before CUDA 10.1),
   cudaGetErrorString "invalid device ordinal"
@@ -31,24 +32,25 @@ THC = "THCudaCheck FAIL file=/pytorch/torch/csrc/cuda/Module.cpp line={line} err
 
 @pytest.mark.parametrize("arg", ["args.local_rank", "int(os.environ['LOCAL_RANK'])"])
 @pytest.mark.parametrize("n", [42, 289])
-def test_set_device_failing_is_duplicate_gpu(tmp_path: Path, arg: str, n: int) -> None:
+def test_set_device_failing_names_more_processes_than_gpus(tmp_path: Path, arg: str, n: int) -> None:
     lines = [line.format(n=n, arg=arg, prefix="") for line in MODERN]
     found = top(tmp_path, lines)
-    assert (found.id, found.severity) == ("duplicate-gpu", "error")
+    assert (found.id, found.severity) == ("cuda-error", "error")
     assert "Most likely" in found.explanation and "--nproc-per-node" in found.fix
 
 
 @pytest.mark.parametrize("line,code", [(33, 10), (59, 101)])
-def test_torch_1s_check_in_set_device_is_duplicate_gpu(tmp_path: Path, line: int,
+def test_torch_1s_check_in_set_device_names_more_processes_than_gpus(tmp_path: Path, line: int,
                                                        code: int) -> None:
     found = top(tmp_path, [THC.format(line=line, code=code)])
-    assert (found.id, found.severity) == ("duplicate-gpu", "error")
+    assert (found.id, found.severity) == ("cuda-error", "error")
+    assert "selecting its GPU" in found.explanation
 
 
 def test_several_ranks_failing_say_so(tmp_path: Path) -> None:
     lines = [f"[rank{r}]: RuntimeError: CUDA error: invalid device ordinal" for r in (2, 3)]
     found = top(tmp_path, lines)
-    assert found.id == "duplicate-gpu" and "more ranks than it has GPUs" in found.explanation
+    assert found.id == "cuda-error" and "more ranks than it has GPUs" in found.explanation
 
 
 @pytest.mark.parametrize("line", ["RuntimeError: CUDA error: invalid device ordinal",

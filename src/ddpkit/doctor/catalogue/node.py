@@ -109,7 +109,8 @@ ENTRIES = (
         "SIGKILL`: catalogued templates, when no more specific finding (out of memory, P2P) "
         "holds. NCCL's `Failed to bind NVLink SHARP (NVLS) Multicast memory ... CUDA error N` "
         "(src/transport/nvls.cc; its advice line where a post wrapped it) names the Fabric "
-        "Manager, whatever CUDA's error.",
+        "Manager, whatever CUDA's error. CUDA's `invalid device ordinal` where a rank selects "
+        "its GPU (`set_device`) or several ranks fail: more processes per node than GPUs.",
         85,
     ),
     Entry(

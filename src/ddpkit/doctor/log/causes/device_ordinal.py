@@ -4,7 +4,9 @@ CUDA's ``cudaErrorInvalidDevice`` (``invalid device ordinal``; error 101, 10 bef
 is what ``cudaSetDevice(n)`` returns for an ``n`` at or past the device count. A launcher gives
 each of its processes LOCAL_RANK 0..nproc-1 and the script selects that GPU
 (``torch.cuda.set_device(local_rank)``, ``.cuda(local_rank)``): with more processes than
-visible GPUs the last ranks fail so. The facts read the error (``CUDA_ERROR``) and the
+visible GPUs the last ranks fail so. No two ranks share a GPU there: each names one that does not
+exist, so the finding is the CUDA call that failed (cuda-error), not duplicate-gpu (two ranks on
+one device, which NCCL's own check reports). The facts read the error (``CUDA_ERROR``) and the
 selection (``DEVICE_SELECT``: the traceback's ``set_device(...)``, torch 1.x's THCudaCheck in
 ``torch/csrc/cuda/Module.cpp``); the cause names it only where the lines show the selection or
 several ranks, and says "most likely" when they do not show several ranks. The error alone, with
@@ -30,7 +32,7 @@ class DeviceOrdinal(Noting):
     needs = frozenset({FactKind.CUDA_ERROR, FactKind.DEVICE_SELECT, FactKind.WORLD_SIZE})
     specificity = 15
     supersedes = GENERIC | {"cuda-error"}
-    yields_to = frozenset({"local-rank-argument", "duplicate-gpu"})
+    yields_to = frozenset({"local-rank-argument", "duplicate-gpu"})  # (NCCL's check: it says more)
 
     def __init__(self) -> None:
         super().__init__()
@@ -73,7 +75,7 @@ class DeviceOrdinal(Noting):
                      "than CUDA_VISIBLE_DEVICES lists).")
         fix = _fix()
         evidence = merge(self.bag.items, self.selected.items)
-        return made("duplicate-gpu", severity, text, fix, evidence)
+        return made("cuda-error", severity, text, fix, evidence)
 
 
 def _fix() -> str:
