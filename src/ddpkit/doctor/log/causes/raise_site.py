@@ -108,8 +108,17 @@ STACK_WORDS = re.compile(r"\b(?:DeepSpeed|ZeRO|Zero-?[123]|FSDP|FullyShardedData
                          r"|DistributedDataParallel|DDP|NCCL|Gloo|torchrun|torch\.distributed"
                          r"|process group|world[ _]size|local[ _]rank|distributed)\b"
                          r"|\b[a-z_]*parallel[ _-]?(?:world[ _-]?)?size\b", re.IGNORECASE)
+# STACK_WORDS that name the stack and no setting of it: an assert saying only "Distributed call
+# failed" checks the code's own state, not a value the run was given
+_STACK_ONLY = frozenset({"distributed", "torch.distributed"})
 _FRAME_REACH = 8  # lines from the innermost frame to the exception (source, carets, a long raise)
 _ORIGINS = 256  # tracebacks followed at once (one per process of a log)
+
+
+def names_setting(message: str) -> bool:
+    """Whether an assert's ``message`` names a setting of the distributed run (a STACK_WORDS
+    word other than the stack's own name)."""
+    return any(m.group(0).lower() not in _STACK_ONLY for m in STACK_WORDS.finditer(message))
 
 
 def in_stack(module: str) -> bool:
@@ -169,9 +178,10 @@ class RaiseSite(Cause):
             self._read(event, raised.module, raised.installed, raised.kind, raised.message)
         if not sites and self.refused is None:  # an exception with no frame before it
             for fact in facts:
+                name = fact.value.rsplit(".", 1)[-1]
                 if (fact.kind is FactKind.EXCEPTION
-                        and fact.value.rsplit(".", 1)[-1] in REFUSALS | {"AssertionError"}
-                        and STACK_WORDS.search(fact.detail)
+                        and (name in REFUSALS and STACK_WORDS.search(fact.detail)
+                             or name == "AssertionError" and names_setting(fact.detail))
                         and "memory" not in fact.detail.lower()
                         and catalogue().match(event.text) is None):  # (its source says more)
                     self.refused = (UNKNOWN_SITE, fact.value, fact.detail)
@@ -188,7 +198,7 @@ class RaiseSite(Cause):
         name = kind.rsplit(".", 1)[-1]
         refusal = name in REFUSALS or (name == "AssertionError" and (
             module.rsplit(".", 1)[-1] in CONFIG_MODULES or INCOMPATIBLE.search(message)
-            or STACK_WORDS.search(message)))
+            or names_setting(message)))
         if not refusal or "memory" in message.lower():
             return
         if name == "TypeError" and SIGNATURE.search(message):
