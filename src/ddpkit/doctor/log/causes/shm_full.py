@@ -33,6 +33,10 @@ class ShmFull(Noting):
             return None
         text = _("Writing {paths} failed with No space left on device (ENOSPC): /dev/shm is "
                  "full.", paths=self.listed)
-        fix = _("Check the size first: df -h /dev/shm (a container's default is 64M)\n{fix}",
-                fix=entry("shm").fix)
-        return made("shm", "error", text, fix, merge(self.bag.items))
+        return made("shm", "error", text, size_first_fix(), merge(self.bag.items))
+
+
+def size_first_fix() -> str:
+    """The shm fix, led by the look at /dev/shm's size that tells whether it is a container's."""
+    return _("Check the size first: df -h /dev/shm (a container's default is 64M)\n{fix}",
+             fix=entry("shm").fix)

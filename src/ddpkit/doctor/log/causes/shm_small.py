@@ -12,9 +12,9 @@ so the finding is a warning too, ranked below any error the logs show.
 
 from __future__ import annotations
 
-from ddpkit.doctor.catalogue import entry
 from ddpkit.doctor.findings import Finding
 from ddpkit.doctor.log.causes.base import Context, Noting, made
+from ddpkit.doctor.log.causes.shm_full import size_first_fix
 from ddpkit.doctor.log.evidence import merge
 from ddpkit.doctor.log.facts.kinds import Fact, FactKind
 from ddpkit.doctor.log.scan import Event
@@ -40,6 +40,4 @@ class ShmSmall(Noting):
                  "and DataLoader workers their tensors: when they outgrow it, NCCL fails or hangs "
                  "and workers die with a bus error. Ray's line is a warning; if the run stopped "
                  "or failed without another cause, this is the likely one.", size=self.listed)
-        fix = _("Check the size first: df -h /dev/shm (a container's default is 64M)\n{fix}",
-                fix=entry("shm").fix)
-        return made("shm", "warning", text, fix, merge(self.bag.items))
+        return made("shm", "warning", text, size_first_fix(), merge(self.bag.items))
