@@ -26,7 +26,8 @@ BEFORE = ("This may slow down performance! You may be able to free up space by d
           "/dev/shm or terminating any running plasma_store_server processes.")
 
 
-@pytest.mark.parametrize(("size", "shown"), [("67108864", "64 MiB"), ("5368709120", "5120 MiB")])
+@pytest.mark.parametrize(("size", "shown"), [("67108864", "64 MiB"), ("5368709120", "5120 MiB"),
+                                           ("524288", "524288 bytes")])
 @pytest.mark.parametrize("after", [NOW, BEFORE])
 def test_ray_finding_dev_shm_small_is_shm_as_a_warning(tmp_path: Path, size: str, shown: str,
                                                        after: str) -> None:

@@ -29,8 +29,7 @@ class ShmSmall(Noting):
     supersedes = frozenset({"no-result"})  # (a run that stops: not one that failed otherwise)
 
     def feed(self, event: Event, facts: tuple[Fact, ...]) -> None:
-        self.note(event, [f"{int(f.value) // _MIB} MiB" for f in facts
-                          if f.kind is FactKind.SHM_AVAILABLE])
+        self.note(event, [_size(int(f.value)) for f in facts if f.kind is FactKind.SHM_AVAILABLE])
 
     def finding(self, context: Context) -> Finding | None:
         if not self.bag:
@@ -41,3 +40,8 @@ class ShmSmall(Noting):
                  "and workers die with a bus error. Ray's line is a warning; if the run stopped "
                  "or failed without another cause, this is the likely one.", size=self.listed)
         return made("shm", "warning", text, size_first_fix(), merge(self.bag.items))
+
+
+def _size(available: int) -> str:
+    """Bytes as a reader counts them: MiB, or bytes below one."""
+    return f"{available // _MIB} MiB" if available >= _MIB else f"{available} bytes"
