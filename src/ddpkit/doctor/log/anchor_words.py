@@ -66,6 +66,8 @@ ANCHORS: tuple[bytes, ...] = (
     # torch 1.10 on: "... To avoid data inconsistency, we are taking the entire process down."),
     # posted without an error word
     b"entire process down",
+    # Open MPI's launcher reporting a rank a signal ended ("... exited on signal 9 (Killed).")
+    b"exited on signal",
     # torchrun's teardown giving up on a worker that survived SIGKILL (elastic/multiprocessing/
     # api.py, an error-level line without an error word)
     b"abandoning",

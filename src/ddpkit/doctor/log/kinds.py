@@ -40,6 +40,7 @@ class EventKind(str, enum.Enum):
     LOCAL_RANK_ARG = "local-rank-arg"
     LOCAL_RANK_MINUS_ONE = "local-rank-minus-one"
     LOG_READ = "log-read"
+    MPI_RANK_SIGNALED = "mpi-rank-signaled"  # Open MPI's launcher: a rank a signal ended
     NCCL_BOOTSTRAP = "nccl-bootstrap"
     NCCL_COMM = "nccl-comm"
     NCCL_ENV = "nccl-env"

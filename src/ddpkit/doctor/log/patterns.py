@@ -40,6 +40,7 @@ FAILURE_KINDS = frozenset({
     "ib-error", "shm-error", "p2p-error", "oom", "rdzv-timeout", "rdzv-config",
     "rdzv-connection", "resolve-failed", "port-in-use", "no-interface", "gloo-mesh-failed",
     "device-ordinal",  # CUDA's invalid device ordinal, torch's negative device index
+    "mpi-rank-signaled",  # Open MPI's launcher reporting a rank a signal ended
 })
 FACT_KIND = "job-fact"  # lines read only for the facts the causes read (doctor/log/facts/)
 # Lines after which the next N lines are examined whatever they contain.
@@ -330,6 +331,13 @@ PATTERNS: tuple[LinePattern, ...] = (
        r"failed \(exitcode: (?P<code>-?\d+)\) local_rank: (?P<local_rank>\d+)(?: \(pid: "
        r"(?P<pid>\d+)\))?", claims=True),
     _p(EventKind.CHILD_FAILED, ("ChildFailedError",), r"(?P<detail>ChildFailedError)"),
+    # Open MPI's launcher on a rank a signal ended (orte/tools/orterun/help-orterun.txt,
+    # [orterun:proc-aborted] and [orterun:proc-aborted-strsignal], v4; PRRTE's prterun, v5): "%s
+    # noticed that process rank %lu with PID %d on node %s exited on signal %d (%s)." -- no error
+    # word on the line; the rank is the MPI rank (the job's global rank)
+    _p(EventKind.MPI_RANK_SIGNALED, ("exited on signal",),
+       r"noticed that process rank (?P<rank>\d{1,7}) with PID (?P<pid>\d{1,10}) on node "
+       r"(?P<host>[^\s]{1,255}) exited on signal (?P<signum>\d{1,2})\b", claims=True),
     # --- failures no rule may name (read by rules/unexplained.py; never claim) ---
     # torchrun/the elastic agent was told to stop (a scheduler, a user, ddpkit's own teardown)
     _p(EventKind.DEATH_SIGNAL, ("death signal",), r"Received (?P<signal>\S+) death signal"),

@@ -130,7 +130,7 @@ class JobRules:
     def feed(self, event: Event) -> None:
         kind = event.kind
         self.note_rank(event.rank)
-        if kind.startswith("summary-") or kind == "agent-failed":
+        if kind.startswith("summary-") or kind in ("agent-failed", "mpi-rank-signaled"):
             self._summary(event)
         elif kind == "exception":
             if EXIT_BARRIER_KEY in event.text:
@@ -203,6 +203,13 @@ class JobRules:
         if kind == "agent-failed":
             record = FailureRecord(root=False, local_rank=int(event.get("local_rank")),
                                    code=int(event.get("code")), pid=event.get("pid"))
+            self._keep(record, event)
+            return
+        if kind == "mpi-rank-signaled":  # (a signal's number as a launcher's negative code)
+            rank = int(event.get("rank"))
+            record = FailureRecord(root=False, rank=rank, host=event.get("host"),
+                                   pid=event.get("pid"), code=-int(event.get("signum")))
+            self.note_rank(rank)
             self._keep(record, event)
             return
         section = self.section.get(name)
