@@ -32,6 +32,7 @@ ANCHORS: tuple[bytes, ...] = (
     # (whatever check printed them; their regex characters escaped, their spaces kept literal)
     *(_literal(text) for text in CUDA_DISTINCT_ERRORS),
     b"Tried to allocate",  # (the GPU allocator's words, where a terminal cut "out of memory")
+    b"oom_kill", b"oom-kill",  # (Slurm's memory cgroup on the tasks it killed)
     b"file://",  # (a FileStore's init_method, in a traceback's source line or printed arguments)
     b"master_addr", b"MASTER_ADDR", b"master-addr",  # (the master address a launcher was given)
     b"num_local_procs",  # (DeepSpeed's launcher stating its node rank)

@@ -120,6 +120,11 @@ END_PATTERNS: tuple[LinePattern, ...] = (
     *(_p(EventKind.FATAL_SIGNAL, (f"zsh: {word}",), zsh_report(re.escape(word)),
          fixed=(("signal_text", bash),))
       for word, bash in ZSH_SIGNALS.items() if word != "killed"),
+    # Slurm's srun on the tasks a fatal signal ended ("srun: error: %s: task(s) %s: %s",
+    # strsignal's words, " (core dumped)" after them); its "Killed" is read as a death fact
+    _p(EventKind.FATAL_SIGNAL, tuple(FATAL_SIGNALS),
+       rf"\bsrun: error: \S+: tasks? [\d,\[\]-]{{1,200}}: (?P<detail>(?P<signal_text>{_FATAL})"
+       r"(?P<core> \(core dumped\))?)"),
     # glibc aborting a process it found corrupt (GLIBC_ABORTS): SIGABRT
     _p(EventKind.FATAL_SIGNAL, GLIBC_ABORTS,
        r"(?P<detail>(?:\*\*\* )?(?:" + "|".join(re.escape(text) for text in GLIBC_ABORTS)

@@ -178,7 +178,9 @@ PATTERNS: tuple[LinePattern, ...] = (
     # gives its driver's reason as "[driver error:out of memory]")
     _p(EventKind.OOM, ("CUDA out of memory", "OutOfMemoryError", "CUDA error", "NCCL WARN",
                "can't allocate memory", "Out of memory", "MemoryError", "CUDA Error",
-               "not enough memory", "Tried to allocate", "out of memory"),
+               "not enough memory", "Tried to allocate", "out of memory",
+               # Slurm's step daemon and srun on its cgroup's OOM handler (below)
+               "oom_kill", "oom-kill", "exceeded memory limit", "Out Of Memory"),
        r"(?P<detail>CUDA out of memory[^\n]*|(?:[\w.]*)OutOfMemoryError[^\n]*"
        r"|\b(?:HIP|XPU|NPU|MPS backend) out of memory[^\n]*|driver error: ?out of memory[^\n]*"
        r"|Tried to allocate [\d.]+ (?:bytes|[KMGT]iB)(?: \(GPU \d+; [\d.]+ (?:bytes|[KMGT]iB) "
@@ -186,7 +188,14 @@ PATTERNS: tuple[LinePattern, ...] = (
        r"|CUDA [Ee]rror: out of memory|Cuda failure 'out of memory'"
        r"|DefaultCPUAllocator: (?:can't allocate|not enough) memory[^\n]*"
        r"|Out of memory: Kill(?:ed)? process"
-       r"[^\n]*|\bMemoryError\b)", claims=True),
+       r"[^\n]*|\bMemoryError\b"
+       # Slurm: slurmstepd on the step's memory cgroup ("Detected %u oom_kill event(s) in %s.
+       # Some of the step tasks have been OOM Killed.", before 21.08 "oom-kill event(s) ...
+       # killed by the cgroup out-of-memory handler"; "%s exceeded memory limit (%u > %u), being
+       # killed"), and srun on each task it killed ("srun: error: %s: task %s: Out Of Memory")
+       r"|\bDetected \d+ oom[-_]kill events?(?:\(s\))?[^\n]*"
+       r"|\bexceeded memory limit \(\d+ > \d+\), being killed[^\n]*"
+       r"|\btasks? [\d,\[\]-]+: Out Of Memory\b[^\n]*)", claims=True),
     _p(EventKind.VERSION_ERROR, ("CUDA error", "NCCL WARN", "driver version is insufficient"),
        r"(?P<detail>CUDA driver version is insufficient for CUDA runtime version)", claims=True),
     _p(EventKind.NO_INTERFACE, ("NCCL WARN", _LAST, "Error: "),

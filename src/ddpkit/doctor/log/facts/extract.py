@@ -98,6 +98,9 @@ _SHELL_SIGNALS = {"Killed": "SIGKILL", **FATAL_SIGNALS}
 _SHELL_DEATH = re.compile(SHELL_PREFIX + r"(?:\S+: line \d+: +\d+ +|\[\d+\][+-]? +)?("
                           + "|".join(_SHELL_SIGNALS) + r")(?! +process \d)(?: \(core dumped\))?"
                           r"(?: +\S[^\n]*)?\s*$")
+# Slurm's srun on the tasks a signal ended ("srun: error: %s: task(s) %s: %s", strsignal's words,
+# "Killed" for SIGKILL; " (core dumped)" after them when the task dumped core)
+_SRUN_DEATH = re.compile(r"\btasks? [\d,\[\]-]{1,200}: (" + "|".join(_SHELL_SIGNALS) + r")\b")
 # zsh's report of the same, its words in lower case after "zsh: " (end_lines.ZSH_SIGNALS)
 _ZSH_DEATH = re.compile(zsh_report("|".join(ZSH_SIGNALS)))
 # a process selecting its GPU, in a traceback's lines or the failing check's own: torch's
@@ -116,7 +119,7 @@ def _deaths(text: str) -> list[Fact]:
         if number in SIGNALS:
             found.append(Fact(FactKind.DEATH, SIGNALS[number],
                               BEFORE_TEARDOWN if deepspeed else str(number)))
-    shell = _SHELL_DEATH.match(text)
+    shell = _SHELL_DEATH.match(text) or _SRUN_DEATH.search(text)
     zsh = None if shell else _ZSH_DEATH.match(text)
     said = shell.group(1) if shell else ZSH_SIGNALS[zsh.group("zsh_signal")] if zsh else None
     if said is not None:

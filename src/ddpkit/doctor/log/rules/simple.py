@@ -52,6 +52,13 @@ class Facts:
         return _(" ({where})", where=clauses(parts)) if parts else ""
 
 
+# Words of the out-of-memory lines (patterns.py) that name the host's memory, not the GPU's: the
+# kernel's OOM killer, torch's CPU allocator, Slurm's cgroup OOM handler (slurmstepd's "oom_kill
+# event", "oom-kill event" before 21.08, "exceeded memory limit"; srun's "Out Of Memory")
+HOST_MEMORY_WORDS = ("Killed process", "DefaultCPUAllocator", "oom_kill", "oom-kill",
+                     "exceeded memory limit", "Out Of Memory")
+
+
 def simple_finding(finding_id: str, facts: Facts) -> Finding:
     """The finding for lines of one kind, with the specifics the lines gave."""
     e = entry(finding_id)
@@ -70,8 +77,7 @@ def simple_finding(finding_id: str, facts: Facts) -> Finding:
         text = _("GPU peer-to-peer failed{where}: {details}.", where=facts.where(),
                  details=details)
     elif finding_id == "out-of-memory":
-        host_side = any(w in d for d in facts.details
-                        for w in ("Killed process", "DefaultCPUAllocator")) or any(
+        host_side = any(w in d for d in facts.details for w in HOST_MEMORY_WORDS) or any(
             d.startswith("MemoryError") for d in facts.details)
         text = (_("Out of host memory{where}: {details}.", where=facts.where(), details=details)
                 if host_side else
