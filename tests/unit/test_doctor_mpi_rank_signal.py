@@ -1,10 +1,14 @@
-"""Open MPI's launcher reporting a rank a signal ended: the rank's death, read like torchrun's.
+"""The MPI launchers reporting a rank a signal ended: the rank's death, read like torchrun's.
 
 The lines are Open MPI's own templates (orte/tools/orterun/help-orterun.txt, v4:
 [orterun:proc-aborted] "%s noticed that process rank %lu with PID %d on node %s exited on signal
 %d." and [orterun:proc-aborted-strsignal], the same with " (%s)" of strsignal() before the full
 stop; PRRTE's help-prterun.txt, Open MPI 5, the same words from prterun), between the dashed rules
-Open MPI's help messages print, with values drawn from the signal numbers of signal(7).
+Open MPI's help messages print; and MPICH's (and Intel MPI's) hydra (pm/pmiserv: "BAD
+TERMINATION OF ONE OF YOUR APPLICATION PROCESSES", "PID %d RUNNING AT %s", "EXIT CODE: %d";
+ui/mpich/mpiexec.c: "YOUR APPLICATION TERMINATED WITH THE EXIT STRING: %s (signal %d)" of
+strsignal, "APPLICATION TERMINATED ..." in older releases, macOS's strsignal adding the number),
+with values drawn from the signal numbers of signal(7).
 """
 
 from __future__ import annotations
@@ -66,3 +70,42 @@ def test_other_programs_children_exiting_on_a_signal_are_no_rank(tmp_path: Path)
     log = tmp_path / "run.log"
     log.write_text("child 4242 exited on signal 15 (xterm)\nepoch 3 loss 0.12\n")
     assert all("Rank" not in f.explanation for f in diagnose([str(log)]))
+
+
+HYDRA = ["=" * 83, "=   BAD TERMINATION OF ONE OF YOUR APPLICATION PROCESSES",
+         "=   PID 49762 RUNNING AT gpu-node-02", "=   EXIT CODE: {code}",
+         "=   CLEANING UP REMAINING PROCESSES", "=   YOU CAN IGNORE THE BELOW CLEANUP MESSAGES",
+         "=" * 83]
+EXIT_STRING = "{head}APPLICATION TERMINATED WITH THE EXIT STRING: {said} (signal {signum})"
+
+
+@pytest.mark.parametrize("head", ["YOUR ", ""])
+def test_hydra_reporting_a_process_killed_is_most_likely_the_oom_killer(tmp_path: Path,
+                                                                        head: str) -> None:
+    lines = [*(line.format(code=9) for line in HYDRA),
+             EXIT_STRING.format(head=head, said="Killed", signum=9),
+             "This typically refers to a problem with your application."]
+    found = top(tmp_path, lines)
+    assert (found.id, found.severity) == ("out-of-memory", "error")
+    assert "SIGKILL" in found.explanation and "dmesg" in found.fix
+
+
+@pytest.mark.parametrize(("said", "signum", "finding", "signal"), [
+    ("Segmentation fault", 11, "rank-failed", "SIGSEGV"),
+    ("Segmentation fault: 11", 11, "rank-failed", "SIGSEGV"),
+    ("Aborted", 6, "rank-failed", "SIGABRT"),
+    ("Bus error", 7, "shm", "SIGBUS"),
+])
+def test_hydra_reporting_a_fatal_signal(tmp_path: Path, said: str, signum: int, finding: str,
+                                        signal: str) -> None:
+    lines = [*(line.format(code=signum) for line in HYDRA),
+             EXIT_STRING.format(head="YOUR ", said=said, signum=signum)]
+    found = top(tmp_path, lines)
+    assert (found.id, found.severity) == (finding, "error")
+    assert f"died of {signal}" in found.explanation
+
+
+def test_hydras_block_alone_is_a_failure_it_cannot_name(tmp_path: Path) -> None:
+    # the exit string cut off: a process ended badly, how is not in the lines
+    found = top(tmp_path, [line.format(code=1) for line in HYDRA])
+    assert found.severity == "error" and found.id == "unexplained-failure"

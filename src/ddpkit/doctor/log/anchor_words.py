@@ -33,6 +33,7 @@ ANCHORS: tuple[bytes, ...] = (
     *(_literal(text) for text in CUDA_DISTINCT_ERRORS),
     b"Tried to allocate",  # (the GPU allocator's words, where a terminal cut "out of memory")
     b"oom_kill", b"oom-kill",  # (Slurm's memory cgroup on the tasks it killed)
+    b"OOMKilled",  # (Kubernetes' reason for a container killed at its memory limit)
     b"file://",  # (a FileStore's init_method, in a traceback's source line or printed arguments)
     b"master_addr", b"MASTER_ADDR", b"master-addr",  # (the master address a launcher was given)
     b"num_local_procs",  # (DeepSpeed's launcher stating its node rank)
@@ -69,6 +70,8 @@ ANCHORS: tuple[bytes, ...] = (
     b"entire process down",
     # Open MPI's launcher reporting a rank a signal ended ("... exited on signal 9 (Killed).")
     b"exited on signal",
+    # MPICH's hydra on a process that ended badly, and the signal that ended it
+    b"BAD TERMINATION", b"TERMINATED WITH THE EXIT STRING",
     # torchrun's teardown giving up on a worker that survived SIGKILL (elastic/multiprocessing/
     # api.py, an error-level line without an error word)
     b"abandoning",

@@ -125,6 +125,10 @@ END_PATTERNS: tuple[LinePattern, ...] = (
     _p(EventKind.FATAL_SIGNAL, tuple(FATAL_SIGNALS),
        rf"\bsrun: error: \S+: tasks? [\d,\[\]-]{{1,200}}: (?P<detail>(?P<signal_text>{_FATAL})"
        r"(?P<core> \(core dumped\))?)"),
+    # MPICH's hydra on the process a fatal signal ended ("... EXIT STRING: %s (signal %d)",
+    # strsignal's words; macOS's add the number, "Segmentation fault: 11")
+    _p(EventKind.FATAL_SIGNAL, tuple(FATAL_SIGNALS),
+       rf"EXIT STRING: (?P<detail>(?P<signal_text>{_FATAL})(?:: \d{{1,2}})? \(signal \d{{1,2}}\))"),
     # glibc aborting a process it found corrupt (GLIBC_ABORTS): SIGABRT
     _p(EventKind.FATAL_SIGNAL, GLIBC_ABORTS,
        r"(?P<detail>(?:\*\*\* )?(?:" + "|".join(re.escape(text) for text in GLIBC_ABORTS)

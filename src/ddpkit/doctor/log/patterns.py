@@ -180,7 +180,8 @@ PATTERNS: tuple[LinePattern, ...] = (
                "can't allocate memory", "Out of memory", "MemoryError", "CUDA Error",
                "not enough memory", "Tried to allocate", "out of memory",
                # Slurm's step daemon and srun on its cgroup's OOM handler (below)
-               "oom_kill", "oom-kill", "exceeded memory limit", "Out Of Memory"),
+               "oom_kill", "oom-kill", "exceeded memory limit", "Out Of Memory",
+               "OOMKilled"),  # (Kubernetes' reason for a container its memory limit ended)
        r"(?P<detail>CUDA out of memory[^\n]*|(?:[\w.]*)OutOfMemoryError[^\n]*"
        r"|\b(?:HIP|XPU|NPU|MPS backend) out of memory[^\n]*|driver error: ?out of memory[^\n]*"
        r"|Tried to allocate [\d.]+ (?:bytes|[KMGT]iB)(?: \(GPU \d+; [\d.]+ (?:bytes|[KMGT]iB) "
@@ -195,7 +196,10 @@ PATTERNS: tuple[LinePattern, ...] = (
        # killed"), and srun on each task it killed ("srun: error: %s: task %s: Out Of Memory")
        r"|\bDetected \d+ oom[-_]kill events?(?:\(s\))?[^\n]*"
        r"|\bexceeded memory limit \(\d+ > \d+\), being killed[^\n]*"
-       r"|\btasks? [\d,\[\]-]+: Out Of Memory\b[^\n]*)", claims=True),
+       r"|\btasks? [\d,\[\]-]+: Out Of Memory\b[^\n]*"
+       # Kubernetes' reason for a container the kernel killed at its memory limit (the pod's
+       # containerStatuses[].state.terminated.reason, "Reason: OOMKilled" in kubectl describe)
+       r"|\bOOMKilled\b[^\n]*)", claims=True),
     _p(EventKind.VERSION_ERROR, ("CUDA error", "NCCL WARN", "driver version is insufficient"),
        r"(?P<detail>CUDA driver version is insufficient for CUDA runtime version)", claims=True),
     _p(EventKind.NO_INTERFACE, ("NCCL WARN", _LAST, "Error: "),
@@ -422,6 +426,13 @@ PATTERNS: tuple[LinePattern, ...] = (
     # "[ERROR]" on the line); a negative code is a signal, read as a fact (cause_lines.py)
     _fb(EventKind.FAILURE_LINE, ("ERROR",),
         r"(?P<detail>\bexits with return code = (?P<code>[1-9]\d*))"),
+    # MPICH's (and Intel MPI's) hydra on a process that ended badly (pm/pmiserv: "BAD TERMINATION
+    # OF ONE OF YOUR APPLICATION PROCESSES"; ui/mpich/mpiexec.c: "YOUR APPLICATION TERMINATED
+    # WITH THE EXIT STRING: %s (signal %d)", "APPLICATION TERMINATED ..." in older releases), no
+    # error word on either; the signal is a fact (facts/extract.py's deaths)
+    _fb(EventKind.FAILURE_LINE, ("BAD TERMINATION", "TERMINATED WITH THE EXIT STRING"),
+        r"(?P<detail>\bBAD TERMINATION OF ONE OF YOUR APPLICATION PROCESSES\b"
+        r"|\bAPPLICATION TERMINATED WITH THE EXIT STRING: [^\n]*)"),
     _fb(EventKind.FAILURE_LINE, ("entire process down",),
         r"^(?P<detail>[^\n]*entire process down[^\n]*)"),
     _fb(EventKind.FAILURE_LINE, ("abandoning",),

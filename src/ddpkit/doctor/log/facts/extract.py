@@ -86,11 +86,15 @@ _RESTART = re.compile(r"\brestart_count=(\d+)|(will restart worker group)"
 # CalledProcessError "died with <Signals.SIGKILL: 9>." (accelerate's simple launcher re-raises
 # it), torch.multiprocessing's "process 0 terminated with signal SIGKILL" (spawn.py),
 # torchelastic's "Signal 9 (SIGKILL) received by PID", a shell's exit status 128+N through
-# CalledProcessError ("returned non-zero exit status 137."), Open MPI's "exited on signal 9".
+# CalledProcessError ("returned non-zero exit status 137."), Open MPI's "exited on signal 9",
+# MPICH's (and Intel MPI's) hydra "YOUR APPLICATION TERMINATED WITH THE EXIT STRING: Killed
+# (signal 9)" (ui/mpich/mpiexec.c: "%s (signal %d)" of strsignal and the signal).
 _DEATH = re.compile(r"\bexitcode\s*[:=]\s*-(\d{1,2})\b|\breturn code = -(\d{1,2})\b"
                     r"|died with <Signals\.(SIG[A-Z]+): \d+>|terminated with signal (SIG[A-Z]+)"
                     r"|\bSignal (\d{1,2}) \(SIG[A-Z]+\) received by PID"
-                    r"|non-zero exit status (1[2-9]\d)\b|\bexited on signal (\d{1,2})\b")
+                    r"|non-zero exit status (1[2-9]\d)\b"
+                    r"|\b(?:exited on signal|TERMINATED WITH THE EXIT STRING: [^\n(]{0,80}\(signal)"
+                    r" (\d{1,2})\b")
 # bash's report of a job a signal ended, alone on its line (jobs.c: strsignal(), "Killed" for
 # SIGKILL, "Bus error" for SIGBUS..., after the script's "line N: <pid> " or the job's "[1]+ ",
 # "(core dumped)" after it if it dumped core); the kernel's "Killed process N" is not it

@@ -1,4 +1,5 @@
-"""Slurm's words for a task's death and its memory cgroup's OOM kills.
+"""The schedulers' words for a task's death and their memory limits' kills: Slurm's and
+Kubernetes'.
 
 The lines are Slurm's own templates: slurmstepd on the step's memory cgroup
 (src/plugins/task/cgroup and cgroup/v1|v2, 21.08 on: "Detected %u oom_kill event%s in %ps. Some
@@ -7,7 +8,10 @@ of the step tasks have been OOM Killed."; before 21.08 "Detected %u oom-kill eve
 jobacct_gather's "%ps exceeded memory limit (%"PRIu64" > %"PRIu64"), being killed"), and srun on
 each task a signal or the OOM handler ended ("srun: error: %s: task%s %s: %s", strsignal's words
 or "Out Of Memory", " (core dumped)" after them; "Exited with exit code %d" for an exit), with
-node names, step ids and task lists drawn from Slurm's forms ("0", "0-3", "0,2").
+node names, step ids and task lists drawn from Slurm's forms ("0", "0-3", "0,2"). Kubernetes
+names a container the kernel killed at its memory limit by the reason "OOMKilled" (its API's
+ContainerStateTerminated.reason; kubectl describe prints "Reason: OOMKilled" and the exit code
+137).
 """
 
 from __future__ import annotations
@@ -60,3 +64,14 @@ def test_srun_reporting_a_task_a_fatal_signal_ended(tmp_path: Path, tasks: str, 
 def test_an_exit_code_is_no_signal_and_no_memory(tmp_path: Path) -> None:
     found = top(tmp_path, ["srun: error: gpu-07: tasks 0-1: Exited with exit code 1"])
     assert found.severity == "error" and found.id not in ("out-of-memory", "shm")
+
+
+@pytest.mark.parametrize("lines", [
+    ["    State:          Terminated", "      Reason:       OOMKilled", "      Exit Code:    137"],
+    ["trainer-worker-1 0/1 OOMKilled 2 (40s ago) 12m"],  # (kubectl get pods' STATUS column)
+])
+def test_a_container_kubernetes_killed_at_its_memory_limit_is_out_of_host_memory(
+        tmp_path: Path, lines: list[str]) -> None:
+    found = top(tmp_path, lines)
+    assert (found.id, found.severity) == ("out-of-memory", "error")
+    assert found.explanation.startswith("Out of host memory")
