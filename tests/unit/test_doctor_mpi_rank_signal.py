@@ -8,7 +8,10 @@ Open MPI's help messages print; and MPICH's (and Intel MPI's) hydra (pm/pmiserv:
 TERMINATION OF ONE OF YOUR APPLICATION PROCESSES", "PID %d RUNNING AT %s", "EXIT CODE: %d";
 ui/mpich/mpiexec.c: "YOUR APPLICATION TERMINATED WITH THE EXIT STRING: %s (signal %d)" of
 strsignal, "APPLICATION TERMINATED ..." in older releases, macOS's strsignal adding the number),
-with values drawn from the signal numbers of signal(7).
+and Horovod's runner (runner/gloo_run.py: "Horovod detected that one or more processes exited
+with non-zero status, thus causing the job to be terminated. The first process to do so
+was:\nProcess name: {name}\nExit code: {code}\n"), with values drawn from the signal numbers of
+signal(7).
 """
 
 from __future__ import annotations
@@ -109,3 +112,21 @@ def test_hydras_block_alone_is_a_failure_it_cannot_name(tmp_path: Path) -> None:
     # the exit string cut off: a process ended badly, how is not in the lines
     found = top(tmp_path, [line.format(code=1) for line in HYDRA])
     assert found.severity == "error" and found.id == "unexplained-failure"
+
+
+HOROVOD = ["RuntimeError: Horovod detected that one or more processes exited with non-zero "
+           "status, thus causing the job to be terminated. The first process to do so was:",
+           "Process name: 1", "Exit code: {code}"]
+
+
+@pytest.mark.parametrize("code", ["137", "-9"])
+def test_horovods_first_process_killed_is_most_likely_the_oom_killer(tmp_path: Path,
+                                                                     code: str) -> None:
+    found = top(tmp_path, [line.format(code=code) for line in HOROVOD])
+    assert (found.id, found.severity) == ("out-of-memory", "error") and "SIGKILL" in \
+        found.explanation
+
+
+def test_horovods_first_process_exiting_with_an_error_is_no_signal(tmp_path: Path) -> None:
+    found = top(tmp_path, [line.format(code="1") for line in HOROVOD])
+    assert (found.id, found.severity) == ("rank-failed", "error")

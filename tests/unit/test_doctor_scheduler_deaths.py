@@ -11,7 +11,9 @@ or "Out Of Memory", " (core dumped)" after them; "Exited with exit code %d" for 
 node names, step ids and task lists drawn from Slurm's forms ("0", "0-3", "0,2"). Kubernetes
 names a container the kernel killed at its memory limit by the reason "OOMKilled" (its API's
 ContainerStateTerminated.reason; kubectl describe prints "Reason: OOMKilled" and the exit code
-137).
+137). Ray's memory monitor kills a task when its node runs low on host memory
+(ray/_private/memory_monitor and the raylet: "ray.exceptions.OutOfMemoryError: Task was killed due
+to the node running low on memory.").
 """
 
 from __future__ import annotations
@@ -73,5 +75,12 @@ def test_an_exit_code_is_no_signal_and_no_memory(tmp_path: Path) -> None:
 def test_a_container_kubernetes_killed_at_its_memory_limit_is_out_of_host_memory(
         tmp_path: Path, lines: list[str]) -> None:
     found = top(tmp_path, lines)
+    assert (found.id, found.severity) == ("out-of-memory", "error")
+    assert found.explanation.startswith("Out of host memory")
+
+
+def test_rays_memory_monitor_killing_a_task_is_out_of_host_memory(tmp_path: Path) -> None:
+    found = top(tmp_path, ["ray.exceptions.OutOfMemoryError: Task was killed due to the node "
+                           "running low on memory."])
     assert (found.id, found.severity) == ("out-of-memory", "error")
     assert found.explanation.startswith("Out of host memory")

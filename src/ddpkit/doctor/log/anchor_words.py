@@ -72,6 +72,7 @@ ANCHORS: tuple[bytes, ...] = (
     b"exited on signal",
     # MPICH's hydra on a process that ended badly, and the signal that ended it
     b"BAD TERMINATION", b"TERMINATED WITH THE EXIT STRING",
+    b"Horovod detected",  # (Horovod's runner on its first failed process, named on the next lines)
     # torchrun's teardown giving up on a worker that survived SIGKILL (elastic/multiprocessing/
     # api.py, an error-level line without an error word)
     b"abandoning",

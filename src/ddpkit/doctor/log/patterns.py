@@ -65,7 +65,10 @@ FOLLOW: dict[str, int] = {"Root Cause": 8, "Last error:": 2, "ChildFailedError":
                           **dict.fromkeys(PYSPY_STATUS, PYSPY_FRAMES),
                           # pybind11 refusing a constructor's arguments: its signatures, one per
                           # line, then "Invoked with: " and the values (causes/store_arguments.py)
-                          "Error: __init__(): incompatible constructor arguments": 8}
+                          "Error: __init__(): incompatible constructor arguments": 8,
+                          # Horovod's runner on the first process that exited non-zero, its name
+                          # and exit code on the lines after (runner/gloo_run.py; cause_lines.py)
+                          "Horovod detected that one or more processes exited": 3}
 # A "NET/Socket : Using" line that ends there: its interfaces follow, one per line.
 SOCKET_LIST_HEAD, SOCKET_LIST_LINES = "NET/Socket : Using", 16
 

@@ -95,6 +95,9 @@ _DEATH = re.compile(r"\bexitcode\s*[:=]\s*-(\d{1,2})\b|\breturn code = -(\d{1,2}
                     r"|non-zero exit status (1[2-9]\d)\b"
                     r"|\b(?:exited on signal|TERMINATED WITH THE EXIT STRING: [^\n(]{0,80}\(signal)"
                     r" (\d{1,2})\b")
+# Horovod's runner's "Exit code: %s" of the first process that exited non-zero, alone on its line
+# (runner/gloo_run.py): a signal as a negative code, or as the shell's 128+N
+_EXIT_CODE_LINE = re.compile(r"^\s*Exit code: (?:-(\d{1,2})|(1[2-9]\d))\s*$")
 # bash's report of a job a signal ended, alone on its line (jobs.c: strsignal(), "Killed" for
 # SIGKILL, "Bus error" for SIGBUS..., after the script's "line N: <pid> " or the job's "[1]+ ",
 # "(core dumped)" after it if it dumped core); the kernel's "Killed process N" is not it
@@ -123,6 +126,11 @@ def _deaths(text: str) -> list[Fact]:
         if number in SIGNALS:
             found.append(Fact(FactKind.DEATH, SIGNALS[number],
                               BEFORE_TEARDOWN if deepspeed else str(number)))
+    horovod = _EXIT_CODE_LINE.match(text)
+    if horovod is not None:
+        number = int(horovod.group(1) or 0) or int(horovod.group(2)) - 128
+        if number in SIGNALS:
+            found.append(Fact(FactKind.DEATH, SIGNALS[number], str(number)))
     shell = _SHELL_DEATH.match(text) or _SRUN_DEATH.search(text)
     zsh = None if shell else _ZSH_DEATH.match(text)
     said = shell.group(1) if shell else ZSH_SIGNALS[zsh.group("zsh_signal")] if zsh else None

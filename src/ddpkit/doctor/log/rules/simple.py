@@ -55,9 +55,11 @@ class Facts:
 # Words of the out-of-memory lines (patterns.py) that name the host's memory, not the GPU's: the
 # kernel's OOM killer, torch's CPU allocator, Slurm's cgroup OOM handler (slurmstepd's "oom_kill
 # event", "oom-kill event" before 21.08, "exceeded memory limit"; srun's "Out Of Memory"),
-# Kubernetes' OOMKilled container
+# Kubernetes' OOMKilled container, Ray's memory monitor ("ray.exceptions.OutOfMemoryError: Task
+# was killed due to the node running low on memory.")
 HOST_MEMORY_WORDS = ("Killed process", "DefaultCPUAllocator", "oom_kill", "oom-kill",
-                     "exceeded memory limit", "Out Of Memory", "OOMKilled")
+                     "exceeded memory limit", "Out Of Memory", "OOMKilled",
+                     "running low on memory")
 
 
 def simple_finding(finding_id: str, facts: Facts) -> Finding:
