@@ -166,6 +166,18 @@ def test_other_failure_wording_is_no_nccl_error(line: bytes) -> None:
     assert "nccl-error" not in [e.kind for e in events(line + b"\n")]
 
 
+def test_a_pattern_that_opens_with_a_run_of_any_characters_starts_at_a_line_start() -> None:
+    # "[^\n]*" first, searched from every position of a long line, is quadratic in the line's
+    # length (an 8 KB line of one character after a trigger word took seconds a pattern, a
+    # 1.6 MB log of them minutes); from a line's start it reads the line once, and finds the same
+    from ddpkit.doctor.log.end_lines import END_PATTERNS
+    from ddpkit.doctor.log.patterns import PATTERNS
+    for pattern in (*PATTERNS, *END_PATTERNS):
+        for regex in (pattern.regex, *pattern.extras):
+            text = regex.pattern
+            assert not text.startswith(("(?P<detail>[^\n]*", "[^\n]*")), text[:80]
+
+
 def test_every_trigger_matches_an_anchor() -> None:
     # The scanner only looks at lines with an anchor: a trigger without one would never be seen.
     for trigger in anchors.TRIGGERS:

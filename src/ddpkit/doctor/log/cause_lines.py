@@ -66,7 +66,7 @@ CAUSE_PATTERNS: tuple[LinePattern, ...] = (
     # torch saying its CUDA build does not fit the GPU or the driver, a warning at first
     # (causes/gpu_build.py); each of its lines names PyTorch or torch==
     _fb(EventKind.JOB_FACT, ("PyTorch", "torch=="),
-        r"(?P<detail>[^\n]*(?:is not compatible with the current PyTorch installation|does not "
+        r"(?m)^(?P<detail>[^\n]*(?:is not compatible with the current PyTorch installation|does not "
         r"include kernels for this GPU|PyTorch CUDA builds for release|but your PyTorch was "
         r"compiled|PyTorch no longer supports this GPU|driver on your system is too old)[^\n]*)"),
     # c10d's store failing to bind an address it tried (causes/store_address.py)

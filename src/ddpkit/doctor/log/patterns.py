@@ -132,7 +132,7 @@ PATTERNS: tuple[LinePattern, ...] = (
     # TensorPipe's ibverbs wrapper (torch.distributed.rpc's transport, tensorpipe/common/ibv.h:
     # each ibv_* call checked with TP_THROW_SYSTEM_IF, "In operator() at
     # tensorpipe/common/ibv.h:172 \"\": Operation not supported"): an RDMA verbs call failed
-    _p(EventKind.IB_ERROR, ("rror",), r"(?P<detail>[^\n]*\btensorpipe/common/ibv\.h:\d+[^\n]*)",
+    _p(EventKind.IB_ERROR, ("rror",), r"(?m)^(?P<detail>[^\n]*\btensorpipe/common/ibv\.h:\d+[^\n]*)",
        claims=True),
     # (torch's MapAllocator.cpp, sharing a tensor between processes through a /dev/shm file it
     # names /torch_<pid>_...: "unable to write to file <%s>: %s (%d)" and "unable to mmap %zu bytes
@@ -383,7 +383,7 @@ PATTERNS: tuple[LinePattern, ...] = (
     # --- last: failure lines no pattern above read (rules/unexplained.py) ---
     # a CUDA error's own text (cudaGetErrorString's), whatever check printed it
     _fb(EventKind.FAILURE_LINE, CUDA_DISTINCT_ERRORS,
-        "(?P<detail>[^\n]*(?:" + "|".join(re.escape(t) for t in CUDA_DISTINCT_ERRORS)
+        "(?m)^(?P<detail>[^\n]*(?:" + "|".join(re.escape(t) for t in CUDA_DISTINCT_ERRORS)
         + ")[^\n]*)"),
     _fb(EventKind.FAILURE_LINE, ("rror",), r"(?P<detail>\[Errno -?\d+\][^\n]*|\berrno:? ?-?[1-9]\d*)"),
     # other error lines: glog's "Check failed: ... unhandled cuda error", "prog: error: ...",
