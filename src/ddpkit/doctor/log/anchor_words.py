@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 
-from ddpkit.doctor.log.end_lines import FATAL_SIGNALS, GLIBC_ABORTS
+from ddpkit.doctor.log.end_lines import CGROUP_OOM_WORDS, FATAL_SIGNALS, GLIBC_ABORTS
 from ddpkit.doctor.log.facts.kinds import CUDA_DISTINCT_ERRORS, CUDA_UNLOADED
 from ddpkit.launch.torchrun.tracebacks import IGNORED_HEAD
 
@@ -32,8 +32,8 @@ ANCHORS: tuple[bytes, ...] = (
     # (whatever check printed them; their regex characters escaped, their spaces kept literal)
     *(_literal(text) for text in CUDA_DISTINCT_ERRORS),
     b"Tried to allocate",  # (the GPU allocator's words, where a terminal cut "out of memory")
-    b"oom_kill", b"oom-kill",  # (Slurm's memory cgroup on the tasks it killed)
-    b"OOMKilled",  # (Kubernetes' reason for a container killed at its memory limit)
+    # (Slurm's and Kubernetes' memory cgroup on the tasks it killed; "emory" marks the others)
+    *(_literal(text) for text in CGROUP_OOM_WORDS if "emory" not in text),
     b"file://",  # (a FileStore's init_method, in a traceback's source line or printed arguments)
     b"master_addr", b"MASTER_ADDR", b"master-addr",  # (the master address a launcher was given)
     b"num_local_procs",  # (DeepSpeed's launcher stating its node rank)

@@ -60,6 +60,36 @@ PG_SHUTDOWN = "error set by ProcessGroupNCCL: Process Group shutdown"
 SHELL_PREFIX = (rf"^(?:{LINE_LABEL})?{LAUNCHER_TAGS}\s*"
                 r"(?:[^\n]*\| *[\d.]+[kMGT]?/[\d.?]+[kMGT]? \[[^\]\n]*\])?")
 _FATAL = "|".join(FATAL_SIGNALS)
+# Slurm's srun on the tasks a signal or its memory cgroup ended ("srun: error: %s: task(s) %s:
+# %s": the node, the task ids as a hostlist range, then strsignal's words, "Killed" for SIGKILL,
+# or "Out Of Memory"): the regex up to those words (this module's srun pattern, facts/extract.py's
+# deaths, the out-of-memory pattern in patterns.py)
+SRUN_TASKS = r"\btasks? [\d,\[\]-]{1,200}: "
+# What Slurm (slurmstepd, srun) and Kubernetes print of a process their memory cgroup killed:
+# slurmstepd's "Detected %u oom_kill event(s)" ("oom-kill" before 21.08) and "%s exceeded memory
+# limit (%u > %u), being killed", srun's "task %s: Out Of Memory", Kubernetes' OOMKilled reason.
+# The out-of-memory pattern's triggers (patterns.py), the anchors and rules/simple.py's words of
+# the host's memory read them from here.
+CGROUP_OOM_WORDS = ("oom_kill", "oom-kill", "exceeded memory limit", "Out Of Memory", "OOMKilled")
+
+
+def hydra_exit(words: str) -> str:
+    """MPICH's (and Intel MPI's) hydra on the process a signal ended, as a regex: "YOUR
+    APPLICATION TERMINATED WITH THE EXIT STRING: %s (signal %d)" (ui/mpich/mpiexec.c, strsignal's
+    words and the number; macOS's words add it, "Segmentation fault: 11"), ``words`` (a regex) in
+    its ``exit_words`` group and the number in ``signum``: the one grammar of it (the pattern
+    below, facts/extract.py's deaths)."""
+    return (rf"\bTERMINATED WITH THE EXIT STRING: (?P<detail>(?P<exit_words>{words})"
+            r"(?:: \d{1,2})? \(signal (?P<signum>\d{1,2})\))")
+
+
+# Open MPI's launcher on a rank a signal ended (orte/tools/orterun/help-orterun.txt,
+# [orterun:proc-aborted] and [orterun:proc-aborted-strsignal], v4; PRRTE's prterun, v5): "%s
+# noticed that process rank %lu with PID %d on node %s exited on signal %d (%s)." -- no error
+# word on the line; the rank is the MPI rank (the job's global rank). The one grammar of it
+# (patterns.py's MPI_RANK_SIGNALED, facts/extract.py's deaths)
+OPEN_MPI_SIGNALED = (r"noticed that process rank (?P<rank>\d{1,7}) with PID (?P<pid>\d{1,10}) on "
+                     r"node (?P<host>[^\s]{1,255}) exited on signal (?P<signum>\d{1,2})\b")
 
 
 def zsh_report(signals: str) -> str:
@@ -123,12 +153,11 @@ END_PATTERNS: tuple[LinePattern, ...] = (
     # Slurm's srun on the tasks a fatal signal ended ("srun: error: %s: task(s) %s: %s",
     # strsignal's words, " (core dumped)" after them); its "Killed" is read as a death fact
     _p(EventKind.FATAL_SIGNAL, tuple(FATAL_SIGNALS),
-       rf"\bsrun: error: \S+: tasks? [\d,\[\]-]{{1,200}}: (?P<detail>(?P<signal_text>{_FATAL})"
+       rf"\bsrun: error: \S+: {SRUN_TASKS}(?P<detail>(?P<signal_text>{_FATAL})"
        r"(?P<core> \(core dumped\))?)"),
-    # MPICH's hydra on the process a fatal signal ended ("... EXIT STRING: %s (signal %d)",
-    # strsignal's words; macOS's add the number, "Segmentation fault: 11")
+    # MPICH's hydra on the process a fatal signal ended (hydra_exit)
     _p(EventKind.FATAL_SIGNAL, tuple(FATAL_SIGNALS),
-       rf"EXIT STRING: (?P<detail>(?P<signal_text>{_FATAL})(?:: \d{{1,2}})? \(signal \d{{1,2}}\))"),
+       hydra_exit(f"(?P<signal_text>{_FATAL})")),
     # glibc aborting a process it found corrupt (GLIBC_ABORTS): SIGABRT
     _p(EventKind.FATAL_SIGNAL, GLIBC_ABORTS,
        r"(?P<detail>(?:\*\*\* )?(?:" + "|".join(re.escape(text) for text in GLIBC_ABORTS)

@@ -20,7 +20,15 @@ from __future__ import annotations
 import re
 
 from ddpkit.doctor.log.cause_lines import CAUSE_PATTERNS, PYSPY_FRAMES, PYSPY_STATUS
-from ddpkit.doctor.log.end_lines import END_PATTERNS, PG_SHUTDOWN, TERMINATE, TERMINATE_OTHER
+from ddpkit.doctor.log.end_lines import (
+    CGROUP_OOM_WORDS,
+    END_PATTERNS,
+    OPEN_MPI_SIGNALED,
+    PG_SHUTDOWN,
+    SRUN_TASKS,
+    TERMINATE,
+    TERMINATE_OTHER,
+)
 from ddpkit.doctor.log.facts.kinds import CUDA_DISTINCT_ERRORS, CUDA_UNLOADED, winsock_code
 from ddpkit.doctor.log.info_lines import INFO_PATTERNS
 from ddpkit.doctor.log.kinds import EventKind
@@ -182,9 +190,7 @@ PATTERNS: tuple[LinePattern, ...] = (
     _p(EventKind.OOM, ("CUDA out of memory", "OutOfMemoryError", "CUDA error", "NCCL WARN",
                "can't allocate memory", "Out of memory", "MemoryError", "CUDA Error",
                "not enough memory", "Tried to allocate", "out of memory",
-               # Slurm's step daemon and srun on its cgroup's OOM handler (below)
-               "oom_kill", "oom-kill", "exceeded memory limit", "Out Of Memory",
-               "OOMKilled"),  # (Kubernetes' reason for a container its memory limit ended)
+               *CGROUP_OOM_WORDS),  # (Slurm's and Kubernetes' memory cgroup: below)
        r"(?P<detail>CUDA out of memory[^\n]*|(?:[\w.]*)OutOfMemoryError[^\n]*"
        r"|\b(?:HIP|XPU|NPU|MPS backend) out of memory[^\n]*|driver error: ?out of memory[^\n]*"
        r"|Tried to allocate [\d.]+ (?:bytes|[KMGT]iB)(?: \(GPU \d+; [\d.]+ (?:bytes|[KMGT]iB) "
@@ -199,7 +205,7 @@ PATTERNS: tuple[LinePattern, ...] = (
        # killed"), and srun on each task it killed ("srun: error: %s: task %s: Out Of Memory")
        r"|\bDetected \d+ oom[-_]kill events?(?:\(s\))?[^\n]*"
        r"|\bexceeded memory limit \(\d+ > \d+\), being killed[^\n]*"
-       r"|\btasks? [\d,\[\]-]+: Out Of Memory\b[^\n]*"
+       rf"|{SRUN_TASKS}Out Of Memory\b[^\n]*"
        # Kubernetes' reason for a container the kernel killed at its memory limit (the pod's
        # containerStatuses[].state.terminated.reason, "Reason: OOMKilled" in kubectl describe)
        r"|\bOOMKilled\b[^\n]*)", claims=True),
@@ -347,13 +353,8 @@ PATTERNS: tuple[LinePattern, ...] = (
        r"failed \(exitcode: (?P<code>-?\d+)\) local_rank: (?P<local_rank>\d+)(?: \(pid: "
        r"(?P<pid>\d+)\))?", claims=True),
     _p(EventKind.CHILD_FAILED, ("ChildFailedError",), r"(?P<detail>ChildFailedError)"),
-    # Open MPI's launcher on a rank a signal ended (orte/tools/orterun/help-orterun.txt,
-    # [orterun:proc-aborted] and [orterun:proc-aborted-strsignal], v4; PRRTE's prterun, v5): "%s
-    # noticed that process rank %lu with PID %d on node %s exited on signal %d (%s)." -- no error
-    # word on the line; the rank is the MPI rank (the job's global rank)
-    _p(EventKind.MPI_RANK_SIGNALED, ("exited on signal",),
-       r"noticed that process rank (?P<rank>\d{1,7}) with PID (?P<pid>\d{1,10}) on node "
-       r"(?P<host>[^\s]{1,255}) exited on signal (?P<signum>\d{1,2})\b", claims=True),
+    # Open MPI's launcher on a rank a signal ended (end_lines.OPEN_MPI_SIGNALED)
+    _p(EventKind.MPI_RANK_SIGNALED, ("exited on signal",), OPEN_MPI_SIGNALED, claims=True),
     # --- failures no rule may name (read by rules/unexplained.py; never claim) ---
     # torchrun/the elastic agent was told to stop (a scheduler, a user, ddpkit's own teardown)
     _p(EventKind.DEATH_SIGNAL, ("death signal",), r"Received (?P<signal>\S+) death signal"),

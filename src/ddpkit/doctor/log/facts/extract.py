@@ -19,8 +19,11 @@ from ddpkit.doctor.addresses import address_class
 from ddpkit.doctor.log.end_lines import (
     DEEPSPEED_NODE,
     FATAL_SIGNALS,
+    OPEN_MPI_SIGNALED,
     SHELL_PREFIX,
+    SRUN_TASKS,
     ZSH_SIGNALS,
+    hydra_exit,
     zsh_report,
 )
 from ddpkit.doctor.log.facts import network
@@ -86,15 +89,15 @@ _RESTART = re.compile(r"\brestart_count=(\d+)|(will restart worker group)"
 # CalledProcessError "died with <Signals.SIGKILL: 9>." (accelerate's simple launcher re-raises
 # it), torch.multiprocessing's "process 0 terminated with signal SIGKILL" (spawn.py),
 # torchelastic's "Signal 9 (SIGKILL) received by PID", a shell's exit status 128+N through
-# CalledProcessError ("returned non-zero exit status 137."), Open MPI's "exited on signal 9",
-# MPICH's (and Intel MPI's) hydra "YOUR APPLICATION TERMINATED WITH THE EXIT STRING: Killed
-# (signal 9)" (ui/mpich/mpiexec.c: "%s (signal %d)" of strsignal and the signal).
+# CalledProcessError ("returned non-zero exit status 137.").
 _DEATH = re.compile(r"\bexitcode\s*[:=]\s*-(\d{1,2})\b|\breturn code = -(\d{1,2})\b"
                     r"|died with <Signals\.(SIG[A-Z]+): \d+>|terminated with signal (SIG[A-Z]+)"
                     r"|\bSignal (\d{1,2}) \(SIG[A-Z]+\) received by PID"
-                    r"|non-zero exit status (1[2-9]\d)\b"
-                    r"|\b(?:exited on signal|TERMINATED WITH THE EXIT STRING: [^\n(]{0,80}\(signal)"
-                    r" (\d{1,2})\b")
+                    r"|non-zero exit status (1[2-9]\d)\b")
+# The MPI launchers' reports of a rank a signal ended, its number in "signum" (end_lines.py's
+# grammars): Open MPI's "... exited on signal 9 (Killed).", MPICH's (and Intel MPI's) hydra "YOUR
+# APPLICATION TERMINATED WITH THE EXIT STRING: Killed (signal 9)"
+_MPI_DEATHS = (re.compile(OPEN_MPI_SIGNALED), re.compile(hydra_exit(r"[^\n(]{0,80}?")))
 # Horovod's runner's "Exit code: %s" of the first process that exited non-zero, alone on its line
 # (runner/gloo_run.py): a signal as a negative code, or as the shell's 128+N
 _EXIT_CODE_LINE = re.compile(r"^\s*Exit code: (?:-(\d{1,2})|(1[2-9]\d))\s*$")
@@ -107,7 +110,7 @@ _SHELL_DEATH = re.compile(SHELL_PREFIX + r"(?:\S+: line \d+: +\d+ +|\[\d+\][+-]?
                           r"(?: +\S[^\n]*)?\s*$")
 # Slurm's srun on the tasks a signal ended ("srun: error: %s: task(s) %s: %s", strsignal's words,
 # "Killed" for SIGKILL; " (core dumped)" after them when the task dumped core)
-_SRUN_DEATH = re.compile(r"\btasks? [\d,\[\]-]{1,200}: (" + "|".join(_SHELL_SIGNALS) + r")\b")
+_SRUN_DEATH = re.compile(SRUN_TASKS + "(" + "|".join(_SHELL_SIGNALS) + r")\b")
 # zsh's report of the same, its words in lower case after "zsh: " (end_lines.ZSH_SIGNALS)
 _ZSH_DEATH = re.compile(zsh_report("|".join(ZSH_SIGNALS)))
 # a process selecting its GPU, in a traceback's lines or the failing check's own: torch's
@@ -120,12 +123,17 @@ _SELECT = re.compile(r"\b(set_device|_cuda_setDevice|cudaSetDevice)\("
 def _deaths(text: str) -> list[Fact]:
     found: list[Fact] = []
     for match in _DEATH.finditer(text):
-        minus, deepspeed, python, spawn, summary, status, mpi = match.groups()
-        number = int(minus or deepspeed or summary or mpi or 0) or (
+        minus, deepspeed, python, spawn, summary, status = match.groups()
+        number = int(minus or deepspeed or summary or 0) or (
             int(status) - 128 if status else SIGNAL_NUMBERS.get(python or spawn or "", 0))
         if number in SIGNALS:
             found.append(Fact(FactKind.DEATH, SIGNALS[number],
                               BEFORE_TEARDOWN if deepspeed else str(number)))
+    for mpi in _MPI_DEATHS:
+        for reported in mpi.finditer(text):
+            number = int(reported.group("signum"))
+            if number in SIGNALS:
+                found.append(Fact(FactKind.DEATH, SIGNALS[number], str(number)))
     horovod = _EXIT_CODE_LINE.match(text)
     if horovod is not None:
         number = int(horovod.group(1) or 0) or int(horovod.group(2)) - 128

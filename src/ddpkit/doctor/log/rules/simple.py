@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 
 from ddpkit.doctor.catalogue import entry
 from ddpkit.doctor.findings import Finding
+from ddpkit.doctor.log.end_lines import CGROUP_OOM_WORDS
 from ddpkit.doctor.log.evidence import Bag, merge, origins_text
 from ddpkit.doctor.log.scan import Event
 from ddpkit.doctor.wording import replaced, specific_then_general
@@ -53,12 +54,10 @@ class Facts:
 
 
 # Words of the out-of-memory lines (patterns.py) that name the host's memory, not the GPU's: the
-# kernel's OOM killer, torch's CPU allocator, Slurm's cgroup OOM handler (slurmstepd's "oom_kill
-# event", "oom-kill event" before 21.08, "exceeded memory limit"; srun's "Out Of Memory"),
-# Kubernetes' OOMKilled container, Ray's memory monitor ("ray.exceptions.OutOfMemoryError: Task
+# kernel's OOM killer, torch's CPU allocator, Slurm's and Kubernetes' memory cgroup
+# (end_lines.CGROUP_OOM_WORDS), Ray's memory monitor ("ray.exceptions.OutOfMemoryError: Task
 # was killed due to the node running low on memory.")
-HOST_MEMORY_WORDS = ("Killed process", "DefaultCPUAllocator", "oom_kill", "oom-kill",
-                     "exceeded memory limit", "Out Of Memory", "OOMKilled",
+HOST_MEMORY_WORDS = ("Killed process", "DefaultCPUAllocator", *CGROUP_OOM_WORDS,
                      "running low on memory")
 
 
