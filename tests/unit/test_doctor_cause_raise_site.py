@@ -277,6 +277,11 @@ def test_lightnings_misuse_exception_is_invalid_usage(tmp_path: Path, lines: lis
     # an assert, posted alone, whose message names the run's setting it checked
     "[rank1]: AssertionError: sequence_parallel_size 3 does not divide world_size 8",
     "AssertionError: FSDP needs use_orig_params=True to be compiled",
+    # an extension's native assertion raised into Python as a RuntimeError, on the number of
+    # ranks (DeepEP's EPException: "Failed: Assertion error %s:%d '%s'"; glibc's assert() text)
+    "RuntimeError: Failed: Assertion error /src/ep/csrc/buffer.cpp:41 'num_ranks <= 8 or "
+    "internode'",
+    "RuntimeError: python: comm.cpp:12: void init(int): Assertion `nranks % 2 == 0' failed.",
 ])
 def test_a_refusal_posted_without_its_traceback_is_invalid_usage(tmp_path: Path,
                                                                   line: str) -> None:
@@ -292,6 +297,10 @@ def test_a_refusal_posted_without_its_traceback_is_invalid_usage(tmp_path: Path,
     "AssertionError: param not in list",  # an assert of the code's own state
     "AssertionError: Distributed call failed",  # names the stack, no setting of it
     "AssertionError: FSDP flat parameter ran out of memory",  # memory, though it names FSDP
+    # a native assertion on the code's own state, and an assertion's words that are no
+    # assertion's report
+    "RuntimeError: Failed: Assertion error /src/ep/csrc/kernels.cu:88 'ptr != nullptr'",
+    "RuntimeError: Assertion error while reading world_size from the config",
 ])
 def test_other_lone_exceptions_are_not_a_refused_setting(tmp_path: Path, line: str) -> None:
     found = top(tmp_path, [line])

@@ -12,14 +12,15 @@ NotImplementedError, what is not (yet) supported; and an AssertionError where a 
 a package's configuration or launch arguments asserts on them (``CONFIG_MODULES``), where any
 module asserts that two things are incompatible (``INCOMPATIBLE``), or where the assert's message
 names a setting of the distributed run (``STACK_WORDS`` below: a check of the run's own setting,
-such as Megatron's and DeepSpeed's asserts that one parallel size divides another, or torch
-Dynamo's that FSDP be wrapped with use_orig_params=True). Raised in a
-module of the distributed stack (``STACK``: torch's distributed, parallel, CUDA and
-multiprocessing modules, the launchers and trainers that drive them, and any installed package's
-own ``distributed`` or ``dist`` module), they are that package refusing what the run's settings or
-the script gave it: a launcher flag, a config value, an argument of a call. So is a refusal raised
-in any installed package whose message names the distributed run's own setting (``STACK_WORDS``:
-DeepSpeed, ZeRO, FSDP, DDP, the world size, the local rank...). So is such a refusal posted alone,
+such as Megatron's and DeepSpeed's asserts that one parallel size divides another, torch
+Dynamo's that FSDP be wrapped with use_orig_params=True, or an extension's native assertion on the
+number of ranks, ``NATIVE_ASSERT``). Raised in a module of the distributed stack (``STACK``:
+torch's distributed, parallel, CUDA and multiprocessing modules, the launchers and trainers that
+drive them, and any installed package's own ``distributed`` or ``dist`` module), they are that
+package refusing what the run's settings or the script gave it: a launcher flag, a config value,
+an argument of a call. So is a refusal raised in any installed package whose message names the
+distributed run's own setting (``STACK_WORDS``: DeepSpeed, ZeRO, FSDP, DDP, the world size, the
+number of ranks, the local rank...). So is such a refusal posted alone,
 with no frame before it (the last line of a traceback a thread kept; an AssertionError too, as its
 message names the run's setting), its raiser unnamed, unless
 the message catalogue knows the line (its source says what it is: DDP's "This indicates a bug in
@@ -106,8 +107,14 @@ SIGNATURE = re.compile(r"\bgot an unexpected keyword argument\b|\bmissing \d+ re
 # pipeline_parallel_size, DeepSpeed's expert_parallel_size and sequence_parallel_size
 STACK_WORDS = re.compile(r"\b(?:DeepSpeed|ZeRO|Zero-?[123]|FSDP|FullyShardedDataParallel"
                          r"|DistributedDataParallel|DDP|NCCL|Gloo|torchrun|torch\.distributed"
-                         r"|process group|world[ _]size|local[ _]rank|distributed)\b"
+                         r"|process group|world[ _]size|local[ _]rank|(?:num_?|n)ranks|distributed)\b"
                          r"|\b[a-z_]*parallel[ _-]?(?:world[ _-]?)?size\b", re.IGNORECASE)
+# A native (C or C++) assertion of a package's extension, raised into Python as a RuntimeError:
+# DeepEP's EP_HOST_ASSERT (csrc/kernels/exception.cuh: EPException's "Failed: Assertion error
+# %s:%d '%s'", the file, the line and the condition), glibc's assert() text where a library passes
+# it on (assert/assert.c: "Assertion `%s' failed."). It is read as an AssertionError is.
+NATIVE_ASSERT = re.compile(r"\bFailed: Assertion error \S{1,400}:\d{1,7} '"
+                           r"|\bAssertion `[^`'\n]{1,400}' failed")
 # STACK_WORDS that name the stack and no setting of it: an assert saying only "Distributed call
 # failed" checks the code's own state, not a value the run was given
 _STACK_ONLY = frozenset({"distributed", "torch.distributed"})
@@ -119,6 +126,11 @@ def names_setting(message: str) -> bool:
     """Whether an assert's ``message`` names a setting of the distributed run (a STACK_WORDS
     word other than the stack's own name)."""
     return any(m.group(0).lower() not in _STACK_ONLY for m in STACK_WORDS.finditer(message))
+
+
+def asserts(kind: str, message: str) -> bool:
+    """Whether the exception (its type's last name, its message) is an assertion that failed."""
+    return kind == "AssertionError" or bool(NATIVE_ASSERT.search(message))
 
 
 def in_stack(module: str) -> bool:
@@ -181,7 +193,7 @@ class RaiseSite(Cause):
                 name = fact.value.rsplit(".", 1)[-1]
                 if (fact.kind is FactKind.EXCEPTION
                         and (name in REFUSALS and STACK_WORDS.search(fact.detail)
-                             or name == "AssertionError" and names_setting(fact.detail))
+                             or asserts(name, fact.detail) and names_setting(fact.detail))
                         and "memory" not in fact.detail.lower()
                         and catalogue().match(event.text) is None):  # (its source says more)
                     self.refused = (UNKNOWN_SITE, fact.value, fact.detail)
@@ -196,7 +208,7 @@ class RaiseSite(Cause):
 
     def _read(self, event: Event, module: str, installed: bool, kind: str, message: str) -> None:
         name = kind.rsplit(".", 1)[-1]
-        refusal = name in REFUSALS or (name == "AssertionError" and (
+        refusal = name in REFUSALS or (asserts(name, message) and (
             module.rsplit(".", 1)[-1] in CONFIG_MODULES or INCOMPATIBLE.search(message)
             or names_setting(message)))
         if not refusal or "memory" in message.lower():
