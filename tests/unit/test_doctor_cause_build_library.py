@@ -3,8 +3,11 @@ version-mismatch; and torch.multiprocessing's report of a process a signal ended
 Sources of the lines:
 
 - glibc's dlerror(3) texts (elf/dl-load.c, "cannot open shared object file"; elf/dl-lookup.c,
-  "undefined symbol: %s"), as CPython's ImportError ("<lib>: cannot open shared object file: No
-  such file or directory") and ctypes' OSError print them; macOS dyld's "Library not loaded: %s"
+  "undefined symbol: %s"; elf/dl-version.c, "version `%s' not found (required by %s)"), as
+  CPython's ImportError ("<lib>: cannot open shared object file: No such file or directory") and
+  ctypes' OSError print them; macOS dyld's "Library not loaded: %s"
+- the Itanium C++ ABI's mangling of the symbols the loader names (std:: is "St": _ZSt..., _ZNSt...,
+  a vtable _ZTV..., a const member _ZNK...)
 - torch v2.4.0 torch/multiprocessing/spawn.py, ProcessContext.join: ``raise
   ProcessExitedException("process %d terminated with signal %s" % (error_index, name), ...)``
 """
@@ -96,10 +99,65 @@ def test_an_extension_without_torchs_symbol_was_built_for_another_torch(
 
 
 def test_an_extension_without_its_own_symbol_is_not_a_torch_mismatch(tmp_path: Path) -> None:
-    # a symbol of the extension's own library (or libstdc++'s), not torch's
+    # a symbol of the extension's own library, not torch's or the C++ runtime's
     found = top(tmp_path, [*TRACE, "ImportError: /x/sentencepiece.cpython-38-x86_64-linux-gnu.so: "
                                    "undefined symbol: _ZN13sentencepiece4util6StatusC1Ev"])
     assert found.id != "version-mismatch"
+
+
+# a function of NCCL's or CUDA's API (the library's prefix, then a capital) an extension module
+# misses: the NCCL or CUDA it loaded is older than the one it was built against
+@pytest.mark.parametrize("symbol", ["ncclCommInitRankScalable", "ncclMemAlloc",
+                                    "cudaGetDriverEntryPointByVersion", "cublasLtMatmul"])
+def test_an_extension_without_a_cuda_or_nccl_function_is_a_build_that_does_not_fit(
+        tmp_path: Path, symbol: str) -> None:
+    extension = "_C.cpython-312-x86_64-linux-gnu.so"
+    found = top(tmp_path, [*TRACE, f"ImportError: /opt/pkg/{extension}: undefined symbol: {symbol}"])
+    assert (found.id, found.severity) == ("version-mismatch", "error")
+    assert extension in found.explanation and symbol in found.explanation
+    assert "LD_LIBRARY_PATH" in found.fix
+
+
+def test_an_extensions_own_function_named_after_cuda_is_no_library_mismatch(
+        tmp_path: Path) -> None:
+    # no capital after the prefix: the extension's own kernel wrapper, not CUDA's API
+    found = top(tmp_path, [*TRACE, "ImportError: /x/_ext.cpython-38-x86_64-linux-gnu.so: "
+                                   "undefined symbol: cuda_nms_forward"])
+    assert found.id != "version-mismatch"
+
+
+# One of the C++ standard library's symbols a library misses: std::__throw_bad_array_new_length()
+# (GCC 11's libstdc++), std::__exception_ptr::exception_ptr::_M_addref(), a vtable of
+# std::__cxx11::basic_stringstream, a const member of std::error_category
+@pytest.mark.parametrize("symbol", ["_ZSt28__throw_bad_array_new_lengthv",
+                                    "_ZNSt15__exception_ptr13exception_ptr9_M_addrefEv",
+                                    "_ZTVNSt7__cxx1118basic_stringstreamIcSt11char_traitsIcESaIcEEE",
+                                    "_ZNKSt14error_category10equivalentEiRKSt15error_condition"])
+def test_a_library_without_a_cxx_runtime_symbol_was_built_by_a_newer_compiler(
+        tmp_path: Path, symbol: str) -> None:
+    extension = "ext_cpp.cpython-39-x86_64-linux-gnu.so"
+    found = top(tmp_path, [*TRACE, f"ImportError: /env/lib/{extension}: undefined symbol: {symbol}"])
+    assert (found.id, found.severity) == ("version-mismatch", "error")
+    assert "C++ runtime" in found.explanation and extension in found.explanation
+    assert "GLIBCXX" in found.fix and "another torch release" not in found.explanation
+
+
+# glibc's loader on a library needing a newer libstdc++ (GLIBCXX_, CXXABI_) or glibc (GLIBC_)
+# version than the one it found (elf/dl-version.c: "%s: version `%s' not found (required by %s)";
+# the quotes as glibc 2.38 and later print them too)
+@pytest.mark.parametrize(("version", "quote", "words"), [
+    ("GLIBCXX_3.4.30", "`", "C++ runtime"), ("CXXABI_1.3.13", "'", "C++ runtime"),
+    ("GLIBC_2.32", "`", "newer glibc")])
+@pytest.mark.parametrize("exception", ["ImportError", "OSError"])
+def test_a_library_needing_a_newer_runtime_version_is_a_build_that_does_not_fit(
+        tmp_path: Path, version: str, quote: str, words: str, exception: str) -> None:
+    runtime = "libstdc++.so.6" if not version.startswith("GLIBC_") else "libc.so.6"
+    needer = "/opt/env/lib/python3.10/site-packages/pkg/_ops.cpython-310-x86_64-linux-gnu.so"
+    found = top(tmp_path, [*TRACE, f"{exception}: /opt/env/lib/{runtime}: version {quote}{version}' "
+                                   f"not found (required by {needer})"])
+    assert (found.id, found.severity) == ("version-mismatch", "error")
+    assert words in found.explanation and version in found.explanation
+    assert needer.rsplit("/", 1)[-1] in found.explanation
 
 
 @pytest.mark.parametrize("plugin", ["libnccl-net.so", "libnccl-tuner.so", "libnccl-net-ofi.so"])

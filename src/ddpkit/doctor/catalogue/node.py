@@ -55,7 +55,10 @@ ENTRIES = (
         "line; a warning while nothing failed); `CUDA driver version is insufficient for CUDA "
         "runtime version`; a library the build links that the loader cannot load (glibc's "
         "`cannot open shared object file`, macOS dyld's `Library not loaded:`): CUDA's, "
-        "NCCL's, and MPI's, UCC's or UCX's for a build with the MPI backend.",
+        "NCCL's, and MPI's, UCC's or UCX's for a build with the MPI backend; a library or "
+        "extension the loader finds without a CUDA or NCCL function, one of torch's own symbols "
+        "or the C++ runtime's (`undefined symbol:`), or needing a newer libstdc++ or glibc "
+        "(``version `GLIBCXX_...' not found``).",
         92,
     ),
     Entry(

@@ -14,7 +14,11 @@ kernels) missing one of torch's own C++ symbols (mangled in torch's namespaces: 
 A torch built with the MPI backend (conda's and Homebrew's builds, builds from source) links the
 MPI of the machine it was built on: importing it where that MPI is missing fails the same way
 (glibc's "libmpi_cxx.so.40: cannot open shared object file", macOS dyld's "Library not loaded:
-/usr/local/opt/open-mpi/lib/libmpi.40.dylib").
+/usr/local/opt/open-mpi/lib/libmpi.40.dylib"). A library that misses a symbol of the C++
+standard library (``_ZNSt...``, ``_ZSt...``) or whose needed libstdc++ version the loader does
+not find ("version `GLIBCXX_3.4.29' not found (required by ...)") was compiled by a newer GCC than
+the libstdc++.so.6 the process loaded; one that needs a GLIBC_ version was built on a system with
+a newer glibc.
 """
 
 from __future__ import annotations
@@ -24,12 +28,15 @@ import re
 from ddpkit.doctor.catalogue import GENERIC
 from ddpkit.doctor.log.causes.base import NotingValues
 from ddpkit.doctor.log.facts.kinds import TORCH_SYMBOL, Fact, FactKind
-from ddpkit.doctor.log.facts.printed import COMMUNICATION_LIB
+from ddpkit.doctor.log.facts.printed import COMMUNICATION_LIB, CXX_RUNTIME_SYMBOL
 from ddpkit.doctor.log.scan import Event
 from ddpkit.i18n import _
 
 _TORCH_SYMBOL = re.compile(TORCH_SYMBOL)
 _COMMUNICATION = re.compile(COMMUNICATION_LIB)
+# what a library needs of the C++ runtime (libstdc++'s symbols and versions) and of glibc
+_CXX_RUNTIME = ("GLIBCXX_", "CXXABI_")
+_GLIBC = "GLIBC_"
 
 
 class BuildLibrary(NotingValues):
@@ -41,13 +48,20 @@ class BuildLibrary(NotingValues):
     def __init__(self) -> None:
         super().__init__()
         self.torch_abi = False  # an extension lacks one of torch's own symbols
+        self.cxx_runtime = False  # a library needs a newer libstdc++ than the one loaded
+        self.glibc = False  # a library needs a newer glibc than the machine's
         self.cuda = False  # a library of CUDA's or NCCL's (not only MPI's, UCC's, UCX's)
 
     def feed(self, event: Event, facts: tuple[Fact, ...]) -> None:
         mine = [f for f in facts if f.kind is FactKind.BUILD_LIBRARY]
         self.torch_abi = self.torch_abi or any(_TORCH_SYMBOL.match(f.detail) for f in mine)
+        self.cxx_runtime = self.cxx_runtime or any(
+            CXX_RUNTIME_SYMBOL.match(f.detail) or f.detail.startswith(_CXX_RUNTIME) for f in mine)
+        self.glibc = self.glibc or any(f.detail.startswith(_GLIBC) for f in mine)
         self.cuda = self.cuda or any(not _COMMUNICATION.match(f.value) for f in mine)
         self.note(event, [f.value if f.detail == "missing" else
+                          _("{library} needs {version}", library=f.value, version=f.detail)
+                          if f.detail.startswith((*_CXX_RUNTIME, _GLIBC)) else
                           _("{library} without {symbol}", library=f.value, symbol=f.detail[:60])
                           for f in mine])
 
@@ -62,6 +76,26 @@ class BuildLibrary(NotingValues):
                     "and CUDA), or install the torch it was built for: python -c \"import torch; "
                     "print(torch.__version__, torch.version.cuda)\" shows which torch loads it. "
                     "Every node needs the same builds.")
+            return text, fix
+        if self.cxx_runtime:
+            text = _("A library was compiled by a newer C++ compiler than the C++ runtime this "
+                     "process loaded ({libraries}): the libstdc++.so.6 found first is older than "
+                     "the one it was built with, usually a conda environment's own.",
+                     libraries=self.listed)
+            fix = _("See which versions the loaded one has: strings \"$CONDA_PREFIX/lib/"
+                    "libstdc++.so.6\" | grep GLIBCXX (the system's: /usr/lib/x86_64-linux-gnu/"
+                    "libstdc++.so.6). Update the environment's (conda install -c conda-forge "
+                    "libstdcxx-ng), put the newer one first (LD_PRELOAD or LD_LIBRARY_PATH), or "
+                    "rebuild the library with this machine's compiler. Every node needs the same "
+                    "builds.")
+            return text, fix
+        if self.glibc:
+            text = _("A library was built on a system with a newer glibc than this machine's "
+                     "({libraries}).", libraries=self.listed)
+            fix = _("Install a build made for this machine's glibc (ldd --version shows it; a "
+                    "manylinux wheel's name says the oldest glibc it runs on), build it here, or "
+                    "run the job in a container with a newer distribution. Every node needs the "
+                    "same builds.")
             return text, fix
         if not self.cuda:  # (MPI's, UCC's, UCX's: a build with the MPI backend)
             text = _("The dynamic loader could not load what the program was built against "

@@ -124,8 +124,10 @@ class FactKind(enum.Enum):
     # a process that finds no GPU to use (value: NO_GPU_TEXTS' key of the words that say so)
     NO_GPU = "no-gpu"
     # the dynamic loader failing on a library the build links against (CUDA's, NCCL's, MPI's:
-    # printed.BUILD_LIB), or on an extension that lacks one of torch's own C++ symbols (value:
-    # the library as printed, libnccl.so.2; detail: "missing", or the undefined symbol)
+    # printed.BUILD_LIB), on an extension that lacks one of torch's own or the C++ runtime's
+    # symbols, or on a library that needs a newer libstdc++ or glibc (value: the library as
+    # printed, libnccl.so.2; detail: "missing", the undefined symbol, or the version it needs,
+    # GLIBCXX_3.4.29)
     BUILD_LIBRARY = "build-library"
     # torch's own consistency check failing (c10/util/Exception.cpp: "%s INTERNAL ASSERT FAILED
     # at %s:%d, please report a bug to PyTorch. %s"; value: the source file as printed)

@@ -118,13 +118,26 @@ BUILD_LIB = re.compile(r"(?:lib(?:nccl(?!-(?:net|tuner|profiler|env))|cuda|cudar
                        r"\.(?:so[\w.]*|dylib)")
 # a library of any name (a program's own, an extension module) by file name
 SHARED_LIB = re.compile(r"[\w.+-]+\.(?:so[\w.]*|dylib)")
-# a CUDA or NCCL symbol another library misses (the NCCL or CUDA it found is older than the one it
-# was built against), or one of torch's own C++ symbols (Itanium mangling of the c10::, at:: and
-# torch:: namespaces, _ZN3c10..., _ZNK2at...) an extension misses: built against another torch
-# release than the one it is loaded into
-CUDA_SYMBOL = re.compile(r"(?:nccl|cuda|cublas|cudnn|nvrtc|cusparse|cufft|curand|cusolver)\w+")
+# a function of the CUDA or NCCL API (their names: the library's prefix, then a capital,
+# ncclCommRegister, cudaGetDriverEntryPointByVersion) another library or an extension module
+# misses (the NCCL or CUDA it found is older than the one it was built against), or one of
+# torch's own C++ symbols (Itanium mangling of the c10::, at:: and torch:: namespaces, _ZN3c10...,
+# _ZNK2at...) an extension misses: built against another torch release than the one it is loaded
+# into
+CUDA_SYMBOL = re.compile(r"(?:nccl|cuda|cublas|cudnn|nvrtc|cusparse|cufft|curand|cusolver)[A-Z]\w*")
 TORCH_SYMBOL_NAME = re.compile(rf"{TORCH_SYMBOL}\w*")
+# one of the C++ standard library's symbols (Itanium mangling of std::, _ZNSt..., _ZNKSt...,
+# _ZSt..., its vtables and typeinfo _ZTVSt, _ZTISt...) a library misses: it was compiled by a
+# newer GCC, whose libstdc++ has it, than the libstdc++.so.6 the process loaded (a conda
+# environment's own, older one found first, usually)
+CXX_RUNTIME_SYMBOL = re.compile(r"_Z(?:N?K?|T[VIS]N?)St\w+")
 SYMBOL = re.compile(r"\w+")
+# glibc's loader on a library that needs a newer version of a versioned library than the machine
+# has (elf/dl-version.c: "%s: version `%s' not found (required by %s)"; newer releases quote it
+# 'like this'): libstdc++'s GLIBCXX_ and CXXABI_ versions, glibc's own GLIBC_ ones
+LOADER_VERSION_MISSING = "' not found (required by "
+LOADER_VERSION = re.compile(r"version [`']((?:GLIBCXX|CXXABI|GLIBC)_[\d.]{1,12})"
+                            + re.escape(LOADER_VERSION_MISSING) + r"([^)\s]{1,400})\)")
 # a CUDA check macro's failure, with the error's text as it printed it: torch's "CUDA error: %s"
 # (c10/cuda/CUDAException.cpp), NCCL's CUDACHECK "Cuda failure [%d] '%s'", vLLM's "Failed: Cuda
 # error %s:%d '%s'", THC's "cuda runtime error (%d) : %s at %s:%d" (and the "THCudaCheck FAIL

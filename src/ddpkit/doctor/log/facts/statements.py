@@ -85,8 +85,9 @@ def first_group(groups: tuple[str | None, ...]) -> str:
 
 def _libraries(text: str) -> list[Fact]:
     """The libraries the dynamic loader could not load that a cause reads (printed.BUILD_LIB;
-    any library missing a CUDA, NCCL or torch symbol), from the loader's words back to the file
-    name before them (its directories left out)."""
+    any library missing a CUDA, NCCL, torch or C++ runtime symbol), from the loader's words back
+    to the file name before them (its directories left out); and the libraries that need a newer
+    libstdc++ or glibc than the machine's, with the version they need."""
     found: list[Fact] = []
     for marker in (printed.LOADER_MISSING, printed.LOADER_UNDEFINED):
         start = 0
@@ -103,9 +104,13 @@ def _libraries(text: str) -> list[Fact]:
             needed = symbol.group(0) if symbol else ""
             if needed and (printed.BUILD_LIB.fullmatch(name) or (
                     printed.SHARED_LIB.fullmatch(name)
-                    and (printed.CUDA_SYMBOL.match(needed) and name.startswith("lib")
-                         or printed.TORCH_SYMBOL_NAME.match(needed)))):
+                    and (printed.CUDA_SYMBOL.match(needed)
+                         or printed.TORCH_SYMBOL_NAME.match(needed)
+                         or printed.CXX_RUNTIME_SYMBOL.match(needed)))):
                 found.append(Fact(FactKind.BUILD_LIBRARY, name, needed))
+    if printed.LOADER_VERSION_MISSING in text:  # (the library that needs it, the version)
+        found += [Fact(FactKind.BUILD_LIBRARY, needer.rsplit("/", 1)[-1], version)
+                  for version, needer in printed.LOADER_VERSION.findall(text)[:4 - len(found)]]
     start = 0
     while len(found) < 4 and (at := text.find(printed.LOADER_NOT_LOADED, start)) >= 0:
         start = at + len(printed.LOADER_NOT_LOADED)
@@ -209,7 +214,7 @@ def statement_facts(text: str) -> list[Fact]:
         found += [Fact(FactKind.COLLECTIVE_MISMATCH, "", f"{sent} vs {expected}")
                   for sent, expected in printed.GLOO_SIZE_MISMATCH.findall(text)[:1]]
     if ("shared object file" in text or "undefined symbol" in text
-            or printed.LOADER_NOT_LOADED in text):
+            or printed.LOADER_NOT_LOADED in text or printed.LOADER_VERSION_MISSING in text):
         found += _libraries(text)
     if ("GPU" in text or "NVIDIA driver" in text or "compiled with CUDA" in text
             or "driver initialization" in text or "NoDevFiles" in text):
