@@ -28,9 +28,10 @@ class BusError(SilentKill):
     def finding(self, context: Context) -> Finding | None:
         if not self.bag:
             return None
-        text = _("A process died of SIGBUS (exit code -7), and no other failure in the log "
-                 "explains it: most likely shared memory (/dev/shm) ran out, since a write to "
-                 "shared memory that the full /dev/shm cannot hold raises SIGBUS, not an error.")
+        text = _("A process died of SIGBUS (signal 7; torchrun's exitcode -7), and no other "
+                 "failure in the log explains it: most likely shared memory (/dev/shm) ran out, "
+                 "since a write to shared memory that the full /dev/shm cannot hold raises "
+                 "SIGBUS, not an error.")
         fix = _("Check the size first: df -h /dev/shm (a container's default is 64M)\n{fix}",
                 fix=entry("shm").fix)
         return made("shm", "error", text, fix, merge(self.bag.items))

@@ -4,7 +4,8 @@ SIGKILL cannot be caught, so the killed process says nothing; only whoever waite
 the death, each in its own words (the facts' ``DEATH``): torchelastic's ``exitcode: -9`` and
 ``Signal 9 (SIGKILL) received by PID``, DeepSpeed's launcher's ``exits with return code = -9``,
 Python's ``died with <Signals.SIGKILL: 9>`` (accelerate's launcher), torch.multiprocessing's
-``terminated with signal SIGKILL``, the shell's ``Killed``. When no other rule found a failure
+``terminated with signal SIGKILL``, the shell's and srun's ``Killed``, Open MPI's ``exited on
+signal 9`` and hydra's ``Killed (signal 9)``. When no other rule found a failure
 that explains it, the usual sender is the kernel's OOM killer reclaiming host memory (a
 scheduler or a user can send it too): named as the most likely cause, with the check that
 confirms it first.
@@ -65,12 +66,13 @@ class SilentKill(Cause):
     def finding(self, context: Context) -> Finding | None:
         if not self.bag:
             return None
-        text = [_("A process was killed by SIGKILL (exit code -9), which its launcher reports "
-                  "before it stops the others, so the launcher did not send it: the other ranks' "
-                  "lost connections and timeouts are what its death left them.") if self.first
+        text = [_("A process was killed by SIGKILL (signal 9; torchrun's exitcode -9), which "
+                  "its launcher reports before it stops the others, so the launcher did not send "
+                  "it: the other ranks' lost connections and timeouts are what its death left "
+                  "them.") if self.first
                 else
-                _("A process was killed by SIGKILL (exit code -9), and no other failure in the "
-                  "log explains it."),
+                _("A process was killed by SIGKILL (signal 9; torchrun's exitcode -9), and no "
+                  "other failure in the log explains it."),
                 _("SIGKILL cannot be caught, so the killed process prints nothing; it is most "
                   "likely the kernel's OOM killer reclaiming host memory (RAM, not the GPU's), "
                   "though a scheduler or a user can send it too.")]
