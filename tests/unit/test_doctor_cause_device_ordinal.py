@@ -11,6 +11,10 @@ is NCCL's own check). Sources of the lines:
   ``THCudaCheck FAIL file=%s line=%i error=%i : %s`` and the raised "cuda runtime error (%d) :
   %s at %s:%d"
 - torch v2.3.0 torch/distributed/run.py's launch: ranks 0..nproc-1 in LOCAL_RANK
+- Ascend CANN's acl_base.h: ACL_ERROR_RT_INVALID_DEVICEID = 107001 ("invalid device id"), as
+  torch_npu's NPU_CHECK_ERROR prints a call's code ("NPU function error: %s, error code is %d")
+  and the runtime's own log its result ("open device %u failed, runtime result = %d.", as a
+  vLLM worker's error record carried it in vllm-project/vllm-ascend#167)
 """
 
 from __future__ import annotations
@@ -67,3 +71,25 @@ def test_a_negative_ordinal_is_the_local_rank_argument(tmp_path: Path) -> None:
     lines = ["Namespace(local_rank=-1)"] + [
         line.format(n=12, arg="args.local_rank", prefix="") for line in MODERN]
     assert top(tmp_path, lines).id == "local-rank-argument"
+
+
+@pytest.mark.parametrize("line", [
+    "RuntimeError: NPU function error: aclrtSetDevice(device_index), error code is 107001",
+    # the runtime's log line under a worker's error-level record (vLLM's logger format,
+    # vllm/logger.py: "%(levelname)s %(asctime)s %(filename)s:%(lineno)d] %(message)s")
+    "ERROR 02-26 09:45:37 worker_base.py:572]   open device 1 failed, runtime result = 107001.",
+])
+def test_ascends_invalid_device_id_names_the_npus_and_their_tools(tmp_path: Path,
+                                                                  line: str) -> None:
+    found = top(tmp_path, [line])
+    assert (found.id, found.severity) == ("cuda-error", "error")
+    assert "107001" in found.explanation and "NPU" in found.explanation
+    assert "npu-smi" in found.fix and "nvidia-smi" not in found.fix
+
+
+@pytest.mark.parametrize("line", [
+    "RuntimeError: NPU function error: aclrtMalloc(ptr, size), error code is 207001",
+    "ERROR worker pid=107001 exited with error code 1",  # the number as a process id
+])
+def test_other_codes_and_numbers_are_no_invalid_device_id(tmp_path: Path, line: str) -> None:
+    assert "invalid device id" not in top(tmp_path, [line]).explanation

@@ -113,7 +113,9 @@ ENTRIES = (
         "holds. NCCL's `Failed to bind NVLink SHARP (NVLS) Multicast memory ... CUDA error N` "
         "(src/transport/nvls.cc; its advice line where a post wrapped it) names the Fabric "
         "Manager, whatever CUDA's error. CUDA's `invalid device ordinal` where a rank selects "
-        "its GPU (`set_device`) or several ranks fail: more processes per node than GPUs.",
+        "its GPU (`set_device`) or several ranks fail: more processes per node than GPUs; "
+        "Ascend's runtime's invalid device id (`error code is 107001`, `runtime result = "
+        "107001`), the same on NPUs.",
         85,
     ),
     Entry(

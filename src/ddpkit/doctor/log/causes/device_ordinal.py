@@ -12,7 +12,9 @@ selection (``DEVICE_SELECT``: the traceback's ``set_device(...)``, torch 1.x's T
 several ranks, and says "most likely" when they do not show several ranks. The error alone, with
 neither, is a CUDA call that failed (the catalogue's cuda-error) with its documented meaning: the
 index could come from anywhere (a script's ``cuda:1`` on a one-GPU machine). A negative ordinal
-(``set_device(-1)``) is the local-rank argument's, which another rule names.
+(``set_device(-1)``) is the local-rank argument's, which another rule names. Ascend's runtime
+reports the same with its own code (ACL_ERROR_RT_INVALID_DEVICEID, 107001, the facts' CUDA error of
+that meaning with the runtime's name in its detail): the NPU's words and tools say it then.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from ddpkit.doctor.findings import Finding
 from ddpkit.doctor.log.causes.base import Context, Noting, made
 from ddpkit.doctor.log.evidence import Bag, merge
 from ddpkit.doctor.log.facts.kinds import Fact, FactKind
+from ddpkit.doctor.log.facts.printed import ACL_INVALID_DEVICE_NAME
 from ddpkit.doctor.log.scan import Event
 from ddpkit.i18n import _
 
@@ -39,6 +42,7 @@ class DeviceOrdinal(Noting):
         self.selected = Bag(2)  # lines that show a process selecting its GPU
         self.ranks: set[int] = set()  # the ranks the failing lines name
         self.world = 0  # the largest world size a line states
+        self.npu = False  # Ascend's runtime reported it (its code, not CUDA's)
 
     def feed(self, event: Event, facts: tuple[Fact, ...]) -> None:
         for fact in facts:
@@ -46,8 +50,11 @@ class DeviceOrdinal(Noting):
                 self.world = max(self.world, int(fact.value))
         if any(f.kind is FactKind.DEVICE_SELECT for f in facts):
             self.selected.add(event)
-        if any(f.kind is FactKind.CUDA_ERROR and f.value == _INVALID for f in facts):
-            self.note(event, ["invalid device ordinal"])
+        invalid = [f for f in facts if f.kind is FactKind.CUDA_ERROR and f.value == _INVALID]
+        if invalid:
+            npu = any(f.detail == ACL_INVALID_DEVICE_NAME for f in invalid)
+            self.npu = self.npu or npu
+            self.note(event, ["invalid device id" if npu else "invalid device ordinal"])
             if event.rank is not None:
                 self.ranks.add(event.rank)
 
@@ -56,6 +63,14 @@ class DeviceOrdinal(Noting):
         if not self.bag:
             return None
         severity = self.severity(context)
+        if self.npu:
+            return made("cuda-error", severity, _(
+                "An Ascend NPU runtime call failed with invalid device id "
+                "(ACL_ERROR_RT_INVALID_DEVICEID, 107001): it named an NPU index at or past the "
+                "number of NPUs the process sees. Often the launcher started more processes per "
+                "node than the node has NPUs, or ASCEND_RT_VISIBLE_DEVICES lists fewer NPUs than "
+                "the index assumes (a process numbers the NPUs it sees from 0)."),
+                _npu_fix(), merge(self.bag.items, self.selected.items))
         if not (self.selected or several):
             return made("cuda-error", severity, _(
                 "A CUDA call failed with invalid device ordinal (cudaErrorInvalidDevice): it "
@@ -85,3 +100,12 @@ def _fix() -> str:
              "--nproc_per_node)\n"
              "and select each rank's GPU by its local rank: "
              "torch.cuda.set_device(int(os.environ['LOCAL_RANK']))")
+
+
+def _npu_fix() -> str:
+    return _("Count the NPUs the processes see: npu-smi info (and echo "
+             "$ASCEND_RT_VISIBLE_DEVICES), then start at most that many per node:\n"
+             "  ddpkit launch --nproc-per-node <that count> train.py   (torchrun: "
+             "--nproc_per_node)\n"
+             "and select each rank's NPU by its local rank: "
+             "torch.npu.set_device(int(os.environ['LOCAL_RANK']))")

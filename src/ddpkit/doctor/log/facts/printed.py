@@ -219,6 +219,14 @@ TOOLKIT = re.compile(r"Installed CUDA version (\d+\.\d+) does not match the vers
 # (-gencode=arch=compute_89): the toolkit is older than the GPU
 NVCC_ARCH = re.compile(r"nvcc fatal\s*: Unsupported gpu architecture '(compute_\w+|sm_\w+)'")
 NO_GPU = re.compile("|".join(re.escape(words) for words in NO_GPU_TEXTS))
+# Ascend's runtime on a device index the process cannot use: error 107001,
+# ACL_ERROR_RT_INVALID_DEVICEID, "invalid device id" (CANN's acl_base.h and its error table), the
+# runtime's counterpart of CUDA's cudaErrorInvalidDevice; as torch_npu prints it ("NPU function
+# error: aclrtSetDevice(...), error code is %d") and the runtime's own log ("open device %u
+# failed, runtime result = %d.")
+ACL_INVALID_DEVICE_CODE = "107001"
+ACL_INVALID_DEVICE_NAME = "ACL_ERROR_RT_INVALID_DEVICEID"
+ACL_INVALID_DEVICE = re.compile(rf"\b(?:runtime result =|error code is|ret ?=) ?{ACL_INVALID_DEVICE_CODE}\b")
 CUDA_ERROR = re.compile("|".join(re.escape(t) for t in CUDA_ERRORS)
                          + r"|\b(" + "|".join(sorted(CUDA_ERROR_NAMES)) + r")\b")
 # a torch name that is not there (CPython 3.7 on: AttributeError's "module %R has no attribute

@@ -169,6 +169,10 @@ def statement_facts(text: str) -> list[Fact]:
             found.append(Fact(FactKind.CUDA_ERROR, name, "" if match.group(1) else match.group(0)))
         found += [Fact(FactKind.CUDA_CHECK, first_group(m.groups()).strip())
                   for m in printed.CUDA_CHECK.finditer(text)][:1]
+    if printed.ACL_INVALID_DEVICE_CODE in text and printed.ACL_INVALID_DEVICE.search(text):
+        # (read as CUDA's error of the same meaning, the runtime's name in its detail)
+        found.append(Fact(FactKind.CUDA_ERROR, "cudaErrorInvalidDevice",
+                          printed.ACL_INVALID_DEVICE_NAME))
     if "doesn't have" in text:
         found += [Fact(FactKind.BACKEND_MISSING, m) for m in _NO_BACKEND.findall(text)]
     if "TCP connect" in text or "connect()" in text or "process identifier" in text:
