@@ -75,7 +75,12 @@ def test_quick_bench_on_two_shaped_nodes(sim_cluster: Callable[..., SimCluster],
         assert row["ok"] is True, row
         assert 0 < row["efficiency"] <= 1.5 and row["step_s"] > 0
     assert doc["single_node"]["step_s"] > 0 and "powersgd:1" in doc["single_node"]["hook_step_s"]
-    assert doc["recommendation"]["decision"] in ("go-multi-node", "stay-on-one-node")
+    rec = doc["recommendation"]
+    # advice, or an honest "undecided" where the bench's own sanity check failed (a loaded
+    # machine's noise), saying so and to repeat the run: never undecided for another reason
+    assert rec["decision"] in ("go-multi-node", "stay-on-one-node") or (
+        rec["decision"] == "undecided" and rec.get("repeat")
+        and "sanity check" in rec["text"]), rec
 
     results = tmp_path / "node0" / "bench.json"
     assert json.loads(results.read_text()) == doc
