@@ -45,7 +45,8 @@ BATCH_SEEDS = {1: SEED, 2: 20261204, 3: 20261205, 4: 20261206, 5: 20261207, 6: 2
                46: 20270117,
                47: 20270118,
                48: 20270119,
-               49: 20270120}
+               49: 20270120,
+               50: 20270121}
 EVAL_FRACTION = 1 / 3
 CORPUS = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "real-logs" / "corpus.json"
 THREAD = re.compile(r"[\w.-]+/[\w.-]+#\d+")  # a GitHub thread as the corpus names it: owner/repo#N
