@@ -28,15 +28,18 @@ import re
 from ddpkit.doctor.catalogue import GENERIC
 from ddpkit.doctor.log.causes.base import NotingValues
 from ddpkit.doctor.log.facts.kinds import TORCH_SYMBOL, Fact, FactKind
-from ddpkit.doctor.log.facts.printed import COMMUNICATION_LIB, CXX_RUNTIME_SYMBOL
+from ddpkit.doctor.log.facts.printed import (
+    COMMUNICATION_LIB,
+    CXX_RUNTIME_SYMBOL,
+    CXX_RUNTIME_VERSION_TAGS,
+    GLIBC_VERSION_TAG,
+    RUNTIME_VERSION_TAGS,
+)
 from ddpkit.doctor.log.scan import Event
 from ddpkit.i18n import _
 
 _TORCH_SYMBOL = re.compile(TORCH_SYMBOL)
 _COMMUNICATION = re.compile(COMMUNICATION_LIB)
-# what a library needs of the C++ runtime (libstdc++'s symbols and versions) and of glibc
-_CXX_RUNTIME = ("GLIBCXX_", "CXXABI_")
-_GLIBC = "GLIBC_"
 
 
 class BuildLibrary(NotingValues):
@@ -56,12 +59,13 @@ class BuildLibrary(NotingValues):
         mine = [f for f in facts if f.kind is FactKind.BUILD_LIBRARY]
         self.torch_abi = self.torch_abi or any(_TORCH_SYMBOL.match(f.detail) for f in mine)
         self.cxx_runtime = self.cxx_runtime or any(
-            CXX_RUNTIME_SYMBOL.match(f.detail) or f.detail.startswith(_CXX_RUNTIME) for f in mine)
-        self.glibc = self.glibc or any(f.detail.startswith(_GLIBC) for f in mine)
+            CXX_RUNTIME_SYMBOL.match(f.detail) or f.detail.startswith(CXX_RUNTIME_VERSION_TAGS)
+            for f in mine)
+        self.glibc = self.glibc or any(f.detail.startswith(GLIBC_VERSION_TAG) for f in mine)
         self.cuda = self.cuda or any(not _COMMUNICATION.match(f.value) for f in mine)
         self.note(event, [f.value if f.detail == "missing" else
                           _("{library} needs {version}", library=f.value, version=f.detail)
-                          if f.detail.startswith((*_CXX_RUNTIME, _GLIBC)) else
+                          if f.detail.startswith(RUNTIME_VERSION_TAGS) else
                           _("{library} without {symbol}", library=f.value, symbol=f.detail[:60])
                           for f in mine])
 

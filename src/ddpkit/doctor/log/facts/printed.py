@@ -135,8 +135,11 @@ SYMBOL = re.compile(r"\w+")
 # glibc's loader on a library that needs a newer version of a versioned library than the machine
 # has (elf/dl-version.c: "%s: version `%s' not found (required by %s)"; newer releases quote it
 # 'like this'): libstdc++'s GLIBCXX_ and CXXABI_ versions, glibc's own GLIBC_ ones
+CXX_RUNTIME_VERSION_TAGS = ("GLIBCXX_", "CXXABI_")
+GLIBC_VERSION_TAG = "GLIBC_"
+RUNTIME_VERSION_TAGS = (*CXX_RUNTIME_VERSION_TAGS, GLIBC_VERSION_TAG)
 LOADER_VERSION_MISSING = "' not found (required by "
-LOADER_VERSION = re.compile(r"version [`']((?:GLIBCXX|CXXABI|GLIBC)_[\d.]{1,12})"
+LOADER_VERSION = re.compile(r"version [`']((?:" + "|".join(RUNTIME_VERSION_TAGS) + r")[\d.]{1,12})"
                             + re.escape(LOADER_VERSION_MISSING) + r"([^)\s]{1,400})\)")
 # a CUDA check macro's failure, with the error's text as it printed it: torch's "CUDA error: %s"
 # (c10/cuda/CUDAException.cpp), NCCL's CUDACHECK "Cuda failure [%d] '%s'", vLLM's "Failed: Cuda
