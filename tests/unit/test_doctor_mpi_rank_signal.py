@@ -130,3 +130,78 @@ def test_horovods_first_process_killed_is_most_likely_the_oom_killer(tmp_path: P
 def test_horovods_first_process_exiting_with_an_error_is_no_signal(tmp_path: Path) -> None:
     found = top(tmp_path, [line.format(code="1") for line in HOROVOD])
     assert (found.id, found.severity) == ("rank-failed", "error")
+
+
+# Open MPI's report of the first process that exited non-zero (help-orterun.txt
+# [orterun:non-zero-exit], v4, the process named by ORTE_NAME_PRINT "[[family,local],vpid]"), and
+# PRRTE's (Open MPI 5's prterun, help-prterun.txt: the head wrapped after "status,", the name
+# "[nspace,rank]" with its namespace "prterun-<host>-<pid>@1"), between Open MPI's dashed rules.
+OPEN_MPI_FIRST = ["{launcher} detected that one or more processes exited with non-zero status, "
+                  "thus causing", "the job to be terminated. The first process to do so was:", "",
+                  "  Process name: {name}", "  Exit code:    {code}", RULE]
+PRRTE_FIRST = ["prterun detected that one or more processes exited with non-zero status,",
+               "thus causing the job to be terminated. The first process to do so was:", "",
+               "   Process name: {name}", "   Exit code:    {code}", RULE]
+
+
+def first_failed(block: list[str], *, name: str, code: int,
+                 launcher: str = "mpirun") -> list[str]:
+    return [RULE, *(line.format(launcher=launcher, name=name, code=code) for line in block)]
+
+
+@pytest.mark.parametrize(("block", "name", "rank"), [
+    (OPEN_MPI_FIRST, "[[34453,1],2]", 2), (OPEN_MPI_FIRST, "[[9235,1],0]", 0),
+    (PRRTE_FIRST, "[prterun-gpu-node-02-147515@1,5]", 5)])
+@pytest.mark.parametrize("code", [1, 3, 255])
+def test_the_first_process_that_exited_non_zero_is_the_failed_rank(
+        tmp_path: Path, block: list[str], name: str, rank: int, code: int) -> None:
+    found = top(tmp_path, first_failed(block, name=name, code=code))
+    assert (found.id, found.severity) == ("rank-failed", "error")
+    assert f"Rank {rank} exited with code {code} first" in found.explanation
+    assert any(e.text.strip().startswith("Process name:") for e in found.evidence)
+
+
+def test_the_first_failed_rank_is_named_beside_its_own_error(tmp_path: Path) -> None:
+    # the rank's traceback above the launcher's report: the error is quoted, the rank named
+    lines = ["Traceback (most recent call last):", '  File "train.py", line 41, in <module>',
+             "    main()", "ValueError: expected 4 dimensions, got 3",
+             *first_failed(OPEN_MPI_FIRST, name="[[11371,1],3]", code=1, launcher="mpirun.real")]
+    found = top(tmp_path, lines)
+    assert (found.id, found.severity) == ("rank-failed", "error")
+    assert "Rank 3 exited with code 1 first" in found.explanation
+    assert "ValueError: expected 4 dimensions" in found.explanation
+
+
+def test_the_first_process_killed_through_a_shell_is_most_likely_the_oom_killer(
+        tmp_path: Path) -> None:
+    # the shell's 128+9 for a rank started through a wrapper script: SIGKILL
+    found = top(tmp_path, first_failed(OPEN_MPI_FIRST, name="[[4242,1],1]", code=137))
+    assert (found.id, found.severity) == ("out-of-memory", "error") and "SIGKILL" in \
+        found.explanation
+
+
+@pytest.mark.parametrize("launcher", ["mpirun", "prterun", "mpiexec"])
+def test_the_reports_head_alone_is_a_failure_it_cannot_name(tmp_path: Path,
+                                                            launcher: str) -> None:
+    # a paste that stops at the head: a process failed, which and how is not in the lines
+    lines = ["step 10 loss 0.31", f"{launcher} detected that one or more processes exited with "
+             "non-zero status, thus causing"]
+    found = top(tmp_path, lines)
+    assert (found.id, found.severity) == ("unexplained-failure", "error")
+    assert any(launcher in e.text for e in found.evidence)
+
+
+def test_a_process_name_outside_the_report_names_no_rank(tmp_path: Path) -> None:
+    # the name and code lines are read only after the report's head
+    found = top(tmp_path, ["step 10 loss 0.31", "  Process name: [[34453,1],2]",
+                           "  Exit code:    1"])
+    assert "Rank 2" not in found.explanation
+
+
+def test_a_strangers_process_name_is_bounded_and_printed_clean(tmp_path: Path) -> None:
+    # a namespace longer than any host name, and terminal controls in it: no rank, nothing raw
+    name = "[" + "x" * 5000 + "@1,7]"
+    found = top(tmp_path, first_failed(PRRTE_FIRST, name=name, code=1)
+                + first_failed(OPEN_MPI_FIRST, name="[[1,1],\x1b]0;t\x07\u202e4]", code=1))
+    assert "Rank 7" not in found.explanation and "\x1b" not in found.explanation
+    assert "\u202e" not in found.explanation

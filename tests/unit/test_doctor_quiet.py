@@ -83,10 +83,6 @@ def test_nccl_warn_posted_without_its_host_prefix_or_nccl_word(tmp_path: Path) -
     "/src/modules/bootstrap/uid/bootstrap_uid.cpp:499: non-zero status: -3 allgather failed",
     # systemctl status of a failed unit
     "     Active: failed (Result: exit-code) since Mon 2024-07-01 14:43:57 UTC; 5s ago",
-    # Open MPI v4's [orterun:non-zero-exit] help text (orte/tools/orterun/help-orterun.txt), and
-    # PRRTE's launcher name in v5
-    "mpirun detected that one or more processes exited with non-zero status, thus causing",
-    "prterun detected that one or more processes exited with non-zero status, thus causing",
 ])
 def test_other_programs_failure_lines_are_failures(tmp_path: Path, line: str) -> None:
     (top, *_) = run(tmp_path, ["step 10 loss 0.31", line])

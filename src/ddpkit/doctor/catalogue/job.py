@@ -147,21 +147,23 @@ ENTRIES = (
         "rank-failed", "error",
         _("A rank failed and took the job down"),
         _("One rank exited first (with an error or killed by a signal), and its launcher "
-        "(torchrun, mp.spawn, DeepSpeed's) stopped the others because of it."),
+        "(torchrun, mp.spawn, DeepSpeed's, mpirun, Horovod's) stopped the others because of it."),
         _("Read that rank's own output above its failure (torchrun --tee 3 or --log-dir keeps "
         "each rank's output apart) and fix what it reports; then rerun."),
         "torchrun's `Root Cause (first observed failure)` block (`rank : N`, `exitcode : X`), "
-        "`failed (exitcode: X) local_rank: N`, an NCCL error (`unhandled system error`, "
-        "`unhandled cuda error`, `internal error`; also nccl-tests' `Test NCCL failure "
-        "common.cu:N '<error>'`) without a more specific cause; one rank's uncaught exception "
-        "of its own (not the transport's words, not NCCL's, Gloo's or c10d's) beside peers "
-        "whose exceptions are a lost connection or a timeout (`[rankN]: ` tags, or torchrun "
-        "`--log-dir`'s files), named ahead of them; mp.spawn's `-- Process N terminated with "
-        "the following error:` and the child's own exception after it; in torchrun `--log-dir`, "
-        "a rank's empty `stderr.log` beside another rank's lost connection (that rank printed "
-        "no error before it ended: killed, crashed in native code or returned early); the "
-        "shell's report of a crash in bash's words or zsh's (`zsh: segmentation fault`), and "
-        "glibc's abort of a corrupt heap or stack (`double free or corruption`).",
+        "`failed (exitcode: X) local_rank: N`, Open MPI's, PRRTE's and Horovod's report of the "
+        "first process that exited non-zero (`Process name: [[J,1],N]`, `Exit code: X`) or of a "
+        "rank a signal ended (`process rank N ... exited on signal S`), an NCCL error (`unhandled"
+        " system error`, `unhandled cuda error`, `internal error`; also nccl-tests' `Test NCCL "
+        "failure common.cu:N '<error>'`) without a more specific cause; one rank's uncaught "
+        "exception of its own (not the transport's words, not NCCL's, Gloo's or c10d's) beside "
+        "peers whose exceptions are a lost connection or a timeout (`[rankN]: ` tags, or torchrun"
+        " `--log-dir`'s files), named ahead of them; mp.spawn's `-- Process N terminated with the"
+        " following error:` and the child's own exception after it; in torchrun `--log-dir`, a "
+        "rank's empty `stderr.log` beside another rank's lost connection (that rank printed no "
+        "error before it ended: killed, crashed in native code or returned early); the shell's "
+        "report of a crash in bash's words or zsh's (`zsh: segmentation fault`), and glibc's "
+        "abort of a corrupt heap or stack (`double free or corruption`).",
         40,
     ),
     Entry(

@@ -8,7 +8,12 @@ from __future__ import annotations
 
 import re
 
-from ddpkit.doctor.log.end_lines import CGROUP_OOM_WORDS, FATAL_SIGNALS, GLIBC_ABORTS
+from ddpkit.doctor.log.end_lines import (
+    CGROUP_OOM_WORDS,
+    FATAL_SIGNALS,
+    FIRST_FAILED_HEAD,
+    GLIBC_ABORTS,
+)
 from ddpkit.doctor.log.facts.kinds import CUDA_DISTINCT_ERRORS, CUDA_UNLOADED
 from ddpkit.launch.torchrun.tracebacks import IGNORED_HEAD
 
@@ -72,7 +77,9 @@ ANCHORS: tuple[bytes, ...] = (
     b"exited on signal",
     # MPICH's hydra on a process that ended badly, and the signal that ended it
     b"BAD TERMINATION", b"TERMINATED WITH THE EXIT STRING",
-    b"Horovod detected",  # (Horovod's runner on its first failed process, named on the next lines)
+    # (the MPI launchers' and Horovod's runner's report of the first process that failed, named
+    # on the next lines: end_lines.FIRST_FAILED_HEAD)
+    FIRST_FAILED_HEAD.encode(),
     # torchrun's teardown giving up on a worker that survived SIGKILL (elastic/multiprocessing/
     # api.py, an error-level line without an error word)
     b"abandoning",

@@ -136,10 +136,6 @@ CAUSE_PATTERNS: tuple[LinePattern, ...] = (
         rf"^{LINE_PREFIXES} {{4}}(?P<func>[^\s()][^()\n]{{0,200}}?) "
         r"\((?P<file>[^()\s][^()\n]{0,300}?)"
         r"(?::(?P<line>\d{1,9}))?\)\s*$"),
-    # Horovod's runner naming the exit code of the first process that failed ("Exit code: %s",
-    # on a line of its own after "Horovod detected that one or more processes exited ...", which
-    # FOLLOW reads): a signal's, as a negative code or the shell's 128+N, is a death fact
-    _fb(EventKind.JOB_FACT, (), r"^(?P<detail>\s*Exit code: (?:-\d{1,2}|1[2-9]\d))\s*$"),
     # Ray finding /dev/shm smaller than its object store, a warning (causes/shm_small.py)
     _fb(EventKind.JOB_FACT, ("/dev/shm has only",),
         r"(?P<detail>/dev/shm has only \d{1,15} bytes available)"),

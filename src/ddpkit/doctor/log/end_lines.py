@@ -57,8 +57,8 @@ PG_SHUTDOWN = "error set by ProcessGroupNCCL: Process Group shutdown"
 # return and ends it with "| {n_fmt}/{total_fmt} [{elapsed}<{remaining}, {rate_fmt}{postfix}]"
 # (tqdm/std.py, format_meter), so the shell's report lands on the bar's line
 # ("Loading checkpoint shards:   0%|   | 0/2 [00:00<?, ?it/s]Killed")
-SHELL_PREFIX = (rf"^(?:{LINE_LABEL})?{LAUNCHER_TAGS}\s*"
-                r"(?:[^\n]*\| *[\d.]+[kMGT]?/[\d.?]+[kMGT]? \[[^\]\n]*\])?")
+LINE_START = rf"^(?:{LINE_LABEL})?{LAUNCHER_TAGS}\s*"  # (a line's own text starts after it)
+SHELL_PREFIX = LINE_START + r"(?:[^\n]*\| *[\d.]+[kMGT]?/[\d.?]+[kMGT]? \[[^\]\n]*\])?"
 _FATAL = "|".join(FATAL_SIGNALS)
 # Slurm's srun on the tasks a signal or its memory cgroup ended ("srun: error: %s: task(s) %s:
 # %s": the node, the task ids as a hostlist range, then strsignal's words, "Killed" for SIGKILL,
@@ -90,6 +90,20 @@ def hydra_exit(words: str) -> str:
 # (patterns.py's MPI_RANK_SIGNALED, facts/extract.py's deaths)
 OPEN_MPI_SIGNALED = (r"noticed that process rank (?P<rank>\d{1,7}) with PID (?P<pid>\d{1,10}) on "
                      r"node (?P<host>[^\s]{1,255}) exited on signal (?P<signum>\d{1,2})\b")
+
+# The launchers' report of the first process that exited non-zero, its name and its code on lines
+# of their own after it (the one grammar of it: patterns.py's summary lines, facts/extract.py's
+# deaths): Open MPI's mpirun (orte/tools/orterun/help-orterun.txt [orterun:non-zero-exit], v4:
+# "%s detected that one or more processes exited with non-zero status, thus causing\nthe job to
+# be terminated. The first process to do so was:\n\n  Process name: %s\n  Exit code:    %d";
+# the name ORTE_NAME_PRINT's "[[family,local],vpid]", the vpid the MPI rank), PRRTE's prterun
+# (Open MPI 5: the name "[nspace,rank]", its namespace "prterun-<host>-<pid>@1") and Horovod's
+# runner (runner/gloo_run.py, "Gloo job detected ..." in its first releases: "Process name:
+# {name}\nExit code: {code}", the name the index of the process's slot, in rank order)
+FIRST_FAILED_HEAD = "detected that one or more processes exited with non-zero status"
+FIRST_FAILED_NAME = (LINE_START + r"Process name: (?:\[\[\d{1,10},\d{1,10}\],"
+                     r"|\[[^\s\[\],@]{1,255}@\d{1,10},)?(?P<rank>\d{1,7})\]?\s*$")
+FIRST_FAILED_CODE = LINE_START + r"Exit code:\s{1,8}(?P<code>-?\d{1,3})\s*$"
 
 
 def zsh_report(signals: str) -> str:

@@ -23,6 +23,9 @@ from ddpkit.doctor.log.cause_lines import CAUSE_PATTERNS, PYSPY_FRAMES, PYSPY_ST
 from ddpkit.doctor.log.end_lines import (
     CGROUP_OOM_WORDS,
     END_PATTERNS,
+    FIRST_FAILED_CODE,
+    FIRST_FAILED_HEAD,
+    FIRST_FAILED_NAME,
     OPEN_MPI_SIGNALED,
     PG_SHUTDOWN,
     SRUN_TASKS,
@@ -74,9 +77,10 @@ FOLLOW: dict[str, int] = {"Root Cause": 8, "Last error:": 2, "ChildFailedError":
                           # pybind11 refusing a constructor's arguments: its signatures, one per
                           # line, then "Invoked with: " and the values (causes/store_arguments.py)
                           "Error: __init__(): incompatible constructor arguments": 8,
-                          # Horovod's runner on the first process that exited non-zero, its name
-                          # and exit code on the lines after (runner/gloo_run.py; cause_lines.py)
-                          "Horovod detected that one or more processes exited": 3}
+                          # the launchers' report of the first process that exited non-zero,
+                          # its name and exit code on the lines after (end_lines.FIRST_FAILED_*;
+                          # Open MPI's wraps its head, PRRTE's twice, and a blank line follows)
+                          FIRST_FAILED_HEAD: 5}
 # A "NET/Socket : Using" line that ends there: its interfaces follow, one per line.
 SOCKET_LIST_HEAD, SOCKET_LIST_LINES = "NET/Socket : Using", 16
 
@@ -353,6 +357,15 @@ PATTERNS: tuple[LinePattern, ...] = (
        r"failed \(exitcode: (?P<code>-?\d+)\) local_rank: (?P<local_rank>\d+)(?: \(pid: "
        r"(?P<pid>\d+)\))?", claims=True),
     _p(EventKind.CHILD_FAILED, ("ChildFailedError",), r"(?P<detail>ChildFailedError)"),
+    # the MPI launchers' and Horovod's report of the first process that exited non-zero
+    # (end_lines.FIRST_FAILED_*): its head opens a root section of the log, as torchrun's "Root
+    # Cause" does; its name and code, on the lines FOLLOW reads, fill the section's record; a
+    # failure line too, where a paste stops before its name and code
+    _p(EventKind.SUMMARY_ROOT, (FIRST_FAILED_HEAD,), re.escape(FIRST_FAILED_HEAD)),
+    _p(EventKind.FAILURE_LINE, (FIRST_FAILED_HEAD,),
+       rf"(?P<detail>{re.escape(FIRST_FAILED_HEAD)}[^\n]{{0,200}})"),
+    _p(EventKind.SUMMARY_RANK, (), FIRST_FAILED_NAME),
+    _p(EventKind.SUMMARY_EXIT, (), FIRST_FAILED_CODE),
     # Open MPI's launcher on a rank a signal ended (end_lines.OPEN_MPI_SIGNALED)
     _p(EventKind.MPI_RANK_SIGNALED, ("exited on signal",), OPEN_MPI_SIGNALED, claims=True),
     # --- failures no rule may name (read by rules/unexplained.py; never claim) ---

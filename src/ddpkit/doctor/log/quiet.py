@@ -54,13 +54,6 @@ OTHER_FAILURES: tuple[re.Pattern[str], ...] = (
     # systemd's `systemctl status` of a unit that failed ("Active: failed (Result: exit-code)"):
     # a service the GPUs need (nvidia-fabricmanager, nvidia-persistenced) not running
     re.compile(r"(?P<detail>\bActive: failed\b[^\n]*)"),
-    # Open MPI's launcher reporting a process's non-zero exit (orte/tools/orterun/
-    # help-orterun.txt [orterun:non-zero-exit], v4: "%s detected that one or more processes
-    # exited with non-zero status, thus causing the job to be terminated."; %s is mpirun, or
-    # PRRTE's prterun in v5)
-    # (the pattern starts at its literal: a leading \S{1,40} would be tried at every position)
-    re.compile(r"(?P<detail>detected that one or more processes exited with non-zero status"
-               r"[^\n]*)"),
 )
 # The launchers whose messages the catalogue holds (tools/catalogue_messages.py --add): their lines
 # below error level report the run's start (its hosts, the processes spawned), a stage of it.

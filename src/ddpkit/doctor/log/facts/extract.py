@@ -19,6 +19,7 @@ from ddpkit.doctor.addresses import address_class
 from ddpkit.doctor.log.end_lines import (
     DEEPSPEED_NODE,
     FATAL_SIGNALS,
+    FIRST_FAILED_CODE,
     OPEN_MPI_SIGNALED,
     SHELL_PREFIX,
     SRUN_TASKS,
@@ -98,9 +99,9 @@ _DEATH = re.compile(r"\bexitcode\s*[:=]\s*-(\d{1,2})\b|\breturn code = -(\d{1,2}
 # grammars): Open MPI's "... exited on signal 9 (Killed).", MPICH's (and Intel MPI's) hydra "YOUR
 # APPLICATION TERMINATED WITH THE EXIT STRING: Killed (signal 9)"
 _MPI_DEATHS = (re.compile(OPEN_MPI_SIGNALED), re.compile(hydra_exit(r"[^\n(]{0,80}?")))
-# Horovod's runner's "Exit code: %s" of the first process that exited non-zero, alone on its line
-# (runner/gloo_run.py): a signal as a negative code, or as the shell's 128+N
-_EXIT_CODE_LINE = re.compile(r"^\s*Exit code: (?:-(\d{1,2})|(1[2-9]\d))\s*$")
+# the launchers' "Exit code: %d" of the first process that exited non-zero, alone on its line
+# (end_lines.FIRST_FAILED_CODE): a signal as a negative code, or as the shell's 128+N
+_EXIT_CODE_LINE = re.compile(FIRST_FAILED_CODE)
 # bash's report of a job a signal ended, alone on its line (jobs.c: strsignal(), "Killed" for
 # SIGKILL, "Bus error" for SIGBUS..., after the script's "line N: <pid> " or the job's "[1]+ ",
 # "(core dumped)" after it if it dumped core); the kernel's "Killed process N" is not it
@@ -134,9 +135,10 @@ def _deaths(text: str) -> list[Fact]:
             number = int(reported.group("signum"))
             if number in SIGNALS:
                 found.append(Fact(FactKind.DEATH, SIGNALS[number], str(number)))
-    horovod = _EXIT_CODE_LINE.match(text)
-    if horovod is not None:
-        number = int(horovod.group(1) or 0) or int(horovod.group(2)) - 128
+    first_failed = _EXIT_CODE_LINE.match(text)
+    if first_failed is not None:
+        code = int(first_failed.group("code"))
+        number = -code if code < 0 else code - 128 if code > 128 else 0
         if number in SIGNALS:
             found.append(Fact(FactKind.DEATH, SIGNALS[number], str(number)))
     shell = _SHELL_DEATH.match(text) or _SRUN_DEATH.search(text)

@@ -231,7 +231,8 @@ class JobRules:
             record.host = event.get("host")
         elif kind == "summary-rank":
             record.rank = int(event.get("rank"))
-            record.local_rank = int(event.get("local_rank"))
+            local_rank = event.get("local_rank")  # (an MPI launcher's names no local rank)
+            record.local_rank = int(local_rank) if local_rank else None
             self.note_rank(record.rank)
         elif kind == "summary-exit":
             record.code = int(event.get("code"))
