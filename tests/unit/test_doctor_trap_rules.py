@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from ddpkit.doctor.findings import Finding
 from ddpkit.doctor.log.diagnose import diagnose
 
@@ -136,3 +138,16 @@ def test_the_watchdog_stack_alone_is_a_collective_timeout(tmp_path: Path) -> Non
     (finding,) = run(tmp_path, frames)
     assert finding.id == "collective-timeout"
     assert "Only the NCCL watchdog's stack" in finding.explanation
+
+
+@pytest.mark.parametrize("cut", ["", " b", " both on CU"])
+def test_nccls_duplicate_gpu_line_cut_after_its_ranks_is_read(tmp_path: Path, cut: str) -> None:
+    # NCCL's init.cc: "Duplicate GPU detected : rank %d and rank %d both on CUDA device %x", after
+    # torch's "Last error:", cut where a terminal or a paste stopped: the ranks say it; no device
+    # is made up
+    text = ("RuntimeError: NCCL error in: ProcessGroupNCCL.cpp:1269, internal error, NCCL version "
+            f"2.14.3\nncclInternalError: Internal check failed.\nLast error:\nDuplicate GPU "
+            f"detected : rank 5 and rank 0{cut}\n")
+    top = run(tmp_path, text)[0]
+    assert (top.id, top.severity) == ("duplicate-gpu", "error")
+    assert "Ranks 5 and 0 are on the same CUDA device." in top.explanation

@@ -164,9 +164,11 @@ PATTERNS: tuple[LinePattern, ...] = (
        r"|unable to mmap \d+ bytes from file </torch_[^\n]*Cannot allocate memory[^\n]*"
        r"|unable to write to file </torch_[^>\n]*>(?!:)[^\n]*)",
        claims=True),
+    # (NCCL's init.cc: "Duplicate GPU detected : rank %d and rank %d both on CUDA device %x";
+    # a paste or a terminal may cut it after the ranks, which say it whole)
     _p(EventKind.DUPLICATE_GPU, ("NCCL WARN", _LAST, "Duplicate GPU detected"),
-       r"Duplicate GPU detected ?: rank (?P<rank_a>\d+) and rank (?P<rank_b>\d+) both on CUDA "
-       r"device (?P<device>\w+)", claims=True),
+       r"Duplicate GPU detected ?: rank (?P<rank_a>\d+) and rank (?P<rank_b>\d+)(?: both on CUDA "
+       r"device (?P<device>\w+))?", claims=True),
     _p(EventKind.ROOT_MISMATCH, ("NCCL WARN", _LAST),
        r"Bootstrap Root ?: (?P<detail>(?:mismatch in rank count|rank \d+ of \d+ ranks has "
        r"already checked in)[^\n]*)", claims=True),

@@ -73,8 +73,10 @@ def simple_finding(finding_id: str, facts: Facts) -> Finding:
         pairs = zip(facts.one("rank_a"), facts.one("rank_b"), strict=False)
         devices = ", ".join(facts.one("device"))
         named = [_("{a} and {b}", a=a, b=b) for a, b in pairs]  # not inside _(): Babel skips it
-        text = _("Ranks {pairs} are on the same CUDA device ({devices}){where}.",
-                 pairs=clauses(named), devices=devices, where=facts.where())
+        text = (_("Ranks {pairs} are on the same CUDA device ({devices}){where}.",
+                  pairs=clauses(named), devices=devices, where=facts.where()) if devices else
+                _("Ranks {pairs} are on the same CUDA device{where}.", pairs=clauses(named),
+                  where=facts.where()))
     elif finding_id == "p2p":
         text = _("GPU peer-to-peer failed{where}: {details}.", where=facts.where(),
                  details=details)
