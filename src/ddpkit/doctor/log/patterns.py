@@ -340,6 +340,14 @@ PATTERNS: tuple[LinePattern, ...] = (
        # the remote one)
        r"(?<!addr=)\[(?P<addr>[^\]\s]+)\]:(?P<port>\d+)", r"peer (?P<addr>[^\s<]+)<(?P<port>\d+)>",
        claims=True),
+    # torch.distributed.rpc's TensorPipe agent on a pipe that broke (torch/csrc/distributed/rpc/
+    # tensorpipe_agent.cpp: "RPC agent for %s encountered error when <what it did> <to|from> %s:
+    # %s", the peer's worker name, then TensorPipe's error): TensorPipe's EOFError ("eof") is
+    # the peer's end closed under it, its process gone; its SystemErrors carry strerror's words,
+    # which the pattern above reads
+    _p(EventKind.CONNECTION_LOST, _LOST,
+       r"RPC agent for [^\s:]{1,255} (?P<detail>encountered error when [a-z #\d]{1,60}? "
+       r"(?:to|from) [^\s:]{1,255}: eof)\b", claims=True),
     _p(EventKind.CONNECT_ERROR, _CONNECT_ERRORS,
        r"(?P<err>Connection refused|Connection timed out|No route to host|Network is unreachable"
        r"|Host is unreachable|ECONNREFUSED|ETIMEDOUT)",
