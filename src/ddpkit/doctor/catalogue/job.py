@@ -34,7 +34,9 @@ ENTRIES = (
         "agent's own store dials timed out or were refused (no agent hosted the c10d "
         "rendezvous's store: `--rdzv-conf is_host=1`); a `file://` init_method followed, on one "
         "machine, by Gloo refused at this machine's own address (an earlier run's FileStore "
-        "file); a dial to port 0 (c10d's `No socket on (localhost, 0) is listening yet`).",
+        "file); a dial to port 0 (c10d's `No socket on (localhost, 0) is listening yet`); a "
+        "training library refusing a launcher's variables beside Slurm's (Ignite's `Defined "
+        "env variables '[...]' should not be specified with SLURM`).",
         91,
     ),
     Entry(
@@ -140,7 +142,9 @@ ENTRIES = (
         _("Find the first failure on the peer named in the evidence (its log above this point); "
         "if it shows none, check the link between the nodes: ddpkit test --nnodes <N> ..."),
         "`Connection reset by peer`, `Connection closed by peer`, `Broken pipe`, NCCL's "
-        "`remote process exited or there was a network error` (ncclRemoteError).",
+        "`remote process exited or there was a network error` (ncclRemoteError); "
+        "torch.distributed.rpc's TensorPipe agent's `encountered error when ... to <worker>: "
+        "eof`.",
         50,
     ),
     Entry(

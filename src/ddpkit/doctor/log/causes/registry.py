@@ -46,6 +46,7 @@ from ddpkit.doctor.log.causes.internal_assert import InternalAssert
 from ddpkit.doctor.log.causes.ipoib_without_verbs import IpoibWithoutVerbs
 from ddpkit.doctor.log.causes.kernel_fault import KernelFault
 from ddpkit.doctor.log.causes.launcher_arguments import LauncherArguments
+from ddpkit.doctor.log.causes.launchers_conflict import LaunchersConflict
 from ddpkit.doctor.log.causes.loader_worker import LoaderWorkerKilled
 from ddpkit.doctor.log.causes.loopback import Loopback
 from ddpkit.doctor.log.causes.master_address import MasterAddress
@@ -114,7 +115,7 @@ CAUSES: tuple[type[Cause], ...] = (
     StoreArguments, EmptyRankValue,
     UniqueIdWait, IpoibWithoutVerbs, TopologyFile, PySpyDump, OwnFailure, RankNeverJoined, SpawnedFailure,
     EmptyRankLog, RestartedWorkers, NodeNeverJoined, NodeRankClaims, StoreLostMeeting, CclLocalRank,
-    C10dStoreHost,
+    C10dStoreHost, LaunchersConflict,
 )
 
 Scored = tuple[Finding, int]

@@ -55,6 +55,9 @@ class FactKind(enum.Enum):
     FAMILY_MISMATCH = "family-mismatch"
     # a variable the env:// rendezvous reads, not set (value: its name, MASTER_ADDR)
     UNSET_VARIABLE = "unset-variable"
+    # a library refusing a launcher's variables beside a scheduler's (value: a variable it names,
+    # RANK; detail: the scheduler, SLURM)
+    LAUNCHERS_CONFLICT = "launchers-conflict"
     # a process selecting its GPU (value: the call as printed: set_device, cudaSetDevice, or
     # torch 1.x's torch/csrc/cuda/Module.cpp, whose only check that names an ordinal is
     # THCPModule_setDevice's cudaSetDevice)

@@ -337,3 +337,13 @@ def frame_module(path: str) -> tuple[str, bool]:
     if tail.endswith(".py"):
         tail = tail[:-3]
     return tail.replace("/", "."), found is not None
+# a library refusing torch's launch variables beside a scheduler's own (PyTorch Ignite's idist,
+# ignite/distributed/comp_models/native.py, setup_env_vars: "Defined env variables '%s' should
+# not be specified with SLURM. Typically, this happens when `torch.distributed.launch` or
+# `torch.multiprocessing.spawn` are used. ...", the variables a Python list): two launchers
+# assigning one process's rank (the variables one by one in LAUNCH_VARIABLE)
+LAUNCHERS_CONFLICT = re.compile(r"env(?:ironment)? variables? '?\[?((?:'?[A-Z][A-Z_]{2,20}'?,? ?)"
+                                r"{1,8})\]?'? should not be (?:specified|set|defined) "
+                                r"(?:with|under) ([A-Za-z]{2,12})")
+LAUNCH_VARIABLE = re.compile(r"\b(RANK|LOCAL_RANK|WORLD_SIZE|LOCAL_WORLD_SIZE|MASTER_ADDR"
+                             r"|MASTER_PORT|NODE_RANK|GROUP_RANK)\b")

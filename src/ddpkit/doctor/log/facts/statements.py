@@ -294,6 +294,10 @@ def statement_facts(text: str) -> list[Fact]:
         found += [Fact(FactKind.STORE_WITHOUT_LIBUV, "libuv") for _m in printed.NO_LIBUV.findall(text)]
     if "ss_family" in text:
         found += [Fact(FactKind.FAMILY_MISMATCH, a, b) for a, b in network.FAMILY.findall(text)]
+    if "should not be " in text:
+        for names, scheduler in printed.LAUNCHERS_CONFLICT.findall(text)[:1]:
+            found += [Fact(FactKind.LAUNCHERS_CONFLICT, name, scheduler.upper())
+                      for name in dict.fromkeys(printed.LAUNCH_VARIABLE.findall(names))]
     if ("expected, but not set" in text or "_env_error(" in text or "KeyError: '" in text
             or "required for env://" in text):
         found += [Fact(FactKind.UNSET_VARIABLE, first_group(m.groups()).upper())
