@@ -95,6 +95,9 @@ class FactKind(enum.Enum):
     # ranks issuing different collectives (value: the collectives' OpTypes as printed, "ALLREDUCE
     # / BROADCAST", "" where not shown): ProcessGroupWrapper's check (TORCH_DISTRIBUTED_DEBUG)
     COLLECTIVE_MISMATCH = "collective-mismatch"
+    # a program's own check that its ranks did not enter one of its collectives together (value:
+    # the collective it names, or "" where it names none)
+    RANKS_OUT_OF_STEP = "ranks-out-of-step"
     # a rank whose address Gloo's connect waited for in the store and never got (value: the
     # rank, from the key's last part: printed.GLOO_PEER_KEY)
     UNJOINED_RANK = "unjoined-rank"

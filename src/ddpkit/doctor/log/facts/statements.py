@@ -200,6 +200,9 @@ def statement_facts(text: str) -> list[Fact]:
     if "Detected mismatch between collectives" in text:
         found.append(Fact(FactKind.COLLECTIVE_MISMATCH,
                           " / ".join(dict.fromkeys(printed.OP_TYPE.findall(text)))))
+    if "out of sync" in text or "enter the function together" in text:
+        found += [Fact(FactKind.RANKS_OUT_OF_STEP, call)
+                  for call in printed.RANKS_OUT_OF_STEP.findall(text)[:1]]
     if "terminated with the following error" in text:
         found += [Fact(FactKind.SPAWNED_FAILED, index)
                   for index in printed.SPAWNED_FAILED.findall(text)[:1]]
