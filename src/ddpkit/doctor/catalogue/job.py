@@ -131,7 +131,9 @@ ENTRIES = (
         "`Watchdog caught collective operation timeout: WorkNCCL(SeqNum=..., OpType=...)`, Gloo's "
         "`Timed out waiting Nms for recv/send operation`, `failed to pass monitoredBarrier`; "
         "ranks running different collectives: `Detected mismatch between collectives` "
-        "(TORCH_DISTRIBUTED_DEBUG=DETAIL), Gloo's `op.preamble.length <= op.nbytes. X vs Y`.",
+        "(TORCH_DISTRIBUTED_DEBUG=DETAIL), Gloo's `op.preamble.length <= op.nbytes. X vs Y`, "
+        "a program's own collective finding the ranks out of step (fairseq's `all_gather_list "
+        "requires all workers to enter the function together`).",
         60,
     ),
     Entry(

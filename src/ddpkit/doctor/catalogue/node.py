@@ -133,8 +133,10 @@ ENTRIES = (
         "plugin loaded on one node (`NET/Plugin: Loaded net plugin ...`, `Plugin Path : ...`) and "
         "the internal one on another, in a job that failed or hung; `NCCL_* set by environment` "
         "lines that differ; one hostname seen with different addresses; two ranks on one GPU "
-        "under one hostname in NCCL's P2P/SHM ring lines. A transport or plugin difference in a "
-        "failed or hung job is an error, ranked above the failure it explains.",
+        "under one hostname in NCCL's P2P/SHM ring lines; a connection whose send uses "
+        "GPUDirect RDMA and whose receive does not (`N[..] -> M[..] [send] via NET/IB/0/GDRDMA`, "
+        "`[receive] via NET/IB/1`). A transport or plugin difference in a failed or hung job is "
+        "an error, ranked above the failure it explains.",
         80,
     ),
 )

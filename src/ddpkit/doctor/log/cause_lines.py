@@ -136,6 +136,11 @@ CAUSE_PATTERNS: tuple[LinePattern, ...] = (
         rf"^{LINE_PREFIXES} {{4}}(?P<func>[^\s()][^()\n]{{0,200}}?) "
         r"\((?P<file>[^()\s][^()\n]{0,300}?)"
         r"(?::(?P<line>\d{1,9}))?\)\s*$"),
+    # NCCL's line for a connection over the net transport, read for its facts (printed.
+    # NET_CONNECTION; causes/gdr_one_side.py)
+    _fb(EventKind.JOB_FACT, (" via NET/",),
+        r"(?P<detail>\d{1,6}\[[0-9a-fA-F]{1,16}\] -> \d{1,6}\[[0-9a-fA-F]{1,16}\] \[(?:send|receive)\] "
+        r"via NET/[^\n]{1,60})"),
     # Ray finding /dev/shm smaller than its object store, a warning (causes/shm_small.py)
     _fb(EventKind.JOB_FACT, ("/dev/shm has only",),
         r"(?P<detail>/dev/shm has only \d{1,15} bytes available)"),

@@ -37,6 +37,7 @@ from ddpkit.doctor.log.causes.empty_rank_log import EmptyRankLog
 from ddpkit.doctor.log.causes.empty_rank_value import EmptyRankValue
 from ddpkit.doctor.log.causes.endpoint_port import EndpointWithoutPort
 from ddpkit.doctor.log.causes.firewall import Firewall
+from ddpkit.doctor.log.causes.gdr_one_side import GdrOneSide
 from ddpkit.doctor.log.causes.gloo_hostname import GlooHostname
 from ddpkit.doctor.log.causes.gloo_no_address import GlooNoAddress
 from ddpkit.doctor.log.causes.gpu_assert import GpuAssert
@@ -115,7 +116,7 @@ CAUSES: tuple[type[Cause], ...] = (
     StoreArguments, EmptyRankValue,
     UniqueIdWait, IpoibWithoutVerbs, TopologyFile, PySpyDump, OwnFailure, RankNeverJoined, SpawnedFailure,
     EmptyRankLog, RestartedWorkers, NodeNeverJoined, NodeRankClaims, StoreLostMeeting, CclLocalRank,
-    C10dStoreHost, LaunchersConflict,
+    C10dStoreHost, LaunchersConflict, GdrOneSide,
 )
 
 Scored = tuple[Finding, int]

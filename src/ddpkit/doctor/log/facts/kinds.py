@@ -98,6 +98,9 @@ class FactKind(enum.Enum):
     # a program's own check that its ranks did not enter one of its collectives together (value:
     # the collective it names, or "" where it names none)
     RANKS_OUT_OF_STEP = "ranks-out-of-step"
+    # an NCCL connection over the net transport (value: "<rank> -> <peer rank>"; detail: its side,
+    # "send" or "receive", then "+gdr" where it uses GPUDirect RDMA)
+    NET_CONNECTION = "net-connection"
     # a rank whose address Gloo's connect waited for in the store and never got (value: the
     # rank, from the key's last part: printed.GLOO_PEER_KEY)
     UNJOINED_RANK = "unjoined-rank"

@@ -355,3 +355,9 @@ LAUNCH_VARIABLE = re.compile(r"\b(RANK|LOCAL_RANK|WORLD_SIZE|LOCAL_WORLD_SIZE|MA
 RANKS_OUT_OF_STEP = re.compile(r"(\w{1,60}) requires all (?:workers|ranks|processes) to enter the "
                                r"function together|\b(?:workers|ranks|processes) (?:have |had )?"
                                r"(?:fallen|fell|gone|got|are|were) out of sync\b")
+# NCCL's line for each connection it sets up over the net transport (src/transport/net.cc:
+# "Channel %02d[/%d] : %d[%x] -> %d[%x] [send] via NET/%s/%d%s%s", the receiving side "[receive]",
+# "/GDRDMA" where the connection uses GPUDirect RDMA, "/Shared" where it is shared): the ranks,
+# the side, the network and whether GPUDirect RDMA carries it
+NET_CONNECTION = re.compile(r"(\d{1,6})\[[0-9a-fA-F]{1,16}\] -> (\d{1,6})\[[0-9a-fA-F]{1,16}\] "
+                            r"\[(send|receive)\] via NET/\w{1,20}/\d{1,4}(/GDRDMA)?")

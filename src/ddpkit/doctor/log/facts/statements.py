@@ -200,6 +200,9 @@ def statement_facts(text: str) -> list[Fact]:
     if "Detected mismatch between collectives" in text:
         found.append(Fact(FactKind.COLLECTIVE_MISMATCH,
                           " / ".join(dict.fromkeys(printed.OP_TYPE.findall(text)))))
+    if "] via NET/" in text:
+        found += [Fact(FactKind.NET_CONNECTION, f"{src} -> {dst}", side + ("+gdr" if gdr else ""))
+                  for src, dst, side, gdr in printed.NET_CONNECTION.findall(text)[:1]]
     if "out of sync" in text or "enter the function together" in text:
         found += [Fact(FactKind.RANKS_OUT_OF_STEP, call)
                   for call in printed.RANKS_OUT_OF_STEP.findall(text)[:1]]
