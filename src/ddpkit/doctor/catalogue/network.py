@@ -98,7 +98,8 @@ ENTRIES = (
         "Check the path: ddpkit nics --to <peer-addr>, then ddpkit doctor --nnodes <N> "
         "--node-rank <R> --master-addr <addr>"),
         "`Connection timed out` (ETIMEDOUT) connecting to a routable address; NCCL init that "
-        "starts and never completes without any error.",
+        "starts and never completes without any error; a service mesh's sidecar (Envoy's "
+        "`cluster inbound|<port>||` in Istio's pods) intercepting the training pods' ports.",
         75,
     ),
     Entry(

@@ -39,6 +39,8 @@ ANCHORS: tuple[bytes, ...] = (
     # NCCL's line for a connection over the net transport, without NCCL's prefix where a paste
     # dropped it ("9[1a000] -> 2[6b000] [send] via NET/IB/0/GDRDMA", causes/gdr_one_side.py)
     b" via NET/",
+    # Envoy's cluster for an intercepted port of its pod (causes/service_mesh.py)
+    _literal("inbound|"),
     b"Tried to allocate",  # (the GPU allocator's words, where a terminal cut "out of memory")
     # (Slurm's and Kubernetes' memory cgroup on the tasks it killed; "emory" marks the others)
     *(_literal(text) for text in CGROUP_OOM_WORDS if "emory" not in text),

@@ -141,6 +141,10 @@ CAUSE_PATTERNS: tuple[LinePattern, ...] = (
     _fb(EventKind.JOB_FACT, (" via NET/",),
         r"(?P<detail>\d{1,6}\[[0-9a-fA-F]{1,16}\] -> \d{1,6}\[[0-9a-fA-F]{1,16}\] \[(?:send|receive)\] "
         r"via NET/[^\n]{1,60})"),
+    # Envoy, a service mesh's sidecar, on a port of the pod it intercepts (printed.MESH_INBOUND;
+    # causes/service_mesh.py)
+    _fb(EventKind.JOB_FACT, ("inbound|",),
+        r"(?P<detail>envoy [^\n]{0,200}?cluster inbound\|\d{1,5}\|[^\n]{0,100})"),
     # Ray finding /dev/shm smaller than its object store, a warning (causes/shm_small.py)
     _fb(EventKind.JOB_FACT, ("/dev/shm has only",),
         r"(?P<detail>/dev/shm has only \d{1,15} bytes available)"),

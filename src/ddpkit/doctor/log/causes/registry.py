@@ -73,6 +73,7 @@ from ddpkit.doctor.log.causes.rdma_completion import RdmaCompletion
 from ddpkit.doctor.log.causes.resolved_later import ResolvedLater
 from ddpkit.doctor.log.causes.restarted_workers import RestartedWorkers
 from ddpkit.doctor.log.causes.restarts import RendezvousRestarts
+from ddpkit.doctor.log.causes.service_mesh import ServiceMesh
 from ddpkit.doctor.log.causes.shared_device import SharedDevice
 from ddpkit.doctor.log.causes.shm_full import ShmFull
 from ddpkit.doctor.log.causes.shm_small import ShmSmall
@@ -116,7 +117,7 @@ CAUSES: tuple[type[Cause], ...] = (
     StoreArguments, EmptyRankValue,
     UniqueIdWait, IpoibWithoutVerbs, TopologyFile, PySpyDump, OwnFailure, RankNeverJoined, SpawnedFailure,
     EmptyRankLog, RestartedWorkers, NodeNeverJoined, NodeRankClaims, StoreLostMeeting, CclLocalRank,
-    C10dStoreHost, LaunchersConflict, GdrOneSide,
+    C10dStoreHost, LaunchersConflict, GdrOneSide, ServiceMesh,
 )
 
 Scored = tuple[Finding, int]

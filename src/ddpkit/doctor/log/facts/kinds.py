@@ -101,6 +101,9 @@ class FactKind(enum.Enum):
     # an NCCL connection over the net transport (value: "<rank> -> <peer rank>"; detail: its side,
     # "send" or "receive", then "+gdr" where it uses GPUDirect RDMA)
     NET_CONNECTION = "net-connection"
+    # a service mesh's sidecar proxy (Envoy) handling the pod's inbound connections on a port
+    # (value: the port)
+    MESH_INBOUND = "mesh-inbound"
     # a rank whose address Gloo's connect waited for in the store and never got (value: the
     # rank, from the key's last part: printed.GLOO_PEER_KEY)
     UNJOINED_RANK = "unjoined-rank"

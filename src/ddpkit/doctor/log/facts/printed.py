@@ -361,3 +361,7 @@ RANKS_OUT_OF_STEP = re.compile(r"(\w{1,60}) requires all (?:workers|ranks|proces
 # the side, the network and whether GPUDirect RDMA carries it
 NET_CONNECTION = re.compile(r"(\d{1,6})\[[0-9a-fA-F]{1,16}\] -> (\d{1,6})\[[0-9a-fA-F]{1,16}\] "
                             r"\[(send|receive)\] via NET/\w{1,20}/\d{1,4}(/GDRDMA)?")
+# Envoy, the sidecar proxy of Istio and other service meshes, on the cluster it makes for a port
+# of the pod it intercepts (Istio names it "inbound|<port>||"; Envoy's debug log: "membership
+# update for TLS cluster inbound|23456|| added 0 removed 1", after "envoy <component>")
+MESH_INBOUND = re.compile(r"\benvoy\b[^\n]{0,200}?\bcluster inbound\|(\d{1,5})\|")

@@ -200,6 +200,9 @@ def statement_facts(text: str) -> list[Fact]:
     if "Detected mismatch between collectives" in text:
         found.append(Fact(FactKind.COLLECTIVE_MISMATCH,
                           " / ".join(dict.fromkeys(printed.OP_TYPE.findall(text)))))
+    if "inbound|" in text:
+        found += [Fact(FactKind.MESH_INBOUND, port)
+                  for port in printed.MESH_INBOUND.findall(text)[:1]]
     if "] via NET/" in text:
         found += [Fact(FactKind.NET_CONNECTION, f"{src} -> {dst}", side + ("+gdr" if gdr else ""))
                   for src, dst, side, gdr in printed.NET_CONNECTION.findall(text)[:1]]
