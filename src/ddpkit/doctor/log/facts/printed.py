@@ -348,10 +348,10 @@ LAUNCHERS_CONFLICT = re.compile(r"env(?:ironment)? variables? '?\[?((?:'?[A-Z][A
 LAUNCH_VARIABLE = re.compile(r"\b(RANK|LOCAL_RANK|WORLD_SIZE|LOCAL_WORLD_SIZE|MASTER_ADDR"
                              r"|MASTER_PORT|NODE_RANK|GROUP_RANK)\b")
 # a program's own check that its ranks fell out of step: fairseq's all_gather_list failing to
-# read what the others sent (fairseq/distributed/utils.py, fairseq/distributed_utils.py before:
-# "Unable to unpickle data from other workers. all_gather_list requires all workers to enter the
-# function together, so this error usually indicates that the workers have fallen out of sync
-# somehow. ..."), or a program saying so in the same words
+# decode what the others sent (fairseq/distributed/utils.py, fairseq/distributed_utils.py
+# before: "... all_gather_list requires all workers to enter the function together, so this
+# error usually indicates that the workers have fallen out of sync somehow. ..."), or a program
+# saying so in the same words
 RANKS_OUT_OF_STEP = re.compile(r"(\w{1,60}) requires all (?:workers|ranks|processes) to enter the "
                                r"function together|\b(?:workers|ranks|processes) (?:have |had )?"
                                r"(?:fallen|fell|gone|got|are|were) out of sync\b")
