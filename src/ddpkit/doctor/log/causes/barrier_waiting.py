@@ -15,7 +15,7 @@ before. A count above the world size is a reused store (stale_store.py), not thi
 from __future__ import annotations
 
 from ddpkit.doctor.catalogue import GENERIC
-from ddpkit.doctor.findings import Finding, Severity
+from ddpkit.doctor.findings import Finding
 from ddpkit.doctor.log.causes.base import Cause, Context, made, others_first
 from ddpkit.doctor.log.evidence import Bag, merge
 from ddpkit.doctor.log.facts.extract import barrier_counted
@@ -63,5 +63,5 @@ class BarrierWaiting(Cause):
         fix = _("Read the logs of the nodes whose ranks are missing; start every node with the "
                 "same --nnodes, --nproc-per-node, master address and port, and check that each "
                 "reaches the master's port: ddpkit doctor --hosts <the nodes>.")
-        severity: Severity = "error" if context.failed else "warning"
+        severity = context.severity
         return made("rendezvous-timeout", severity, text, fix, merge(self.bag.items))

@@ -26,6 +26,12 @@ class Context:
     # collective or rendezvous timeout, an init that never completed
     network_failed: bool = False
 
+    @property
+    def severity(self) -> Severity:
+        """An error where the logs show a failure, else a warning: the severity of a cause whose
+        own lines report none (a setting, a setup line, a stack) but explain a failure there is."""
+        return "error" if self.failed else "warning"
+
 
 class Cause:
     """A cause: subclass it in a file of its own and add the class to ``registry.CAUSES``.

@@ -14,7 +14,7 @@ what the sending node has (the facts' ``NET_CONNECTION``): the nodes differ.
 from __future__ import annotations
 
 from ddpkit.doctor.catalogue import GENERIC
-from ddpkit.doctor.findings import Finding, Severity
+from ddpkit.doctor.findings import Finding
 from ddpkit.doctor.log.causes.base import Context, Noting, made
 from ddpkit.doctor.log.evidence import merge
 from ddpkit.doctor.log.facts.kinds import Fact, FactKind
@@ -65,5 +65,5 @@ class GdrOneSide(Noting):
                 "path), then compare; NCCL_DEBUG_SUBSYS=INIT,NET shows each node's choice "
                 "(\"GPU Direct RDMA Enabled\" or \"Disabled\" for each HCA).")
         # (its lines are NCCL's INFO: an error only where the run failed)
-        severity: Severity = "error" if context.failed else "warning"
+        severity = context.severity
         return made("node-mismatch", severity, text, fix, merge(self.bag.items))

@@ -16,7 +16,7 @@ the node, the catalogue's ``version-mismatch``. With nothing failing it stays a 
 from __future__ import annotations
 
 from ddpkit.doctor.catalogue import GENERIC
-from ddpkit.doctor.findings import Finding, Severity
+from ddpkit.doctor.findings import Finding
 from ddpkit.doctor.log.causes.base import Context, Noting, made
 from ddpkit.doctor.log.evidence import merge
 from ddpkit.doctor.log.facts.kinds import Fact, FactKind
@@ -78,6 +78,6 @@ class GpuBuild(Noting):
                            "top right; e.g. pip install torch --index-url "
                            "https://download.pytorch.org/whl/cu118), or a newer driver; the same "
                            "build on every node."))
-        severity: Severity = "error" if context.failed else "warning"
+        severity = context.severity
         return made("version-mismatch", severity, sentences(texts), lines(fixes),
                     merge(self.bag.items))

@@ -18,7 +18,7 @@ where a summary names the target the attempts are not quoted.
 from __future__ import annotations
 
 from ddpkit.doctor.catalogue import GENERIC
-from ddpkit.doctor.findings import Finding, Severity
+from ddpkit.doctor.findings import Finding
 from ddpkit.doctor.log.causes.base import Cause, Context, keep_few, made
 from ddpkit.doctor.log.evidence import Bag, merge
 from ddpkit.doctor.log.facts.kinds import ERRNOS, Fact, FactKind
@@ -63,7 +63,7 @@ class NoRoute(Cause):
         if not targets:
             return None
         # (a retry's warning alone may be a master still coming up: the failure makes it one)
-        severity: Severity = "error" if context.failed else "warning"
+        severity = context.severity
         text = _("This node has no route to {targets} (errno {errnos}): the address the job "
                  "was given for the master, or that a peer advertised, is on a network this "
                  "node does not reach, most often the master's first interface (a management, "

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from ddpkit.doctor.addresses import describe_kind
 from ddpkit.doctor.catalogue import GENERIC
-from ddpkit.doctor.findings import Finding, Severity
+from ddpkit.doctor.findings import Finding
 from ddpkit.doctor.log.causes.base import Context, Noting, keep_few, made
 from ddpkit.doctor.log.evidence import merge
 from ddpkit.doctor.log.facts.kinds import Fact, FactKind
@@ -53,7 +53,7 @@ class OpenMpiTcp(Noting):
     def finding(self, context: Context) -> Finding | None:
         if not self.topics:
             return None
-        severity: Severity = "error" if context.failed else "warning"
+        severity = context.severity
         fix = _("Name the interface the nodes share (`ddpkit nics` lists this node's; the one "
                 "whose address the other nodes reach): mpirun --mca btl_tcp_if_include <iface> "
                 "--mca oob_tcp_if_include <iface> (or OMPI_MCA_btl_tcp_if_include=<iface> in the "

@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ddpkit.doctor.catalogue import entry
-from ddpkit.doctor.findings import Finding, Severity
+from ddpkit.doctor.findings import Finding
 from ddpkit.doctor.log.causes.base import Cause, Context
 from ddpkit.doctor.log.evidence import Bag, merge
 from ddpkit.doctor.log.facts.kinds import Fact
@@ -115,7 +115,7 @@ class PySpyDump(Cause):
                 count, calls=calls, line=dump.head.line, where=place.describe())
             bags = [d.bag for d, _p in waiting[:3]]
         # (a dump is what a hang makes one take, not a failure: the log's own failure makes it one)
-        severity: Severity = "error" if context.failed else "warning"
+        severity = context.severity
         fix = _("Dump every rank while the job hangs (py-spy dump --pid <pid> for each rank's "
                 "process; ddpkit launch dumps them all itself when no rank makes progress) and "
                 "find the rank that is not where the others wait: make every rank reach the same "

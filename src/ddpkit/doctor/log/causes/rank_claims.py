@@ -12,7 +12,7 @@ than the world. A restart announces every rank again, so a log with a restart is
 from __future__ import annotations
 
 from ddpkit.doctor.catalogue import GENERIC
-from ddpkit.doctor.findings import Finding, Severity
+from ddpkit.doctor.findings import Finding
 from ddpkit.doctor.log.causes.base import Cause, Context, made
 from ddpkit.doctor.log.evidence import Bag, merge
 from ddpkit.doctor.log.facts.kinds import Fact, FactKind
@@ -59,5 +59,5 @@ class RankClaims(Cause):
                 "them); under Slurm, allocate the nodes the script expects (#SBATCH --nodes=N "
                 "and --ntasks-per-node equal to the GPUs per node, matching the Trainer's "
                 "num_nodes and devices)")
-        severity: Severity = "error" if context.failed else "warning"
+        severity = context.severity
         return made("rank-assignment", severity, text, fix, merge(self.bag.items))

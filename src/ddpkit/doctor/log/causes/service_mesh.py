@@ -12,7 +12,7 @@ out of the training pods.
 from __future__ import annotations
 
 from ddpkit.doctor.catalogue import GENERIC
-from ddpkit.doctor.findings import Finding, Severity
+from ddpkit.doctor.findings import Finding
 from ddpkit.doctor.log.causes.base import Context, NotingValues, made
 from ddpkit.doctor.log.evidence import merge
 from ddpkit.doctor.log.facts.kinds import FactKind
@@ -41,5 +41,5 @@ class ServiceMesh(NotingValues):
             return None
         text, fix = self.words()
         # (Envoy's debug lines: an error only where the run failed)
-        severity: Severity = "error" if context.failed else "warning"
+        severity = context.severity
         return made(self.finding_id, severity, text, fix, merge(self.bag.items))
