@@ -352,7 +352,7 @@ LAUNCH_VARIABLE = re.compile(r"\b(RANK|LOCAL_RANK|WORLD_SIZE|LOCAL_WORLD_SIZE|MA
 # before: "... all_gather_list requires all workers to enter the function together, so this
 # error usually indicates that the workers have fallen out of sync somehow. ..."), or a program
 # saying so in the same words
-RANKS_OUT_OF_STEP = re.compile(r"(\w{1,60}) requires all (?:workers|ranks|processes) to enter the "
+RANKS_OUT_OF_STEP = re.compile(r"\b(\w{1,60}) requires all (?:workers|ranks|processes) to enter the "
                                r"function together|\b(?:workers|ranks|processes) (?:have |had )?"
                                r"(?:fallen|fell|gone|got|are|were) out of sync\b")
 # NCCL's line for each connection it sets up over the net transport (src/transport/net.cc:
@@ -363,5 +363,6 @@ NET_CONNECTION = re.compile(r"(\d{1,6})\[[0-9a-fA-F]{1,16}\] -> (\d{1,6})\[[0-9a
                             r"\[(send|receive)\] via NET/\w{1,20}/\d{1,4}(/GDRDMA)?")
 # Envoy, the sidecar proxy of Istio and other service meshes, on the cluster it makes for a port
 # of the pod it intercepts (Istio names it "inbound|<port>||"; Envoy's debug log: "membership
-# update for TLS cluster inbound|23456|| added 0 removed 1", after "envoy <component>")
-MESH_INBOUND = re.compile(r"\benvoy\b[^\n]{0,200}?\bcluster inbound\|(\d{1,5})\|")
+# update for TLS cluster inbound|23456|| added 0 removed 1", after "envoy <component>", which
+# the reader checks apart)
+MESH_INBOUND = re.compile(r"\bcluster inbound\|(\d{1,5})\|")

@@ -200,7 +200,7 @@ def statement_facts(text: str) -> list[Fact]:
     if "Detected mismatch between collectives" in text:
         found.append(Fact(FactKind.COLLECTIVE_MISMATCH,
                           " / ".join(dict.fromkeys(printed.OP_TYPE.findall(text)))))
-    if "inbound|" in text:
+    if "inbound|" in text and "envoy " in text:
         found += [Fact(FactKind.MESH_INBOUND, port)
                   for port in printed.MESH_INBOUND.findall(text)[:1]]
     if "] via NET/" in text:
