@@ -150,3 +150,14 @@ def test_plain_keeps_the_text_and_drops_the_controls(raw: str, shown: str) -> No
     from ddpkit.plain_text import plain
 
     assert plain(raw) == shown
+
+
+def test_quoted_material_with_tabs_fits_the_width() -> None:
+    # a tab-separated log line (Envoy's debug log, a container runtime's) quoted as evidence: a
+    # tab takes up to 8 columns on a terminal, so each one is shown as a space before the cut
+    console = _console()
+    quoted = "2022-07-19T18:01:59.211667Z\tdebug\tenvoy upstream\t" + "membership update " * 8
+    render.clipped(console, quoted)
+    written = _written(console).rstrip("\n")
+    assert "\t" not in written and "debug envoy upstream" in written
+    assert len(written.expandtabs()) <= 100

@@ -87,8 +87,10 @@ def wrapped(console: Console, text: str, *, indent: str = "  ", first: str = "",
 
 def clipped(console: Console, text: str, *, middle: bool = False, to_err: bool = False) -> None:
     """A line of quoted material (a log line as evidence) cut to the console's width with an
-    ellipsis at its end, or in its ``middle`` (a setting whose value is a long path)."""
-    text = shown(text)
+    ellipsis at its end, or in its ``middle`` (a setting whose value is a long path). A tab in
+    it is one space: the columns a tab takes depend on where it stands, which the cut cannot
+    know (a tab-separated log, Envoy's or a container runtime's, would spill past the width)."""
+    text = shown(text.replace("\t", " "))
     fitted = elide(text, console.width) if middle else truncate(text, console.width)
     _err(console, fitted, False) if to_err else _out(console, fitted)
 
