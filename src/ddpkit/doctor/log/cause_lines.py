@@ -143,8 +143,10 @@ CAUSE_PATTERNS: tuple[LinePattern, ...] = (
         r"via NET/[^\n]{1,60})"),
     # Envoy, a service mesh's sidecar, on a port of the pod it intercepts (printed.MESH_INBOUND;
     # causes/service_mesh.py)
+    # (anchored at the line's start: a lazy span from each "envoy" would be tried at every one)
     _fb(EventKind.JOB_FACT, ("inbound|",),
-        r"(?P<detail>envoy [^\n]{0,200}?cluster inbound\|\d{1,5}\|[^\n]{0,100})"),
+        r"^(?=[^\n]{0,300}\benvoy )[^\n]{0,300}?(?P<detail>cluster inbound\|\d{1,5}\|"
+        r"[^\n]{0,100})"),
     # Ray finding /dev/shm smaller than its object store, a warning (causes/shm_small.py)
     _fb(EventKind.JOB_FACT, ("/dev/shm has only",),
         r"(?P<detail>/dev/shm has only \d{1,15} bytes available)"),

@@ -43,7 +43,9 @@ class CollectiveMismatch(NotingValues):
         self.note(event, [f.value for f in mismatches if f.value])
 
     def words(self) -> tuple[str, str]:
-        if self.out_of_step is not None and not self.values and not self.sizes:
+        # (torch's wrapper and Gloo's check name the calls; a program's own check only says so)
+        only_out_of_step = self.out_of_step is not None and not self.values and not self.sizes
+        if only_out_of_step:
             text = (_("The program's own collective ({call}) found that the ranks did not enter "
                       "it together: one rank read what its peers sent for another call, so the "
                       "ranks had fallen out of step.", call=self.out_of_step)
@@ -62,7 +64,7 @@ class CollectiveMismatch(NotingValues):
         else:
             text = _("The ranks called different collectives at the same step: torch's debug "
                      "wrapper compared them and stopped the job before it hung.")
-        if self.out_of_step is not None and not self.values and not self.sizes:
+        if only_out_of_step:
             return text, _(
                 "Every rank must call the same collectives in the same order: look for a "
                 "condition that holds on some ranks only (rank == 0 around a collective, an "

@@ -65,5 +65,4 @@ class GdrOneSide(Noting):
                 "path), then compare; NCCL_DEBUG_SUBSYS=INIT,NET shows each node's choice "
                 "(\"GPU Direct RDMA Enabled\" or \"Disabled\" for each HCA).")
         # (its lines are NCCL's INFO: an error only where the run failed)
-        severity = context.severity
-        return made("node-mismatch", severity, text, fix, merge(self.bag.items))
+        return made("node-mismatch", context.severity, text, fix, merge(self.bag.items))
